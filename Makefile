@@ -1,0 +1,55 @@
+# The two commands: `make demo` and `make check`. Everything else is a
+# convenience over CMake (build/ for checks, build-bench/ for timing).
+BUILD       ?= build
+JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE_FLAGS ?=
+
+.PHONY: all deps build demo check test bench sanitize sanitize-asan sanitize-tsan fuzz install clean
+
+all: build
+
+deps:
+	@sh scripts/deps.sh
+
+build: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
+	cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	@if [ -x $(BUILD)/vigil ]; then $(BUILD)/vigil demo; else $(BUILD)/examples/demo; fi
+
+check: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 300
+
+test: check
+
+bench: deps
+	cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DVIGIL_TESTS=OFF >/dev/null
+	cmake --build build-bench -j $(JOBS)
+	@set -e; for b in build-bench/bench/bench_*; do echo "== $$b"; $$b; echo; done
+
+sanitize: sanitize-asan sanitize-tsan
+
+sanitize-asan: deps
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DVIGIL_SANITIZE=address,undefined -DVIGIL_BENCH=OFF >/dev/null
+	cmake --build build-asan -j $(JOBS)
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	    ctest --output-on-failure -j $(JOBS) --timeout 600
+
+sanitize-tsan: deps
+	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DVIGIL_SANITIZE=thread -DVIGIL_BENCH=OFF >/dev/null
+	cmake --build build-tsan -j $(JOBS)
+	cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+	    ctest --output-on-failure -j $(JOBS) --timeout 600
+
+fuzz: deps
+	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DVIGIL_FUZZ=ON -DVIGIL_BENCH=OFF >/dev/null
+	cmake --build build-fuzz -j $(JOBS)
+	@for f in build-fuzz/fuzz/fuzz_*; do case $$f in *_replay) continue;; esac; \
+	    echo "== $$f"; $$f -max_total_time=$${FUZZ_SECONDS:-60} -rss_limit_mb=2048 || exit 1; done
+
+install: build
+	cmake --install $(BUILD) --prefix $${PREFIX:-/usr/local}
+
+clean:
+	rm -rf build build-bench build-asan build-tsan build-fuzz

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vigil epoch barrier: a cross-process phase barrier that counts only the
+ * live peers of a heartbeat table, so a crashed peer never deadlocks it.
+ */
+#ifndef VIGIL_BARRIER_H
+#define VIGIL_BARRIER_H
+
+#include <vigil/heartbeat.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct vigil_barrier vigil_barrier;
+#define VIGIL_SERIAL 1 /* returned to exactly one caller per released round */
+
+int      vigil_barrier_create(const char *path, vigil_hb *hb, uint64_t grace_epochs, vigil_barrier **out);
+int      vigil_barrier_open(const char *path, vigil_hb *hb, uint64_t grace_epochs, vigil_barrier **out);
+void     vigil_barrier_close(vigil_barrier *b);
+int      vigil_barrier_wait(vigil_barrier *b, uint32_t my_epoch);
+int      vigil_barrier_wait_quorum(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum);
+int      vigil_barrier_wait_timeout(vigil_barrier *b, uint32_t my_epoch, uint64_t timeout_ns);
+int      vigil_barrier_wait_quorum_timeout(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, uint64_t timeout_ns);
+uint32_t vigil_barrier_epoch(const vigil_barrier *b);
+uint32_t vigil_barrier_live_peers(const vigil_barrier *b);
+int      vigil_barrier_bind(vigil_barrier *b, uint32_t slot); /* this handle's waits keep `slot` beating */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vigil: error codes and shared definitions.
+ *
+ * Every call that can fail returns an int: >= 0 success, < 0 failure.
+ * A failed system call is -errno; vigil's own failures sit below -1000 so
+ * the two ranges never meet.
+ */
+#ifndef VIGIL_COMMON_H
+#define VIGIL_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define VIGIL_EFULL     (-1001) /* no vacant slot */
+#define VIGIL_EBADFILE  (-1002) /* not a vigil file of this kind, wrong version, or size disagrees with header */
+#define VIGIL_ECAPACITY (-1003) /* file's capacity differs from the one asked for */
+#define VIGIL_ERANGE    (-1004) /* slot, bit, quorum or argument out of range */
+#define VIGIL_EVACANT   (-1005) /* slot is vacant */
+#define VIGIL_ETIMEDOUT (-1006) /* deadline passed */
+#define VIGIL_ENOPEERS  (-1007) /* nothing live to wait for */
+#define VIGIL_ELOST     (-1008) /* lease refused: the scope is someone else's now */
+#define VIGIL_EBUSY     (-1009) /* held by another owner, or in the middle of a change */
+
+/* Never NULL, also for -errno and for codes vigil does not know. */
+const char *vigil_strerror(int err);
+
+/* The kinds of vigil file; the value is stored at offset 12 of the header. */
+enum vigil_kind {
+    VIGIL_KIND_HEARTBEAT = 1,
+    VIGIL_KIND_BARRIER   = 2,
+    VIGIL_KIND_LEASES    = 3,
+};
+
+/* Reads the 64-byte header of any vigil file without mapping it: for tools
+ * that must say what a file is before choosing how to open it. */
+typedef struct vigil_file_info {
+    uint32_t kind;     /* enum vigil_kind */
+    uint32_t version;
+    uint32_t capacity;
+    uint64_t size;     /* file size in bytes, as found */
+} vigil_file_info;
+int vigil_file_probe(const char *path, vigil_file_info *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vigil etcd adapter (libvigil-etcd): the lease API across hosts on etcd v3.
+ * The token is the key's create_revision; ttl_ms rounds up to whole seconds.
+ */
+#ifndef VIGIL_ETCD_H
+#define VIGIL_ETCD_H
+
+#include <vigil/lease.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct vigil_etcd vigil_etcd;
+int  vigil_etcd_connect(const char *endpoints, vigil_etcd **out); /* "http://127.0.0.1:2379[,...]" */
+void vigil_etcd_close(vigil_etcd *e);
+int  vigil_etcd_acquire(vigil_etcd *e, const char *key, const char *owner, uint64_t ttl_ms, vigil_lease *out);
+int  vigil_etcd_renew(vigil_etcd *e, const vigil_lease *lease);
+int  vigil_etcd_release(vigil_etcd *e, const vigil_lease *lease);
+vigil_lease_port vigil_etcd_port(vigil_etcd *e);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vigil heartbeat table: one 64-byte slot per process in a shared mapping.
+ *
+ * The layout is public because vigil_hb_beat is inline: a beat is one
+ * acquire load of the epoch and one release store to the slot, about a
+ * nanosecond, and a call through a shared library would double that.
+ * Treat every struct below as read-only; change slots only through the API.
+ * The full byte layout of every vigil file is in vigil-files(5).
+ */
+#ifndef VIGIL_HEARTBEAT_H
+#define VIGIL_HEARTBEAT_H
+
+#include <stdatomic.h>
+#include <vigil/common.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { VIGIL_ROLE_WORKER = 0, VIGIL_ROLE_COORDINATOR = 1 };
+
+typedef struct vigil_slot_info {
+    uint32_t pid;             /* 0 = vacant */
+    uint32_t role;
+    uint64_t last_seen_epoch;
+    uint64_t in_flight;       /* bitmap of work units */
+} vigil_slot_info;            /* fields may be added at the end */
+
+/* File header, offsets 0..63. The first 24 bytes are common to all kinds. */
+struct vigil_hb_header {
+    uint8_t          magic[8];   /*  0: "\177VIGIL\r\n" */
+    uint32_t         version;    /*  8: VIGIL_LAYOUT_VERSION */
+    uint32_t         kind;       /* 12: VIGIL_KIND_HEARTBEAT */
+    uint32_t         capacity;   /* 16: number of slots */
+    uint32_t         flags;      /* 20: 0 */
+    _Atomic uint64_t epoch;      /* 24: global epoch, ticked by the watchdog */
+    _Atomic uint64_t term;       /* 32: leader term, +1 on each change of leader */
+    _Atomic uint64_t leader;     /* 40: (pid << 32) | (slot + 1), 0 = none */
+    _Atomic uint32_t elect_lock; /* 48: 0 free, else pid of the electing process */
+    uint32_t         reserved[3];/* 52: 0 */
+};
+
+/* One slot, offsets relative to 64 + slot * 64. */
+struct vigil_hb_slot {
+    _Alignas(64) _Atomic uint32_t pid; /*  0: owner, 0 = vacant */
+    _Atomic uint32_t seq;             /*  4: SeqLock version, odd during a structural change */
+    _Atomic uint64_t last_seen_epoch; /*  8: epoch at the last beat */
+    _Atomic uint64_t in_flight;       /* 16: bitmap of work units */
+    _Atomic uint32_t role;            /* 24: VIGIL_ROLE_* */
+    uint32_t         reserved0;       /* 28: 0 */
+    _Atomic uint64_t start_time;      /* 32: owner's start time (/proc/<pid>/stat field 22), 0 unknown */
+    _Atomic uint64_t odd_since;       /* 40: epoch + 1 at which a scan first saw seq odd, 0 none */
+    uint8_t          reserved1[16];   /* 48: 0 */
+};
+
+_Static_assert(sizeof(struct vigil_hb_header) == 64, "header is one cache line");
+_Static_assert(sizeof(struct vigil_hb_slot) == 64, "slot is one cache line");
+
+/* The handle. Its bounds are this process's own copy, taken at open, so a
+ * peer scribbling on the file header cannot move them. */
+typedef struct vigil_hb {
+    struct vigil_hb_header *hdr;
+    struct vigil_hb_slot   *slots;
+    uint32_t                capacity;
+    size_t                  map_size;
+} vigil_hb;
+
+int      vigil_hb_create(const char *path, uint32_t capacity, vigil_hb **out);
+int      vigil_hb_create_mode(const char *path, uint32_t capacity, unsigned mode, vigil_hb **out);
+int      vigil_hb_open(const char *path, uint32_t capacity, vigil_hb **out); /* 0 = the file's capacity */
+void     vigil_hb_close(vigil_hb *hb);                 /* NULL is fine */
+uint32_t vigil_hb_capacity(const vigil_hb *hb);
+int      vigil_hb_register(vigil_hb *hb, uint32_t pid, uint32_t *slot); /* VIGIL_EFULL */
+int      vigil_hb_unregister(vigil_hb *hb, uint32_t slot);
+uint64_t vigil_hb_tick(vigil_hb *hb);                  /* returns the new epoch */
+uint64_t vigil_hb_epoch(const vigil_hb *hb);
+int      vigil_hb_mark_in_flight(vigil_hb *hb, uint32_t slot, unsigned bit);
+int      vigil_hb_clear_in_flight(vigil_hb *hb, uint32_t slot, unsigned bit);
+int      vigil_hb_set_role(vigil_hb *hb, uint32_t slot, uint32_t role);
+int      vigil_hb_snapshot(const vigil_hb *hb, uint32_t slot, vigil_slot_info *out);
+uint32_t vigil_hb_live_count(const vigil_hb *hb, uint64_t grace_epochs);
+
+/* Liveness rule shared by every module: pid != 0 and the slot's age is at
+ * most grace, as a signed difference, so a beat racing a read is live. */
+static inline bool vigil_hb_is_live_at(uint32_t pid, uint64_t last_seen,
+                                       uint64_t epoch, uint64_t grace)
+{
+    int64_t age = (int64_t)(epoch - last_seen);
+    return pid != 0 && (age <= 0 || (uint64_t)age <= grace);
+}
+
+/*
+ * One acquire load of the global epoch, one release store to the slot.
+ * The acquire pairs with the tick's increment so the stored epoch is never
+ * older than one this process has already acted on; the release publishes
+ * the work done before the beat to a watchdog that reads last_seen_epoch.
+ * The SeqLock version is deliberately untouched: a beat changes one word,
+ * which no reader can see torn, and bumping it would make every snapshot
+ * retry on every beat.
+ */
+static inline void vigil_hb_beat(vigil_hb *hb, uint32_t slot)
+{
+    if (slot >= hb->capacity)
+        return;
+    uint64_t epoch = atomic_load_explicit(&hb->hdr->epoch, memory_order_acquire);
+    atomic_store_explicit(&hb->slots[slot].last_seen_epoch, epoch, memory_order_release);
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

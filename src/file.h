@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The file layer under every kind of vigil file: a 64-byte header (magic,
+ * layout version, kind, capacity, then the kind's own fields), created
+ * without clobbering and published fully initialised, opened only after
+ * the header has been checked against the file's size.
+ */
+#ifndef VIGIL_SRC_FILE_H
+#define VIGIL_SRC_FILE_H
+
+#include <vigil/common.h>
+
+#define VIGIL_LAYOUT_VERSION 1u
+#define VIGIL_HEADER_SIZE    64u
+#define VIGIL_DEFAULT_MODE   0600u
+
+extern const uint8_t vigil_magic[8];
+
+/* Offsets 0..23 of every vigil file. */
+struct vigil_file_header {
+    uint8_t  magic[8];
+    uint32_t version;
+    uint32_t kind;
+    uint32_t capacity;
+    uint32_t flags;
+};
+
+/* How a kind lays out its file: head_bytes (>= 64, the header included)
+ * then capacity records of slot_bytes each. */
+struct vigil_layout {
+    uint32_t kind;
+    uint32_t max_capacity;
+    size_t   head_bytes;
+    size_t   slot_bytes;
+};
+
+/* A mapping and this process's own copy of its bounds. */
+struct vigil_map {
+    void    *base;
+    size_t   size;
+    uint32_t capacity;
+};
+
+/* File size for `capacity` records, or 0 when capacity is out of range or
+ * the size would not fit in a size_t. */
+size_t vigil_layout_size(const struct vigil_layout *lay, uint64_t capacity);
+
+/* Fills the kind's part of a new file before anyone can see it; the common
+ * header is already written. Returns 0 or a negative error. */
+typedef int (*vigil_init_fn)(void *base, size_t size, uint32_t capacity, void *arg);
+
+/* -EEXIST when path exists (never clobbers), VIGIL_ERANGE for a capacity
+ * of 0 or past the kind's maximum. The file appears at path atomically,
+ * fully initialised, with exactly `mode`. */
+int  vigil_map_create(const char *path, const struct vigil_layout *lay, uint32_t capacity,
+                      unsigned mode, vigil_init_fn init, void *arg, struct vigil_map *out);
+/* capacity 0 accepts the file's own; otherwise a different one is
+ * VIGIL_ECAPACITY. Any header or size disagreement is VIGIL_EBADFILE. */
+int  vigil_map_open(const char *path, const struct vigil_layout *lay, uint32_t capacity,
+                    struct vigil_map *out);
+void vigil_map_close(struct vigil_map *m);
+
+#endif

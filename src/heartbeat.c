@@ -1,0 +1,312 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The heartbeat table: create/open, register/unregister under the slot
+ * SeqLock, snapshots with bounded retry, live counting.
+ */
+#define _GNU_SOURCE
+#include "hb_internal.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* 2^20 slots is a 64 MiB file; far past any pool on one host. */
+const struct vigil_layout vigil_hb_layout = {
+    .kind = VIGIL_KIND_HEARTBEAT,
+    .max_capacity = 1u << 20,
+    .head_bytes = sizeof(struct vigil_hb_header),
+    .slot_bytes = sizeof(struct vigil_hb_slot),
+};
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+bool vigil_backoff(unsigned attempt, uint64_t *deadline_ns)
+{
+    if (attempt < 64) {
+        cpu_relax();
+        return true;
+    }
+    uint64_t now = vigil_now_ns();
+    if (attempt == 64)
+        *deadline_ns = now + 10000000u; /* a preempted writer gets 10 ms */
+    else if (now > *deadline_ns)
+        return false;
+    sched_yield();
+    return true;
+}
+
+int vigil_slot_try_lock(struct vigil_hb_slot *s, uint32_t *version)
+{
+    uint32_t v = atomic_load_explicit(&s->seq, memory_order_relaxed);
+    if (v & 1u)
+        return VIGIL_EBUSY;
+    /* Acquire: the fields read under the lock are at least as new as the
+     * ones the previous writer published with its releasing store. */
+    if (!atomic_compare_exchange_strong_explicit(&s->seq, &v, v + 1u,
+                                                 memory_order_acquire, memory_order_relaxed))
+        return VIGIL_EBUSY;
+    /* The odd version must be visible before any field changes: a reader
+     * that sees a new field value then re-reads the version after its
+     * acquire fence, and this fence makes that re-read see the odd one. */
+    atomic_thread_fence(memory_order_release);
+    *version = v;
+    return 0;
+}
+
+int vigil_slot_lock(struct vigil_hb_slot *s, uint32_t *version)
+{
+    uint64_t deadline = 0;
+    for (unsigned attempt = 0;; attempt++) {
+        if (vigil_slot_try_lock(s, version) == 0)
+            return 0;
+        if (!vigil_backoff(attempt, &deadline))
+            return VIGIL_EBUSY;
+    }
+}
+
+void vigil_slot_unlock(struct vigil_hb_slot *s, uint32_t version)
+{
+    /* Release: every field written under the lock is visible to whoever
+     * sees the new even version. */
+    atomic_store_explicit(&s->seq, version + 2u, memory_order_release);
+}
+
+static int hb_init(void *base, size_t size, uint32_t capacity, void *arg)
+{
+    (void)size, (void)capacity, (void)arg;
+    /* ftruncate zero-filled the file: epoch 0, term 0, every slot vacant
+     * with an even version. Nothing more to write. */
+    (void)base;
+    return 0;
+}
+
+static int hb_wrap(struct vigil_map *m, vigil_hb **out)
+{
+    vigil_hb *hb = malloc(sizeof(*hb));
+    if (!hb) {
+        vigil_map_close(m);
+        return -ENOMEM;
+    }
+    hb->hdr = m->base;
+    hb->slots = (struct vigil_hb_slot *)((char *)m->base + sizeof(struct vigil_hb_header));
+    hb->capacity = m->capacity;
+    hb->map_size = m->size;
+    *out = hb;
+    return 0;
+}
+
+int vigil_hb_create_mode(const char *path, uint32_t capacity, unsigned mode, vigil_hb **out)
+{
+    if (!out)
+        return -EINVAL;
+    struct vigil_map m;
+    int err = vigil_map_create(path, &vigil_hb_layout, capacity, mode, hb_init, NULL, &m);
+    return err < 0 ? err : hb_wrap(&m, out);
+}
+
+int vigil_hb_create(const char *path, uint32_t capacity, vigil_hb **out)
+{
+    return vigil_hb_create_mode(path, capacity, VIGIL_DEFAULT_MODE, out);
+}
+
+int vigil_hb_open(const char *path, uint32_t capacity, vigil_hb **out)
+{
+    if (!out)
+        return -EINVAL;
+    struct vigil_map m;
+    int err = vigil_map_open(path, &vigil_hb_layout, capacity, &m);
+    return err < 0 ? err : hb_wrap(&m, out);
+}
+
+void vigil_hb_close(vigil_hb *hb)
+{
+    if (!hb)
+        return;
+    struct vigil_map m = { .base = hb->hdr, .size = hb->map_size, .capacity = hb->capacity };
+    vigil_map_close(&m);
+    free(hb);
+}
+
+uint32_t vigil_hb_capacity(const vigil_hb *hb)
+{
+    return hb ? hb->capacity : 0;
+}
+
+uint64_t vigil_hb_tick(vigil_hb *hb)
+{
+    /* acq_rel: release publishes what the ticker did before the tick to
+     * beaters that load this epoch; acquire keeps the ticker's own later
+     * reads (a failover scan right after) from seeing an older table. */
+    return atomic_fetch_add_explicit(&hb->hdr->epoch, 1, memory_order_acq_rel) + 1;
+}
+
+uint64_t vigil_hb_epoch(const vigil_hb *hb)
+{
+    return atomic_load_explicit(&hb->hdr->epoch, memory_order_acquire);
+}
+
+int vigil_hb_register(vigil_hb *hb, uint32_t pid, uint32_t *slot)
+{
+    if (!hb || !slot)
+        return -EINVAL;
+    if (pid == 0)
+        return VIGIL_ERANGE;
+    uint64_t start = 0;
+    if (vigil_proc_start_time(pid, &start) < 0)
+        start = 0; /* unknown: probe will answer "unknown", never "dead" */
+
+    for (uint32_t i = 0; i < hb->capacity; i++) {
+        struct vigil_hb_slot *s = &hb->slots[i];
+        uint32_t v;
+        /* Cheap filter first; the decision is made under the lock. */
+        if (atomic_load_explicit(&s->pid, memory_order_relaxed) != 0)
+            continue;
+        /* The CAS on the version is the claim: of any number of racing
+         * registrants exactly one moves it from even to odd, and only
+         * that one may fill the slot. A loser moves on to the next slot. */
+        if (vigil_slot_try_lock(s, &v) < 0)
+            continue;
+        if (atomic_load_explicit(&s->pid, memory_order_relaxed) != 0) {
+            vigil_slot_unlock(s, v); /* taken between the filter and the CAS */
+            continue;
+        }
+        uint64_t epoch = atomic_load_explicit(&hb->hdr->epoch, memory_order_acquire);
+        atomic_store_explicit(&s->last_seen_epoch, epoch, memory_order_relaxed);
+        atomic_store_explicit(&s->in_flight, 0, memory_order_relaxed);
+        atomic_store_explicit(&s->role, VIGIL_ROLE_WORKER, memory_order_relaxed);
+        atomic_store_explicit(&s->start_time, start, memory_order_relaxed);
+        atomic_store_explicit(&s->odd_since, 0, memory_order_relaxed);
+        atomic_store_explicit(&s->pid, pid, memory_order_relaxed);
+        vigil_slot_unlock(s, v);
+        *slot = i;
+        return 0;
+    }
+    return VIGIL_EFULL;
+}
+
+int vigil_hb_unregister(vigil_hb *hb, uint32_t slot)
+{
+    if (!hb)
+        return -EINVAL;
+    if (slot >= hb->capacity)
+        return VIGIL_ERANGE;
+    struct vigil_hb_slot *s = &hb->slots[slot];
+    uint32_t v;
+    int err = vigil_slot_lock(s, &v);
+    if (err < 0)
+        return err;
+    if (atomic_load_explicit(&s->pid, memory_order_relaxed) == 0) {
+        vigil_slot_unlock(s, v);
+        return VIGIL_EVACANT;
+    }
+    atomic_store_explicit(&s->pid, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->in_flight, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->role, VIGIL_ROLE_WORKER, memory_order_relaxed);
+    atomic_store_explicit(&s->last_seen_epoch, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->start_time, 0, memory_order_relaxed);
+    vigil_slot_unlock(s, v);
+    return 0;
+}
+
+static int bit_op_check(const vigil_hb *hb, uint32_t slot, unsigned bit)
+{
+    if (!hb)
+        return -EINVAL;
+    if (slot >= hb->capacity || bit >= 64)
+        return VIGIL_ERANGE;
+    if (atomic_load_explicit(&hb->slots[slot].pid, memory_order_relaxed) == 0)
+        return VIGIL_EVACANT;
+    return 0;
+}
+
+int vigil_hb_mark_in_flight(vigil_hb *hb, uint32_t slot, unsigned bit)
+{
+    int err = bit_op_check(hb, slot, bit);
+    if (err < 0)
+        return err;
+    /* Release: a watchdog that takes this bit (acquire exchange) also sees
+     * whatever the worker recorded about the unit before marking it. */
+    atomic_fetch_or_explicit(&hb->slots[slot].in_flight, UINT64_C(1) << bit, memory_order_release);
+    return 0;
+}
+
+int vigil_hb_clear_in_flight(vigil_hb *hb, uint32_t slot, unsigned bit)
+{
+    int err = bit_op_check(hb, slot, bit);
+    if (err < 0)
+        return err;
+    /* Release: the unit's results are published before it stops being
+     * in flight, so nobody reclaims and redoes finished work unseen. */
+    atomic_fetch_and_explicit(&hb->slots[slot].in_flight, ~(UINT64_C(1) << bit), memory_order_release);
+    return 0;
+}
+
+int vigil_hb_set_role(vigil_hb *hb, uint32_t slot, uint32_t role)
+{
+    if (!hb)
+        return -EINVAL;
+    if (slot >= hb->capacity || role > VIGIL_ROLE_COORDINATOR)
+        return VIGIL_ERANGE;
+    struct vigil_hb_slot *s = &hb->slots[slot];
+    if (atomic_load_explicit(&s->pid, memory_order_relaxed) == 0)
+        return VIGIL_EVACANT;
+    atomic_store_explicit(&s->role, role, memory_order_release);
+    return 0;
+}
+
+int vigil_hb_snapshot(const vigil_hb *hb, uint32_t slot, vigil_slot_info *out)
+{
+    if (!hb || !out)
+        return -EINVAL;
+    if (slot >= hb->capacity)
+        return VIGIL_ERANGE;
+    struct vigil_hb_slot *s = &hb->slots[slot];
+    uint64_t deadline = 0;
+    for (unsigned attempt = 0;; attempt++) {
+        /* If the version is odd a writer is in the middle of an update:
+         * retry rather than return fields from two different owners. */
+        uint32_t v1 = atomic_load_explicit(&s->seq, memory_order_acquire);
+        if (!(v1 & 1u)) {
+            vigil_slot_info info;
+            info.pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
+            info.role = atomic_load_explicit(&s->role, memory_order_relaxed);
+            info.last_seen_epoch = atomic_load_explicit(&s->last_seen_epoch, memory_order_relaxed);
+            info.in_flight = atomic_load_explicit(&s->in_flight, memory_order_relaxed);
+            /* The field loads complete before the version is read again;
+             * an unchanged even version means no writer overlapped them. */
+            atomic_thread_fence(memory_order_acquire);
+            if (atomic_load_explicit(&s->seq, memory_order_relaxed) == v1) {
+                *out = info;
+                return info.pid ? 0 : VIGIL_EVACANT;
+            }
+        }
+        if (!vigil_backoff(attempt, &deadline))
+            return VIGIL_EBUSY;
+    }
+}
+
+uint32_t vigil_hb_live_count(const vigil_hb *hb, uint64_t grace_epochs)
+{
+    if (!hb)
+        return 0;
+    uint64_t epoch = atomic_load_explicit(&hb->hdr->epoch, memory_order_acquire);
+    uint32_t live = 0;
+    /* Two single-word loads per slot, no SeqLock: each word is atomic and
+     * a count is a moment's estimate anyway. */
+    for (uint32_t i = 0; i < hb->capacity; i++) {
+        const struct vigil_hb_slot *s = &hb->slots[i];
+        uint32_t pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
+        uint64_t seen = atomic_load_explicit(&s->last_seen_epoch, memory_order_relaxed);
+        live += vigil_hb_is_live_at(pid, seen, epoch, grace_epochs);
+    }
+    return live;
+}

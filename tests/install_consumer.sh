@@ -1,0 +1,30 @@
+#!/bin/sh
+# Installs the build into a temporary prefix and builds a consumer against
+# it twice: with pkg-config and with find_package(vigil).
+# Usage: install_consumer.sh BUILD_DIR SOURCE_DIR CC
+set -eu
+build=$1 src=$2 cc=$3
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/vigil-install.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
+test -f "$tmp/prefix/include/vigil/vigil.h"
+ls "$tmp/prefix"/lib*/libvigil.so.0 >/dev/null
+libdir=$(dirname "$(ls "$tmp/prefix"/lib*/libvigil.a)")
+
+PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --exists vigil
+"$cc" -o "$tmp/hello" "$src/examples/hello.c" \
+    $(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --cflags --libs vigil) -Wl,-rpath,"$libdir"
+"$tmp/hello" "$tmp/hello.hb" >/dev/null
+
+mkdir "$tmp/consumer"
+cat > "$tmp/consumer/CMakeLists.txt" <<CM
+cmake_minimum_required(VERSION 3.16)
+project(consumer C)
+find_package(vigil REQUIRED)
+add_executable(hello $src/examples/hello.c)
+target_link_libraries(hello PRIVATE vigil::vigil)
+CM
+cmake -S "$tmp/consumer" -B "$tmp/consumer/build" -DCMAKE_PREFIX_PATH="$tmp/prefix" -DCMAKE_C_COMPILER="$cc" >/dev/null
+cmake --build "$tmp/consumer/build" >/dev/null
+"$tmp/consumer/build/hello" "$tmp/hello2.hb" >/dev/null
+echo "1 passed, 0 failed"

@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Description: heartbeat table: register, full table, beat, unregister and
+ * reuse, in-flight bitmap, roles, SeqLock snapshots, live counting, and
+ * the handle's own bounds against a scribbled header.
+ */
+#include "testutil.h"
+
+#include <sys/mman.h>
+
+static vigil_hb *fresh(const char *name, uint32_t cap)
+{
+    vigil_hb *hb = NULL;
+    int rc = vigil_hb_create(vt_path(name), cap, &hb);
+    if (rc < 0) {
+        fprintf(stderr, "create %s: %s\n", name, vigil_strerror(rc));
+        exit(1);
+    }
+    return hb;
+}
+
+static int test_register(void)
+{
+    vigil_hb *hb = fresh("register.hb", 8);
+    vigil_hb_tick(hb);
+    vigil_hb_tick(hb);
+    uint32_t slot = 99;
+    EXPECT_RC(vigil_hb_register(hb, 1234, &slot), 0);
+    EXPECT(slot == 0, "expected first slot 0, got %u", slot);
+    vigil_slot_info info;
+    EXPECT_RC(vigil_hb_snapshot(hb, slot, &info), 0);
+    EXPECT(info.pid == 1234 && info.role == VIGIL_ROLE_WORKER && info.in_flight == 0,
+           "expected pid 1234 worker no bits, got pid %u role %u bits %#llx",
+           info.pid, info.role, (unsigned long long)info.in_flight);
+    EXPECT(info.last_seen_epoch == 2, "expected register to stamp epoch 2, got %llu",
+           (unsigned long long)info.last_seen_epoch);
+    EXPECT_RC(vigil_hb_register(hb, 0, &slot), VIGIL_ERANGE);
+    EXPECT_RC(vigil_hb_register(hb, 5678, &slot), 0);
+    EXPECT(slot == 1, "expected second slot 1, got %u", slot);
+    vigil_hb_close(hb);
+    vigil_hb_close(NULL);
+    return 0;
+}
+
+static int test_table_full(void)
+{
+    vigil_hb *hb = fresh("full.hb", 4);
+    uint32_t slot;
+    for (uint32_t i = 0; i < 4; i++)
+        EXPECT_RC(vigil_hb_register(hb, 100 + i, &slot), 0);
+    slot = 77;
+    EXPECT_RC(vigil_hb_register(hb, 200, &slot), VIGIL_EFULL);
+    EXPECT(slot == 77, "a failed register wrote its output: %u", slot);
+    EXPECT(vigil_hb_capacity(hb) == 4, "capacity %u", vigil_hb_capacity(hb));
+    vigil_hb_close(hb);
+    return 0;
+}
+
+static int test_beat_advances_last_seen(void)
+{
+    vigil_hb *hb = fresh("beat.hb", 4);
+    uint32_t slot;
+    EXPECT_RC(vigil_hb_register(hb, 42, &slot), 0);
+    for (int i = 0; i < 5; i++)
+        EXPECT(vigil_hb_tick(hb) == (uint64_t)i + 1, "tick did not return the new epoch");
+    EXPECT(vigil_hb_epoch(hb) == 5, "epoch %llu", (unsigned long long)vigil_hb_epoch(hb));
+    vigil_slot_info info;
+    vigil_hb_snapshot(hb, slot, &info);
+    EXPECT(info.last_seen_epoch == 0, "last_seen moved without a beat");
+    uint32_t seq_before = atomic_load(&hb->slots[slot].seq);
+    vigil_hb_beat(hb, slot);
+    vigil_hb_snapshot(hb, slot, &info);
+    EXPECT(info.last_seen_epoch == 5, "expected last_seen 5 after beat, got %llu",
+           (unsigned long long)info.last_seen_epoch);
+    EXPECT(atomic_load(&hb->slots[slot].seq) == seq_before, "beat bumped the SeqLock version");
+    vigil_hb_beat(hb, 4);          /* out of range: ignored */
+    vigil_hb_beat(hb, UINT32_MAX); /* likewise */
+    vigil_hb_close(hb);
+    return 0;
+}
+
+static int test_unregister_reuse(void)
+{
+    vigil_hb *hb = fresh("reuse.hb", 2);
+    uint32_t a, b, c;
+    EXPECT_RC(vigil_hb_register(hb, 1, &a), 0);
+    EXPECT_RC(vigil_hb_register(hb, 2, &b), 0);
+    EXPECT_RC(vigil_hb_mark_in_flight(hb, a, 7), 0);
+    EXPECT_RC(vigil_hb_set_role(hb, a, VIGIL_ROLE_COORDINATOR), 0);
+    EXPECT_RC(vigil_hb_unregister(hb, a), 0);
+    EXPECT_RC(vigil_hb_unregister(hb, a), VIGIL_EVACANT);
+    EXPECT_RC(vigil_hb_unregister(hb, 2), VIGIL_ERANGE);
+    vigil_slot_info info = { .pid = 9 };
+    EXPECT_RC(vigil_hb_snapshot(hb, a, &info), VIGIL_EVACANT);
+    EXPECT(info.pid == 0 && info.in_flight == 0 && info.role == 0,
+           "vacant slot snapshot not cleared: pid %u bits %#llx role %u", info.pid,
+           (unsigned long long)info.in_flight, info.role);
+    EXPECT_RC(vigil_hb_register(hb, 3, &c), 0);
+    EXPECT(c == a, "expected the freed slot %u to be reused, got %u", a, c);
+    vigil_hb_snapshot(hb, c, &info);
+    EXPECT(info.pid == 3 && info.in_flight == 0 && info.role == VIGIL_ROLE_WORKER,
+           "reused slot kept old state: pid %u bits %#llx role %u", info.pid,
+           (unsigned long long)info.in_flight, info.role);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+static int test_in_flight_mark_clear(void)
+{
+    vigil_hb *hb = fresh("bits.hb", 2);
+    uint32_t s;
+    EXPECT_RC(vigil_hb_register(hb, 9, &s), 0);
+    EXPECT_RC(vigil_hb_mark_in_flight(hb, s, 0), 0);
+    EXPECT_RC(vigil_hb_mark_in_flight(hb, s, 63), 0);
+    EXPECT_RC(vigil_hb_mark_in_flight(hb, s, 5), 0);
+    EXPECT_RC(vigil_hb_clear_in_flight(hb, s, 5), 0);
+    EXPECT_RC(vigil_hb_mark_in_flight(hb, s, 64), VIGIL_ERANGE);
+    EXPECT_RC(vigil_hb_clear_in_flight(hb, s, 64), VIGIL_ERANGE);
+    EXPECT_RC(vigil_hb_mark_in_flight(hb, 2, 0), VIGIL_ERANGE);
+    EXPECT_RC(vigil_hb_mark_in_flight(hb, 1, 0), VIGIL_EVACANT);
+    EXPECT_RC(vigil_hb_clear_in_flight(hb, 1, 0), VIGIL_EVACANT);
+    vigil_slot_info info;
+    EXPECT_RC(vigil_hb_snapshot(hb, s, &info), 0);
+    EXPECT(info.in_flight == (UINT64_C(1) << 63 | 1), "expected bits 0 and 63, got %#llx",
+           (unsigned long long)info.in_flight);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+static int test_roles(void)
+{
+    vigil_hb *hb = fresh("roles.hb", 2);
+    uint32_t s;
+    EXPECT_RC(vigil_hb_register(hb, 9, &s), 0);
+    EXPECT_RC(vigil_hb_set_role(hb, s, VIGIL_ROLE_COORDINATOR), 0);
+    vigil_slot_info info;
+    vigil_hb_snapshot(hb, s, &info);
+    EXPECT(info.role == VIGIL_ROLE_COORDINATOR, "role %u", info.role);
+    EXPECT_RC(vigil_hb_set_role(hb, s, 2), VIGIL_ERANGE);
+    EXPECT_RC(vigil_hb_set_role(hb, 1, VIGIL_ROLE_WORKER), VIGIL_EVACANT);
+    EXPECT_RC(vigil_hb_set_role(hb, 2, VIGIL_ROLE_WORKER), VIGIL_ERANGE);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+static int test_snapshot_args(void)
+{
+    vigil_hb *hb = fresh("snap.hb", 2);
+    vigil_slot_info info = { .pid = 5 };
+    EXPECT_RC(vigil_hb_snapshot(hb, 2, &info), VIGIL_ERANGE);
+    EXPECT(info.pid == 5, "out-of-range snapshot wrote its output");
+    EXPECT_RC(vigil_hb_snapshot(hb, 0, NULL), -EINVAL);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+static int test_live_count_grace(void)
+{
+    vigil_hb *hb = fresh("live.hb", 8);
+    uint32_t a, b, c;
+    EXPECT_RC(vigil_hb_register(hb, 1, &a), 0);
+    EXPECT_RC(vigil_hb_register(hb, 2, &b), 0);
+    EXPECT_RC(vigil_hb_register(hb, 3, &c), 0);
+    EXPECT(vigil_hb_live_count(hb, 0) == 3, "expected 3 live at epoch 0");
+    for (int i = 0; i < 3; i++)
+        vigil_hb_tick(hb);
+    vigil_hb_beat(hb, a);
+    /* epoch 3: a seen at 3 (age 0), b and c at 0 (age 3) */
+    EXPECT(vigil_hb_live_count(hb, 2) == 1, "grace 2: expected 1 live, got %u", vigil_hb_live_count(hb, 2));
+    EXPECT(vigil_hb_live_count(hb, 3) == 3, "grace 3: expected 3 live, got %u", vigil_hb_live_count(hb, 3));
+    EXPECT(vigil_hb_live_count(hb, UINT64_MAX) == 3, "huge grace: expected 3 live");
+    /* A last_seen ahead of the epoch (a beat racing a read) is live. */
+    atomic_store(&hb->slots[b].last_seen_epoch, 10);
+    EXPECT(vigil_hb_live_count(hb, 0) == 2, "expected a and the future-stamped b live, got %u",
+           vigil_hb_live_count(hb, 0));
+    vigil_hb_unregister(hb, a);
+    EXPECT(vigil_hb_live_count(hb, 100) == 2, "vacant slot counted live");
+    vigil_hb_close(hb);
+    return 0;
+}
+
+/* A writer killed mid-change leaves the version odd: readers and writers
+ * give up with VIGIL_EBUSY instead of hanging, and register moves on. */
+static int test_wedged_slot(void)
+{
+    vigil_hb *hb = fresh("wedged.hb", 2);
+    uint32_t s, t;
+    EXPECT_RC(vigil_hb_register(hb, 11, &s), 0);
+    atomic_fetch_add(&hb->slots[s].seq, 1);
+    vigil_slot_info info;
+    EXPECT_RC(vigil_hb_snapshot(hb, s, &info), VIGIL_EBUSY);
+    EXPECT_RC(vigil_hb_unregister(hb, s), VIGIL_EBUSY);
+    atomic_store(&hb->slots[s].pid, 0); /* vacant but wedged */
+    EXPECT_RC(vigil_hb_register(hb, 12, &t), 0);
+    EXPECT(t == 1, "register took the wedged slot %u", t);
+    EXPECT_RC(vigil_hb_register(hb, 13, &t), VIGIL_EFULL);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+/* The handle keeps the bounds it checked at open: a peer rewriting the
+ * header's capacity moves nothing. */
+static int test_scribbled_header(void)
+{
+    vigil_hb *hb = fresh("scribble.hb", 4);
+    vigil_hb *peer;
+    EXPECT_RC(vigil_hb_open(vt_path("scribble.hb"), 4, &peer), 0);
+    uint32_t huge = 0x7fffffff;
+    memcpy((char *)peer->hdr + 16, &huge, 4);
+    memset(peer->hdr, 0, 8); /* and the magic */
+    EXPECT(vigil_hb_capacity(hb) == 4, "capacity followed the scribble: %u", vigil_hb_capacity(hb));
+    vigil_slot_info info;
+    EXPECT_RC(vigil_hb_snapshot(hb, 1000, &info), VIGIL_ERANGE);
+    vigil_hb_beat(hb, 1000);
+    EXPECT_RC(vigil_hb_mark_in_flight(hb, 1000, 1), VIGIL_ERANGE);
+    uint32_t s;
+    for (int i = 0; i < 4; i++)
+        EXPECT_RC(vigil_hb_register(hb, 50 + i, &s), 0);
+    EXPECT_RC(vigil_hb_register(hb, 60, &s), VIGIL_EFULL);
+    vigil_hb_close(peer);
+    vigil_hb_close(hb);
+    vigil_hb *again;
+    EXPECT_RC(vigil_hb_open(vt_path("scribble.hb"), 0, &again), VIGIL_EBADFILE);
+    return 0;
+}
+
+static int test_strerror(void)
+{
+    static const int codes[] = { VIGIL_EFULL, VIGIL_EBADFILE, VIGIL_ECAPACITY, VIGIL_ERANGE,
+                                 VIGIL_EVACANT, VIGIL_ETIMEDOUT, VIGIL_ENOPEERS, VIGIL_ELOST,
+                                 VIGIL_EBUSY, -EINVAL, -ENOENT, 0, 1, -1000, -1010, -4095,
+                                 -5000, INT32_MIN, INT32_MAX };
+    for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
+        const char *s = vigil_strerror(codes[i]);
+        EXPECT(s && *s, "vigil_strerror(%d) gave %s", codes[i], s ? "an empty string" : "NULL");
+    }
+    EXPECT(strcmp(vigil_strerror(VIGIL_EFULL), vigil_strerror(VIGIL_EBUSY)) != 0, "codes share a text");
+    EXPECT(strcmp(vigil_strerror(-ENOENT), strerror(ENOENT)) == 0, "-errno not described as errno");
+    return 0;
+}
+
+VT_MAIN(VT_CASE(test_register), VT_CASE(test_table_full), VT_CASE(test_beat_advances_last_seen),
+        VT_CASE(test_unregister_reuse), VT_CASE(test_in_flight_mark_clear), VT_CASE(test_roles),
+        VT_CASE(test_snapshot_args), VT_CASE(test_live_count_grace), VT_CASE(test_wedged_slot),
+        VT_CASE(test_scribbled_header), VT_CASE(test_strerror))

@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Shared test scaffolding: a fresh temporary directory per test program
+ * (removed at exit), bounded waits for child processes, and a runner that
+ * prints one line per failure and a closing count.
+ *
+ * A test is `static int test_x(void)` returning 0 (pass), 1 (fail) or
+ * VT_SKIP; every failure prints what was expected and what came instead.
+ */
+#ifndef VIGIL_TESTUTIL_H
+#define VIGIL_TESTUTIL_H
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <vigil/vigil.h>
+
+#define VT_SKIP 77
+
+#define EXPECT(cond, ...)                                                     \
+    do {                                                                      \
+        if (!(cond)) {                                                        \
+            fprintf(stderr, "%s:%d: %s: ", __FILE__, __LINE__, __func__);     \
+            fprintf(stderr, __VA_ARGS__);                                     \
+            fputc('\n', stderr);                                              \
+            return 1;                                                         \
+        }                                                                     \
+    } while (0)
+
+/* Expect a call to return `want`; prints both codes and their meanings. */
+#define EXPECT_RC(call, want)                                                 \
+    do {                                                                      \
+        int vt_rc_ = (call);                                                  \
+        int vt_want_ = (want);                                                \
+        EXPECT(vt_rc_ == vt_want_, "%s: expected %d (%s), got %d (%s)", #call, \
+               vt_want_, vigil_strerror(vt_want_), vt_rc_, vigil_strerror(vt_rc_)); \
+    } while (0)
+
+static char vt_dir[256];
+
+static inline int vt_rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb, (void)flag, (void)ftw;
+    return remove(p);
+}
+
+static pid_t vt_owner_pid;
+
+static inline void vt_cleanup(void)
+{
+    /* Children that return from main instead of _exit must not remove
+     * their parent's directory. */
+    if (vt_dir[0] && getpid() == vt_owner_pid)
+        nftw(vt_dir, vt_rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* The test's temporary directory, made on first use. */
+static inline const char *vt_tmpdir(void)
+{
+    if (!vt_dir[0]) {
+        const char *base = getenv("TMPDIR");
+        snprintf(vt_dir, sizeof(vt_dir), "%s/vigil-test.XXXXXX", base && *base ? base : "/tmp");
+        if (!mkdtemp(vt_dir)) {
+            perror("mkdtemp");
+            exit(2);
+        }
+        vt_owner_pid = getpid();
+        atexit(vt_cleanup);
+    }
+    return vt_dir;
+}
+
+/* A path inside the temporary directory; rotates through 8 buffers. */
+static inline const char *vt_path(const char *name)
+{
+    static char bufs[8][512];
+    static unsigned next;
+    char *b = bufs[next++ % 8];
+    snprintf(b, sizeof(bufs[0]), "%s/%s", vt_tmpdir(), name);
+    return b;
+}
+
+static inline uint64_t vt_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static inline void vt_sleep_ms(unsigned ms)
+{
+    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* Waits at most timeout_ms for a child; kills it with SIGKILL past that.
+ * Returns its exit status (0..255), 128 + signal if killed by one, or -1
+ * on timeout. */
+static inline int vt_wait(pid_t pid, unsigned timeout_ms)
+{
+    uint64_t deadline = vt_now_ms() + timeout_ms;
+    int status;
+    for (;;) {
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid)
+            break;
+        if (r < 0)
+            return -1;
+        if (vt_now_ms() > deadline) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            fprintf(stderr, "child %d did not finish in %u ms, killed\n", (int)pid, timeout_ms);
+            return -1;
+        }
+        vt_sleep_ms(1);
+    }
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    return 128 + WTERMSIG(status);
+}
+
+/* Polls cond every millisecond for at most timeout_ms: a bounded wait. */
+#define VT_WAIT_FOR(cond, timeout_ms)                                         \
+    ({                                                                        \
+        uint64_t vt_dl_ = vt_now_ms() + (timeout_ms);                         \
+        bool vt_ok_;                                                          \
+        while (!(vt_ok_ = (cond)) && vt_now_ms() < vt_dl_)                    \
+            vt_sleep_ms(1);                                                   \
+        vt_ok_;                                                               \
+    })
+
+struct vt_case {
+    const char *name;
+    int (*fn)(void);
+};
+#define VT_CASE(f) { #f, f }
+
+/* Runs every case, prints "N passed, N failed, N skipped", exits non-zero
+ * on any failure (77 alone, for CTest's SKIP_RETURN_CODE, if all skipped). */
+static inline int vt_run(const struct vt_case *cases, size_t n)
+{
+    int passed = 0, failed = 0, skipped = 0;
+    for (size_t i = 0; i < n; i++) {
+        int rc = cases[i].fn();
+        if (rc == 0) {
+            passed++;
+        } else if (rc == VT_SKIP) {
+            skipped++;
+            fprintf(stderr, "skip: %s\n", cases[i].name);
+        } else {
+            failed++;
+            fprintf(stderr, "FAIL: %s\n", cases[i].name);
+        }
+    }
+    printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+    if (failed)
+        return 1;
+    return (skipped && !passed) ? VT_SKIP : 0;
+}
+#define VT_MAIN(...)                                                          \
+    int main(void)                                                            \
+    {                                                                         \
+        static const struct vt_case cases[] = { __VA_ARGS__ };                \
+        return vt_run(cases, sizeof(cases) / sizeof(cases[0]));               \
+    }
+
+#endif
