@@ -1,0 +1,505 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Description: the vigil tool, run as a program: exit codes 0/1/2 and
+ * --help for every command, strict numbers, create, inspect (human and
+ * JSON, exact keys and values, counters past 2^53), corrupt and missing
+ * files described and never a crash, tick --count, and watch and tick
+ * ended by SIGTERM and SIGINT with exit 0 and their lines seen through a
+ * pipe as they happen.
+ */
+#include "tooltest.h"
+
+static const char *const commands[] = { "create", "inspect", "watch", "tick", "failover", "demo" };
+
+static vigil_hb *make_hb(const char *path, uint32_t cap)
+{
+    vigil_hb *hb = NULL;
+    int rc = vigil_hb_create(path, cap, &hb);
+    if (rc < 0) {
+        fprintf(stderr, "create %s: %s\n", path, vigil_strerror(rc));
+        exit(1);
+    }
+    return hb;
+}
+
+static int test_help(void)
+{
+    VT_RUN("--help");
+    EXPECT_EXIT(0, "vigil --help");
+    EXPECT(strstr(R.out, "usage: vigil COMMAND") && !R.err[0], "vigil --help printed no usage");
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        EXPECT(strstr(R.out, commands[i]), "vigil --help does not list %s", commands[i]);
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+        char want[64];
+        snprintf(want, sizeof(want), "usage: vigil %s ", commands[i]);
+        VT_RUN(commands[i], "--help");
+        EXPECT_EXIT(0, commands[i]);
+        EXPECT(strncmp(R.out, want, strlen(want)) == 0 && !R.err[0],
+               "%s --help: expected '%s' on stdout alone, got '%.80s' / '%s'", commands[i], want,
+               R.out, R.err);
+        /* --help wins over anything else on the line */
+        VT_RUN(commands[i], "--bogus", "-h");
+        EXPECT_EXIT(0, "--bogus -h");
+        EXPECT(strncmp(R.out, want, strlen(want)) == 0, "-h after a bad option printed no help");
+        VT_RUN("help", commands[i]);
+        EXPECT_EXIT(0, "vigil help COMMAND");
+        EXPECT(strncmp(R.out, want, strlen(want)) == 0, "vigil help %s printed '%.60s'",
+               commands[i], R.out);
+    }
+    VT_RUN("help");
+    EXPECT_EXIT(0, "vigil help");
+    EXPECT(strstr(R.out, "usage: vigil COMMAND"), "vigil help printed no usage");
+    VT_RUN("-h");
+    EXPECT_EXIT(0, "vigil -h");
+    return 0;
+}
+
+static int test_usage_errors(void)
+{
+    const char *f = vt_path("usage.hb");
+    vigil_hb_close(make_hb(f, 4));
+    const char *nf = vt_path("usage-new.hb");
+    static const char *const big = "99999999999999999999999";
+    const char *const cases[][8] = {
+        { NULL },                                   /* no command */
+        { "bogus" },
+        { "help", "bogus" },
+        { "create" },
+        { "create", nf },                           /* --capacity is required */
+        { "create", nf, "--capacity" },             /* needs a value */
+        { "create", nf, "--capacity", "0" },
+        { "create", nf, "--capacity", "-1" },
+        { "create", nf, "--capacity", "+4" },
+        { "create", nf, "--capacity", " 4" },
+        { "create", nf, "--capacity", "4x" },
+        { "create", nf, "--capacity", "" },
+        { "create", nf, "--capacity", "0x10" },
+        { "create", nf, "--capacity", big },
+        { "create", nf, "--capacity", "1048577" },
+        { "create", nf, "--capacity=4", "extra" },
+        { "create", nf, "--cap", "4" },             /* no abbreviations */
+        { "create", nf, "--capacity", "4", "-x" },
+        { "inspect" },
+        { "inspect", f, f },
+        { "inspect", f, "--grace", "-1" },
+        { "inspect", f, "--grace", "1.5" },
+        { "inspect", f, "--grace", big },
+        { "inspect", f, "--json=yes" },
+        { "inspect", f, "--bogus" },
+        { "watch" },
+        { "watch", f, "--interval", "0" },
+        { "watch", f, "--interval", "abc" },
+        { "watch", f, "--interval", "86400001" },
+        { "tick" },
+        { "tick", f, "--count", "0" },
+        { "tick", f, "--count", "-3" },
+        { "tick", f, "--count" },
+        { "tick", f, "--interval", "0" },
+        { "tick", f, "extra" },
+        { "demo", "--workers", "1" },
+        { "demo", "--workers", "33" },
+        { "demo", "--workers", "four" },
+        { "demo", "extra" },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        vt_runv(10000, cases[i]);
+        char what[256] = "vigil";
+        for (size_t j = 0; cases[i][j]; j++)
+            snprintf(what + strlen(what), sizeof(what) - strlen(what), " '%s'", cases[i][j]);
+        EXPECT_EXIT(2, what);
+        EXPECT(!R.out[0], "%s: a usage error printed on stdout: %s", what, R.out);
+        EXPECT(strncmp(R.err, "vigil", 5) == 0, "%s: expected a message on stderr, got '%s'", what,
+               R.err);
+    }
+    EXPECT(access(nf, F_OK) != 0, "a create with bad arguments made the file");
+    /* the table was not touched by the refused ticks */
+    vigil_hb *hb;
+    EXPECT_RC(vigil_hb_open(f, 4, &hb), 0);
+    EXPECT(vigil_hb_epoch(hb) == 0, "a refused tick ticked: epoch %llu",
+           (unsigned long long)vigil_hb_epoch(hb));
+    vigil_hb_close(hb);
+    return 0;
+}
+
+static int test_create(void)
+{
+    const char *f = vt_path("create.hb");
+    VT_RUN("create", f, "--capacity", "16");
+    EXPECT_EXIT(0, "create");
+    struct stat st;
+    EXPECT(stat(f, &st) == 0, "create made no file");
+    EXPECT(st.st_size == 64 + 16 * 64, "expected %d bytes, got %lld", 64 + 16 * 64,
+           (long long)st.st_size);
+    EXPECT((st.st_mode & 07777) == 0600, "expected mode 0600, got %o", st.st_mode & 07777);
+    vigil_hb *hb;
+    EXPECT_RC(vigil_hb_open(f, 16, &hb), 0);
+    vigil_hb_close(hb);
+
+    /* never clobbers: an existing file is a runtime error, one line */
+    VT_RUN("create", f, "--capacity=4");
+    EXPECT_EXIT(1, "create over an existing file");
+    char want[600];
+    snprintf(want, sizeof(want), "vigil: %s: %s\n", f, vigil_strerror(-EEXIST));
+    EXPECT(strcmp(R.err, want) == 0, "expected stderr '%s', got '%s'", want, R.err);
+    EXPECT(stat(f, &st) == 0 && st.st_size == 64 + 16 * 64, "the existing file was changed");
+
+    /* the largest capacity, and "--" before a name that starts with '-' */
+    EXPECT(chdir(vt_tmpdir()) == 0, "chdir");
+    VT_RUN("create", "--capacity", "1048576", "--", "-dash.hb");
+    EXPECT_EXIT(0, "create -- -dash.hb");
+    EXPECT(stat(vt_path("-dash.hb"), &st) == 0 && st.st_size == 64 + 1048576LL * 64,
+           "the largest table has the wrong size");
+    unlink(vt_path("-dash.hb"));
+
+    VT_RUN("create", vt_path("no-such-dir/x.hb"), "--capacity", "4");
+    EXPECT_EXIT(1, "create in a missing directory");
+    EXPECT(strstr(R.err, strerror(ENOENT)) && vt_count_lines(R.err) == 1,
+           "expected one line naming ENOENT, got '%s'", R.err);
+    return 0;
+}
+
+/* A table with one of everything: live worker with bits, live coordinator,
+ * stale worker, vacant slots. Epoch 10, grace 5. */
+static void fill_table(vigil_hb *hb, uint32_t s[3])
+{
+    vigil_hb_register(hb, 1001, &s[0]);
+    vigil_hb_register(hb, 1002, &s[1]);
+    vigil_hb_register(hb, 1003, &s[2]);
+    for (int i = 0; i < 10; i++)
+        vigil_hb_tick(hb);
+    vigil_hb_beat(hb, s[0]);
+    vigil_hb_beat(hb, s[1]);
+    vigil_hb_mark_in_flight(hb, s[0], 0);
+    vigil_hb_mark_in_flight(hb, s[0], 2);
+    vigil_hb_mark_in_flight(hb, s[2], 63);
+    vigil_hb_set_role(hb, s[1], VIGIL_ROLE_COORDINATOR);
+}
+
+static int test_inspect_human(void)
+{
+    const char *f = vt_path("human.hb");
+    vigil_hb *hb = make_hb(f, 8);
+    uint32_t s[3];
+    fill_table(hb, s);
+    VT_RUN("inspect", f);
+    EXPECT_EXIT(0, "inspect");
+    EXPECT(!R.err[0], "inspect wrote on stderr: %s", R.err);
+    EXPECT(strstr(R.out, "heartbeat table, capacity 8, epoch 10"), "no header line:\n%s", R.out);
+    EXPECT(strstr(R.out, "2 live, 1 stale, 5 vacant (grace 5)"), "wrong counts:\n%s", R.out);
+    EXPECT(strstr(R.out, "vacant: 3-7"), "vacant slots not listed:\n%s", R.out);
+    EXPECT(strstr(R.out, "1002  coordinator"), "coordinator not shown:\n%s", R.out);
+    EXPECT(strstr(R.out, "0x8000000000000000  stale"), "stale slot's bits not shown:\n%s", R.out);
+    EXPECT(strstr(R.out, "0x0000000000000005  live"), "live slot's bits not shown:\n%s", R.out);
+
+    VT_RUN("inspect", f, "--grace", "10");
+    EXPECT_EXIT(0, "inspect --grace 10");
+    EXPECT(strstr(R.out, "3 live, 0 stale, 5 vacant (grace 10)"), "grace 10 counts:\n%s", R.out);
+    VT_RUN("inspect", "--grace=0", f);
+    EXPECT(strstr(R.out, "2 live, 1 stale"), "grace 0 counts:\n%s", R.out);
+
+    /* a leader and its term, as the header holds them */
+    atomic_store(&hb->hdr->term, 7);
+    atomic_store(&hb->hdr->leader, (uint64_t)1002 << 32 | (s[1] + 1));
+    VT_RUN("inspect", f);
+    EXPECT(strstr(R.out, "leader: slot 1, pid 1002, term 7"), "leader not shown:\n%s", R.out);
+
+    /* a slot wedged mid-change is still shown, and marked */
+    atomic_fetch_add(&hb->slots[s[2]].seq, 1);
+    VT_RUN("inspect", f);
+    EXPECT_EXIT(0, "inspect with a wedged slot");
+    EXPECT(strstr(R.out, "stale (mid-change)"), "wedged slot not marked:\n%s", R.out);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+static int check_slot(const struct vj *o, uint64_t slot, uint64_t pid, const char *role,
+                      uint64_t seen, const char *bits, const char *state)
+{
+    static const char *const keys[] = { "slot", "pid", "role", "last_seen_epoch", "in_flight",
+                                        "state", NULL };
+    EXPECT(o && o->type == VJ_OBJ && vj_keys_are(o, keys),
+           "slot %llu: expected exactly the keys slot, pid, role, last_seen_epoch, in_flight, state",
+           (unsigned long long)slot);
+    uint64_t v;
+    EXPECT(vj_get(o, "slot")->type == VJ_NUM && vj_u64(vj_get(o, "slot"), &v) && v == slot,
+           "expected slot %llu", (unsigned long long)slot);
+    EXPECT(vj_get(o, "pid")->type == VJ_NUM && vj_u64(vj_get(o, "pid"), &v) && v == pid,
+           "slot %llu: expected pid %llu", (unsigned long long)slot, (unsigned long long)pid);
+    EXPECT(vj_is_str(vj_get(o, "role"), role), "slot %llu: expected role %s",
+           (unsigned long long)slot, role);
+    EXPECT(vj_u64(vj_get(o, "last_seen_epoch"), &v) && v == seen,
+           "slot %llu: expected last_seen_epoch %llu", (unsigned long long)slot,
+           (unsigned long long)seen);
+    EXPECT(vj_is_str(vj_get(o, "in_flight"), bits), "slot %llu: expected in_flight %s, got %s",
+           (unsigned long long)slot, bits, vj_get(o, "in_flight")->str);
+    EXPECT(vj_is_str(vj_get(o, "state"), state), "slot %llu: expected state %s, got %s",
+           (unsigned long long)slot, state, vj_get(o, "state")->str);
+    return 0;
+}
+
+static int test_inspect_json(void)
+{
+    static const char *const top[] = { "kind", "capacity", "epoch", "slots", NULL };
+    const char *f = vt_path("json.hb");
+    vigil_hb *hb = make_hb(f, 8);
+
+    VT_RUN("inspect", f, "--json");
+    EXPECT_EXIT(0, "inspect --json of an empty table");
+    struct vj *doc = vj_parse(R.out);
+    EXPECT(doc, "not JSON (%s):\n%s", vj_error, R.out);
+    EXPECT(vj_keys_are(doc, top), "expected exactly kind, capacity, epoch, slots:\n%s", R.out);
+    EXPECT(vj_get(doc, "slots")->type == VJ_ARR && vj_count(vj_get(doc, "slots")) == 0,
+           "empty table: expected slots []");
+
+    uint32_t s[3];
+    fill_table(hb, s);
+    VT_RUN("inspect", f, "--json");
+    EXPECT_EXIT(0, "inspect --json");
+    EXPECT(!R.err[0], "inspect --json wrote on stderr: %s", R.err);
+    doc = vj_parse(R.out);
+    EXPECT(doc, "not JSON (%s):\n%s", vj_error, R.out);
+    EXPECT(vj_keys_are(doc, top), "expected exactly kind, capacity, epoch, slots:\n%s", R.out);
+    uint64_t v;
+    EXPECT(vj_is_str(vj_get(doc, "kind"), "heartbeat"), "expected kind heartbeat");
+    EXPECT(vj_get(doc, "capacity")->type == VJ_NUM && vj_u64(vj_get(doc, "capacity"), &v) && v == 8,
+           "expected capacity 8");
+    EXPECT(vj_get(doc, "epoch")->type == VJ_NUM && vj_u64(vj_get(doc, "epoch"), &v) && v == 10,
+           "expected epoch 10 as a number");
+    struct vj *slots = vj_get(doc, "slots");
+    EXPECT(slots->type == VJ_ARR && vj_count(slots) == 3, "expected 3 occupied slots, got %zu",
+           vj_count(slots));
+    struct vj *o = slots->child;
+    if (check_slot(o, s[0], 1001, "worker", 10, "0x5", "live") ||
+        check_slot(o->next, s[1], 1002, "coordinator", 10, "0x0", "live") ||
+        check_slot(o->next->next, s[2], 1003, "worker", 0, "0x8000000000000000", "stale"))
+        return 1;
+
+    /* counters are numbers up to 2^53 and strings past it */
+    uint64_t p53 = UINT64_C(1) << 53;
+    atomic_store(&hb->hdr->epoch, p53);
+    atomic_store(&hb->slots[s[0]].last_seen_epoch, p53);
+    atomic_store(&hb->slots[s[1]].last_seen_epoch, p53 + 1);
+    VT_RUN("inspect", f, "--json");
+    doc = vj_parse(R.out);
+    EXPECT(doc, "not JSON (%s):\n%s", vj_error, R.out);
+    EXPECT(vj_get(doc, "epoch")->type == VJ_NUM && vj_u64(vj_get(doc, "epoch"), &v) && v == p53,
+           "epoch 2^53 should be a number:\n%s", R.out);
+    o = vj_get(doc, "slots")->child;
+    EXPECT(vj_get(o, "last_seen_epoch")->type == VJ_NUM, "2^53 should be a number");
+    EXPECT(vj_get(o->next, "last_seen_epoch")->type == VJ_STR &&
+               vj_u64(vj_get(o->next, "last_seen_epoch"), &v) && v == p53 + 1,
+           "2^53 + 1 should be the string \"%llu\":\n%s", (unsigned long long)(p53 + 1), R.out);
+    atomic_store(&hb->hdr->epoch, UINT64_MAX);
+    VT_RUN("inspect", f, "--json");
+    doc = vj_parse(R.out);
+    EXPECT(doc && vj_is_str(vj_get(doc, "epoch"), "18446744073709551615"),
+           "epoch 2^64 - 1 should be a string:\n%s", R.out);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+/* Writes `size` bytes of `data` to a new file at path. */
+static void write_file(const char *path, const void *data, size_t size)
+{
+    unlink(path);
+    FILE *fp = fopen(path, "wb");
+    if (!fp || fwrite(data, 1, size, fp) != size || fclose(fp) != 0) {
+        perror(path);
+        exit(1);
+    }
+}
+
+/* Runs inspect (human and JSON) on path; expects exit 1, nothing on
+ * stdout, and one line "vigil: PATH: ..." holding `reason`. */
+static int expect_bad(const char *path, const char *reason)
+{
+    const char *modes[] = { NULL, "--json" };
+    for (int m = 0; m < 2; m++) {
+        vt_runv(10000, (const char *const[]){ "inspect", path, modes[m], NULL });
+        EXPECT_EXIT(1, path);
+        char head[600];
+        snprintf(head, sizeof(head), "vigil: %s: ", path);
+        EXPECT(strncmp(R.err, head, strlen(head)) == 0 && vt_count_lines(R.err) == 1,
+               "expected one line starting '%s', got '%s'", head, R.err);
+        EXPECT(strstr(R.err, reason), "%s: expected the reason '%s', got '%s'", path, reason, R.err);
+        EXPECT(!R.out[0], "%s: printed on stdout: %s", path, R.out);
+    }
+    return 0;
+}
+
+static int test_inspect_bad_files(void)
+{
+    if (expect_bad(vt_path("missing.hb"), strerror(ENOENT)))
+        return 1;
+    write_file(vt_path("empty"), "", 0);
+    if (expect_bad(vt_path("empty"), "0 bytes, too short"))
+        return 1;
+    static const char text[] = "this is not a vigil file, but it is long enough to hold a header.\n";
+    write_file(vt_path("text"), text, sizeof(text) - 1);
+    if (expect_bad(vt_path("text"), "no vigil magic"))
+        return 1;
+    if (expect_bad(vt_tmpdir(), "not a regular file"))
+        return 1;
+    EXPECT(mkfifo(vt_path("fifo"), 0600) == 0, "mkfifo");
+    if (expect_bad(vt_path("fifo"), "not a regular file")) /* and no hang on open */
+        return 1;
+    EXPECT(symlink("json.hb", vt_path("link.hb")) == 0, "symlink");
+    if (expect_bad(vt_path("link.hb"), strerror(ELOOP))) /* O_NOFOLLOW */
+        return 1;
+
+    /* a good table, then each header field broken in turn */
+    const char *good = vt_path("good.hb");
+    vigil_hb_close(make_hb(good, 4));
+    unsigned char img[64 + 4 * 64];
+    FILE *fp = fopen(good, "rb");
+    EXPECT(fp && fread(img, 1, sizeof(img), fp) == sizeof(img), "read good.hb");
+    fclose(fp);
+    const char *bad = vt_path("bad.hb");
+    unsigned char b[sizeof(img) + 64];
+
+    memcpy(b, img, sizeof(img));
+    b[8] = 9; /* version */
+    write_file(bad, b, sizeof(img));
+    if (expect_bad(bad, "layout version 9"))
+        return 1;
+    memcpy(b, img, sizeof(img));
+    b[12] = 77; /* kind */
+    write_file(bad, b, sizeof(img));
+    if (expect_bad(bad, "unknown kind 77"))
+        return 1;
+    memcpy(b, img, sizeof(img));
+    b[16] = 5; /* capacity 5 in a file sized for 4 */
+    write_file(bad, b, sizeof(img));
+    if (expect_bad(bad, "a heartbeat table of capacity 5 has 384"))
+        return 1;
+    memcpy(b, img, sizeof(img));
+    b[16] = 0, b[17] = 0, b[18] = 0, b[19] = 0x80; /* capacity 2^31 */
+    write_file(bad, b, sizeof(img));
+    if (expect_bad(bad, "past the limit"))
+        return 1;
+    memcpy(b, img, sizeof(img));
+    memset(b + 16, 0, 4); /* capacity 0 */
+    write_file(bad, b, sizeof(img));
+    if (expect_bad(bad, "capacity 0"))
+        return 1;
+    write_file(bad, img, sizeof(img) - 1); /* truncated */
+    if (expect_bad(bad, "319 bytes"))
+        return 1;
+    memcpy(b, img, sizeof(img));
+    memset(b + sizeof(img), 0, 64);
+    write_file(bad, b, sizeof(img) + 64); /* grown */
+    if (expect_bad(bad, "384 bytes"))
+        return 1;
+
+    /* Hostile bytes everywhere past the magic: inspect describes or
+     * refuses, and never crashes. A fixed seed keeps it reproducible. */
+    uint64_t x = 0x9e3779b97f4a7c15u;
+    for (int round = 0; round < 150; round++) {
+        memcpy(b, img, sizeof(img));
+        int flips = 1 + round % 12;
+        for (int k = 0; k < flips; k++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            size_t at = 8 + (size_t)(x % (sizeof(img) - 8));
+            b[at] = (unsigned char)(x >> 32);
+        }
+        write_file(bad, b, sizeof(img));
+        vt_runv(10000, (const char *const[]){ "inspect", bad, round % 2 ? "--json" : NULL, NULL });
+        EXPECT(R.rc == 0 || R.rc == 1, "round %d: inspect of a scribbled file exited %d", round, R.rc);
+        EXPECT(R.rc == 0 || (vt_count_lines(R.err) == 1 && !R.out[0]),
+               "round %d: a refusal should be one line on stderr, got '%s'", round, R.err);
+        if (R.rc == 0 && round % 2)
+            EXPECT(vj_parse(R.out), "round %d: --json is not JSON (%s):\n%s", round, vj_error, R.out);
+    }
+    return 0;
+}
+
+static int test_tick_count(void)
+{
+    const char *f = vt_path("tick.hb");
+    vigil_hb *hb = make_hb(f, 2);
+    vigil_hb_tick(hb);
+    VT_RUN("tick", f, "--count", "5", "--interval", "1");
+    EXPECT_EXIT(0, "tick --count 5");
+    EXPECT(vigil_hb_epoch(hb) == 6, "expected epoch 1 + 5 = 6, got %llu",
+           (unsigned long long)vigil_hb_epoch(hb));
+    EXPECT(strcmp(R.out, "epoch 2\nepoch 3\nepoch 4\nepoch 5\nepoch 6\n") == 0,
+           "expected epochs 2..6 one a line, got '%s'", R.out);
+    VT_RUN("tick", f, "--count=1");
+    EXPECT_EXIT(0, "tick --count 1");
+    EXPECT(vigil_hb_epoch(hb) == 7, "expected epoch 7, got %llu", (unsigned long long)vigil_hb_epoch(hb));
+    vigil_hb_close(hb);
+
+    VT_RUN("tick", vt_path("none.hb"), "--count", "1");
+    EXPECT_EXIT(1, "tick of a missing file");
+    EXPECT(strstr(R.err, strerror(ENOENT)), "expected ENOENT, got '%s'", R.err);
+    VT_RUN("tick", vt_path("text"), "--count", "1");
+    EXPECT_EXIT(1, "tick of a text file");
+    return 0;
+}
+
+/* A long-running command prints its first line through a pipe while it
+ * runs (it flushes), and a stop signal ends it with exit 0, even in the
+ * middle of a long sleep. */
+static int stops_cleanly(const char *const *args, const char *first, int sig)
+{
+    struct vt_proc p;
+    EXPECT(vt_spawnv(&p, args) == 0, "spawn");
+    bool seen = vt_read_until(&p, first, 10000);
+    int rc = vt_stop(&p, sig, 10000);
+    EXPECT(seen, "%s: expected '%s' through the pipe while it ran, got '%s'", args[0], first, p.buf);
+    EXPECT(rc == 0, "%s: expected exit 0 on signal %d, got %d", args[0], sig, rc);
+    return 0;
+}
+
+static int test_tick_stops_on_signal(void)
+{
+    const char *f = vt_path("tick-sig.hb");
+    vigil_hb *hb = make_hb(f, 2);
+    if (stops_cleanly((const char *const[]){ "tick", f, "--interval", "3600000", NULL }, "epoch 1\n",
+                      SIGTERM))
+        return 1;
+    if (stops_cleanly((const char *const[]){ "tick", f, "--interval", "3600000", NULL }, "epoch 2\n",
+                      SIGINT))
+        return 1;
+    EXPECT(vigil_hb_epoch(hb) == 2, "expected one tick per run, epoch %llu",
+           (unsigned long long)vigil_hb_epoch(hb));
+    /* a quick ticker keeps printing, one line per tick */
+    struct vt_proc p;
+    EXPECT(VT_SPAWN(&p, "tick", f, "--interval", "2") == 0, "spawn");
+    bool seen = vt_read_until(&p, "epoch 6\n", 10000);
+    int rc = vt_stop(&p, SIGTERM, 10000);
+    EXPECT(seen && rc == 0, "fast ticker: saw '%s', exit %d", p.buf, rc);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+static int test_watch(void)
+{
+    const char *f = vt_path("watch.hb");
+    vigil_hb *hb = make_hb(f, 4);
+    uint32_t s;
+    vigil_hb_register(hb, 4242, &s);
+    if (stops_cleanly((const char *const[]){ "watch", f, "--interval", "3600000", NULL },
+                      "1 live, 0 stale, 3 vacant", SIGTERM))
+        return 1;
+    /* refreshes show changes as they happen */
+    struct vt_proc p;
+    EXPECT(VT_SPAWN(&p, "watch", f, "--interval", "20", "--grace", "2") == 0, "spawn");
+    bool first = vt_read_until(&p, "4242", 10000);
+    for (int i = 0; i < 3; i++)
+        vigil_hb_tick(hb);
+    bool stale = vt_read_until(&p, "0 live, 1 stale", 10000);
+    int rc = vt_stop(&p, SIGINT, 10000);
+    EXPECT(first && stale, "watch never showed the slot go stale:\n%s", p.buf);
+    EXPECT(rc == 0, "watch: expected exit 0 on SIGINT, got %d", rc);
+    vigil_hb_close(hb);
+
+    VT_RUN("watch", vt_path("none.hb"));
+    EXPECT_EXIT(1, "watch of a missing file");
+    EXPECT(vt_count_lines(R.err) == 1 && strstr(R.err, strerror(ENOENT)), "got '%s'", R.err);
+    return 0;
+}
+
+VT_MAIN(VT_CASE(test_help), VT_CASE(test_usage_errors), VT_CASE(test_create),
+        VT_CASE(test_inspect_human), VT_CASE(test_inspect_json), VT_CASE(test_inspect_bad_files),
+        VT_CASE(test_tick_count), VT_CASE(test_tick_stops_on_signal), VT_CASE(test_watch))

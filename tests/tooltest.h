@@ -1,0 +1,510 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Shared by the tests of the vigil tool (test_tool*.c): running the built
+ * binary with a bound on its time, capturing what it printed, and a small
+ * strict JSON reader to check the shape of its --json output.
+ */
+#ifndef VIGIL_TOOLTEST_H
+#define VIGIL_TOOLTEST_H
+
+#include "testutil.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <sys/stat.h>
+
+#ifndef VIGIL_TOOL
+#error "VIGIL_TOOL (the path of the built vigil) is set by tests/CMakeLists.txt"
+#endif
+
+/* ---- running the tool ----------------------------------------------------- */
+
+struct vt_res {
+    int  rc;          /* exit status, 128 + signal, or -1 on timeout */
+    char out[1 << 17];
+    char err[1 << 13];
+};
+static struct vt_res R;
+
+static inline void vt_slurp(const char *path, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    size_t n = 0;
+    ssize_t k;
+    while (n + 1 < cap && (k = read(fd, buf + n, cap - 1 - n)) > 0)
+        n += (size_t)k;
+    buf[n] = '\0';
+    close(fd);
+}
+
+/* Runs vigil with argv (NULL-terminated, without argv[0]) for at most
+ * timeout_ms; fills R and returns R.rc. stdin is /dev/null. */
+static inline int vt_runv(unsigned timeout_ms, const char *const *args)
+{
+    /* Own buffers: vt_path's rotate, and the caller's paths use them. */
+    static char out[512], err[512];
+    snprintf(out, sizeof(out), "%s/tool.stdout", vt_tmpdir());
+    snprintf(err, sizeof(err), "%s/tool.stderr", vt_tmpdir());
+    const char *argv[64];
+    size_t n = 0;
+    argv[n++] = VIGIL_TOOL;
+    while (args[n - 1] && n < 63) {
+        argv[n] = args[n - 1];
+        n++;
+    }
+    argv[n] = NULL;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0)
+        return R.rc = -1;
+    if (pid == 0) {
+        int in = open("/dev/null", O_RDONLY);
+        int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (in < 0 || o < 0 || e < 0)
+            _exit(126);
+        dup2(in, 0), dup2(o, 1), dup2(e, 2);
+        execv(VIGIL_TOOL, (char *const *)argv);
+        _exit(127);
+    }
+    R.rc = vt_wait(pid, timeout_ms);
+    vt_slurp(out, R.out, sizeof(R.out));
+    vt_slurp(err, R.err, sizeof(R.err));
+    return R.rc;
+}
+#define VT_RUN(...) vt_runv(10000, (const char *const[]){ __VA_ARGS__, NULL })
+
+/* Prints the last run's output, for a failure message. */
+static inline void vt_dump(void)
+{
+    fprintf(stderr, "  exit %d\n  stdout: %.2000s\n  stderr: %s\n", R.rc, R.out, R.err);
+}
+
+/* Expects the last run to exit `want`; on failure shows what it printed. */
+#define EXPECT_EXIT(want, what)                                                \
+    do {                                                                       \
+        if (R.rc != (want)) {                                                  \
+            fprintf(stderr, "%s:%d: %s: %s: expected exit %d, got %d\n",       \
+                    __FILE__, __LINE__, __func__, (what), (want), R.rc);       \
+            vt_dump();                                                         \
+            return 1;                                                          \
+        }                                                                      \
+    } while (0)
+
+static inline int vt_count_lines(const char *s)
+{
+    int n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+/* A child running vigil with stdout on a pipe, for the long-running
+ * commands: the test reads lines as they come, then signals it. */
+struct vt_proc {
+    pid_t pid;
+    int   fd;
+    char  buf[1 << 16];
+    size_t len;
+};
+
+static inline int vt_spawnv(struct vt_proc *p, const char *const *args)
+{
+    const char *argv[64];
+    size_t n = 0;
+    argv[n++] = VIGIL_TOOL;
+    while (args[n - 1] && n < 63) {
+        argv[n] = args[n - 1];
+        n++;
+    }
+    argv[n] = NULL;
+    int fds[2];
+    if (pipe(fds) != 0)
+        return -1;
+    fflush(NULL);
+    p->len = 0;
+    p->buf[0] = '\0';
+    p->pid = fork();
+    if (p->pid < 0)
+        return -1;
+    if (p->pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        close(fds[1]);
+        execv(VIGIL_TOOL, (char *const *)argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    p->fd = fds[0];
+    return 0;
+}
+#define VT_SPAWN(p, ...) vt_spawnv((p), (const char *const[]){ __VA_ARGS__, NULL })
+
+/* Reads from the child until its output holds `needle` or timeout_ms
+ * passes; true when found. */
+static inline bool vt_read_until(struct vt_proc *p, const char *needle, unsigned timeout_ms)
+{
+    uint64_t deadline = vt_now_ms() + timeout_ms;
+    while (!strstr(p->buf, needle)) {
+        uint64_t now = vt_now_ms();
+        if (now >= deadline || p->len + 1 >= sizeof(p->buf))
+            return false;
+        struct pollfd pfd = { p->fd, POLLIN, 0 };
+        if (poll(&pfd, 1, (int)(deadline - now)) <= 0)
+            continue;
+        ssize_t k = read(p->fd, p->buf + p->len, sizeof(p->buf) - 1 - p->len);
+        if (k <= 0)
+            return strstr(p->buf, needle) != NULL;
+        p->len += (size_t)k;
+        p->buf[p->len] = '\0';
+    }
+    return true;
+}
+
+/* Sends sig and waits at most timeout_ms; returns the exit status as vt_wait. */
+static inline int vt_stop(struct vt_proc *p, int sig, unsigned timeout_ms)
+{
+    kill(p->pid, sig);
+    int rc = vt_wait(p->pid, timeout_ms);
+    close(p->fd);
+    return rc;
+}
+
+/* ---- a small strict JSON reader --------------------------------------------- */
+
+enum vj_type { VJ_NULL, VJ_BOOL, VJ_NUM, VJ_STR, VJ_ARR, VJ_OBJ };
+
+struct vj {
+    enum vj_type type;
+    const char  *key;   /* member name, inside an object */
+    const char  *str;   /* VJ_STR: decoded (UTF-8); VJ_NUM: the literal text */
+    size_t       len;   /* VJ_STR: decoded length */
+    double       num;
+    bool         b;
+    struct vj   *child; /* first element or member */
+    struct vj   *next;
+};
+
+static char   vj_arena[1 << 18];
+static size_t vj_used;
+static const char *vj_error;
+
+static inline void *vj_alloc(size_t n)
+{
+    n = (n + 15) & ~(size_t)15;
+    if (vj_used + n > sizeof(vj_arena))
+        return NULL;
+    void *p = vj_arena + vj_used;
+    vj_used += n;
+    memset(p, 0, n);
+    return p;
+}
+
+static inline void vj_ws(const char **s)
+{
+    while (**s == ' ' || **s == '\t' || **s == '\n' || **s == '\r')
+        (*s)++;
+}
+
+static inline void vj_put_utf8(char *o, size_t *n, uint32_t cp)
+{
+    if (cp < 0x80) {
+        o[(*n)++] = (char)cp;
+    } else if (cp < 0x800) {
+        o[(*n)++] = (char)(0xc0 | cp >> 6);
+        o[(*n)++] = (char)(0x80 | (cp & 0x3f));
+    } else if (cp < 0x10000) {
+        o[(*n)++] = (char)(0xe0 | cp >> 12);
+        o[(*n)++] = (char)(0x80 | ((cp >> 6) & 0x3f));
+        o[(*n)++] = (char)(0x80 | (cp & 0x3f));
+    } else {
+        o[(*n)++] = (char)(0xf0 | cp >> 18);
+        o[(*n)++] = (char)(0x80 | ((cp >> 12) & 0x3f));
+        o[(*n)++] = (char)(0x80 | ((cp >> 6) & 0x3f));
+        o[(*n)++] = (char)(0x80 | (cp & 0x3f));
+    }
+}
+
+/* Well-formed UTF-8 at s, or 0 (the same rules a JSON reader must apply). */
+static inline size_t vj_utf8(const unsigned char *s)
+{
+    if (s[0] < 0x80)
+        return 1;
+    size_t len;
+    uint32_t cp, min;
+    if (s[0] >= 0xc2 && s[0] <= 0xdf)
+        len = 2, cp = s[0] & 0x1f, min = 0x80;
+    else if (s[0] >= 0xe0 && s[0] <= 0xef)
+        len = 3, cp = s[0] & 0x0f, min = 0x800;
+    else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+        len = 4, cp = s[0] & 0x07, min = 0x10000;
+    else
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        cp = cp << 6 | (s[i] & 0x3f);
+    }
+    return (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) ? 0 : len;
+}
+
+static inline int vj_hex4(const char *s, uint32_t *out)
+{
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = s[i];
+        v <<= 4;
+        if (c >= '0' && c <= '9') v |= (uint32_t)(c - '0');
+        else if (c >= 'a' && c <= 'f') v |= (uint32_t)(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F') v |= (uint32_t)(c - 'A' + 10);
+        else return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static inline const char *vj_string(const char **s, size_t *len)
+{
+    const char *p = *s + 1;
+    /* Decoding never makes a string longer than its text. */
+    size_t raw = 0;
+    while (p[raw] && p[raw] != '"')
+        raw += (p[raw] == '\\' && p[raw + 1]) ? 2 : 1;
+    char *o = vj_alloc(raw + 1);
+    if (!o)
+        return vj_error = "arena full", NULL;
+    size_t n = 0;
+    for (;;) {
+        unsigned char c = (unsigned char)*p;
+        if (c == '"')
+            break;
+        if (c < 0x20)
+            return vj_error = "raw control character or end inside a string", NULL;
+        if (c != '\\') {
+            size_t k = vj_utf8((const unsigned char *)p);
+            if (!k)
+                return vj_error = "malformed UTF-8 inside a string", NULL;
+            memcpy(o + n, p, k);
+            n += k, p += k;
+            continue;
+        }
+        p++;
+        switch (*p) {
+        case '"': o[n++] = '"'; break;
+        case '\\': o[n++] = '\\'; break;
+        case '/': o[n++] = '/'; break;
+        case 'b': o[n++] = '\b'; break;
+        case 'f': o[n++] = '\f'; break;
+        case 'n': o[n++] = '\n'; break;
+        case 'r': o[n++] = '\r'; break;
+        case 't': o[n++] = '\t'; break;
+        case 'u': {
+            uint32_t cp;
+            if (vj_hex4(p + 1, &cp) < 0)
+                return vj_error = "bad \\u escape", NULL;
+            p += 4;
+            if (cp >= 0xd800 && cp <= 0xdbff) {
+                uint32_t lo;
+                if (p[1] != '\\' || p[2] != 'u' || vj_hex4(p + 3, &lo) < 0 || lo < 0xdc00 || lo > 0xdfff)
+                    return vj_error = "lone surrogate", NULL;
+                cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+                p += 6;
+            } else if (cp >= 0xdc00 && cp <= 0xdfff) {
+                return vj_error = "lone surrogate", NULL;
+            }
+            vj_put_utf8(o, &n, cp);
+            break;
+        }
+        default:
+            return vj_error = "bad escape", NULL;
+        }
+        p++;
+    }
+    o[n] = '\0';
+    *len = n;
+    *s = p + 1;
+    return o;
+}
+
+static inline struct vj *vj_value(const char **s, int depth)
+{
+    if (depth > 32)
+        return vj_error = "nested too deep", NULL;
+    vj_ws(s);
+    struct vj *v = vj_alloc(sizeof(*v));
+    if (!v)
+        return vj_error = "arena full", NULL;
+    const char *p = *s;
+    if (*p == '{' || *p == '[') {
+        bool obj = *p == '{';
+        char close = obj ? '}' : ']';
+        v->type = obj ? VJ_OBJ : VJ_ARR;
+        *s = p + 1;
+        vj_ws(s);
+        if (**s == close) {
+            (*s)++;
+            return v;
+        }
+        struct vj **tail = &v->child;
+        for (;;) {
+            const char *key = NULL;
+            size_t klen;
+            if (obj) {
+                vj_ws(s);
+                if (**s != '"')
+                    return vj_error = "expected a member name", NULL;
+                if (!(key = vj_string(s, &klen)))
+                    return NULL;
+                vj_ws(s);
+                if (**s != ':')
+                    return vj_error = "expected ':'", NULL;
+                (*s)++;
+            }
+            struct vj *c = vj_value(s, depth + 1);
+            if (!c)
+                return NULL;
+            c->key = key;
+            *tail = c;
+            tail = &c->next;
+            vj_ws(s);
+            if (**s == ',') {
+                (*s)++;
+                continue;
+            }
+            if (**s == close) {
+                (*s)++;
+                return v;
+            }
+            return vj_error = "expected ',' or the end of a container", NULL;
+        }
+    }
+    if (*p == '"') {
+        v->type = VJ_STR;
+        v->str = vj_string(s, &v->len);
+        return v->str ? v : NULL;
+    }
+    if (*p == '-' || (*p >= '0' && *p <= '9')) {
+        const char *q = p;
+        if (*q == '-')
+            q++;
+        if (*q == '0')
+            q++;
+        else if (*q >= '1' && *q <= '9')
+            while (*q >= '0' && *q <= '9')
+                q++;
+        else
+            return vj_error = "bad number", NULL;
+        if (*q == '.') {
+            q++;
+            if (*q < '0' || *q > '9')
+                return vj_error = "bad number", NULL;
+            while (*q >= '0' && *q <= '9')
+                q++;
+        }
+        if (*q == 'e' || *q == 'E') {
+            q++;
+            if (*q == '+' || *q == '-')
+                q++;
+            if (*q < '0' || *q > '9')
+                return vj_error = "bad number", NULL;
+            while (*q >= '0' && *q <= '9')
+                q++;
+        }
+        char *t = vj_alloc((size_t)(q - p) + 1);
+        if (!t)
+            return vj_error = "arena full", NULL;
+        memcpy(t, p, (size_t)(q - p));
+        v->type = VJ_NUM;
+        v->str = t;
+        v->num = strtod(t, NULL);
+        *s = q;
+        return v;
+    }
+    static const struct { const char *lit; enum vj_type t; bool b; } lits[] = {
+        { "true", VJ_BOOL, true }, { "false", VJ_BOOL, false }, { "null", VJ_NULL, false } };
+    for (size_t i = 0; i < 3; i++) {
+        size_t n = strlen(lits[i].lit);
+        if (strncmp(p, lits[i].lit, n) == 0) {
+            v->type = lits[i].t;
+            v->b = lits[i].b;
+            *s = p + n;
+            return v;
+        }
+    }
+    return vj_error = "unexpected character", NULL;
+}
+
+/* Parses one whole document (trailing white space only); NULL with
+ * vj_error set when text is not JSON. Resets the arena. */
+static inline struct vj *vj_parse(const char *text)
+{
+    vj_used = 0;
+    vj_error = NULL;
+    const char *s = text;
+    struct vj *v = vj_value(&s, 0);
+    if (!v)
+        return NULL;
+    vj_ws(&s);
+    if (*s)
+        return vj_error = "text after the document", NULL;
+    return v;
+}
+
+static inline struct vj *vj_get(const struct vj *obj, const char *key)
+{
+    if (!obj || obj->type != VJ_OBJ)
+        return NULL;
+    for (struct vj *c = obj->child; c; c = c->next)
+        if (strcmp(c->key, key) == 0)
+            return c;
+    return NULL;
+}
+
+static inline size_t vj_count(const struct vj *v)
+{
+    size_t n = 0;
+    for (struct vj *c = v ? v->child : NULL; c; c = c->next)
+        n++;
+    return n;
+}
+
+/* True when obj has exactly these member names, each once. keys ends with NULL. */
+static inline bool vj_keys_are(const struct vj *obj, const char *const *keys)
+{
+    size_t want = 0;
+    for (; keys[want]; want++) {
+        size_t seen = 0;
+        for (struct vj *c = obj->child; c; c = c->next)
+            seen += strcmp(c->key, keys[want]) == 0;
+        if (seen != 1)
+            return false;
+    }
+    return obj->type == VJ_OBJ && vj_count(obj) == want;
+}
+
+/* The member as an exact unsigned integer: a JSON number written as plain
+ * digits, or (for counters past 2^53) a string of digits. */
+static inline bool vj_u64(const struct vj *v, uint64_t *out)
+{
+    if (!v || (v->type != VJ_NUM && v->type != VJ_STR))
+        return false;
+    const char *s = v->str;
+    if (!*s)
+        return false;
+    for (const char *p = s; *p; p++)
+        if (*p < '0' || *p > '9')
+            return false;
+    *out = strtoull(s, NULL, 10);
+    return true;
+}
+
+static inline bool vj_is_str(const struct vj *v, const char *want)
+{
+    return v && v->type == VJ_STR && strcmp(v->str, want) == 0;
+}
+
+#endif

@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Argument parsing for the subcommands: long options only (plus -h), strict
+ * numbers, and one clear line for every usage error. Not getopt_long: it
+ * accepts abbreviations and prints its own messages, and a usage error here
+ * must say exactly what was wrong and exit 2.
+ */
+#include "vigil.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+int tool_parse_u64(const char *s, uint64_t *out)
+{
+    /* strtoull alone accepts leading space, a sign (and negates "-1" into
+     * 2^64 - 1) and trailing junk: only plain digits get this far. */
+    if (!s || *s < '0' || *s > '9')
+        return -1;
+    for (const char *p = s; *p; p++)
+        if (*p < '0' || *p > '9')
+            return -1;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0 || *end != '\0')
+        return -1;
+    *out = (uint64_t)v;
+    return 0;
+}
+
+void tool_print_help(const struct tool_cmd *cmd, FILE *out)
+{
+    fprintf(out, "usage: vigil %s %s\n\n%s", cmd->name, cmd->synopsis, cmd->help);
+}
+
+int tool_usage_error(const struct tool_cmd *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "vigil %s: ", cmd->name);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nusage: vigil %s %s (see 'vigil %s --help')\n", cmd->name, cmd->synopsis,
+            cmd->name);
+    return EXIT_USAGE;
+}
+
+static const struct tool_opt *find_opt(const struct tool_opt *opts, size_t nopts, const char *name,
+                                       size_t len)
+{
+    for (size_t i = 0; i < nopts; i++)
+        if (strlen(opts[i].name) == len && strncmp(opts[i].name, name, len) == 0)
+            return &opts[i];
+    return NULL;
+}
+
+static int set_value(const struct tool_cmd *cmd, const struct tool_opt *o, const char *arg)
+{
+    uint64_t v;
+    if (tool_parse_u64(arg, &v) < 0)
+        return tool_usage_error(cmd, "--%s: not a non-negative decimal number: '%s'", o->name, arg);
+    if (v < o->min || v > o->max)
+        return tool_usage_error(cmd, "--%s: %s out of range (%llu..%llu)", o->name, arg,
+                                (unsigned long long)o->min, (unsigned long long)o->max);
+    *o->value = v;
+    return TOOL_GO;
+}
+
+int tool_parse(const struct tool_cmd *cmd, int argc, char **argv, const struct tool_opt *opts,
+               size_t nopts, const char **pos, size_t npos_min, size_t npos_max, size_t *npos)
+{
+    /* --help wins wherever it stands (before a "--"), whatever else is wrong. */
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            tool_print_help(cmd, stdout);
+            return tool_flush();
+        }
+    }
+    size_t n = 0;
+    bool options_done = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (options_done || a[0] != '-' || a[1] == '\0') {
+            /* a positional argument ("-" alone is one too) */
+            if (n == npos_max)
+                return tool_usage_error(cmd, "unexpected argument '%s'", a);
+            pos[n++] = a;
+            continue;
+        }
+        if (strcmp(a, "--") == 0) {
+            options_done = true;
+            continue;
+        }
+        if (a[1] != '-')
+            return tool_usage_error(cmd, "unknown option '%s'", a);
+        const char *name = a + 2;
+        const char *eq = strchr(name, '=');
+        size_t len = eq ? (size_t)(eq - name) : strlen(name);
+        const struct tool_opt *o = find_opt(opts, nopts, name, len);
+        if (!o)
+            return tool_usage_error(cmd, "unknown option '--%.*s'", (int)len, name);
+        if (o->seen)
+            *o->seen = true;
+        if (o->type == OPT_FLAG) {
+            if (eq)
+                return tool_usage_error(cmd, "--%s takes no value", o->name);
+            continue;
+        }
+        const char *arg = eq ? eq + 1 : NULL;
+        if (!arg) {
+            if (i + 1 >= argc)
+                return tool_usage_error(cmd, "--%s needs a value", o->name);
+            arg = argv[++i];
+        }
+        int rc = set_value(cmd, o, arg);
+        if (rc != TOOL_GO)
+            return rc;
+    }
+    if (n < npos_min)
+        return tool_usage_error(cmd, "missing FILE");
+    *npos = n;
+    return TOOL_GO;
+}

@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What every command shares: the one-line runtime error, the diagnosis of
+ * a file that will not open, flushing, and the stop signals of the
+ * long-running commands.
+ */
+#define _GNU_SOURCE
+#include "vigil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+int tool_fail(const char *path, int err)
+{
+    fflush(stdout);
+    fprintf(stderr, "vigil: %s: %s\n", path, vigil_strerror(err));
+    return EXIT_RUNTIME;
+}
+
+int tool_fail_detail(const char *path, int err, const char *fmt, ...)
+{
+    fflush(stdout);
+    va_list ap;
+    fprintf(stderr, "vigil: %s: %s (", path, vigil_strerror(err));
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputs(")\n", stderr);
+    return EXIT_RUNTIME;
+}
+
+const char *tool_kind_name(uint32_t kind)
+{
+    switch (kind) {
+    case VIGIL_KIND_HEARTBEAT: return "heartbeat";
+    case VIGIL_KIND_BARRIER:   return "barrier";
+    case VIGIL_KIND_LEASES:    return "leases";
+    }
+    return NULL;
+}
+
+static const char *kind_article(uint32_t kind)
+{
+    switch (kind) {
+    case VIGIL_KIND_HEARTBEAT: return "a heartbeat table";
+    case VIGIL_KIND_BARRIER:   return "a barrier file";
+    case VIGIL_KIND_LEASES:    return "a lease store";
+    }
+    return "a vigil file";
+}
+
+/* The header's first 8 bytes, to tell "no magic" from "unreadable". */
+static int read_magic(const char *path, unsigned char magic[8])
+{
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return -errno;
+    ssize_t n = pread(fd, magic, 8, 0);
+    int err = n < 0 ? -errno : 0;
+    close(fd);
+    if (err == 0 && n != 8)
+        err = VIGIL_EBADFILE;
+    return err;
+}
+
+int tool_fail_file(const char *path, int err, uint32_t want)
+{
+    if (err != VIGIL_EBADFILE)
+        return tool_fail(path, err);
+
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return tool_fail(path, -errno);
+    if (!S_ISREG(st.st_mode))
+        return tool_fail_detail(path, err, "not a regular file");
+    if (st.st_size < 64)
+        return tool_fail_detail(path, err, "%lld bytes, too short for a vigil header",
+                                (long long)st.st_size);
+    vigil_file_info fi;
+    int rc = vigil_file_probe(path, &fi);
+    if (rc == VIGIL_EBADFILE) {
+        static const unsigned char magic[8] = { 0x7f, 'V', 'I', 'G', 'I', 'L', '\r', '\n' };
+        unsigned char m[8];
+        int mr = read_magic(path, m);
+        if (mr < 0 && mr != VIGIL_EBADFILE)
+            return tool_fail(path, mr);
+        if (mr == 0 && memcmp(m, magic, 8) != 0)
+            return tool_fail_detail(path, err, "no vigil magic: not a vigil file");
+        return tool_fail(path, err);
+    }
+    if (rc < 0)
+        return tool_fail(path, rc);
+    if (fi.version != 1)
+        return tool_fail_detail(path, err, "layout version %u, this vigil reads version 1",
+                                fi.version);
+    const char *kind = tool_kind_name(fi.kind);
+    if (!kind)
+        return tool_fail_detail(path, err, "unknown kind %u", fi.kind);
+    if (want && fi.kind != want)
+        return tool_fail_detail(path, err, "%s, not %s", kind_article(fi.kind), kind_article(want));
+    if (fi.capacity == 0)
+        return tool_fail_detail(path, err, "%s of capacity 0", kind_article(fi.kind));
+    if (fi.kind == VIGIL_KIND_HEARTBEAT) {
+        if (fi.capacity > TOOL_MAX_CAPACITY)
+            return tool_fail_detail(path, err, "heartbeat capacity %u is past the limit %u",
+                                    fi.capacity, TOOL_MAX_CAPACITY);
+        uint64_t size = 64 + (uint64_t)fi.capacity * 64;
+        if (fi.size != size)
+            return tool_fail_detail(path, err,
+                                    "%llu bytes, but a heartbeat table of capacity %u has %llu",
+                                    (unsigned long long)fi.size, fi.capacity,
+                                    (unsigned long long)size);
+    }
+    return tool_fail_detail(path, err, "%s of capacity %u, %llu bytes", kind_article(fi.kind),
+                            fi.capacity, (unsigned long long)fi.size);
+}
+
+int tool_open_hb(const char *path, vigil_hb **out)
+{
+    int rc = vigil_hb_open(path, 0, out);
+    return rc < 0 ? tool_fail_file(path, rc, VIGIL_KIND_HEARTBEAT) : 0;
+}
+
+int tool_flush(void)
+{
+    errno = 0;
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "vigil: stdout: %s\n", vigil_strerror(errno ? -errno : -EIO));
+        return EXIT_RUNTIME;
+    }
+    return EXIT_OK;
+}
+
+static sigset_t stop_signals;
+
+void tool_catch_stop_signals(void)
+{
+    /* Blocked, not handled: a stop signal that arrives while the command
+     * is busy stays pending and ends the next sleep at once, so there is
+     * no window between checking a flag and going to sleep. */
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    sigprocmask(SIG_BLOCK, &stop_signals, NULL);
+}
+
+uint64_t tool_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+bool tool_sleep_ms(uint64_t ms)
+{
+    uint64_t deadline = tool_now_ms() + ms;
+    for (;;) {
+        uint64_t now = tool_now_ms();
+        uint64_t left = deadline > now ? deadline - now : 0;
+        struct timespec ts = { (time_t)(left / 1000), (long)(left % 1000) * 1000000L };
+        int sig = sigtimedwait(&stop_signals, NULL, &ts);
+        if (sig == SIGINT || sig == SIGTERM)
+            return true;
+        if (sig < 0 && errno == EAGAIN)
+            return false;
+        /* EINTR (another signal, say SIGCHLD): sleep out the rest. */
+        if (left == 0)
+            return false;
+    }
+}

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vigil(1): make, inspect, watch, tick and guard vigil files, and show the
+ * whole system at work (`vigil demo`). This file is main and the dispatch;
+ * each command lives in its own cmd_<name>.c.
+ */
+#include "vigil.h"
+
+#include <string.h>
+
+static const struct tool_cmd *const commands[] = {
+    &tool_cmd_create, &tool_cmd_inspect, &tool_cmd_watch,
+    &tool_cmd_tick,   &tool_cmd_failover, &tool_cmd_demo,
+};
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static void print_overview(FILE *out)
+{
+    fputs("usage: vigil COMMAND [ARGS]\n"
+          "\n"
+          "Liveness and coordination between processes through memory-mapped files.\n"
+          "\n"
+          "commands:\n",
+          out);
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        fprintf(out, "  vigil %s %s\n      %s\n", commands[i]->name, commands[i]->synopsis,
+                commands[i]->summary);
+    fputs("\n"
+          "`vigil COMMAND --help` describes a command. Exit status: 0 success,\n"
+          "1 runtime error, 2 usage error. See vigil(1).\n",
+          out);
+}
+
+static const struct tool_cmd *find(const char *name)
+{
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (strcmp(commands[i]->name, name) == 0)
+            return commands[i];
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs("vigil: missing COMMAND\n", stderr);
+        print_overview(stderr);
+        return EXIT_USAGE;
+    }
+    const char *name = argv[1];
+    if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 || strcmp(name, "help") == 0) {
+        if (argc == 2) {
+            print_overview(stdout);
+            return tool_flush();
+        }
+        /* vigil help COMMAND */
+        const struct tool_cmd *cmd = find(argv[2]);
+        if (!cmd || argc > 3) {
+            fprintf(stderr, "vigil: %s '%s'\n", cmd ? "unexpected argument" : "unknown command",
+                    cmd ? argv[3] : argv[2]);
+            return EXIT_USAGE;
+        }
+        tool_print_help(cmd, stdout);
+        return tool_flush();
+    }
+    const struct tool_cmd *cmd = find(name);
+    if (!cmd) {
+        fprintf(stderr, "vigil: unknown command '%s' (try 'vigil --help')\n", name);
+        return EXIT_USAGE;
+    }
+    return cmd->run(cmd, argc - 1, argv + 1);
+}

@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The vigil command: what the subcommands share.
+ *
+ * Exit status: 0 success, 1 runtime error (one line "vigil: FILE: reason"
+ * on stderr), 2 usage error. Every subcommand answers --help on stdout.
+ */
+#ifndef VIGIL_TOOL_H
+#define VIGIL_TOOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <vigil/vigil.h>
+
+enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
+
+/* Returned by tool_parse when the command should go on. */
+#define TOOL_GO (-1)
+
+/* The heartbeat layout's own limit (2^20 slots, a 64 MiB file). */
+#define TOOL_MAX_CAPACITY (UINT32_C(1) << 20)
+
+/* What the liveness rule's signed age can express. */
+#define TOOL_MAX_GRACE ((uint64_t)INT64_MAX)
+
+/* A day, in milliseconds: the longest --interval. */
+#define TOOL_MAX_INTERVAL_MS UINT64_C(86400000)
+
+#define TOOL_DEFAULT_GRACE 5u
+
+struct tool_cmd {
+    const char *name;
+    const char *synopsis; /* the arguments after the command's name */
+    const char *summary;  /* one line for `vigil --help` */
+    const char *help;     /* the rest of `vigil NAME --help` */
+    int (*run)(const struct tool_cmd *cmd, int argc, char **argv);
+};
+
+extern const struct tool_cmd tool_cmd_create, tool_cmd_inspect, tool_cmd_watch,
+    tool_cmd_tick, tool_cmd_failover, tool_cmd_demo;
+
+/* ---- arguments (opts.c) --------------------------------------------------- */
+
+enum tool_opt_type { OPT_FLAG, OPT_U64 };
+
+struct tool_opt {
+    const char        *name;  /* without the leading "--" */
+    enum tool_opt_type type;
+    uint64_t           min, max; /* OPT_U64: inclusive range */
+    uint64_t          *value;    /* OPT_U64: written when given */
+    bool              *seen;     /* optional: set when given */
+};
+
+/*
+ * Parses argv[1..] of a subcommand: long options (--name VALUE or
+ * --name=VALUE), -h/--help, "--" ending options, and between npos_min and
+ * npos_max positional arguments stored in pos[]. Numbers are strict
+ * decimal (no sign, no space, no suffix) within the option's range.
+ * Returns TOOL_GO to go on, EXIT_OK after printing help, EXIT_USAGE after
+ * printing what was wrong.
+ */
+int tool_parse(const struct tool_cmd *cmd, int argc, char **argv, const struct tool_opt *opts,
+               size_t nopts, const char **pos, size_t npos_min, size_t npos_max, size_t *npos);
+
+/* Strict decimal: digits only, no overflow. 0 ok, -1 otherwise. */
+int tool_parse_u64(const char *s, uint64_t *out);
+
+/* "vigil NAME: <message>" and the usage line on stderr; returns EXIT_USAGE. */
+int tool_usage_error(const struct tool_cmd *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+void tool_print_help(const struct tool_cmd *cmd, FILE *out);
+
+/* ---- errors and files (util.c) -------------------------------------------- */
+
+/* "vigil: FILE: vigil_strerror(err)" on stderr; returns EXIT_RUNTIME. */
+int tool_fail(const char *path, int err);
+
+/* Like tool_fail, with a parenthesised detail after the reason. */
+int tool_fail_detail(const char *path, int err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Explains why `path` could not be opened as `want` (a VIGIL_KIND_*, or 0
+ * for any kind) after an open gave `err`: not a regular file, too short,
+ * no magic, another version, another kind, a size that disagrees with the
+ * header. Prints the one line and returns EXIT_RUNTIME. */
+int tool_fail_file(const char *path, int err, uint32_t want);
+
+/* "heartbeat", "barrier", "leases", or NULL for a kind vigil does not know. */
+const char *tool_kind_name(uint32_t kind);
+
+/* Opens a heartbeat table, explaining any failure; returns 0 or EXIT_RUNTIME. */
+int tool_open_hb(const char *path, vigil_hb **out);
+
+/* Flushes stdout; on a write error says so and returns EXIT_RUNTIME. */
+int tool_flush(void);
+
+/* ---- long-running commands (util.c) ----------------------------------------- */
+
+/* Blocks SIGINT and SIGTERM so that they wait for tool_sleep_ms. */
+void tool_catch_stop_signals(void);
+
+/* Sleeps ms milliseconds; returns true at once if SIGINT or SIGTERM came
+ * (now or while the caller was busy), false when the time ran out. */
+bool tool_sleep_ms(uint64_t ms);
+
+/* Monotonic milliseconds. */
+uint64_t tool_now_ms(void);
+
+/* ---- rendering (cmd_inspect.c) -------------------------------------------- */
+
+/* Prints any vigil file as inspect does (human or JSON); 0 or EXIT_RUNTIME
+ * after printing the reason. */
+int tool_show(const char *path, uint64_t grace, bool json, FILE *out);
+
+/* Prints the occupied slots of an open heartbeat table, human form. */
+void tool_show_hb_table(const vigil_hb *hb, uint64_t grace, FILE *out);
+
+/* ---- JSON (json.c) -------------------------------------------------------- */
+
+/* A JSON string of at most maxlen bytes of s (stopping at a NUL): quotes,
+ * backslashes and control characters escaped, valid UTF-8 kept, every
+ * byte of an invalid sequence written as \u00XX. */
+void json_str(FILE *out, const char *s, size_t maxlen);
+
+/* A counter: a JSON number while it is exact in a double (<= 2^53),
+ * past that a string of its decimal digits. */
+void json_u64(FILE *out, uint64_t v);
+
+/* A 64-bit bitmap as the string "0x..." (lowercase hex, no padding). */
+void json_hex(FILE *out, uint64_t v);
+
+#endif
