@@ -322,37 +322,17 @@ int vigil_hb_unregister(vigil_hb *hb, uint32_t slot)
     return 0;
 }
 
-static int bit_op_check(const vigil_hb *hb, uint32_t slot, unsigned bit)
+/* The exported functions behind the header's macros (the parentheses
+ * keep the macros from expanding here); the protocol is told at the
+ * inline body in <vigil/heartbeat.h>. */
+int (vigil_hb_mark_in_flight)(vigil_hb *hb, uint32_t slot, unsigned bit)
 {
-    if (!hb)
-        return -EINVAL;
-    if (slot >= hb->capacity || bit >= 64)
-        return VIGIL_ERANGE;
-    if (atomic_load_explicit(&hb->slots[slot].pid, memory_order_relaxed) == 0)
-        return VIGIL_EVACANT;
-    return 0;
+    return vigil_hb_in_flight_inline(hb, slot, bit, true);
 }
 
-int vigil_hb_mark_in_flight(vigil_hb *hb, uint32_t slot, unsigned bit)
+int (vigil_hb_clear_in_flight)(vigil_hb *hb, uint32_t slot, unsigned bit)
 {
-    int err = bit_op_check(hb, slot, bit);
-    if (err < 0)
-        return err;
-    /* Release: a watchdog that takes this bit (acquire exchange) also sees
-     * whatever the worker recorded about the unit before marking it. */
-    atomic_fetch_or_explicit(&hb->slots[slot].in_flight, UINT64_C(1) << bit, memory_order_release);
-    return 0;
-}
-
-int vigil_hb_clear_in_flight(vigil_hb *hb, uint32_t slot, unsigned bit)
-{
-    int err = bit_op_check(hb, slot, bit);
-    if (err < 0)
-        return err;
-    /* Release: the unit's results are published before it stops being
-     * in flight, so nobody reclaims and redoes finished work unseen. */
-    atomic_fetch_and_explicit(&hb->slots[slot].in_flight, ~(UINT64_C(1) << bit), memory_order_release);
-    return 0;
+    return vigil_hb_in_flight_inline(hb, slot, bit, false);
 }
 
 int vigil_hb_set_role(vigil_hb *hb, uint32_t slot, uint32_t role)
