@@ -3,7 +3,7 @@
  * The heartbeat table: create/open, register/unregister under the slot
  * SeqLock, snapshots with bounded retry, live counting.
  *
- * File layout (kind 1, VIGIL_KIND_HEARTBEAT), little-endian, native
+ * File layout (kind 1, VIGIL_KIND_HEARTBEAT), host byte order, natural
  * alignment; size exactly 64 + capacity * 64 bytes:
  *
  *   offset  size  field
