@@ -30,7 +30,7 @@
 #include <vigil/vigil.h>
 
 #define SLOTS 64
-#define REPS  7
+#define REPS  11
 
 /* Keeps the compiler from hoisting, merging or deleting the timed work:
  * every iteration must reload what it uses and store what it makes. */
