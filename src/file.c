@@ -47,6 +47,149 @@ static int publish(const char *tmp, const char *path)
     return -err;
 }
 
+/* Gives an anonymous (O_TMPFILE) file the name path, never replacing
+ * anything there: linkat fails with EEXIST on any existing name, a
+ * dangling symlink included, since it never follows the new name. */
+static int publish_anon(int fd, const char *path)
+{
+    char proc[40];
+    snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+    if (linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0)
+        return 0;
+    int err = errno;
+    if (err != EEXIST && access(proc, F_OK) != 0) {
+        /* No /proc: flink() proper, which older kernels allow only with
+         * CAP_DAC_READ_SEARCH. */
+        if (linkat(fd, "", AT_FDCWD, path, AT_EMPTY_PATH) == 0)
+            return 0;
+        err = errno;
+    }
+    return -err;
+}
+
+/* The directory part of path, "." when it has none; malloc'd. */
+static char *dir_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return strdup(".");
+    size_t n = slash == path ? 1 : (size_t)(slash - path);
+    char *d = malloc(n + 1);
+    if (d) {
+        memcpy(d, path, n);
+        d[n] = '\0';
+    }
+    return d;
+}
+
+/* Sizes a new, still nameless or privately named file, maps it and writes
+ * the header and the kind's initial state. Returns 0 and the mapping, or
+ * a negative error with nothing mapped. */
+static int fill(int fd, const struct vigil_layout *lay, uint32_t capacity, size_t size, unsigned mode,
+                vigil_init_fn init, void *arg, void **basep)
+{
+    /* fchmod, not the open's mode argument: the umask must not apply. */
+    if (fchmod(fd, mode) != 0 || ftruncate(fd, (off_t)size) != 0)
+        return -errno;
+    void *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED)
+        return -errno;
+    struct vigil_file_header *h = base;
+    memcpy(h->magic, vigil_magic, sizeof(h->magic));
+    h->version = VIGIL_LAYOUT_VERSION;
+    h->kind = lay->kind;
+    h->capacity = capacity;
+    h->flags = 0;
+    int err;
+    if (init && (err = init(base, size, capacity, arg)) < 0) {
+        munmap(base, size);
+        return err;
+    }
+    *basep = base;
+    return 0;
+}
+
+/* The first way: an O_TMPFILE file in path's directory, filled while it
+ * has no name at all and then linked in. A creator killed at any point
+ * leaves nothing behind, and no name is longer than path. Returns 1 when
+ * this way is not available here (no O_TMPFILE, or no way to link one)
+ * and the caller should use a named temporary file instead. */
+int vigil_file_no_tmpfile;
+
+static int create_anon(const char *path, const struct vigil_layout *lay, uint32_t capacity, size_t size,
+                       unsigned mode, vigil_init_fn init, void *arg, void **basep)
+{
+#ifdef O_TMPFILE
+    if (vigil_file_no_tmpfile)
+        return 1;
+    char *dir = dir_of(path);
+    if (!dir)
+        return -ENOMEM;
+    int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    free(dir);
+    if (fd < 0)
+        return 1; /* kernel or filesystem without O_TMPFILE; the named way reports real errors */
+    void *base;
+    int err = fill(fd, lay, capacity, size, mode, init, arg, &base);
+    if (err == 0) {
+        /* Everything is in the page cache before the name exists, so
+         * every opener sees a complete file. */
+        err = publish_anon(fd, path);
+        if (err < 0)
+            munmap(base, size);
+    }
+    close(fd);
+    if (err == 0)
+        *basep = base;
+    /* EEXIST is the answer; anything else may be this way's own limit
+     * (a filesystem without hard links, no /proc), so try the other. */
+    return err == 0 || err == -EEXIST ? err : 1;
+#else
+    (void)path, (void)lay, (void)capacity, (void)size, (void)mode, (void)init, (void)arg, (void)basep;
+    return 1;
+#endif
+}
+
+/* The second way: a temporary file with a short name beside path, filled,
+ * then linked (or renamed without replacing) to path and unlinked. */
+static int create_named(const char *path, const struct vigil_layout *lay, uint32_t capacity, size_t size,
+                        unsigned mode, vigil_init_fn init, void *arg, void **basep)
+{
+    char *dir = dir_of(path);
+    if (!dir)
+        return -ENOMEM;
+    static const char name[] = "/.vigil-tmp.XXXXXX";
+    size_t dlen = strlen(dir);
+    char *tmp = malloc(dlen + sizeof(name));
+    if (!tmp) {
+        free(dir);
+        return -ENOMEM;
+    }
+    memcpy(tmp, dir, dlen);
+    memcpy(tmp + dlen, name, sizeof(name));
+    free(dir);
+    int fd = mkostemp(tmp, O_CLOEXEC);
+    if (fd < 0) {
+        int err = -errno;
+        free(tmp);
+        return err;
+    }
+    void *base;
+    int err = fill(fd, lay, capacity, size, mode, init, arg, &base);
+    if (err == 0) {
+        err = publish(tmp, path); /* removes tmp, whatever the outcome */
+        if (err < 0)
+            munmap(base, size);
+    } else {
+        unlink(tmp);
+    }
+    close(fd);
+    free(tmp);
+    if (err == 0)
+        *basep = base;
+    return err;
+}
+
 int vigil_map_create(const char *path, const struct vigil_layout *lay, uint32_t capacity,
                      unsigned mode, vigil_init_fn init, void *arg, struct vigil_map *out)
 {
@@ -57,66 +200,25 @@ int vigil_map_create(const char *path, const struct vigil_layout *lay, uint32_t 
         return VIGIL_ERANGE;
     if (mode & ~07777u)
         return -EINVAL;
+    if (!*path)
+        return -ENOENT;
 
-    /* Fail early, before making a temporary file, when the name is taken. */
+    /* Fail early, before making a temporary file, when the name is taken.
+     * (Only a shortcut: the link that publishes the file is the check.) */
     struct stat st;
     if (lstat(path, &st) == 0)
         return -EEXIST;
 
-    size_t plen = strlen(path);
-    static const char suffix[] = ".vigil-tmp.XXXXXX";
-    char *tmp = malloc(plen + sizeof(suffix));
-    if (!tmp)
-        return -ENOMEM;
-    memcpy(tmp, path, plen);
-    memcpy(tmp + plen, suffix, sizeof(suffix));
-
-    int fd = mkostemp(tmp, O_CLOEXEC);
-    if (fd < 0) {
-        int err = -errno;
-        free(tmp);
+    void *base = NULL;
+    int err = create_anon(path, lay, capacity, size, mode, init, arg, &base);
+    if (err == 1)
+        err = create_named(path, lay, capacity, size, mode, init, arg, &base);
+    if (err < 0)
         return err;
-    }
-    int err = 0;
-    void *base = MAP_FAILED;
-    if (fchmod(fd, mode) != 0 || ftruncate(fd, (off_t)size) != 0) {
-        err = -errno;
-        goto fail;
-    }
-    base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (base == MAP_FAILED) {
-        err = -errno;
-        goto fail;
-    }
-    struct vigil_file_header *h = base;
-    memcpy(h->magic, vigil_magic, sizeof(h->magic));
-    h->version = VIGIL_LAYOUT_VERSION;
-    h->kind = lay->kind;
-    h->capacity = capacity;
-    h->flags = 0;
-    if (init && (err = init(base, size, capacity, arg)) < 0)
-        goto fail;
-    /* Everything above is in the page cache before the name exists, so
-     * every opener sees a complete file. */
-    if ((err = publish(tmp, path)) < 0) {
-        munmap(base, size);
-        close(fd);
-        free(tmp);
-        return err;
-    }
-    close(fd);
-    free(tmp);
     out->base = base;
     out->size = size;
     out->capacity = capacity;
     return 0;
-fail:
-    if (base != MAP_FAILED)
-        munmap(base, size);
-    close(fd);
-    unlink(tmp);
-    free(tmp);
-    return err;
 }
 
 /* Reads and checks the common header; returns the fd or a negative error. */

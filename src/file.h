@@ -60,4 +60,8 @@ int  vigil_map_open(const char *path, const struct vigil_layout *lay, uint32_t c
                     struct vigil_map *out);
 void vigil_map_close(struct vigil_map *m);
 
+/* Tests only: non-zero makes create skip O_TMPFILE and use its fallback,
+ * a named temporary file beside the target, so both ways stay tested. */
+extern int vigil_file_no_tmpfile;
+
 #endif

@@ -2,14 +2,50 @@
 /*
  * The heartbeat table: create/open, register/unregister under the slot
  * SeqLock, snapshots with bounded retry, live counting.
+ *
+ * File layout (kind 1, VIGIL_KIND_HEARTBEAT), host byte order, natural
+ * alignment; size exactly 64 + capacity * 64 bytes:
+ *
+ *   offset  size  field
+ *   header, one cache line
+ *        0     8  magic "\177VIGIL\r\n"
+ *        8     4  version            VIGIL_LAYOUT_VERSION (1)
+ *       12     4  kind               1
+ *       16     4  capacity           number of slots, 1 .. 2^20
+ *       20     4  flags              0
+ *       24     8  epoch              global epoch, atomic; only vigil_hb_tick moves it
+ *       32     8  term               leader term (failover/leader module)
+ *       40     8  leader             (pid << 32) | (slot + 1), 0 = none (leader module)
+ *       48     4  elect_lock         0 free, else pid of the electing process (leader module)
+ *       52    12  reserved           0
+ *   slot i at 64 + i * 64, one cache line each, so beats never false-share
+ *        0     4  pid                owner, 0 = vacant
+ *        4     4  seq                SeqLock version and writer lock: odd while a
+ *                                    structural change (register, unregister,
+ *                                    reclaim) is in progress
+ *        8     8  last_seen_epoch    epoch at the owner's last beat
+ *       16     8  in_flight          bitmap of the owner's work units
+ *       24     4  role               0 worker, 1 coordinator
+ *       28     4  reserved0          0
+ *       32     8  start_time         owner's start time, /proc/<pid>/stat field 22
+ *                                    (clock ticks since boot), 0 unknown
+ *       40     8  odd_since          epoch + 1 at which a failover scan first saw seq
+ *                                    odd, 0 none (failover module)
+ *       48    16  reserved1          0
+ *
+ * A reader must check magic, version, kind, 1 <= capacity <= 2^20 and the
+ * file size against 64 + capacity * 64 before touching a slot, and keep
+ * its own copy of capacity afterwards (a peer may scribble the header).
  */
 #define _GNU_SOURCE
 #include "hb_internal.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 /* 2^20 slots is a 64 MiB file; far past any pool on one host. */
@@ -154,15 +190,84 @@ uint64_t vigil_hb_epoch(const vigil_hb *hb)
     return atomic_load_explicit(&hb->hdr->epoch, memory_order_acquire);
 }
 
+/*
+ * The calling process's own start time, cached: reading /proc costs an
+ * open, a read and a close (microseconds, several times the whole rest of
+ * a register), and a process nearly always registers its own pid.
+ *
+ * The cache is keyed by the pid it was filled for, which is only ever the
+ * caller's own getpid(): a live process's own start time cannot change,
+ * while another pid's can (the process dies and the pid is reused), so
+ * other pids always go to /proc. A forked child must miss the cache, yet
+ * getpid() is itself a system call (glibc no longer caches it) and on
+ * every register it would cost as much as the rest of the call. So the
+ * cache lives in a page marked MADV_WIPEONFORK: the kernel hands a child
+ * of any fork or clone without CLONE_VM a zero page, so the key reads 0,
+ * never a valid pid, and the child fills its own cache. Where the kernel
+ * lacks MADV_WIPEONFORK (before 4.14) a pthread_atfork child handler
+ * clears the key instead.
+ */
+struct own_start {
+    _Atomic uint32_t pid;   /* the getpid() the cache was filled for, 0 = empty */
+    _Atomic uint64_t start; /* its start time */
+};
+
+static struct own_start *own_start_page;
+static pthread_once_t own_start_once = PTHREAD_ONCE_INIT;
+
+static void own_start_forget(void)
+{
+    if (own_start_page)
+        atomic_store_explicit(&own_start_page->pid, 0, memory_order_relaxed); /* single-threaded child */
+}
+
+static void own_start_init(void)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0)
+        page = 4096;
+    void *p = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return; /* no cache: every register reads /proc */
+#ifdef MADV_WIPEONFORK
+    if (madvise(p, (size_t)page, MADV_WIPEONFORK) == 0) {
+        own_start_page = p;
+        return;
+    }
+#endif
+    if (pthread_atfork(NULL, NULL, own_start_forget) != 0) {
+        munmap(p, (size_t)page);
+        return;
+    }
+    own_start_page = p;
+}
+
+static uint64_t start_time_of(uint32_t pid)
+{
+    pthread_once(&own_start_once, own_start_init);
+    struct own_start *c = own_start_page;
+    /* Acquire pairs with the filler's release of the key: a thread that
+     * sees the key also sees the start time stored before it. */
+    if (c && atomic_load_explicit(&c->pid, memory_order_acquire) == pid)
+        return atomic_load_explicit(&c->start, memory_order_relaxed);
+    uint64_t start;
+    if (vigil_proc_start_time(pid, &start) < 0)
+        return 0; /* unknown: probe will answer "unknown", never "dead" */
+    if (c && pid == (uint32_t)getpid()) {
+        /* Threads racing here store the same two values. */
+        atomic_store_explicit(&c->start, start, memory_order_relaxed);
+        atomic_store_explicit(&c->pid, pid, memory_order_release);
+    }
+    return start;
+}
+
 int vigil_hb_register(vigil_hb *hb, uint32_t pid, uint32_t *slot)
 {
     if (!hb || !slot)
         return -EINVAL;
     if (pid == 0)
         return VIGIL_ERANGE;
-    uint64_t start = 0;
-    if (vigil_proc_start_time(pid, &start) < 0)
-        start = 0; /* unknown: probe will answer "unknown", never "dead" */
+    uint64_t start = start_time_of(pid);
 
     for (uint32_t i = 0; i < hb->capacity; i++) {
         struct vigil_hb_slot *s = &hb->slots[i];
@@ -217,37 +322,17 @@ int vigil_hb_unregister(vigil_hb *hb, uint32_t slot)
     return 0;
 }
 
-static int bit_op_check(const vigil_hb *hb, uint32_t slot, unsigned bit)
+/* The exported functions behind the header's macros (the parentheses
+ * keep the macros from expanding here); the protocol is told at the
+ * inline body in <vigil/heartbeat.h>. */
+int (vigil_hb_mark_in_flight)(vigil_hb *hb, uint32_t slot, unsigned bit)
 {
-    if (!hb)
-        return -EINVAL;
-    if (slot >= hb->capacity || bit >= 64)
-        return VIGIL_ERANGE;
-    if (atomic_load_explicit(&hb->slots[slot].pid, memory_order_relaxed) == 0)
-        return VIGIL_EVACANT;
-    return 0;
+    return vigil_hb_in_flight_inline(hb, slot, bit, true);
 }
 
-int vigil_hb_mark_in_flight(vigil_hb *hb, uint32_t slot, unsigned bit)
+int (vigil_hb_clear_in_flight)(vigil_hb *hb, uint32_t slot, unsigned bit)
 {
-    int err = bit_op_check(hb, slot, bit);
-    if (err < 0)
-        return err;
-    /* Release: a watchdog that takes this bit (acquire exchange) also sees
-     * whatever the worker recorded about the unit before marking it. */
-    atomic_fetch_or_explicit(&hb->slots[slot].in_flight, UINT64_C(1) << bit, memory_order_release);
-    return 0;
-}
-
-int vigil_hb_clear_in_flight(vigil_hb *hb, uint32_t slot, unsigned bit)
-{
-    int err = bit_op_check(hb, slot, bit);
-    if (err < 0)
-        return err;
-    /* Release: the unit's results are published before it stops being
-     * in flight, so nobody reclaims and redoes finished work unseen. */
-    atomic_fetch_and_explicit(&hb->slots[slot].in_flight, ~(UINT64_C(1) << bit), memory_order_release);
-    return 0;
+    return vigil_hb_in_flight_inline(hb, slot, bit, false);
 }
 
 int vigil_hb_set_role(vigil_hb *hb, uint32_t slot, uint32_t role)

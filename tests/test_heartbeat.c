@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Description: heartbeat table: register, full table, beat, unregister and
- * reuse, in-flight bitmap, roles, SeqLock snapshots, live counting, and
- * the handle's own bounds against a scribbled header.
+ * reuse, in-flight bitmap, roles, SeqLock snapshots, live counting, the
+ * handle's own bounds against a scribbled header, and threads of one
+ * process registering at once.
  */
 #include "testutil.h"
 
+#include <pthread.h>
 #include <sys/mman.h>
+
+#include "hb_internal.h"
 
 static vigil_hb *fresh(const char *name, uint32_t cap)
 {
@@ -239,7 +243,74 @@ static int test_strerror(void)
     return 0;
 }
 
+/* Threads of one process share a table (and register's start-time cache):
+ * four threads registering the process's pid never hold one slot at once.
+ * Mainly for ThreadSanitizer, which checks threads, not processes. */
+#define THREADS 4
+struct thr {
+    vigil_hb        *hb;
+    _Atomic int     *owner; /* per slot: 0, or the thread index + 1 holding it */
+    int              id;
+    int              err;
+};
+
+static void *register_thread(void *arg)
+{
+    struct thr *t = arg;
+    uint32_t pid = (uint32_t)getpid();
+    for (int i = 0; i < 2000 && !t->err; i++) {
+        uint32_t s;
+        int rc = vigil_hb_register(t->hb, pid, &s);
+        if (rc == VIGIL_EFULL)
+            continue;
+        if (rc != 0) {
+            t->err = rc;
+            break;
+        }
+        int none = 0;
+        if (!atomic_compare_exchange_strong(&t->owner[s], &none, t->id + 1)) {
+            t->err = -9999; /* someone else holds this slot */
+            break;
+        }
+        vigil_slot_info info;
+        vigil_hb_beat(t->hb, s);
+        if (vigil_hb_mark_in_flight(t->hb, s, (unsigned)t->id) != 0 || vigil_hb_snapshot(t->hb, s, &info) != 0 ||
+            info.pid != pid || info.in_flight != UINT64_C(1) << t->id)
+            t->err = -9998;
+        atomic_store(&t->owner[s], 0);
+        if (vigil_hb_unregister(t->hb, s) != 0)
+            t->err = -9997;
+    }
+    return NULL;
+}
+
+static int test_threads_register(void)
+{
+    vigil_hb *hb = fresh("threads.hb", THREADS - 1); /* one short, so EFULL happens too */
+    _Atomic int owner[THREADS] = { 0 };
+    struct thr t[THREADS];
+    pthread_t th[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        t[i] = (struct thr){ hb, owner, i, 0 };
+        EXPECT(pthread_create(&th[i], NULL, register_thread, &t[i]) == 0, "pthread_create");
+    }
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < THREADS; i++)
+        EXPECT(t[i].err == 0, "thread %d: %d (%s; -9999 shared slot, -9998 wrong snapshot, -9997 unregister)", i,
+               t[i].err, vigil_strerror(t[i].err));
+    EXPECT(vigil_hb_live_count(hb, 100) == 0, "slots left occupied: %u", vigil_hb_live_count(hb, 100));
+    uint64_t mine = 0;
+    uint32_t s;
+    EXPECT_RC(vigil_hb_register(hb, (uint32_t)getpid(), &s), 0);
+    if (vigil_proc_start_time((uint32_t)getpid(), &mine) == 0)
+        EXPECT(atomic_load(&hb->slots[s].start_time) == mine, "cached start time %llu, /proc says %llu",
+               (unsigned long long)atomic_load(&hb->slots[s].start_time), (unsigned long long)mine);
+    vigil_hb_close(hb);
+    return 0;
+}
+
 VT_MAIN(VT_CASE(test_register), VT_CASE(test_table_full), VT_CASE(test_beat_advances_last_seen),
         VT_CASE(test_unregister_reuse), VT_CASE(test_in_flight_mark_clear), VT_CASE(test_roles),
         VT_CASE(test_snapshot_args), VT_CASE(test_live_count_grace), VT_CASE(test_wedged_slot),
-        VT_CASE(test_scribbled_header), VT_CASE(test_strerror))
+        VT_CASE(test_scribbled_header), VT_CASE(test_strerror), VT_CASE(test_threads_register))

@@ -11,6 +11,7 @@
 #ifndef VIGIL_HEARTBEAT_H
 #define VIGIL_HEARTBEAT_H
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <vigil/common.h>
 
@@ -106,6 +107,41 @@ static inline void vigil_hb_beat(vigil_hb *hb, uint32_t slot)
     uint64_t epoch = atomic_load_explicit(&hb->hdr->epoch, memory_order_acquire);
     atomic_store_explicit(&hb->slots[slot].last_seen_epoch, epoch, memory_order_release);
 }
+
+/*
+ * mark_in_flight and clear_in_flight are on a worker's hot path too (once
+ * per unit of work) and are one fetch_or / fetch_and each, so direct calls
+ * go to this inline body through the macros below; the library still
+ * exports both as functions (for function pointers and other languages),
+ * as libc does with getc.
+ *
+ * Release on both: a watchdog that takes a bit (acquire exchange) also
+ * sees what the worker recorded about the unit before marking it, and a
+ * unit's results are published before it stops being in flight, so
+ * nobody reclaims and redoes finished work unseen. The vacancy check is
+ * a relaxed load: only the slot's owner marks its bits, and a mark that
+ * races the slot being vacated under it (a failover taking a slot whose
+ * owner it judged dead) can leave a stray bit in a vacant slot, which
+ * register clears before anyone owns the slot again.
+ */
+static inline int vigil_hb_in_flight_inline(vigil_hb *hb, uint32_t slot, unsigned bit, bool set)
+{
+    if (!hb)
+        return -EINVAL;
+    if (slot >= hb->capacity || bit >= 64)
+        return VIGIL_ERANGE;
+    struct vigil_hb_slot *s = &hb->slots[slot];
+    if (atomic_load_explicit(&s->pid, memory_order_relaxed) == 0)
+        return VIGIL_EVACANT;
+    uint64_t m = UINT64_C(1) << bit;
+    if (set)
+        atomic_fetch_or_explicit(&s->in_flight, m, memory_order_release);
+    else
+        atomic_fetch_and_explicit(&s->in_flight, ~m, memory_order_release);
+    return 0;
+}
+#define vigil_hb_mark_in_flight(hb, slot, bit)  vigil_hb_in_flight_inline((hb), (slot), (bit), true)
+#define vigil_hb_clear_in_flight(hb, slot, bit) vigil_hb_in_flight_inline((hb), (slot), (bit), false)
 
 #ifdef __cplusplus
 }
