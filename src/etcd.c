@@ -138,8 +138,6 @@ int vigil_etcd__parse_endpoints(const char *spec, char (*urls)[VIGIL_ETCD_URL_MA
             a++;
         while (b > a && is_space(b[-1]))
             b--;
-        while (b > a && b[-1] == '/')
-            b--;
         if (a == b)
             continue;
         for (const char *q = a; q < b; q++)
@@ -159,6 +157,8 @@ int vigil_etcd__parse_endpoints(const char *spec, char (*urls)[VIGIL_ETCD_URL_MA
             if (*q == '/' || *q == ':')
                 break; /* no scheme: the first ':' is the port's */
         }
+        while (b > host && b[-1] == '/')
+            b--;
         if (host == b || *host == '/' || *host == ':')
             return -EINVAL;
         if (count == max)
@@ -266,12 +266,28 @@ static bool json_error(const cJSON *root, int *code, const char **msg)
     return true;
 }
 
+/* The body as one JSON value and nothing after it but white space. */
+static cJSON *parse_whole(const char *body, size_t len)
+{
+    const char *end = NULL;
+    cJSON *r = body && len ? cJSON_ParseWithLengthOpts(body, len, &end, false) : NULL;
+    if (!r)
+        return NULL;
+    for (; end && end < body + len; end++) {
+        if (!is_space(*end)) {
+            cJSON_Delete(r);
+            return NULL;
+        }
+    }
+    return r;
+}
+
 /* 0 and *root (an object, to be deleted by the caller) for a 2xx JSON reply
  * that is not an error; otherwise the error's vigil result. */
 static int reply_open(long http, const char *body, size_t len, bool lease_op, cJSON **root)
 {
     *root = NULL;
-    cJSON *r = body && len ? cJSON_ParseWithLength(body, len) : NULL;
+    cJSON *r = parse_whole(body, len);
     if (!r)
         return -EPROTO;
     if (!cJSON_IsObject(r)) {
@@ -471,8 +487,8 @@ static int curl_result(vigil_etcd *e, CURLcode c)
     case CURLE_RECV_ERROR:
     case CURLE_GOT_NOTHING:
     case CURLE_PARTIAL_FILE:          return os ? (int)-os : -ECONNRESET;
-    case CURLE_UNSUPPORTED_PROTOCOL:
     case CURLE_URL_MALFORMAT:         return -EINVAL;
+    case CURLE_UNSUPPORTED_PROTOCOL:  /* the scheme was checked: this is a reply that is not HTTP */
     case CURLE_WEIRD_SERVER_REPLY:    return -EPROTO;
     default:                          return os ? (int)-os : -EIO;
     }
@@ -510,7 +526,7 @@ static int classify(long http, const char *body, size_t len)
     bool maybe_error = http < 200 || http > 299 || memmem(body, len, "error", 5);
     if (!maybe_error)
         return ANSWERED;
-    cJSON *r = cJSON_ParseWithLength(body, len);
+    cJSON *r = parse_whole(body, len);
     int rc = ANSWERED, code;
     const char *msg;
     if (!cJSON_IsObject(r)) {
