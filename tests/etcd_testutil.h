@@ -27,7 +27,7 @@
  * script's marker) or no fixture is set up, 1 when the fixture failed. */
 static inline int et_read_endpoints(const char *state, char *buf, size_t cap)
 {
-    char p[600];
+    char p[1100];
     if (!state || !*state) {
         fprintf(stderr, "VIGIL_ETCD_STATE not set: run under ctest (etcd fixture)\n");
         return VT_SKIP;
