@@ -37,8 +37,10 @@
  *            A live lease alone does not prove the key is ours: someone may
  *            have deleted it and taken it under a lease of their own.
  *   release  P kv/txn  if create_revision(key) == token && lease(key) == ID
- *                      then delete(key)
  *            P lease/revoke {"ID"}, whatever the txn said: the lease is ours.
+ *            The revoke deletes the keys attached to the lease, so the key
+ *            goes only if it is still ours; lost if the check failed or the
+ *            lease was gone by the revoke.
  *
  * Endpoints are tried in turn, starting with the last one that answered; an
  * endpoint is passed over on a transport failure, a 5xx without JSON, or
@@ -796,22 +798,26 @@ int vigil_etcd_release(vigil_etcd *e, const vigil_lease *lease)
     int rc = lease_check(lease);
     if (rc < 0)
         return rc;
-    char kb[192], body[2048], ops[256];
+    char kb[192], body[2048];
     vigil_etcd__b64(lease->key, strlen(lease->key), kb, sizeof(kb));
-    snprintf(ops, sizeof(ops), ",\"success\":[{\"request_delete_range\":{\"key\":\"%s\"}}]", kb);
 
     pthread_mutex_lock(&e->lock);
     long http;
     bool held = false;
-    rc = held_compare(body, sizeof(body), kb, lease, ops);
+    rc = held_compare(body, sizeof(body), kb, lease, "");
     if (rc == 0 && (rc = request_locked(e, "v3/kv/txn", body, &http)) == 0)
         rc = vigil_etcd__parse_txn(http, e->reply.p, e->reply.len, &held);
     if (rc == 0) {
-        /* Ours or not, the lease is: revoke it. Its failure changes nothing
-         * the caller can act on (the key is gone, or was someone else's),
-         * and a lease left behind lapses within its TTL. */
-        (void)revoke_locked(e, lease->id);
-        rc = held ? 0 : VIGIL_ELOST;
+        /* Ours or not, the lease is: revoke it. Revoking deletes exactly
+         * the keys attached to the lease, so it deletes ours when the check
+         * held and never a key someone has taken since (theirs hangs on
+         * their own lease): one write where a guarded delete and a revoke
+         * would take two. */
+        int rv = revoke_locked(e, lease->id);
+        if (!held || rv == VIGIL_ELOST)
+            rc = VIGIL_ELOST; /* not ours, or lapsed between check and revoke */
+        else if (rv < 0)
+            rc = rv; /* the key is still there and ours: the caller may retry */
     }
     pthread_mutex_unlock(&e->lock);
     return rc;
