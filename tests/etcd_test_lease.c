@@ -172,8 +172,10 @@ static int test_contend(void)
     vigil_etcd *e = et_connect(url);
     uint64_t last = 0;
     for (int round = 0; round < 3; round++) {
-        int go[2], res[2];
-        EXPECT(pipe(go) == 0 && pipe(res) == 0, "pipe: %s", strerror(errno));
+        /* go closes to start the race (both see EOF at once), done closes
+         * once the parent has looked, res carries the outcomes. */
+        int go[2], done[2], res[2];
+        EXPECT(pipe(go) == 0 && pipe(done) == 0 && pipe(res) == 0, "pipe: %s", strerror(errno));
         pid_t kids[2];
         for (int i = 0; i < 2; i++) {
             fflush(stdout);
@@ -182,11 +184,12 @@ static int test_contend(void)
             EXPECT(kids[i] >= 0, "fork: %s", strerror(errno));
             if (kids[i] == 0) {
                 close(go[1]);
+                close(done[1]);
                 close(res[0]);
                 vigil_etcd *ce = et_connect(url);
                 char owner[32], c;
                 snprintf(owner, sizeof(owner), "kid-%d-%d", round, i);
-                if (read(go[0], &c, 1) != 1)
+                if (read(go[0], &c, 1) != 0)
                     _exit(3);
                 vigil_lease l;
                 struct outcome o = { vigil_etcd_acquire(ce, key, owner, 2000, &l), 0 };
@@ -194,25 +197,26 @@ static int test_contend(void)
                     o.token = l.token;
                 if (write(res[1], &o, sizeof(o)) != sizeof(o))
                     _exit(3);
-                while (read(go[0], &c, 1) > 0) /* until the parent has looked */
-                    ;
+                if (read(done[0], &c, 1) != 0)
+                    _exit(3);
                 int rel = o.rc == 0 ? vigil_etcd_release(ce, &l) : 0;
                 vigil_etcd_close(ce);
                 _exit(rel == 0 ? 0 : 1);
             }
         }
         close(go[0]);
+        close(done[0]);
         close(res[1]);
-        EXPECT(write(go[1], "gg", 2) == 2, "write: %s", strerror(errno));
+        close(go[1]);
         struct outcome o[2];
         bool got = read_bounded(res[0], &o[0], sizeof(o[0]), 15000) &&
                    read_bounded(res[0], &o[1], sizeof(o[1]), 15000);
         vigil_lease probe;
         int busy = vigil_etcd_acquire(e, key, "parent", 1000, &probe);
-        close(go[1]);
+        close(done[1]);
         close(res[0]);
         int s0 = vt_wait(kids[0], 15000), s1 = vt_wait(kids[1], 15000);
-        EXPECT(got, "round %d: the children did not both report", round);
+        EXPECT(got, "round %d: the children did not both report (exit statuses %d, %d)", round, s0, s1);
         int winners = (o[0].rc == 0) + (o[1].rc == 0);
         int busies = (o[0].rc == VIGIL_EBUSY) + (o[1].rc == VIGIL_EBUSY);
         EXPECT(winners == 1 && busies == 1, "round %d: expected one win and one VIGIL_EBUSY, got %d (%s) and %d (%s)",
