@@ -25,7 +25,12 @@ static const char *make_store(const char *name, uint32_t cap)
         exit(1);
     }
     vigil_leases_close(ls);
-    return strdup(path); /* vt_path's buffers rotate */
+    /* vt_path's buffers rotate: keep a copy that outlives eight more calls. */
+    static char keep[64][512];
+    static unsigned next;
+    char *copy = keep[next++ % 64];
+    snprintf(copy, sizeof(keep[0]), "%s", path);
+    return copy;
 }
 
 static int patch(const char *path, off_t off, const void *bytes, size_t n)
