@@ -34,7 +34,7 @@ int  vigil_with_keepalive(const vigil_lease_port *port, const vigil_lease *lease
 
 /* What a keepalive has done so far, for monitoring and benchmarks. */
 typedef struct vigil_keepalive_info {
-    uint64_t period_ns;            /* ttl_ms / 3, in nanoseconds */
+    uint64_t period_ns;            /* the beat: 0.32 ttl, a hair under a third, in ns */
     uint64_t renewals;             /* renewals the port accepted */
     uint64_t failures;             /* transient failures, each retried on the next beat */
     uint32_t consecutive_failures; /* since the last accepted renewal; 2 are survivable */
