@@ -19,6 +19,9 @@ int  vigil_etcd_acquire(vigil_etcd *e, const char *key, const char *owner, uint6
 int  vigil_etcd_renew(vigil_etcd *e, const vigil_lease *lease);
 int  vigil_etcd_release(vigil_etcd *e, const vigil_lease *lease);
 vigil_lease_port vigil_etcd_port(vigil_etcd *e);
+/* Per-request limits for this handle (defaults 1000 ms to connect, 3000 ms
+ * in all; 0 keeps the default). Each endpoint tried costs at most total_ms. */
+int  vigil_etcd_set_timeout(vigil_etcd *e, uint32_t connect_ms, uint32_t total_ms);
 
 #ifdef __cplusplus
 }

@@ -32,6 +32,21 @@ bool vigil_keepalive_lost(const vigil_keepalive *ka);
 int  vigil_with_keepalive(const vigil_lease_port *port, const vigil_lease *lease,
                           int (*body)(void *arg), void *arg); /* body's result, or VIGIL_ELOST if lost and body returned >= 0 */
 
+/* What a keepalive has done so far, for monitoring and benchmarks. */
+typedef struct vigil_keepalive_info {
+    uint64_t period_ns;            /* the beat: 0.32 ttl, a hair under a third, in ns */
+    uint64_t renewals;             /* renewals the port accepted */
+    uint64_t failures;             /* transient failures, each retried on the next beat */
+    uint32_t consecutive_failures; /* since the last accepted renewal; 2 are survivable */
+    uint32_t lost;                 /* 1 once a renewal was refused */
+    uint64_t cpu_ns;               /* CPU time of the renewer thread, 0 if none or unknown */
+} vigil_keepalive_info;            /* fields may be added at the end */
+int  vigil_keepalive_stats(const vigil_keepalive *ka, vigil_keepalive_info *out);
+/* Inside a vigil_with_keepalive body: that body's keepalive (the innermost
+ * one on this thread), so the body can poll vigil_keepalive_lost. NULL
+ * outside any body. */
+const vigil_keepalive *vigil_keepalive_current(void);
+
 typedef struct vigil_leases vigil_leases;
 int  vigil_leases_create(const char *path, uint32_t capacity, vigil_leases **out);
 int  vigil_leases_open(const char *path, vigil_leases **out);
@@ -40,6 +55,30 @@ int  vigil_leases_acquire(vigil_leases *ls, const char *key, const char *owner, 
 int  vigil_leases_renew(vigil_leases *ls, const vigil_lease *lease);   /* VIGIL_ELOST once expired or taken */
 int  vigil_leases_release(vigil_leases *ls, const vigil_lease *lease);   /* VIGIL_ELOST if it was no longer held */
 vigil_lease_port vigil_leases_port(vigil_leases *ls);
+int  vigil_leases_create_mode(const char *path, uint32_t capacity, unsigned mode, vigil_leases **out);
+
+/* Read-only view of one entry, for `vigil inspect` and monitoring. */
+enum vigil_lease_state {
+    VIGIL_LEASE_VACANT   = 0, /* no key: never used, or cleared after a crashed change */
+    VIGIL_LEASE_HELD     = 1, /* unexpired: acquire of this key gives VIGIL_EBUSY */
+    VIGIL_LEASE_EXPIRED  = 2, /* the holder stopped renewing; anyone may acquire it */
+    VIGIL_LEASE_RELEASED = 3, /* released by its holder; anyone may acquire it */
+    VIGIL_LEASE_CHANGING = 4, /* a process is in the middle of changing it */
+};
+typedef struct vigil_lease_info {
+    char     key[128];      /* always NUL-terminated */
+    char     owner[64];     /* always NUL-terminated */
+    uint64_t token;         /* fencing token of the last hand-over */
+    uint64_t ttl_ms;
+    int64_t  expires_in_ms; /* > 0 while held; <= 0 expired that long ago; 0 released or vacant */
+    uint32_t state;         /* enum vigil_lease_state */
+    uint32_t pid;           /* acquiring process, or the changing one when CHANGING */
+} vigil_lease_info;         /* fields may be added at the end */
+uint32_t vigil_leases_capacity(const vigil_leases *ls);
+/* 0 and *out for a held, expired or released entry; VIGIL_EVACANT for a
+ * vacant one and VIGIL_EBUSY for one stuck in a change (both fill *out);
+ * VIGIL_ERANGE for index >= capacity. */
+int  vigil_leases_entry(const vigil_leases *ls, uint32_t index, vigil_lease_info *out);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,301 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The lease keepalive: one renewer thread per lease, renewing at a third of
+ * the TTL while the work the lease authorises is still going.
+ *
+ * Why a third (0.32 of the TTL, see period_of): a TTL alone has to answer two questions at once, how long a
+ * crashed worker may hold its scope hostage and how long the slowest
+ * legitimate cycle takes. Renewal separates them: the TTL stays short, so a
+ * crash is noticed quickly, and a worker that is still running says so.
+ * At ttl / 3 two consecutive renewals can be lost (a slow store, a
+ * scheduling hiccup) before the lease lapses; at ttl / 2 one failure would
+ * already be fatal, and the point is to tell trouble from death.
+ *
+ * Why it stops on a refusal: refused (VIGIL_ELOST) means the scope is
+ * someone else's now, and a renewer that kept trying could one day succeed
+ * against a lease it does not own. A transient failure (any other < 0) is
+ * retried on the next beat.
+ *
+ * Why stop joins: a renewal landing after the caller has released the lease
+ * would resurrect a lease nobody holds and lock the scope out for a whole
+ * TTL. So stop sets `stopping` under the mutex, wakes the renewer through
+ * the condition variable (it never sleeps out a period), and joins it. The
+ * renewer reads `stopping` under the same mutex right before each renewal,
+ * so once stop has set it no renewal can start, and the join waits out the
+ * one that may be in flight. When stop returns, the thread is gone.
+ *
+ * The condition variable runs on CLOCK_MONOTONIC: a wall-clock step (NTP,
+ * an operator) must neither delay a renewal nor fire a burst of them.
+ */
+#define _GNU_SOURCE
+#include <vigil/lease.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "hb_internal.h"
+
+struct vigil_keepalive {
+    vigil_lease_port port;     /* copied: the caller's may go away */
+    vigil_lease      lease;    /* copied, likewise */
+    uint64_t         period_ns;
+    bool             has_thread;
+    pthread_t        thread;
+
+    pthread_mutex_t  mu;       /* guards stopping */
+    pthread_cond_t   cv;       /* stop -> renewer, on CLOCK_MONOTONIC */
+    bool             stopping;
+
+    /* Written by the renewer, read by anyone through lost() and stats(). */
+    _Atomic bool     lost;
+    _Atomic bool     exited;
+    _Atomic uint64_t renewals;
+    _Atomic uint64_t failures;
+    _Atomic uint32_t consecutive;
+    _Atomic uint64_t final_cpu_ns;
+};
+
+static _Thread_local const vigil_keepalive *tls_current;
+
+/* The beat: a hair under a third of the TTL, 0.32 ttl. At exactly a third
+ * the beat after two lost ones would fall due at the very instant the
+ * lease lapses and race it; 0.32 brings it in at 0.96 ttl, so the margin
+ * (4% of the TTL, 40 ms at 1 s) absorbs a late wake-up. In nanoseconds,
+ * without overflow; saturates far past any deadline that matters. */
+static uint64_t period_of(uint64_t ttl_ms)
+{
+    const uint64_t cap = UINT64_C(1) << 62;
+    if (ttl_ms > cap / 320000u)
+        return cap;
+    return ttl_ms * 320000u; /* ttl_ms * 1e6 * 0.32 */
+}
+
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+static struct timespec ts_of(uint64_t ns)
+{
+    struct timespec ts;
+    ts.tv_sec = (time_t)(ns / 1000000000u);
+    ts.tv_nsec = (long)(ns % 1000000000u);
+    return ts;
+}
+
+static uint64_t thread_cpu_ns(pthread_t t)
+{
+    clockid_t cid;
+    struct timespec ts;
+    if (pthread_getcpuclockid(t, &cid) != 0 || clock_gettime(cid, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void *renewer(void *arg)
+{
+    vigil_keepalive *ka = arg;
+    pthread_mutex_lock(&ka->mu);
+    /* The lease was just acquired (or renewed) by the caller: the first
+     * renewal is due one period from now. */
+    uint64_t next = add_sat(vigil_now_ns(), ka->period_ns);
+    while (!ka->stopping) {
+        uint64_t now = vigil_now_ns();
+        if (now < next) {
+            /* Wakes at the deadline, on stop's signal, or spuriously; every
+             * case goes back through the stopping check above. */
+            struct timespec ts = ts_of(next);
+            pthread_cond_timedwait(&ka->cv, &ka->mu, &ts);
+            continue;
+        }
+        /* Due, and stop has not been called: `stopping` was read under the
+         * mutex, so a stop from here on waits in join for this renewal. */
+        pthread_mutex_unlock(&ka->mu);
+        int rc = ka->port.renew(ka->port.ctx, &ka->lease);
+        pthread_mutex_lock(&ka->mu);
+        if (rc == VIGIL_ELOST) {
+            /* Release: whoever sees lost also sees the counters before it. */
+            atomic_store_explicit(&ka->lost, true, memory_order_release);
+            break;
+        }
+        if (rc < 0) {
+            atomic_fetch_add_explicit(&ka->failures, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&ka->consecutive, 1, memory_order_relaxed);
+        } else {
+            atomic_fetch_add_explicit(&ka->renewals, 1, memory_order_relaxed);
+            atomic_store_explicit(&ka->consecutive, 0, memory_order_relaxed);
+        }
+        /* Fixed rate: the next beat is one period after this one was due.
+         * A renewal slower than a period makes the next one due at once
+         * (the lease is closer to lapsing than planned), never a burst. */
+        next = add_sat(next, ka->period_ns);
+        now = vigil_now_ns();
+        if (next < now)
+            next = now;
+    }
+    atomic_store_explicit(&ka->final_cpu_ns, thread_cpu_ns(pthread_self()), memory_order_relaxed);
+    atomic_store_explicit(&ka->exited, true, memory_order_release);
+    pthread_mutex_unlock(&ka->mu);
+    return NULL;
+}
+
+int vigil_keepalive_start(const vigil_lease_port *port, const vigil_lease *lease, vigil_keepalive **out)
+{
+    if (!port || !lease || !out)
+        return -EINVAL;
+    if (lease->ttl_ms < 3)
+        return VIGIL_ERANGE;
+    vigil_keepalive *ka = calloc(1, sizeof(*ka));
+    if (!ka)
+        return -ENOMEM;
+    ka->port = *port;
+    memcpy(&ka->lease, lease, sizeof(ka->lease));
+    ka->period_ns = period_of(lease->ttl_ms);
+    atomic_init(&ka->lost, false);
+    atomic_init(&ka->exited, false);
+    atomic_init(&ka->renewals, 0);
+    atomic_init(&ka->failures, 0);
+    atomic_init(&ka->consecutive, 0);
+    atomic_init(&ka->final_cpu_ns, 0);
+
+    int err;
+    pthread_condattr_t ca;
+    if ((err = pthread_mutex_init(&ka->mu, NULL)) != 0) {
+        free(ka);
+        return -err;
+    }
+    if ((err = pthread_condattr_init(&ca)) != 0)
+        goto fail_mutex;
+    if ((err = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC)) != 0 ||
+        (err = pthread_cond_init(&ka->cv, &ca)) != 0) {
+        pthread_condattr_destroy(&ca);
+        goto fail_mutex;
+    }
+    pthread_condattr_destroy(&ca);
+
+    /* A port without renew is accepted and simply not renewed: the
+     * deployment keeps the behaviour it had, where a cycle longer than the
+     * TTL loses its scope and is stopped by the fence. */
+    if (port->renew) {
+        /* The renewer blocks every signal, so the process's handlers run
+         * on the application's threads, never on this one. */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        err = pthread_create(&ka->thread, NULL, renewer, ka);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (err != 0)
+            goto fail_cond;
+        ka->has_thread = true;
+    }
+    *out = ka;
+    return 0;
+fail_cond:
+    pthread_cond_destroy(&ka->cv);
+fail_mutex:
+    pthread_mutex_destroy(&ka->mu);
+    free(ka);
+    return -err;
+}
+
+int vigil_keepalive_stop(vigil_keepalive *ka)
+{
+    if (!ka)
+        return 0;
+    if (ka->has_thread) {
+        pthread_mutex_lock(&ka->mu);
+        ka->stopping = true;
+        pthread_cond_signal(&ka->cv);
+        pthread_mutex_unlock(&ka->mu);
+        /* Waits out a renewal in flight; none can start after `stopping`.
+         * When join returns the renewer has exited: nothing of this
+         * keepalive will ever call renew again. */
+        pthread_join(ka->thread, NULL);
+    }
+    int rc = atomic_load_explicit(&ka->lost, memory_order_acquire) ? VIGIL_ELOST : 0;
+    pthread_cond_destroy(&ka->cv);
+    pthread_mutex_destroy(&ka->mu);
+    free(ka);
+    return rc;
+}
+
+bool vigil_keepalive_lost(const vigil_keepalive *ka)
+{
+    return ka && atomic_load_explicit(&ka->lost, memory_order_acquire);
+}
+
+int vigil_keepalive_stats(const vigil_keepalive *ka, vigil_keepalive_info *out)
+{
+    if (!ka || !out)
+        return -EINVAL;
+    vigil_keepalive_info info;
+    memset(&info, 0, sizeof(info));
+    info.period_ns = ka->period_ns;
+    info.lost = atomic_load_explicit(&ka->lost, memory_order_acquire);
+    info.renewals = atomic_load_explicit(&ka->renewals, memory_order_relaxed);
+    info.failures = atomic_load_explicit(&ka->failures, memory_order_relaxed);
+    info.consecutive_failures = atomic_load_explicit(&ka->consecutive, memory_order_relaxed);
+    if (ka->has_thread) {
+        /* A thread that has exited has no CPU clock any more; it left its
+         * total behind. One that is running is read live. */
+        if (atomic_load_explicit(&ka->exited, memory_order_acquire))
+            info.cpu_ns = atomic_load_explicit(&ka->final_cpu_ns, memory_order_relaxed);
+        else
+            info.cpu_ns = thread_cpu_ns(ka->thread);
+    }
+    *out = info;
+    return 0;
+}
+
+const vigil_keepalive *vigil_keepalive_current(void)
+{
+    return tls_current;
+}
+
+struct with_frame {
+    vigil_keepalive       *ka;
+    const vigil_keepalive *prev;
+    bool                   done;
+};
+
+/* Runs when the body leaves by pthread_exit or cancellation: the keepalive
+ * is stopped on that path too. */
+static void with_cleanup(void *arg)
+{
+    struct with_frame *f = arg;
+    tls_current = f->prev;
+    if (!f->done) {
+        f->done = true;
+        vigil_keepalive_stop(f->ka);
+    }
+}
+
+int vigil_with_keepalive(const vigil_lease_port *port, const vigil_lease *lease,
+                         int (*body)(void *arg), void *arg)
+{
+    if (!body)
+        return -EINVAL;
+    struct with_frame f = { 0 };
+    int rc = vigil_keepalive_start(port, lease, &f.ka);
+    if (rc < 0)
+        return rc;
+    f.prev = tls_current;
+    tls_current = f.ka;
+    int result;
+    pthread_cleanup_push(with_cleanup, &f);
+    result = body(arg);
+    pthread_cleanup_pop(0);
+    tls_current = f.prev;
+    f.done = true;
+    /* The body's outcome is the caller's news; a lost lease only replaces
+     * a success, so the body's own error is never masked. */
+    int st = vigil_keepalive_stop(f.ka);
+    if (result >= 0 && st == VIGIL_ELOST)
+        return VIGIL_ELOST;
+    return result;
+}

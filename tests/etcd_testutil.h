@@ -1,0 +1,331 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Scaffolding for the etcd tests: the fixture's endpoints (or a skip),
+ * running tests/etcd_server.sh, and a fake HTTP server in a child process
+ * that answers from a script (canned etcd replies, hostile ones, silence),
+ * logging every request it got.
+ */
+#ifndef VIGIL_ETCD_TESTUTIL_H
+#define VIGIL_ETCD_TESTUTIL_H
+
+#include "testutil.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <strings.h>
+
+#include <vigil/etcd.h>
+#include "etcd_internal.h"
+
+/* ---- the real server -------------------------------------------------------- */
+
+/* Reads STATE/endpoints into buf. 0 found, VT_SKIP when etcd is absent (the
+ * script's marker) or no fixture is set up, 1 when the fixture failed. */
+static inline int et_read_endpoints(const char *state, char *buf, size_t cap)
+{
+    char p[1100];
+    if (!state || !*state) {
+        fprintf(stderr, "VIGIL_ETCD_STATE not set: run under ctest (etcd fixture)\n");
+        return VT_SKIP;
+    }
+    snprintf(p, sizeof(p), "%s/skip", state);
+    FILE *f = fopen(p, "r");
+    if (f) {
+        char why[200] = "";
+        if (!fgets(why, sizeof(why), f))
+            why[0] = '\0';
+        fclose(f);
+        fprintf(stderr, "skip: %s", why[0] ? why : "etcd absent\n");
+        return VT_SKIP;
+    }
+    snprintf(p, sizeof(p), "%s/endpoints", state);
+    f = fopen(p, "r");
+    if (!f) {
+        fprintf(stderr, "expected %s from the etcd fixture, found none\n", p);
+        return 1;
+    }
+    if (!fgets(buf, (int)cap, f))
+        buf[0] = '\0';
+    fclose(f);
+    buf[strcspn(buf, "\r\n")] = '\0';
+    if (!buf[0]) {
+        fprintf(stderr, "%s is empty\n", p);
+        return 1;
+    }
+    return 0;
+}
+
+/* The fixture's etcd: 0 and its URL, VT_SKIP, or 1 (see above). */
+static inline int et_fixture(const char **url)
+{
+    static char buf[300];
+    static int rc = -1;
+    if (rc < 0)
+        rc = et_read_endpoints(getenv("VIGIL_ETCD_STATE"), buf, sizeof(buf));
+    *url = buf;
+    return rc;
+}
+
+/* Runs `sh etcd_server.sh cmd state [arg]`, bounded to 60 s: its exit status. */
+static inline int et_script(const char *cmd, const char *state, const char *arg)
+{
+    const char *script = getenv("VIGIL_ETCD_SCRIPT");
+    if (!script || !*script) {
+        fprintf(stderr, "VIGIL_ETCD_SCRIPT not set\n");
+        return -1;
+    }
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        execlp("sh", "sh", script, cmd, state, arg, (char *)NULL);
+        _exit(127);
+    }
+    return vt_wait(pid, 60000);
+}
+
+/* A connected handle, or exit: the tests cannot go on without one. */
+static inline vigil_etcd *et_connect(const char *url)
+{
+    vigil_etcd *e = NULL;
+    int rc = vigil_etcd_connect(url, &e);
+    if (rc < 0) {
+        fprintf(stderr, "vigil_etcd_connect(%s): %s\n", url, vigil_strerror(rc));
+        exit(1);
+    }
+    return e;
+}
+
+/* A unique key per call and per process, so tests never meet old keys. */
+static inline const char *et_key(const char *name)
+{
+    static char bufs[4][128];
+    static unsigned next;
+    char *b = bufs[next++ % 4];
+    snprintf(b, sizeof(bufs[0]), "vigil-test/%d/%u/%s", (int)getpid(), next, name);
+    return b;
+}
+
+/* ---- a fake server ---------------------------------------------------------- */
+
+enum et_mode {
+    ET_REPLY,   /* status and body, connection kept alive */
+    ET_CLOSE,   /* close the connection without a word */
+    ET_HANG,    /* say nothing for 1.5 s, then close */
+    ET_GARBAGE, /* bytes that are not HTTP */
+    ET_HUGE,    /* a 200 claiming and sending 2 MiB */
+    ET_TEXT,    /* status and body as text/plain (a proxy's page) */
+};
+
+struct et_reply {
+    int         mode;
+    int         status;
+    const char *body;
+};
+
+struct et_fake {
+    pid_t pid;
+    int   port;
+    char  url[64];
+    char  log[600];
+};
+
+static inline bool et_write_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return false;
+        p += w;
+        n -= (size_t)w;
+    }
+    return true;
+}
+
+/* 1 read, 0 closed or idle past 20 s. */
+static inline int et_read_more(int c, char *buf, size_t *have, size_t cap)
+{
+    struct pollfd pf = { c, POLLIN, 0 };
+    if (*have >= cap || poll(&pf, 1, 20000) <= 0)
+        return 0;
+    ssize_t r = read(c, buf + *have, cap - *have);
+    if (r <= 0)
+        return 0;
+    *have += (size_t)r;
+    return 1;
+}
+
+static inline void et_serve(int ls, const struct et_reply *script, size_t n, const char *logpath)
+{
+    static char buf[1 << 16];
+    size_t next = 0;
+    int logfd = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    signal(SIGPIPE, SIG_IGN);
+    for (;;) {
+        struct pollfd pf = { ls, POLLIN, 0 };
+        if (poll(&pf, 1, 20000) <= 0)
+            _exit(0); /* idle for 20 s: the test is gone */
+        int c = accept(ls, NULL, NULL);
+        if (c < 0)
+            continue;
+        size_t have = 0;
+        for (;;) {
+            char *end;
+            while (!(end = memmem(buf, have, "\r\n\r\n", 4)))
+                if (!et_read_more(c, buf, &have, sizeof(buf)))
+                    goto closed;
+            size_t hl = (size_t)(end + 4 - buf), cl = 0;
+            for (char *h = buf; h < end;) {
+                if (end - h >= 15 && strncasecmp(h, "content-length:", 15) == 0)
+                    cl = strtoul(h + 15, NULL, 10);
+                char *nl = memchr(h, '\n', (size_t)(end - h));
+                if (!nl)
+                    break;
+                h = nl + 1;
+            }
+            if (cl > sizeof(buf) - hl)
+                goto closed;
+            while (have < hl + cl)
+                if (!et_read_more(c, buf, &have, sizeof(buf)))
+                    goto closed;
+            /* Log "METHOD PATH BODY\n" before answering, so the client
+             * finds it there once it has the reply. */
+            char *line_end = memchr(buf, '\r', hl);
+            char *sp = memchr(buf, ' ', hl);
+            char *sp2 = sp ? memchr(sp + 1, ' ', (size_t)(line_end - sp - 1)) : NULL;
+            if (logfd >= 0 && sp2) {
+                et_write_all(logfd, buf, (size_t)(sp2 - buf));
+                et_write_all(logfd, " ", 1);
+                et_write_all(logfd, buf + hl, cl);
+                et_write_all(logfd, "\n", 1);
+            }
+            memmove(buf, buf + hl + cl, have - hl - cl);
+            have -= hl + cl;
+            static const struct et_reply none = { ET_REPLY, 500, "{\"error\":\"script exhausted\",\"code\":13}" };
+            const struct et_reply *r = next < n ? &script[next++] : &none;
+            char head[256];
+            switch (r->mode) {
+            case ET_CLOSE:
+                goto closed;
+            case ET_HANG:
+                vt_sleep_ms(1500);
+                goto closed;
+            case ET_GARBAGE:
+                et_write_all(c, "\x01\x02garbage\xff\r\n\r\n", 15);
+                goto closed;
+            case ET_HUGE: {
+                static char chunk[65536];
+                memset(chunk, '[', sizeof(chunk));
+                int hlen = snprintf(head, sizeof(head), "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                                        "Content-Length: %d\r\n\r\n", 2 << 20);
+                et_write_all(c, head, (size_t)hlen);
+                for (int i = 0; i < 32 && et_write_all(c, chunk, sizeof(chunk)); i++)
+                    ;
+                goto closed;
+            }
+            default: {
+                size_t bl = r->body ? strlen(r->body) : 0;
+                int hlen = snprintf(head, sizeof(head), "HTTP/1.1 %d X\r\nContent-Type: %s\r\n"
+                                                        "Content-Length: %zu\r\n\r\n", r->status,
+                                    r->mode == ET_TEXT ? "text/plain" : "application/json", bl);
+                if (!et_write_all(c, head, (size_t)hlen) || !et_write_all(c, r->body ? r->body : "", bl))
+                    goto closed;
+            }
+            }
+        }
+    closed:
+        close(c);
+    }
+}
+
+/* Starts a fake server answering with script[0], script[1], ... in order
+ * (then 500s). 0 or -errno. */
+static inline int et_fake_start(struct et_fake *f, const struct et_reply *script, size_t n)
+{
+    static unsigned seq;
+    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0)
+        return -errno;
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t al = sizeof(a);
+    if (bind(s, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(s, 16) < 0 ||
+        getsockname(s, (struct sockaddr *)&a, &al) < 0) {
+        int err = -errno;
+        close(s);
+        return err;
+    }
+    f->port = ntohs(a.sin_port);
+    snprintf(f->url, sizeof(f->url), "http://127.0.0.1:%d", f->port);
+    char name[64];
+    snprintf(name, sizeof(name), "fake-%u.log", seq++);
+    snprintf(f->log, sizeof(f->log), "%s", vt_path(name));
+    fflush(stdout);
+    fflush(stderr);
+    f->pid = fork();
+    if (f->pid < 0) {
+        int err = -errno;
+        close(s);
+        return err;
+    }
+    if (f->pid == 0) {
+        et_serve(s, script, n, f->log);
+        _exit(0);
+    }
+    close(s);
+    return 0;
+}
+
+static inline void et_fake_stop(struct et_fake *f)
+{
+    if (f->pid > 0) {
+        kill(f->pid, SIGKILL);
+        vt_wait(f->pid, 5000);
+        f->pid = 0;
+    }
+}
+
+/* The fake's request log, "METHOD PATH BODY" per line (a static buffer). */
+static inline const char *et_fake_log(const struct et_fake *f)
+{
+    static char buf[1 << 16];
+    buf[0] = '\0';
+    FILE *fp = fopen(f->log, "r");
+    if (fp) {
+        size_t n = fread(buf, 1, sizeof(buf) - 1, fp);
+        buf[n] = '\0';
+        fclose(fp);
+    }
+    return buf;
+}
+
+/* A loopback port nothing listens on (bound, then closed). */
+static inline int et_closed_port(void)
+{
+    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t al = sizeof(a);
+    if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+        getsockname(s, (struct sockaddr *)&a, &al) < 0) {
+        if (s >= 0)
+            close(s);
+        return 1; /* tcpmux: nobody serves it on loopback */
+    }
+    close(s);
+    return ntohs(a.sin_port);
+}
+
+/* A transient error: negative, neither VIGIL_ELOST nor VIGIL_EBUSY. */
+static inline bool et_transient(int rc)
+{
+    return rc < 0 && rc != VIGIL_ELOST && rc != VIGIL_EBUSY;
+}
+
+#endif
