@@ -180,8 +180,8 @@ static int show_heartbeat(const char *path, uint64_t grace, bool json, FILE *out
     return rc < 0 ? tool_fail(path, rc) : 0;
 }
 
-/* Until the barrier and lease modules give read-only accessors, their
- * files are told by the common header alone. */
+/* Until the barrier module gives a read-only accessor, its files are told
+ * by the common header alone. */
 static int show_header_only(const char *path, const vigil_file_info *fi, bool json, FILE *out)
 {
     const char *kind = tool_kind_name(fi->kind);
@@ -202,10 +202,9 @@ int tool_show(const char *path, uint64_t grace, bool json, FILE *out)
     if (fi.version != 1 || !tool_kind_name(fi.kind))
         return tool_fail_file(path, VIGIL_EBADFILE, 0);
     switch (fi.kind) {
-    case VIGIL_KIND_HEARTBEAT:
-        return show_heartbeat(path, grace, json, out);
-    default:
-        return show_header_only(path, &fi, json, out);
+    case VIGIL_KIND_HEARTBEAT: return show_heartbeat(path, grace, json, out);
+    case VIGIL_KIND_LEASES:    return tool_show_leases(path, json, out);
+    default:                   return show_header_only(path, &fi, json, out);
     }
 }
 

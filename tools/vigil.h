@@ -116,6 +116,9 @@ uint64_t tool_now_ms(void);
  * after printing the reason. */
 int tool_show(const char *path, uint64_t grace, bool json, FILE *out);
 
+/* The other kinds (inspect_kinds.c); 0 or EXIT_RUNTIME after the reason. */
+int tool_show_leases(const char *path, bool json, FILE *out);
+
 /* Prints the occupied slots of an open heartbeat table, human form. */
 void tool_show_hb_table(const vigil_hb *hb, uint64_t grace, FILE *out);
 
