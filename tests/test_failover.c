@@ -11,6 +11,7 @@
 #include "hb_internal.h"
 #include "probe.h"
 
+#include <pthread.h>
 #include <sys/mman.h>
 
 static vigil_hb *fresh(const char *name, uint32_t cap)
@@ -347,8 +348,80 @@ static int test_scan_probe(void)
     return 0;
 }
 
+/* Threads scanning one table at once (for TSan: the claim's orders within
+ * a process); the multi-process race is in test_failover_race. */
+struct scanner {
+    vigil_hb *hb;
+    _Atomic int *go;
+    uint64_t bits;
+    int entries;
+    int err;
+};
+
+static void *scanner_main(void *arg)
+{
+    struct scanner *sc = arg;
+    while (!atomic_load(sc->go))
+        ;
+    for (int i = 0; i < 50; i++) {
+        vigil_reclaim out[16];
+        int n = vigil_failover_scan(sc->hb, 1, out, 16);
+        if (n < 0) {
+            sc->err = n;
+            break;
+        }
+        for (int k = 0; k < n; k++)
+            sc->bits |= out[k].in_flight;
+        sc->entries += n;
+    }
+    return NULL;
+}
+
+static int test_threaded_scanners(void)
+{
+    vigil_hb *hb = fresh("threads.hb", 32);
+    for (int round = 0; round < 20; round++) {
+        uint32_t s;
+        uint64_t want = 0;
+        for (uint32_t i = 0; i < 24; i++) {
+            EXPECT_RC(vigil_hb_register(hb, 100 + i, &s), 0);
+            EXPECT_RC(vigil_hb_mark_in_flight(hb, s, s), 0);
+            if (i % 3 != 0)
+                want |= UINT64_C(1) << s;
+        }
+        vigil_hb_tick(hb);
+        vigil_hb_tick(hb);
+        for (uint32_t i = 0; i < 24; i += 3)
+            vigil_hb_beat(hb, i);
+        _Atomic int go = 0;
+        struct scanner sc[4];
+        pthread_t th[4];
+        for (int t = 0; t < 4; t++) {
+            sc[t] = (struct scanner){ .hb = hb, .go = &go };
+            EXPECT(pthread_create(&th[t], NULL, scanner_main, &sc[t]) == 0, "pthread_create");
+        }
+        atomic_store(&go, 1);
+        uint64_t got = 0;
+        int entries = 0;
+        for (int t = 0; t < 4; t++) {
+            pthread_join(th[t], NULL);
+            EXPECT(sc[t].err == 0, "scan failed: %s", vigil_strerror(sc[t].err));
+            EXPECT(!(got & sc[t].bits), "bits %#llx taken twice", (unsigned long long)(got & sc[t].bits));
+            got |= sc[t].bits;
+            entries += sc[t].entries;
+        }
+        EXPECT(entries == 16 && got == want, "round %d: expected 16 entries %#llx, got %d %#llx", round,
+               (unsigned long long)want, entries, (unsigned long long)got);
+        for (uint32_t i = 0; i < 24; i += 3)
+            EXPECT_RC(vigil_hb_unregister(hb, i), 0);
+    }
+    vigil_hb_close(hb);
+    return 0;
+}
+
 VT_MAIN(VT_CASE(test_scan_args), VT_CASE(test_live_untouched), VT_CASE(test_stale_reclaimed_once),
         VT_CASE(test_grace_boundary), VT_CASE(test_max_limits), VT_CASE(test_stray_bits),
         VT_CASE(test_wedged_repaired), VT_CASE(test_wedged_live_kept),
         VT_CASE(test_wedge_record_per_version), VT_CASE(test_wedged_vacant),
-        VT_CASE(test_wedged_waits_for_room), VT_CASE(test_scan_probe))
+        VT_CASE(test_wedged_waits_for_room), VT_CASE(test_scan_probe),
+        VT_CASE(test_threaded_scanners))

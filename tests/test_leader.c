@@ -11,6 +11,8 @@
 #include "hb_internal.h"
 #include "probe.h"
 
+#include <pthread.h>
+
 static vigil_hb *fresh(const char *name, uint32_t cap)
 {
     vigil_hb *hb = NULL;
@@ -278,5 +280,70 @@ static int test_lock_holders(void)
     return 0;
 }
 
+/* Threads of one process electing at once share its lock word: they wait
+ * for each other and never take the lock from a live sibling. For TSan. */
+struct elector {
+    vigil_hb *hb;
+    _Atomic int *go;
+    int changed;
+    int err;
+};
+
+static void *elector_main(void *arg)
+{
+    struct elector *e = arg;
+    while (!atomic_load(e->go))
+        ;
+    for (int i = 0; i < 200; i++) {
+        vigil_leader out;
+        int rc = vigil_leader_elect(e->hb, 2, &out);
+        if (rc < 0 && rc != VIGIL_EBUSY) {
+            e->err = rc;
+            break;
+        }
+        if (rc > 0)
+            e->changed += rc;
+    }
+    return NULL;
+}
+
+static int test_threaded_electors(void)
+{
+    vigil_hb *hb = fresh("threads.hb", 16);
+    uint32_t s;
+    for (int i = 0; i < 8; i++)
+        EXPECT_RC(vigil_hb_register(hb, 500 - i, &s), 0);
+    for (int round = 0; round < 10; round++) {
+        uint64_t before = atomic_load(&hb->hdr->term);
+        _Atomic int go = 0;
+        struct elector el[3];
+        pthread_t th[3];
+        for (int t = 0; t < 3; t++) {
+            el[t] = (struct elector){ .hb = hb, .go = &go };
+            EXPECT(pthread_create(&th[t], NULL, elector_main, &el[t]) == 0, "pthread_create");
+        }
+        atomic_store(&go, 1);
+        int changed = 0;
+        for (int t = 0; t < 3; t++) {
+            pthread_join(th[t], NULL);
+            EXPECT(el[t].err == 0, "elect failed: %s", vigil_strerror(el[t].err));
+            changed += el[t].changed;
+        }
+        uint64_t rise = atomic_load(&hb->hdr->term) - before;
+        EXPECT(rise == (round == 0 || round % 2 ? 1u : 0u) && (uint64_t)changed == rise,
+               "round %d: term rose %llu, %d said changed", round, (unsigned long long)rise, changed);
+        uint32_t which;
+        EXPECT(coordinators(hb, &which) == 1, "round %d: %u coordinators", round, coordinators(hb, &which));
+        if (round % 2 == 0) {
+            vigil_leader cur;
+            EXPECT_RC(vigil_leader_get(hb, &cur), 0);
+            EXPECT_RC(vigil_hb_unregister(hb, cur.slot), 0); /* the next round has a change */
+        }
+    }
+    vigil_hb_close(hb);
+    return 0;
+}
+
 VT_MAIN(VT_CASE(test_no_peers), VT_CASE(test_lowest_pid_leads), VT_CASE(test_term_follows_changes),
-        VT_CASE(test_tie_lower_slot), VT_CASE(test_half_installed_change), VT_CASE(test_lock_holders))
+        VT_CASE(test_tie_lower_slot), VT_CASE(test_half_installed_change), VT_CASE(test_lock_holders),
+        VT_CASE(test_threaded_electors))
