@@ -27,7 +27,8 @@
  *
  * THE CLAIM (stale slot, seq even):
  *
- *   1. Filter without writing: seq even, pid != 0, stale.
+ *   1. Filter without writing: seq even, pid != 0, stale (relaxed loads;
+ *      an acquire fence only once the slot needs acting on).
  *   2. Take the slot's writer lock: CAS seq from the even v just read to
  *      v + 1. Of all racing watchdogs (and registrants, and unregister)
  *      exactly one moves it; the losers skip the slot for this scan. The
@@ -225,30 +226,41 @@ static int scan_table(vigil_hb *hb, uint64_t grace_epochs, vigil_reclaim *out, u
         .out = out,
         .max = max,
     };
-    for (uint32_t i = 0; i < hb->capacity && sc.n < sc.max; i++) {
-        struct vigil_hb_slot *s = &hb->slots[i];
-        /* Acquire: the fields read next are at least as new as the last
-         * writer's unlock that produced this version. */
-        uint32_t v = atomic_load_explicit(&s->seq, memory_order_acquire);
+    /* Locals the compiler can keep in registers: &sc escapes into
+     * claim() and repair(), so its fields would be reloaded every slot. */
+    struct vigil_hb_slot *const slots = hb->slots;
+    const uint32_t cap = hb->capacity;
+    const uint64_t epoch = sc.epoch;
+    for (uint32_t i = 0; i < cap && sc.n < sc.max; i++) {
+        struct vigil_hb_slot *s = &slots[i];
+        /* Step 1, the filter: three relaxed loads and nothing written. A
+         * slot that needs nothing (version even, occupied, live) costs no
+         * more than that; whatever is decided from here is decided again
+         * under the lock, so a stale read here only skips or retries. */
+        uint32_t v = atomic_load_explicit(&s->seq, memory_order_relaxed);
+        uint32_t pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
+        uint64_t seen = atomic_load_explicit(&s->last_seen_epoch, memory_order_relaxed);
+        if (!(v & 1u) && vigil_hb_is_live_at(pid, seen, epoch, grace_epochs) && !probe)
+            continue;
+        /* Acquire: the loads below are at least as new as the unlock that
+         * wrote v, so they belong to version v's registration; claim()
+         * then locks only at v, so nothing changed in between. */
+        atomic_thread_fence(memory_order_acquire);
         if (v & 1u) {
             repair(&sc, i, v);
             continue;
         }
-        uint32_t pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
+        pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
         if (pid == 0) {
             if (atomic_load_explicit(&s->in_flight, memory_order_relaxed) != 0)
                 claim(&sc, i, v, 0, false);
             continue;
         }
-        uint64_t seen = atomic_load_explicit(&s->last_seen_epoch, memory_order_relaxed);
-        if (stale_at(&sc, pid, seen)) {
+        seen = atomic_load_explicit(&s->last_seen_epoch, memory_order_relaxed);
+        if (stale_at(&sc, pid, seen))
             claim(&sc, i, v, pid, false);
-        } else if (probed_dead(&sc, s, pid)) {
-            /* The start time and namespace judged were read at version v;
-             * claim() locks only at v, so they belong to this pid's
-             * registration. */
+        else if (probed_dead(&sc, s, pid))
             claim(&sc, i, v, pid, true);
-        }
     }
     return (int)sc.n;
 }

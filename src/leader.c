@@ -113,7 +113,7 @@ static uint64_t leader_word(uint32_t pid, uint32_t slot)
 /* This process's lock word, or 0 when its pid does not fit. */
 static uint64_t self_lock_word(void)
 {
-    uint64_t pid = (uint64_t)getpid();
+    uint64_t pid = vigil_self_pid();
     if (pid == 0 || pid >= (UINT64_C(1) << (64 - LOCK_PID_SHIFT)))
         return 0;
     return (pid << LOCK_PID_SHIFT) | ((vigil_self_pidns() & LOCK_NS_MASK) << LOCK_NS_SHIFT) |

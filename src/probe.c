@@ -44,6 +44,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,36 +105,73 @@ static bool proc_is_ours(void)
     buf[n] = '\0';
     char *end;
     unsigned long v = strtoul(buf, &end, 10);
-    return *end == '\0' && v == (unsigned long)getpid();
+    return *end == '\0' && v == (unsigned long)vigil_self_pid();
 }
 
-/* Per-thread caches keyed by pid: a process's start time and pid
- * namespace never change, but a forked child is a different process. */
-static _Thread_local pid_t cache_ns_pid, cache_start_pid;
-static _Thread_local uint64_t cache_ns, cache_start;
+/*
+ * This process's own pid, pid namespace and start time, computed once and
+ * cached process-wide: getpid() is a system call (glibc keeps no cache),
+ * and an election that made three of them would spend microseconds on
+ * them alone. A forked child is a different process: an atfork handler
+ * clears the cache in the child. (A child made by a raw clone(2) system
+ * call, which runs no atfork handlers, would inherit the parent's values;
+ * vigil does not support calling it from one.)
+ *
+ * The cache is one word per value, with VALID set once computed; threads
+ * that race to fill it compute the same values, so the last store wins
+ * harmlessly. Relaxed: each word is self-contained.
+ */
+#define SELF_VALID (UINT64_C(1) << 63)
+static _Atomic uint64_t self_pid, self_ns, self_start;
+static pthread_once_t self_once = PTHREAD_ONCE_INIT;
+
+static void self_forget(void)
+{
+    atomic_store_explicit(&self_pid, 0, memory_order_relaxed);
+    atomic_store_explicit(&self_ns, 0, memory_order_relaxed);
+    atomic_store_explicit(&self_start, 0, memory_order_relaxed);
+}
+
+static void self_init(void)
+{
+    pthread_atfork(NULL, NULL, self_forget);
+}
+
+uint32_t vigil_self_pid(void)
+{
+    uint64_t v = atomic_load_explicit(&self_pid, memory_order_relaxed);
+    if (!(v & SELF_VALID)) {
+        pthread_once(&self_once, self_init);
+        v = SELF_VALID | (uint32_t)getpid();
+        atomic_store_explicit(&self_pid, v, memory_order_relaxed);
+    }
+    return (uint32_t)v;
+}
 
 uint64_t vigil_self_pidns(void)
 {
-    pid_t me = getpid();
-    if (cache_ns_pid != me) {
+    uint64_t v = atomic_load_explicit(&self_ns, memory_order_relaxed);
+    if (!(v & SELF_VALID)) {
+        pthread_once(&self_once, self_init);
         struct stat st;
-        cache_ns = stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
-        cache_ns_pid = me;
+        v = SELF_VALID | (stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino & ~SELF_VALID : 0);
+        atomic_store_explicit(&self_ns, v, memory_order_relaxed);
     }
-    return cache_ns;
+    return v & ~SELF_VALID;
 }
 
 uint64_t vigil_self_start_time(void)
 {
-    pid_t me = getpid();
-    if (cache_start_pid != me) {
+    uint64_t v = atomic_load_explicit(&self_start, memory_order_relaxed);
+    if (!(v & SELF_VALID)) {
+        pthread_once(&self_once, self_init);
         uint64_t t = 0;
-        if (vigil_proc_start_time((uint32_t)me, &t) < 0)
+        if (vigil_proc_start_time((uint32_t)getpid(), &t) < 0)
             t = 0;
-        cache_start = t;
-        cache_start_pid = me;
+        v = SELF_VALID | (t & ~SELF_VALID);
+        atomic_store_explicit(&self_start, v, memory_order_relaxed);
     }
-    return cache_start;
+    return v & ~SELF_VALID;
 }
 
 int vigil_pid_judge(uint32_t pid, uint64_t start, uint64_t start_mask, uint64_t ns, uint64_t ns_mask)

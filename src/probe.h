@@ -32,7 +32,11 @@ int vigil_pid_judge(uint32_t pid, uint64_t start, uint64_t start_mask, uint64_t 
  * What register should stamp as the slot's owner_ns. */
 uint64_t vigil_self_pidns(void);
 
-/* This process's start time, 0 unknown; cached per thread and pid. */
+/* This process's start time, 0 unknown. */
 uint64_t vigil_self_start_time(void);
+
+/* getpid(), without the system call after the first. The three are cached
+ * process-wide and forgotten in a forked child (pthread_atfork). */
+uint32_t vigil_self_pid(void);
 
 #endif
