@@ -344,6 +344,25 @@ static int test_threaded_electors(void)
     return 0;
 }
 
+/* The cached identity of the calling process is forgotten across fork: a
+ * child elects under its own pid, never its parent's. */
+static int test_identity_after_fork(void)
+{
+    EXPECT(vigil_self_pid() == (uint32_t)getpid(), "cached pid %u, getpid %d", vigil_self_pid(), (int)getpid());
+    uint64_t start = vigil_self_start_time();
+    pid_t child = fork();
+    if (child == 0) {
+        uint64_t mine = 0;
+        vigil_proc_start_time((uint32_t)getpid(), &mine);
+        bool ok = vigil_self_pid() == (uint32_t)getpid() && vigil_self_start_time() == mine &&
+                  vigil_self_pidns() != 0;
+        _exit(ok ? 0 : 1);
+    }
+    EXPECT(vt_wait(child, 5000) == 0, "the child saw its parent's cached identity");
+    EXPECT(vigil_self_start_time() == start, "the parent's cache changed");
+    return 0;
+}
+
 VT_MAIN(VT_CASE(test_no_peers), VT_CASE(test_lowest_pid_leads), VT_CASE(test_term_follows_changes),
         VT_CASE(test_tie_lower_slot), VT_CASE(test_half_installed_change), VT_CASE(test_lock_holders),
-        VT_CASE(test_threaded_electors))
+        VT_CASE(test_threaded_electors), VT_CASE(test_identity_after_fork))
