@@ -27,4 +27,28 @@ CM
 cmake -S "$tmp/consumer" -B "$tmp/consumer/build" -DCMAKE_PREFIX_PATH="$tmp/prefix" -DCMAKE_C_COMPILER="$cc" >/dev/null
 cmake --build "$tmp/consumer/build" >/dev/null
 "$tmp/consumer/build/hello" "$tmp/hello2.hb" >/dev/null
+
+# The etcd adapter, when it was built: its own .pc and the vigil::etcd target.
+if [ -f "$libdir/pkgconfig/vigil-etcd.pc" ]; then
+    cat > "$tmp/etcd.c" <<'C'
+#include <vigil/etcd.h>
+int main(void)
+{
+    vigil_etcd *e = 0;
+    /* Links and runs: connecting needs no server, it only parses. */
+    int rc = vigil_etcd_connect("http://127.0.0.1:1", &e);
+    vigil_etcd_close(e);
+    return rc == 0 ? 0 : 1;
+}
+C
+    "$cc" -o "$tmp/etcd" "$tmp/etcd.c" \
+        $(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --cflags --libs vigil-etcd) -Wl,-rpath,"$libdir"
+    "$tmp/etcd"
+    cat >> "$tmp/consumer/CMakeLists.txt" <<CM
+add_executable(etcd_consumer $tmp/etcd.c)
+target_link_libraries(etcd_consumer PRIVATE vigil::etcd)
+CM
+    cmake --build "$tmp/consumer/build" >/dev/null
+    "$tmp/consumer/build/etcd_consumer"
+fi
 echo "1 passed, 0 failed"

@@ -38,8 +38,8 @@ struct vigil_hb_header {
     _Atomic uint64_t epoch;      /* 24: global epoch, ticked by the watchdog */
     _Atomic uint64_t term;       /* 32: leader term, +1 on each change of leader */
     _Atomic uint64_t leader;     /* 40: (pid << 32) | (slot + 1), 0 = none */
-    _Atomic uint32_t elect_lock; /* 48: 0 free, else pid of the electing process */
-    uint32_t         reserved[3];/* 52: 0 */
+    _Atomic uint64_t elect_lock; /* 48: 0 free, else the elector: (pid << 42) | (pid-ns tag << 16) | start tag */
+    _Atomic uint64_t elect_intent;/* 56: leader change in progress: ((term & 0x7ff) << 53) | (pid << 21) | (slot + 1), 0 none */
 };
 
 /* One slot, offsets relative to 64 + slot * 64. */
@@ -51,8 +51,9 @@ struct vigil_hb_slot {
     _Atomic uint32_t role;            /* 24: VIGIL_ROLE_* */
     uint32_t         reserved0;       /* 28: 0 */
     _Atomic uint64_t start_time;      /* 32: owner's start time (/proc/<pid>/stat field 22), 0 unknown */
-    _Atomic uint64_t odd_since;       /* 40: epoch + 1 at which a scan first saw seq odd, 0 none */
-    uint8_t          reserved1[16];   /* 48: 0 */
+    _Atomic uint64_t odd_since;       /* 40: (odd seq << 32) | low 32 bits of the epoch a scan first saw it, 0 none */
+    _Atomic uint64_t owner_ns;        /* 48: owner's pid namespace (inode of /proc/self/ns/pid), 0 not recorded */
+    uint8_t          reserved1[8];    /* 56: 0 */
 };
 
 _Static_assert(sizeof(struct vigil_hb_header) == 64, "header is one cache line");

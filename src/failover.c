@@ -1,0 +1,276 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Failover: vacate every slot whose heartbeat lapsed and hand its in-flight
+ * bits to the caller, exactly once among any number of racing watchdogs;
+ * repair a slot wedged mid-change.
+ *
+ * Fields used (heartbeat file, header at 0, slot i at 64 + i * 64):
+ *
+ *   offset  size  field
+ *   header
+ *       24     8  epoch          read once per scan: the scan's "now"
+ *   slot
+ *        0     4  pid            owner, 0 = vacant; the claim clears it by CAS
+ *        4     4  seq            SeqLock version and writer lock (hb_internal.h)
+ *        8     8  last_seen_epoch
+ *       16     8  in_flight      taken by one atomic exchange with 0
+ *       24     4  role           reset to worker on vacate
+ *       32     8  start_time     cleared on vacate
+ *       40     8  odd_since      wedge detector: (odd seq << 32) | low 32 bits
+ *                                of the epoch at which a scan first saw the
+ *                                slot's seq at that odd value; 0 none
+ *       48     8  owner_ns       cleared on vacate
+ *
+ * A slot is stale when pid != 0 and epoch - last_seen_epoch > grace as a
+ * signed difference (vigil_hb_is_live_at); a live slot is never vacated
+ * and its bits are never touched.
+ *
+ * THE CLAIM (stale slot, seq even):
+ *
+ *   1. Filter without writing: seq even, pid != 0, stale (relaxed loads;
+ *      an acquire fence only once the slot needs acting on).
+ *   2. Take the slot's writer lock: CAS seq from the even v just read to
+ *      v + 1. Of all racing watchdogs (and registrants, and unregister)
+ *      exactly one moves it; the losers skip the slot for this scan. The
+ *      lock must be taken at the very version the filter read, so what was
+ *      judged is what is claimed.
+ *   3. Under the lock, re-read pid and last_seen_epoch: a beat may have
+ *      landed since step 1 (beats do not take the lock). Still stale and
+ *      still that pid, or let it go.
+ *   4. Claim by CAS on pid, from the pid judged to 0. No vigil writer moves
+ *      pid without the lock, so this fails only against a peer writing the
+ *      file outside the protocol; then the slot is left alone.
+ *   5. Take the bits with exchange(in_flight, 0). The pid is cleared first
+ *      so a still-running owner's mark_in_flight (which checks pid) stops
+ *      adding bits as early as possible; a mark that raced past its check
+ *      lands on the now vacant slot and a later scan hands it over with
+ *      pid 0 (see STRAY BITS), so a bit is never taken twice nor dropped
+ *      by the scan.
+ *   6. Clear the rest, release the lock with v + 2.
+ *
+ * An entry is written only for a slot actually vacated, and a slot is
+ * vacated only while there is room for its entry: with max entries
+ * written the scan stops, and the rest wait, untouched, for the next one.
+ *
+ * THE REPAIR (seq odd):
+ *
+ *   A writer killed between its lock and its unlock leaves seq odd for
+ *   ever: snapshots give VIGIL_EBUSY and nobody can lock the slot. A scan
+ *   that finds seq odd at value v looks at odd_since:
+ *
+ *   - its tag is not v: this is the first sight of this odd value. CAS
+ *     odd_since from what was read to (v << 32) | epoch; one of the racing
+ *     scanners records it, the others' CAS fails, and the record's epoch
+ *     is within a scan of the first sight either way.
+ *   - its tag is v and fewer than grace + 1 epochs have passed since: wait.
+ *   - its tag is v and the wedge has outlived grace: CAS seq from v to
+ *     v + 2. It stays odd, so readers keep away, and it makes every other
+ *     repairer's CAS (from v) fail: exactly one scanner repairs. Under that
+ *     lock the slot is judged as in the claim: a stale or vacant slot is
+ *     vacated and its bits handed over (entry with pid 0 if the pid was
+ *     already cleared by a scanner killed between steps 4 and 5); a live
+ *     slot keeps its owner and bits. odd_since is cleared and the lock
+ *     released with v + 3, even again.
+ *
+ *   Versions only grow, so a slot whose seq reads v twice was odd at v all
+ *   along: a later, legitimate change never matches an old record. The
+ *   age is computed in 32 bits (a wedge is noticed late after 2^32
+ *   epochs, never early). A writer that is not dead but stopped (SIGSTOP)
+ *   past the grace window is repaired over; when it resumes it stores its
+ *   own unlock (v + 1) over v + 3. That is the SeqLock's version of a lease
+ *   lapsing under a paused holder: keep grace well above any pause.
+ *
+ * STRAY BITS: a vacant slot (seq even, pid 0) with in_flight != 0 holds
+ * marks that an owner made after it was vacated. The scan takes them under
+ * the lock as above and reports them with pid 0. (A register that takes
+ * the slot first clears them; that race is the heartbeat table's.)
+ *
+ * A watchdog killed between step 5 and returning loses the entries it
+ * took: the scan hands bits to its caller's memory, and a caller that must
+ * survive its own death must journal them itself.
+ */
+#define _GNU_SOURCE
+#include <vigil/failover.h>
+
+#include "hb_internal.h"
+#include "probe.h"
+
+#include <errno.h>
+
+struct scan {
+    vigil_hb      *hb;
+    uint64_t       epoch;
+    uint64_t       grace;
+    bool           probe;
+    vigil_reclaim *out;
+    uint32_t       max;
+    uint32_t       n;
+};
+
+static bool stale_at(const struct scan *sc, uint32_t pid, uint64_t seen)
+{
+    return pid != 0 && !vigil_hb_is_live_at(pid, seen, sc->epoch, sc->grace);
+}
+
+/* Provably dead by probe (the probe-assisted scan only). */
+static bool probed_dead(const struct scan *sc, const struct vigil_hb_slot *s, uint32_t pid)
+{
+    if (!sc->probe)
+        return false;
+    uint64_t start = atomic_load_explicit(&s->start_time, memory_order_relaxed);
+    uint64_t ns = atomic_load_explicit(&s->owner_ns, memory_order_relaxed);
+    return vigil_pid_judge(pid, start, UINT64_MAX, ns, UINT64_MAX) == 0;
+}
+
+/* With the slot's writer lock held: steps 4 to 6 but the unlock. Returns
+ * false when the pid moved under us (a peer outside the protocol). */
+static bool vacate_locked(struct vigil_hb_slot *s, uint32_t pid, uint64_t *bits)
+{
+    uint32_t expect = pid;
+    /* Relaxed: the lock's acquire CAS already ordered us after the last
+     * writer, and the unlock's release publishes the vacancy. */
+    if (!atomic_compare_exchange_strong_explicit(&s->pid, &expect, 0, memory_order_relaxed,
+                                                 memory_order_relaxed))
+        return false;
+    /* Acquire: pairs with mark_in_flight's release, so the caller that
+     * gets a bit also sees what the owner recorded about the unit. */
+    *bits = atomic_exchange_explicit(&s->in_flight, 0, memory_order_acquire);
+    atomic_store_explicit(&s->role, VIGIL_ROLE_WORKER, memory_order_relaxed);
+    atomic_store_explicit(&s->last_seen_epoch, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->start_time, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->owner_ns, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->odd_since, 0, memory_order_relaxed);
+    return true;
+}
+
+static void emit(struct scan *sc, uint32_t slot, uint32_t pid, uint64_t bits)
+{
+    sc->out[sc->n++] = (vigil_reclaim){ .slot = slot, .pid = pid, .in_flight = bits };
+}
+
+/* Steps 2 to 6 for a slot the filter judged, at version v, to be stale
+ * (or provably dead, or vacant with stray bits). */
+static void claim(struct scan *sc, uint32_t i, uint32_t v, uint32_t pid, bool dead)
+{
+    struct vigil_hb_slot *s = &sc->hb->slots[i];
+    uint32_t lv;
+    if (vigil_slot_try_lock(s, &lv) < 0)
+        return; /* another writer holds it: this scan leaves the slot */
+    if (lv != v) {
+        vigil_slot_unlock(s, lv); /* changed since it was judged */
+        return;
+    }
+    uint32_t now_pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
+    uint64_t seen = atomic_load_explicit(&s->last_seen_epoch, memory_order_relaxed);
+    uint64_t bits = 0;
+    bool take;
+    if (pid == 0)
+        take = now_pid == 0 && atomic_load_explicit(&s->in_flight, memory_order_relaxed) != 0;
+    else
+        /* A dead owner cannot beat, so its verdict survives a late beat;
+         * a stale one must still be stale under the lock. */
+        take = now_pid == pid && (dead || stale_at(sc, pid, seen));
+    if (take && vacate_locked(s, now_pid, &bits))
+        emit(sc, i, pid, bits);
+    vigil_slot_unlock(s, lv);
+}
+
+/* THE REPAIR, for a slot whose seq was read odd at v. */
+static void repair(struct scan *sc, uint32_t i, uint32_t v)
+{
+    struct vigil_hb_slot *s = &sc->hb->slots[i];
+    uint64_t rec = atomic_load_explicit(&s->odd_since, memory_order_relaxed);
+    if ((uint32_t)(rec >> 32) != v) {
+        uint64_t mark = ((uint64_t)v << 32) | (uint32_t)sc->epoch;
+        /* Relaxed: the record is a hint about time; the decision to
+         * repair is made by the CAS on seq below, not by this word. */
+        atomic_compare_exchange_strong_explicit(&s->odd_since, &rec, mark, memory_order_relaxed,
+                                                memory_order_relaxed);
+        return;
+    }
+    uint64_t age = (uint32_t)((uint32_t)sc->epoch - (uint32_t)rec);
+    if (age <= sc->grace)
+        return;
+    uint32_t expect = v;
+    /* v -> v + 2: still odd, so the slot stays locked against readers and
+     * writers, and every other repairer's CAS from v now fails. Acquire
+     * as a lock acquisition: the fields read below are at least as new as
+     * whatever the dead writer managed to store. */
+    if (!atomic_compare_exchange_strong_explicit(&s->seq, &expect, v + 2u, memory_order_acquire,
+                                                 memory_order_relaxed))
+        return;
+    atomic_thread_fence(memory_order_release); /* as in vigil_slot_try_lock */
+    uint32_t pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
+    uint64_t seen = atomic_load_explicit(&s->last_seen_epoch, memory_order_relaxed);
+    /* A wedged slot whose pid is already 0 was being vacated (or filled)
+     * when its writer died: finish the vacancy, and hand over whatever
+     * bits it still holds with pid 0. A live owner keeps its slot. */
+    uint64_t bits = 0;
+    if ((pid == 0 || stale_at(sc, pid, seen) || probed_dead(sc, s, pid)) &&
+        vacate_locked(s, pid, &bits) && (pid != 0 || bits != 0))
+        emit(sc, i, pid, bits);
+    atomic_store_explicit(&s->odd_since, 0, memory_order_relaxed);
+    /* Release: the repaired fields are visible to whoever sees it even. */
+    atomic_store_explicit(&s->seq, v + 3u, memory_order_release);
+}
+
+static int scan_table(vigil_hb *hb, uint64_t grace_epochs, vigil_reclaim *out, uint32_t max, bool probe)
+{
+    if (!hb || (!out && max))
+        return -EINVAL;
+    struct scan sc = {
+        .hb = hb,
+        .epoch = atomic_load_explicit(&hb->hdr->epoch, memory_order_acquire),
+        .grace = grace_epochs,
+        .probe = probe,
+        .out = out,
+        .max = max,
+    };
+    /* Locals the compiler can keep in registers: &sc escapes into
+     * claim() and repair(), so its fields would be reloaded every slot. */
+    struct vigil_hb_slot *const slots = hb->slots;
+    const uint32_t cap = hb->capacity;
+    const uint64_t epoch = sc.epoch;
+    for (uint32_t i = 0; i < cap && sc.n < sc.max; i++) {
+        struct vigil_hb_slot *s = &slots[i];
+        /* Step 1, the filter: three relaxed loads and nothing written. A
+         * slot that needs nothing (version even, occupied, live) costs no
+         * more than that; whatever is decided from here is decided again
+         * under the lock, so a stale read here only skips or retries. */
+        uint32_t v = atomic_load_explicit(&s->seq, memory_order_relaxed);
+        uint32_t pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
+        uint64_t seen = atomic_load_explicit(&s->last_seen_epoch, memory_order_relaxed);
+        if (!(v & 1u) && vigil_hb_is_live_at(pid, seen, epoch, grace_epochs) && !probe)
+            continue;
+        /* Acquire: the loads below are at least as new as the unlock that
+         * wrote v, so they belong to version v's registration; claim()
+         * then locks only at v, so nothing changed in between. */
+        atomic_thread_fence(memory_order_acquire);
+        if (v & 1u) {
+            repair(&sc, i, v);
+            continue;
+        }
+        pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
+        if (pid == 0) {
+            if (atomic_load_explicit(&s->in_flight, memory_order_relaxed) != 0)
+                claim(&sc, i, v, 0, false);
+            continue;
+        }
+        seen = atomic_load_explicit(&s->last_seen_epoch, memory_order_relaxed);
+        if (stale_at(&sc, pid, seen))
+            claim(&sc, i, v, pid, false);
+        else if (probed_dead(&sc, s, pid))
+            claim(&sc, i, v, pid, true);
+    }
+    return (int)sc.n;
+}
+
+int vigil_failover_scan(vigil_hb *hb, uint64_t grace_epochs, vigil_reclaim *out, uint32_t max)
+{
+    return scan_table(hb, grace_epochs, out, max, false);
+}
+
+int vigil_failover_scan_probe(vigil_hb *hb, uint64_t grace_epochs, vigil_reclaim *out, uint32_t max)
+{
+    return scan_table(hb, grace_epochs, out, max, true);
+}

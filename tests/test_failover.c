@@ -1,0 +1,427 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Description: failover scan: stale slots vacated with their bits handed
+ * over once, live ones never touched, the grace boundary, the max limit,
+ * stray bits on a vacant slot, wedged slots (version left odd) recorded on
+ * first sight and repaired once past grace, and the probe-assisted scan
+ * taking a dead owner inside its grace window.
+ */
+#include "testutil.h"
+
+#include "hb_internal.h"
+#include "probe.h"
+
+#include <pthread.h>
+#include <sys/mman.h>
+
+static vigil_hb *fresh(const char *name, uint32_t cap)
+{
+    vigil_hb *hb = NULL;
+    int rc = vigil_hb_create(vt_path(name), cap, &hb);
+    if (rc < 0) {
+        fprintf(stderr, "create %s: %s\n", name, vigil_strerror(rc));
+        exit(1);
+    }
+    return hb;
+}
+
+/* Ticks n times, beating the slots in `keep` (a bitmask) after each. */
+static void tick_keep(vigil_hb *hb, int n, uint64_t keep)
+{
+    for (int i = 0; i < n; i++) {
+        vigil_hb_tick(hb);
+        for (uint32_t s = 0; s < 64 && s < hb->capacity; s++)
+            if (keep & (UINT64_C(1) << s))
+                vigil_hb_beat(hb, s);
+    }
+}
+
+static int test_scan_args(void)
+{
+    vigil_hb *hb = fresh("args.hb", 4);
+    vigil_reclaim out[4];
+    EXPECT_RC(vigil_failover_scan(NULL, 2, out, 4), -EINVAL);
+    EXPECT_RC(vigil_failover_scan(hb, 2, NULL, 4), -EINVAL);
+    EXPECT_RC(vigil_failover_scan(hb, 2, NULL, 0), 0);
+    EXPECT_RC(vigil_failover_scan_probe(NULL, 2, out, 4), -EINVAL);
+    EXPECT_RC(vigil_failover_scan(hb, 2, out, 4), 0);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+/* Live slots: not one byte of theirs changes, the version included. */
+static int test_live_untouched(void)
+{
+    vigil_hb *hb = fresh("live.hb", 8);
+    uint32_t s[3];
+    for (int i = 0; i < 3; i++) {
+        EXPECT_RC(vigil_hb_register(hb, 100 + i, &s[i]), 0);
+        EXPECT_RC(vigil_hb_mark_in_flight(hb, s[i], i), 0);
+    }
+    tick_keep(hb, 10, 0x7);
+    struct vigil_hb_slot before[3];
+    memcpy(before, hb->slots, sizeof(before));
+    vigil_reclaim out[8];
+    EXPECT_RC(vigil_failover_scan(hb, 2, out, 8), 0);
+    EXPECT_RC(vigil_failover_scan(hb, 0, out, 8), 0);
+    EXPECT(memcmp(before, hb->slots, sizeof(before)) == 0, "a scan wrote to a live slot");
+    vigil_hb_close(hb);
+    return 0;
+}
+
+static int test_stale_reclaimed_once(void)
+{
+    vigil_hb *hb = fresh("stale.hb", 8);
+    uint32_t a, b, c;
+    EXPECT_RC(vigil_hb_register(hb, 11, &a), 0);
+    EXPECT_RC(vigil_hb_register(hb, 12, &b), 0);
+    EXPECT_RC(vigil_hb_register(hb, 13, &c), 0);
+    EXPECT_RC(vigil_hb_mark_in_flight(hb, a, 1), 0);
+    EXPECT_RC(vigil_hb_mark_in_flight(hb, a, 2), 0);
+    EXPECT_RC(vigil_hb_mark_in_flight(hb, b, 5), 0);
+    EXPECT_RC(vigil_hb_set_role(hb, a, VIGIL_ROLE_COORDINATOR), 0);
+    tick_keep(hb, 3, UINT64_C(1) << b);
+    vigil_reclaim out[8];
+    memset(out, 0xee, sizeof(out));
+    int n = vigil_failover_scan(hb, 2, out, 8);
+    EXPECT(n == 2, "expected 2 reclaims (pids 11 and 13), got %d", n);
+    EXPECT(out[0].slot == a && out[0].pid == 11 && out[0].in_flight == 0x6,
+           "expected {slot %u, pid 11, 0x6}, got {slot %u, pid %u, %#llx}", a, out[0].slot,
+           out[0].pid, (unsigned long long)out[0].in_flight);
+    EXPECT(out[1].slot == c && out[1].pid == 13 && out[1].in_flight == 0,
+           "expected {slot %u, pid 13, 0}, got {slot %u, pid %u, %#llx}", c, out[1].slot,
+           out[1].pid, (unsigned long long)out[1].in_flight);
+    vigil_slot_info info = { .pid = 1 };
+    EXPECT_RC(vigil_hb_snapshot(hb, a, &info), VIGIL_EVACANT);
+    EXPECT(info.in_flight == 0 && info.role == VIGIL_ROLE_WORKER,
+           "vacated slot kept bits %#llx or role %u", (unsigned long long)info.in_flight, info.role);
+    EXPECT(atomic_load(&hb->slots[a].start_time) == 0 && atomic_load(&hb->slots[a].odd_since) == 0,
+           "vacated slot kept its start time or wedge record");
+    EXPECT_RC(vigil_hb_snapshot(hb, b, &info), 0);
+    EXPECT(info.pid == 12 && info.in_flight == (1u << 5), "live slot changed: pid %u bits %#llx",
+           info.pid, (unsigned long long)info.in_flight);
+    EXPECT_RC(vigil_failover_scan(hb, 2, out, 8), 0);
+    EXPECT(atomic_load(&hb->slots[a].seq) % 2 == 0, "vacated slot left odd");
+    uint32_t again;
+    EXPECT_RC(vigil_hb_register(hb, 14, &again), 0);
+    EXPECT(again == a, "expected the vacated slot %u to be reused, got %u", a, again);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+static int test_grace_boundary(void)
+{
+    vigil_hb *hb = fresh("boundary.hb", 2);
+    uint32_t s;
+    EXPECT_RC(vigil_hb_register(hb, 7, &s), 0);
+    tick_keep(hb, 3, 0);
+    vigil_reclaim out[2];
+    EXPECT_RC(vigil_failover_scan(hb, 3, out, 2), 0); /* age 3 == grace: live */
+    EXPECT_RC(vigil_failover_scan(hb, UINT64_MAX, out, 2), 0);
+    vigil_hb_tick(hb);
+    EXPECT_RC(vigil_failover_scan(hb, 3, out, 2), 1); /* age 4 */
+    /* A last_seen ahead of the epoch (a beat racing the read) is live. */
+    EXPECT_RC(vigil_hb_register(hb, 8, &s), 0);
+    atomic_store(&hb->slots[s].last_seen_epoch, vigil_hb_epoch(hb) + 5);
+    EXPECT_RC(vigil_failover_scan(hb, 0, out, 2), 0);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+/* With room for fewer entries than stale slots, the rest stay occupied,
+ * bits and all, for the next scan: nothing is vacated without its entry. */
+static int test_max_limits(void)
+{
+    vigil_hb *hb = fresh("max.hb", 8);
+    uint32_t s;
+    for (int i = 0; i < 5; i++) {
+        EXPECT_RC(vigil_hb_register(hb, 50 + i, &s), 0);
+        EXPECT_RC(vigil_hb_mark_in_flight(hb, s, 10 + i), 0);
+    }
+    tick_keep(hb, 2, 0);
+    vigil_reclaim out[8];
+    EXPECT_RC(vigil_failover_scan(hb, 1, out, 0), 0);
+    EXPECT(vigil_hb_live_count(hb, UINT64_MAX) == 5, "max 0 vacated a slot");
+    uint64_t seen = 0;
+    int total = 0, rounds = 0;
+    for (int n; (n = vigil_failover_scan(hb, 1, out, 2)) > 0; rounds++) {
+        EXPECT(n <= 2, "scan wrote %d entries with max 2", n);
+        for (int i = 0; i < n; i++) {
+            EXPECT(!(seen & out[i].in_flight), "bits %#llx handed over twice",
+                   (unsigned long long)out[i].in_flight);
+            seen |= out[i].in_flight;
+        }
+        total += n;
+        EXPECT(vigil_hb_live_count(hb, UINT64_MAX) == (uint32_t)(5 - total),
+               "after %d entries %u slots occupied", total, vigil_hb_live_count(hb, UINT64_MAX));
+    }
+    EXPECT(total == 5 && rounds == 3, "expected 5 entries in 3 scans, got %d in %d", total, rounds);
+    EXPECT(seen == UINT64_C(0x1f) << 10, "expected bits 10..14, got %#llx", (unsigned long long)seen);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+/* Marks that land after the slot was vacated are handed over, pid 0. */
+static int test_stray_bits(void)
+{
+    vigil_hb *hb = fresh("stray.hb", 2);
+    atomic_store(&hb->slots[1].in_flight, 0x30);
+    vigil_reclaim out[2];
+    EXPECT_RC(vigil_failover_scan(hb, 5, out, 2), 1);
+    EXPECT(out[0].slot == 1 && out[0].pid == 0 && out[0].in_flight == 0x30,
+           "expected {1, 0, 0x30}, got {%u, %u, %#llx}", out[0].slot, out[0].pid,
+           (unsigned long long)out[0].in_flight);
+    EXPECT_RC(vigil_failover_scan(hb, 5, out, 2), 0);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+/* A writer killed mid-change: first scan records, a scan past grace
+ * repairs, once, and hands the bits over. */
+static int test_wedged_repaired(void)
+{
+    vigil_hb *hb = fresh("wedged.hb", 4);
+    uint32_t s;
+    EXPECT_RC(vigil_hb_register(hb, 21, &s), 0);
+    EXPECT_RC(vigil_hb_mark_in_flight(hb, s, 3), 0);
+    EXPECT_RC(vigil_hb_mark_in_flight(hb, s, 9), 0);
+    uint32_t v = atomic_fetch_add(&hb->slots[s].seq, 1) + 1; /* odd: "writer" died */
+    vigil_slot_info info;
+    EXPECT_RC(vigil_hb_snapshot(hb, s, &info), VIGIL_EBUSY);
+    vigil_reclaim out[4];
+    EXPECT_RC(vigil_failover_scan(hb, 2, out, 4), 0);
+    uint64_t rec = atomic_load(&hb->slots[s].odd_since);
+    EXPECT(rec == ((uint64_t)v << 32 | 0), "expected wedge record (%u << 32 | 0), got %#llx", v,
+           (unsigned long long)rec);
+    tick_keep(hb, 2, 0);
+    EXPECT_RC(vigil_failover_scan(hb, 2, out, 4), 0); /* wedged 2 epochs: not yet */
+    EXPECT(atomic_load(&hb->slots[s].seq) == v, "slot repaired inside grace");
+    EXPECT(atomic_load(&hb->slots[s].odd_since) == rec, "wedge record moved: %#llx",
+           (unsigned long long)atomic_load(&hb->slots[s].odd_since));
+    vigil_hb_tick(hb);
+    int n = vigil_failover_scan(hb, 2, out, 4);
+    EXPECT(n == 1, "expected the wedged slot repaired with 1 entry, got %d", n);
+    EXPECT(out[0].slot == s && out[0].pid == 21 && out[0].in_flight == ((1u << 3) | (1u << 9)),
+           "expected {%u, 21, 0x208}, got {%u, %u, %#llx}", s, out[0].slot, out[0].pid,
+           (unsigned long long)out[0].in_flight);
+    EXPECT(atomic_load(&hb->slots[s].seq) == v + 3, "expected version %u after repair, got %u",
+           v + 3, atomic_load(&hb->slots[s].seq));
+    EXPECT_RC(vigil_hb_snapshot(hb, s, &info), VIGIL_EVACANT);
+    EXPECT_RC(vigil_failover_scan(hb, 2, out, 4), 0);
+    uint32_t t;
+    EXPECT_RC(vigil_hb_register(hb, 22, &t), 0);
+    EXPECT(t == s, "repaired slot %u not reusable (got %u)", s, t);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+/* Wedged but its owner keeps beating: the version is repaired, the owner
+ * and its bits stay. */
+static int test_wedged_live_kept(void)
+{
+    vigil_hb *hb = fresh("wedgedlive.hb", 2);
+    uint32_t s;
+    EXPECT_RC(vigil_hb_register(hb, 31, &s), 0);
+    EXPECT_RC(vigil_hb_mark_in_flight(hb, s, 4), 0);
+    uint32_t v = atomic_fetch_add(&hb->slots[s].seq, 1) + 1;
+    vigil_reclaim out[2];
+    EXPECT_RC(vigil_failover_scan(hb, 1, out, 2), 0);
+    tick_keep(hb, 3, UINT64_C(1) << s);
+    EXPECT_RC(vigil_failover_scan(hb, 1, out, 2), 0);
+    EXPECT(atomic_load(&hb->slots[s].seq) == v + 3, "live wedged slot not repaired: version %u",
+           atomic_load(&hb->slots[s].seq));
+    vigil_slot_info info;
+    EXPECT_RC(vigil_hb_snapshot(hb, s, &info), 0);
+    EXPECT(info.pid == 31 && info.in_flight == 0x10, "live owner lost: pid %u bits %#llx", info.pid,
+           (unsigned long long)info.in_flight);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+/* A record of one odd version never repairs a later one. */
+static int test_wedge_record_per_version(void)
+{
+    vigil_hb *hb = fresh("episode.hb", 2);
+    uint32_t s;
+    EXPECT_RC(vigil_hb_register(hb, 41, &s), 0);
+    atomic_fetch_add(&hb->slots[s].seq, 1);
+    vigil_reclaim out[2];
+    EXPECT_RC(vigil_failover_scan(hb, 1, out, 2), 0); /* records v at epoch 0 */
+    atomic_fetch_add(&hb->slots[s].seq, 2);           /* finished, and a new change began */
+    tick_keep(hb, 5, 0);
+    EXPECT_RC(vigil_failover_scan(hb, 1, out, 2), 0); /* first sight of v + 2 */
+    uint32_t v2 = atomic_load(&hb->slots[s].seq);
+    EXPECT(v2 % 2 == 1, "slot repaired on an old version's record");
+    EXPECT(atomic_load(&hb->slots[s].odd_since) == ((uint64_t)v2 << 32 | 5),
+           "expected record (%u << 32 | 5), got %#llx", v2,
+           (unsigned long long)atomic_load(&hb->slots[s].odd_since));
+    tick_keep(hb, 2, 0);
+    EXPECT_RC(vigil_failover_scan(hb, 1, out, 2), 1);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+static int test_wedged_vacant(void)
+{
+    vigil_hb *hb = fresh("wedgedvacant.hb", 2);
+    /* Slot 0: a registrant died before storing its pid; slot 1: a scanner
+     * died between clearing the pid and taking the bits. */
+    atomic_fetch_add(&hb->slots[0].seq, 1);
+    atomic_fetch_add(&hb->slots[1].seq, 1);
+    atomic_store(&hb->slots[1].in_flight, 0x81);
+    uint32_t t;
+    EXPECT_RC(vigil_hb_register(hb, 5, &t), VIGIL_EFULL);
+    vigil_reclaim out[2];
+    EXPECT_RC(vigil_failover_scan(hb, 0, out, 2), 0);
+    vigil_hb_tick(hb);
+    EXPECT_RC(vigil_failover_scan(hb, 0, out, 2), 1);
+    EXPECT(out[0].slot == 1 && out[0].pid == 0 && out[0].in_flight == 0x81,
+           "expected {1, 0, 0x81}, got {%u, %u, %#llx}", out[0].slot, out[0].pid,
+           (unsigned long long)out[0].in_flight);
+    EXPECT_RC(vigil_hb_register(hb, 5, &t), 0);
+    EXPECT_RC(vigil_hb_register(hb, 6, &t), 0);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+/* A full out array leaves a wedged slot for the next scan. */
+static int test_wedged_waits_for_room(void)
+{
+    vigil_hb *hb = fresh("wedgedroom.hb", 2);
+    uint32_t a, b;
+    EXPECT_RC(vigil_hb_register(hb, 61, &a), 0);
+    EXPECT_RC(vigil_hb_register(hb, 62, &b), 0);
+    atomic_fetch_add(&hb->slots[b].seq, 1);
+    vigil_reclaim out[2];
+    EXPECT_RC(vigil_failover_scan(hb, 0, out, 2), 0);
+    tick_keep(hb, 2, 0);
+    EXPECT_RC(vigil_failover_scan(hb, 0, out, 1), 1);
+    EXPECT(out[0].pid == 61, "expected pid 61 first, got %u", out[0].pid);
+    EXPECT(atomic_load(&hb->slots[b].seq) % 2 == 1, "wedged slot repaired without room for its entry");
+    EXPECT_RC(vigil_failover_scan(hb, 0, out, 1), 1);
+    EXPECT(out[0].pid == 62, "expected pid 62 next, got %u", out[0].pid);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+/* The probe-assisted scan takes a dead owner inside its grace window and
+ * leaves live and unjudgeable owners alone. */
+static int test_scan_probe(void)
+{
+    vigil_hb *hb = fresh("probescan.hb", 8);
+    pid_t child = fork();
+    if (child == 0)
+        _exit(0);
+    EXPECT(child > 0, "fork failed");
+    siginfo_t si;
+    EXPECT(waitid(P_PID, (id_t)child, &si, WEXITED | WNOWAIT) == 0, "waitid: %s", strerror(errno));
+    uint32_t dead, self, live_child, foreign;
+    EXPECT_RC(vigil_hb_register(hb, (uint32_t)child, &dead), 0); /* a zombie now */
+    EXPECT_RC(vigil_hb_mark_in_flight(hb, dead, 17), 0);
+    EXPECT_RC(vigil_hb_register(hb, (uint32_t)getpid(), &self), 0);
+    pid_t sleeper = fork();
+    if (sleeper == 0) {
+        vt_sleep_ms(5000);
+        _exit(0);
+    }
+    EXPECT_RC(vigil_hb_register(hb, (uint32_t)sleeper, &live_child), 0);
+    EXPECT_RC(vigil_hb_register(hb, 0x7ffffff0u, &foreign), 0);
+    atomic_store(&hb->slots[foreign].owner_ns, vigil_self_pidns() + 1);
+
+    vigil_reclaim out[8];
+    EXPECT_RC(vigil_failover_scan(hb, 5, out, 8), 0); /* all inside grace */
+    int n = vigil_failover_scan_probe(hb, 5, out, 8);
+    EXPECT(n == 1, "expected the zombie's slot alone, got %d entries", n);
+    EXPECT(out[0].slot == dead && out[0].pid == (uint32_t)child && out[0].in_flight == (1u << 17),
+           "expected {%u, %d, bit 17}, got {%u, %u, %#llx}", dead, (int)child, out[0].slot,
+           out[0].pid, (unsigned long long)out[0].in_flight);
+    waitpid(child, NULL, 0);
+    EXPECT_RC(vigil_failover_scan_probe(hb, 5, out, 8), 0);
+    EXPECT(vigil_hb_live_count(hb, 5) == 3, "expected self, sleeper and the foreign slot kept, got %u",
+           vigil_hb_live_count(hb, 5));
+    kill(sleeper, SIGKILL);
+    waitpid(sleeper, NULL, 0);
+    EXPECT_RC(vigil_failover_scan_probe(hb, 5, out, 8), 1);
+    EXPECT(out[0].pid == (uint32_t)sleeper, "expected the killed sleeper %d, got %u", (int)sleeper,
+           out[0].pid);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+/* Threads scanning one table at once (for TSan: the claim's orders within
+ * a process); the multi-process race is in test_failover_race. */
+struct scanner {
+    vigil_hb *hb;
+    _Atomic int *go;
+    uint64_t bits;
+    int entries;
+    int err;
+};
+
+static void *scanner_main(void *arg)
+{
+    struct scanner *sc = arg;
+    while (!atomic_load(sc->go))
+        ;
+    for (int i = 0; i < 50; i++) {
+        vigil_reclaim out[16];
+        int n = vigil_failover_scan(sc->hb, 1, out, 16);
+        if (n < 0) {
+            sc->err = n;
+            break;
+        }
+        for (int k = 0; k < n; k++)
+            sc->bits |= out[k].in_flight;
+        sc->entries += n;
+    }
+    return NULL;
+}
+
+static int test_threaded_scanners(void)
+{
+    vigil_hb *hb = fresh("threads.hb", 32);
+    for (int round = 0; round < 20; round++) {
+        uint32_t s;
+        uint64_t want = 0;
+        for (uint32_t i = 0; i < 24; i++) {
+            EXPECT_RC(vigil_hb_register(hb, 100 + i, &s), 0);
+            EXPECT_RC(vigil_hb_mark_in_flight(hb, s, s), 0);
+            if (i % 3 != 0)
+                want |= UINT64_C(1) << s;
+        }
+        vigil_hb_tick(hb);
+        vigil_hb_tick(hb);
+        for (uint32_t i = 0; i < 24; i += 3)
+            vigil_hb_beat(hb, i);
+        _Atomic int go = 0;
+        struct scanner sc[4];
+        pthread_t th[4];
+        for (int t = 0; t < 4; t++) {
+            sc[t] = (struct scanner){ .hb = hb, .go = &go };
+            EXPECT(pthread_create(&th[t], NULL, scanner_main, &sc[t]) == 0, "pthread_create");
+        }
+        atomic_store(&go, 1);
+        uint64_t got = 0;
+        int entries = 0;
+        for (int t = 0; t < 4; t++) {
+            pthread_join(th[t], NULL);
+            EXPECT(sc[t].err == 0, "scan failed: %s", vigil_strerror(sc[t].err));
+            EXPECT(!(got & sc[t].bits), "bits %#llx taken twice", (unsigned long long)(got & sc[t].bits));
+            got |= sc[t].bits;
+            entries += sc[t].entries;
+        }
+        EXPECT(entries == 16 && got == want, "round %d: expected 16 entries %#llx, got %d %#llx", round,
+               (unsigned long long)want, entries, (unsigned long long)got);
+        for (uint32_t i = 0; i < 24; i += 3)
+            EXPECT_RC(vigil_hb_unregister(hb, i), 0);
+    }
+    vigil_hb_close(hb);
+    return 0;
+}
+
+VT_MAIN(VT_CASE(test_scan_args), VT_CASE(test_live_untouched), VT_CASE(test_stale_reclaimed_once),
+        VT_CASE(test_grace_boundary), VT_CASE(test_max_limits), VT_CASE(test_stray_bits),
+        VT_CASE(test_wedged_repaired), VT_CASE(test_wedged_live_kept),
+        VT_CASE(test_wedge_record_per_version), VT_CASE(test_wedged_vacant),
+        VT_CASE(test_wedged_waits_for_room), VT_CASE(test_scan_probe),
+        VT_CASE(test_threaded_scanners))

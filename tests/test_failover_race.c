@@ -1,0 +1,315 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Description: failover with real processes. Three workers with distinct
+ * in-flight bits, one killed with SIGKILL: three watchdog processes,
+ * released together by a start gate in shared memory, race to reclaim it,
+ * round after round; the sum of what every watchdog reported is the dead
+ * worker's bits exactly once, and the live workers keep theirs. The same
+ * race on a wedged slot (repair exactly once) and with the probe-assisted
+ * scan on a worker that exited inside its grace window.
+ */
+#include "testutil.h"
+
+#include "hb_internal.h"
+
+#include <sched.h>
+#include <sys/mman.h>
+
+#define WORKERS   3
+#define WATCHDOGS 3
+#define ROUNDS    40
+#define GRACE     2
+
+struct shared {
+    _Atomic int      ready;
+    _Atomic int      armed;
+    _Atomic int      go;
+    _Atomic int      stop;
+    _Atomic int      reclaimed;         /* entries reported, all watchdogs */
+    _Atomic uint32_t entries[WATCHDOGS];
+    _Atomic uint64_t bits[WATCHDOGS];
+    _Atomic uint32_t pid[WATCHDOGS];    /* pid of the last entry */
+    _Atomic uint32_t errors[WATCHDOGS]; /* scan returned < 0, or a gate timed out */
+};
+
+static struct shared *shared_new(void)
+{
+    void *p = mmap(NULL, sizeof(struct shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        perror("mmap");
+        exit(2);
+    }
+    return p;
+}
+
+static void shared_reset(struct shared *sh)
+{
+    memset((void *)sh, 0, sizeof(*sh));
+}
+
+/* The start gate. The parent arms it; watchdog 0 opens it, so it opens
+ * while watchdogs, not the parent, hold the CPUs, and the ones running
+ * leave it within nanoseconds of each other. A busy wait, bounded, that
+ * yields now and then so everybody gets to the gate. */
+static bool gate(struct shared *sh, int idx)
+{
+    _Atomic int *flag = idx == 0 ? &sh->armed : &sh->go;
+    uint64_t deadline = vt_now_ms() + 5000;
+    for (unsigned spin = 0; !atomic_load_explicit(flag, memory_order_relaxed); spin++) {
+        if ((spin & 1023) == 1023) {
+            if (vt_now_ms() > deadline)
+                return false;
+            sched_yield();
+        }
+    }
+    if (idx == 0)
+        atomic_store(&sh->go, 1);
+    return true;
+}
+
+/* A worker: registers itself, marks its bits, beats until told to stop. */
+static pid_t spawn_worker(const char *path, struct shared *sh, uint64_t bits)
+{
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid;
+    vigil_hb *hb;
+    uint32_t slot;
+    if (vigil_hb_open(path, 0, &hb) < 0 || vigil_hb_register(hb, (uint32_t)getpid(), &slot) < 0)
+        _exit(3);
+    for (unsigned b = 0; b < 64; b++)
+        if (bits & (UINT64_C(1) << b))
+            vigil_hb_mark_in_flight(hb, slot, b);
+    atomic_fetch_add(&sh->ready, 1);
+    uint64_t deadline = vt_now_ms() + 20000;
+    while (!atomic_load(&sh->stop) && vt_now_ms() < deadline) {
+        vigil_hb_beat(hb, slot);
+        struct timespec ts = { 0, 100000 };
+        nanosleep(&ts, NULL);
+    }
+    _exit(0);
+}
+
+/* A watchdog: waits at the gate, then scans until someone has reclaimed
+ * `want` entries (or a deadline), adding up what it got itself. */
+static pid_t spawn_watchdog(const char *path, struct shared *sh, int idx, int want, bool probe)
+{
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid;
+    vigil_hb *hb;
+    if (vigil_hb_open(path, 0, &hb) < 0)
+        _exit(3);
+    atomic_fetch_add(&sh->ready, 1);
+    if (!gate(sh, idx)) {
+        atomic_fetch_add(&sh->errors[idx], 1);
+        _exit(4);
+    }
+    uint64_t deadline = vt_now_ms() + 5000;
+    while (atomic_load(&sh->reclaimed) < want && vt_now_ms() < deadline) {
+        vigil_reclaim out[8];
+        int n = probe ? vigil_failover_scan_probe(hb, GRACE, out, 8) : vigil_failover_scan(hb, GRACE, out, 8);
+        if (n < 0) {
+            atomic_fetch_add(&sh->errors[idx], 1);
+            break;
+        }
+        for (int i = 0; i < n; i++) {
+            atomic_fetch_add(&sh->entries[idx], 1);
+            atomic_fetch_or(&sh->bits[idx], out[i].in_flight);
+            atomic_store(&sh->pid[idx], out[i].pid);
+        }
+        atomic_fetch_add(&sh->reclaimed, n);
+    }
+    _exit(0);
+}
+
+/* Ticks once and waits until every slot in `live` has beaten at the new
+ * epoch, so live workers never look stale however the scheduler runs. */
+static bool tick_with_live(vigil_hb *hb, const uint32_t *slots, int n)
+{
+    uint64_t e = vigil_hb_tick(hb);
+    for (int i = 0; i < n; i++)
+        if (!VT_WAIT_FOR(atomic_load(&hb->slots[slots[i]].last_seen_epoch) >= e, 5000))
+            return false;
+    return true;
+}
+
+static int find_slot(vigil_hb *hb, pid_t pid, uint32_t *slot)
+{
+    for (uint32_t i = 0; i < hb->capacity; i++)
+        if (atomic_load(&hb->slots[i].pid) == (uint32_t)pid) {
+            *slot = i;
+            return 0;
+        }
+    return -1;
+}
+
+static int check_watchdogs(struct shared *sh, pid_t *dogs, int round, uint32_t want_pid, uint64_t want_bits)
+{
+    uint32_t entries = 0;
+    uint64_t bits = 0;
+    for (int d = 0; d < WATCHDOGS; d++) {
+        int st = vt_wait(dogs[d], 10000);
+        EXPECT(st == 0, "round %d: watchdog %d exited %d", round, d, st);
+        EXPECT(atomic_load(&sh->errors[d]) == 0, "round %d: watchdog %d saw an error", round, d);
+        uint32_t e = atomic_load(&sh->entries[d]);
+        uint64_t b = atomic_load(&sh->bits[d]);
+        EXPECT(!(bits & b), "round %d: bits %#llx reported by two watchdogs", round, (unsigned long long)(bits & b));
+        if (e)
+            EXPECT(atomic_load(&sh->pid[d]) == want_pid, "round %d: watchdog %d reclaimed pid %u, expected %u",
+                   round, d, atomic_load(&sh->pid[d]), want_pid);
+        entries += e;
+        bits |= b;
+    }
+    EXPECT(entries == 1, "round %d: expected exactly 1 reclaim over all watchdogs, got %u", round, entries);
+    EXPECT(bits == want_bits, "round %d: expected bits %#llx reclaimed, got %#llx", round,
+           (unsigned long long)want_bits, (unsigned long long)bits);
+    return 0;
+}
+
+static int test_three_watchdogs_exactly_once(void)
+{
+    struct shared *sh = shared_new();
+    for (int round = 0; round < ROUNDS; round++) {
+        char name[32];
+        snprintf(name, sizeof(name), "race-%d.hb", round);
+        const char *path = vt_path(name);
+        vigil_hb *hb;
+        EXPECT_RC(vigil_hb_create(path, 8, &hb), 0);
+        shared_reset(sh);
+        pid_t workers[WORKERS];
+        uint64_t bits[WORKERS];
+        for (int w = 0; w < WORKERS; w++) {
+            /* distinct bits per worker, a different pattern each round */
+            bits[w] = ((UINT64_C(0x9) << (round % 13)) | 1) << (20 * w);
+            workers[w] = spawn_worker(path, sh, bits[w]);
+        }
+        EXPECT(VT_WAIT_FOR(atomic_load(&sh->ready) == WORKERS, 5000), "round %d: workers not ready", round);
+        int victim = round % WORKERS;
+        uint32_t slots[WORKERS], live[WORKERS - 1];
+        for (int w = 0, l = 0; w < WORKERS; w++) {
+            EXPECT(find_slot(hb, workers[w], &slots[w]) == 0, "round %d: worker %d has no slot", round, w);
+            if (w != victim)
+                live[l++] = slots[w];
+        }
+        kill(workers[victim], SIGKILL);
+        EXPECT(vt_wait(workers[victim], 5000) == 128 + SIGKILL, "round %d: victim not killed", round);
+
+        pid_t dogs[WATCHDOGS];
+        atomic_store(&sh->ready, 0);
+        for (int d = 0; d < WATCHDOGS; d++)
+            dogs[d] = spawn_watchdog(path, sh, d, 1, false);
+        EXPECT(VT_WAIT_FOR(atomic_load(&sh->ready) == WATCHDOGS, 5000), "round %d: watchdogs not ready", round);
+        for (int t = 0; t <= GRACE; t++)
+            EXPECT(tick_with_live(hb, live, WORKERS - 1), "round %d: a live worker stopped beating", round);
+        atomic_store(&sh->armed, 1);
+        if (check_watchdogs(sh, dogs, round, (uint32_t)workers[victim], bits[victim]))
+            return 1;
+
+        for (int w = 0; w < WORKERS; w++) {
+            vigil_slot_info info;
+            int rc = vigil_hb_snapshot(hb, slots[w], &info);
+            if (w == victim) {
+                EXPECT(rc == VIGIL_EVACANT, "round %d: victim's slot not vacant (%d)", round, rc);
+            } else {
+                EXPECT(rc == 0 && info.pid == (uint32_t)workers[w] && info.in_flight == bits[w],
+                       "round %d: live worker %d touched: rc %d pid %u bits %#llx", round, w, rc,
+                       info.pid, (unsigned long long)info.in_flight);
+            }
+        }
+        atomic_store(&sh->stop, 1);
+        for (int w = 0; w < WORKERS; w++)
+            if (w != victim)
+                EXPECT(vt_wait(workers[w], 5000) == 0, "round %d: worker %d failed", round, w);
+        vigil_hb_close(hb);
+        unlink(path);
+    }
+    munmap(sh, sizeof(*sh));
+    return 0;
+}
+
+/* A slot wedged by a writer that died mid-change: racing watchdogs repair
+ * it exactly once, past grace, and hand its bits over once. */
+static int test_racing_repairers(void)
+{
+    struct shared *sh = shared_new();
+    for (int round = 0; round < ROUNDS; round++) {
+        char name[32];
+        snprintf(name, sizeof(name), "wedge-%d.hb", round);
+        const char *path = vt_path(name);
+        vigil_hb *hb;
+        EXPECT_RC(vigil_hb_create(path, 4, &hb), 0);
+        shared_reset(sh);
+        uint32_t s, keep;
+        EXPECT_RC(vigil_hb_register(hb, 1000 + round, &keep), 0);
+        EXPECT_RC(vigil_hb_register(hb, 2000 + round, &s), 0);
+        uint64_t want = (UINT64_C(0x5) << (round % 60));
+        for (unsigned b = 0; b < 64; b++)
+            if (want & (UINT64_C(1) << b))
+                EXPECT_RC(vigil_hb_mark_in_flight(hb, s, b), 0);
+        uint32_t v = atomic_fetch_add(&hb->slots[s].seq, 1) + 1;
+        vigil_reclaim out[4];
+        EXPECT_RC(vigil_failover_scan(hb, GRACE, out, 4), 0); /* first sight */
+        pid_t dogs[WATCHDOGS];
+        for (int d = 0; d < WATCHDOGS; d++)
+            dogs[d] = spawn_watchdog(path, sh, d, 1, false);
+        EXPECT(VT_WAIT_FOR(atomic_load(&sh->ready) == WATCHDOGS, 5000), "round %d: watchdogs not ready", round);
+        for (int t = 0; t <= GRACE; t++) {
+            vigil_hb_tick(hb);
+            vigil_hb_beat(hb, keep);
+        }
+        atomic_store(&sh->armed, 1);
+        if (check_watchdogs(sh, dogs, round, 2000 + round, want))
+            return 1;
+        EXPECT(atomic_load(&hb->slots[s].seq) == v + 3, "round %d: expected version %u, got %u", round,
+               v + 3, atomic_load(&hb->slots[s].seq));
+        vigil_slot_info info;
+        EXPECT_RC(vigil_hb_snapshot(hb, keep, &info), 0);
+        EXPECT(info.pid == 1000u + round, "round %d: live slot lost", round);
+        vigil_hb_close(hb);
+        unlink(path);
+    }
+    munmap(sh, sizeof(*sh));
+    return 0;
+}
+
+/* A worker that exits without unregistering, inside its grace window:
+ * racing probe-assisted watchdogs take it at once, exactly once. */
+static int test_probe_watchdogs_exit_without_unregister(void)
+{
+    struct shared *sh = shared_new();
+    for (int round = 0; round < ROUNDS / 2; round++) {
+        char name[32];
+        snprintf(name, sizeof(name), "exit-%d.hb", round);
+        const char *path = vt_path(name);
+        vigil_hb *hb;
+        EXPECT_RC(vigil_hb_create(path, 8, &hb), 0);
+        shared_reset(sh);
+        pid_t keep = spawn_worker(path, sh, 0x1);
+        pid_t quitter = spawn_worker(path, sh, UINT64_C(0xf0) << round);
+        EXPECT(VT_WAIT_FOR(atomic_load(&sh->ready) == 2, 5000), "round %d: workers not ready", round);
+        kill(quitter, SIGTERM); /* dies without unregistering; not reaped yet */
+        siginfo_t si;
+        EXPECT(waitid(P_PID, (id_t)quitter, &si, WEXITED | WNOWAIT) == 0, "waitid: %s", strerror(errno));
+        atomic_store(&sh->ready, 0);
+        pid_t dogs[WATCHDOGS];
+        for (int d = 0; d < WATCHDOGS; d++)
+            dogs[d] = spawn_watchdog(path, sh, d, 1, true);
+        EXPECT(VT_WAIT_FOR(atomic_load(&sh->ready) == WATCHDOGS, 5000), "round %d: watchdogs not ready", round);
+        atomic_store(&sh->armed, 1); /* no tick at all: every slot is inside grace */
+        if (check_watchdogs(sh, dogs, round, (uint32_t)quitter, UINT64_C(0xf0) << round))
+            return 1;
+        EXPECT(vt_wait(quitter, 1000) == 128 + SIGTERM, "round %d: quitter status", round);
+        atomic_store(&sh->stop, 1);
+        EXPECT(vt_wait(keep, 5000) == 0, "round %d: live worker failed", round);
+        uint32_t ks;
+        EXPECT(find_slot(hb, keep, &ks) == 0, "round %d: live worker's slot was taken", round);
+        vigil_hb_close(hb);
+        unlink(path);
+    }
+    munmap(sh, sizeof(*sh));
+    return 0;
+}
+
+VT_MAIN(VT_CASE(test_three_watchdogs_exactly_once), VT_CASE(test_racing_repairers),
+        VT_CASE(test_probe_watchdogs_exit_without_unregister))
