@@ -124,16 +124,17 @@ void tool_show_hb_table(const vigil_hb *hb, uint64_t grace, FILE *out)
 
 static void show_hb_human(const char *path, const vigil_hb *hb, uint64_t grace, FILE *out)
 {
-    uint64_t term = atomic_load_explicit(&hb->hdr->term, memory_order_acquire);
-    uint64_t leader = atomic_load_explicit(&hb->hdr->leader, memory_order_acquire);
     fprintf(out, "%s: heartbeat table, capacity %u, epoch %" PRIu64 "\n", path,
             vigil_hb_capacity(hb), vigil_hb_epoch(hb));
-    /* leader word: (pid << 32) | (slot + 1), 0 = none */
-    if ((uint32_t)leader != 0)
-        fprintf(out, "leader: slot %u, pid %u, term %" PRIu64 "\n", (uint32_t)leader - 1,
-                (uint32_t)(leader >> 32), term);
+    vigil_leader ld;
+    int rc = vigil_leader_get(hb, &ld);
+    if (rc == 0)
+        fprintf(out, "leader: slot %u, pid %u, term %" PRIu64 "%s\n", ld.slot, ld.pid, ld.term,
+                vigil_leader_is(hb, ld.slot, grace) ? "" : " (no longer holds: the next election replaces it)");
+    else if (rc == VIGIL_EBUSY)
+        fprintf(out, "leader: an election is installing a new one\n");
     else
-        fprintf(out, "leader: none, term %" PRIu64 "\n", term);
+        fprintf(out, "leader: none elected\n");
     tool_show_hb_table(hb, grace, out);
 }
 
