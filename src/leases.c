@@ -319,8 +319,11 @@ static bool locker_dead(uint64_t w)
     char state = 0;
     uint64_t start = 0;
     int rc = proc_stat(pid, &state, &start);
-    if (rc == -ENOENT || rc == -ESRCH)
-        return true;
+    if (rc == -ENOENT || rc == -ESRCH) {
+        /* Gone from /proc, unless /proc hides it (hidepid): kill(pid, 0)
+         * still tells an existing process (0, or EPERM) from none. */
+        return kill((pid_t)pid, 0) < 0 && errno == ESRCH;
+    }
     if (rc == 0) {
         if (st != 0 && (start & 0x7fffffffu) != st)
             return true; /* the pid now names a process that started later */
