@@ -374,7 +374,10 @@ static bool recover_entry(struct vigil_leases_entry *e, uint64_t dead)
     hook(LP_RECOVER_LOCKED);
     /* Cleared, not never-used: "never used" ends a lookup's probe, and a
      * key bound further on may have been probed past this entry. */
-    atomic_store_explicit(&e->bound, ENTRY_CLEARED, memory_order_relaxed);
+    /* Release: a binder that reads CLEARED here (then fences, see bind)
+     * comes after everything this entry saw, the dead process's token
+     * included, so the token it takes is greater. */
+    atomic_store_explicit(&e->bound, ENTRY_CLEARED, memory_order_release);
     atomic_store_explicit(&e->hash, 0, memory_order_relaxed);
     static const uint64_t zero[16];
     words_store(e->key, zero, 16);
@@ -552,10 +555,11 @@ static void fill_out(vigil_lease *out, const struct want *w, uint64_t token, uin
 static uint64_t hand_over(vigil_leases *ls, struct vigil_leases_entry *e, uint64_t c,
                           const struct want *w, uint32_t pid, uint64_t now)
 {
-    /* Relaxed: the counter is ordered by the entry lock. This hand-over
-     * locked after the previous one of the same entry unlocked (acquire
-     * on ctl), so its increment comes later in the counter's single
-     * modification order and returns a greater value. */
+    /* Relaxed: the counter is ordered by the entry lock and the bind
+     * path. This hand-over locked after the previous one of the same
+     * entry unlocked (acquire on ctl), or bound the key after its last
+     * binding was undone (see bind), so its increment comes later in the
+     * counter's single modification order and returns a greater value. */
     uint64_t token = atomic_fetch_add_explicit(&ls->hdr->last_token, 1, memory_order_relaxed) + 1;
     hook(LP_TOKEN_TAKEN);
     atomic_store_explicit(&e->token, token, memory_order_relaxed);
@@ -624,6 +628,11 @@ static int bind(vigil_leases *ls, const struct want *w, vigil_lease *out)
             return take(ls, i, w, out);
         }
     }
+    /* The key is bound nowhere, because a binder rebound it (ordered by
+     * the bind lock) or a recovery cleared it (its release store of
+     * `bound`, read above): this fence orders the token taken below after
+     * every token the key was ever handed out with. */
+    atomic_thread_fence(memory_order_acquire);
     /* The first reclaimable entry in probe order from the key's home, so
      * that a look-up probing from there meets it before any never-used
      * entry: every entry before it is bound and held, or mid-change. */
