@@ -115,37 +115,59 @@ static void futex_wake_all(_Atomic uint32_t *word)
 
 /* ---- counting ----------------------------------------------------------- */
 
-static inline bool slot_live(const struct vigil_hb_slot *s, uint64_t epoch, uint64_t grace,
-                             uint32_t *pid)
+/*
+ * The liveness rule of the heartbeat table (vigil_hb_is_live_at) with one
+ * subtraction and one unsigned compare per slot instead of two compares:
+ * a slot is live when pid != 0 and age = epoch - last_seen (mod 2^64) is
+ * at most grace or "negative" (>= 2^63: a beat racing the read). So it is
+ * dead exactly when age is in [grace + 1, 2^63 - 1], that is when
+ * x = age - (grace + 1) = base - last_seen is in [0, 2^63 - grace - 2].
+ * A vacant slot is given x = 0, which is never above k. A grace of
+ * 2^63 - 1 or more leaves no dead ages at all.
+ */
+struct live_rule {
+    uint64_t base; /* epoch - grace - 1 */
+    uint64_t k;    /* live when x > k */
+    bool     any;  /* every occupied slot is live */
+};
+
+static inline struct live_rule live_rule(const vigil_barrier *b)
 {
-    *pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
-    uint64_t seen = atomic_load_explicit(&s->last_seen_epoch, memory_order_relaxed);
-    return vigil_hb_is_live_at(*pid, seen, epoch, grace);
+    uint64_t epoch = atomic_load_explicit(&b->hb->hdr->epoch, memory_order_acquire);
+    uint64_t g = b->grace;
+    if (g >= (UINT64_C(1) << 63) - 1)
+        return (struct live_rule){ 0, 0, true };
+    return (struct live_rule){ epoch - g - 1, (UINT64_C(1) << 63) - g - 2, false };
 }
 
-/* The heartbeat table's live count with this handle's grace. Two
- * single-word loads per slot and no SeqLock, like vigil_hb_live_count;
- * written branch-free with two accumulators so the loads of successive
- * slots overlap. */
+static inline uint32_t is_live(struct live_rule r, uint32_t pid, uint64_t seen)
+{
+    if (r.any)
+        return pid != 0;
+    uint64_t x = pid ? r.base - seen : 0;
+    return x > r.k;
+}
+
+/* The heartbeat table's live count with this handle's grace: two relaxed
+ * single-word loads per slot and no SeqLock, like vigil_hb_live_count (a
+ * count is a moment's estimate anyway), branch-free with two accumulators
+ * so the loads of successive slots overlap. */
 static uint32_t live_scan(const vigil_barrier *b)
 {
     const struct vigil_hb_slot *s = b->hb->slots;
-    uint64_t epoch = atomic_load_explicit(&b->hb->hdr->epoch, memory_order_acquire);
-    uint64_t grace = b->grace;
+    struct live_rule r = live_rule(b);
     uint32_t n = b->capacity, c0 = 0, c1 = 0, i = 0;
     for (; i + 1 < n; i += 2) {
-        uint32_t p0 = atomic_load_explicit(&s[i].pid, memory_order_relaxed);
         uint64_t e0 = atomic_load_explicit(&s[i].last_seen_epoch, memory_order_relaxed);
-        uint32_t p1 = atomic_load_explicit(&s[i + 1].pid, memory_order_relaxed);
         uint64_t e1 = atomic_load_explicit(&s[i + 1].last_seen_epoch, memory_order_relaxed);
-        int64_t a0 = (int64_t)(epoch - e0), a1 = (int64_t)(epoch - e1);
-        c0 += (p0 != 0) & ((a0 <= 0) | ((uint64_t)a0 <= grace));
-        c1 += (p1 != 0) & ((a1 <= 0) | ((uint64_t)a1 <= grace));
+        uint32_t p0 = atomic_load_explicit(&s[i].pid, memory_order_relaxed);
+        uint32_t p1 = atomic_load_explicit(&s[i + 1].pid, memory_order_relaxed);
+        c0 += is_live(r, p0, e0);
+        c1 += is_live(r, p1, e1);
     }
-    if (i < n) {
-        uint32_t p;
-        c0 += slot_live(&s[i], epoch, grace, &p);
-    }
+    if (i < n)
+        c0 += is_live(r, atomic_load_explicit(&s[i].pid, memory_order_relaxed),
+                      atomic_load_explicit(&s[i].last_seen_epoch, memory_order_relaxed));
     return c0 + c1;
 }
 
@@ -162,16 +184,15 @@ struct tally {
 static void tally(const vigil_barrier *b, uint32_t epoch, bool all, struct tally *t)
 {
     const struct vigil_hb_slot *s = b->hb->slots;
-    uint64_t hbe = atomic_load_explicit(&b->hb->hdr->epoch, memory_order_acquire);
-    uint64_t grace = b->grace;
+    struct live_rule lr = live_rule(b);
     uint32_t live = 0, rec = 0, rec_live = 0;
     for (uint32_t i = 0; i < b->capacity; i++) {
         uint64_t r = atomic_load_explicit(&b->records[i], memory_order_relaxed);
-        bool stamped = st_epoch(r) == epoch && st_arrived(r) != 0;
+        uint32_t stamped = st_epoch(r) == epoch && st_arrived(r) != 0;
         if (!all && !stamped)
             continue;
-        uint32_t pid;
-        bool lv = slot_live(&s[i], hbe, grace, &pid);
+        uint32_t pid = atomic_load_explicit(&s[i].pid, memory_order_relaxed);
+        uint32_t lv = is_live(lr, pid, atomic_load_explicit(&s[i].last_seen_epoch, memory_order_relaxed));
         live += lv;
         rec += stamped;
         rec_live += stamped & lv & (st_arrived(r) == pid);

@@ -717,6 +717,43 @@ static int test_mixed_bound_unbound(void)
     return 0;
 }
 
+/* live_peers computes the heartbeat table's liveness rule its own way
+ * (one subtraction, one compare): it must agree with vigil_hb_live_count
+ * everywhere, edges included. */
+static int test_live_rule_matches_heartbeat(void)
+{
+    enum { CAP = 16 };
+    vigil_hb *hb = fresh_hb("rule.hb", CAP);
+    vigil_barrier *b0 = fresh_barrier("rule.b", hb, 0); /* grace 0 stored */
+    for (uint32_t i = 0; i < CAP - 3; i++)
+        reg(hb, 1800 + i);
+    static const uint64_t graces[] = { 0, 1, 2, 5, 1000, (UINT64_C(1) << 63) - 3, (UINT64_C(1) << 63) - 2,
+                                       (UINT64_C(1) << 63) - 1, UINT64_C(1) << 63, UINT64_MAX - 1, UINT64_MAX };
+    static const uint64_t epochs[] = { 0, 1, 7, 1000, UINT64_C(1) << 63, UINT64_MAX - 2, UINT64_MAX };
+    static const int64_t ages[] = { 0, 1, 2, 3, 4, 5, 6, 999, 1000, 1001, -1, -5, INT64_MAX, INT64_MIN,
+                                    INT64_MAX - 1 };
+    for (size_t g = 0; g < sizeof(graces) / sizeof(graces[0]); g++) {
+        vigil_barrier *b = b0;
+        if (graces[g] != 0)
+            EXPECT_RC(vigil_barrier_open(vt_path("rule.b"), hb, graces[g], &b), 0);
+        for (size_t e = 0; e < sizeof(epochs) / sizeof(epochs[0]); e++) {
+            atomic_store(&hb->hdr->epoch, epochs[e]);
+            for (uint32_t i = 0; i < CAP; i++) {
+                int64_t age = ages[(i + e + g) % (sizeof(ages) / sizeof(ages[0]))];
+                atomic_store(&hb->slots[i].last_seen_epoch, epochs[e] - (uint64_t)age);
+            }
+            uint32_t want = vigil_hb_live_count(hb, graces[g]), got = vigil_barrier_live_peers(b);
+            EXPECT(got == want, "grace %llu epoch %llu: live_peers %u, heartbeat table says %u",
+                   (unsigned long long)graces[g], (unsigned long long)epochs[e], got, want);
+        }
+        if (b != b0)
+            vigil_barrier_close(b);
+    }
+    vigil_barrier_close(b0);
+    vigil_hb_close(hb);
+    return 0;
+}
+
 /* Threads sharing one unbound handle (TSan checks these): exactly one
  * SERIAL per round, and nobody leaves a round before all four arrived. */
 enum { TH = 4, TROUNDS = 300 };
@@ -766,4 +803,4 @@ VT_MAIN(VT_CASE(test_single_peer_release), VT_CASE(test_multi_peer_arrival),
         VT_CASE(test_wrong_kind_refused), VT_CASE(test_create_rules), VT_CASE(test_bind),
         VT_CASE(test_scribbled_header), VT_CASE(test_dead_after_arriving_unbound),
         VT_CASE(test_dead_after_arriving_bound), VT_CASE(test_mixed_bound_unbound),
-        VT_CASE(test_threads_share_handle))
+        VT_CASE(test_live_rule_matches_heartbeat), VT_CASE(test_threads_share_handle))
