@@ -178,9 +178,8 @@ struct tally {
 };
 
 /* One pass over the records and, for the all-live rule, the whole table.
- * Relaxed loads: the caller's acquire load of the state word orders them
- * after every arrival that state counts (records are written before the
- * arrival CAS). */
+ * Relaxed loads: a record is written just after its arrival's CAS, so it
+ * may be missed while in flight; see barrier_wait for why that is safe. */
 static void tally(const vigil_barrier *b, uint32_t epoch, bool all, struct tally *t)
 {
     const struct vigil_hb_slot *s = b->hb->slots;
@@ -202,9 +201,10 @@ static void tally(const vigil_barrier *b, uint32_t epoch, bool all, struct tally
 
 /* Whether state s (at its epoch) satisfies the release rule; quorum 0 is
  * the all-live rule. Both filters are necessary conditions of the rule
- * whenever arrived >= rec (every record's arrival CAS has landed); while
- * one is still in flight they may say "not yet", and that arrival then
- * judges the round itself. */
+ * as long as arrived >= rec, which arrival and withdrawal keep (count
+ * before record on arrival, record before count on withdrawal); only a
+ * scribbled file breaks it, and then the filters only make the barrier
+ * wait. */
 static bool complete(const vigil_barrier *b, uint64_t s, uint32_t quorum)
 {
     uint32_t a = st_arrived(s);
@@ -560,28 +560,31 @@ static int barrier_wait(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, ui
     w.spun = 0;
     w.slice = 0;
 
-    /* Arrival. A bound handle stamps its slot's record first, so every
-     * releaser that sees the arrival below (acquire on the state) sees the
-     * record too. The record carries the slot owner's pid: if the slot
-     * changes hands, the new owner is not taken for arrived. A slot that
-     * is no longer the bound owner's (vacated by failover, say) is
-     * VIGIL_EVACANT before anything is counted. */
-    if (w.slot != VIGIL_BARRIER_UNBOUND) {
-        if (!still_ours(b, &w))
-            return VIGIL_EVACANT;
-        atomic_store_explicit(&b->records[w.slot], st_make(my_epoch, w.pid), memory_order_relaxed);
-    }
+    /*
+     * Arrival: one CAS adding 1 at our epoch. Failing means another caller
+     * arrived, withdrew or released in between; retry with the value it
+     * left. Release: the caller's writes before the barrier travel with
+     * the count to whoever releases the round.
+     *
+     * A bound handle then stamps its slot's record: (epoch, pid of the
+     * slot's owner), so a slot that changes hands is not taken for
+     * arrived. Count first, record second, so that `arrived` holds every
+     * record that stays (rec <= arrived): a releaser that sees the count but
+     * not yet the record takes us for an unbound arrival and for a live
+     * slot without a record at once, which the rule balances; and a
+     * caller killed between the two is simply an unbound caller that died
+     * after arriving. (The other order would leave, on such a kill, a
+     * record that no count backs, and the round one arrival short for
+     * good.) A slot that is no longer the bound owner's (vacated by
+     * failover, say) is VIGIL_EVACANT before anything is counted.
+     */
+    if (w.slot != VIGIL_BARRIER_UNBOUND && !still_ours(b, &w))
+        return VIGIL_EVACANT;
     for (unsigned tries = 0;; tries++) {
         if (st_epoch(s) != my_epoch)
             return 0; /* released while we were arriving */
         if (st_arrived(s) == UINT32_MAX)
             return -EOVERFLOW; /* only a scribbled file gets here */
-        /*
-         * The arrival: one CAS adding 1 at our epoch. Failing means another
-         * caller arrived, withdrew or released in between; retry with the
-         * value it left. Release: the caller's writes before the barrier
-         * travel with the count to whoever releases the round.
-         */
         if (atomic_compare_exchange_weak_explicit(&h->state, &s, s + 1, memory_order_seq_cst,
                                                   memory_order_acquire)) {
             s = s + 1;
@@ -589,6 +592,13 @@ static int barrier_wait(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, ui
         }
         if (tries >= CAS_TRIES)
             return VIGIL_EBUSY;
+    }
+    if (w.slot != VIGIL_BARRIER_UNBOUND) {
+        /* Release: whoever acquires the record sees the count before it.
+         * A relaxed reader may still see the record first for a moment;
+         * it then under-counts the unbound arrivals, which only delays a
+         * release that this caller judges itself right below. */
+        atomic_store_explicit(&b->records[w.slot], st_make(my_epoch, w.pid), memory_order_release);
     }
 
     /* Judge the round, then wait for a change and judge again. Only an
