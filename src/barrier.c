@@ -178,15 +178,17 @@ struct tally {
 };
 
 /* One pass over the records and, for the all-live rule, the whole table.
- * Relaxed loads: a record is written just after its arrival's CAS, so it
- * may be missed while in flight; see barrier_wait for why that is safe. */
+ * A record is written just after its arrival's CAS, so it may be missed
+ * while in flight; see barrier_wait for why that is safe. The heartbeat
+ * words are relaxed: liveness is a moment's estimate. */
 static void tally(const vigil_barrier *b, uint32_t epoch, bool all, struct tally *t)
 {
     const struct vigil_hb_slot *s = b->hb->slots;
     struct live_rule lr = live_rule(b);
     uint32_t live = 0, rec = 0, rec_live = 0;
     for (uint32_t i = 0; i < b->capacity; i++) {
-        uint64_t r = atomic_load_explicit(&b->records[i], memory_order_relaxed);
+        /* seq_cst: see withdraw (a plain load on x86). */
+        uint64_t r = atomic_load_explicit(&b->records[i], memory_order_seq_cst);
         uint32_t stamped = st_epoch(r) == epoch && st_arrived(r) != 0;
         if (!all && !stamped)
             continue;
@@ -250,17 +252,19 @@ static bool announce(vigil_barrier *b, uint32_t epoch)
                 return false;
             nv = st_make(epoch, 1);
         }
-        if (atomic_compare_exchange_weak_explicit(w, &v, nv, memory_order_relaxed,
+        /* seq_cst, like the loads of the judgement that follows and the
+         * withdrawer's CAS and load (see withdraw): one total order decides
+         * which of the two sees the other. */
+        if (atomic_compare_exchange_weak_explicit(w, &v, nv, memory_order_seq_cst,
                                                   memory_order_relaxed))
             break;
     }
-    /* The announcement is ordered before every read of the judgement that
-     * follows: a withdrawer that misses it (its fence comes first in the
-     * single total order) has its withdrawal seen by those reads. */
-    atomic_thread_fence(memory_order_seq_cst);
     return true;
 }
 
+/* Only after a judgement that did not release: once the round is
+ * released its count no longer matters (a withdrawer that sees the epoch
+ * moved stops looking, and the next round's announcement replaces it). */
 static void unannounce(vigil_barrier *b, uint32_t epoch)
 {
     _Atomic uint64_t *w = &b->hdr->releasing;
@@ -268,8 +272,6 @@ static void unannounce(vigil_barrier *b, uint32_t epoch)
     for (unsigned tries = 0; tries < CAS_TRIES; tries++) {
         if (st_epoch(v) != epoch || st_arrived(v) == 0)
             return;
-        /* Release: a withdrawer that reads the lowered count also sees the
-         * release CAS made before it, and reports the round as released. */
         if (atomic_compare_exchange_weak_explicit(w, &v, v - 1, memory_order_release,
                                                   memory_order_relaxed))
             return;
@@ -280,22 +282,24 @@ static void wake_sleepers(vigil_barrier *b)
 {
     struct vigil_barrier_header *h = b->hdr;
     /*
-     * Bump the futex word, then wake if anyone may be asleep. Pairs with
-     * sleep_once: a waiter raises `sleepers` and then re-reads the state,
-     * this releaser moved the state and then reads `sleepers`; all four
-     * are seq_cst, so either the waiter sees the new epoch and does not
-     * sleep, or this load sees the waiter and wakes it. A waiter that read
-     * `wake` before the bump fails FUTEX_WAIT's compare, one that is
-     * already queued is woken. `sleepers` is a hint: if a dead or hostile
-     * peer leaves it high we make a useless syscall, if one zeroes it a
-     * sleeper wakes at the end of its slice instead.
+     * If anyone may be asleep, bump the futex word and wake them all.
+     * Pairs with sleep_once: a waiter raises `sleepers` and then re-reads
+     * the state, this releaser moved the state (its seq_cst CAS) and then
+     * reads `sleepers`; all seq_cst, so either the waiter sees the new
+     * epoch and does not sleep, or this load sees the waiter, and then a
+     * waiter that read `wake` before the bump fails FUTEX_WAIT's compare
+     * and one already queued is woken. With nobody asleep no bump and no
+     * syscall is needed. `sleepers` is a hint: a dead or hostile peer
+     * that leaves it high costs a useless syscall, one that zeroes it
+     * leaves a sleeper to wake at the end of its slice.
      */
-    atomic_fetch_add_explicit(&h->wake, 1, memory_order_seq_cst);
-    if (atomic_load_explicit(&h->sleepers, memory_order_seq_cst) != 0)
+    if (atomic_load_explicit(&h->sleepers, memory_order_seq_cst) != 0) {
+        atomic_fetch_add_explicit(&h->wake, 1, memory_order_seq_cst);
         futex_wake_all(&h->wake);
+    }
 }
 
-/* Judges state s again under an announcement and tries the release CAS.
+/* Judges the round again under an announcement and tries the release CAS.
  * Returns 1 when this caller released the round, 0 when the round is not
  * complete, -1 when the state moved under the judgement (judge again). */
 static int try_release(vigil_barrier *b, uint32_t epoch, uint32_t quorum)
@@ -304,7 +308,7 @@ static int try_release(vigil_barrier *b, uint32_t epoch, uint32_t quorum)
     if (!announce(b, epoch))
         return -1;
     int r = 0;
-    uint64_t s = atomic_load_explicit(&h->state, memory_order_acquire);
+    uint64_t s = atomic_load_explicit(&h->state, memory_order_seq_cst);
     if (st_epoch(s) != epoch) {
         r = -1;
     } else if (complete(b, s, quorum)) {
@@ -313,18 +317,20 @@ static int try_release(vigil_barrier *b, uint32_t epoch, uint32_t quorum)
          * to (epoch + 1, arrived 0). If any arrival or withdrawal moved the
          * state since the load above, the CAS fails and the round is
          * judged again. Of all callers racing to release a round exactly
-         * one CAS succeeds: it gets VIGIL_SERIAL. acq_rel: acquire makes
-         * every arrival's writes before it visible to the releaser (each
-         * arrival CAS is a release on this word), release hands them and
-         * the releaser's own on to every waiter that loads the new epoch.
+         * one CAS succeeds: it gets VIGIL_SERIAL. seq_cst (so acq_rel):
+         * acquire makes every arrival's writes before it visible to the
+         * releaser (each arrival CAS is a release on this word), release
+         * hands them and the releaser's own on to every waiter that loads
+         * the new epoch; and wake_sleepers needs it in the total order.
          */
-        r = atomic_compare_exchange_strong_explicit(&h->state, &s, st_make(epoch + 1, 0),
-                                                    memory_order_seq_cst, memory_order_relaxed)
-            ? 1 : -1;
+        if (atomic_compare_exchange_strong_explicit(&h->state, &s, st_make(epoch + 1, 0),
+                                                    memory_order_seq_cst, memory_order_relaxed)) {
+            wake_sleepers(b);
+            return 1;
+        }
+        r = -1;
     }
     unannounce(b, epoch);
-    if (r == 1)
-        wake_sleepers(b);
     return r;
 }
 
@@ -416,7 +422,9 @@ static uint64_t await_change(vigil_barrier *b, struct waiter *w, uint32_t epoch,
     struct vigil_barrier_header *h = b->hdr;
     uint64_t s = atomic_load_explicit(&h->state, memory_order_acquire);
     *timed_out = false;
-    if (!w->spun) {
+    /* The spin and yields, once per wait; not for a wait whose deadline
+     * has already passed (a timeout of 0 is one attempt). */
+    if (!w->spun && (w->deadline == UINT64_MAX || vigil_now_ns() < w->deadline)) {
         w->spun = 1;
         for (unsigned i = 0; i < vigil_barrier_spin_iters; i++) {
             s = atomic_load_explicit(&h->state, memory_order_acquire);
@@ -479,13 +487,15 @@ static uint64_t await_change(vigil_barrier *b, struct waiter *w, uint32_t epoch,
  * The withdrawal must not race a judgement that still counts it: a
  * releaser may have read our record or the state before our CAS and,
  * after arrivals restored the same state value (ABA), release on it. So
- * after the CAS we look at `releasing`: a releaser that announced after
- * our fence sees our withdrawal; one that announced before it we wait out
- * (bounded: one killed mid-judgement leaves its count, which we give up on
- * after about 10 ms). If the round was released by then, a judgement may
- * have counted us, and we return 0: the withdrawal is void and the caller
- * passed the barrier. VIGIL_ETIMEDOUT therefore means that no release
- * counted this caller.
+ * after the CAS we look at `releasing`: a releaser that announces after
+ * our look sees our withdrawal; one that announced before it we wait out,
+ * until it takes its count back (it judged the round incomplete) or the
+ * epoch moves (it released; its count is then left to die with the
+ * round). The wait is bounded: one killed mid-judgement leaves its count,
+ * which we give up on after about 10 ms. If the round was released by
+ * then, a judgement may have counted us, and we return 0: the withdrawal
+ * is void and the caller passed the barrier. VIGIL_ETIMEDOUT therefore
+ * means that no release counted this caller.
  */
 static int withdraw(vigil_barrier *b, uint32_t epoch, uint32_t slot, uint32_t pid)
 {
@@ -493,7 +503,7 @@ static int withdraw(vigil_barrier *b, uint32_t epoch, uint32_t slot, uint32_t pi
     if (slot != VIGIL_BARRIER_UNBOUND) {
         uint64_t mine = st_make(epoch, pid);
         atomic_compare_exchange_strong_explicit(&b->records[slot], &mine, 0,
-                                                memory_order_relaxed, memory_order_relaxed);
+                                                memory_order_seq_cst, memory_order_relaxed);
     }
     uint64_t s = atomic_load_explicit(&h->state, memory_order_relaxed);
     for (unsigned tries = 0;; tries++) {
@@ -501,20 +511,23 @@ static int withdraw(vigil_barrier *b, uint32_t epoch, uint32_t slot, uint32_t pi
             return 0; /* released before we could leave */
         if (st_arrived(s) == 0)
             break;    /* a scribbled count: nothing to take back */
-        /* seq_cst with the fence below: our record and count are gone
-         * before we look for releasers. */
         if (atomic_compare_exchange_weak_explicit(&h->state, &s, s - 1, memory_order_seq_cst,
                                                   memory_order_relaxed))
             break;
         if (tries >= CAS_TRIES)
             return VIGIL_EBUSY;
     }
-    atomic_thread_fence(memory_order_seq_cst);
+    /*
+     * Record clear, count CAS, this load: all seq_cst, as are a releaser's
+     * announcement and the loads of its judgement. If this load misses an
+     * announcement, it precedes it in the single total order, and so do
+     * our clear and CAS: that releaser's judgement sees us gone. If it
+     * sees one (or a later value of the word), we wait for the judgement
+     * to end.
+     */
     uint64_t deadline = 0;
     for (unsigned attempt = 0;; attempt++) {
-        /* Acquire: pairs with unannounce's release, so a lowered count
-         * brings the release CAS made before it with it. */
-        uint64_t r = atomic_load_explicit(&h->releasing, memory_order_acquire);
+        uint64_t r = atomic_load_explicit(&h->releasing, memory_order_seq_cst);
         if (st_epoch(r) != epoch || st_arrived(r) == 0)
             break;
         if (st_epoch(atomic_load_explicit(&h->state, memory_order_acquire)) != epoch)
@@ -608,7 +621,9 @@ static int barrier_wait(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, ui
     for (;;) {
         if (st_epoch(s) != my_epoch)
             return 0;
-        if (complete(b, s, quorum)) {
+        /* For a quorum the count alone says whether judging is worth it;
+         * the all-live rule needs the scan either way. */
+        if (quorum ? st_arrived(s) >= quorum : complete(b, s, 0)) {
             int r = try_release(b, my_epoch, quorum);
             if (r == 1)
                 return VIGIL_SERIAL;
@@ -624,7 +639,7 @@ static int barrier_wait(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, ui
         if (timed_out && st_epoch(s) == my_epoch) {
             /* Judge once more: the deadline does not hide a round that has
              * just completed. */
-            if (complete(b, s, quorum) && try_release(b, my_epoch, quorum) == 1)
+            if (try_release(b, my_epoch, quorum) == 1)
                 return VIGIL_SERIAL;
             return withdraw(b, my_epoch, w.slot, w.pid);
         }
