@@ -717,6 +717,57 @@ static int test_mixed_bound_unbound(void)
     return 0;
 }
 
+/* A releaser killed mid-judgement leaves its announcement: a waiter that
+ * times out waits for it only a bounded time, then reports the timeout,
+ * with its arrival taken back. A count of an earlier round is ignored. */
+static int test_withdraw_outlives_dead_releaser(void)
+{
+    vigil_hb *hb = fresh_hb("judge.hb", 4);
+    vigil_barrier *b = fresh_barrier("judge.b", hb, 5);
+    reg(hb, 1900);
+    reg(hb, 1901);
+    atomic_store(&b->hdr->releasing, (uint64_t)0 << 32 | 1); /* epoch 0, one judging */
+    EXPECT_RC(vigil_barrier_wait_timeout(b, 0, MS), VIGIL_ETIMEDOUT);
+    vigil_barrier_state st = peek("judge.b");
+    EXPECT(st.arrived == 0 && st.epoch == 0, "after the timeout: arrived %u epoch %u", st.arrived, st.epoch);
+    /* The stale count does not stop this round from releasing later. */
+    EXPECT_RC(vigil_barrier_wait_quorum(b, 0, 1), VIGIL_SERIAL);
+    atomic_store(&b->hdr->releasing, (uint64_t)0 << 32 | 7); /* a count of round 0, now past */
+    EXPECT_RC(vigil_barrier_wait_timeout(b, 1, 0), VIGIL_ETIMEDOUT);
+    EXPECT(peek("judge.b").arrived == 0, "arrival not taken back");
+    vigil_barrier_close(b);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+/* Records a peer scribbled (stamped for this round, no count behind them,
+ * wrong pids, slots out of use) make no wait fail or hang: the timed ones
+ * time out, and a bound caller that is the only live peer still releases
+ * the round by itself. */
+static int test_scribbled_records(void)
+{
+    enum { CAP = 8 };
+    vigil_hb *hb = fresh_hb("srec.hb", CAP);
+    vigil_barrier *b = fresh_barrier("srec.b", hb, 5);
+    uint32_t me = reg(hb, 2000);
+    reg(hb, 2001);
+    for (uint32_t i = 0; i < CAP; i++)
+        atomic_store(&b->records[i], (uint64_t)0 << 32 | (9000 + i));
+    EXPECT(peek("srec.b").recorded == CAP, "recorded %u", peek("srec.b").recorded);
+    EXPECT_RC(vigil_barrier_wait_timeout(b, 0, MS), VIGIL_ETIMEDOUT);
+    EXPECT_RC(vigil_barrier_wait_quorum_timeout(b, 0, 1, MS), VIGIL_ETIMEDOUT);
+    EXPECT(peek("srec.b").arrived == 0, "arrivals not taken back: %u", peek("srec.b").arrived);
+    EXPECT_RC(vigil_hb_unregister(hb, 1), 0);
+    EXPECT_RC(vigil_barrier_bind(b, me), 0);
+    EXPECT_RC(vigil_barrier_wait(b, 0), VIGIL_SERIAL);
+    for (uint32_t i = 0; i < CAP; i++)
+        atomic_store(&b->records[i], (uint64_t)1 << 32 | (9000 + i));
+    EXPECT_RC(vigil_barrier_wait_quorum(b, 1, 1), VIGIL_SERIAL);
+    vigil_barrier_close(b);
+    vigil_hb_close(hb);
+    return 0;
+}
+
 /* live_peers computes the heartbeat table's liveness rule its own way
  * (one subtraction, one compare): it must agree with vigil_hb_live_count
  * everywhere, edges included. */
@@ -803,4 +854,5 @@ VT_MAIN(VT_CASE(test_single_peer_release), VT_CASE(test_multi_peer_arrival),
         VT_CASE(test_wrong_kind_refused), VT_CASE(test_create_rules), VT_CASE(test_bind),
         VT_CASE(test_scribbled_header), VT_CASE(test_dead_after_arriving_unbound),
         VT_CASE(test_dead_after_arriving_bound), VT_CASE(test_mixed_bound_unbound),
+        VT_CASE(test_withdraw_outlives_dead_releaser), VT_CASE(test_scribbled_records),
         VT_CASE(test_live_rule_matches_heartbeat), VT_CASE(test_threads_share_handle))
