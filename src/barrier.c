@@ -59,13 +59,15 @@ const struct vigil_layout vigil_barrier_layout = {
 };
 
 /*
- * Measured on 2 cores with 4 threads: spinning long before sleeping loses
- * to pthread_barrier_t about 4x, sleeping at once about 1.5x; a brief spin
- * and a few sched_yield()s (which hand the core to a peer that still has
- * to arrive) before the futex win.
+ * Measured on 2 cores with 4 threads (VIGIL_BARRIER_SPIN, _YIELDS in
+ * barrier.h): sleeping at once loses to pthread_barrier_t about 2.4x, and
+ * every 32 pause instructions of spin (about 1 us here) cost more than
+ * they save, since the peer that must arrive often shares the spinner's
+ * core. What wins is a brief spin (8 pauses, for a peer about to arrive on
+ * the other core) and a few sched_yield()s, which hand the core to a peer
+ * that still has to arrive: with 4 yields a round almost never needs the
+ * futex at all, and no FUTEX_WAKE either, since nobody sleeps.
  */
-unsigned vigil_barrier_spin_iters = 64;
-unsigned vigil_barrier_yield_iters = 4;
 
 /* A sleeping waiter wakes at least this often to beat its slot and to see
  * a peer leave; more often once it has learnt a fast tick interval. On
@@ -426,13 +428,13 @@ static uint64_t await_change(vigil_barrier *b, struct waiter *w, uint32_t epoch,
      * has already passed (a timeout of 0 is one attempt). */
     if (!w->spun && (w->deadline == UINT64_MAX || vigil_now_ns() < w->deadline)) {
         w->spun = 1;
-        for (unsigned i = 0; i < vigil_barrier_spin_iters; i++) {
+        for (unsigned i = 0; i < VIGIL_BARRIER_SPIN; i++) {
             s = atomic_load_explicit(&h->state, memory_order_acquire);
             if (st_epoch(s) != epoch)
                 return s;
             cpu_relax();
         }
-        for (unsigned i = 0; i < vigil_barrier_yield_iters; i++) {
+        for (unsigned i = 0; i < VIGIL_BARRIER_YIELDS; i++) {
             sched_yield();
             s = atomic_load_explicit(&h->state, memory_order_acquire);
             if (st_epoch(s) != epoch)

@@ -43,9 +43,10 @@ struct vigil_barrier {
 
 extern const struct vigil_layout vigil_barrier_layout;
 
-/* How long a waiter spins and yields before it sleeps in the kernel. Tuned
- * by bench/bench_barrier.c; not part of the API. */
-extern unsigned vigil_barrier_spin_iters;
-extern unsigned vigil_barrier_yield_iters;
+/* How long a waiter spins (pause instructions, about 30 ns each here) and
+ * how many times it yields before it sleeps in the kernel. Chosen with
+ * bench/bench_barrier.c; not part of the API. */
+#define VIGIL_BARRIER_SPIN   8
+#define VIGIL_BARRIER_YIELDS 4
 
 #endif
