@@ -173,8 +173,12 @@ static int test_multi_peer_arrival(void)
         kids[i] = spawn_waiter((struct waiter_args){ "multi.hb", "multi.b", i, s[i], 0, 0, 0 });
     EXPECT(VT_WAIT_FOR(peek("multi.b").arrived == 2, 10000), "the two children never arrived");
     EXPECT(peek("multi.b").recorded == 2, "expected 2 arrival records, got %u", peek("multi.b").recorded);
+    /* Blocked, they sleep in the kernel rather than spin. */
+    EXPECT(VT_WAIT_FOR(peek("multi.b").sleepers == 2, 10000), "waiters never went to sleep: sleepers %u",
+           peek("multi.b").sleepers);
     EXPECT(vigil_barrier_epoch(b) == 0, "released before the third peer arrived");
     EXPECT_RC(vigil_barrier_bind(b, s[2]), 0);
+    uint32_t wake0 = atomic_load(&b->hdr->wake);
     int mine = vigil_barrier_wait(b, 0);
     for (int i = 0; i < 2; i++)
         EXPECT(reap(kids[i]) == 0, "child %d failed", i);
@@ -182,6 +186,7 @@ static int test_multi_peer_arrival(void)
     int zero = (mine == 0) + (sh->rc[0] == 0) + (sh->rc[1] == 0);
     EXPECT(serial == 1 && zero == 2, "expected one SERIAL and two 0, got %d %d %d", mine,
            sh->rc[0], sh->rc[1]);
+    EXPECT(atomic_load(&b->hdr->wake) != wake0, "the releaser saw sleepers but did not bump the futex word");
     EXPECT(vigil_barrier_epoch(b) == 1, "epoch %u", vigil_barrier_epoch(b));
     vigil_barrier_close(b);
     vigil_hb_close(hb);
