@@ -39,6 +39,7 @@ struct vigil_barrier {
     _Atomic uint64_t             bound;     /* (slot owner's pid << 32) | slot, or
                                                VIGIL_BARRIER_UNBOUND in the low half */
     _Atomic uint64_t             tick_ns;   /* learnt heartbeat tick interval, 0 unknown */
+    bool                         avx2;      /* the live scan may use AVX2 */
 };
 
 extern const struct vigil_layout vigil_barrier_layout;

@@ -776,12 +776,20 @@ static int test_scribbled_records(void)
 /* live_peers computes the heartbeat table's liveness rule its own way
  * (one subtraction, one compare): it must agree with vigil_hb_live_count
  * everywhere, edges included. */
-static int test_live_rule_matches_heartbeat(void)
+static int live_rule_matches(uint32_t cap, bool simd)
 {
-    enum { CAP = 16 };
-    vigil_hb *hb = fresh_hb("rule.hb", CAP);
-    vigil_barrier *b0 = fresh_barrier("rule.b", hb, 0); /* grace 0 stored */
-    for (uint32_t i = 0; i < CAP - 3; i++)
+    char hbn[32], bn[32];
+    snprintf(hbn, sizeof(hbn), "rule%u%d.hb", cap, simd);
+    snprintf(bn, sizeof(bn), "rule%u%d.b", cap, simd);
+    vigil_hb *hb = fresh_hb(hbn, cap);
+    vigil_barrier *b0 = fresh_barrier(bn, hb, 0); /* grace 0 stored */
+    if (simd && !b0->avx2) {
+        vigil_barrier_close(b0);
+        vigil_hb_close(hb);
+        return 0; /* no AVX2 here: the scalar run covers it */
+    }
+    b0->avx2 = simd;
+    for (uint32_t i = 0; i < cap - cap / 4; i++)
         reg(hb, 1800 + i);
     static const uint64_t graces[] = { 0, 1, 2, 5, 1000, (UINT64_C(1) << 63) - 3, (UINT64_C(1) << 63) - 2,
                                        (UINT64_C(1) << 63) - 1, UINT64_C(1) << 63, UINT64_MAX - 1, UINT64_MAX };
@@ -790,23 +798,36 @@ static int test_live_rule_matches_heartbeat(void)
                                     INT64_MAX - 1 };
     for (size_t g = 0; g < sizeof(graces) / sizeof(graces[0]); g++) {
         vigil_barrier *b = b0;
-        if (graces[g] != 0)
-            EXPECT_RC(vigil_barrier_open(vt_path("rule.b"), hb, graces[g], &b), 0);
+        if (graces[g] != 0) {
+            EXPECT_RC(vigil_barrier_open(vt_path(bn), hb, graces[g], &b), 0);
+            b->avx2 = simd;
+        }
         for (size_t e = 0; e < sizeof(epochs) / sizeof(epochs[0]); e++) {
             atomic_store(&hb->hdr->epoch, epochs[e]);
-            for (uint32_t i = 0; i < CAP; i++) {
+            for (uint32_t i = 0; i < cap; i++) {
                 int64_t age = ages[(i + e + g) % (sizeof(ages) / sizeof(ages[0]))];
                 atomic_store(&hb->slots[i].last_seen_epoch, epochs[e] - (uint64_t)age);
             }
             uint32_t want = vigil_hb_live_count(hb, graces[g]), got = vigil_barrier_live_peers(b);
-            EXPECT(got == want, "grace %llu epoch %llu: live_peers %u, heartbeat table says %u",
-                   (unsigned long long)graces[g], (unsigned long long)epochs[e], got, want);
+            EXPECT(got == want, "%s, %u slots, grace %llu epoch %llu: live_peers %u, heartbeat table says %u",
+                   simd ? "AVX2" : "scalar", cap, (unsigned long long)graces[g],
+                   (unsigned long long)epochs[e], got, want);
         }
         if (b != b0)
             vigil_barrier_close(b);
     }
     vigil_barrier_close(b0);
     vigil_hb_close(hb);
+    return 0;
+}
+
+static int test_live_rule_matches_heartbeat(void)
+{
+    static const uint32_t caps[] = { 1, 3, 4, 16, 19, 64 };
+    for (size_t c = 0; c < sizeof(caps) / sizeof(caps[0]); c++)
+        for (int simd = 0; simd < 2; simd++)
+            if (live_rule_matches(caps[c], simd))
+                return 1;
     return 0;
 }
 
