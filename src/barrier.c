@@ -13,12 +13,14 @@
  *   20     4   flags: 0
  *   24     8   grace_epochs stored at create (open with 0 uses it)
  *   32     8   state (atomic): (epoch << 32) | arrived
- *   40     4   wake (atomic): futex word, +1 on every release
+ *   40     4   wake (atomic): futex word, +1 on a release that finds sleepers
  *   44     4   sleepers (atomic): waiters inside FUTEX_WAIT; a hint only
- *   48     8   releasing (atomic): (epoch << 32) | releasers judging it
+ *   48     8   releasing (atomic): (epoch << 32) | releasers judging that
+ *              epoch, for withdrawals to wait out; stale once it is past
  *   56     8   reserved: 0
- *   64 + 8i 8  record of slot i (atomic): (epoch << 32) | pid, written by
- *              a handle bound to slot i when it arrives; pid 0 = none
+ *   64 + 8i 8  record of slot i (atomic): (epoch << 32) | pid of the slot's
+ *              owner, stamped by a handle bound to slot i just after its
+ *              arrival CAS, cleared when it withdraws; pid 0 = none
  *
  * A round is an epoch of the state word. Arrival is one CAS adding 1 to
  * `arrived` at the caller's epoch; release is one CAS from the exact state
