@@ -16,8 +16,9 @@
  *       24     8  epoch              global epoch, atomic; only vigil_hb_tick moves it
  *       32     8  term               leader term (failover/leader module)
  *       40     8  leader             (pid << 32) | (slot + 1), 0 = none (leader module)
- *       48     4  elect_lock         0 free, else pid of the electing process (leader module)
- *       52    12  reserved           0
+ *       48     8  elect_lock         0 free, else the elector: (pid << 42) |
+ *                                    (pid-ns tag << 16) | start-time tag (leader.c)
+ *       56     8  elect_intent       leader change in progress, 0 none (leader.c)
  *   slot i at 64 + i * 64, one cache line each, so beats never false-share
  *        0     4  pid                owner, 0 = vacant
  *        4     4  seq                SeqLock version and writer lock: odd while a
@@ -29,9 +30,11 @@
  *       28     4  reserved0          0
  *       32     8  start_time         owner's start time, /proc/<pid>/stat field 22
  *                                    (clock ticks since boot), 0 unknown
- *       40     8  odd_since          epoch + 1 at which a failover scan first saw seq
- *                                    odd, 0 none (failover module)
- *       48    16  reserved1          0
+ *       40     8  odd_since          (odd seq << 32) | low 32 bits of the epoch a
+ *                                    failover scan first saw it, 0 none (failover.c)
+ *       48     8  owner_ns           registrant's pid namespace (inode of
+ *                                    /proc/self/ns/pid), 0 not recorded
+ *       56     8  reserved1          0
  *
  * A reader must check magic, version, kind, 1 <= capacity <= 2^20 and the
  * file size against 64 + capacity * 64 before touching a slot, and keep
@@ -39,6 +42,7 @@
  */
 #define _GNU_SOURCE
 #include "hb_internal.h"
+#include "probe.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -190,74 +194,16 @@ uint64_t vigil_hb_epoch(const vigil_hb *hb)
     return atomic_load_explicit(&hb->hdr->epoch, memory_order_acquire);
 }
 
-/*
- * The calling process's own start time, cached: reading /proc costs an
- * open, a read and a close (microseconds, several times the whole rest of
- * a register), and a process nearly always registers its own pid.
- *
- * The cache is keyed by the pid it was filled for, which is only ever the
- * caller's own getpid(): a live process's own start time cannot change,
- * while another pid's can (the process dies and the pid is reused), so
- * other pids always go to /proc. A forked child must miss the cache, yet
- * getpid() is itself a system call (glibc no longer caches it) and on
- * every register it would cost as much as the rest of the call. So the
- * cache lives in a page marked MADV_WIPEONFORK: the kernel hands a child
- * of any fork or clone without CLONE_VM a zero page, so the key reads 0,
- * never a valid pid, and the child fills its own cache. Where the kernel
- * lacks MADV_WIPEONFORK (before 4.14) a pthread_atfork child handler
- * clears the key instead.
- */
-struct own_start {
-    _Atomic uint32_t pid;   /* the getpid() the cache was filled for, 0 = empty */
-    _Atomic uint64_t start; /* its start time */
-};
-
-static struct own_start *own_start_page;
-static pthread_once_t own_start_once = PTHREAD_ONCE_INIT;
-
-static void own_start_forget(void)
-{
-    if (own_start_page)
-        atomic_store_explicit(&own_start_page->pid, 0, memory_order_relaxed); /* single-threaded child */
-}
-
-static void own_start_init(void)
-{
-    long page = sysconf(_SC_PAGESIZE);
-    if (page <= 0)
-        page = 4096;
-    void *p = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
-        return; /* no cache: every register reads /proc */
-#ifdef MADV_WIPEONFORK
-    if (madvise(p, (size_t)page, MADV_WIPEONFORK) == 0) {
-        own_start_page = p;
-        return;
-    }
-#endif
-    if (pthread_atfork(NULL, NULL, own_start_forget) != 0) {
-        munmap(p, (size_t)page);
-        return;
-    }
-    own_start_page = p;
-}
-
+/* The owner's start time, against PID reuse. A process nearly always
+ * registers itself, and its own start time is cached (probe.c), so the
+ * common register makes no system call; other pids go to /proc. */
 static uint64_t start_time_of(uint32_t pid)
 {
-    pthread_once(&own_start_once, own_start_init);
-    struct own_start *c = own_start_page;
-    /* Acquire pairs with the filler's release of the key: a thread that
-     * sees the key also sees the start time stored before it. */
-    if (c && atomic_load_explicit(&c->pid, memory_order_acquire) == pid)
-        return atomic_load_explicit(&c->start, memory_order_relaxed);
+    if (pid == vigil_self_pid())
+        return vigil_self_start_time();
     uint64_t start;
     if (vigil_proc_start_time(pid, &start) < 0)
         return 0; /* unknown: probe will answer "unknown", never "dead" */
-    if (c && pid == (uint32_t)getpid()) {
-        /* Threads racing here store the same two values. */
-        atomic_store_explicit(&c->start, start, memory_order_relaxed);
-        atomic_store_explicit(&c->pid, pid, memory_order_release);
-    }
     return start;
 }
 
@@ -290,6 +236,9 @@ int vigil_hb_register(vigil_hb *hb, uint32_t pid, uint32_t *slot)
         atomic_store_explicit(&s->role, VIGIL_ROLE_WORKER, memory_order_relaxed);
         atomic_store_explicit(&s->start_time, start, memory_order_relaxed);
         atomic_store_explicit(&s->odd_since, 0, memory_order_relaxed);
+        /* The pid means something only in the registrant's pid namespace;
+         * a prober elsewhere answers "unknown" rather than "dead". */
+        atomic_store_explicit(&s->owner_ns, vigil_self_pidns(), memory_order_relaxed);
         atomic_store_explicit(&s->pid, pid, memory_order_relaxed);
         vigil_slot_unlock(s, v);
         *slot = i;
@@ -318,6 +267,7 @@ int vigil_hb_unregister(vigil_hb *hb, uint32_t slot)
     atomic_store_explicit(&s->role, VIGIL_ROLE_WORKER, memory_order_relaxed);
     atomic_store_explicit(&s->last_seen_epoch, 0, memory_order_relaxed);
     atomic_store_explicit(&s->start_time, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->owner_ns, 0, memory_order_relaxed);
     vigil_slot_unlock(s, v);
     return 0;
 }

@@ -100,6 +100,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "hb_internal.h"
@@ -235,23 +237,53 @@ static int proc_stat(uint32_t pid, char *state, uint64_t *start)
     return 0;
 }
 
-static _Atomic uint64_t self_word;
+/* This process's lock word, cached where a fork cannot carry it over: a
+ * page marked MADV_WIPEONFORK reads as zero in a child, which then works
+ * out its own. A syscall per acquire would cost more than the acquire (a
+ * getpid is 1.5 us on a microVM); asking getpid every time is the fallback
+ * on kernels without the flag (before 4.14). */
+static _Atomic uint64_t *self_page;
+static pthread_once_t self_once = PTHREAD_ONCE_INIT;
 
-/* This process's lock word. The pid is asked every time (a child after
- * fork must not lock in its parent's name); the start time is read once
- * per pid. */
-static uint64_t my_lock_word(void)
+static void self_page_init(void)
+{
+    long pg = sysconf(_SC_PAGESIZE);
+    size_t len = pg > 0 ? (size_t)pg : 4096;
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return;
+#ifdef MADV_WIPEONFORK
+    if (madvise(p, len, MADV_WIPEONFORK) == 0) {
+        self_page = p; /* never unmapped: one page for the process's life */
+        return;
+    }
+#endif
+    munmap(p, len);
+}
+
+static uint64_t compute_lock_word(void)
 {
     uint32_t pid = (uint32_t)getpid();
-    uint64_t w = atomic_load_explicit(&self_word, memory_order_relaxed);
-    if (w && (uint32_t)w == pid)
-        return w;
     char state;
     uint64_t start = 0;
     if (proc_stat(0, &state, &start) < 0)
         start = 0; /* unknown: peers then judge by the pid alone */
-    w = CTL_LOCKED | (start & 0x7fffffffu) << 32 | pid;
-    atomic_store_explicit(&self_word, w, memory_order_relaxed);
+    return CTL_LOCKED | (start & 0x7fffffffu) << 32 | pid;
+}
+
+static uint64_t my_lock_word(void)
+{
+    pthread_once(&self_once, self_page_init);
+    _Atomic uint64_t *page = self_page;
+    if (!page)
+        return compute_lock_word();
+    /* Relaxed: the word is this process's own constant; racing threads
+     * compute the same value. */
+    uint64_t w = atomic_load_explicit(page, memory_order_relaxed);
+    if (w)
+        return w;
+    w = compute_lock_word();
+    atomic_store_explicit(page, w, memory_order_relaxed);
     return w;
 }
 
@@ -287,8 +319,11 @@ static bool locker_dead(uint64_t w)
     char state = 0;
     uint64_t start = 0;
     int rc = proc_stat(pid, &state, &start);
-    if (rc == -ENOENT || rc == -ESRCH)
-        return true;
+    if (rc == -ENOENT || rc == -ESRCH) {
+        /* Gone from /proc, unless /proc hides it (hidepid): kill(pid, 0)
+         * still tells an existing process (0, or EPERM) from none. */
+        return kill((pid_t)pid, 0) < 0 && errno == ESRCH;
+    }
     if (rc == 0) {
         if (st != 0 && (start & 0x7fffffffu) != st)
             return true; /* the pid now names a process that started later */
@@ -339,7 +374,10 @@ static bool recover_entry(struct vigil_leases_entry *e, uint64_t dead)
     hook(LP_RECOVER_LOCKED);
     /* Cleared, not never-used: "never used" ends a lookup's probe, and a
      * key bound further on may have been probed past this entry. */
-    atomic_store_explicit(&e->bound, ENTRY_CLEARED, memory_order_relaxed);
+    /* Release: a binder that reads CLEARED here (then fences, see bind)
+     * comes after everything this entry saw, the dead process's token
+     * included, so the token it takes is greater. */
+    atomic_store_explicit(&e->bound, ENTRY_CLEARED, memory_order_release);
     atomic_store_explicit(&e->hash, 0, memory_order_relaxed);
     static const uint64_t zero[16];
     words_store(e->key, zero, 16);
@@ -515,12 +553,13 @@ static void fill_out(vigil_lease *out, const struct want *w, uint64_t token, uin
 
 /* Writes a new hand-over into a locked entry and unlocks it. */
 static uint64_t hand_over(vigil_leases *ls, struct vigil_leases_entry *e, uint64_t c,
-                          const struct want *w, uint32_t pid)
+                          const struct want *w, uint32_t pid, uint64_t now)
 {
-    /* Relaxed: the counter is ordered by the entry lock. This hand-over
-     * locked after the previous one of the same entry unlocked (acquire
-     * on ctl), so its increment comes later in the counter's single
-     * modification order and returns a greater value. */
+    /* Relaxed: the counter is ordered by the entry lock and the bind
+     * path. This hand-over locked after the previous one of the same
+     * entry unlocked (acquire on ctl), or bound the key after its last
+     * binding was undone (see bind), so its increment comes later in the
+     * counter's single modification order and returns a greater value. */
     uint64_t token = atomic_fetch_add_explicit(&ls->hdr->last_token, 1, memory_order_relaxed) + 1;
     hook(LP_TOKEN_TAKEN);
     atomic_store_explicit(&e->token, token, memory_order_relaxed);
@@ -529,7 +568,9 @@ static uint64_t hand_over(vigil_leases *ls, struct vigil_leases_entry *e, uint64
     words_store(e->owner, w->ow, 8);
     atomic_store_explicit(&e->pid, pid, memory_order_relaxed);
     hook(LP_FIELDS_WRITTEN);
-    entry_unlock(e, ctl_gen(c) + 1, expiry_for(vigil_now_ns(), w->ttl_ms));
+    /* `now` was read before the lock: the lease runs from a moment before
+     * it was granted, never past its TTL. */
+    entry_unlock(e, ctl_gen(c) + 1, expiry_for(now, w->ttl_ms));
     return token;
 }
 
@@ -547,7 +588,8 @@ static int take(vigil_leases *ls, uint32_t i, const struct want *w, vigil_lease 
         if (!key_matches(e, w->hash, w->kw))
             return RESTART;
         /* Held unexpired by anyone, the same owner string included. */
-        if (unexpired(ctl_exp(c), vigil_now_ns()))
+        uint64_t now = vigil_now_ns();
+        if (unexpired(ctl_exp(c), now))
             return VIGIL_EBUSY;
         /* Lapsed or released: the lock is the take-over. A renewal racing
          * it CASes the same word; exactly one of the two moves it. */
@@ -561,7 +603,7 @@ static int take(vigil_leases *ls, uint32_t i, const struct want *w, vigil_lease 
             entry_unlock(e, ctl_gen(c) + 1, ctl_exp(c));
             return RESTART;
         }
-        uint64_t token = hand_over(ls, e, c, w, (uint32_t)me);
+        uint64_t token = hand_over(ls, e, c, w, (uint32_t)me, now);
         fill_out(out, w, token, i);
         return 0;
     }
@@ -586,6 +628,11 @@ static int bind(vigil_leases *ls, const struct want *w, vigil_lease *out)
             return take(ls, i, w, out);
         }
     }
+    /* The key is bound nowhere, because a binder rebound it (ordered by
+     * the bind lock) or a recovery cleared it (its release store of
+     * `bound`, read above): this fence orders the token taken below after
+     * every token the key was ever handed out with. */
+    atomic_thread_fence(memory_order_acquire);
     /* The first reclaimable entry in probe order from the key's home, so
      * that a look-up probing from there meets it before any never-used
      * entry: every entry before it is bound and held, or mid-change. */
@@ -603,7 +650,8 @@ static int bind(vigil_leases *ls, const struct want *w, vigil_lease *out)
                 continue;
             }
             uint32_t b = atomic_load_explicit(&e->bound, memory_order_relaxed);
-            if (b == ENTRY_BOUND && unexpired(ctl_exp(c), vigil_now_ns()))
+            uint64_t now = vigil_now_ns();
+            if (b == ENTRY_BOUND && unexpired(ctl_exp(c), now))
                 break;
             if (!entry_lock_from(e, c, me))
                 continue; /* renewed, taken or released meanwhile: look again */
@@ -619,7 +667,7 @@ static int bind(vigil_leases *ls, const struct want *w, vigil_lease *out)
             words_store(e->key + 8, w->kw + 8, 8);
             atomic_store_explicit(&e->hash, w->hash, memory_order_relaxed);
             atomic_store_explicit(&e->bound, ENTRY_BOUND, memory_order_relaxed);
-            uint64_t token = hand_over(ls, e, c, w, (uint32_t)me);
+            uint64_t token = hand_over(ls, e, c, w, (uint32_t)me, now);
             bind_unlock(ls->hdr);
             fill_out(out, w, token, i);
             return 0;
@@ -671,13 +719,23 @@ int vigil_leases_acquire(vigil_leases *ls, const char *key, const char *owner, u
 
 /* ---- renew and release --------------------------------------------------- */
 
-/* The entry a lease names: its id when that is one of ours, else a look-up
- * by key. -1 when the key is nowhere. */
-static int64_t entry_of(const vigil_leases *ls, const vigil_lease *lease, const struct want *w)
+/* The lease's key against the entry's NUL-padded words, without copying
+ * or hashing it (renew is the hot path): the words before the one that
+ * holds the NUL, then that one with the bytes past the NUL as zero. */
+static bool lease_key_matches(const struct vigil_leases_entry *e, const char *key, size_t klen)
 {
-    if (lease->id >= 1 && (uint64_t)lease->id <= ls->capacity)
-        return lease->id - 1;
-    return find_key(ls, w->hash, w->kw);
+    if (atomic_load_explicit(&e->bound, memory_order_relaxed) != ENTRY_BOUND)
+        return false;
+    size_t full = klen / 8; /* klen < 128, so the NUL's word exists */
+    for (size_t i = 0; i < full; i++) {
+        uint64_t w;
+        memcpy(&w, key + 8 * i, 8);
+        if (atomic_load_explicit(&e->key[i], memory_order_relaxed) != w)
+            return false;
+    }
+    uint64_t last = 0;
+    memcpy(&last, key + 8 * full, klen % 8);
+    return atomic_load_explicit(&e->key[full], memory_order_relaxed) == last;
 }
 
 /* Renew (release = false) or release: one CAS from the word checked. */
@@ -688,12 +746,18 @@ static int renew_or_release(vigil_leases *ls, const vigil_lease *lease, bool rel
     size_t klen = strnlen(lease->key, sizeof(lease->key));
     if (klen == sizeof(lease->key))
         return VIGIL_ERANGE;
-    struct want w;
-    to_words(w.kw, 16, lease->key, klen);
-    w.hash = key_hash(w.kw);
-    int64_t i = entry_of(ls, lease, &w);
-    if (i < 0)
-        return VIGIL_ELOST;
+    /* The entry the lease names: its id when that is one of ours (this
+     * store's acquire puts the entry there), else a look-up by key. */
+    int64_t i;
+    if (lease->id >= 1 && (uint64_t)lease->id <= ls->capacity) {
+        i = lease->id - 1;
+    } else {
+        struct want w;
+        to_words(w.kw, 16, lease->key, klen);
+        w.hash = key_hash(w.kw);
+        if ((i = find_key(ls, w.hash, w.kw)) < 0)
+            return VIGIL_ELOST;
+    }
     struct vigil_leases_entry *e = &ls->entries[i];
     uint64_t deadline = 0;
     for (unsigned attempt = 0;; attempt++) {
@@ -708,7 +772,7 @@ static int renew_or_release(vigil_leases *ls, const vigil_lease *lease, bool rel
         /* These loads come after the acquire load of c, so they are at
          * least as new as the hand-over that wrote c. */
         if (atomic_load_explicit(&e->token, memory_order_relaxed) != lease->token ||
-            !key_matches(e, w.hash, w.kw))
+            !lease_key_matches(e, lease->key, klen))
             return VIGIL_ELOST;
         uint64_t next;
         if (release) {

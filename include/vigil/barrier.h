@@ -15,7 +15,25 @@ extern "C" {
 typedef struct vigil_barrier vigil_barrier;
 #define VIGIL_SERIAL 1 /* returned to exactly one caller per released round */
 
+/* A barrier file's state as vigil_barrier_peek reads it, without a
+ * heartbeat table (for `vigil inspect`). Fields may be added at the end. */
+typedef struct vigil_barrier_state {
+    uint32_t capacity;     /* slots; equal to the heartbeat table's */
+    uint32_t epoch;        /* the round now gathering */
+    uint32_t arrived;      /* arrivals in it, bound and unbound */
+    uint32_t recorded;     /* per-slot arrival records of bound handles in it */
+    uint64_t grace_epochs; /* grace stored at create */
+    uint32_t sleepers;     /* waiters asleep in the kernel (a hint) */
+} vigil_barrier_state;
+
+/*
+ * The barrier's capacity is the heartbeat table's: create takes hb's, and
+ * open of a file whose capacity differs from hb's is VIGIL_ECAPACITY. hb
+ * must stay open until the barrier is closed.
+ */
 int      vigil_barrier_create(const char *path, vigil_hb *hb, uint64_t grace_epochs, vigil_barrier **out);
+int      vigil_barrier_create_mode(const char *path, vigil_hb *hb, uint64_t grace_epochs, unsigned mode,
+                                   vigil_barrier **out);
 int      vigil_barrier_open(const char *path, vigil_hb *hb, uint64_t grace_epochs, vigil_barrier **out);
 void     vigil_barrier_close(vigil_barrier *b);
 int      vigil_barrier_wait(vigil_barrier *b, uint32_t my_epoch);
@@ -25,6 +43,7 @@ int      vigil_barrier_wait_quorum_timeout(vigil_barrier *b, uint32_t my_epoch, 
 uint32_t vigil_barrier_epoch(const vigil_barrier *b);
 uint32_t vigil_barrier_live_peers(const vigil_barrier *b);
 int      vigil_barrier_bind(vigil_barrier *b, uint32_t slot); /* this handle's waits keep `slot` beating */
+int      vigil_barrier_peek(const char *path, vigil_barrier_state *out); /* read-only, no heartbeat table */
 
 #ifdef __cplusplus
 }

@@ -55,6 +55,8 @@ int  vigil_leases_acquire(vigil_leases *ls, const char *key, const char *owner, 
 int  vigil_leases_renew(vigil_leases *ls, const vigil_lease *lease);   /* VIGIL_ELOST once expired or taken */
 int  vigil_leases_release(vigil_leases *ls, const vigil_lease *lease);   /* VIGIL_ELOST if it was no longer held */
 vigil_lease_port vigil_leases_port(vigil_leases *ls);
+/* The store's own lease id is its entry + 1, so a renewal goes straight to
+ * the entry; a lease with id 0 (or one out of range) is found by key. */
 int  vigil_leases_create_mode(const char *path, uint32_t capacity, unsigned mode, vigil_leases **out);
 
 /* Read-only view of one entry, for `vigil inspect` and monitoring. */

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/* Epoch barrier internals: the file layout and the handle, shared with the
+ * tests and the fuzz harness. The byte layout is told in src/barrier.c. */
+#ifndef VIGIL_SRC_BARRIER_H
+#define VIGIL_SRC_BARRIER_H
+
+#include <vigil/barrier.h>
+#include "hb_internal.h"
+
+/* Offsets 0..63 of a barrier file; arrival records follow at 64. */
+struct vigil_barrier_header {
+    uint8_t          magic[8];     /*  0: "\177VIGIL\r\n" */
+    uint32_t         version;      /*  8: VIGIL_LAYOUT_VERSION */
+    uint32_t         kind;         /* 12: VIGIL_KIND_BARRIER */
+    uint32_t         capacity;     /* 16: slots, equal to the heartbeat table's */
+    uint32_t         flags;        /* 20: 0 */
+    uint64_t         grace_epochs; /* 24: grace stored at create */
+    _Atomic uint64_t state;        /* 32: (epoch << 32) | arrived */
+    _Atomic uint32_t wake;         /* 40: futex word, +1 on every release */
+    _Atomic uint32_t sleepers;     /* 44: waiters inside FUTEX_WAIT (a hint) */
+    _Atomic uint64_t releasing;    /* 48: (epoch << 32) | releasers judging that epoch */
+    uint64_t         reserved;     /* 56: 0 */
+};
+_Static_assert(sizeof(struct vigil_barrier_header) == 64, "barrier header is one cache line");
+
+/* Record of slot i at 64 + i * 8: (epoch << 32) | pid of the bound
+ * handle's slot owner when it arrived; pid 0 = no record. */
+typedef _Atomic uint64_t vigil_barrier_record;
+
+#define VIGIL_BARRIER_UNBOUND UINT32_MAX
+
+struct vigil_barrier {
+    struct vigil_barrier_header *hdr;
+    vigil_barrier_record        *records;
+    vigil_hb                    *hb;
+    size_t                       map_size;
+    uint32_t                     capacity;  /* this process's copy, checked at open */
+    uint64_t                     grace;     /* the handle's grace: stored or overridden */
+    _Atomic uint64_t             bound;     /* (slot owner's pid << 32) | slot, or
+                                               VIGIL_BARRIER_UNBOUND in the low half */
+    _Atomic uint64_t             tick_ns;   /* learnt heartbeat tick interval, 0 unknown */
+    bool                         avx2;      /* the live scan may use AVX2 */
+};
+
+extern const struct vigil_layout vigil_barrier_layout;
+
+/* How long a waiter spins (pause instructions, about 30 ns each here) and
+ * how many times it yields before it sleeps in the kernel. Chosen with
+ * bench/bench_barrier.c; not part of the API. */
+#define VIGIL_BARRIER_SPIN   8
+#define VIGIL_BARRIER_YIELDS 4
+
+#endif
