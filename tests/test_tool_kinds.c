@@ -9,6 +9,51 @@
  */
 #include "tooltest.h"
 
+static vigil_hb *make_hb(const char *path, uint32_t cap)
+{
+    vigil_hb *hb = NULL;
+    int rc = vigil_hb_create(path, cap, &hb);
+    if (rc < 0) {
+        fprintf(stderr, "create %s: %s\n", path, vigil_strerror(rc));
+        exit(1);
+    }
+    return hb;
+}
+
+static int test_inspect_barrier(void)
+{
+    const char *hf = vt_path("bar.hb"), *bf = vt_path("bar.barrier");
+    vigil_hb *hb = make_hb(hf, 6);
+    vigil_barrier *b;
+    EXPECT_RC(vigil_barrier_create(bf, hb, 4, &b), 0);
+    VT_RUN("inspect", bf);
+    EXPECT_EXIT(0, "inspect barrier");
+    EXPECT(strstr(R.out, "barrier file, capacity 6, grace 4 epochs") && strstr(R.out, "round 0"),
+           "barrier header not shown:\n%s", R.out);
+    VT_RUN("inspect", bf, "--json");
+    EXPECT_EXIT(0, "inspect barrier --json");
+    struct vj *o = vj_parse(R.out);
+    EXPECT(o, "not JSON (%s):\n%s", vj_error, R.out);
+    static const char *const keys[] = { "kind", "capacity", "epoch", "arrived", "recorded",
+                                        "grace_epochs", "sleepers", NULL };
+    EXPECT(vj_keys_are(o, keys), "unexpected keys:\n%s", R.out);
+    uint64_t v;
+    EXPECT(vj_is_str(vj_get(o, "kind"), "barrier") && vj_u64(vj_get(o, "capacity"), &v) && v == 6,
+           "kind/capacity:\n%s", R.out);
+    EXPECT(vj_u64(vj_get(o, "grace_epochs"), &v) && v == 4, "grace_epochs:\n%s", R.out);
+
+    /* the tick and failover commands want a heartbeat table, and say so */
+    VT_RUN("tick", bf, "--count", "1");
+    EXPECT_EXIT(1, "tick of a barrier file");
+    EXPECT(strstr(R.err, "a barrier file, not a heartbeat table"), "got '%s'", R.err);
+    VT_RUN("failover", bf, "--once");
+    EXPECT_EXIT(1, "failover of a barrier file");
+    vigil_barrier_close(b);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+
 static int test_inspect_leases(void)
 {
     const char *lf = vt_path("store.leases");
@@ -57,4 +102,4 @@ static int test_inspect_leases(void)
 }
 
 
-VT_MAIN(VT_CASE(test_inspect_leases))
+VT_MAIN(VT_CASE(test_inspect_barrier), VT_CASE(test_inspect_leases))

@@ -128,9 +128,10 @@ static void show_hb_human(const char *path, const vigil_hb *hb, uint64_t grace, 
             vigil_hb_capacity(hb), vigil_hb_epoch(hb));
     vigil_leader ld;
     int rc = vigil_leader_get(hb, &ld);
+    static const char gone[] = " (no longer holds: the next election replaces it)";
     if (rc == 0)
         fprintf(out, "leader: slot %u, pid %u, term %" PRIu64 "%s\n", ld.slot, ld.pid, ld.term,
-                vigil_leader_is(hb, ld.slot, grace) ? "" : " (no longer holds: the next election replaces it)");
+                vigil_leader_is(hb, ld.slot, grace) ? "" : gone);
     else if (rc == VIGIL_EBUSY)
         fprintf(out, "leader: an election is installing a new one\n");
     else
@@ -181,19 +182,6 @@ static int show_heartbeat(const char *path, uint64_t grace, bool json, FILE *out
     return rc < 0 ? tool_fail(path, rc) : 0;
 }
 
-/* Until the barrier module gives a read-only accessor, its files are told
- * by the common header alone. */
-static int show_header_only(const char *path, const vigil_file_info *fi, bool json, FILE *out)
-{
-    const char *kind = tool_kind_name(fi->kind);
-    if (json)
-        fprintf(out, "{\"kind\": \"%s\", \"capacity\": %u}\n", kind, fi->capacity);
-    else
-        fprintf(out, "%s: %s file, capacity %u, layout version %u, %" PRIu64 " bytes\n", path,
-                kind, fi->capacity, fi->version, fi->size);
-    return 0;
-}
-
 int tool_show(const char *path, uint64_t grace, bool json, FILE *out)
 {
     vigil_file_info fi;
@@ -204,8 +192,8 @@ int tool_show(const char *path, uint64_t grace, bool json, FILE *out)
         return tool_fail_file(path, VIGIL_EBADFILE, 0);
     switch (fi.kind) {
     case VIGIL_KIND_HEARTBEAT: return show_heartbeat(path, grace, json, out);
-    case VIGIL_KIND_LEASES:    return tool_show_leases(path, json, out);
-    default:                   return show_header_only(path, &fi, json, out);
+    case VIGIL_KIND_BARRIER:   return tool_show_barrier(path, json, out);
+    default:                   return tool_show_leases(path, json, out);
     }
 }
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * vigil inspect, for the kinds that are not heartbeat tables: a lease
- * store (its entries through vigil_leases_entry). Keys and owners are
+ * vigil inspect, for the two kinds that are not heartbeat tables: a barrier
+ * file (read with vigil_barrier_peek, which needs no heartbeat table) and a
+ * lease store (its entries through vigil_leases_entry). Keys and owners are
  * whatever a peer wrote: they are printed escaped, as JSON strings, in the
  * human form too, so a hostile key cannot write escape sequences to the
  * terminal.
@@ -9,6 +10,27 @@
 #include "vigil.h"
 
 #include <inttypes.h>
+
+int tool_show_barrier(const char *path, bool json, FILE *out)
+{
+    vigil_barrier_state st;
+    int rc = vigil_barrier_peek(path, &st);
+    if (rc < 0)
+        return tool_fail_file(path, rc, VIGIL_KIND_BARRIER);
+    if (json) {
+        fprintf(out, "{\"kind\": \"barrier\", \"capacity\": %u, \"epoch\": %u, \"arrived\": %u, "
+                     "\"recorded\": %u, \"grace_epochs\": ",
+                st.capacity, st.epoch, st.arrived, st.recorded);
+        json_u64(out, st.grace_epochs);
+        fprintf(out, ", \"sleepers\": %u}\n", st.sleepers);
+        return 0;
+    }
+    fprintf(out,
+            "%s: barrier file, capacity %u, grace %" PRIu64 " epochs\n"
+            "round %u gathering: %u arrived (%u recorded by bound peers), %u asleep\n",
+            path, st.capacity, st.grace_epochs, st.epoch, st.arrived, st.recorded, st.sleepers);
+    return 0;
+}
 
 static const char *lease_state(uint32_t st)
 {

@@ -117,6 +117,7 @@ uint64_t tool_now_ms(void);
 int tool_show(const char *path, uint64_t grace, bool json, FILE *out);
 
 /* The other kinds (inspect_kinds.c); 0 or EXIT_RUNTIME after the reason. */
+int tool_show_barrier(const char *path, bool json, FILE *out);
 int tool_show_leases(const char *path, bool json, FILE *out);
 
 /* Prints the occupied slots of an open heartbeat table, human form. */
