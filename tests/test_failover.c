@@ -14,17 +14,6 @@
 #include <pthread.h>
 #include <sys/mman.h>
 
-static vigil_hb *fresh(const char *name, uint32_t cap)
-{
-    vigil_hb *hb = NULL;
-    int rc = vigil_hb_create(vt_path(name), cap, &hb);
-    if (rc < 0) {
-        fprintf(stderr, "create %s: %s\n", name, vigil_strerror(rc));
-        exit(1);
-    }
-    return hb;
-}
-
 /* Ticks n times, beating the slots in `keep` (a bitmask) after each. */
 static void tick_keep(vigil_hb *hb, int n, uint64_t keep)
 {
@@ -38,7 +27,7 @@ static void tick_keep(vigil_hb *hb, int n, uint64_t keep)
 
 static int test_scan_args(void)
 {
-    vigil_hb *hb = fresh("args.hb", 4);
+    vigil_hb *hb = vt_hb_fresh("args.hb", 4);
     vigil_reclaim out[4];
     EXPECT_RC(vigil_failover_scan(NULL, 2, out, 4), -EINVAL);
     EXPECT_RC(vigil_failover_scan(hb, 2, NULL, 4), -EINVAL);
@@ -52,7 +41,7 @@ static int test_scan_args(void)
 /* Live slots: not one byte of theirs changes, the version included. */
 static int test_live_untouched(void)
 {
-    vigil_hb *hb = fresh("live.hb", 8);
+    vigil_hb *hb = vt_hb_fresh("live.hb", 8);
     uint32_t s[3];
     for (int i = 0; i < 3; i++) {
         EXPECT_RC(vigil_hb_register(hb, 100 + i, &s[i]), 0);
@@ -71,7 +60,7 @@ static int test_live_untouched(void)
 
 static int test_stale_reclaimed_once(void)
 {
-    vigil_hb *hb = fresh("stale.hb", 8);
+    vigil_hb *hb = vt_hb_fresh("stale.hb", 8);
     uint32_t a, b, c;
     EXPECT_RC(vigil_hb_register(hb, 11, &a), 0);
     EXPECT_RC(vigil_hb_register(hb, 12, &b), 0);
@@ -111,7 +100,7 @@ static int test_stale_reclaimed_once(void)
 
 static int test_grace_boundary(void)
 {
-    vigil_hb *hb = fresh("boundary.hb", 2);
+    vigil_hb *hb = vt_hb_fresh("boundary.hb", 2);
     uint32_t s;
     EXPECT_RC(vigil_hb_register(hb, 7, &s), 0);
     tick_keep(hb, 3, 0);
@@ -132,7 +121,7 @@ static int test_grace_boundary(void)
  * bits and all, for the next scan: nothing is vacated without its entry. */
 static int test_max_limits(void)
 {
-    vigil_hb *hb = fresh("max.hb", 8);
+    vigil_hb *hb = vt_hb_fresh("max.hb", 8);
     uint32_t s;
     for (int i = 0; i < 5; i++) {
         EXPECT_RC(vigil_hb_register(hb, 50 + i, &s), 0);
@@ -164,7 +153,7 @@ static int test_max_limits(void)
 /* Marks that land after the slot was vacated are handed over, pid 0. */
 static int test_stray_bits(void)
 {
-    vigil_hb *hb = fresh("stray.hb", 2);
+    vigil_hb *hb = vt_hb_fresh("stray.hb", 2);
     atomic_store(&hb->slots[1].in_flight, 0x30);
     vigil_reclaim out[2];
     EXPECT_RC(vigil_failover_scan(hb, 5, out, 2), 1);
@@ -180,7 +169,7 @@ static int test_stray_bits(void)
  * repairs, once, and hands the bits over. */
 static int test_wedged_repaired(void)
 {
-    vigil_hb *hb = fresh("wedged.hb", 4);
+    vigil_hb *hb = vt_hb_fresh("wedged.hb", 4);
     uint32_t s;
     EXPECT_RC(vigil_hb_register(hb, 21, &s), 0);
     EXPECT_RC(vigil_hb_mark_in_flight(hb, s, 3), 0);
@@ -219,7 +208,7 @@ static int test_wedged_repaired(void)
  * and its bits stay. */
 static int test_wedged_live_kept(void)
 {
-    vigil_hb *hb = fresh("wedgedlive.hb", 2);
+    vigil_hb *hb = vt_hb_fresh("wedgedlive.hb", 2);
     uint32_t s;
     EXPECT_RC(vigil_hb_register(hb, 31, &s), 0);
     EXPECT_RC(vigil_hb_mark_in_flight(hb, s, 4), 0);
@@ -241,7 +230,7 @@ static int test_wedged_live_kept(void)
 /* A record of one odd version never repairs a later one. */
 static int test_wedge_record_per_version(void)
 {
-    vigil_hb *hb = fresh("episode.hb", 2);
+    vigil_hb *hb = vt_hb_fresh("episode.hb", 2);
     uint32_t s;
     EXPECT_RC(vigil_hb_register(hb, 41, &s), 0);
     atomic_fetch_add(&hb->slots[s].seq, 1);
@@ -263,7 +252,7 @@ static int test_wedge_record_per_version(void)
 
 static int test_wedged_vacant(void)
 {
-    vigil_hb *hb = fresh("wedgedvacant.hb", 2);
+    vigil_hb *hb = vt_hb_fresh("wedgedvacant.hb", 2);
     /* Slot 0: a registrant died before storing its pid; slot 1: a scanner
      * died between clearing the pid and taking the bits. */
     atomic_fetch_add(&hb->slots[0].seq, 1);
@@ -287,7 +276,7 @@ static int test_wedged_vacant(void)
 /* A full out array leaves a wedged slot for the next scan. */
 static int test_wedged_waits_for_room(void)
 {
-    vigil_hb *hb = fresh("wedgedroom.hb", 2);
+    vigil_hb *hb = vt_hb_fresh("wedgedroom.hb", 2);
     uint32_t a, b;
     EXPECT_RC(vigil_hb_register(hb, 61, &a), 0);
     EXPECT_RC(vigil_hb_register(hb, 62, &b), 0);
@@ -308,7 +297,7 @@ static int test_wedged_waits_for_room(void)
  * leaves live and unjudgeable owners alone. */
 static int test_scan_probe(void)
 {
-    vigil_hb *hb = fresh("probescan.hb", 8);
+    vigil_hb *hb = vt_hb_fresh("probescan.hb", 8);
     pid_t child = fork();
     if (child == 0)
         _exit(0);
@@ -379,7 +368,7 @@ static void *scanner_main(void *arg)
 
 static int test_threaded_scanners(void)
 {
-    vigil_hb *hb = fresh("threads.hb", 32);
+    vigil_hb *hb = vt_hb_fresh("threads.hb", 32);
     for (int round = 0; round < 20; round++) {
         uint32_t s;
         uint64_t want = 0;

@@ -44,18 +44,6 @@ static bool wait_word(_Atomic int *w, int want, unsigned timeout_ms)
     return true;
 }
 
-static vigil_hb *create_or_die(const char *path, uint32_t cap)
-{
-    vigil_hb *hb = NULL;
-    unlink(path);
-    int rc = vigil_hb_create(path, cap, &hb);
-    if (rc < 0) {
-        fprintf(stderr, "create %s: %s\n", path, vigil_strerror(rc));
-        exit(2);
-    }
-    return hb;
-}
-
 /* ---- racing registrants --------------------------------------------------- */
 
 struct race {
@@ -111,7 +99,8 @@ static int test_register_race(void)
     pid_t pids[RACERS];
     for (int round = 0; round < 5; round++) {
         const char *path = vt_path("race.hb");
-        vigil_hb *hb = create_or_die(path, RACERS);
+        unlink(path); /* the last round's table */
+        vigil_hb *hb = vt_hb_fresh_at(path, RACERS);
         EXPECT(race_round(path, RACERS, r, pids) == 0, "round %d: a racer failed", round);
         bool taken[RACERS] = { false };
         for (int i = 0; i < RACERS; i++) {
@@ -139,7 +128,8 @@ static int test_register_race_full(void)
     pid_t pids[RACERS];
     for (int round = 0; round < 4; round++) {
         const char *path = vt_path("racefull.hb");
-        vigil_hb *hb = create_or_die(path, CAP);
+        unlink(path); /* the last round's table */
+        vigil_hb *hb = vt_hb_fresh_at(path, CAP);
         EXPECT(race_round(path, CAP, r, pids) == 0, "round %d: a racer failed", round);
         int won = 0, full = 0;
         bool taken[CAP] = { false };
@@ -213,7 +203,7 @@ static void torn_writer(const char *path, struct churn *c)
 static int test_no_torn_snapshot(void)
 {
     const char *path = vt_path("torn.hb");
-    vigil_hb *hb = create_or_die(path, 1);
+    vigil_hb *hb = vt_hb_fresh_at(path, 1);
     struct churn *c = shared(sizeof(*c));
     pid_t w = fork();
     EXPECT(w >= 0, "fork: %s", strerror(errno));
@@ -315,7 +305,7 @@ static int cross_child(const char *path, struct xproc *x)
 static int test_cross_process_visibility(void)
 {
     const char *path = vt_path("cross.hb");
-    vigil_hb *hb = create_or_die(path, 4);
+    vigil_hb *hb = vt_hb_fresh_at(path, 4);
     for (int i = 0; i < 5; i++)
         vigil_hb_tick(hb);
     struct xproc *x = shared(sizeof(*x));
@@ -363,7 +353,7 @@ static int test_cross_process_visibility(void)
 static int test_killed_registered_goes_stale(void)
 {
     const char *path = vt_path("killed.hb");
-    vigil_hb *hb = create_or_die(path, 4);
+    vigil_hb *hb = vt_hb_fresh_at(path, 4);
     vigil_hb_tick(hb);
     struct xproc *x = shared(sizeof(*x));
     pid_t pid = fork();
@@ -487,7 +477,7 @@ static int test_killed_churners(void)
 {
     enum { CAP = 16, ROUNDS = 6, PER_ROUND = 2 };
     const char *path = vt_path("churn.hb");
-    vigil_hb *hb = create_or_die(path, CAP);
+    vigil_hb *hb = vt_hb_fresh_at(path, CAP);
     struct churn *c = shared(sizeof(*c));
     unsigned seed = (unsigned)time(NULL) ^ (unsigned)getpid();
     unsigned rs = seed;
@@ -567,7 +557,7 @@ struct st_report {
 static int test_start_time_after_fork(void)
 {
     const char *path = vt_path("start.hb");
-    vigil_hb *hb = create_or_die(path, 4);
+    vigil_hb *hb = vt_hb_fresh_at(path, 4);
     uint64_t mine = 0;
     if (vigil_proc_start_time((uint32_t)getpid(), &mine) < 0)
         return VT_SKIP; /* no /proc */

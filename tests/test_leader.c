@@ -13,17 +13,6 @@
 
 #include <pthread.h>
 
-static vigil_hb *fresh(const char *name, uint32_t cap)
-{
-    vigil_hb *hb = NULL;
-    int rc = vigil_hb_create(vt_path(name), cap, &hb);
-    if (rc < 0) {
-        fprintf(stderr, "create %s: %s\n", name, vigil_strerror(rc));
-        exit(1);
-    }
-    return hb;
-}
-
 static void tick_keep(vigil_hb *hb, int n, uint64_t keep)
 {
     for (int i = 0; i < n; i++) {
@@ -58,7 +47,7 @@ static uint64_t intent_word(uint64_t term, uint32_t pid, uint32_t slot)
 
 static int test_no_peers(void)
 {
-    vigil_hb *hb = fresh("none.hb", 4);
+    vigil_hb *hb = vt_hb_fresh("none.hb", 4);
     vigil_leader out = { 7, 7, 7 };
     EXPECT_RC(vigil_leader_elect(NULL, 2, &out), -EINVAL);
     EXPECT_RC(vigil_leader_elect(hb, 2, &out), VIGIL_ENOPEERS);
@@ -78,7 +67,7 @@ static int test_no_peers(void)
 
 static int test_lowest_pid_leads(void)
 {
-    vigil_hb *hb = fresh("lowest.hb", 8);
+    vigil_hb *hb = vt_hb_fresh("lowest.hb", 8);
     uint32_t s300, s100, s200;
     EXPECT_RC(vigil_hb_register(hb, 300, &s300), 0);
     EXPECT_RC(vigil_hb_register(hb, 100, &s100), 0);
@@ -111,7 +100,7 @@ static int test_lowest_pid_leads(void)
 
 static int test_term_follows_changes(void)
 {
-    vigil_hb *hb = fresh("changes.hb", 8);
+    vigil_hb *hb = vt_hb_fresh("changes.hb", 8);
     uint32_t a, b, c;
     EXPECT_RC(vigil_hb_register(hb, 100, &a), 0);
     EXPECT_RC(vigil_hb_register(hb, 200, &b), 0);
@@ -166,7 +155,7 @@ static int test_term_follows_changes(void)
 /* Equal pids (one process registered twice): the lower slot leads. */
 static int test_tie_lower_slot(void)
 {
-    vigil_hb *hb = fresh("tie.hb", 4);
+    vigil_hb *hb = vt_hb_fresh("tie.hb", 4);
     uint32_t a, b;
     EXPECT_RC(vigil_hb_register(hb, 77, &a), 0);
     EXPECT_RC(vigil_hb_register(hb, 77, &b), 0);
@@ -184,7 +173,7 @@ static int test_tie_lower_slot(void)
  * change, and the term rises exactly once for it. */
 static int test_half_installed_change(void)
 {
-    vigil_hb *hb = fresh("half.hb", 4);
+    vigil_hb *hb = vt_hb_fresh("half.hb", 4);
     uint32_t a, b;
     EXPECT_RC(vigil_hb_register(hb, 100, &a), 0);
     EXPECT_RC(vigil_hb_register(hb, 200, &b), 0);
@@ -233,7 +222,7 @@ static int test_half_installed_change(void)
  * for and then VIGIL_EBUSY; a word no elector writes is a scribble. */
 static int test_lock_holders(void)
 {
-    vigil_hb *hb = fresh("lock.hb", 4);
+    vigil_hb *hb = vt_hb_fresh("lock.hb", 4);
     uint32_t s;
     EXPECT_RC(vigil_hb_register(hb, 100, &s), 0);
     _Atomic uint64_t *lock = &hb->hdr->elect_lock;
@@ -307,7 +296,7 @@ static void *elector_main(void *arg)
 
 static int test_threaded_electors(void)
 {
-    vigil_hb *hb = fresh("threads.hb", 16);
+    vigil_hb *hb = vt_hb_fresh("threads.hb", 16);
     uint32_t s;
     for (int i = 0; i < 8; i++)
         EXPECT_RC(vigil_hb_register(hb, 500 - i, &s), 0);

@@ -47,17 +47,6 @@ static void shared_unmap(struct shared *sh)
     munmap(sh, sizeof(*sh));
 }
 
-static vigil_leases *fresh(const char *name, uint32_t cap)
-{
-    vigil_leases *ls = NULL;
-    int rc = vigil_leases_create(vt_path(name), cap, &ls);
-    if (rc < 0) {
-        fprintf(stderr, "create %s: %s\n", name, vigil_strerror(rc));
-        exit(1);
-    }
-    return ls;
-}
-
 static vigil_leases *child_open(const char *name)
 {
     vigil_leases *ls = NULL;
@@ -136,7 +125,7 @@ static void contend_child(struct shared *sh, int me, const char *file, int nkeys
 
 static int test_two_processes_one_key(void)
 {
-    vigil_leases *ls = fresh("contend.leases", 4);
+    vigil_leases *ls = vt_leases_fresh("contend.leases", 4);
     struct shared *sh = shared_map();
     pid_t kids[2];
     for (int i = 0; i < 2; i++) {
@@ -172,7 +161,7 @@ static int test_two_processes_one_key(void)
  * rebound all the time; still one holder per key and one entry per key. */
 static int test_processes_bind_keys(void)
 {
-    vigil_leases *ls = fresh("binds.leases", 6);
+    vigil_leases *ls = vt_leases_fresh("binds.leases", 6);
     struct shared *sh = shared_map();
     pid_t kids[4];
     for (int i = 0; i < 4; i++) {
@@ -203,7 +192,7 @@ static int test_processes_bind_keys(void)
 
 static int test_sigkill_holder(void)
 {
-    vigil_leases *ls = fresh("killed.leases", 4);
+    vigil_leases *ls = vt_leases_fresh("killed.leases", 4);
     struct shared *sh = shared_map();
     pid_t kid = fork();
     if (kid == 0) {
@@ -246,7 +235,7 @@ static int test_sigkill_holder(void)
  * its own keepalive's next renewal is refused and the keepalive says lost. */
 static int test_stopped_holder_refused(void)
 {
-    vigil_leases *ls = fresh("stopped.leases", 4);
+    vigil_leases *ls = vt_leases_fresh("stopped.leases", 4);
     struct shared *sh = shared_map();
     pid_t kid = fork();
     if (kid == 0) {
@@ -305,7 +294,7 @@ static int run_point(int point, enum scenario sc, int *died_out)
 {
     char file[64];
     snprintf(file, sizeof(file), "point-%d-%d.leases", point, (int)sc);
-    vigil_leases *ls = fresh(file, 4);
+    vigil_leases *ls = vt_leases_fresh(file, 4);
     vigil_lease bystander, old;
     /* A lease nobody touches: recovery must leave it alone. */
     EXPECT_RC(vigil_leases_acquire(ls, "bystander", "b", 60000, &bystander), 0);
@@ -409,7 +398,7 @@ static void churn_child(const char *file)
 
 static int test_killed_at_random(void)
 {
-    vigil_leases *ls = fresh("churn.leases", 4);
+    vigil_leases *ls = vt_leases_fresh("churn.leases", 4);
     unsigned seed = 12345;
     int wedged_seen = 0;
     for (int round = 0; round < 60; round++) {

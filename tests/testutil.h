@@ -6,6 +6,9 @@
  *
  * A test is `static int test_x(void)` returning 0 (pass), 1 (fail) or
  * VT_SKIP; every failure prints what was expected and what came instead.
+ *
+ * Also the pieces tests kept writing again: fresh tables and stores in the
+ * temporary directory.
  */
 #ifndef VIGIL_TESTUTIL_H
 #define VIGIL_TESTUTIL_H
@@ -137,6 +140,41 @@ static inline int vt_wait(pid_t pid, unsigned timeout_ms)
             vt_sleep_ms(1);                                                   \
         vt_ok_;                                                               \
     })
+
+/* ---- fresh files ---------------------------------------------------------- */
+
+/* A new heartbeat table at `path`; exits with status 2 when it cannot be
+ * made, since the test cannot run without it. */
+static inline vigil_hb *vt_hb_fresh_at(const char *path, uint32_t cap)
+{
+    vigil_hb *hb = NULL;
+    int rc = vigil_hb_create(path, cap, &hb);
+    if (rc < 0) {
+        fprintf(stderr, "create %s: %s\n", path, vigil_strerror(rc));
+        exit(2);
+    }
+    return hb;
+}
+
+/* A new heartbeat table `name` in the test's temporary directory. */
+static inline vigil_hb *vt_hb_fresh(const char *name, uint32_t cap)
+{
+    return vt_hb_fresh_at(vt_path(name), cap);
+}
+
+/* A new lease store `name` in the test's temporary directory; exits with
+ * status 2 when it cannot be made. */
+static inline vigil_leases *vt_leases_fresh(const char *name, uint32_t cap)
+{
+    vigil_leases *ls = NULL;
+    const char *path = vt_path(name);
+    int rc = vigil_leases_create(path, cap, &ls);
+    if (rc < 0) {
+        fprintf(stderr, "create %s: %s\n", path, vigil_strerror(rc));
+        exit(2);
+    }
+    return ls;
+}
 
 struct vt_case {
     const char *name;
