@@ -350,8 +350,10 @@ struct scanner {
 static void *scanner_main(void *arg)
 {
     struct scanner *sc = arg;
-    while (!atomic_load(sc->go))
-        ;
+    if (!vt_spin_until(sc->go, 1, 1024, 5000)) {
+        sc->err = VIGIL_ETIMEDOUT; /* the gate never opened */
+        return NULL;
+    }
     for (int i = 0; i < 50; i++) {
         vigil_reclaim out[16];
         int n = vigil_failover_scan(sc->hb, 1, out, 16);

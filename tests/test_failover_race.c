@@ -12,8 +12,6 @@
 
 #include "hb_internal.h"
 
-#include <sched.h>
-#include <sys/mman.h>
 
 #define WORKERS   3
 #define WATCHDOGS 3
@@ -22,8 +20,7 @@
 
 struct shared {
     _Atomic int      ready;
-    _Atomic int      armed;
-    _Atomic int      go;
+    struct vt_gate   gate;
     _Atomic int      stop;
     _Atomic int      reclaimed;         /* entries reported, all watchdogs */
     _Atomic uint32_t entries[WATCHDOGS];
@@ -32,39 +29,9 @@ struct shared {
     _Atomic uint32_t errors[WATCHDOGS]; /* scan returned < 0, or a gate timed out */
 };
 
-static struct shared *shared_new(void)
-{
-    void *p = mmap(NULL, sizeof(struct shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) {
-        perror("mmap");
-        exit(2);
-    }
-    return p;
-}
-
 static void shared_reset(struct shared *sh)
 {
     memset((void *)sh, 0, sizeof(*sh));
-}
-
-/* The start gate. The parent arms it; watchdog 0 opens it, so it opens
- * while watchdogs, not the parent, hold the CPUs, and the ones running
- * leave it within nanoseconds of each other. A busy wait, bounded, that
- * yields now and then so everybody gets to the gate. */
-static bool gate(struct shared *sh, int idx)
-{
-    _Atomic int *flag = idx == 0 ? &sh->armed : &sh->go;
-    uint64_t deadline = vt_now_ms() + 5000;
-    for (unsigned spin = 0; !atomic_load_explicit(flag, memory_order_relaxed); spin++) {
-        if ((spin & 1023) == 1023) {
-            if (vt_now_ms() > deadline)
-                return false;
-            sched_yield();
-        }
-    }
-    if (idx == 0)
-        atomic_store(&sh->go, 1);
-    return true;
 }
 
 /* A worker: registers itself, marks its bits, beats until told to stop. */
@@ -101,7 +68,11 @@ static pid_t spawn_watchdog(const char *path, struct shared *sh, int idx, int wa
     if (vigil_hb_open(path, 0, &hb) < 0)
         _exit(3);
     atomic_fetch_add(&sh->ready, 1);
-    if (!gate(sh, idx)) {
+    /* Every round starts from a reset gate: round 0. The parent arms it;
+     * watchdog 0 opens it, so it opens while watchdogs, not the parent,
+     * hold the CPUs, and the ones running leave it within nanoseconds of
+     * each other. */
+    if (!vt_gate_pass(&sh->gate, idx, 0, 5000)) {
         atomic_fetch_add(&sh->errors[idx], 1);
         _exit(4);
     }
@@ -169,7 +140,7 @@ static int check_watchdogs(struct shared *sh, pid_t *dogs, int round, uint32_t w
 
 static int test_three_watchdogs_exactly_once(void)
 {
-    struct shared *sh = shared_new();
+    struct shared *sh = vt_shared(sizeof(*sh));
     for (int round = 0; round < ROUNDS; round++) {
         char name[32];
         snprintf(name, sizeof(name), "race-%d.hb", round);
@@ -202,7 +173,7 @@ static int test_three_watchdogs_exactly_once(void)
         EXPECT(VT_WAIT_FOR(atomic_load(&sh->ready) == WATCHDOGS, 5000), "round %d: watchdogs not ready", round);
         for (int t = 0; t <= GRACE; t++)
             EXPECT(tick_with_live(hb, live, WORKERS - 1), "round %d: a live worker stopped beating", round);
-        atomic_store(&sh->armed, 1);
+        vt_gate_arm(&sh->gate, 0);
         if (check_watchdogs(sh, dogs, round, (uint32_t)workers[victim], bits[victim]))
             return 1;
 
@@ -232,7 +203,7 @@ static int test_three_watchdogs_exactly_once(void)
  * it exactly once, past grace, and hand its bits over once. */
 static int test_racing_repairers(void)
 {
-    struct shared *sh = shared_new();
+    struct shared *sh = vt_shared(sizeof(*sh));
     for (int round = 0; round < ROUNDS; round++) {
         char name[32];
         snprintf(name, sizeof(name), "wedge-%d.hb", round);
@@ -258,7 +229,7 @@ static int test_racing_repairers(void)
             vigil_hb_tick(hb);
             vigil_hb_beat(hb, keep);
         }
-        atomic_store(&sh->armed, 1);
+        vt_gate_arm(&sh->gate, 0);
         if (check_watchdogs(sh, dogs, round, 2000 + round, want))
             return 1;
         EXPECT(atomic_load(&hb->slots[s].seq) == v + 3, "round %d: expected version %u, got %u", round,
@@ -277,7 +248,7 @@ static int test_racing_repairers(void)
  * racing probe-assisted watchdogs take it at once, exactly once. */
 static int test_probe_watchdogs_exit_without_unregister(void)
 {
-    struct shared *sh = shared_new();
+    struct shared *sh = vt_shared(sizeof(*sh));
     for (int round = 0; round < ROUNDS / 2; round++) {
         char name[32];
         snprintf(name, sizeof(name), "exit-%d.hb", round);
@@ -296,7 +267,7 @@ static int test_probe_watchdogs_exit_without_unregister(void)
         for (int d = 0; d < WATCHDOGS; d++)
             dogs[d] = spawn_watchdog(path, sh, d, 1, true);
         EXPECT(VT_WAIT_FOR(atomic_load(&sh->ready) == WATCHDOGS, 5000), "round %d: watchdogs not ready", round);
-        atomic_store(&sh->armed, 1); /* no tick at all: every slot is inside grace */
+        vt_gate_arm(&sh->gate, 0); /* no tick at all: every slot is inside grace */
         if (check_watchdogs(sh, dogs, round, (uint32_t)quitter, UINT64_C(0xf0) << round))
             return 1;
         EXPECT(vt_wait(quitter, 1000) == 128 + SIGTERM, "round %d: quitter status", round);

@@ -279,8 +279,10 @@ struct elector {
 static void *elector_main(void *arg)
 {
     struct elector *e = arg;
-    while (!atomic_load(e->go))
-        ;
+    if (!vt_spin_until(e->go, 1, 1024, 5000)) {
+        e->err = VIGIL_ETIMEDOUT; /* the gate never opened */
+        return NULL;
+    }
     for (int i = 0; i < 200; i++) {
         vigil_leader out;
         int rc = vigil_leader_elect(e->hb, 2, &out);

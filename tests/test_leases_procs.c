@@ -12,8 +12,6 @@
 #include "testutil.h"
 
 #include <pthread.h>
-#include <stdatomic.h>
-#include <sys/mman.h>
 
 #include "leases_internal.h"
 
@@ -33,13 +31,7 @@ struct shared {
 
 static struct shared *shared_map(void)
 {
-    void *p = mmap(NULL, sizeof(struct shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) {
-        perror("mmap");
-        exit(2);
-    }
-    memset(p, 0, sizeof(struct shared));
-    return p;
+    return vt_shared(sizeof(struct shared));
 }
 
 static void shared_unmap(struct shared *sh)
@@ -88,8 +80,8 @@ static void contend_child(struct shared *sh, int me, const char *file, int nkeys
     vigil_leases *ls = child_open(file);
     char owner[32], key[32];
     snprintf(owner, sizeof(owner), "child-%d", me);
-    while (!atomic_load(&sh->go))
-        ;
+    if (!vt_spin_until(&sh->go, 1, 1024, 10000))
+        _exit(4);
     uint64_t deadline = vt_now_ms() + ms;
     unsigned seed = (unsigned)me * 7919u + 1;
     while (vt_now_ms() < deadline) {
