@@ -6,24 +6,11 @@
  * first sight and repaired once past grace, and the probe-assisted scan
  * taking a dead owner inside its grace window.
  */
-#include "testutil.h"
-
-#include "hb_internal.h"
+#include "hbtest.h"
 #include "probe.h"
 
 #include <pthread.h>
 #include <sys/mman.h>
-
-/* Ticks n times, beating the slots in `keep` (a bitmask) after each. */
-static void tick_keep(vigil_hb *hb, int n, uint64_t keep)
-{
-    for (int i = 0; i < n; i++) {
-        vigil_hb_tick(hb);
-        for (uint32_t s = 0; s < 64 && s < hb->capacity; s++)
-            if (keep & (UINT64_C(1) << s))
-                vigil_hb_beat(hb, s);
-    }
-}
 
 static int test_scan_args(void)
 {
@@ -47,7 +34,7 @@ static int test_live_untouched(void)
         EXPECT_RC(vigil_hb_register(hb, 100 + i, &s[i]), 0);
         EXPECT_RC(vigil_hb_mark_in_flight(hb, s[i], i), 0);
     }
-    tick_keep(hb, 10, 0x7);
+    vt_hb_tick_keep(hb, 10, 0x7);
     struct vigil_hb_slot before[3];
     memcpy(before, hb->slots, sizeof(before));
     vigil_reclaim out[8];
@@ -69,7 +56,7 @@ static int test_stale_reclaimed_once(void)
     EXPECT_RC(vigil_hb_mark_in_flight(hb, a, 2), 0);
     EXPECT_RC(vigil_hb_mark_in_flight(hb, b, 5), 0);
     EXPECT_RC(vigil_hb_set_role(hb, a, VIGIL_ROLE_COORDINATOR), 0);
-    tick_keep(hb, 3, UINT64_C(1) << b);
+    vt_hb_tick_keep(hb, 3, UINT64_C(1) << b);
     vigil_reclaim out[8];
     memset(out, 0xee, sizeof(out));
     int n = vigil_failover_scan(hb, 2, out, 8);
@@ -103,7 +90,7 @@ static int test_grace_boundary(void)
     vigil_hb *hb = vt_hb_fresh("boundary.hb", 2);
     uint32_t s;
     EXPECT_RC(vigil_hb_register(hb, 7, &s), 0);
-    tick_keep(hb, 3, 0);
+    vt_hb_tick_keep(hb, 3, 0);
     vigil_reclaim out[2];
     EXPECT_RC(vigil_failover_scan(hb, 3, out, 2), 0); /* age 3 == grace: live */
     EXPECT_RC(vigil_failover_scan(hb, UINT64_MAX, out, 2), 0);
@@ -127,7 +114,7 @@ static int test_max_limits(void)
         EXPECT_RC(vigil_hb_register(hb, 50 + i, &s), 0);
         EXPECT_RC(vigil_hb_mark_in_flight(hb, s, 10 + i), 0);
     }
-    tick_keep(hb, 2, 0);
+    vt_hb_tick_keep(hb, 2, 0);
     vigil_reclaim out[8];
     EXPECT_RC(vigil_failover_scan(hb, 1, out, 0), 0);
     EXPECT(vigil_hb_live_count(hb, UINT64_MAX) == 5, "max 0 vacated a slot");
@@ -182,7 +169,7 @@ static int test_wedged_repaired(void)
     uint64_t rec = atomic_load(&hb->slots[s].odd_since);
     EXPECT(rec == ((uint64_t)v << 32 | 0), "expected wedge record (%u << 32 | 0), got %#llx", v,
            (unsigned long long)rec);
-    tick_keep(hb, 2, 0);
+    vt_hb_tick_keep(hb, 2, 0);
     EXPECT_RC(vigil_failover_scan(hb, 2, out, 4), 0); /* wedged 2 epochs: not yet */
     EXPECT(atomic_load(&hb->slots[s].seq) == v, "slot repaired inside grace");
     EXPECT(atomic_load(&hb->slots[s].odd_since) == rec, "wedge record moved: %#llx",
@@ -215,7 +202,7 @@ static int test_wedged_live_kept(void)
     uint32_t v = atomic_fetch_add(&hb->slots[s].seq, 1) + 1;
     vigil_reclaim out[2];
     EXPECT_RC(vigil_failover_scan(hb, 1, out, 2), 0);
-    tick_keep(hb, 3, UINT64_C(1) << s);
+    vt_hb_tick_keep(hb, 3, UINT64_C(1) << s);
     EXPECT_RC(vigil_failover_scan(hb, 1, out, 2), 0);
     EXPECT(atomic_load(&hb->slots[s].seq) == v + 3, "live wedged slot not repaired: version %u",
            atomic_load(&hb->slots[s].seq));
@@ -237,14 +224,14 @@ static int test_wedge_record_per_version(void)
     vigil_reclaim out[2];
     EXPECT_RC(vigil_failover_scan(hb, 1, out, 2), 0); /* records v at epoch 0 */
     atomic_fetch_add(&hb->slots[s].seq, 2);           /* finished, and a new change began */
-    tick_keep(hb, 5, 0);
+    vt_hb_tick_keep(hb, 5, 0);
     EXPECT_RC(vigil_failover_scan(hb, 1, out, 2), 0); /* first sight of v + 2 */
     uint32_t v2 = atomic_load(&hb->slots[s].seq);
     EXPECT(v2 % 2 == 1, "slot repaired on an old version's record");
     EXPECT(atomic_load(&hb->slots[s].odd_since) == ((uint64_t)v2 << 32 | 5),
            "expected record (%u << 32 | 5), got %#llx", v2,
            (unsigned long long)atomic_load(&hb->slots[s].odd_since));
-    tick_keep(hb, 2, 0);
+    vt_hb_tick_keep(hb, 2, 0);
     EXPECT_RC(vigil_failover_scan(hb, 1, out, 2), 1);
     vigil_hb_close(hb);
     return 0;
@@ -283,7 +270,7 @@ static int test_wedged_waits_for_room(void)
     atomic_fetch_add(&hb->slots[b].seq, 1);
     vigil_reclaim out[2];
     EXPECT_RC(vigil_failover_scan(hb, 0, out, 2), 0);
-    tick_keep(hb, 2, 0);
+    vt_hb_tick_keep(hb, 2, 0);
     EXPECT_RC(vigil_failover_scan(hb, 0, out, 1), 1);
     EXPECT(out[0].pid == 61, "expected pid 61 first, got %u", out[0].pid);
     EXPECT(atomic_load(&hb->slots[b].seq) % 2 == 1, "wedged slot repaired without room for its entry");

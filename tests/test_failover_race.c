@@ -8,9 +8,7 @@
  * race on a wedged slot (repair exactly once) and with the probe-assisted
  * scan on a worker that exited inside its grace window.
  */
-#include "testutil.h"
-
-#include "hb_internal.h"
+#include "hbtest.h"
 
 
 #define WORKERS   3
@@ -32,29 +30,6 @@ struct shared {
 static void shared_reset(struct shared *sh)
 {
     memset((void *)sh, 0, sizeof(*sh));
-}
-
-/* A worker: registers itself, marks its bits, beats until told to stop. */
-static pid_t spawn_worker(const char *path, struct shared *sh, uint64_t bits)
-{
-    pid_t pid = fork();
-    if (pid != 0)
-        return pid;
-    vigil_hb *hb;
-    uint32_t slot;
-    if (vigil_hb_open(path, 0, &hb) < 0 || vigil_hb_register(hb, (uint32_t)getpid(), &slot) < 0)
-        _exit(3);
-    for (unsigned b = 0; b < 64; b++)
-        if (bits & (UINT64_C(1) << b))
-            vigil_hb_mark_in_flight(hb, slot, b);
-    atomic_fetch_add(&sh->ready, 1);
-    uint64_t deadline = vt_now_ms() + 20000;
-    while (!atomic_load(&sh->stop) && vt_now_ms() < deadline) {
-        vigil_hb_beat(hb, slot);
-        struct timespec ts = { 0, 100000 };
-        nanosleep(&ts, NULL);
-    }
-    _exit(0);
 }
 
 /* A watchdog: waits at the gate, then scans until someone has reclaimed
@@ -94,25 +69,13 @@ static pid_t spawn_watchdog(const char *path, struct shared *sh, int idx, int wa
     _exit(0);
 }
 
-/* Ticks once and waits until every slot in `live` has beaten at the new
- * epoch, so live workers never look stale however the scheduler runs. */
-static bool tick_with_live(vigil_hb *hb, const uint32_t *slots, int n)
+/* Starts the watchdogs, each wanting one entry, and waits (5 s at most)
+ * until all of them are at the gate. */
+static bool spawn_watchdogs(const char *path, struct shared *sh, pid_t *dogs, bool probe)
 {
-    uint64_t e = vigil_hb_tick(hb);
-    for (int i = 0; i < n; i++)
-        if (!VT_WAIT_FOR(atomic_load(&hb->slots[slots[i]].last_seen_epoch) >= e, 5000))
-            return false;
-    return true;
-}
-
-static int find_slot(vigil_hb *hb, pid_t pid, uint32_t *slot)
-{
-    for (uint32_t i = 0; i < hb->capacity; i++)
-        if (atomic_load(&hb->slots[i].pid) == (uint32_t)pid) {
-            *slot = i;
-            return 0;
-        }
-    return -1;
+    for (int d = 0; d < WATCHDOGS; d++)
+        dogs[d] = spawn_watchdog(path, sh, d, 1, probe);
+    return VT_WAIT_FOR(atomic_load(&sh->ready) == WATCHDOGS, 5000);
 }
 
 static int check_watchdogs(struct shared *sh, pid_t *dogs, int round, uint32_t want_pid, uint64_t want_bits)
@@ -153,13 +116,13 @@ static int test_three_watchdogs_exactly_once(void)
         for (int w = 0; w < WORKERS; w++) {
             /* distinct bits per worker, a different pattern each round */
             bits[w] = ((UINT64_C(0x9) << (round % 13)) | 1) << (20 * w);
-            workers[w] = spawn_worker(path, sh, bits[w]);
+            workers[w] = vt_hb_spawn_worker(path, &sh->ready, &sh->stop, bits[w]);
         }
         EXPECT(VT_WAIT_FOR(atomic_load(&sh->ready) == WORKERS, 5000), "round %d: workers not ready", round);
         int victim = round % WORKERS;
         uint32_t slots[WORKERS], live[WORKERS - 1];
         for (int w = 0, l = 0; w < WORKERS; w++) {
-            EXPECT(find_slot(hb, workers[w], &slots[w]) == 0, "round %d: worker %d has no slot", round, w);
+            EXPECT(vt_hb_find_slot(hb, workers[w], &slots[w]), "round %d: worker %d has no slot", round, w);
             if (w != victim)
                 live[l++] = slots[w];
         }
@@ -168,11 +131,9 @@ static int test_three_watchdogs_exactly_once(void)
 
         pid_t dogs[WATCHDOGS];
         atomic_store(&sh->ready, 0);
-        for (int d = 0; d < WATCHDOGS; d++)
-            dogs[d] = spawn_watchdog(path, sh, d, 1, false);
-        EXPECT(VT_WAIT_FOR(atomic_load(&sh->ready) == WATCHDOGS, 5000), "round %d: watchdogs not ready", round);
+        EXPECT(spawn_watchdogs(path, sh, dogs, false), "round %d: watchdogs not ready", round);
         for (int t = 0; t <= GRACE; t++)
-            EXPECT(tick_with_live(hb, live, WORKERS - 1), "round %d: a live worker stopped beating", round);
+            EXPECT(vt_hb_tick_with_live(hb, live, WORKERS - 1), "round %d: a live worker stopped beating", round);
         vt_gate_arm(&sh->gate, 0);
         if (check_watchdogs(sh, dogs, round, (uint32_t)workers[victim], bits[victim]))
             return 1;
@@ -222,9 +183,7 @@ static int test_racing_repairers(void)
         vigil_reclaim out[4];
         EXPECT_RC(vigil_failover_scan(hb, GRACE, out, 4), 0); /* first sight */
         pid_t dogs[WATCHDOGS];
-        for (int d = 0; d < WATCHDOGS; d++)
-            dogs[d] = spawn_watchdog(path, sh, d, 1, false);
-        EXPECT(VT_WAIT_FOR(atomic_load(&sh->ready) == WATCHDOGS, 5000), "round %d: watchdogs not ready", round);
+        EXPECT(spawn_watchdogs(path, sh, dogs, false), "round %d: watchdogs not ready", round);
         for (int t = 0; t <= GRACE; t++) {
             vigil_hb_tick(hb);
             vigil_hb_beat(hb, keep);
@@ -256,17 +215,15 @@ static int test_probe_watchdogs_exit_without_unregister(void)
         vigil_hb *hb;
         EXPECT_RC(vigil_hb_create(path, 8, &hb), 0);
         shared_reset(sh);
-        pid_t keep = spawn_worker(path, sh, 0x1);
-        pid_t quitter = spawn_worker(path, sh, UINT64_C(0xf0) << round);
+        pid_t keep = vt_hb_spawn_worker(path, &sh->ready, &sh->stop, 0x1);
+        pid_t quitter = vt_hb_spawn_worker(path, &sh->ready, &sh->stop, UINT64_C(0xf0) << round);
         EXPECT(VT_WAIT_FOR(atomic_load(&sh->ready) == 2, 5000), "round %d: workers not ready", round);
         kill(quitter, SIGTERM); /* dies without unregistering; not reaped yet */
         siginfo_t si;
         EXPECT(waitid(P_PID, (id_t)quitter, &si, WEXITED | WNOWAIT) == 0, "waitid: %s", strerror(errno));
         atomic_store(&sh->ready, 0);
         pid_t dogs[WATCHDOGS];
-        for (int d = 0; d < WATCHDOGS; d++)
-            dogs[d] = spawn_watchdog(path, sh, d, 1, true);
-        EXPECT(VT_WAIT_FOR(atomic_load(&sh->ready) == WATCHDOGS, 5000), "round %d: watchdogs not ready", round);
+        EXPECT(spawn_watchdogs(path, sh, dogs, true), "round %d: watchdogs not ready", round);
         vt_gate_arm(&sh->gate, 0); /* no tick at all: every slot is inside grace */
         if (check_watchdogs(sh, dogs, round, (uint32_t)quitter, UINT64_C(0xf0) << round))
             return 1;
@@ -274,7 +231,7 @@ static int test_probe_watchdogs_exit_without_unregister(void)
         atomic_store(&sh->stop, 1);
         EXPECT(vt_wait(keep, 5000) == 0, "round %d: live worker failed", round);
         uint32_t ks;
-        EXPECT(find_slot(hb, keep, &ks) == 0, "round %d: live worker's slot was taken", round);
+        EXPECT(vt_hb_find_slot(hb, keep, &ks), "round %d: live worker's slot was taken", round);
         vigil_hb_close(hb);
         unlink(path);
     }

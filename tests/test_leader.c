@@ -6,22 +6,10 @@
  * way through is finished with one term step; a dead lock holder is
  * replaced at once, a live or unjudgeable one is waited for, boundedly.
  */
-#include "testutil.h"
-
-#include "hb_internal.h"
+#include "hbtest.h"
 #include "probe.h"
 
 #include <pthread.h>
-
-static void tick_keep(vigil_hb *hb, int n, uint64_t keep)
-{
-    for (int i = 0; i < n; i++) {
-        vigil_hb_tick(hb);
-        for (uint32_t s = 0; s < 64 && s < hb->capacity; s++)
-            if (keep & (UINT64_C(1) << s))
-                vigil_hb_beat(hb, s);
-    }
-}
 
 static uint32_t coordinators(vigil_hb *hb, uint32_t *which)
 {
@@ -58,7 +46,7 @@ static int test_no_peers(void)
            "leader_is true with nobody");
     uint32_t s;
     EXPECT_RC(vigil_hb_register(hb, 5, &s), 0);
-    tick_keep(hb, 3, 0);
+    vt_hb_tick_keep(hb, 3, 0);
     EXPECT_RC(vigil_leader_elect(hb, 2, &out), VIGIL_ENOPEERS); /* only a stale slot */
     EXPECT(atomic_load(&hb->hdr->term) == 0, "term moved with no live slot");
     vigil_hb_close(hb);
@@ -109,7 +97,7 @@ static int test_term_follows_changes(void)
     EXPECT_RC(vigil_leader_elect(hb, 2, &out), 1);
     uint64_t keep_bc = (UINT64_C(1) << b) | (UINT64_C(1) << c);
     /* The leader goes stale: next-lowest live pid, term 2, old one demoted. */
-    tick_keep(hb, 3, keep_bc);
+    vt_hb_tick_keep(hb, 3, keep_bc);
     EXPECT(!vigil_leader_is(hb, a, 2), "a stale leader still leads");
     EXPECT_RC(vigil_leader_elect(hb, 2, &out), 1);
     EXPECT(out.pid == 200 && out.slot == b && out.term == 2, "expected pid 200 term 2, got pid %u term %llu",
@@ -141,7 +129,7 @@ static int test_term_follows_changes(void)
     EXPECT_RC(vigil_leader_elect(hb, 2, &out), 0);
     EXPECT(out.term == 5, "term moved without a change: %llu", (unsigned long long)out.term);
     /* Everybody stale: nobody to elect, the record stays. */
-    tick_keep(hb, 3, 0);
+    vt_hb_tick_keep(hb, 3, 0);
     EXPECT_RC(vigil_leader_elect(hb, 2, &out), VIGIL_ENOPEERS);
     vigil_leader got;
     EXPECT_RC(vigil_leader_get(hb, &got), 0);
@@ -192,7 +180,7 @@ static int test_half_installed_change(void)
     EXPECT(atomic_load(&h->elect_intent) == 0, "intent not cleared");
 
     /* Killed right after the intent: the leader word still the old one. */
-    tick_keep(hb, 3, UINT64_C(1) << b);
+    vt_hb_tick_keep(hb, 3, UINT64_C(1) << b);
     atomic_store(&h->elect_intent, intent_word(4, 200, b));
     EXPECT_RC(vigil_leader_elect(hb, 2, &out), 0); /* 200@4 was the change; this election keeps it */
     EXPECT(out.pid == 200 && out.term == 4, "expected pid 200 term 4, got pid %u term %llu", out.pid,

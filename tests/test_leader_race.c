@@ -9,9 +9,7 @@
  * exactly once per change (the electors' "changed" answers add up to the
  * term's rise, and that is 1 exactly when the lowest live pid moved).
  */
-#include "testutil.h"
-
-#include "hb_internal.h"
+#include "hbtest.h"
 
 
 #define ELECTORS 4
@@ -23,44 +21,6 @@ struct workers {
     _Atomic int ready;
     _Atomic int stop;
 };
-
-static pid_t spawn_worker(const char *path, struct workers *sh)
-{
-    pid_t pid = fork();
-    if (pid != 0)
-        return pid;
-    vigil_hb *hb;
-    uint32_t slot;
-    if (vigil_hb_open(path, 0, &hb) < 0 || vigil_hb_register(hb, (uint32_t)getpid(), &slot) < 0)
-        _exit(3);
-    atomic_fetch_add(&sh->ready, 1);
-    uint64_t deadline = vt_now_ms() + 20000;
-    while (!atomic_load(&sh->stop) && vt_now_ms() < deadline) {
-        vigil_hb_beat(hb, slot);
-        struct timespec ts = { 0, 100000 };
-        nanosleep(&ts, NULL);
-    }
-    _exit(0);
-}
-
-static bool find_slot(vigil_hb *hb, pid_t pid, uint32_t *slot)
-{
-    for (uint32_t i = 0; i < hb->capacity; i++)
-        if (atomic_load(&hb->slots[i].pid) == (uint32_t)pid) {
-            *slot = i;
-            return true;
-        }
-    return false;
-}
-
-static bool tick_with_live(vigil_hb *hb, const uint32_t *slots, int n)
-{
-    uint64_t e = vigil_hb_tick(hb);
-    for (int i = 0; i < n; i++)
-        if (!VT_WAIT_FOR(atomic_load(&hb->slots[slots[i]].last_seen_epoch) >= e, 5000))
-            return false;
-    return true;
-}
 
 static int order_by_pid(const void *a, const void *b)
 {
@@ -79,12 +39,12 @@ static int test_kill_leader(void)
     struct workers *sh = vt_shared(sizeof(*sh));
     pid_t w[3];
     for (int i = 0; i < 3; i++)
-        w[i] = spawn_worker(path, sh);
+        w[i] = vt_hb_spawn_worker(path, &sh->ready, &sh->stop, 0);
     EXPECT(VT_WAIT_FOR(atomic_load(&sh->ready) == 3, 5000), "workers not ready");
     qsort(w, 3, sizeof(w[0]), order_by_pid);
     uint32_t slot[3];
     for (int i = 0; i < 3; i++)
-        EXPECT(find_slot(hb, w[i], &slot[i]), "worker %d has no slot", (int)w[i]);
+        EXPECT(vt_hb_find_slot(hb, w[i], &slot[i]), "worker %d has no slot", (int)w[i]);
 
     vigil_leader out;
     EXPECT_RC(vigil_leader_elect(hb, GRACE, &out), 1);
@@ -97,7 +57,7 @@ static int test_kill_leader(void)
     EXPECT_RC(vigil_leader_elect(hb, GRACE, &out), 0); /* inside grace: still "live" */
     uint32_t live[2] = { slot[1], slot[2] };
     for (int t = 0; t <= GRACE; t++)
-        EXPECT(tick_with_live(hb, live, 2), "a live worker stopped beating");
+        EXPECT(vt_hb_tick_with_live(hb, live, 2), "a live worker stopped beating");
     EXPECT_RC(vigil_leader_elect(hb, GRACE, &out), 1);
     EXPECT(out.pid == (uint32_t)w[1] && out.slot == slot[1] && out.term == term0 + 1,
            "expected leader %d at term %llu, got %u at %llu", (int)w[1], (unsigned long long)term0 + 1,
