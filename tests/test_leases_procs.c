@@ -182,22 +182,32 @@ static int test_processes_bind_keys(void)
 
 /* ---- holders that die or stall ------------------------------------------- */
 
+/* In a child: acquires `key` in the store `file`, keeps it alive with a
+ * keepalive, hands the lease to the parent in sh->lease and raises
+ * sh->ready. Exits 3 (open), 4 (acquire) or 5 (keepalive) on failure. */
+static vigil_keepalive *kept_holder(struct shared *sh, const char *file, const char *key, const char *owner,
+                                    uint64_t ttl_ms)
+{
+    vigil_leases *cls = child_open(file);
+    vigil_lease l;
+    if (vigil_leases_acquire(cls, key, owner, ttl_ms, &l) != 0)
+        _exit(4);
+    vigil_lease_port port = vigil_leases_port(cls);
+    vigil_keepalive *ka;
+    if (vigil_keepalive_start(&port, &l, &ka) != 0)
+        _exit(5);
+    sh->lease = l;
+    atomic_store(&sh->ready, 1);
+    return ka;
+}
+
 static int test_sigkill_holder(void)
 {
     vigil_leases *ls = vt_leases_fresh("killed.leases", 4);
     struct shared *sh = shared_map();
     pid_t kid = fork();
     if (kid == 0) {
-        vigil_leases *cls = child_open("killed.leases");
-        vigil_lease l;
-        if (vigil_leases_acquire(cls, "victim", "doomed", 300, &l) != 0)
-            _exit(4);
-        vigil_lease_port port = vigil_leases_port(cls);
-        vigil_keepalive *ka;
-        if (vigil_keepalive_start(&port, &l, &ka) != 0)
-            _exit(5);
-        sh->lease = l;
-        atomic_store(&sh->ready, 1);
+        kept_holder(sh, "killed.leases", "victim", "doomed", 300);
         vt_sleep_ms(10000); /* until killed */
         _exit(6);
     }
@@ -231,16 +241,7 @@ static int test_stopped_holder_refused(void)
     struct shared *sh = shared_map();
     pid_t kid = fork();
     if (kid == 0) {
-        vigil_leases *cls = child_open("stopped.leases");
-        vigil_lease l;
-        if (vigil_leases_acquire(cls, "paused", "sleeper", 200, &l) != 0)
-            _exit(4);
-        vigil_lease_port port = vigil_leases_port(cls);
-        vigil_keepalive *ka;
-        if (vigil_keepalive_start(&port, &l, &ka) != 0)
-            _exit(5);
-        sh->lease = l;
-        atomic_store(&sh->ready, 1);
+        vigil_keepalive *ka = kept_holder(sh, "stopped.leases", "paused", "sleeper", 200);
         /* Resumed: the next beat is refused. */
         bool lost = VT_WAIT_FOR(vigil_keepalive_lost(ka), 8000);
         int st = vigil_keepalive_stop(ka);
