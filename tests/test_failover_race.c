@@ -10,7 +10,6 @@
  */
 #include "hbtest.h"
 
-
 #define WORKERS   3
 #define WATCHDOGS 3
 #define ROUNDS    40

@@ -9,7 +9,6 @@
  */
 #include "testutil.h"
 
-
 #include "hb_internal.h"
 
 #define RACERS 16

@@ -11,7 +11,6 @@
  */
 #include "hbtest.h"
 
-
 #define ELECTORS 4
 #define ROUNDS   300
 #define CALLS    25
