@@ -42,11 +42,15 @@ sanitize-tsan: deps
 	cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
 	    ctest --output-on-failure -j $(JOBS) --timeout 600
 
+# Each libFuzzer binary starts from its harness's seeds (vigil_fuzz_seed,
+# written by the replay build of the same harness) in build-fuzz/corpus/<x>,
+# where it also keeps what it finds for the next run.
 fuzz: deps
 	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DVIGIL_FUZZ=ON -DVIGIL_BENCH=OFF >/dev/null
 	cmake --build build-fuzz -j $(JOBS)
 	@for f in build-fuzz/fuzz/fuzz_*; do case $$f in *_replay) continue;; esac; \
-	    echo "== $$f"; $$f -max_total_time=$${FUZZ_SECONDS:-60} -rss_limit_mb=2048 || exit 1; done
+	    c=build-fuzz/corpus/$${f##*/}; mkdir -p $$c && $${f}_replay --write-seeds $$c || exit 1; \
+	    echo "== $$f"; $$f $$c -max_total_time=$${FUZZ_SECONDS:-60} -rss_limit_mb=2048 || exit 1; done
 
 install: build
 	cmake --install $(BUILD) --prefix $${PREFIX:-/usr/local}

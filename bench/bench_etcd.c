@@ -13,24 +13,12 @@
  * Figures are medians (p99 beside them); the ratio to the round trip is
  * the figure to compare, the machine being noisy.
  */
-#define _GNU_SOURCE
+#include "bench.h"
+
 #include <vigil/etcd.h>
 #include "etcd_internal.h"
 
-#include <errno.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -159,13 +147,13 @@ int main(void)
     }
     /* Interleaved, so drift in the machine's load hits every column alike. */
     for (int i = 0; i < RENEW_N; i++) {
-        uint64_t t0 = now_ns();
+        uint64_t t0 = bench_now_ns();
         rc = vigil_etcd__request(e, "version", NULL, &http, &reply, &len);
-        uint64_t t1 = now_ns();
+        uint64_t t1 = bench_now_ns();
         int rk = vigil_etcd__request(e, "v3/lease/keepalive", ka_body, &http, &reply, &len);
-        uint64_t t2 = now_ns();
+        uint64_t t2 = bench_now_ns();
         int rr = vigil_etcd_renew(e, &l);
-        uint64_t t3 = now_ns();
+        uint64_t t3 = bench_now_ns();
         if (rc || rk || rr) {
             fprintf(stderr, "request failed: %s / %s / %s\n", vigil_strerror(rc), vigil_strerror(rk), vigil_strerror(rr));
             return 1;
@@ -176,11 +164,11 @@ int main(void)
     }
     vigil_etcd_release(e, &l);
     for (int i = 0; i < ACQ_N; i++) {
-        uint64_t t0 = now_ns();
+        uint64_t t0 = bench_now_ns();
         int ra = vigil_etcd_acquire(e, key, "bench", 5000, &l);
-        uint64_t t1 = now_ns();
+        uint64_t t1 = bench_now_ns();
         int rr = ra == 0 ? vigil_etcd_release(e, &l) : ra;
-        uint64_t t2 = now_ns();
+        uint64_t t2 = bench_now_ns();
         if (ra || rr) {
             fprintf(stderr, "acquire/release failed: %s / %s\n", vigil_strerror(ra), vigil_strerror(rr));
             return 1;

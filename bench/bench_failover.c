@@ -25,18 +25,12 @@
  * flatter the baselines. Each figure is the best of REPS repetitions;
  * ratios are baseline / vigil, so above 1 means vigil is faster.
  */
-#define _GNU_SOURCE
-#include <errno.h>
+#include "bench.h"
+
 #include <fcntl.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <vigil/vigil.h>
 
@@ -47,30 +41,10 @@
 #define GRACE 5
 #define REPS  9
 
-#define BARRIER() __asm__ __volatile__("" ::: "memory")
-
-static volatile uint64_t sink;
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* Best of REPS runs of `iters` calls of fn(arg), in ns per call. */
+/* A warm-up, then the best of REPS runs of `iters` calls, in ns per call. */
 static double best_ns(void (*fn)(void *, long), void *arg, long iters)
 {
-    double best = 1e30;
-    fn(arg, iters / 10 + 1); /* warm up */
-    for (int r = 0; r < REPS; r++) {
-        uint64_t t0 = now_ns();
-        fn(arg, iters);
-        double ns = (double)(now_ns() - t0) / (double)iters;
-        if (ns < best)
-            best = ns;
-    }
-    return best;
+    return bench_best_ns(fn, arg, iters, REPS);
 }
 
 /* ---- baseline: one mutex over a table of plain records ------------------- */
@@ -239,7 +213,7 @@ static void b_scan_none(void *a, long n)
     struct ctx *c = a;
     vigil_reclaim out[SLOTS];
     for (long i = 0; i < n; i++) {
-        sink += (uint64_t)vigil_failover_scan(c->hb, GRACE, out, SLOTS);
+        bench_sink += (uint64_t)vigil_failover_scan(c->hb, GRACE, out, SLOTS);
         BARRIER();
     }
 }
@@ -249,7 +223,7 @@ static void b_mt_scan_none(void *a, long n)
     struct ctx *c = a;
     vigil_reclaim out[SLOTS];
     for (long i = 0; i < n; i++) {
-        sink += (uint64_t)mt_scan(c->mt, GRACE, out, SLOTS);
+        bench_sink += (uint64_t)mt_scan(c->mt, GRACE, out, SLOTS);
         BARRIER();
     }
 }
@@ -259,7 +233,7 @@ static void b_pt_scan_none(void *a, long n)
     struct ctx *c = a;
     vigil_reclaim out[SLOTS];
     for (long i = 0; i < n; i++) {
-        sink += (uint64_t)pt_scan(c->pt, GRACE, out, SLOTS);
+        bench_sink += (uint64_t)pt_scan(c->pt, GRACE, out, SLOTS);
         BARRIER();
     }
 }
@@ -277,7 +251,7 @@ static void b_floor_scan(void *a, long n)
             uint64_t seen = atomic_load_explicit(&c->hb->slots[s].last_seen_epoch, memory_order_relaxed);
             stale += pid != 0 && !vigil_hb_is_live_at(pid, seen, epoch, GRACE);
         }
-        sink += stale;
+        bench_sink += stale;
         BARRIER();
     }
 }
@@ -305,7 +279,7 @@ static void b_scan_stale(void *a, long n)
     for (long i = 0; i < n; i++) {
         for (uint32_t s = SLOTS - STALE; s < SLOTS; s++)
             rearm_vigil(c->hb, s, 9000 + s);
-        sink += (uint64_t)vigil_failover_scan(c->hb, GRACE, out, SLOTS);
+        bench_sink += (uint64_t)vigil_failover_scan(c->hb, GRACE, out, SLOTS);
         BARRIER();
     }
 }
@@ -320,7 +294,7 @@ static void b_mt_scan_stale(void *a, long n)
             c->mt->slots[s] = (struct rec){ .pid = 9000 + s, .in_flight = UINT64_C(1) << s };
             pthread_mutex_unlock(&c->mt->lock);
         }
-        sink += (uint64_t)mt_scan(c->mt, GRACE, out, SLOTS);
+        bench_sink += (uint64_t)mt_scan(c->mt, GRACE, out, SLOTS);
         BARRIER();
     }
 }
@@ -335,7 +309,7 @@ static void b_pt_scan_stale(void *a, long n)
             c->pt->slots[s].r = (struct rec){ .pid = 9000 + s, .in_flight = UINT64_C(1) << s };
             pthread_mutex_unlock(&c->pt->slots[s].lock);
         }
-        sink += (uint64_t)pt_scan(c->pt, GRACE, out, SLOTS);
+        bench_sink += (uint64_t)pt_scan(c->pt, GRACE, out, SLOTS);
         BARRIER();
     }
 }
@@ -345,7 +319,7 @@ static void b_elect(void *a, long n)
     struct ctx *c = a;
     vigil_leader out;
     for (long i = 0; i < n; i++) {
-        sink += (uint64_t)vigil_leader_elect(c->hb, GRACE, &out) + out.term;
+        bench_sink += (uint64_t)vigil_leader_elect(c->hb, GRACE, &out) + out.term;
         BARRIER();
     }
 }
@@ -355,7 +329,7 @@ static void b_mt_elect(void *a, long n)
     struct ctx *c = a;
     vigil_leader out;
     for (long i = 0; i < n; i++) {
-        sink += (uint64_t)mt_elect(c->mt, GRACE, &out) + out.term;
+        bench_sink += (uint64_t)mt_elect(c->mt, GRACE, &out) + out.term;
         BARRIER();
     }
 }
@@ -364,7 +338,7 @@ static void b_leader_is(void *a, long n)
 {
     struct ctx *c = a;
     for (long i = 0; i < n; i++) {
-        sink += vigil_leader_is(c->hb, c->slot, GRACE);
+        bench_sink += vigil_leader_is(c->hb, c->slot, GRACE);
         BARRIER();
     }
 }
@@ -373,7 +347,7 @@ static void b_mt_leader_is(void *a, long n)
 {
     struct ctx *c = a;
     for (long i = 0; i < n; i++) {
-        sink += mt_leader_is(c->mt, c->slot, GRACE);
+        bench_sink += mt_leader_is(c->mt, c->slot, GRACE);
         BARRIER();
     }
 }
@@ -382,14 +356,14 @@ static void b_probe_self(void *a, long n)
 {
     struct ctx *c = a;
     for (long i = 0; i < n; i++)
-        sink += (uint64_t)vigil_hb_probe(c->hb, c->slot);
+        bench_sink += (uint64_t)vigil_hb_probe(c->hb, c->slot);
 }
 
 static void b_probe_dead(void *a, long n)
 {
     struct ctx *c = a;
     for (long i = 0; i < n; i++)
-        sink += (uint64_t)vigil_hb_probe(c->hb, c->dead_slot);
+        bench_sink += (uint64_t)vigil_hb_probe(c->hb, c->dead_slot);
 }
 
 static void b_kill_self(void *a, long n)
@@ -397,14 +371,14 @@ static void b_kill_self(void *a, long n)
     (void)a;
     pid_t me = getpid();
     for (long i = 0; i < n; i++)
-        sink += (uint64_t)kill(me, 0);
+        bench_sink += (uint64_t)kill(me, 0);
 }
 
 static void b_kill_dead(void *a, long n)
 {
     struct ctx *c = a;
     for (long i = 0; i < n; i++)
-        sink += (uint64_t)kill((pid_t)c->dead_pid, 0);
+        bench_sink += (uint64_t)kill((pid_t)c->dead_pid, 0);
 }
 
 /* kill + one read of /proc/<pid>/stat: the least a probe that sees
@@ -416,9 +390,9 @@ static void b_kill_stat_self(void *a, long n)
     char path[32], buf[1024];
     snprintf(path, sizeof(path), "/proc/%d/stat", (int)me);
     for (long i = 0; i < n; i++) {
-        sink += (uint64_t)kill(me, 0);
+        bench_sink += (uint64_t)kill(me, 0);
         int fd = open(path, O_RDONLY | O_CLOEXEC);
-        sink += (uint64_t)read(fd, buf, sizeof(buf));
+        bench_sink += (uint64_t)read(fd, buf, sizeof(buf));
         close(fd);
     }
 }
@@ -428,7 +402,7 @@ static void b_scan_probe(void *a, long n)
     struct ctx *c = a;
     vigil_reclaim out[SLOTS];
     for (long i = 0; i < n; i++)
-        sink += (uint64_t)vigil_failover_scan_probe(c->hb, GRACE, out, SLOTS);
+        bench_sink += (uint64_t)vigil_failover_scan_probe(c->hb, GRACE, out, SLOTS);
 }
 
 /* A worker thread beating one slot in a tight loop while the scan is
@@ -473,47 +447,22 @@ static double with_beater(void (*fn)(void *, long), struct ctx *c, long iters, b
     pthread_create(&th, NULL, beater_main, &b);
     while (!atomic_load(&b.running))
         ;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = bench_now_ns();
     double ns = best_ns(fn, c, iters);
-    uint64_t t1 = now_ns();
+    uint64_t t1 = bench_now_ns();
     atomic_store(&b.stop, 1);
     pthread_join(th, NULL);
     *beats_per_us = (double)atomic_load(&b.beats) / ((double)(t1 - t0) / 1000.0);
     return ns;
 }
 
-static void *blocker(void *arg)
-{
-    int *fd = arg;
-    char c;
-    while (read(*fd, &c, 1) < 0 && errno == EINTR)
-        ;
-    return NULL;
-}
-
-static void row(const char *name, double ns)
-{
-    printf("  %-44s %10.1f ns\n", name, ns);
-}
-
-static void ratio(const char *name, double base, double vigil)
-{
-    printf("  %-44s %10.2fx\n", name, base / vigil);
-}
-
 int main(void)
 {
-    int pfd[2];
-    if (pipe(pfd) != 0)
+    struct bench_idle idle; /* keeps glibc's mutexes honest */
+    if (bench_idle_start(&idle, "bench_failover") != 0)
         return 1;
-    pthread_t th;
-    pthread_create(&th, NULL, blocker, &pfd[0]); /* keeps glibc's mutexes honest */
 
-    char dir[] = "/tmp/vigil-bench.XXXXXX";
-    if (!mkdtemp(dir))
-        return 1;
-    char path[64];
-    snprintf(path, sizeof(path), "%s/failover.hb", dir);
+    const char *path = bench_path("failover.hb");
     vigil_hb *hb;
     int rc = vigil_hb_create(path, SLOTS, &hb);
     if (rc < 0) {
@@ -550,35 +499,35 @@ int main(void)
     double m_none = best_ns(b_mt_scan_none, &c, 200000);
     double p_none = best_ns(b_pt_scan_none, &c, 100000);
     double floor_scan = best_ns(b_floor_scan, &c, 200000);
-    row("vigil_failover_scan", v_none);
-    row("mutex table", m_none);
-    row("per-slot mutexes", p_none);
-    row("floor: 64 x (pid, last_seen) plain loads", floor_scan);
-    ratio("mutex table / vigil", m_none, v_none);
-    ratio("per-slot mutexes / vigil", p_none, v_none);
-    ratio("vigil / floor", v_none, floor_scan);
+    bench_row("vigil_failover_scan", v_none);
+    bench_row("mutex table", m_none);
+    bench_row("per-slot mutexes", p_none);
+    bench_row("floor: 64 x (pid, last_seen) plain loads", floor_scan);
+    bench_ratio("mutex table / vigil", m_none, v_none);
+    bench_ratio("per-slot mutexes / vigil", p_none, v_none);
+    bench_ratio("vigil / floor", v_none, floor_scan);
 
     printf("\nfailover_scan, nothing stale, while another thread beats slot 1 flat out\n");
     double v_bps, m_bps;
     double v_busy = with_beater(b_scan_none, &c, 100000, false, &v_bps);
     double m_busy = with_beater(b_mt_scan_none, &c, 100000, true, &m_bps);
-    row("vigil_failover_scan", v_busy);
-    row("mutex table", m_busy);
+    bench_row("vigil_failover_scan", v_busy);
+    bench_row("mutex table", m_busy);
     printf("  %-44s %10.1f /us\n", "beats meanwhile, vigil", v_bps);
     printf("  %-44s %10.1f /us\n", "beats meanwhile, mutex table", m_bps);
-    ratio("mutex table / vigil, scan", m_busy, v_busy);
-    ratio("vigil / mutex table, beats", v_bps, m_bps); /* higher is better here */
+    bench_ratio("mutex table / vigil, scan", m_busy, v_busy);
+    bench_ratio("vigil / mutex table, beats", v_bps, m_bps); /* higher is better here */
 
     printf("\nfailover_scan, %d of %d stale (re-armed each iteration)\n", STALE, SLOTS);
     /* Slots 56..63 are the ones that go stale and come back. */
     double v_stale = best_ns(b_scan_stale, &c, 50000);
     double m_stale = best_ns(b_mt_scan_stale, &c, 50000);
     double p_stale = best_ns(b_pt_scan_stale, &c, 50000);
-    row("vigil (8 x re-arm + scan)", v_stale);
-    row("mutex table (8 x re-arm + scan)", m_stale);
-    row("per-slot mutexes (8 x re-arm + scan)", p_stale);
-    ratio("mutex table / vigil", m_stale, v_stale);
-    ratio("per-slot mutexes / vigil", p_stale, v_stale);
+    bench_row("vigil (8 x re-arm + scan)", v_stale);
+    bench_row("mutex table (8 x re-arm + scan)", m_stale);
+    bench_row("per-slot mutexes (8 x re-arm + scan)", p_stale);
+    bench_ratio("mutex table / vigil", m_stale, v_stale);
+    bench_ratio("per-slot mutexes / vigil", p_stale, v_stale);
     for (uint32_t s = SLOTS - STALE; s < SLOTS; s++) {
         uint32_t got;
         vigil_hb_register(hb, 100000 + s, &got);
@@ -591,12 +540,12 @@ int main(void)
     double m_elect = best_ns(b_mt_elect, &c, 200000);
     double v_is = best_ns(b_leader_is, &c, 200000);
     double m_is = best_ns(b_mt_leader_is, &c, 200000);
-    row("vigil_leader_elect", v_elect);
-    row("mutex table elect", m_elect);
-    row("vigil_leader_is", v_is);
-    row("mutex table leader_is", m_is);
-    ratio("mutex table / vigil, elect", m_elect, v_elect);
-    ratio("mutex table / vigil, leader_is", m_is, v_is);
+    bench_row("vigil_leader_elect", v_elect);
+    bench_row("mutex table elect", m_elect);
+    bench_row("vigil_leader_is", v_is);
+    bench_row("mutex table leader_is", m_is);
+    bench_ratio("mutex table / vigil, elect", m_elect, v_elect);
+    bench_ratio("mutex table / vigil, leader_is", m_is, v_is);
 
     /* A pid with no process: a child reaped just now. */
     pid_t dead = fork();
@@ -616,19 +565,17 @@ int main(void)
     double k_self = best_ns(b_kill_self, &c, 20000);
     double k_dead = best_ns(b_kill_dead, &c, 20000);
     double ks_self = best_ns(b_kill_stat_self, &c, 20000);
-    row("vigil_hb_probe, alive (self)", v_alive);
-    row("vigil_hb_probe, dead pid", v_dead);
-    row("kill(self, 0)", k_self);
-    row("kill(dead, 0)", k_dead);
-    row("kill(self, 0) + read /proc/self/stat", ks_self);
-    ratio("kill + stat / vigil, alive", ks_self, v_alive);
-    ratio("kill / vigil, dead", k_dead, v_dead);
+    bench_row("vigil_hb_probe, alive (self)", v_alive);
+    bench_row("vigil_hb_probe, dead pid", v_dead);
+    bench_row("kill(self, 0)", k_self);
+    bench_row("kill(dead, 0)", k_dead);
+    bench_row("kill(self, 0) + read /proc/self/stat", ks_self);
+    bench_ratio("kill + stat / vigil, alive", ks_self, v_alive);
+    bench_ratio("kill / vigil, dead", k_dead, v_dead);
 
     printf("\nfailover_scan_probe, %d live slots, every one judged (kill + /proc)\n", SLOTS);
-    char ppath[80];
-    snprintf(ppath, sizeof(ppath), "%s/probe.hb", dir);
     vigil_hb *phb;
-    if (vigil_hb_create(ppath, SLOTS, &phb) < 0)
+    if (vigil_hb_create(bench_path("probe.hb"), SLOTS, &phb) < 0)
         return 1;
     for (uint32_t i = 0; i < SLOTS; i++) {
         uint32_t s;
@@ -637,15 +584,10 @@ int main(void)
     struct ctx pc = { .hb = phb };
     double v_sp = best_ns(b_scan_probe, &pc, 200);
     vigil_hb_close(phb);
-    unlink(ppath);
-    row("vigil_failover_scan_probe", v_sp);
-    ratio("scan_probe / scan", v_sp, v_none);
+    bench_row("vigil_failover_scan_probe", v_sp);
+    bench_ratio("scan_probe / scan", v_sp, v_none);
 
     vigil_hb_close(hb);
-    unlink(path);
-    rmdir(dir);
-    if (write(pfd[1], "x", 1) != 1)
-        return 1;
-    pthread_join(th, NULL);
+    bench_idle_stop(&idle);
     return 0;
 }

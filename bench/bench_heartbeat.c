@@ -16,34 +16,14 @@
  * header); the baselines' operations are out of line, like vigil's
  * snapshot and register.
  */
-#define _GNU_SOURCE
-#include <errno.h>
-#include <ftw.h>
-#include <pthread.h>
+#include "bench.h"
+
 #include <stdatomic.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <vigil/vigil.h>
 
 #define SLOTS 64
 #define REPS  11
-
-/* Keeps the compiler from hoisting, merging or deleting the timed work:
- * every iteration must reload what it uses and store what it makes. */
-#define BARRIER() __asm__ __volatile__("" ::: "memory")
-
-static volatile uint64_t sink;
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- baseline (a): one mutex over the whole table ------------------------ */
 
@@ -252,7 +232,7 @@ static uint64_t run(enum op op, uint64_t n)
     vigil_slot_info info;
     uint32_t s = bench_slot, got;
     uint64_t acc = 0;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = bench_now_ns();
     switch (op) {
     case OP_STORE:
         for (uint64_t i = 0; i < n; i++) {
@@ -358,8 +338,8 @@ static uint64_t run(enum op op, uint64_t n)
     case OP_COUNT:
         break;
     }
-    uint64_t t1 = now_ns();
-    sink = acc;
+    uint64_t t1 = bench_now_ns();
+    bench_sink = acc;
     return t1 - t0;
 }
 
@@ -446,74 +426,26 @@ static double run_concurrent(int which)
             fail("pthread_create", -EAGAIN);
     while (atomic_load(&ready) < 2)
         sched_yield();
-    uint64_t t0 = now_ns();
+    uint64_t t0 = bench_now_ns();
     atomic_store_explicit(&gate, 1, memory_order_release);
     for (int i = 0; i < 2; i++)
         pthread_join(th[i], NULL);
-    uint64_t t1 = now_ns();
+    uint64_t t1 = bench_now_ns();
     for (int i = 0; i < 2; i++)
         if (c[i].rc < 0)
             fail(which ? "mutex-table concurrent register" : "vigil concurrent register", c[i].rc);
     return (double)(t1 - t0) / CONC_ITERS;
 }
 
-/* ---- the idle second thread, and the temporary file ---------------------- */
-
-static int idle_pipe[2];
-
-static void *idle_thread(void *arg)
-{
-    (void)arg;
-    char c;
-    while (read(idle_pipe[0], &c, 1) < 0 && errno == EINTR)
-        ;
-    return NULL;
-}
-
-static char tmpdir[256], tmpfile_path[300];
-
-static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    return remove(p);
-}
-
-static void cleanup(void)
-{
-    if (hb)
-        vigil_hb_close(hb);
-    if (tmpdir[0])
-        nftw(tmpdir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
-}
-
-static const char *verdict(bool ok)
-{
-    return ok ? "met" : "MISSED";
-}
-
 int main(void)
 {
-    const char *base = getenv("TMPDIR");
-    snprintf(tmpdir, sizeof(tmpdir), "%s/vigil-bench.XXXXXX", base && *base ? base : "/tmp");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 1;
-    }
-    atexit(cleanup);
-    snprintf(tmpfile_path, sizeof(tmpfile_path), "%s/bench.hb", tmpdir);
-    int rc = vigil_hb_create(tmpfile_path, SLOTS, &hb);
+    int rc = vigil_hb_create(bench_path("bench.hb"), SLOTS, &hb);
     if (rc < 0)
         fail("create", rc);
 
-    if (pipe(idle_pipe) != 0) {
-        perror("pipe");
+    struct bench_idle idle;
+    if (bench_idle_start(&idle, "bench_heartbeat") != 0)
         return 1;
-    }
-    pthread_t idle;
-    if (pthread_create(&idle, NULL, idle_thread, NULL) != 0) {
-        fprintf(stderr, "bench_heartbeat: cannot start the second thread\n");
-        return 1;
-    }
 
     /* The same state in all three tables: epoch 3, slot 0 held by this
      * process (the slot every single-slot operation works on), the other
@@ -574,19 +506,15 @@ int main(void)
     double lim_mark = best[M_MARK] / best[OP_FETCH_OR];
     printf("\ntargets (vs the mutex table; \"bound\" = the table's cost / the bare instructions vigil needs):\n");
     printf("  beat >= 25x and < 1 ns:     %5.2fx, %.2f ns  %-6s  (bound: table beat / load+store = %.1fx)\n",
-           r_beat, best[V_BEAT], verdict(r_beat >= 25 && best[V_BEAT] < 1.0), lim_beat);
-    printf("  snapshot >= 2.5x:           %5.2fx           %-6s\n", r_snap, verdict(r_snap >= 2.5));
+           r_beat, best[V_BEAT], bench_verdict(r_beat >= 25 && best[V_BEAT] < 1.0), lim_beat);
+    printf("  snapshot >= 2.5x:           %5.2fx           %-6s\n", r_snap, bench_verdict(r_snap >= 2.5));
     printf("  mark_in_flight >= 2.5x:     %5.2fx           %-6s  (bound: table mark / fetch_or = %.2fx)\n",
-           r_mark, verdict(r_mark >= 2.5), lim_mark);
-    printf("  register+unregister >= 1x:  %5.2fx           %-6s\n", r_reg, verdict(r_reg >= 1.0));
-    if (lim_beat < 25)
-        printf("  note: beat's 25x is past this hardware in this run: the table's beat is only %.1fx a bare load+store\n",
-               lim_beat);
-    if (lim_mark < 2.5)
-        printf("  note: mark's 2.5x is past this hardware in this run: the table's mark is only %.1fx a bare fetch_or\n",
-               lim_mark);
+           r_mark, bench_verdict(r_mark >= 2.5), lim_mark);
+    printf("  register+unregister >= 1x:  %5.2fx           %-6s\n", r_reg, bench_verdict(r_reg >= 1.0));
+    bench_floor_note("beat", 25, lim_beat, "load+store");
+    bench_floor_note("mark", 2.5, lim_mark, "fetch_or");
 
-    if (write(idle_pipe[1], "x", 1) == 1)
-        pthread_join(idle, NULL);
+    bench_idle_stop(&idle);
+    vigil_hb_close(hb);
     return 0;
 }

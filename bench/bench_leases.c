@@ -23,29 +23,16 @@
  * floor: on a VM a timer wake-up alone costs tens of microseconds), and
  * the process's getrusage as a cross-check.
  */
-#define _GNU_SOURCE
-#include <errno.h>
-#include <pthread.h>
+#include "bench.h"
+
 #include <stdatomic.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <vigil/vigil.h>
 
 #define ROUNDS 5
 #define CAP    64
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- the baseline: a table under one mutex -------------------------------- */
 
@@ -80,7 +67,7 @@ static void mt_lock(struct mtable *t)
 
 static int mt_acquire(struct mtable *t, const char *key, const char *owner, uint64_t ttl, vigil_lease *out)
 {
-    uint64_t now = now_ns();
+    uint64_t now = bench_now_ns();
     mt_lock(t);
     uint32_t home = fnv(key) % CAP;
     int found = -1, vacant = -1;
@@ -118,7 +105,7 @@ static int mt_acquire(struct mtable *t, const char *key, const char *owner, uint
 
 static int mt_change(struct mtable *t, const vigil_lease *l, int release)
 {
-    uint64_t now = now_ns();
+    uint64_t now = bench_now_ns();
     mt_lock(t);
     struct mentry *e = &t->e[l->id - 1];
     int rc = VIGIL_ELOST;
@@ -169,7 +156,7 @@ struct ctx {
 static double run_acquire_release(struct ctx *c, enum backend b, unsigned n)
 {
     vigil_lease l;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = bench_now_ns();
     for (unsigned i = 0; i < n; i++) {
         int rc;
         if (b == B_VIGIL) {
@@ -184,7 +171,7 @@ static double run_acquire_release(struct ctx *c, enum backend b, unsigned n)
             exit(1);
         }
     }
-    return (double)(now_ns() - t0) / n;
+    return (double)(bench_now_ns() - t0) / n;
 }
 
 static double run_renew(struct ctx *c, enum backend b, unsigned n)
@@ -196,7 +183,7 @@ static double run_renew(struct ctx *c, enum backend b, unsigned n)
         fprintf(stderr, "%s: acquire failed: %d\n", backend_names[b], rc);
         exit(1);
     }
-    uint64_t t0 = now_ns();
+    uint64_t t0 = bench_now_ns();
     for (unsigned i = 0; i < n; i++) {
         rc = b == B_VIGIL ? vigil_leases_renew(c->ls, &l) : mt_change(c->mt[b], &l, 0);
         if (rc != 0) {
@@ -204,7 +191,7 @@ static double run_renew(struct ctx *c, enum backend b, unsigned n)
             exit(1);
         }
     }
-    double per = (double)(now_ns() - t0) / n;
+    double per = (double)(bench_now_ns() - t0) / n;
     if (b == B_VIGIL)
         vigil_leases_release(c->ls, &l);
     else
@@ -212,60 +199,25 @@ static double run_renew(struct ctx *c, enum backend b, unsigned n)
     return per;
 }
 
-static double best(double (*fn)(struct ctx *, enum backend, unsigned), struct ctx *c, enum backend b, unsigned n)
-{
-    double m = 1e30;
-    for (int r = 0; r < ROUNDS; r++) {
-        double v = fn(c, b, n);
-        if (v < m)
-            m = v;
-    }
-    return m;
-}
-
-static double floor_cas(unsigned n)
-{
-    static _Atomic uint64_t word;
-    double m = 1e30;
-    for (int r = 0; r < ROUNDS; r++) {
-        uint64_t t0 = now_ns();
-        for (unsigned i = 0; i < n; i++) {
-            uint64_t v = atomic_load_explicit(&word, memory_order_relaxed);
-            atomic_compare_exchange_strong(&word, &v, v + 1);
-        }
-        double per = (double)(now_ns() - t0) / n;
-        if (per < m)
-            m = per;
-    }
-    return m;
-}
-
-static double floor_clock(unsigned n)
-{
-    double m = 1e30;
-    volatile uint64_t sink = 0;
-    for (int r = 0; r < ROUNDS; r++) {
-        uint64_t t0 = now_ns();
-        for (unsigned i = 0; i < n; i++)
-            sink += now_ns();
-        double per = (double)(now_ns() - t0) / n;
-        if (per < m)
-            m = per;
-    }
-    (void)sink;
-    return m;
-}
-
-/* The second thread: alive and idle, so glibc's mutexes do their atomics. */
-static _Atomic int idle_stop;
-static void *idle_thread(void *arg)
+/* The hardware's floor: an uncontended CAS, in ns. */
+static void floor_cas(void *arg, long n)
 {
     (void)arg;
-    while (!atomic_load(&idle_stop)) {
-        struct timespec ts = { 0, 10000000 };
-        nanosleep(&ts, NULL);
+    static _Atomic uint64_t word;
+    for (long i = 0; i < n; i++) {
+        uint64_t v = atomic_load_explicit(&word, memory_order_relaxed);
+        atomic_compare_exchange_strong(&word, &v, v + 1);
     }
-    return NULL;
+}
+
+/* And one clock_gettime(CLOCK_MONOTONIC), which every renewal needs. */
+static void floor_clock(void *arg, long n)
+{
+    (void)arg;
+    volatile uint64_t sink = 0;
+    for (long i = 0; i < n; i++)
+        sink += bench_now_ns();
+    (void)sink;
 }
 
 /* The keepalive's floor: a thread that only sleeps on a CLOCK_MONOTONIC
@@ -283,11 +235,11 @@ static void *bare_thread(void *arg)
 {
     struct bare *b = arg;
     pthread_mutex_lock(&b->mu);
-    uint64_t next = now_ns() + b->period_ns / 2; /* between the keepalive's beats */
+    uint64_t next = bench_now_ns() + b->period_ns / 2; /* between the keepalive's beats */
     while (!b->stop) {
         struct timespec ts = { (time_t)(next / 1000000000u), (long)(next % 1000000000u) };
         pthread_cond_timedwait(&b->cv, &b->mu, &ts);
-        if (now_ns() >= next) {
+        if (bench_now_ns() >= next) {
             atomic_fetch_add(&b->wakes, 1);
             next += b->period_ns;
         }
@@ -315,13 +267,7 @@ static uint64_t rusage_cpu_ns(void)
 
 int main(void)
 {
-    char dir[] = "/tmp/vigil-bench.XXXXXX";
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
-    char path[256];
-    snprintf(path, sizeof(path), "%s/bench.leases", dir);
+    const char *path = bench_path("bench.leases");
     struct ctx c = { 0 };
     int rc = vigil_leases_create(path, CAP, &c.ls);
     if (rc < 0) {
@@ -334,16 +280,19 @@ int main(void)
         fprintf(stderr, "baseline tables: out of memory\n");
         return 1;
     }
-    pthread_t idle;
-    pthread_create(&idle, NULL, idle_thread, NULL);
+    /* The second thread: alive and idle, so glibc's mutexes do their atomics. */
+    struct bench_idle idle;
+    if (bench_idle_start(&idle, "bench_leases") != 0)
+        return 1;
 
     const unsigned n = 200000;
     double ar[B_COUNT], rn[B_COUNT];
     for (int b = 0; b < B_COUNT; b++) {
-        ar[b] = best(run_acquire_release, &c, (enum backend)b, n);
-        rn[b] = best(run_renew, &c, (enum backend)b, n);
+        ar[b] = BENCH_BEST_OF(ROUNDS, run_acquire_release(&c, (enum backend)b, n));
+        rn[b] = BENCH_BEST_OF(ROUNDS, run_renew(&c, (enum backend)b, n));
     }
-    double cas = floor_cas(n * 5), clk = floor_clock(n * 5);
+    double cas = BENCH_BEST_OF(ROUNDS, bench_loop_ns(floor_cas, NULL, n * 5));
+    double clk = BENCH_BEST_OF(ROUNDS, bench_loop_ns(floor_clock, NULL, n * 5));
 
     printf("lease store, one process, %u ops x best of %d (second thread alive)\n", n, ROUNDS);
     printf("  %-22s %12s %12s %12s\n", "per operation", backend_names[0], backend_names[1], backend_names[2]);
@@ -354,8 +303,7 @@ int main(void)
     printf("  hardware floor: uncontended CAS %.1f ns, clock_gettime(CLOCK_MONOTONIC) %.1f ns\n", cas, clk);
     printf("  (renew is one clock read, one CAS and the token/key check: %.1f ns of floor)\n", cas + clk);
 
-    atomic_store(&idle_stop, 1);
-    pthread_join(idle, NULL);
+    bench_idle_stop(&idle);
 
     /* Keepalive CPU at a 1 s TTL. */
     vigil_lease l;
@@ -386,12 +334,12 @@ int main(void)
     vigil_keepalive_info i0, i1;
     vigil_keepalive_stats(ka, &i0);
     uint64_t b0 = thread_cpu(bare.thread), w0 = atomic_load(&bare.wakes);
-    uint64_t ru0 = rusage_cpu_ns(), t0 = now_ns();
+    uint64_t ru0 = rusage_cpu_ns(), t0 = bench_now_ns();
     while (nanosleep(&five, &five) != 0 && errno == EINTR)
         ;
     vigil_keepalive_stats(ka, &i1);
     uint64_t bcpu = thread_cpu(bare.thread) - b0, bw = atomic_load(&bare.wakes) - w0;
-    uint64_t wall = now_ns() - t0;
+    uint64_t wall = bench_now_ns() - t0;
     uint64_t ru = rusage_cpu_ns() - ru0;
     rc = vigil_keepalive_stop(ka);
     pthread_mutex_lock(&bare.mu);
@@ -415,7 +363,5 @@ int main(void)
 
     vigil_leases_release(c.ls, &l);
     vigil_leases_close(c.ls);
-    unlink(path);
-    rmdir(dir);
     return 0;
 }

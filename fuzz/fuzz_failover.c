@@ -14,23 +14,15 @@
 
 size_t vigil_fuzz_seed(unsigned index, uint8_t *buf, size_t cap)
 {
-    static const uint32_t caps[] = { 1, 4, 64 };
-    if (index >= sizeof(caps) / sizeof(caps[0]))
+    uint32_t slots;
+    size_t size = fuzz_hb_seed_begin(index, buf, cap, &slots);
+    if (size == 0)
         return 0;
-    size_t size = 64 + (size_t)caps[index] * 64;
-    if (size > cap)
-        return 0;
-    memset(buf, 0, size);
-    memcpy(buf, vigil_magic, 8);
-    uint32_t v = VIGIL_LAYOUT_VERSION, kind = VIGIL_KIND_HEARTBEAT;
-    memcpy(buf + 8, &v, 4);
-    memcpy(buf + 12, &kind, 4);
-    memcpy(buf + 16, &caps[index], 4);
     uint64_t epoch = 10, term = 3, leader = ((uint64_t)4242 << 32) | 1;
     memcpy(buf + 24, &epoch, 8);
     memcpy(buf + 32, &term, 8);
     memcpy(buf + 40, &leader, 8);
-    for (uint32_t i = 0; i < caps[index] && i < 4; i++) {
+    for (uint32_t i = 0; i < slots && i < 4; i++) {
         uint8_t *s = buf + 64 + (size_t)i * 64;
         uint32_t pid = 4242 + i, seq = i == 2 ? 3 : 2, role = i == 0;
         uint64_t seen = i == 1 ? 2 : 10, bits = UINT64_C(0x11) << i, start = 1000 + i;

@@ -6,18 +6,10 @@
 
 size_t vigil_fuzz_seed(unsigned index, uint8_t *buf, size_t cap)
 {
-    static const uint32_t caps[] = { 1, 4, 64 };
-    if (index >= sizeof(caps) / sizeof(caps[0]))
+    uint32_t slots;
+    size_t size = fuzz_hb_seed_begin(index, buf, cap, &slots);
+    if (size == 0)
         return 0;
-    size_t size = 64 + (size_t)caps[index] * 64;
-    if (size > cap)
-        return 0;
-    memset(buf, 0, size);
-    memcpy(buf, vigil_magic, 8);
-    uint32_t v = VIGIL_LAYOUT_VERSION, kind = VIGIL_KIND_HEARTBEAT;
-    memcpy(buf + 8, &v, 4);
-    memcpy(buf + 12, &kind, 4);
-    memcpy(buf + 16, &caps[index], 4);
     /* one occupied slot, so mutations hit a live record too */
     uint32_t pid = 4242;
     memcpy(buf + 64, &pid, 4);

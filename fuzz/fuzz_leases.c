@@ -16,15 +16,10 @@ size_t vigil_fuzz_seed(unsigned index, uint8_t *buf, size_t cap)
     static const uint32_t caps[] = { 1, 4, 16 };
     if (index >= sizeof(caps) / sizeof(caps[0]))
         return 0;
-    size_t size = 64 + (size_t)caps[index] * 256;
-    if (size > cap)
+    size_t size = fuzz_seed_begin(buf, cap, 64 + (size_t)caps[index] * 256, VIGIL_KIND_LEASES, caps[index]);
+    if (size == 0)
         return 0;
-    memset(buf, 0, size);
-    memcpy(buf, vigil_magic, 8);
-    uint32_t v = VIGIL_LAYOUT_VERSION, kind = VIGIL_KIND_LEASES, eb = 256;
-    memcpy(buf + 8, &v, 4);
-    memcpy(buf + 12, &kind, 4);
-    memcpy(buf + 16, &caps[index], 4);
+    uint32_t eb = 256;
     uint64_t last = 7;
     memcpy(buf + 24, &last, 8);
     memcpy(buf + 40, &eb, 4);

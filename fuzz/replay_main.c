@@ -4,6 +4,10 @@
  * series of mutations of them (byte flips, overwrites with extreme values,
  * truncations and extensions), so CTest exercises every harness without
  * libFuzzer. Usage: fuzz_<x>_replay [iterations]
+ *
+ * fuzz_<x>_replay --write-seeds DIR writes the harness's seeds into DIR
+ * as seed-<index> files instead: `make fuzz` starts each libFuzzer binary
+ * from them, as its corpus, rather than from nothing.
  */
 #include "fuzz.h"
 
@@ -18,11 +22,30 @@ static uint64_t rnd(void)
     return rng_state * 0x2545f4914f6cdd1dull;
 }
 
+static int write_seeds(const char *dir, uint8_t *seed, size_t cap)
+{
+    unsigned n = 0;
+    for (size_t size; (size = vigil_fuzz_seed(n, seed, cap)) > 0; n++) {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/seed-%u", dir, n);
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0 || write(fd, seed, size) != (ssize_t)size) {
+            perror(path);
+            return 1;
+        }
+        close(fd);
+    }
+    printf("%u seeds written to %s\n", n, dir);
+    return n ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
     unsigned iterations = argc > 1 ? (unsigned)strtoul(argv[1], NULL, 10) : 2000;
     enum { CAP = 1 << 16 };
     static uint8_t seed[CAP], buf[CAP + 256];
+    if (argc > 2 && strcmp(argv[1], "--write-seeds") == 0)
+        return write_seeds(argv[2], seed, CAP);
     unsigned nseeds = 0;
     unsigned runs = 0;
     while (vigil_fuzz_seed(nseeds, seed, CAP) > 0)

@@ -6,39 +6,15 @@
  * first sight and repaired once past grace, and the probe-assisted scan
  * taking a dead owner inside its grace window.
  */
-#include "testutil.h"
-
-#include "hb_internal.h"
+#include "hbtest.h"
 #include "probe.h"
 
 #include <pthread.h>
 #include <sys/mman.h>
 
-static vigil_hb *fresh(const char *name, uint32_t cap)
-{
-    vigil_hb *hb = NULL;
-    int rc = vigil_hb_create(vt_path(name), cap, &hb);
-    if (rc < 0) {
-        fprintf(stderr, "create %s: %s\n", name, vigil_strerror(rc));
-        exit(1);
-    }
-    return hb;
-}
-
-/* Ticks n times, beating the slots in `keep` (a bitmask) after each. */
-static void tick_keep(vigil_hb *hb, int n, uint64_t keep)
-{
-    for (int i = 0; i < n; i++) {
-        vigil_hb_tick(hb);
-        for (uint32_t s = 0; s < 64 && s < hb->capacity; s++)
-            if (keep & (UINT64_C(1) << s))
-                vigil_hb_beat(hb, s);
-    }
-}
-
 static int test_scan_args(void)
 {
-    vigil_hb *hb = fresh("args.hb", 4);
+    vigil_hb *hb = vt_hb_fresh("args.hb", 4);
     vigil_reclaim out[4];
     EXPECT_RC(vigil_failover_scan(NULL, 2, out, 4), -EINVAL);
     EXPECT_RC(vigil_failover_scan(hb, 2, NULL, 4), -EINVAL);
@@ -52,13 +28,13 @@ static int test_scan_args(void)
 /* Live slots: not one byte of theirs changes, the version included. */
 static int test_live_untouched(void)
 {
-    vigil_hb *hb = fresh("live.hb", 8);
+    vigil_hb *hb = vt_hb_fresh("live.hb", 8);
     uint32_t s[3];
     for (int i = 0; i < 3; i++) {
         EXPECT_RC(vigil_hb_register(hb, 100 + i, &s[i]), 0);
         EXPECT_RC(vigil_hb_mark_in_flight(hb, s[i], i), 0);
     }
-    tick_keep(hb, 10, 0x7);
+    vt_hb_tick_keep(hb, 10, 0x7);
     struct vigil_hb_slot before[3];
     memcpy(before, hb->slots, sizeof(before));
     vigil_reclaim out[8];
@@ -71,7 +47,7 @@ static int test_live_untouched(void)
 
 static int test_stale_reclaimed_once(void)
 {
-    vigil_hb *hb = fresh("stale.hb", 8);
+    vigil_hb *hb = vt_hb_fresh("stale.hb", 8);
     uint32_t a, b, c;
     EXPECT_RC(vigil_hb_register(hb, 11, &a), 0);
     EXPECT_RC(vigil_hb_register(hb, 12, &b), 0);
@@ -80,7 +56,7 @@ static int test_stale_reclaimed_once(void)
     EXPECT_RC(vigil_hb_mark_in_flight(hb, a, 2), 0);
     EXPECT_RC(vigil_hb_mark_in_flight(hb, b, 5), 0);
     EXPECT_RC(vigil_hb_set_role(hb, a, VIGIL_ROLE_COORDINATOR), 0);
-    tick_keep(hb, 3, UINT64_C(1) << b);
+    vt_hb_tick_keep(hb, 3, UINT64_C(1) << b);
     vigil_reclaim out[8];
     memset(out, 0xee, sizeof(out));
     int n = vigil_failover_scan(hb, 2, out, 8);
@@ -111,10 +87,10 @@ static int test_stale_reclaimed_once(void)
 
 static int test_grace_boundary(void)
 {
-    vigil_hb *hb = fresh("boundary.hb", 2);
+    vigil_hb *hb = vt_hb_fresh("boundary.hb", 2);
     uint32_t s;
     EXPECT_RC(vigil_hb_register(hb, 7, &s), 0);
-    tick_keep(hb, 3, 0);
+    vt_hb_tick_keep(hb, 3, 0);
     vigil_reclaim out[2];
     EXPECT_RC(vigil_failover_scan(hb, 3, out, 2), 0); /* age 3 == grace: live */
     EXPECT_RC(vigil_failover_scan(hb, UINT64_MAX, out, 2), 0);
@@ -132,13 +108,13 @@ static int test_grace_boundary(void)
  * bits and all, for the next scan: nothing is vacated without its entry. */
 static int test_max_limits(void)
 {
-    vigil_hb *hb = fresh("max.hb", 8);
+    vigil_hb *hb = vt_hb_fresh("max.hb", 8);
     uint32_t s;
     for (int i = 0; i < 5; i++) {
         EXPECT_RC(vigil_hb_register(hb, 50 + i, &s), 0);
         EXPECT_RC(vigil_hb_mark_in_flight(hb, s, 10 + i), 0);
     }
-    tick_keep(hb, 2, 0);
+    vt_hb_tick_keep(hb, 2, 0);
     vigil_reclaim out[8];
     EXPECT_RC(vigil_failover_scan(hb, 1, out, 0), 0);
     EXPECT(vigil_hb_live_count(hb, UINT64_MAX) == 5, "max 0 vacated a slot");
@@ -164,7 +140,7 @@ static int test_max_limits(void)
 /* Marks that land after the slot was vacated are handed over, pid 0. */
 static int test_stray_bits(void)
 {
-    vigil_hb *hb = fresh("stray.hb", 2);
+    vigil_hb *hb = vt_hb_fresh("stray.hb", 2);
     atomic_store(&hb->slots[1].in_flight, 0x30);
     vigil_reclaim out[2];
     EXPECT_RC(vigil_failover_scan(hb, 5, out, 2), 1);
@@ -180,7 +156,7 @@ static int test_stray_bits(void)
  * repairs, once, and hands the bits over. */
 static int test_wedged_repaired(void)
 {
-    vigil_hb *hb = fresh("wedged.hb", 4);
+    vigil_hb *hb = vt_hb_fresh("wedged.hb", 4);
     uint32_t s;
     EXPECT_RC(vigil_hb_register(hb, 21, &s), 0);
     EXPECT_RC(vigil_hb_mark_in_flight(hb, s, 3), 0);
@@ -193,7 +169,7 @@ static int test_wedged_repaired(void)
     uint64_t rec = atomic_load(&hb->slots[s].odd_since);
     EXPECT(rec == ((uint64_t)v << 32 | 0), "expected wedge record (%u << 32 | 0), got %#llx", v,
            (unsigned long long)rec);
-    tick_keep(hb, 2, 0);
+    vt_hb_tick_keep(hb, 2, 0);
     EXPECT_RC(vigil_failover_scan(hb, 2, out, 4), 0); /* wedged 2 epochs: not yet */
     EXPECT(atomic_load(&hb->slots[s].seq) == v, "slot repaired inside grace");
     EXPECT(atomic_load(&hb->slots[s].odd_since) == rec, "wedge record moved: %#llx",
@@ -219,14 +195,14 @@ static int test_wedged_repaired(void)
  * and its bits stay. */
 static int test_wedged_live_kept(void)
 {
-    vigil_hb *hb = fresh("wedgedlive.hb", 2);
+    vigil_hb *hb = vt_hb_fresh("wedgedlive.hb", 2);
     uint32_t s;
     EXPECT_RC(vigil_hb_register(hb, 31, &s), 0);
     EXPECT_RC(vigil_hb_mark_in_flight(hb, s, 4), 0);
     uint32_t v = atomic_fetch_add(&hb->slots[s].seq, 1) + 1;
     vigil_reclaim out[2];
     EXPECT_RC(vigil_failover_scan(hb, 1, out, 2), 0);
-    tick_keep(hb, 3, UINT64_C(1) << s);
+    vt_hb_tick_keep(hb, 3, UINT64_C(1) << s);
     EXPECT_RC(vigil_failover_scan(hb, 1, out, 2), 0);
     EXPECT(atomic_load(&hb->slots[s].seq) == v + 3, "live wedged slot not repaired: version %u",
            atomic_load(&hb->slots[s].seq));
@@ -241,21 +217,21 @@ static int test_wedged_live_kept(void)
 /* A record of one odd version never repairs a later one. */
 static int test_wedge_record_per_version(void)
 {
-    vigil_hb *hb = fresh("episode.hb", 2);
+    vigil_hb *hb = vt_hb_fresh("episode.hb", 2);
     uint32_t s;
     EXPECT_RC(vigil_hb_register(hb, 41, &s), 0);
     atomic_fetch_add(&hb->slots[s].seq, 1);
     vigil_reclaim out[2];
     EXPECT_RC(vigil_failover_scan(hb, 1, out, 2), 0); /* records v at epoch 0 */
     atomic_fetch_add(&hb->slots[s].seq, 2);           /* finished, and a new change began */
-    tick_keep(hb, 5, 0);
+    vt_hb_tick_keep(hb, 5, 0);
     EXPECT_RC(vigil_failover_scan(hb, 1, out, 2), 0); /* first sight of v + 2 */
     uint32_t v2 = atomic_load(&hb->slots[s].seq);
     EXPECT(v2 % 2 == 1, "slot repaired on an old version's record");
     EXPECT(atomic_load(&hb->slots[s].odd_since) == ((uint64_t)v2 << 32 | 5),
            "expected record (%u << 32 | 5), got %#llx", v2,
            (unsigned long long)atomic_load(&hb->slots[s].odd_since));
-    tick_keep(hb, 2, 0);
+    vt_hb_tick_keep(hb, 2, 0);
     EXPECT_RC(vigil_failover_scan(hb, 1, out, 2), 1);
     vigil_hb_close(hb);
     return 0;
@@ -263,7 +239,7 @@ static int test_wedge_record_per_version(void)
 
 static int test_wedged_vacant(void)
 {
-    vigil_hb *hb = fresh("wedgedvacant.hb", 2);
+    vigil_hb *hb = vt_hb_fresh("wedgedvacant.hb", 2);
     /* Slot 0: a registrant died before storing its pid; slot 1: a scanner
      * died between clearing the pid and taking the bits. */
     atomic_fetch_add(&hb->slots[0].seq, 1);
@@ -287,14 +263,14 @@ static int test_wedged_vacant(void)
 /* A full out array leaves a wedged slot for the next scan. */
 static int test_wedged_waits_for_room(void)
 {
-    vigil_hb *hb = fresh("wedgedroom.hb", 2);
+    vigil_hb *hb = vt_hb_fresh("wedgedroom.hb", 2);
     uint32_t a, b;
     EXPECT_RC(vigil_hb_register(hb, 61, &a), 0);
     EXPECT_RC(vigil_hb_register(hb, 62, &b), 0);
     atomic_fetch_add(&hb->slots[b].seq, 1);
     vigil_reclaim out[2];
     EXPECT_RC(vigil_failover_scan(hb, 0, out, 2), 0);
-    tick_keep(hb, 2, 0);
+    vt_hb_tick_keep(hb, 2, 0);
     EXPECT_RC(vigil_failover_scan(hb, 0, out, 1), 1);
     EXPECT(out[0].pid == 61, "expected pid 61 first, got %u", out[0].pid);
     EXPECT(atomic_load(&hb->slots[b].seq) % 2 == 1, "wedged slot repaired without room for its entry");
@@ -308,7 +284,7 @@ static int test_wedged_waits_for_room(void)
  * leaves live and unjudgeable owners alone. */
 static int test_scan_probe(void)
 {
-    vigil_hb *hb = fresh("probescan.hb", 8);
+    vigil_hb *hb = vt_hb_fresh("probescan.hb", 8);
     pid_t child = fork();
     if (child == 0)
         _exit(0);
@@ -361,8 +337,10 @@ struct scanner {
 static void *scanner_main(void *arg)
 {
     struct scanner *sc = arg;
-    while (!atomic_load(sc->go))
-        ;
+    if (!vt_spin_until(sc->go, 1, 1024, 5000)) {
+        sc->err = VIGIL_ETIMEDOUT; /* the gate never opened */
+        return NULL;
+    }
     for (int i = 0; i < 50; i++) {
         vigil_reclaim out[16];
         int n = vigil_failover_scan(sc->hb, 1, out, 16);
@@ -379,7 +357,7 @@ static void *scanner_main(void *arg)
 
 static int test_threaded_scanners(void)
 {
-    vigil_hb *hb = fresh("threads.hb", 32);
+    vigil_hb *hb = vt_hb_fresh("threads.hb", 32);
     for (int round = 0; round < 20; round++) {
         uint32_t s;
         uint64_t want = 0;

@@ -8,12 +8,7 @@
  * race on a wedged slot (repair exactly once) and with the probe-assisted
  * scan on a worker that exited inside its grace window.
  */
-#include "testutil.h"
-
-#include "hb_internal.h"
-
-#include <sched.h>
-#include <sys/mman.h>
+#include "hbtest.h"
 
 #define WORKERS   3
 #define WATCHDOGS 3
@@ -22,8 +17,7 @@
 
 struct shared {
     _Atomic int      ready;
-    _Atomic int      armed;
-    _Atomic int      go;
+    struct vt_gate   gate;
     _Atomic int      stop;
     _Atomic int      reclaimed;         /* entries reported, all watchdogs */
     _Atomic uint32_t entries[WATCHDOGS];
@@ -32,62 +26,9 @@ struct shared {
     _Atomic uint32_t errors[WATCHDOGS]; /* scan returned < 0, or a gate timed out */
 };
 
-static struct shared *shared_new(void)
-{
-    void *p = mmap(NULL, sizeof(struct shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) {
-        perror("mmap");
-        exit(2);
-    }
-    return p;
-}
-
 static void shared_reset(struct shared *sh)
 {
     memset((void *)sh, 0, sizeof(*sh));
-}
-
-/* The start gate. The parent arms it; watchdog 0 opens it, so it opens
- * while watchdogs, not the parent, hold the CPUs, and the ones running
- * leave it within nanoseconds of each other. A busy wait, bounded, that
- * yields now and then so everybody gets to the gate. */
-static bool gate(struct shared *sh, int idx)
-{
-    _Atomic int *flag = idx == 0 ? &sh->armed : &sh->go;
-    uint64_t deadline = vt_now_ms() + 5000;
-    for (unsigned spin = 0; !atomic_load_explicit(flag, memory_order_relaxed); spin++) {
-        if ((spin & 1023) == 1023) {
-            if (vt_now_ms() > deadline)
-                return false;
-            sched_yield();
-        }
-    }
-    if (idx == 0)
-        atomic_store(&sh->go, 1);
-    return true;
-}
-
-/* A worker: registers itself, marks its bits, beats until told to stop. */
-static pid_t spawn_worker(const char *path, struct shared *sh, uint64_t bits)
-{
-    pid_t pid = fork();
-    if (pid != 0)
-        return pid;
-    vigil_hb *hb;
-    uint32_t slot;
-    if (vigil_hb_open(path, 0, &hb) < 0 || vigil_hb_register(hb, (uint32_t)getpid(), &slot) < 0)
-        _exit(3);
-    for (unsigned b = 0; b < 64; b++)
-        if (bits & (UINT64_C(1) << b))
-            vigil_hb_mark_in_flight(hb, slot, b);
-    atomic_fetch_add(&sh->ready, 1);
-    uint64_t deadline = vt_now_ms() + 20000;
-    while (!atomic_load(&sh->stop) && vt_now_ms() < deadline) {
-        vigil_hb_beat(hb, slot);
-        struct timespec ts = { 0, 100000 };
-        nanosleep(&ts, NULL);
-    }
-    _exit(0);
 }
 
 /* A watchdog: waits at the gate, then scans until someone has reclaimed
@@ -101,7 +42,11 @@ static pid_t spawn_watchdog(const char *path, struct shared *sh, int idx, int wa
     if (vigil_hb_open(path, 0, &hb) < 0)
         _exit(3);
     atomic_fetch_add(&sh->ready, 1);
-    if (!gate(sh, idx)) {
+    /* Every round starts from a reset gate: round 0. The parent arms it;
+     * watchdog 0 opens it, so it opens while watchdogs, not the parent,
+     * hold the CPUs, and the ones running leave it within nanoseconds of
+     * each other. */
+    if (!vt_gate_pass(&sh->gate, idx, 0, 5000)) {
         atomic_fetch_add(&sh->errors[idx], 1);
         _exit(4);
     }
@@ -123,25 +68,13 @@ static pid_t spawn_watchdog(const char *path, struct shared *sh, int idx, int wa
     _exit(0);
 }
 
-/* Ticks once and waits until every slot in `live` has beaten at the new
- * epoch, so live workers never look stale however the scheduler runs. */
-static bool tick_with_live(vigil_hb *hb, const uint32_t *slots, int n)
+/* Starts the watchdogs, each wanting one entry, and waits (5 s at most)
+ * until all of them are at the gate. */
+static bool spawn_watchdogs(const char *path, struct shared *sh, pid_t *dogs, bool probe)
 {
-    uint64_t e = vigil_hb_tick(hb);
-    for (int i = 0; i < n; i++)
-        if (!VT_WAIT_FOR(atomic_load(&hb->slots[slots[i]].last_seen_epoch) >= e, 5000))
-            return false;
-    return true;
-}
-
-static int find_slot(vigil_hb *hb, pid_t pid, uint32_t *slot)
-{
-    for (uint32_t i = 0; i < hb->capacity; i++)
-        if (atomic_load(&hb->slots[i].pid) == (uint32_t)pid) {
-            *slot = i;
-            return 0;
-        }
-    return -1;
+    for (int d = 0; d < WATCHDOGS; d++)
+        dogs[d] = spawn_watchdog(path, sh, d, 1, probe);
+    return VT_WAIT_FOR(atomic_load(&sh->ready) == WATCHDOGS, 5000);
 }
 
 static int check_watchdogs(struct shared *sh, pid_t *dogs, int round, uint32_t want_pid, uint64_t want_bits)
@@ -169,7 +102,7 @@ static int check_watchdogs(struct shared *sh, pid_t *dogs, int round, uint32_t w
 
 static int test_three_watchdogs_exactly_once(void)
 {
-    struct shared *sh = shared_new();
+    struct shared *sh = vt_shared(sizeof(*sh));
     for (int round = 0; round < ROUNDS; round++) {
         char name[32];
         snprintf(name, sizeof(name), "race-%d.hb", round);
@@ -182,13 +115,13 @@ static int test_three_watchdogs_exactly_once(void)
         for (int w = 0; w < WORKERS; w++) {
             /* distinct bits per worker, a different pattern each round */
             bits[w] = ((UINT64_C(0x9) << (round % 13)) | 1) << (20 * w);
-            workers[w] = spawn_worker(path, sh, bits[w]);
+            workers[w] = vt_hb_spawn_worker(path, &sh->ready, &sh->stop, bits[w]);
         }
         EXPECT(VT_WAIT_FOR(atomic_load(&sh->ready) == WORKERS, 5000), "round %d: workers not ready", round);
         int victim = round % WORKERS;
         uint32_t slots[WORKERS], live[WORKERS - 1];
         for (int w = 0, l = 0; w < WORKERS; w++) {
-            EXPECT(find_slot(hb, workers[w], &slots[w]) == 0, "round %d: worker %d has no slot", round, w);
+            EXPECT(vt_hb_find_slot(hb, workers[w], &slots[w]), "round %d: worker %d has no slot", round, w);
             if (w != victim)
                 live[l++] = slots[w];
         }
@@ -197,12 +130,10 @@ static int test_three_watchdogs_exactly_once(void)
 
         pid_t dogs[WATCHDOGS];
         atomic_store(&sh->ready, 0);
-        for (int d = 0; d < WATCHDOGS; d++)
-            dogs[d] = spawn_watchdog(path, sh, d, 1, false);
-        EXPECT(VT_WAIT_FOR(atomic_load(&sh->ready) == WATCHDOGS, 5000), "round %d: watchdogs not ready", round);
+        EXPECT(spawn_watchdogs(path, sh, dogs, false), "round %d: watchdogs not ready", round);
         for (int t = 0; t <= GRACE; t++)
-            EXPECT(tick_with_live(hb, live, WORKERS - 1), "round %d: a live worker stopped beating", round);
-        atomic_store(&sh->armed, 1);
+            EXPECT(vt_hb_tick_with_live(hb, live, WORKERS - 1), "round %d: a live worker stopped beating", round);
+        vt_gate_arm(&sh->gate, 0);
         if (check_watchdogs(sh, dogs, round, (uint32_t)workers[victim], bits[victim]))
             return 1;
 
@@ -232,7 +163,7 @@ static int test_three_watchdogs_exactly_once(void)
  * it exactly once, past grace, and hand its bits over once. */
 static int test_racing_repairers(void)
 {
-    struct shared *sh = shared_new();
+    struct shared *sh = vt_shared(sizeof(*sh));
     for (int round = 0; round < ROUNDS; round++) {
         char name[32];
         snprintf(name, sizeof(name), "wedge-%d.hb", round);
@@ -251,14 +182,12 @@ static int test_racing_repairers(void)
         vigil_reclaim out[4];
         EXPECT_RC(vigil_failover_scan(hb, GRACE, out, 4), 0); /* first sight */
         pid_t dogs[WATCHDOGS];
-        for (int d = 0; d < WATCHDOGS; d++)
-            dogs[d] = spawn_watchdog(path, sh, d, 1, false);
-        EXPECT(VT_WAIT_FOR(atomic_load(&sh->ready) == WATCHDOGS, 5000), "round %d: watchdogs not ready", round);
+        EXPECT(spawn_watchdogs(path, sh, dogs, false), "round %d: watchdogs not ready", round);
         for (int t = 0; t <= GRACE; t++) {
             vigil_hb_tick(hb);
             vigil_hb_beat(hb, keep);
         }
-        atomic_store(&sh->armed, 1);
+        vt_gate_arm(&sh->gate, 0);
         if (check_watchdogs(sh, dogs, round, 2000 + round, want))
             return 1;
         EXPECT(atomic_load(&hb->slots[s].seq) == v + 3, "round %d: expected version %u, got %u", round,
@@ -277,7 +206,7 @@ static int test_racing_repairers(void)
  * racing probe-assisted watchdogs take it at once, exactly once. */
 static int test_probe_watchdogs_exit_without_unregister(void)
 {
-    struct shared *sh = shared_new();
+    struct shared *sh = vt_shared(sizeof(*sh));
     for (int round = 0; round < ROUNDS / 2; round++) {
         char name[32];
         snprintf(name, sizeof(name), "exit-%d.hb", round);
@@ -285,25 +214,23 @@ static int test_probe_watchdogs_exit_without_unregister(void)
         vigil_hb *hb;
         EXPECT_RC(vigil_hb_create(path, 8, &hb), 0);
         shared_reset(sh);
-        pid_t keep = spawn_worker(path, sh, 0x1);
-        pid_t quitter = spawn_worker(path, sh, UINT64_C(0xf0) << round);
+        pid_t keep = vt_hb_spawn_worker(path, &sh->ready, &sh->stop, 0x1);
+        pid_t quitter = vt_hb_spawn_worker(path, &sh->ready, &sh->stop, UINT64_C(0xf0) << round);
         EXPECT(VT_WAIT_FOR(atomic_load(&sh->ready) == 2, 5000), "round %d: workers not ready", round);
         kill(quitter, SIGTERM); /* dies without unregistering; not reaped yet */
         siginfo_t si;
         EXPECT(waitid(P_PID, (id_t)quitter, &si, WEXITED | WNOWAIT) == 0, "waitid: %s", strerror(errno));
         atomic_store(&sh->ready, 0);
         pid_t dogs[WATCHDOGS];
-        for (int d = 0; d < WATCHDOGS; d++)
-            dogs[d] = spawn_watchdog(path, sh, d, 1, true);
-        EXPECT(VT_WAIT_FOR(atomic_load(&sh->ready) == WATCHDOGS, 5000), "round %d: watchdogs not ready", round);
-        atomic_store(&sh->armed, 1); /* no tick at all: every slot is inside grace */
+        EXPECT(spawn_watchdogs(path, sh, dogs, true), "round %d: watchdogs not ready", round);
+        vt_gate_arm(&sh->gate, 0); /* no tick at all: every slot is inside grace */
         if (check_watchdogs(sh, dogs, round, (uint32_t)quitter, UINT64_C(0xf0) << round))
             return 1;
         EXPECT(vt_wait(quitter, 1000) == 128 + SIGTERM, "round %d: quitter status", round);
         atomic_store(&sh->stop, 1);
         EXPECT(vt_wait(keep, 5000) == 0, "round %d: live worker failed", round);
         uint32_t ks;
-        EXPECT(find_slot(hb, keep, &ks) == 0, "round %d: live worker's slot was taken", round);
+        EXPECT(vt_hb_find_slot(hb, keep, &ks), "round %d: live worker's slot was taken", round);
         vigil_hb_close(hb);
         unlink(path);
     }

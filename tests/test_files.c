@@ -579,8 +579,8 @@ struct create_race {
 static int race_opener(const char *path, struct create_race *r, int i)
 {
     atomic_fetch_add(&r->ready, 1);
-    while (!atomic_load_explicit(&r->gate, memory_order_acquire))
-        sched_yield();
+    if (!vt_spin_until(&r->gate, 1, 1, 10000))
+        return 1;
     uint64_t deadline = vt_now_ms() + 5000;
     for (;;) {
         vigil_hb *hb;
@@ -622,8 +622,8 @@ static int test_create_race(void)
                 if (i >= CREATORS)
                     _exit(race_opener(path, r, i - CREATORS));
                 atomic_fetch_add(&r->ready, 1);
-                while (!atomic_load_explicit(&r->gate, memory_order_acquire))
-                    sched_yield();
+                if (!vt_spin_until(&r->gate, 1, 1, 10000))
+                    _exit(4);
                 vigil_hb *hb;
                 r->create_rc[i] = vigil_hb_create(path, 4, &hb);
                 if (r->create_rc[i] == 0)

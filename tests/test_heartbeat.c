@@ -12,20 +12,9 @@
 
 #include "hb_internal.h"
 
-static vigil_hb *fresh(const char *name, uint32_t cap)
-{
-    vigil_hb *hb = NULL;
-    int rc = vigil_hb_create(vt_path(name), cap, &hb);
-    if (rc < 0) {
-        fprintf(stderr, "create %s: %s\n", name, vigil_strerror(rc));
-        exit(1);
-    }
-    return hb;
-}
-
 static int test_register(void)
 {
-    vigil_hb *hb = fresh("register.hb", 8);
+    vigil_hb *hb = vt_hb_fresh("register.hb", 8);
     vigil_hb_tick(hb);
     vigil_hb_tick(hb);
     uint32_t slot = 99;
@@ -48,7 +37,7 @@ static int test_register(void)
 
 static int test_table_full(void)
 {
-    vigil_hb *hb = fresh("full.hb", 4);
+    vigil_hb *hb = vt_hb_fresh("full.hb", 4);
     uint32_t slot;
     for (uint32_t i = 0; i < 4; i++)
         EXPECT_RC(vigil_hb_register(hb, 100 + i, &slot), 0);
@@ -62,7 +51,7 @@ static int test_table_full(void)
 
 static int test_beat_advances_last_seen(void)
 {
-    vigil_hb *hb = fresh("beat.hb", 4);
+    vigil_hb *hb = vt_hb_fresh("beat.hb", 4);
     uint32_t slot;
     EXPECT_RC(vigil_hb_register(hb, 42, &slot), 0);
     for (int i = 0; i < 5; i++)
@@ -85,7 +74,7 @@ static int test_beat_advances_last_seen(void)
 
 static int test_unregister_reuse(void)
 {
-    vigil_hb *hb = fresh("reuse.hb", 2);
+    vigil_hb *hb = vt_hb_fresh("reuse.hb", 2);
     uint32_t a, b, c;
     EXPECT_RC(vigil_hb_register(hb, 1, &a), 0);
     EXPECT_RC(vigil_hb_register(hb, 2, &b), 0);
@@ -111,7 +100,7 @@ static int test_unregister_reuse(void)
 
 static int test_in_flight_mark_clear(void)
 {
-    vigil_hb *hb = fresh("bits.hb", 2);
+    vigil_hb *hb = vt_hb_fresh("bits.hb", 2);
     uint32_t s;
     EXPECT_RC(vigil_hb_register(hb, 9, &s), 0);
     EXPECT_RC(vigil_hb_mark_in_flight(hb, s, 0), 0);
@@ -133,7 +122,7 @@ static int test_in_flight_mark_clear(void)
 
 static int test_roles(void)
 {
-    vigil_hb *hb = fresh("roles.hb", 2);
+    vigil_hb *hb = vt_hb_fresh("roles.hb", 2);
     uint32_t s;
     EXPECT_RC(vigil_hb_register(hb, 9, &s), 0);
     EXPECT_RC(vigil_hb_set_role(hb, s, VIGIL_ROLE_COORDINATOR), 0);
@@ -149,7 +138,7 @@ static int test_roles(void)
 
 static int test_snapshot_args(void)
 {
-    vigil_hb *hb = fresh("snap.hb", 2);
+    vigil_hb *hb = vt_hb_fresh("snap.hb", 2);
     vigil_slot_info info = { .pid = 5 };
     EXPECT_RC(vigil_hb_snapshot(hb, 2, &info), VIGIL_ERANGE);
     EXPECT(info.pid == 5, "out-of-range snapshot wrote its output");
@@ -160,7 +149,7 @@ static int test_snapshot_args(void)
 
 static int test_live_count_grace(void)
 {
-    vigil_hb *hb = fresh("live.hb", 8);
+    vigil_hb *hb = vt_hb_fresh("live.hb", 8);
     uint32_t a, b, c;
     EXPECT_RC(vigil_hb_register(hb, 1, &a), 0);
     EXPECT_RC(vigil_hb_register(hb, 2, &b), 0);
@@ -187,7 +176,7 @@ static int test_live_count_grace(void)
  * give up with VIGIL_EBUSY instead of hanging, and register moves on. */
 static int test_wedged_slot(void)
 {
-    vigil_hb *hb = fresh("wedged.hb", 2);
+    vigil_hb *hb = vt_hb_fresh("wedged.hb", 2);
     uint32_t s, t;
     EXPECT_RC(vigil_hb_register(hb, 11, &s), 0);
     atomic_fetch_add(&hb->slots[s].seq, 1);
@@ -206,7 +195,7 @@ static int test_wedged_slot(void)
  * header's capacity moves nothing. */
 static int test_scribbled_header(void)
 {
-    vigil_hb *hb = fresh("scribble.hb", 4);
+    vigil_hb *hb = vt_hb_fresh("scribble.hb", 4);
     vigil_hb *peer;
     EXPECT_RC(vigil_hb_open(vt_path("scribble.hb"), 4, &peer), 0);
     uint32_t huge = 0x7fffffff;
@@ -286,7 +275,7 @@ static void *register_thread(void *arg)
 
 static int test_threads_register(void)
 {
-    vigil_hb *hb = fresh("threads.hb", THREADS - 1); /* one short, so EFULL happens too */
+    vigil_hb *hb = vt_hb_fresh("threads.hb", THREADS - 1); /* one short, so EFULL happens too */
     _Atomic int owner[THREADS] = { 0 };
     struct thr t[THREADS];
     pthread_t th[THREADS];

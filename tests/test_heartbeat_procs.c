@@ -9,52 +9,13 @@
  */
 #include "testutil.h"
 
-#include <sched.h>
-#include <stdatomic.h>
-#include <sys/mman.h>
-
 #include "hb_internal.h"
 
 #define RACERS 16
 
-/* Memory shared by the parent and its children, for gates and results. */
-static void *shared(size_t size)
-{
-    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) {
-        perror("mmap");
-        exit(2);
-    }
-    memset(p, 0, size);
-    return p;
-}
-
-/* A child's wait for a word to reach a value: spins briefly, then yields
- * (2 cores, up to 16 processes); false after timeout_ms. */
-static bool wait_word(_Atomic int *w, int want, unsigned timeout_ms)
-{
-    uint64_t deadline = vt_now_ms() + timeout_ms;
-    for (unsigned i = 0; atomic_load_explicit(w, memory_order_acquire) < want; i++) {
-        if ((i & 255) == 255) {
-            if (vt_now_ms() > deadline)
-                return false;
-            sched_yield();
-        }
-    }
-    return true;
-}
-
-static vigil_hb *create_or_die(const char *path, uint32_t cap)
-{
-    vigil_hb *hb = NULL;
-    unlink(path);
-    int rc = vigil_hb_create(path, cap, &hb);
-    if (rc < 0) {
-        fprintf(stderr, "create %s: %s\n", path, vigil_strerror(rc));
-        exit(2);
-    }
-    return hb;
-}
+/* A child's wait for a word to reach a value spins briefly, then yields
+ * (2 cores, up to 16 processes): vt_spin_until with a yield every 256. */
+#define SPIN_YIELD 256
 
 /* ---- racing registrants --------------------------------------------------- */
 
@@ -79,7 +40,7 @@ static int race_round(const char *path, uint32_t cap, struct race *r, pid_t *pid
             if (rc < 0)
                 _exit(3);
             atomic_fetch_add(&r->ready, 1);
-            if (!wait_word(&r->gate, 1, 10000))
+            if (!vt_spin_until(&r->gate, 1, SPIN_YIELD, 10000))
                 _exit(4);
             uint32_t slot = UINT32_MAX;
             r->rc[i] = vigil_hb_register(hb, (uint32_t)getpid(), &slot);
@@ -107,11 +68,12 @@ static int race_round(const char *path, uint32_t cap, struct race *r, pid_t *pid
  * same, and the table holds exactly the winners' pids. */
 static int test_register_race(void)
 {
-    struct race *r = shared(sizeof(*r));
+    struct race *r = vt_shared(sizeof(*r));
     pid_t pids[RACERS];
     for (int round = 0; round < 5; round++) {
         const char *path = vt_path("race.hb");
-        vigil_hb *hb = create_or_die(path, RACERS);
+        unlink(path); /* the last round's table */
+        vigil_hb *hb = vt_hb_fresh_at(path, RACERS);
         EXPECT(race_round(path, RACERS, r, pids) == 0, "round %d: a racer failed", round);
         bool taken[RACERS] = { false };
         for (int i = 0; i < RACERS; i++) {
@@ -135,11 +97,12 @@ static int test_register_race(void)
 static int test_register_race_full(void)
 {
     enum { CAP = 5 };
-    struct race *r = shared(sizeof(*r));
+    struct race *r = vt_shared(sizeof(*r));
     pid_t pids[RACERS];
     for (int round = 0; round < 4; round++) {
         const char *path = vt_path("racefull.hb");
-        vigil_hb *hb = create_or_die(path, CAP);
+        unlink(path); /* the last round's table */
+        vigil_hb *hb = vt_hb_fresh_at(path, CAP);
         EXPECT(race_round(path, CAP, r, pids) == 0, "round %d: a racer failed", round);
         int won = 0, full = 0;
         bool taken[CAP] = { false };
@@ -213,8 +176,8 @@ static void torn_writer(const char *path, struct churn *c)
 static int test_no_torn_snapshot(void)
 {
     const char *path = vt_path("torn.hb");
-    vigil_hb *hb = create_or_die(path, 1);
-    struct churn *c = shared(sizeof(*c));
+    vigil_hb *hb = vt_hb_fresh_at(path, 1);
+    struct churn *c = vt_shared(sizeof(*c));
     pid_t w = fork();
     EXPECT(w >= 0, "fork: %s", strerror(errno));
     if (w == 0)
@@ -295,7 +258,7 @@ static int cross_child(const char *path, struct xproc *x)
     vigil_hb_tick(hb); /* epoch 5 -> 6, for the parent to see */
     x->child_slot = s;
     atomic_store_explicit(&x->phase, 1, memory_order_release);
-    if (!wait_word(&x->phase, 2, 10000))
+    if (!vt_spin_until(&x->phase, 2, SPIN_YIELD, 10000))
         return 6;
     vigil_slot_info info;
     if (vigil_hb_snapshot(hb, x->parent_slot, &info) != 0)
@@ -315,10 +278,10 @@ static int cross_child(const char *path, struct xproc *x)
 static int test_cross_process_visibility(void)
 {
     const char *path = vt_path("cross.hb");
-    vigil_hb *hb = create_or_die(path, 4);
+    vigil_hb *hb = vt_hb_fresh_at(path, 4);
     for (int i = 0; i < 5; i++)
         vigil_hb_tick(hb);
-    struct xproc *x = shared(sizeof(*x));
+    struct xproc *x = vt_shared(sizeof(*x));
     pid_t pid = fork();
     EXPECT(pid >= 0, "fork: %s", strerror(errno));
     if (pid == 0)
@@ -363,9 +326,9 @@ static int test_cross_process_visibility(void)
 static int test_killed_registered_goes_stale(void)
 {
     const char *path = vt_path("killed.hb");
-    vigil_hb *hb = create_or_die(path, 4);
+    vigil_hb *hb = vt_hb_fresh_at(path, 4);
     vigil_hb_tick(hb);
-    struct xproc *x = shared(sizeof(*x));
+    struct xproc *x = vt_shared(sizeof(*x));
     pid_t pid = fork();
     EXPECT(pid >= 0, "fork: %s", strerror(errno));
     if (pid == 0) {
@@ -487,8 +450,8 @@ static int test_killed_churners(void)
 {
     enum { CAP = 16, ROUNDS = 6, PER_ROUND = 2 };
     const char *path = vt_path("churn.hb");
-    vigil_hb *hb = create_or_die(path, CAP);
-    struct churn *c = shared(sizeof(*c));
+    vigil_hb *hb = vt_hb_fresh_at(path, CAP);
+    struct churn *c = vt_shared(sizeof(*c));
     unsigned seed = (unsigned)time(NULL) ^ (unsigned)getpid();
     unsigned rs = seed;
     uint32_t vacant = 0, busy = 0;
@@ -516,7 +479,7 @@ static int test_killed_churners(void)
         EXPECT(going, "round %d: churners made no progress", round);
 
         /* Every snapshot must come back promptly: check in a child, bounded. */
-        struct { uint32_t vacant, busy; int rc; } *res = shared(4096);
+        struct { uint32_t vacant, busy; int rc; } *res = vt_shared(4096);
         pid_t chk = fork();
         EXPECT(chk >= 0, "fork: %s", strerror(errno));
         if (chk == 0)
@@ -567,7 +530,7 @@ struct st_report {
 static int test_start_time_after_fork(void)
 {
     const char *path = vt_path("start.hb");
-    vigil_hb *hb = create_or_die(path, 4);
+    vigil_hb *hb = vt_hb_fresh_at(path, 4);
     uint64_t mine = 0;
     if (vigil_proc_start_time((uint32_t)getpid(), &mine) < 0)
         return VT_SKIP; /* no /proc */
@@ -575,7 +538,7 @@ static int test_start_time_after_fork(void)
     EXPECT_RC(vigil_hb_register(hb, (uint32_t)getpid(), &ps), 0);
     EXPECT(atomic_load(&hb->slots[ps].start_time) == mine, "parent's slot start time %llu, expected %llu",
            (unsigned long long)atomic_load(&hb->slots[ps].start_time), (unsigned long long)mine);
-    struct st_report *r = shared(sizeof(*r));
+    struct st_report *r = vt_shared(sizeof(*r));
     for (int attempt = 0; attempt < 5; attempt++) {
         pid_t pid = fork();
         EXPECT(pid >= 0, "fork: %s", strerror(errno));

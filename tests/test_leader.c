@@ -6,33 +6,10 @@
  * way through is finished with one term step; a dead lock holder is
  * replaced at once, a live or unjudgeable one is waited for, boundedly.
  */
-#include "testutil.h"
-
-#include "hb_internal.h"
+#include "hbtest.h"
 #include "probe.h"
 
 #include <pthread.h>
-
-static vigil_hb *fresh(const char *name, uint32_t cap)
-{
-    vigil_hb *hb = NULL;
-    int rc = vigil_hb_create(vt_path(name), cap, &hb);
-    if (rc < 0) {
-        fprintf(stderr, "create %s: %s\n", name, vigil_strerror(rc));
-        exit(1);
-    }
-    return hb;
-}
-
-static void tick_keep(vigil_hb *hb, int n, uint64_t keep)
-{
-    for (int i = 0; i < n; i++) {
-        vigil_hb_tick(hb);
-        for (uint32_t s = 0; s < 64 && s < hb->capacity; s++)
-            if (keep & (UINT64_C(1) << s))
-                vigil_hb_beat(hb, s);
-    }
-}
 
 static uint32_t coordinators(vigil_hb *hb, uint32_t *which)
 {
@@ -58,7 +35,7 @@ static uint64_t intent_word(uint64_t term, uint32_t pid, uint32_t slot)
 
 static int test_no_peers(void)
 {
-    vigil_hb *hb = fresh("none.hb", 4);
+    vigil_hb *hb = vt_hb_fresh("none.hb", 4);
     vigil_leader out = { 7, 7, 7 };
     EXPECT_RC(vigil_leader_elect(NULL, 2, &out), -EINVAL);
     EXPECT_RC(vigil_leader_elect(hb, 2, &out), VIGIL_ENOPEERS);
@@ -69,7 +46,7 @@ static int test_no_peers(void)
            "leader_is true with nobody");
     uint32_t s;
     EXPECT_RC(vigil_hb_register(hb, 5, &s), 0);
-    tick_keep(hb, 3, 0);
+    vt_hb_tick_keep(hb, 3, 0);
     EXPECT_RC(vigil_leader_elect(hb, 2, &out), VIGIL_ENOPEERS); /* only a stale slot */
     EXPECT(atomic_load(&hb->hdr->term) == 0, "term moved with no live slot");
     vigil_hb_close(hb);
@@ -78,7 +55,7 @@ static int test_no_peers(void)
 
 static int test_lowest_pid_leads(void)
 {
-    vigil_hb *hb = fresh("lowest.hb", 8);
+    vigil_hb *hb = vt_hb_fresh("lowest.hb", 8);
     uint32_t s300, s100, s200;
     EXPECT_RC(vigil_hb_register(hb, 300, &s300), 0);
     EXPECT_RC(vigil_hb_register(hb, 100, &s100), 0);
@@ -111,7 +88,7 @@ static int test_lowest_pid_leads(void)
 
 static int test_term_follows_changes(void)
 {
-    vigil_hb *hb = fresh("changes.hb", 8);
+    vigil_hb *hb = vt_hb_fresh("changes.hb", 8);
     uint32_t a, b, c;
     EXPECT_RC(vigil_hb_register(hb, 100, &a), 0);
     EXPECT_RC(vigil_hb_register(hb, 200, &b), 0);
@@ -120,7 +97,7 @@ static int test_term_follows_changes(void)
     EXPECT_RC(vigil_leader_elect(hb, 2, &out), 1);
     uint64_t keep_bc = (UINT64_C(1) << b) | (UINT64_C(1) << c);
     /* The leader goes stale: next-lowest live pid, term 2, old one demoted. */
-    tick_keep(hb, 3, keep_bc);
+    vt_hb_tick_keep(hb, 3, keep_bc);
     EXPECT(!vigil_leader_is(hb, a, 2), "a stale leader still leads");
     EXPECT_RC(vigil_leader_elect(hb, 2, &out), 1);
     EXPECT(out.pid == 200 && out.slot == b && out.term == 2, "expected pid 200 term 2, got pid %u term %llu",
@@ -152,7 +129,7 @@ static int test_term_follows_changes(void)
     EXPECT_RC(vigil_leader_elect(hb, 2, &out), 0);
     EXPECT(out.term == 5, "term moved without a change: %llu", (unsigned long long)out.term);
     /* Everybody stale: nobody to elect, the record stays. */
-    tick_keep(hb, 3, 0);
+    vt_hb_tick_keep(hb, 3, 0);
     EXPECT_RC(vigil_leader_elect(hb, 2, &out), VIGIL_ENOPEERS);
     vigil_leader got;
     EXPECT_RC(vigil_leader_get(hb, &got), 0);
@@ -166,7 +143,7 @@ static int test_term_follows_changes(void)
 /* Equal pids (one process registered twice): the lower slot leads. */
 static int test_tie_lower_slot(void)
 {
-    vigil_hb *hb = fresh("tie.hb", 4);
+    vigil_hb *hb = vt_hb_fresh("tie.hb", 4);
     uint32_t a, b;
     EXPECT_RC(vigil_hb_register(hb, 77, &a), 0);
     EXPECT_RC(vigil_hb_register(hb, 77, &b), 0);
@@ -184,7 +161,7 @@ static int test_tie_lower_slot(void)
  * change, and the term rises exactly once for it. */
 static int test_half_installed_change(void)
 {
-    vigil_hb *hb = fresh("half.hb", 4);
+    vigil_hb *hb = vt_hb_fresh("half.hb", 4);
     uint32_t a, b;
     EXPECT_RC(vigil_hb_register(hb, 100, &a), 0);
     EXPECT_RC(vigil_hb_register(hb, 200, &b), 0);
@@ -203,7 +180,7 @@ static int test_half_installed_change(void)
     EXPECT(atomic_load(&h->elect_intent) == 0, "intent not cleared");
 
     /* Killed right after the intent: the leader word still the old one. */
-    tick_keep(hb, 3, UINT64_C(1) << b);
+    vt_hb_tick_keep(hb, 3, UINT64_C(1) << b);
     atomic_store(&h->elect_intent, intent_word(4, 200, b));
     EXPECT_RC(vigil_leader_elect(hb, 2, &out), 0); /* 200@4 was the change; this election keeps it */
     EXPECT(out.pid == 200 && out.term == 4, "expected pid 200 term 4, got pid %u term %llu", out.pid,
@@ -233,7 +210,7 @@ static int test_half_installed_change(void)
  * for and then VIGIL_EBUSY; a word no elector writes is a scribble. */
 static int test_lock_holders(void)
 {
-    vigil_hb *hb = fresh("lock.hb", 4);
+    vigil_hb *hb = vt_hb_fresh("lock.hb", 4);
     uint32_t s;
     EXPECT_RC(vigil_hb_register(hb, 100, &s), 0);
     _Atomic uint64_t *lock = &hb->hdr->elect_lock;
@@ -290,8 +267,10 @@ struct elector {
 static void *elector_main(void *arg)
 {
     struct elector *e = arg;
-    while (!atomic_load(e->go))
-        ;
+    if (!vt_spin_until(e->go, 1, 1024, 5000)) {
+        e->err = VIGIL_ETIMEDOUT; /* the gate never opened */
+        return NULL;
+    }
     for (int i = 0; i < 200; i++) {
         vigil_leader out;
         int rc = vigil_leader_elect(e->hb, 2, &out);
@@ -307,7 +286,7 @@ static void *elector_main(void *arg)
 
 static int test_threaded_electors(void)
 {
-    vigil_hb *hb = fresh("threads.hb", 16);
+    vigil_hb *hb = vt_hb_fresh("threads.hb", 16);
     uint32_t s;
     for (int i = 0; i < 8; i++)
         EXPECT_RC(vigil_hb_register(hb, 500 - i, &s), 0);

@@ -9,71 +9,17 @@
  * exactly once per change (the electors' "changed" answers add up to the
  * term's rise, and that is 1 exactly when the lowest live pid moved).
  */
-#include "testutil.h"
-
-#include "hb_internal.h"
-
-#include <sched.h>
-#include <sys/mman.h>
+#include "hbtest.h"
 
 #define ELECTORS 4
 #define ROUNDS   300
 #define CALLS    25
 #define GRACE    2
 
-static void *shared_new(size_t n)
-{
-    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) {
-        perror("mmap");
-        exit(2);
-    }
-    memset(p, 0, n);
-    return p;
-}
-
 struct workers {
     _Atomic int ready;
     _Atomic int stop;
 };
-
-static pid_t spawn_worker(const char *path, struct workers *sh)
-{
-    pid_t pid = fork();
-    if (pid != 0)
-        return pid;
-    vigil_hb *hb;
-    uint32_t slot;
-    if (vigil_hb_open(path, 0, &hb) < 0 || vigil_hb_register(hb, (uint32_t)getpid(), &slot) < 0)
-        _exit(3);
-    atomic_fetch_add(&sh->ready, 1);
-    uint64_t deadline = vt_now_ms() + 20000;
-    while (!atomic_load(&sh->stop) && vt_now_ms() < deadline) {
-        vigil_hb_beat(hb, slot);
-        struct timespec ts = { 0, 100000 };
-        nanosleep(&ts, NULL);
-    }
-    _exit(0);
-}
-
-static bool find_slot(vigil_hb *hb, pid_t pid, uint32_t *slot)
-{
-    for (uint32_t i = 0; i < hb->capacity; i++)
-        if (atomic_load(&hb->slots[i].pid) == (uint32_t)pid) {
-            *slot = i;
-            return true;
-        }
-    return false;
-}
-
-static bool tick_with_live(vigil_hb *hb, const uint32_t *slots, int n)
-{
-    uint64_t e = vigil_hb_tick(hb);
-    for (int i = 0; i < n; i++)
-        if (!VT_WAIT_FOR(atomic_load(&hb->slots[slots[i]].last_seen_epoch) >= e, 5000))
-            return false;
-    return true;
-}
 
 static int order_by_pid(const void *a, const void *b)
 {
@@ -89,15 +35,15 @@ static int test_kill_leader(void)
     const char *path = vt_path("kill.hb");
     vigil_hb *hb;
     EXPECT_RC(vigil_hb_create(path, 8, &hb), 0);
-    struct workers *sh = shared_new(sizeof(*sh));
+    struct workers *sh = vt_shared(sizeof(*sh));
     pid_t w[3];
     for (int i = 0; i < 3; i++)
-        w[i] = spawn_worker(path, sh);
+        w[i] = vt_hb_spawn_worker(path, &sh->ready, &sh->stop, 0);
     EXPECT(VT_WAIT_FOR(atomic_load(&sh->ready) == 3, 5000), "workers not ready");
     qsort(w, 3, sizeof(w[0]), order_by_pid);
     uint32_t slot[3];
     for (int i = 0; i < 3; i++)
-        EXPECT(find_slot(hb, w[i], &slot[i]), "worker %d has no slot", (int)w[i]);
+        EXPECT(vt_hb_find_slot(hb, w[i], &slot[i]), "worker %d has no slot", (int)w[i]);
 
     vigil_leader out;
     EXPECT_RC(vigil_leader_elect(hb, GRACE, &out), 1);
@@ -110,7 +56,7 @@ static int test_kill_leader(void)
     EXPECT_RC(vigil_leader_elect(hb, GRACE, &out), 0); /* inside grace: still "live" */
     uint32_t live[2] = { slot[1], slot[2] };
     for (int t = 0; t <= GRACE; t++)
-        EXPECT(tick_with_live(hb, live, 2), "a live worker stopped beating");
+        EXPECT(vt_hb_tick_with_live(hb, live, 2), "a live worker stopped beating");
     EXPECT_RC(vigil_leader_elect(hb, GRACE, &out), 1);
     EXPECT(out.pid == (uint32_t)w[1] && out.slot == slot[1] && out.term == term0 + 1,
            "expected leader %d at term %llu, got %u at %llu", (int)w[1], (unsigned long long)term0 + 1,
@@ -137,9 +83,7 @@ static int test_kill_leader(void)
 
 struct race {
     _Atomic int      ready;
-    _Atomic int      armed;       /* round + 1 once the parent has set the round up */
-    _Atomic int      go;          /* round + 1 once elector 0 has opened the gate */
-    _Atomic int      quit;
+    struct vt_gate   gate;        /* armed by the parent, opened by elector 0 */
     _Atomic uint32_t changed[ELECTORS];
     _Atomic uint32_t errors[ELECTORS];
     _Atomic uint32_t disagree[ELECTORS]; /* answers that differ from this elector's own first answer after a change */
@@ -159,20 +103,11 @@ static pid_t spawn_elector(const char *path, struct race *r, int idx)
     for (int round = 0; round < ROUNDS; round++) {
         /* Busy-wait, yielding now and then so the parent can run: the
          * electors that are on a CPU when the gate opens leave it within
-         * nanoseconds of each other, which is when a race would show. */
-        uint64_t deadline = vt_now_ms() + 10000;
-        /* The parent arms the round; elector 0 opens the gate, so the gate
+         * nanoseconds of each other, which is when a race would show. The
+         * parent arms the round; elector 0 opens the gate, so the gate
          * opens while electors, not the parent, hold both CPUs. */
-        _Atomic int *gate = idx == 0 ? &r->armed : &r->go;
-        for (unsigned spin = 0; atomic_load_explicit(gate, memory_order_relaxed) <= round; spin++) {
-            if ((spin & 1023) == 1023) {
-                if (atomic_load(&r->quit) || vt_now_ms() > deadline)
-                    _exit(4);
-                sched_yield();
-            }
-        }
-        if (idx == 0)
-            atomic_store(&r->go, round + 1);
+        if (!vt_gate_pass(&r->gate, idx, round, 10000))
+            _exit(4);
         uint64_t prev_term = 0;
         for (int c = 0; c < CALLS; c++) {
             vigil_leader out;
@@ -223,7 +158,7 @@ static int test_racing_electors(void)
     const char *path = vt_path("electors.hb");
     vigil_hb *hb;
     EXPECT_RC(vigil_hb_create(path, 16, &hb), 0);
-    struct race *r = shared_new(sizeof(*r));
+    struct race *r = vt_shared(sizeof(*r));
     uint32_t s;
     for (int i = 0; i < 6; i++)
         EXPECT_RC(vigil_hb_register(hb, 1000 + 100 * i, &s), 0);
@@ -283,7 +218,7 @@ static int test_racing_electors(void)
         for (int i = 0; i < ELECTORS; i++)
             atomic_store(&r->changed[i], 0);
         atomic_store(&r->ready, 0);
-        atomic_store(&r->armed, round + 1);
+        vt_gate_arm(&r->gate, round);
         EXPECT(VT_WAIT_FOR(atomic_load(&r->ready) == ELECTORS, 10000), "round %d: electors did not finish", round);
 
         uint64_t term_after = atomic_load(&hb->hdr->term);

@@ -13,20 +13,9 @@
 
 #include "leases_internal.h"
 
-static vigil_leases *fresh(const char *name, uint32_t cap)
-{
-    vigil_leases *ls = NULL;
-    int rc = vigil_leases_create(vt_path(name), cap, &ls);
-    if (rc < 0) {
-        fprintf(stderr, "create %s: %s\n", name, vigil_strerror(rc));
-        exit(1);
-    }
-    return ls;
-}
-
 static int test_acquire_release(void)
 {
-    vigil_leases *ls = fresh("basic.leases", 8);
+    vigil_leases *ls = vt_leases_fresh("basic.leases", 8);
     EXPECT(vigil_leases_capacity(ls) == 8, "capacity %u", vigil_leases_capacity(ls));
     vigil_lease a, b;
     memset(&b, 0x5a, sizeof(b));
@@ -60,7 +49,7 @@ static int test_acquire_release(void)
 
 static int test_expiry(void)
 {
-    vigil_leases *ls = fresh("expiry.leases", 4);
+    vigil_leases *ls = vt_leases_fresh("expiry.leases", 4);
     vigil_lease a, b;
     EXPECT_RC(vigil_leases_acquire(ls, "short", "alice", 40, &a), 0);
     EXPECT_RC(vigil_leases_acquire(ls, "short", "bob", 40, &b), VIGIL_EBUSY);
@@ -83,7 +72,7 @@ static int test_expiry(void)
 
 static int test_tokens_grow(void)
 {
-    vigil_leases *ls = fresh("tokens.leases", 4);
+    vigil_leases *ls = vt_leases_fresh("tokens.leases", 4);
     uint64_t last = 0;
     for (int i = 0; i < 200; i++) {
         vigil_lease l;
@@ -108,7 +97,7 @@ static int test_tokens_grow(void)
 
 static int test_full_and_reuse(void)
 {
-    vigil_leases *ls = fresh("full.leases", 3);
+    vigil_leases *ls = vt_leases_fresh("full.leases", 3);
     vigil_lease l[3], x;
     char key[16];
     for (int i = 0; i < 3; i++) {
@@ -131,7 +120,7 @@ static int test_full_and_reuse(void)
     vigil_lease y;
     EXPECT_RC(vigil_leases_acquire(ls, "key1", "o", 10000, &y), VIGIL_EFULL);
     /* An expired entry takes a new key too. */
-    vigil_leases *ls2 = fresh("full2.leases", 1);
+    vigil_leases *ls2 = vt_leases_fresh("full2.leases", 1);
     EXPECT_RC(vigil_leases_acquire(ls2, "a", "o", 20, &x), 0);
     EXPECT_RC(vigil_leases_acquire(ls2, "b", "o", 20, &y), VIGIL_EFULL);
     vt_sleep_ms(40);
@@ -146,7 +135,7 @@ static int test_full_and_reuse(void)
 
 static int test_ranges(void)
 {
-    vigil_leases *ls = fresh("ranges.leases", 4);
+    vigil_leases *ls = vt_leases_fresh("ranges.leases", 4);
     vigil_lease l;
     char key[200], owner[100];
     memset(key, 'k', sizeof(key));
@@ -194,7 +183,7 @@ static int test_ranges(void)
  * by key; one naming another entry is refused. */
 static int test_lease_id(void)
 {
-    vigil_leases *ls = fresh("id.leases", 8);
+    vigil_leases *ls = vt_leases_fresh("id.leases", 8);
     vigil_lease a, b;
     EXPECT_RC(vigil_leases_acquire(ls, "alpha", "o", 5000, &a), 0);
     EXPECT_RC(vigil_leases_acquire(ls, "beta", "o", 5000, &b), 0);
@@ -220,7 +209,7 @@ static int test_lease_id(void)
 
 static int test_entry_view(void)
 {
-    vigil_leases *ls = fresh("view.leases", 4);
+    vigil_leases *ls = vt_leases_fresh("view.leases", 4);
     vigil_lease_info info;
     memset(&info, 0x33, sizeof(info));
     EXPECT_RC(vigil_leases_entry(ls, 0, &info), VIGIL_EVACANT);
@@ -264,7 +253,7 @@ static int test_entry_view(void)
  * its TTL; stop, then release, frees it at once. */
 static int test_keepalive_on_store(void)
 {
-    vigil_leases *ls = fresh("ka.leases", 4);
+    vigil_leases *ls = vt_leases_fresh("ka.leases", 4);
     vigil_lease l, other;
     EXPECT_RC(vigil_leases_acquire(ls, "kept", "me", 90, &l), 0);
     vigil_lease_port port = vigil_leases_port(ls);
@@ -332,7 +321,7 @@ static void *race_thread(void *p)
 
 static int test_threads_race(void)
 {
-    vigil_leases *ls = fresh("race.leases", 4);
+    vigil_leases *ls = vt_leases_fresh("race.leases", 4);
     struct race r = { .ls = ls };
     pthread_t t[4];
     for (int i = 0; i < 4; i++)
@@ -372,7 +361,7 @@ static void *bind_thread(void *p)
 
 static int test_threads_bind_unique(void)
 {
-    vigil_leases *ls = fresh("bind.leases", 8);
+    vigil_leases *ls = vt_leases_fresh("bind.leases", 8);
     pthread_t t[3];
     for (int i = 0; i < 3; i++)
         EXPECT(pthread_create(&t[i], NULL, bind_thread, ls) == 0, "pthread_create");
@@ -427,7 +416,7 @@ static bool proc_start(uint32_t pid, uint64_t *start)
  * waited for and then reported busy, never robbed. */
 static int test_dead_locker_recovered(void)
 {
-    vigil_leases *ls = fresh("dead.leases", 4);
+    vigil_leases *ls = vt_leases_fresh("dead.leases", 4);
     vigil_lease a, b;
     EXPECT_RC(vigil_leases_acquire(ls, "wedged", "x", 20, &a), 0);
     struct vigil_leases_entry *e = &ls->entries[a.id - 1];

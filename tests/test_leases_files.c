@@ -17,14 +17,8 @@
 
 static const char *make_store(const char *name, uint32_t cap)
 {
+    vigil_leases_close(vt_leases_fresh(name, cap));
     const char *path = vt_path(name);
-    vigil_leases *ls;
-    int rc = vigil_leases_create(path, cap, &ls);
-    if (rc < 0) {
-        fprintf(stderr, "create %s: %s\n", name, vigil_strerror(rc));
-        exit(1);
-    }
-    vigil_leases_close(ls);
     /* vt_path's buffers rotate: keep a copy that outlives eight more calls. */
     static char keep[64][512];
     static unsigned next;

@@ -12,8 +12,6 @@
 #include "testutil.h"
 
 #include <pthread.h>
-#include <stdatomic.h>
-#include <sys/mman.h>
 
 #include "leases_internal.h"
 
@@ -33,29 +31,12 @@ struct shared {
 
 static struct shared *shared_map(void)
 {
-    void *p = mmap(NULL, sizeof(struct shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) {
-        perror("mmap");
-        exit(2);
-    }
-    memset(p, 0, sizeof(struct shared));
-    return p;
+    return vt_shared(sizeof(struct shared));
 }
 
 static void shared_unmap(struct shared *sh)
 {
     munmap(sh, sizeof(*sh));
-}
-
-static vigil_leases *fresh(const char *name, uint32_t cap)
-{
-    vigil_leases *ls = NULL;
-    int rc = vigil_leases_create(vt_path(name), cap, &ls);
-    if (rc < 0) {
-        fprintf(stderr, "create %s: %s\n", name, vigil_strerror(rc));
-        exit(1);
-    }
-    return ls;
 }
 
 static vigil_leases *child_open(const char *name)
@@ -99,8 +80,8 @@ static void contend_child(struct shared *sh, int me, const char *file, int nkeys
     vigil_leases *ls = child_open(file);
     char owner[32], key[32];
     snprintf(owner, sizeof(owner), "child-%d", me);
-    while (!atomic_load(&sh->go))
-        ;
+    if (!vt_spin_until(&sh->go, 1, 1024, 10000))
+        _exit(4);
     uint64_t deadline = vt_now_ms() + ms;
     unsigned seed = (unsigned)me * 7919u + 1;
     while (vt_now_ms() < deadline) {
@@ -136,7 +117,7 @@ static void contend_child(struct shared *sh, int me, const char *file, int nkeys
 
 static int test_two_processes_one_key(void)
 {
-    vigil_leases *ls = fresh("contend.leases", 4);
+    vigil_leases *ls = vt_leases_fresh("contend.leases", 4);
     struct shared *sh = shared_map();
     pid_t kids[2];
     for (int i = 0; i < 2; i++) {
@@ -172,7 +153,7 @@ static int test_two_processes_one_key(void)
  * rebound all the time; still one holder per key and one entry per key. */
 static int test_processes_bind_keys(void)
 {
-    vigil_leases *ls = fresh("binds.leases", 6);
+    vigil_leases *ls = vt_leases_fresh("binds.leases", 6);
     struct shared *sh = shared_map();
     pid_t kids[4];
     for (int i = 0; i < 4; i++) {
@@ -201,22 +182,32 @@ static int test_processes_bind_keys(void)
 
 /* ---- holders that die or stall ------------------------------------------- */
 
+/* In a child: acquires `key` in the store `file`, keeps it alive with a
+ * keepalive, hands the lease to the parent in sh->lease and raises
+ * sh->ready. Exits 3 (open), 4 (acquire) or 5 (keepalive) on failure. */
+static vigil_keepalive *kept_holder(struct shared *sh, const char *file, const char *key, const char *owner,
+                                    uint64_t ttl_ms)
+{
+    vigil_leases *cls = child_open(file);
+    vigil_lease l;
+    if (vigil_leases_acquire(cls, key, owner, ttl_ms, &l) != 0)
+        _exit(4);
+    vigil_lease_port port = vigil_leases_port(cls);
+    vigil_keepalive *ka;
+    if (vigil_keepalive_start(&port, &l, &ka) != 0)
+        _exit(5);
+    sh->lease = l;
+    atomic_store(&sh->ready, 1);
+    return ka;
+}
+
 static int test_sigkill_holder(void)
 {
-    vigil_leases *ls = fresh("killed.leases", 4);
+    vigil_leases *ls = vt_leases_fresh("killed.leases", 4);
     struct shared *sh = shared_map();
     pid_t kid = fork();
     if (kid == 0) {
-        vigil_leases *cls = child_open("killed.leases");
-        vigil_lease l;
-        if (vigil_leases_acquire(cls, "victim", "doomed", 300, &l) != 0)
-            _exit(4);
-        vigil_lease_port port = vigil_leases_port(cls);
-        vigil_keepalive *ka;
-        if (vigil_keepalive_start(&port, &l, &ka) != 0)
-            _exit(5);
-        sh->lease = l;
-        atomic_store(&sh->ready, 1);
+        kept_holder(sh, "killed.leases", "victim", "doomed", 300);
         vt_sleep_ms(10000); /* until killed */
         _exit(6);
     }
@@ -246,20 +237,11 @@ static int test_sigkill_holder(void)
  * its own keepalive's next renewal is refused and the keepalive says lost. */
 static int test_stopped_holder_refused(void)
 {
-    vigil_leases *ls = fresh("stopped.leases", 4);
+    vigil_leases *ls = vt_leases_fresh("stopped.leases", 4);
     struct shared *sh = shared_map();
     pid_t kid = fork();
     if (kid == 0) {
-        vigil_leases *cls = child_open("stopped.leases");
-        vigil_lease l;
-        if (vigil_leases_acquire(cls, "paused", "sleeper", 200, &l) != 0)
-            _exit(4);
-        vigil_lease_port port = vigil_leases_port(cls);
-        vigil_keepalive *ka;
-        if (vigil_keepalive_start(&port, &l, &ka) != 0)
-            _exit(5);
-        sh->lease = l;
-        atomic_store(&sh->ready, 1);
+        vigil_keepalive *ka = kept_holder(sh, "stopped.leases", "paused", "sleeper", 200);
         /* Resumed: the next beat is refused. */
         bool lost = VT_WAIT_FOR(vigil_keepalive_lost(ka), 8000);
         int st = vigil_keepalive_stop(ka);
@@ -305,7 +287,7 @@ static int run_point(int point, enum scenario sc, int *died_out)
 {
     char file[64];
     snprintf(file, sizeof(file), "point-%d-%d.leases", point, (int)sc);
-    vigil_leases *ls = fresh(file, 4);
+    vigil_leases *ls = vt_leases_fresh(file, 4);
     vigil_lease bystander, old;
     /* A lease nobody touches: recovery must leave it alone. */
     EXPECT_RC(vigil_leases_acquire(ls, "bystander", "b", 60000, &bystander), 0);
@@ -409,7 +391,7 @@ static void churn_child(const char *file)
 
 static int test_killed_at_random(void)
 {
-    vigil_leases *ls = fresh("churn.leases", 4);
+    vigil_leases *ls = vt_leases_fresh("churn.leases", 4);
     unsigned seed = 12345;
     int wedged_seen = 0;
     for (int round = 0; round < 60; round++) {

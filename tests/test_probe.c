@@ -13,17 +13,6 @@
 
 #include <limits.h>
 
-static vigil_hb *fresh(const char *name, uint32_t cap)
-{
-    vigil_hb *hb = NULL;
-    int rc = vigil_hb_create(vt_path(name), cap, &hb);
-    if (rc < 0) {
-        fprintf(stderr, "create %s: %s\n", name, vigil_strerror(rc));
-        exit(1);
-    }
-    return hb;
-}
-
 /* A pid with no process now: the pid of a child reaped just now, unless
  * something took it since (then another try). */
 static pid_t unused_pid(void)
@@ -41,7 +30,7 @@ static pid_t unused_pid(void)
 
 static int test_probe_args(void)
 {
-    vigil_hb *hb = fresh("args.hb", 2);
+    vigil_hb *hb = vt_hb_fresh("args.hb", 2);
     EXPECT_RC(vigil_hb_probe(NULL, 0), -EINVAL);
     EXPECT_RC(vigil_hb_probe(hb, 2), VIGIL_ERANGE);
     EXPECT_RC(vigil_hb_probe(hb, UINT32_MAX), VIGIL_ERANGE);
@@ -56,7 +45,7 @@ static int test_probe_args(void)
 
 static int test_self_alive(void)
 {
-    vigil_hb *hb = fresh("self.hb", 2);
+    vigil_hb *hb = vt_hb_fresh("self.hb", 2);
     uint32_t s;
     EXPECT_RC(vigil_hb_register(hb, (uint32_t)getpid(), &s), 0);
     EXPECT(atomic_load(&hb->slots[s].start_time) != 0, "register did not stamp a start time");
@@ -69,7 +58,7 @@ static int test_self_alive(void)
  * once, before its parent reaps it (state Z) and after. */
 static int test_exit_without_unregister(void)
 {
-    vigil_hb *hb = fresh("exit.hb", 2);
+    vigil_hb *hb = vt_hb_fresh("exit.hb", 2);
     int ready[2];
     EXPECT(pipe(ready) == 0, "pipe");
     pid_t child = fork();
@@ -103,7 +92,7 @@ static int test_exit_without_unregister(void)
 
 static int test_killed(void)
 {
-    vigil_hb *hb = fresh("killed.hb", 2);
+    vigil_hb *hb = vt_hb_fresh("killed.hb", 2);
     pid_t child = fork();
     if (child == 0) {
         for (;;)
@@ -127,7 +116,7 @@ static int test_killed(void)
  * never convicts. */
 static int test_pid_reuse(void)
 {
-    vigil_hb *hb = fresh("reuse.hb", 2);
+    vigil_hb *hb = vt_hb_fresh("reuse.hb", 2);
     uint32_t s;
     EXPECT_RC(vigil_hb_register(hb, (uint32_t)getpid(), &s), 0);
     uint64_t real = atomic_load(&hb->slots[s].start_time);
@@ -147,7 +136,7 @@ static int test_pid_reuse(void)
  * child probing its root parent, or (not root) probing pid 1. */
 static int test_eperm_alive(void)
 {
-    vigil_hb *hb = fresh("eperm.hb", 2);
+    vigil_hb *hb = vt_hb_fresh("eperm.hb", 2);
     uint32_t s;
     uint32_t target = geteuid() == 0 ? (uint32_t)getpid() : 1;
     EXPECT_RC(vigil_hb_register(hb, target, &s), 0);
@@ -191,7 +180,7 @@ static int test_other_namespace_unknown(void)
     uint64_t mine = vigil_self_pidns();
     if (mine == 0)
         return VT_SKIP;
-    vigil_hb *hb = fresh("ns.hb", 4);
+    vigil_hb *hb = vt_hb_fresh("ns.hb", 4);
     pid_t gone = unused_pid();
     EXPECT(gone > 0, "no unused pid found");
     uint32_t a, b, c;
@@ -211,7 +200,7 @@ static int test_other_namespace_unknown(void)
 
 static int test_odd_pids(void)
 {
-    vigil_hb *hb = fresh("odd.hb", 4);
+    vigil_hb *hb = vt_hb_fresh("odd.hb", 4);
     uint32_t a, b;
     pid_t gone = unused_pid();
     EXPECT(gone > 0, "no unused pid found");

@@ -6,6 +6,10 @@
  *
  * A test is `static int test_x(void)` returning 0 (pass), 1 (fail) or
  * VT_SKIP; every failure prints what was expected and what came instead.
+ *
+ * Also the pieces tests kept writing again: fresh tables and stores in the
+ * temporary directory, memory shared with forked children, and start gates
+ * for processes (or threads) that must leave together.
  */
 #ifndef VIGIL_TESTUTIL_H
 #define VIGIL_TESTUTIL_H
@@ -13,10 +17,13 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <ftw.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -137,6 +144,108 @@ static inline int vt_wait(pid_t pid, unsigned timeout_ms)
             vt_sleep_ms(1);                                                   \
         vt_ok_;                                                               \
     })
+
+/* ---- fresh files ---------------------------------------------------------- */
+
+/* A new heartbeat table at `path`; exits with status 2 when it cannot be
+ * made, since the test cannot run without it. */
+static inline vigil_hb *vt_hb_fresh_at(const char *path, uint32_t cap)
+{
+    vigil_hb *hb = NULL;
+    int rc = vigil_hb_create(path, cap, &hb);
+    if (rc < 0) {
+        fprintf(stderr, "create %s: %s\n", path, vigil_strerror(rc));
+        exit(2);
+    }
+    return hb;
+}
+
+/* A new heartbeat table `name` in the test's temporary directory. */
+static inline vigil_hb *vt_hb_fresh(const char *name, uint32_t cap)
+{
+    return vt_hb_fresh_at(vt_path(name), cap);
+}
+
+/* A new lease store `name` in the test's temporary directory; exits with
+ * status 2 when it cannot be made. */
+static inline vigil_leases *vt_leases_fresh(const char *name, uint32_t cap)
+{
+    vigil_leases *ls = NULL;
+    const char *path = vt_path(name);
+    int rc = vigil_leases_create(path, cap, &ls);
+    if (rc < 0) {
+        fprintf(stderr, "create %s: %s\n", path, vigil_strerror(rc));
+        exit(2);
+    }
+    return ls;
+}
+
+/* ---- memory shared with forked children ----------------------------------- */
+
+/* `size` zeroed bytes mapped MAP_SHARED, so what a forked child writes its
+ * parent reads (gates, counters, results); exits with status 2 when the
+ * mapping fails. Release with munmap(p, size). */
+static inline void *vt_shared(size_t size)
+{
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        perror("mmap");
+        exit(2);
+    }
+    memset(p, 0, size);
+    return p;
+}
+
+/* ---- start gates ---------------------------------------------------------- */
+
+/*
+ * Busy-waits until *word >= want (an acquire load, so what was written
+ * before the word was raised is seen after): spins, and every yield_every
+ * spins (a power of two) checks the clock and yields the CPU, so that on 2
+ * cores the others, the one who raises the word included, get to run. A
+ * pure spin leaves the waiters that are on a CPU within nanoseconds of each
+ * other, which is when a race shows; yield_every 1 yields on every spin.
+ * False after timeout_ms: a bounded wait.
+ */
+static inline bool vt_spin_until(_Atomic int *word, int want, unsigned yield_every, unsigned timeout_ms)
+{
+    uint64_t deadline = vt_now_ms() + timeout_ms;
+    for (unsigned spin = 0; atomic_load_explicit(word, memory_order_acquire) < want; spin++) {
+        if ((spin & (yield_every - 1)) == yield_every - 1) {
+            if (vt_now_ms() > deadline)
+                return false;
+            sched_yield();
+        }
+    }
+    return true;
+}
+
+/*
+ * A start gate for racers, round after round (rounds count from 0), in
+ * memory the racers share (vt_shared, or a thread's stack). The parent
+ * arms it once it has set the round up; racer 0 opens it for the others,
+ * so it opens while racers, not the parent, hold the CPUs. Every wait is
+ * vt_spin_until with a yield every 1024 spins.
+ */
+struct vt_gate {
+    _Atomic int armed; /* round + 1 once the parent has set the round up */
+    _Atomic int go;    /* round + 1 once racer 0 has opened the gate */
+};
+
+static inline void vt_gate_arm(struct vt_gate *g, int round)
+{
+    atomic_store(&g->armed, round + 1);
+}
+
+/* Racer `racer` waits at the gate for `round`; false after timeout_ms. */
+static inline bool vt_gate_pass(struct vt_gate *g, int racer, int round, unsigned timeout_ms)
+{
+    if (!vt_spin_until(racer == 0 ? &g->armed : &g->go, round + 1, 1024, timeout_ms))
+        return false;
+    if (racer == 0)
+        atomic_store(&g->go, round + 1);
+    return true;
+}
 
 struct vt_case {
     const char *name;

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Test scaffolding over the heartbeat table's internals (hb_internal.h),
+ * shared by the failover, leader and heartbeat tests: ticking with chosen
+ * slots kept live, finding a process's slot, and worker processes that
+ * beat until told to stop. It includes testutil.h and hb_internal.h.
+ */
+#ifndef VIGIL_HBTEST_H
+#define VIGIL_HBTEST_H
+
+#include "testutil.h"
+
+#include "hb_internal.h"
+
+/* Ticks n times, beating the slots in `keep` (a bitmask) after each. */
+static inline void vt_hb_tick_keep(vigil_hb *hb, int n, uint64_t keep)
+{
+    for (int i = 0; i < n; i++) {
+        vigil_hb_tick(hb);
+        for (uint32_t s = 0; s < 64 && s < hb->capacity; s++)
+            if (keep & (UINT64_C(1) << s))
+                vigil_hb_beat(hb, s);
+    }
+}
+
+/* Ticks once and waits (5 s at most per slot) until every slot in `slots`
+ * has beaten at the new epoch, so live workers never look stale however
+ * the scheduler runs them; false if one did not. */
+static inline bool vt_hb_tick_with_live(vigil_hb *hb, const uint32_t *slots, int n)
+{
+    uint64_t e = vigil_hb_tick(hb);
+    for (int i = 0; i < n; i++)
+        if (!VT_WAIT_FOR(atomic_load(&hb->slots[slots[i]].last_seen_epoch) >= e, 5000))
+            return false;
+    return true;
+}
+
+/* The first slot whose pid is `pid`, into *slot; false if there is none. */
+static inline bool vt_hb_find_slot(vigil_hb *hb, pid_t pid, uint32_t *slot)
+{
+    for (uint32_t i = 0; i < hb->capacity; i++)
+        if (atomic_load(&hb->slots[i].pid) == (uint32_t)pid) {
+            *slot = i;
+            return true;
+        }
+    return false;
+}
+
+/*
+ * A worker process: opens the table at `path`, registers its own pid,
+ * marks the in-flight bits in `bits`, counts itself into *ready, then
+ * beats every 100 us until *stop is set (20 s at most) and exits 0; exits
+ * 3 if it could not open or register. Returns the child's pid to the
+ * parent. `ready` and `stop` live in vt_shared memory.
+ */
+static inline pid_t vt_hb_spawn_worker(const char *path, _Atomic int *ready, _Atomic int *stop, uint64_t bits)
+{
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid;
+    vigil_hb *hb;
+    uint32_t slot;
+    if (vigil_hb_open(path, 0, &hb) < 0 || vigil_hb_register(hb, (uint32_t)getpid(), &slot) < 0)
+        _exit(3);
+    for (unsigned b = 0; b < 64; b++)
+        if (bits & (UINT64_C(1) << b))
+            vigil_hb_mark_in_flight(hb, slot, b);
+    atomic_fetch_add(ready, 1);
+    uint64_t deadline = vt_now_ms() + 20000;
+    while (!atomic_load(stop) && vt_now_ms() < deadline) {
+        vigil_hb_beat(hb, slot);
+        struct timespec ts = { 0, 100000 };
+        nanosleep(&ts, NULL);
+    }
+    _exit(0);
+}
+
+#endif
