@@ -44,6 +44,43 @@ struct vigil_barrier {
 
 extern const struct vigil_layout vigil_barrier_layout;
 
+/*
+ * The liveness rule of the heartbeat table (vigil_hb_is_live_at) with one
+ * subtraction and one unsigned compare per slot instead of two compares:
+ * a slot is live when pid != 0 and age = epoch - last_seen (mod 2^64) is
+ * at most grace or "negative" (>= 2^63: a beat racing the read). So it is
+ * dead exactly when age is in [grace + 1, 2^63 - 1], that is when
+ * x = age - (grace + 1) = base - last_seen is in [0, 2^63 - grace - 2].
+ * A vacant slot is given x = 0, which is never above k. A grace of
+ * 2^63 - 1 or more leaves no dead ages at all.
+ */
+struct live_rule {
+    uint64_t base; /* epoch - grace - 1 */
+    uint64_t k;    /* live when x > k */
+    bool     any;  /* every occupied slot is live */
+};
+
+static inline struct live_rule live_rule(const vigil_barrier *b)
+{
+    uint64_t epoch = atomic_load_explicit(&b->hb->hdr->epoch, memory_order_acquire);
+    uint64_t g = b->grace;
+    if (g >= (UINT64_C(1) << 63) - 1)
+        return (struct live_rule){ 0, 0, true };
+    return (struct live_rule){ epoch - g - 1, (UINT64_C(1) << 63) - g - 2, false };
+}
+
+static inline uint32_t is_live(struct live_rule r, uint32_t pid, uint64_t seen)
+{
+    if (r.any)
+        return pid != 0;
+    uint64_t x = pid ? r.base - seen : 0;
+    return x > r.k;
+}
+
+/* Whether the live scan may use AVX2 here (barrier_live.c); asked once
+ * per handle at open. */
+bool vigil_barrier_use_avx2(void);
+
 /* How long a waiter spins (pause instructions, about 30 ns each here) and
  * how many times it yields before it sleeps in the kernel. Chosen with
  * bench/bench_barrier.c; not part of the API. */
