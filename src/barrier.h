@@ -29,6 +29,19 @@ typedef _Atomic uint64_t vigil_barrier_record;
 
 #define VIGIL_BARRIER_UNBOUND UINT32_MAX
 
+/* The state word, a record and `releasing` alike: (epoch << 32) | low half. */
+static inline uint32_t st_epoch(uint64_t s) { return (uint32_t)(s >> 32); }
+static inline uint32_t st_arrived(uint64_t s) { return (uint32_t)s; }
+static inline uint64_t st_make(uint32_t epoch, uint32_t n) { return (uint64_t)epoch << 32 | n; }
+
+/* Serial-number arithmetic (RFC 1982): > 0 when a is after b, < 0 before,
+ * correct across the wrap at 2^32 as long as the two are less than 2^31
+ * rounds apart. */
+static inline int32_t ep_diff(uint32_t a, uint32_t b)
+{
+    return (int32_t)(a - b);
+}
+
 struct vigil_barrier {
     struct vigil_barrier_header *hdr;
     vigil_barrier_record        *records;
