@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* Epoch barrier internals: the file layout and the handle, shared with the
- * tests and the fuzz harness. The byte layout is told in src/barrier.c. */
+/* Epoch barrier internals: the file layout, the handle and the helpers
+ * shared by barrier.c, barrier_wait.c and barrier_live.c, and with the
+ * tests and the bench. The byte layout is told in src/barrier.c. */
 #ifndef VIGIL_SRC_BARRIER_H
 #define VIGIL_SRC_BARRIER_H
 
@@ -16,7 +17,7 @@ struct vigil_barrier_header {
     uint32_t         flags;        /* 20: 0 */
     uint64_t         grace_epochs; /* 24: grace stored at create */
     _Atomic uint64_t state;        /* 32: (epoch << 32) | arrived */
-    _Atomic uint32_t wake;         /* 40: futex word, +1 on every release */
+    _Atomic uint32_t wake;         /* 40: futex word, +1 on a release that finds sleepers */
     _Atomic uint32_t sleepers;     /* 44: waiters inside FUTEX_WAIT (a hint) */
     _Atomic uint64_t releasing;    /* 48: (epoch << 32) | releasers judging that epoch */
     uint64_t         reserved;     /* 56: 0 */

@@ -24,6 +24,14 @@
 #define VIGIL_BARRIER_AVX2 0
 #endif
 
+/* One slot by the rule: two relaxed single-word loads and no SeqLock,
+ * like vigil_hb_live_count (a count is a moment's estimate anyway). */
+static inline uint32_t slot_live(struct live_rule r, const struct vigil_hb_slot *s)
+{
+    return is_live(r, atomic_load_explicit(&s->pid, memory_order_relaxed),
+                   atomic_load_explicit(&s->last_seen_epoch, memory_order_relaxed));
+}
+
 #if VIGIL_BARRIER_AVX2
 /*
  * The count of live_scan below, four slots a step. One aligned 16-byte
@@ -58,17 +66,14 @@ __attribute__((target("avx2"))) static uint32_t live_scan_avx2(const vigil_barri
     __m128i h = _mm_add_epi64(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
     uint32_t c0 = (uint32_t)(_mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1));
     for (; i < n; i++)
-        c0 += is_live(r, atomic_load_explicit(&s[i].pid, memory_order_relaxed),
-                      atomic_load_explicit(&s[i].last_seen_epoch, memory_order_relaxed));
+        c0 += slot_live(r, &s[i]);
     return c0;
 }
 #endif
 
-/* The heartbeat table's live count with this handle's grace: two relaxed
- * single-word loads per slot and no SeqLock, like vigil_hb_live_count (a
- * count is a moment's estimate anyway), with two accumulators so the
- * loads of successive slots overlap; four slots a step with AVX2 where
- * the processor has it. */
+/* The heartbeat table's live count with this handle's grace, slot_live's
+ * loads and rule with two accumulators so the loads of successive slots
+ * overlap; four slots a step with AVX2 where the processor has it. */
 static uint32_t live_scan(const vigil_barrier *b)
 {
     const struct vigil_hb_slot *s = b->hb->slots;
@@ -87,8 +92,7 @@ static uint32_t live_scan(const vigil_barrier *b)
         c1 += is_live(r, p1, e1);
     }
     if (i < n)
-        c0 += is_live(r, atomic_load_explicit(&s[i].pid, memory_order_relaxed),
-                      atomic_load_explicit(&s[i].last_seen_epoch, memory_order_relaxed));
+        c0 += slot_live(r, &s[i]);
     return c0 + c1;
 }
 

@@ -548,6 +548,13 @@ static int barrier_wait(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, ui
 
 /* ---- the API ------------------------------------------------------------ */
 
+/* A timed wait keeps a deadline even for the longest timeout: UINT64_MAX
+ * is barrier_wait's "no deadline", the untimed waits' alone. */
+static inline uint64_t timed(uint64_t timeout_ns)
+{
+    return timeout_ns == UINT64_MAX ? UINT64_MAX - 1 : timeout_ns;
+}
+
 int vigil_barrier_wait(vigil_barrier *b, uint32_t my_epoch)
 {
     if (!b)
@@ -568,7 +575,7 @@ int vigil_barrier_wait_timeout(vigil_barrier *b, uint32_t my_epoch, uint64_t tim
 {
     if (!b)
         return -EINVAL;
-    return barrier_wait(b, my_epoch, 0, timeout_ns == UINT64_MAX ? UINT64_MAX - 1 : timeout_ns);
+    return barrier_wait(b, my_epoch, 0, timed(timeout_ns));
 }
 
 int vigil_barrier_wait_quorum_timeout(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum,
@@ -578,5 +585,5 @@ int vigil_barrier_wait_quorum_timeout(vigil_barrier *b, uint32_t my_epoch, uint3
         return -EINVAL;
     if (quorum == 0)
         return VIGIL_ERANGE;
-    return barrier_wait(b, my_epoch, quorum, timeout_ns == UINT64_MAX ? UINT64_MAX - 1 : timeout_ns);
+    return barrier_wait(b, my_epoch, quorum, timed(timeout_ns));
 }
