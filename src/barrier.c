@@ -65,9 +65,11 @@ int vigil_barrier_bind(vigil_barrier *b, uint32_t slot)
         return -EINVAL;
     if (slot >= b->capacity)
         return VIGIL_ERANGE;
+    /* Relaxed: the owner of the moment, checked again by every wait. */
     uint32_t pid = atomic_load_explicit(&b->hb->slots[slot].pid, memory_order_relaxed);
     if (pid == 0)
         return VIGIL_EVACANT;
+    /* Relaxed: one word read whole by the waits; nothing travels with it. */
     atomic_store_explicit(&b->bound, st_make(pid, slot), memory_order_relaxed);
     vigil_hb_beat(b->hb, slot);
     return 0;
@@ -184,6 +186,8 @@ int vigil_barrier_peek(const char *path, vigil_barrier_state *out)
     const vigil_barrier_record *rec = (const vigil_barrier_record *)((const char *)base + sizeof(h));
     uint64_t s = atomic_load_explicit(&mh->state, memory_order_acquire);
     uint32_t recorded = 0;
+    /* Relaxed, here and for sleepers: a snapshot to look at, through
+     * which nothing else is read. */
     for (uint32_t i = 0; i < cap; i++) {
         uint64_t r = atomic_load_explicit(&rec[i], memory_order_relaxed);
         recorded += st_epoch(r) == st_epoch(s) && st_arrived(r) != 0;

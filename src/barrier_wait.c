@@ -120,7 +120,7 @@ static bool complete(const vigil_barrier *b, uint64_t s, uint32_t quorum)
 static bool announce(vigil_barrier *b, uint32_t epoch)
 {
     _Atomic uint64_t *w = &b->hdr->releasing;
-    uint64_t v = atomic_load_explicit(w, memory_order_relaxed);
+    uint64_t v = atomic_load_explicit(w, memory_order_relaxed); /* a first guess for the CAS */
     for (unsigned tries = 0; tries < CAS_TRIES; tries++) {
         uint64_t nv;
         if (st_epoch(v) == epoch) {
@@ -135,7 +135,8 @@ static bool announce(vigil_barrier *b, uint32_t epoch)
         }
         /* seq_cst, like the loads of the judgement that follows and the
          * withdrawer's CAS and load (see withdraw): one total order decides
-         * which of the two sees the other. */
+         * which of the two sees the other. Failure relaxed: it only
+         * reseeds v. */
         if (atomic_compare_exchange_weak_explicit(w, &v, nv, memory_order_seq_cst,
                                                   memory_order_relaxed))
             break;
@@ -149,10 +150,12 @@ static bool announce(vigil_barrier *b, uint32_t epoch)
 static void unannounce(vigil_barrier *b, uint32_t epoch)
 {
     _Atomic uint64_t *w = &b->hdr->releasing;
-    uint64_t v = atomic_load_explicit(w, memory_order_relaxed);
+    uint64_t v = atomic_load_explicit(w, memory_order_relaxed); /* a first guess for the CAS */
     for (unsigned tries = 0; tries < CAS_TRIES; tries++) {
         if (st_epoch(v) != epoch || st_arrived(v) == 0)
             return;
+        /* Release: the judgement's loads are over before a withdrawer can
+         * see its count gone. Failure relaxed: it only reseeds v. */
         if (atomic_compare_exchange_weak_explicit(w, &v, v - 1, memory_order_release,
                                                   memory_order_relaxed))
             return;
@@ -189,6 +192,7 @@ static int try_release(vigil_barrier *b, uint32_t epoch, uint32_t quorum)
     if (!announce(b, epoch))
         return -1;
     int r = 0;
+    /* seq_cst: the judgement's first load (see announce). */
     uint64_t s = atomic_load_explicit(&h->state, memory_order_seq_cst);
     if (st_epoch(s) != epoch) {
         r = -1;
@@ -203,6 +207,7 @@ static int try_release(vigil_barrier *b, uint32_t epoch, uint32_t quorum)
          * releaser (each arrival CAS is a release on this word), release
          * hands them and the releaser's own on to every waiter that loads
          * the new epoch; and wake_sleepers needs it in the total order.
+         * Failure relaxed: s is not used again, the caller reloads it.
          */
         if (atomic_compare_exchange_strong_explicit(&h->state, &s, st_make(epoch + 1, 0),
                                                     memory_order_seq_cst, memory_order_relaxed)) {
@@ -233,6 +238,7 @@ struct waiter {
  * process is not ours to keep alive). */
 static inline bool still_ours(const vigil_barrier *b, const struct waiter *w)
 {
+    /* Relaxed: a moment's check, like the liveness rule's loads. */
     return atomic_load_explicit(&b->hb->slots[w->slot].pid, memory_order_relaxed) == w->pid;
 }
 
@@ -268,6 +274,8 @@ static uint64_t next_slice(vigil_barrier *b, struct waiter *w, uint64_t now)
         /* Unsigned: a heartbeat epoch moved backwards by a scribbler gives
          * a huge difference, a tiny estimate, and the shortest slice. */
         uint64_t est = (now - w->hb_since) / (e - w->hb_epoch);
+        /* Relaxed, here and below: a hint the handle's threads share; it
+         * guards no other data. */
         atomic_store_explicit(&b->tick_ns, est ? est : 1, memory_order_relaxed);
         w->hb_epoch = e;
         w->hb_since = now;
@@ -296,6 +304,8 @@ static void sleep_once(vigil_barrier *b, uint32_t epoch, uint64_t ns)
     atomic_fetch_add_explicit(&h->sleepers, 1, memory_order_seq_cst);
     if (st_epoch(atomic_load_explicit(&h->state, memory_order_seq_cst)) == epoch)
         futex_wait(&h->wake, v, ns);
+    /* Relaxed: leaving orders nothing; a late decrement costs a releaser
+     * one useless wake. */
     atomic_fetch_sub_explicit(&h->sleepers, 1, memory_order_relaxed);
 }
 
@@ -402,6 +412,7 @@ static int withdraw(vigil_barrier *b, uint32_t epoch, uint32_t slot, uint32_t pi
     struct vigil_barrier_header *h = b->hdr;
     if (slot != VIGIL_BARRIER_UNBOUND) {
         uint64_t mine = st_make(epoch, pid);
+        /* seq_cst: see below. Failure relaxed: a record not ours stays. */
         atomic_compare_exchange_strong_explicit(&b->records[slot], &mine, 0,
                                                 memory_order_seq_cst, memory_order_relaxed);
     }
@@ -443,6 +454,8 @@ static int withdraw(vigil_barrier *b, uint32_t epoch, uint32_t slot, uint32_t pi
 static int barrier_wait(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, uint64_t timeout_ns)
 {
     struct vigil_barrier_header *h = b->hdr;
+    /* Relaxed: (pid, slot) is one word, so a bind racing this wait gives
+     * one whole pair or the other; nothing else travels with it. */
     uint64_t bound = atomic_load_explicit(&b->bound, memory_order_relaxed);
     struct waiter w = { .slot = (uint32_t)bound, .pid = (uint32_t)(bound >> 32),
                         .deadline = UINT64_MAX };
@@ -477,7 +490,10 @@ static int barrier_wait(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, ui
      * Arrival: one CAS adding 1 at our epoch. Failing means another caller
      * arrived, withdrew or released in between; retry with the value it
      * left. Release: the caller's writes before the barrier travel with
-     * the count to whoever releases the round.
+     * the count to whoever releases the round; acquire on failure: a
+     * released round's writes come with the return of 0. seq_cst rather
+     * than acq_rel only to match the state word's other CASes (the same
+     * locked cmpxchg on x86).
      *
      * A bound handle then stamps its slot's record: (epoch, pid of the
      * slot's owner), so a slot that changes hands is not taken for
