@@ -416,14 +416,17 @@ static int withdraw(vigil_barrier *b, uint32_t epoch, uint32_t slot, uint32_t pi
         atomic_compare_exchange_strong_explicit(&b->records[slot], &mine, 0,
                                                 memory_order_seq_cst, memory_order_relaxed);
     }
-    uint64_t s = atomic_load_explicit(&h->state, memory_order_relaxed);
+    /* Acquire, and on the CAS's failure too: a new epoch seen here is a
+     * return of 0, the barrier passed, so the releaser's writes must come
+     * with it as they do with every other load that sees a release. */
+    uint64_t s = atomic_load_explicit(&h->state, memory_order_acquire);
     for (unsigned tries = 0;; tries++) {
         if (st_epoch(s) != epoch)
             return 0; /* released before we could leave */
         if (st_arrived(s) == 0)
             break;    /* a scribbled count: nothing to take back */
         if (atomic_compare_exchange_weak_explicit(&h->state, &s, s - 1, memory_order_seq_cst,
-                                                  memory_order_relaxed))
+                                                  memory_order_acquire))
             break;
         if (tries >= CAS_TRIES)
             return VIGIL_EBUSY;
