@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* Epoch barrier internals: the file layout and the handle, shared with the
- * tests and the fuzz harness. The byte layout is told in src/barrier.c. */
+/* Epoch barrier internals: the file layout, the handle and the helpers
+ * shared by barrier.c, barrier_wait.c and barrier_live.c, and with the
+ * tests and the bench. The byte layout is told in src/barrier.c. */
 #ifndef VIGIL_SRC_BARRIER_H
 #define VIGIL_SRC_BARRIER_H
 
@@ -16,7 +17,7 @@ struct vigil_barrier_header {
     uint32_t         flags;        /* 20: 0 */
     uint64_t         grace_epochs; /* 24: grace stored at create */
     _Atomic uint64_t state;        /* 32: (epoch << 32) | arrived */
-    _Atomic uint32_t wake;         /* 40: futex word, +1 on every release */
+    _Atomic uint32_t wake;         /* 40: futex word, +1 on a release that finds sleepers */
     _Atomic uint32_t sleepers;     /* 44: waiters inside FUTEX_WAIT (a hint) */
     _Atomic uint64_t releasing;    /* 48: (epoch << 32) | releasers judging that epoch */
     uint64_t         reserved;     /* 56: 0 */
@@ -28,6 +29,19 @@ _Static_assert(sizeof(struct vigil_barrier_header) == 64, "barrier header is one
 typedef _Atomic uint64_t vigil_barrier_record;
 
 #define VIGIL_BARRIER_UNBOUND UINT32_MAX
+
+/* The state word, a record and `releasing` alike: (epoch << 32) | low half. */
+static inline uint32_t st_epoch(uint64_t s) { return (uint32_t)(s >> 32); }
+static inline uint32_t st_arrived(uint64_t s) { return (uint32_t)s; }
+static inline uint64_t st_make(uint32_t epoch, uint32_t n) { return (uint64_t)epoch << 32 | n; }
+
+/* Serial-number arithmetic (RFC 1982): > 0 when a is after b, < 0 before,
+ * correct across the wrap at 2^32 as long as the two are less than 2^31
+ * rounds apart. */
+static inline int32_t ep_diff(uint32_t a, uint32_t b)
+{
+    return (int32_t)(a - b);
+}
 
 struct vigil_barrier {
     struct vigil_barrier_header *hdr;
@@ -43,6 +57,43 @@ struct vigil_barrier {
 };
 
 extern const struct vigil_layout vigil_barrier_layout;
+
+/*
+ * The liveness rule of the heartbeat table (vigil_hb_is_live_at) with one
+ * subtraction and one unsigned compare per slot instead of two compares:
+ * a slot is live when pid != 0 and age = epoch - last_seen (mod 2^64) is
+ * at most grace or "negative" (>= 2^63: a beat racing the read). So it is
+ * dead exactly when age is in [grace + 1, 2^63 - 1], that is when
+ * x = age - (grace + 1) = base - last_seen is in [0, 2^63 - grace - 2].
+ * A vacant slot is given x = 0, which is never above k. A grace of
+ * 2^63 - 1 or more leaves no dead ages at all.
+ */
+struct live_rule {
+    uint64_t base; /* epoch - grace - 1 */
+    uint64_t k;    /* live when x > k */
+    bool     any;  /* every occupied slot is live */
+};
+
+static inline struct live_rule live_rule(const vigil_barrier *b)
+{
+    uint64_t epoch = atomic_load_explicit(&b->hb->hdr->epoch, memory_order_acquire);
+    uint64_t g = b->grace;
+    if (g >= (UINT64_C(1) << 63) - 1)
+        return (struct live_rule){ 0, 0, true };
+    return (struct live_rule){ epoch - g - 1, (UINT64_C(1) << 63) - g - 2, false };
+}
+
+static inline uint32_t is_live(struct live_rule r, uint32_t pid, uint64_t seen)
+{
+    if (r.any)
+        return pid != 0;
+    uint64_t x = pid ? r.base - seen : 0;
+    return x > r.k;
+}
+
+/* Whether the live scan may use AVX2 here (barrier_live.c); asked once
+ * per handle at open. */
+bool vigil_barrier_use_avx2(void);
 
 /* How long a waiter spins (pause instructions, about 30 ns each here) and
  * how many times it yields before it sleeps in the kernel. Chosen with
