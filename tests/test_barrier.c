@@ -631,7 +631,10 @@ static int dead_after_arriving(bool bound)
     if (bound)
         EXPECT_RC(vigil_barrier_bind(b, P), 0);
     pid_t k = spawn_waiter((struct waiter_args){ hbn, bn, 0, bound ? (int64_t)C : -1, 0, 0, 0 });
-    EXPECT(VT_WAIT_FOR(peek(bn).arrived == 1, 10000), "child never arrived");
+    /* A bound arrival is counted first and recorded just after: wait for
+     * both, so the kill lands after the arrival, not inside it. */
+    EXPECT(VT_WAIT_FOR(peek(bn).arrived == 1 && peek(bn).recorded == (bound ? 1u : 0u), 10000),
+           "child never arrived");
     kill(k, SIGKILL);
     EXPECT(vt_wait(k, 10000) == 128 + SIGKILL, "child was not killed");
     vigil_barrier_state st = peek(bn);
@@ -684,7 +687,8 @@ static int test_mixed_bound_unbound(void)
     uint32_t P = reg(hb, 1602);
     EXPECT_RC(vigil_barrier_bind(b, P), 0);
     pid_t a = spawn_waiter((struct waiter_args){ "mixed.hb", "mixed.b", 0, A, 0, 0, 0 });
-    EXPECT(VT_WAIT_FOR(peek("mixed.b").arrived == 1, 10000), "A never arrived");
+    EXPECT(VT_WAIT_FOR(peek("mixed.b").arrived == 1 && peek("mixed.b").recorded == 1, 10000),
+           "A never arrived");
     EXPECT_RC(vigil_barrier_wait_timeout(b, 0, 20 * MS), VIGIL_ETIMEDOUT); /* S missing */
     pid_t u = spawn_waiter((struct waiter_args){ "mixed.hb", "mixed.b", 1, -1, 0, 0, 0 });
     EXPECT(VT_WAIT_FOR(peek("mixed.b").arrived == 2, 10000), "the unbound caller never arrived");
