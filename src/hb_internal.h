@@ -5,6 +5,7 @@
 
 #include <vigil/heartbeat.h>
 #include "file.h"
+#include "spin.h"
 
 extern const struct vigil_layout vigil_hb_layout;
 
@@ -22,13 +23,6 @@ extern const struct vigil_layout vigil_hb_layout;
 int  vigil_slot_try_lock(struct vigil_hb_slot *s, uint32_t *version);
 int  vigil_slot_lock(struct vigil_hb_slot *s, uint32_t *version);
 void vigil_slot_unlock(struct vigil_hb_slot *s, uint32_t version);
-
-/* A bounded wait used by every SeqLock spin: call with the attempt number,
- * returns false once the wait has exceeded its budget (about 10 ms). */
-bool vigil_backoff(unsigned attempt, uint64_t *deadline_ns);
-
-/* Monotonic clock in nanoseconds. */
-uint64_t vigil_now_ns(void);
 
 /* Start time of a process (field 22 of /proc/<pid>/stat, clock ticks since
  * boot): 0 and *out on success, -ENOENT when no such process is visible,

@@ -46,7 +46,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -59,30 +58,6 @@ const struct vigil_layout vigil_hb_layout = {
     .head_bytes = sizeof(struct vigil_hb_header),
     .slot_bytes = sizeof(struct vigil_hb_slot),
 };
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
-bool vigil_backoff(unsigned attempt, uint64_t *deadline_ns)
-{
-    if (attempt < 64) {
-        cpu_relax();
-        return true;
-    }
-    uint64_t now = vigil_now_ns();
-    if (attempt == 64)
-        *deadline_ns = now + 10000000u; /* a preempted writer gets 10 ms */
-    else if (now > *deadline_ns)
-        return false;
-    sched_yield();
-    return true;
-}
 
 int vigil_slot_try_lock(struct vigil_hb_slot *s, uint32_t *version)
 {

@@ -78,7 +78,6 @@
 #include "probe.h"
 
 #include <errno.h>
-#include <sched.h>
 #include <unistd.h>
 
 #define LOCK_PID_SHIFT  42
@@ -95,15 +94,6 @@
  * often it asks whether the holder died. */
 #define ELECT_WAIT_NS  200000000u
 #define ELECT_JUDGE_NS 1000000u
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
 
 static uint64_t leader_word(uint32_t pid, uint32_t slot)
 {
@@ -133,34 +123,24 @@ static bool holder_dead(uint64_t w)
 static int lock_acquire(vigil_hb *hb, uint64_t me)
 {
     _Atomic uint64_t *lock = &hb->hdr->elect_lock;
-    uint64_t first = 0, next_judge = 0;
-    for (unsigned attempt = 0;; attempt++) {
+    struct vigil_lock_wait wait = { .budget_ns = ELECT_WAIT_NS, .judge_ns = ELECT_JUDGE_NS };
+    bool judge = false;
+    for (;;) {
         uint64_t cur = 0;
         /* Acquire: pairs with the last holder's releasing unlock, so its
          * leader, term and roles are what this election starts from. */
         if (atomic_compare_exchange_strong_explicit(lock, &cur, me, memory_order_acquire,
                                                     memory_order_relaxed))
             return 0;
-        if (attempt < 64) {
-            cpu_relax();
-            continue;
-        }
-        uint64_t now = vigil_now_ns();
-        if (first == 0)
-            first = now;
-        if (now >= next_judge) {
-            next_judge = now + ELECT_JUDGE_NS;
-            /* Take over from a dead holder by CAS from its exact word: one
-             * of several waiters wins, and a lock that changed hands since
-             * cur was read is not taken. */
-            if (holder_dead(cur) &&
-                atomic_compare_exchange_strong_explicit(lock, &cur, me, memory_order_acquire,
-                                                        memory_order_relaxed))
-                return 0;
-        }
-        if (now - first > ELECT_WAIT_NS)
+        /* Take over from a dead holder by CAS from its exact word: one of
+         * several waiters wins, and a lock that changed hands since cur
+         * was read is not taken. */
+        if (judge && holder_dead(cur) &&
+            atomic_compare_exchange_strong_explicit(lock, &cur, me, memory_order_acquire,
+                                                    memory_order_relaxed))
+            return 0;
+        if (!vigil_lock_wait(&wait, &judge))
             return VIGIL_EBUSY;
-        sched_yield();
     }
 }
 

@@ -391,24 +391,32 @@ static bool recover_entry(struct vigil_leases_entry *e, uint64_t dead)
     return true;
 }
 
+/* How long a live locker is waited for (a change takes well under a
+ * microsecond: this is for one preempted mid-change), and how often it is
+ * asked whether it died meanwhile (about what 128 yields took before the
+ * wait was written in time: a /proc look costs microseconds, so only a
+ * lock that outlives the spin is worth one, and then not on every look). */
+#define LOCK_WAIT_NS  10000000u
+#define LOCK_JUDGE_NS 200000u
+
 /* Waits for ctl to be unlocked: a bounded wait for a live locker, a
  * take-over for a dead one. 0 with *c unlocked, or VIGIL_EBUSY. */
 static int wait_unlocked(struct vigil_leases_entry *e, uint64_t *c)
 {
-    uint64_t deadline = 0;
-    for (unsigned attempt = 0;; attempt++) {
+    struct vigil_lock_wait wait = { .budget_ns = LOCK_WAIT_NS, .judge_ns = LOCK_JUDGE_NS };
+    bool judge = false;
+    for (;;) {
         uint64_t w = atomic_load_explicit(&e->ctl, memory_order_acquire);
         if (!(w & CTL_LOCKED)) {
             *c = w;
             return 0;
         }
-        /* A change takes well under a microsecond; only a lock that
-         * outlives the spin is worth a look in /proc. */
-        if (attempt >= 64 && (attempt - 64) % 128 == 0 && locker_dead(w)) {
+        if (judge && locker_dead(w)) {
             recover_entry(e, w);
+            judge = false;
             continue;
         }
-        if (!vigil_backoff(attempt, &deadline))
+        if (!vigil_lock_wait(&wait, &judge))
             return VIGIL_EBUSY;
     }
 }
@@ -416,20 +424,19 @@ static int wait_unlocked(struct vigil_leases_entry *e, uint64_t *c)
 static int bind_lock(struct vigil_leases_header *h)
 {
     uint64_t me = my_lock_word();
-    uint64_t deadline = 0;
-    for (unsigned attempt = 0;; attempt++) {
+    struct vigil_lock_wait wait = { .budget_ns = LOCK_WAIT_NS, .judge_ns = LOCK_JUDGE_NS };
+    bool judge = false;
+    for (;;) {
         uint64_t w = atomic_load_explicit(&h->bind_lock, memory_order_relaxed);
-        if (w == 0 || ((attempt >= 64 && (attempt - 64) % 128 == 0) && locker_dead(w))) {
-            /* Acquire: this binder sees every key the previous one bound.
-             * Taking over a dead binder's lock needs no repair: the lock
-             * guards a decision, not data; its half-made binding is an
-             * entry it had locked, which recovery clears. */
-            if (atomic_compare_exchange_strong_explicit(&h->bind_lock, &w, me, memory_order_acquire,
-                                                        memory_order_relaxed))
-                return 0;
-            continue;
-        }
-        if (!vigil_backoff(attempt, &deadline))
+        /* Acquire: this binder sees every key the previous one bound.
+         * Taking over a dead binder's lock needs no repair: the lock guards
+         * a decision, not data; its half-made binding is an entry it had
+         * locked, which recovery clears. */
+        if ((w == 0 || (judge && locker_dead(w))) &&
+            atomic_compare_exchange_strong_explicit(&h->bind_lock, &w, me, memory_order_acquire,
+                                                    memory_order_relaxed))
+            return 0;
+        if (!vigil_lock_wait(&wait, &judge))
             return VIGIL_EBUSY;
     }
 }
