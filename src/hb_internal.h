@@ -5,6 +5,7 @@
 
 #include <vigil/heartbeat.h>
 #include "file.h"
+#include "proc.h"
 #include "spin.h"
 
 extern const struct vigil_layout vigil_hb_layout;
@@ -23,10 +24,5 @@ extern const struct vigil_layout vigil_hb_layout;
 int  vigil_slot_try_lock(struct vigil_hb_slot *s, uint32_t *version);
 int  vigil_slot_lock(struct vigil_hb_slot *s, uint32_t *version);
 void vigil_slot_unlock(struct vigil_hb_slot *s, uint32_t version);
-
-/* Start time of a process (field 22 of /proc/<pid>/stat, clock ticks since
- * boot): 0 and *out on success, -ENOENT when no such process is visible,
- * other -errno when it cannot be judged. */
-int vigil_proc_start_time(uint32_t pid, uint64_t *out);
 
 #endif

@@ -42,14 +42,9 @@
  */
 #define _GNU_SOURCE
 #include "hb_internal.h"
-#include "probe.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 /* 2^20 slots is a 64 MiB file; far past any pool on one host. */
 const struct vigil_layout vigil_hb_layout = {
@@ -170,7 +165,7 @@ uint64_t vigil_hb_epoch(const vigil_hb *hb)
 }
 
 /* The owner's start time, against PID reuse. A process nearly always
- * registers itself, and its own start time is cached (probe.c), so the
+ * registers itself, and its own start time is cached (proc.c), so the
  * common register makes no system call; other pids go to /proc. */
 static uint64_t start_time_of(uint32_t pid)
 {

@@ -33,7 +33,7 @@
  * hot path (beats, snapshots and leader_is take no lock).
  *
  *   1. Take elect_lock by CAS from 0 to this process's word. A holder that
- *      is provably dead (vigil_pid_judge: gone, zombie, or its pid reused,
+ *      is provably dead (vigil_holder_dead: gone, exited unreaped, or pid reused,
  *      judged with the pid-namespace and start-time tags in its word) is
  *      replaced by CAS from its exact word, so of several waiters one
  *      takes over and a lock that has changed hands meanwhile is left. A
@@ -75,10 +75,8 @@
 #include <vigil/failover.h>
 
 #include "hb_internal.h"
-#include "probe.h"
 
 #include <errno.h>
-#include <unistd.h>
 
 #define LOCK_PID_SHIFT  42
 #define LOCK_NS_SHIFT   16
@@ -110,14 +108,12 @@ static uint64_t self_lock_word(void)
            (vigil_self_start_time() & LOCK_START_MASK);
 }
 
-/* Is the elector named by lock word w provably dead? */
+/* Is the elector named by lock word w provably dead? (A pid field of 0 is
+ * no word an elector writes: a scribble, taken over.) */
 static bool holder_dead(uint64_t w)
 {
-    uint32_t pid = (uint32_t)(w >> LOCK_PID_SHIFT);
-    if (pid == 0)
-        return true; /* not a word any elector writes: a scribble */
-    return vigil_pid_judge(pid, w & LOCK_START_MASK, LOCK_START_MASK,
-                           (w >> LOCK_NS_SHIFT) & LOCK_NS_MASK, LOCK_NS_MASK) == 0;
+    return vigil_holder_dead((uint32_t)(w >> LOCK_PID_SHIFT), w & LOCK_START_MASK, LOCK_START_MASK,
+                             (w >> LOCK_NS_SHIFT) & LOCK_NS_MASK, LOCK_NS_MASK);
 }
 
 static int lock_acquire(vigil_hb *hb, uint64_t me)

@@ -93,18 +93,12 @@
 #define _GNU_SOURCE
 #include "leases_internal.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <pthread.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
-#include "hb_internal.h"
+#include "proc.h"
+#include "spin.h"
 
 void (*vigil_leases_hook)(int point);
 
@@ -198,140 +192,21 @@ static inline bool key_matches(const struct vigil_leases_entry *e, uint32_t h, c
 
 /* ---- who holds a lock ---------------------------------------------------- */
 
-/* State (field 3) and start time (field 22) of /proc/<pid>/stat. */
-static int proc_stat(uint32_t pid, char *state, uint64_t *start)
+/* This process's lock word, from its cached identity (proc.c: no system
+ * call after the first, and a forked child never sees its parent's). An
+ * unknown start time is 0: peers then judge by the pid alone. */
+static inline uint64_t my_lock_word(void)
 {
-    char path[40], buf[1024];
-    if (pid == 0)
-        snprintf(path, sizeof(path), "/proc/self/stat");
-    else
-        snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    int err = errno;
-    close(fd);
-    if (n < 0)
-        return -err;
-    buf[n] = '\0';
-    /* The command name (field 2) may hold spaces and ')': count from the
-     * last ')'. */
-    char *p = strrchr(buf, ')');
-    if (!p || p[1] != ' ' || !p[2])
-        return -EIO;
-    *state = p[2];
-    p += 2;
-    for (int field = 3; field < 22; field++) {
-        p = strchr(p, ' ');
-        if (!p)
-            return -EIO;
-        p++;
-    }
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(p, &end, 10);
-    if (errno || end == p)
-        return -EIO;
-    *start = v;
-    return 0;
-}
-
-/* This process's lock word, cached where a fork cannot carry it over: a
- * page marked MADV_WIPEONFORK reads as zero in a child, which then works
- * out its own. A syscall per acquire would cost more than the acquire (a
- * getpid is 1.5 us on a microVM); asking getpid every time is the fallback
- * on kernels without the flag (before 4.14). */
-static _Atomic uint64_t *self_page;
-static pthread_once_t self_once = PTHREAD_ONCE_INIT;
-
-static void self_page_init(void)
-{
-    long pg = sysconf(_SC_PAGESIZE);
-    size_t len = pg > 0 ? (size_t)pg : 4096;
-    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
-        return;
-#ifdef MADV_WIPEONFORK
-    if (madvise(p, len, MADV_WIPEONFORK) == 0) {
-        self_page = p; /* never unmapped: one page for the process's life */
-        return;
-    }
-#endif
-    munmap(p, len);
-}
-
-static uint64_t compute_lock_word(void)
-{
-    uint32_t pid = (uint32_t)getpid();
-    char state;
-    uint64_t start = 0;
-    if (proc_stat(0, &state, &start) < 0)
-        start = 0; /* unknown: peers then judge by the pid alone */
-    return CTL_LOCKED | (start & 0x7fffffffu) << 32 | pid;
-}
-
-static uint64_t my_lock_word(void)
-{
-    pthread_once(&self_once, self_page_init);
-    _Atomic uint64_t *page = self_page;
-    if (!page)
-        return compute_lock_word();
-    /* Relaxed: the word is this process's own constant; racing threads
-     * compute the same value. */
-    uint64_t w = atomic_load_explicit(page, memory_order_relaxed);
-    if (w)
-        return w;
-    w = compute_lock_word();
-    atomic_store_explicit(page, w, memory_order_relaxed);
-    return w;
-}
-
-/* A zombie whose other threads still run is alive (its leader called
- * pthread_exit); one whose task list holds only the leader is dead. */
-static bool zombie_is_dead(uint32_t pid)
-{
-    char path[40];
-    snprintf(path, sizeof(path), "/proc/%u/task", pid);
-    DIR *d = opendir(path);
-    if (!d)
-        return errno == ENOENT;
-    int tasks = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL && tasks < 2)
-        if (de->d_name[0] != '.')
-            tasks++;
-    closedir(d);
-    return tasks <= 1;
+    return CTL_LOCKED | (vigil_self_start_time() & 0x7fffffffu) << 32 | vigil_self_pid();
 }
 
 /* Whether the process named by a lock word is provably gone. "Don't know"
- * counts as alive: robbing a live locker is the one unrecoverable mistake. */
+ * counts as alive: robbing a live locker is the one unrecoverable mistake.
+ * A pid past 2^31 - 1 is no process (a scribble); one of our own threads
+ * (same pid, same start tag) is alive without a look at /proc. */
 static bool locker_dead(uint64_t w)
 {
-    uint32_t pid = (uint32_t)w;
-    uint32_t st = (uint32_t)(w >> 32) & 0x7fffffffu;
-    if (pid == 0 || pid > 0x7fffffffu)
-        return true; /* no process has that pid: a scribble */
-    uint64_t mine = my_lock_word();
-    if (pid == (uint32_t)mine)
-        return st != ((uint32_t)(mine >> 32) & 0x7fffffffu); /* a thread of ours, or our pid's last owner */
-    char state = 0;
-    uint64_t start = 0;
-    int rc = proc_stat(pid, &state, &start);
-    if (rc == -ENOENT || rc == -ESRCH) {
-        /* Gone from /proc, unless /proc hides it (hidepid): kill(pid, 0)
-         * still tells an existing process (0, or EPERM) from none. */
-        return kill((pid_t)pid, 0) < 0 && errno == ESRCH;
-    }
-    if (rc == 0) {
-        if (st != 0 && (start & 0x7fffffffu) != st)
-            return true; /* the pid now names a process that started later */
-        if (state == 'Z' || state == 'X' || state == 'x')
-            return zombie_is_dead(pid);
-        return false;
-    }
-    return kill((pid_t)pid, 0) < 0 && errno == ESRCH;
+    return vigil_holder_dead((uint32_t)w, (w >> 32) & 0x7fffffffu, 0x7fffffffu, 0, 0);
 }
 
 /* ---- entry locks --------------------------------------------------------- */
