@@ -274,29 +274,12 @@ int vigil_hb_snapshot(const vigil_hb *hb, uint32_t slot, vigil_slot_info *out)
         return -EINVAL;
     if (slot >= hb->capacity)
         return VIGIL_ERANGE;
-    struct vigil_hb_slot *s = &hb->slots[slot];
-    uint64_t deadline = 0;
-    for (unsigned attempt = 0;; attempt++) {
-        /* If the version is odd a writer is in the middle of an update:
-         * retry rather than return fields from two different owners. */
-        uint32_t v1 = atomic_load_explicit(&s->seq, memory_order_acquire);
-        if (!(v1 & 1u)) {
-            vigil_slot_info info;
-            info.pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
-            info.role = atomic_load_explicit(&s->role, memory_order_relaxed);
-            info.last_seen_epoch = atomic_load_explicit(&s->last_seen_epoch, memory_order_relaxed);
-            info.in_flight = atomic_load_explicit(&s->in_flight, memory_order_relaxed);
-            /* The field loads complete before the version is read again;
-             * an unchanged even version means no writer overlapped them. */
-            atomic_thread_fence(memory_order_acquire);
-            if (atomic_load_explicit(&s->seq, memory_order_relaxed) == v1) {
-                *out = info;
-                return info.pid ? 0 : VIGIL_EVACANT;
-            }
-        }
-        if (!vigil_backoff(attempt, &deadline))
-            return VIGIL_EBUSY;
-    }
+    struct vigil_slot_words w;
+    int err = vigil_slot_read(&hb->slots[slot], &w, false);
+    if (err < 0)
+        return err;
+    *out = w.info;
+    return w.info.pid ? 0 : VIGIL_EVACANT;
 }
 
 uint32_t vigil_hb_live_count(const vigil_hb *hb, uint64_t grace_epochs)

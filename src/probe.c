@@ -38,27 +38,14 @@ int vigil_hb_probe(const vigil_hb *hb, uint32_t slot)
         return -EINVAL;
     if (slot >= hb->capacity)
         return VIGIL_ERANGE;
-    struct vigil_hb_slot *s = &hb->slots[slot];
-    uint64_t deadline = 0;
-    for (unsigned attempt = 0;; attempt++) {
-        /* SeqLock read: pid, start time and namespace come from the same
-         * registration, or a new owner's pid could be judged against the
-         * old owner's start time and be called reused. */
-        uint32_t v1 = atomic_load_explicit(&s->seq, memory_order_acquire);
-        if (!(v1 & 1u)) {
-            uint32_t pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
-            uint64_t start = atomic_load_explicit(&s->start_time, memory_order_relaxed);
-            uint64_t ns = atomic_load_explicit(&s->owner_ns, memory_order_relaxed);
-            /* The loads complete before the version is read again; an
-             * unchanged even version means no writer overlapped them. */
-            atomic_thread_fence(memory_order_acquire);
-            if (atomic_load_explicit(&s->seq, memory_order_relaxed) == v1) {
-                if (pid == 0)
-                    return VIGIL_EVACANT;
-                return vigil_pid_judge(pid, start, UINT64_MAX, ns, UINT64_MAX);
-            }
-        }
-        if (!vigil_backoff(attempt, &deadline))
-            return VIGIL_EBUSY;
-    }
+    /* Under the SeqLock: pid, start time and namespace come from the same
+     * registration, or a new owner's pid could be judged against the old
+     * owner's start time and be called reused. */
+    struct vigil_slot_words w;
+    int err = vigil_slot_read(&hb->slots[slot], &w, true);
+    if (err < 0)
+        return err;
+    if (w.info.pid == 0)
+        return VIGIL_EVACANT;
+    return vigil_pid_judge(w.info.pid, w.start_time, UINT64_MAX, w.owner_ns, UINT64_MAX);
 }
