@@ -683,13 +683,16 @@ int vigil_etcd_set_timeout(vigil_etcd *e, uint32_t connect_ms, uint32_t total_ms
 /* The comparisons that say a key is still this lease's: created at the
  * token's revision (not deleted and created again since) and carrying our
  * lease. */
-static int held_compare(char *buf, size_t cap, const char *kb, const vigil_lease *l, const char *ops)
+static int held_compare(char *buf, size_t cap, const vigil_lease *l)
 {
+    char kb[192];
+    if (vigil_etcd__b64(l->key, strlen(l->key), kb, sizeof(kb)) < 0)
+        return VIGIL_ERANGE;
     int n = snprintf(buf, cap,
                      "{\"compare\":[{\"key\":\"%s\",\"target\":\"CREATE\",\"result\":\"EQUAL\","
                      "\"create_revision\":\"%" PRIu64 "\"},{\"key\":\"%s\",\"target\":\"LEASE\","
-                     "\"result\":\"EQUAL\",\"lease\":\"%" PRId64 "\"}]%s}",
-                     kb, l->token, kb, l->id, ops);
+                     "\"result\":\"EQUAL\",\"lease\":\"%" PRId64 "\"}]}",
+                     kb, l->token, kb, l->id);
     return n > 0 && (size_t)n < cap ? 0 : VIGIL_ERANGE;
 }
 
@@ -701,6 +704,31 @@ static int lease_check(const vigil_lease *l)
     if (k == 0 || k == sizeof(l->key) || l->id <= 0 || l->token == 0 || l->token > INT64_MAX)
         return VIGIL_ERANGE;
     return 0;
+}
+
+/* Renew and release begin alike: the lease checked, then e's lock taken
+ * for all of their requests. 0 with the lock held, or the error without. */
+static int lease_op_begin(vigil_etcd *e, const vigil_lease *lease)
+{
+    if (!e)
+        return -EINVAL;
+    int rc = lease_check(lease);
+    if (rc < 0)
+        return rc;
+    pthread_mutex_lock(&e->lock);
+    return 0;
+}
+
+/* With e's lock held: is the key still this lease's? (The txn of renew
+ * and release.) */
+static int held_locked(vigil_etcd *e, const vigil_lease *lease, bool *held)
+{
+    char body[2048];
+    long http;
+    int rc = held_compare(body, sizeof(body), lease);
+    if (rc == 0 && (rc = request_locked(e, "v3/kv/txn", body, &http)) == 0)
+        rc = vigil_etcd__parse_txn(http, e->reply.p, e->reply.len, held);
+    return rc;
 }
 
 static int revoke_locked(vigil_etcd *e, int64_t id)
@@ -766,15 +794,10 @@ out:
 
 int vigil_etcd_renew(vigil_etcd *e, const vigil_lease *lease)
 {
-    if (!e)
-        return -EINVAL;
-    int rc = lease_check(lease);
+    int rc = lease_op_begin(e, lease);
     if (rc < 0)
         return rc;
-    char kb[192], body[2048];
-    vigil_etcd__b64(lease->key, strlen(lease->key), kb, sizeof(kb));
-
-    pthread_mutex_lock(&e->lock);
+    char body[64];
     long http;
     int64_t ttl;
     bool held = false;
@@ -783,9 +806,7 @@ int vigil_etcd_renew(vigil_etcd *e, const vigil_lease *lease)
     if (rc == 0)
         rc = vigil_etcd__parse_keepalive(http, e->reply.p, e->reply.len, lease->id, &ttl);
     /* The lease lives on; the check says the key still hangs on it. */
-    if (rc == 0 && (rc = held_compare(body, sizeof(body), kb, lease, "")) == 0 &&
-        (rc = request_locked(e, "v3/kv/txn", body, &http)) == 0 &&
-        (rc = vigil_etcd__parse_txn(http, e->reply.p, e->reply.len, &held)) == 0 && !held)
+    if (rc == 0 && (rc = held_locked(e, lease, &held)) == 0 && !held)
         rc = VIGIL_ELOST;
     pthread_mutex_unlock(&e->lock);
     return rc;
@@ -793,20 +814,11 @@ int vigil_etcd_renew(vigil_etcd *e, const vigil_lease *lease)
 
 int vigil_etcd_release(vigil_etcd *e, const vigil_lease *lease)
 {
-    if (!e)
-        return -EINVAL;
-    int rc = lease_check(lease);
+    int rc = lease_op_begin(e, lease);
     if (rc < 0)
         return rc;
-    char kb[192], body[2048];
-    vigil_etcd__b64(lease->key, strlen(lease->key), kb, sizeof(kb));
-
-    pthread_mutex_lock(&e->lock);
-    long http;
     bool held = false;
-    rc = held_compare(body, sizeof(body), kb, lease, "");
-    if (rc == 0 && (rc = request_locked(e, "v3/kv/txn", body, &http)) == 0)
-        rc = vigil_etcd__parse_txn(http, e->reply.p, e->reply.len, &held);
+    rc = held_locked(e, lease, &held);
     if (rc == 0) {
         /* Ours or not, the lease is: revoke it. Revoking deletes exactly
          * the keys attached to the lease, so it deletes ours when the check
