@@ -39,7 +39,7 @@ static inline void hook(int point)
         h(point);
 }
 
-/* ---- the locks (protocol in leases_lock.c) -------------------------------- */
+/* ---- the locks (protocol in leases_lock.c) ------------------------------- */
 
 /* This process's lock word, from its cached identity (proc.c: no system
  * call after the first, and a forked child never sees its parent's). An

@@ -36,7 +36,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* ---- /proc/<pid>/stat ----------------------------------------------------- */
+/* ---- /proc/<pid>/stat ---------------------------------------------------- */
 
 static int read_stat(const char *path, char *state, uint64_t *start)
 {
@@ -96,7 +96,7 @@ int vigil_proc_start_time(uint32_t pid, uint64_t *out)
     return vigil_proc_stat(pid, &state, out);
 }
 
-/* ---- this process ------------------------------------------------------- */
+/* ---- this process -------------------------------------------------------- */
 
 /*
  * This process's own pid, start time and pid namespace, computed once and
