@@ -83,7 +83,7 @@ bool vigil_leases__recover(struct vigil_leases_entry *e, uint64_t dead)
     return true;
 }
 
-int vigil_leases__wait_unlocked(struct vigil_leases_entry *e, uint64_t *c)
+int vigil_leases__wait_locked(struct vigil_leases_entry *e, uint64_t *c)
 {
     struct vigil_lock_wait wait = { .budget_ns = LOCK_WAIT_NS, .judge_ns = LOCK_JUDGE_NS };
     bool judge = false;

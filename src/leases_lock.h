@@ -80,8 +80,20 @@ bool vigil_leases__locker_dead(uint64_t w);
 bool vigil_leases__recover(struct vigil_leases_entry *e, uint64_t dead);
 
 /* Waits for ctl to be unlocked: a bounded wait for a live locker, a
- * take-over for a dead one. 0 with *c unlocked, or VIGIL_EBUSY. */
-int vigil_leases__wait_unlocked(struct vigil_leases_entry *e, uint64_t *c);
+ * take-over for a dead one. 0 with *c unlocked, or VIGIL_EBUSY. The first
+ * look is inline (acquire's common case finds the entry unlocked); the
+ * wait is vigil_leases__wait_locked's. */
+int vigil_leases__wait_locked(struct vigil_leases_entry *e, uint64_t *c);
+
+static inline int vigil_leases__wait_unlocked(struct vigil_leases_entry *e, uint64_t *c)
+{
+    uint64_t w = atomic_load_explicit(&e->ctl, memory_order_acquire);
+    if (__builtin_expect(!(w & CTL_LOCKED), 1)) {
+        *c = w;
+        return 0;
+    }
+    return vigil_leases__wait_locked(e, c);
+}
 
 /* The store's bind lock: 0, or VIGIL_EBUSY after the bounded wait. */
 int vigil_leases__bind_lock(struct vigil_leases_header *h);
