@@ -33,12 +33,13 @@
  * hot path (beats, snapshots and leader_is take no lock).
  *
  *   1. Take elect_lock by CAS from 0 to this process's word. A holder that
- *      is provably dead (vigil_holder_dead: gone, exited unreaped, or pid reused,
- *      judged with the pid-namespace and start-time tags in its word) is
- *      replaced by CAS from its exact word, so of several waiters one
- *      takes over and a lock that has changed hands meanwhile is left. A
- *      holder that is alive, or cannot be judged (another pid namespace),
- *      is waited for, a bounded time (ELECT_WAIT_NS), then VIGIL_EBUSY.
+ *      is provably dead (vigil_holder_dead: gone, exited and unreaped, or
+ *      its pid reused, judged with the pid-namespace and start-time tags in
+ *      its word) is replaced by CAS from its exact word, so of several
+ *      waiters one takes over and a lock that has changed hands meanwhile
+ *      is left. A holder that is alive, or cannot be judged (another pid
+ *      namespace), is waited for, a bounded time (ELECT_WAIT_NS), then
+ *      VIGIL_EBUSY.
  *   2. Finish a change the previous holder left half-installed (below).
  *   3. Judge every slot, as vigil_hb_live_count does, with plain atomic
  *      loads: the lock makes electors agree, it does not stop slots
