@@ -93,7 +93,6 @@
 #include <vigil/failover.h>
 
 #include "hb_internal.h"
-#include "probe.h"
 
 #include <errno.h>
 

@@ -5,6 +5,8 @@
 
 #include <vigil/heartbeat.h>
 #include "file.h"
+#include "proc.h"
+#include "spin.h"
 
 extern const struct vigil_layout vigil_hb_layout;
 
@@ -23,16 +25,44 @@ int  vigil_slot_try_lock(struct vigil_hb_slot *s, uint32_t *version);
 int  vigil_slot_lock(struct vigil_hb_slot *s, uint32_t *version);
 void vigil_slot_unlock(struct vigil_hb_slot *s, uint32_t version);
 
-/* A bounded wait used by every SeqLock spin: call with the attempt number,
- * returns false once the wait has exceeded its budget (about 10 ms). */
-bool vigil_backoff(unsigned attempt, uint64_t *deadline_ns);
+/* A slot's words as one registration left them. */
+struct vigil_slot_words {
+    vigil_slot_info info; /* pid, role, last_seen_epoch, in_flight */
+    uint64_t        start_time;
+    uint64_t        owner_ns;
+};
 
-/* Monotonic clock in nanoseconds. */
-uint64_t vigil_now_ns(void);
-
-/* Start time of a process (field 22 of /proc/<pid>/stat, clock ticks since
- * boot): 0 and *out on success, -ENOENT when no such process is visible,
- * other -errno when it cannot be judged. */
-int vigil_proc_start_time(uint32_t pid, uint64_t *out);
+/* The SeqLock read of a slot, for snapshot and probe: 0 with *out a copy
+ * that no writer overlapped, or VIGIL_EBUSY when the slot stayed
+ * mid-change past vigil_backoff's budget. start_time and owner_ns are read
+ * only when `identity` is set (a constant at each caller: snapshot, the
+ * hot one, loads no more than it returns). */
+static inline int vigil_slot_read(const struct vigil_hb_slot *s, struct vigil_slot_words *out, bool identity)
+{
+    uint64_t deadline = 0;
+    for (unsigned attempt = 0;; attempt++) {
+        /* If the version is odd a writer is in the middle of an update:
+         * retry rather than return fields from two different owners. */
+        uint32_t v1 = atomic_load_explicit(&s->seq, memory_order_acquire);
+        if (!(v1 & 1u)) {
+            struct vigil_slot_words w;
+            w.info.pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
+            w.info.role = atomic_load_explicit(&s->role, memory_order_relaxed);
+            w.info.last_seen_epoch = atomic_load_explicit(&s->last_seen_epoch, memory_order_relaxed);
+            w.info.in_flight = atomic_load_explicit(&s->in_flight, memory_order_relaxed);
+            w.start_time = identity ? atomic_load_explicit(&s->start_time, memory_order_relaxed) : 0;
+            w.owner_ns = identity ? atomic_load_explicit(&s->owner_ns, memory_order_relaxed) : 0;
+            /* The field loads complete before the version is read again;
+             * an unchanged even version means no writer overlapped them. */
+            atomic_thread_fence(memory_order_acquire);
+            if (atomic_load_explicit(&s->seq, memory_order_relaxed) == v1) {
+                *out = w;
+                return 0;
+            }
+        }
+        if (!vigil_backoff(attempt, &deadline))
+            return VIGIL_EBUSY;
+    }
+}
 
 #endif

@@ -42,15 +42,9 @@
  */
 #define _GNU_SOURCE
 #include "hb_internal.h"
-#include "probe.h"
 
 #include <errno.h>
-#include <pthread.h>
-#include <sched.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 /* 2^20 slots is a 64 MiB file; far past any pool on one host. */
 const struct vigil_layout vigil_hb_layout = {
@@ -59,30 +53,6 @@ const struct vigil_layout vigil_hb_layout = {
     .head_bytes = sizeof(struct vigil_hb_header),
     .slot_bytes = sizeof(struct vigil_hb_slot),
 };
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
-bool vigil_backoff(unsigned attempt, uint64_t *deadline_ns)
-{
-    if (attempt < 64) {
-        cpu_relax();
-        return true;
-    }
-    uint64_t now = vigil_now_ns();
-    if (attempt == 64)
-        *deadline_ns = now + 10000000u; /* a preempted writer gets 10 ms */
-    else if (now > *deadline_ns)
-        return false;
-    sched_yield();
-    return true;
-}
 
 int vigil_slot_try_lock(struct vigil_hb_slot *s, uint32_t *version)
 {
@@ -195,7 +165,7 @@ uint64_t vigil_hb_epoch(const vigil_hb *hb)
 }
 
 /* The owner's start time, against PID reuse. A process nearly always
- * registers itself, and its own start time is cached (probe.c), so the
+ * registers itself, and its own start time is cached (proc.c), so the
  * common register makes no system call; other pids go to /proc. */
 static uint64_t start_time_of(uint32_t pid)
 {
@@ -304,29 +274,12 @@ int vigil_hb_snapshot(const vigil_hb *hb, uint32_t slot, vigil_slot_info *out)
         return -EINVAL;
     if (slot >= hb->capacity)
         return VIGIL_ERANGE;
-    struct vigil_hb_slot *s = &hb->slots[slot];
-    uint64_t deadline = 0;
-    for (unsigned attempt = 0;; attempt++) {
-        /* If the version is odd a writer is in the middle of an update:
-         * retry rather than return fields from two different owners. */
-        uint32_t v1 = atomic_load_explicit(&s->seq, memory_order_acquire);
-        if (!(v1 & 1u)) {
-            vigil_slot_info info;
-            info.pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
-            info.role = atomic_load_explicit(&s->role, memory_order_relaxed);
-            info.last_seen_epoch = atomic_load_explicit(&s->last_seen_epoch, memory_order_relaxed);
-            info.in_flight = atomic_load_explicit(&s->in_flight, memory_order_relaxed);
-            /* The field loads complete before the version is read again;
-             * an unchanged even version means no writer overlapped them. */
-            atomic_thread_fence(memory_order_acquire);
-            if (atomic_load_explicit(&s->seq, memory_order_relaxed) == v1) {
-                *out = info;
-                return info.pid ? 0 : VIGIL_EVACANT;
-            }
-        }
-        if (!vigil_backoff(attempt, &deadline))
-            return VIGIL_EBUSY;
-    }
+    struct vigil_slot_words w;
+    int err = vigil_slot_read(&hb->slots[slot], &w, false);
+    if (err < 0)
+        return err;
+    *out = w.info;
+    return w.info.pid ? 0 : VIGIL_EVACANT;
 }
 
 uint32_t vigil_hb_live_count(const vigil_hb *hb, uint64_t grace_epochs)

@@ -33,12 +33,13 @@
  * hot path (beats, snapshots and leader_is take no lock).
  *
  *   1. Take elect_lock by CAS from 0 to this process's word. A holder that
- *      is provably dead (vigil_pid_judge: gone, zombie, or its pid reused,
- *      judged with the pid-namespace and start-time tags in its word) is
- *      replaced by CAS from its exact word, so of several waiters one
- *      takes over and a lock that has changed hands meanwhile is left. A
- *      holder that is alive, or cannot be judged (another pid namespace),
- *      is waited for, a bounded time (ELECT_WAIT_NS), then VIGIL_EBUSY.
+ *      is provably dead (vigil_holder_dead: gone, exited and unreaped, or
+ *      its pid reused, judged with the pid-namespace and start-time tags in
+ *      its word) is replaced by CAS from its exact word, so of several
+ *      waiters one takes over and a lock that has changed hands meanwhile
+ *      is left. A holder that is alive, or cannot be judged (another pid
+ *      namespace), is waited for, a bounded time (ELECT_WAIT_NS), then
+ *      VIGIL_EBUSY.
  *   2. Finish a change the previous holder left half-installed (below).
  *   3. Judge every slot, as vigil_hb_live_count does, with plain atomic
  *      loads: the lock makes electors agree, it does not stop slots
@@ -75,11 +76,8 @@
 #include <vigil/failover.h>
 
 #include "hb_internal.h"
-#include "probe.h"
 
 #include <errno.h>
-#include <sched.h>
-#include <unistd.h>
 
 #define LOCK_PID_SHIFT  42
 #define LOCK_NS_SHIFT   16
@@ -96,15 +94,6 @@
 #define ELECT_WAIT_NS  200000000u
 #define ELECT_JUDGE_NS 1000000u
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
 static uint64_t leader_word(uint32_t pid, uint32_t slot)
 {
     return ((uint64_t)pid << 32) | ((uint64_t)slot + 1);
@@ -120,47 +109,35 @@ static uint64_t self_lock_word(void)
            (vigil_self_start_time() & LOCK_START_MASK);
 }
 
-/* Is the elector named by lock word w provably dead? */
+/* Is the elector named by lock word w provably dead? (A pid field of 0 is
+ * no word an elector writes: a scribble, taken over.) */
 static bool holder_dead(uint64_t w)
 {
-    uint32_t pid = (uint32_t)(w >> LOCK_PID_SHIFT);
-    if (pid == 0)
-        return true; /* not a word any elector writes: a scribble */
-    return vigil_pid_judge(pid, w & LOCK_START_MASK, LOCK_START_MASK,
-                           (w >> LOCK_NS_SHIFT) & LOCK_NS_MASK, LOCK_NS_MASK) == 0;
+    return vigil_holder_dead((uint32_t)(w >> LOCK_PID_SHIFT), w & LOCK_START_MASK, LOCK_START_MASK,
+                             (w >> LOCK_NS_SHIFT) & LOCK_NS_MASK, LOCK_NS_MASK);
 }
 
 static int lock_acquire(vigil_hb *hb, uint64_t me)
 {
     _Atomic uint64_t *lock = &hb->hdr->elect_lock;
-    uint64_t first = 0, next_judge = 0;
-    for (unsigned attempt = 0;; attempt++) {
+    struct vigil_lock_wait wait = { .budget_ns = ELECT_WAIT_NS, .judge_ns = ELECT_JUDGE_NS };
+    bool judge = false;
+    for (;;) {
         uint64_t cur = 0;
         /* Acquire: pairs with the last holder's releasing unlock, so its
          * leader, term and roles are what this election starts from. */
         if (atomic_compare_exchange_strong_explicit(lock, &cur, me, memory_order_acquire,
                                                     memory_order_relaxed))
             return 0;
-        if (attempt < 64) {
-            cpu_relax();
-            continue;
-        }
-        uint64_t now = vigil_now_ns();
-        if (first == 0)
-            first = now;
-        if (now >= next_judge) {
-            next_judge = now + ELECT_JUDGE_NS;
-            /* Take over from a dead holder by CAS from its exact word: one
-             * of several waiters wins, and a lock that changed hands since
-             * cur was read is not taken. */
-            if (holder_dead(cur) &&
-                atomic_compare_exchange_strong_explicit(lock, &cur, me, memory_order_acquire,
-                                                        memory_order_relaxed))
-                return 0;
-        }
-        if (now - first > ELECT_WAIT_NS)
+        /* Take over from a dead holder by CAS from its exact word: one of
+         * several waiters wins, and a lock that changed hands since cur
+         * was read is not taken. */
+        if (judge && holder_dead(cur) &&
+            atomic_compare_exchange_strong_explicit(lock, &cur, me, memory_order_acquire,
+                                                    memory_order_relaxed))
+            return 0;
+        if (!vigil_lock_wait(&wait, &judge))
             return VIGIL_EBUSY;
-        sched_yield();
     }
 }
 

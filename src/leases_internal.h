@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Lease store internals: the file layout (see the comment at the top of
- * leases.c for the protocol) and a crash hook the tests use to kill a
- * process at each step of a change.
+ * Lease store internals: the file layout (told at the top of leases.c;
+ * the protocol at the top of leases_ops.c and leases_lock.c) and a crash
+ * hook the tests use to kill a process at each step of a change.
  */
 #ifndef VIGIL_SRC_LEASES_INTERNAL_H
 #define VIGIL_SRC_LEASES_INTERNAL_H

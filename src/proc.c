@@ -1,55 +1,335 @@
 /* SPDX-License-Identifier: MIT */
-/* Process start times from /proc, against PID reuse. */
+/*
+ * Process identity: /proc/<pid>/stat read once, this process's own
+ * identity cached, and the judge of whether a recorded process lives.
+ *
+ * What is read (a procfs line, not a vigil file):
+ *
+ *   /proc/<pid>/stat   "pid (comm) S ppid ... starttime ..." fields 1..52;
+ *                      field 3 the state, field 22 the start time in clock
+ *                      ticks since boot. comm (field 2) may hold spaces and
+ *                      ')' itself, so fields are counted from the last ')'.
+ *   /proc/<pid>/task   one entry per thread of the process
+ *   /proc/self/ns/pid  its inode names this process's pid namespace
+ *   /proc/self         a link to this process's pid, as this /proc numbers it
+ *
+ * What vigil records of a process elsewhere (heartbeat slots' start_time
+ * and owner_ns, the election lock word, the lease store's lock words) is
+ * the pid with the start time, or some low bits of it, against PID reuse,
+ * and where there is room the pid namespace, since a pid names a process
+ * only within one.
+ */
 #define _GNU_SOURCE
-#include "hb_internal.h"
+#include "proc.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-uint64_t vigil_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+/* ---- /proc/<pid>/stat ---------------------------------------------------- */
 
-int vigil_proc_start_time(uint32_t pid, uint64_t *out)
+static int read_stat(const char *path, char *state, uint64_t *start)
 {
-    char path[32], buf[1024];
-    if (pid == 0 || pid > 0x7fffffffu)
-        return -EINVAL;
-    snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    char buf[1024];
+    /* O_NOFOLLOW applies to the last component, "stat", which is never a
+     * link; /proc/self before it still resolves. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0)
         return -errno;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    ssize_t n;
+    do
+        n = read(fd, buf, sizeof(buf) - 1);
+    while (n < 0 && errno == EINTR);
     int err = errno;
     close(fd);
     if (n < 0)
         return -err;
     buf[n] = '\0';
-    /* The command name (field 2) is in parentheses and may hold spaces or
-     * ')' itself, so count fields from the last ')'. */
+    /* The command name (field 2) is in parentheses and may hold spaces
+     * and ')' itself, so fields are counted from the last ')'. */
     char *p = strrchr(buf, ')');
-    if (!p)
+    if (!p || p[1] != ' ' || p[2] == '\0')
         return -EIO;
-    p++;
-    /* After ')' come fields 3.. ; the start time is field 22. */
+    char st = p[2];
+    p += 2; /* field 3 */
     for (int field = 3; field < 22; field++) {
-        p = strchr(p + 1, ' ');
+        p = strchr(p, ' ');
         if (!p)
             return -EIO;
+        p++;
     }
+    /* Digits only: strtoull would also take a sign or leading space. */
+    if (*p < '0' || *p > '9')
+        return -EIO;
     char *end;
     errno = 0;
-    unsigned long long v = strtoull(p + 1, &end, 10);
-    if (errno || end == p + 1)
+    unsigned long long v = strtoull(p, &end, 10);
+    if (errno || (*end != ' ' && *end != '\n' && *end != '\0'))
         return -EIO;
-    *out = v;
+    *state = st;
+    *start = v;
     return 0;
+}
+
+int vigil_proc_stat(uint32_t pid, char *state, uint64_t *start)
+{
+    if (pid == 0 || pid > INT_MAX)
+        return -EINVAL;
+    char path[32];
+    snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+    return read_stat(path, state, start);
+}
+
+int vigil_proc_start_time(uint32_t pid, uint64_t *out)
+{
+    char state;
+    return vigil_proc_stat(pid, &state, out);
+}
+
+/* ---- this process -------------------------------------------------------- */
+
+/*
+ * This process's own pid, start time and pid namespace, computed once and
+ * cached process-wide: getpid() is a system call (glibc keeps no cache),
+ * and a register, an acquire or an election that asked for them every time
+ * would spend microseconds on them alone (a getpid is 1.5 us on a
+ * microVM), more than the whole rest of the call.
+ *
+ * A forked child is a different process and must never use its parent's
+ * values. The cache lives in a page marked MADV_WIPEONFORK: the kernel
+ * gives the child of any fork or clone without CLONE_VM a zero page, which
+ * reads as "not computed", and the child works out its own. A
+ * pthread_atfork child handler clears the cache as well, which covers
+ * kernels without the flag (before 4.14), where the cache is a static
+ * one; there, a child made by a raw clone(2) or fork system call, which
+ * runs no atfork handlers, would inherit its parent's values, and vigil
+ * does not support being called from one.
+ *
+ * The start time is read from /proc/self/stat rather than from
+ * /proc/<getpid()>/stat: in a /proc mounted from another pid namespace the
+ * second names another process, while /proc/self is always this one.
+ *
+ * Each value is one word with VALID set once computed; threads that race
+ * to fill it compute the same value, so the last store wins harmlessly.
+ * Relaxed: each word is self-contained.
+ */
+#define SELF_VALID (UINT64_C(1) << 63)
+
+struct self_cache {
+    _Atomic uint64_t pid, ns, start;
+};
+
+static struct self_cache self_static;
+static struct self_cache *_Atomic self_words;
+static pthread_once_t self_once = PTHREAD_ONCE_INIT;
+
+static void self_forget(void)
+{
+    struct self_cache *c = atomic_load_explicit(&self_words, memory_order_relaxed);
+    if (c) {
+        /* The child has one thread: nothing races these stores. */
+        atomic_store_explicit(&c->pid, 0, memory_order_relaxed);
+        atomic_store_explicit(&c->ns, 0, memory_order_relaxed);
+        atomic_store_explicit(&c->start, 0, memory_order_relaxed);
+    }
+}
+
+static void self_init(void)
+{
+    struct self_cache *c = &self_static;
+    long pg = sysconf(_SC_PAGESIZE);
+    size_t len = pg > 0 ? (size_t)pg : 4096;
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p != MAP_FAILED) {
+#ifdef MADV_WIPEONFORK
+        if (madvise(p, len, MADV_WIPEONFORK) == 0)
+            c = p; /* never unmapped: one page for the process's life */
+        else
+#endif
+            munmap(p, len);
+    }
+    if (pthread_atfork(NULL, NULL, self_forget) != 0 && c == &self_static)
+        return; /* no way to forget: no cache, every call asks the kernel */
+    /* Release: pairs with the acquire in cache(), for the page's mapping. */
+    atomic_store_explicit(&self_words, c, memory_order_release);
+}
+
+/* The cache, or NULL when there can be none. */
+static inline struct self_cache *cache(void)
+{
+    struct self_cache *c = atomic_load_explicit(&self_words, memory_order_acquire);
+    if (__builtin_expect(c == NULL, 0)) {
+        pthread_once(&self_once, self_init);
+        c = atomic_load_explicit(&self_words, memory_order_acquire);
+    }
+    return c;
+}
+
+static uint64_t compute_pid(void)
+{
+    return (uint32_t)getpid();
+}
+
+static uint64_t compute_ns(void)
+{
+    struct stat st;
+    return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
+static uint64_t compute_start(void)
+{
+    char state;
+    uint64_t t;
+    return read_stat("/proc/self/stat", &state, &t) == 0 ? t : 0;
+}
+
+static uint64_t cached(_Atomic uint64_t *w, uint64_t (*compute)(void))
+{
+    uint64_t v = atomic_load_explicit(w, memory_order_relaxed);
+    if (__builtin_expect(!(v & SELF_VALID), 0)) {
+        v = SELF_VALID | (compute() & ~SELF_VALID);
+        atomic_store_explicit(w, v, memory_order_relaxed);
+    }
+    return v & ~SELF_VALID;
+}
+
+uint32_t vigil_self_pid(void)
+{
+    struct self_cache *c = cache();
+    return (uint32_t)(c ? cached(&c->pid, compute_pid) : compute_pid());
+}
+
+uint64_t vigil_self_pidns(void)
+{
+    struct self_cache *c = cache();
+    return c ? cached(&c->ns, compute_ns) : compute_ns() & ~SELF_VALID;
+}
+
+uint64_t vigil_self_start_time(void)
+{
+    struct self_cache *c = cache();
+    return c ? cached(&c->start, compute_start) : compute_start() & ~SELF_VALID;
+}
+
+/* ---- is it alive? -------------------------------------------------------- */
+
+/* Is /proc this process's namespace's? In another's, /proc/self does not
+ * resolve to our own pid. */
+static bool proc_is_ours(void)
+{
+    char buf[32];
+    ssize_t n = readlink("/proc/self", buf, sizeof(buf) - 1);
+    if (n <= 0)
+        return false;
+    buf[n] = '\0';
+    char *end;
+    unsigned long v = strtoul(buf, &end, 10);
+    return *end == '\0' && v == (unsigned long)vigil_self_pid();
+}
+
+/* A zombie's threads: /proc shows a process as a zombie as soon as its
+ * main thread has exited, even while its other threads still run (the
+ * main thread called pthread_exit). Such a process is alive. Only when
+ * the task list holds the main thread alone has the whole process exited.
+ * 0 dead, 1 alive, -errno unknown. */
+static int zombie_verdict(uint32_t pid)
+{
+    char path[32];
+    snprintf(path, sizeof(path), "/proc/%u/task", pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return errno == ENOENT ? 0 : -errno; /* ENOENT: reaped meanwhile */
+    int tasks = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL && tasks < 2)
+        if (de->d_name[0] != '.')
+            tasks++;
+    closedir(d);
+    return tasks >= 2;
+}
+
+/*
+ * The verdicts, in the order they are tried:
+ *
+ *   pid 0                                -EINVAL
+ *   ns recorded, ours unknown            -ENOENT (no /proc: cannot tell)
+ *   ns recorded and not ours             -EREMOTE (its pid means nothing here)
+ *   pid > INT_MAX                        0: no process has that id
+ *   kill(pid, 0) == ESRCH                0: gone
+ *   kill(pid, 0) other than 0 or EPERM   -errno
+ *   /proc/<pid>/stat unreadable          0 if kill now says ESRCH, else -errno
+ *   start time recorded and different    0: the pid belongs to another process
+ *   state Z, X or x, other threads run   1: only its main thread has exited
+ *   state Z, X or x, no other thread     0: exited, only waits to be reaped
+ *   anything else                        1
+ *
+ * A verdict of 0 that rests on /proc (zombie, start time) is given only
+ * after checking that /proc is this process's own namespace's (readlink
+ * of /proc/self is our pid); a /proc mounted from another namespace names
+ * other processes by the same numbers, and then the answer is -EREMOTE.
+ * kill(2) needs no /proc: ESRCH is conclusive even where /proc is absent.
+ */
+int vigil_pid_judge(uint32_t pid, uint64_t start, uint64_t start_mask, uint64_t ns, uint64_t ns_mask)
+{
+    if (pid == 0)
+        return -EINVAL;
+    if ((ns & ns_mask) != 0) {
+        uint64_t mine = vigil_self_pidns();
+        if (mine == 0)
+            return -ENOENT; /* no /proc: cannot tell which namespace we are in */
+        if ((mine & ns_mask) != (ns & ns_mask))
+            return -EREMOTE;
+    }
+    if (pid > INT_MAX)
+        return 0;
+    if (kill((pid_t)pid, 0) < 0) {
+        if (errno == ESRCH)
+            return 0;
+        if (errno != EPERM)
+            return -errno;
+    }
+    char state;
+    uint64_t now_start;
+    int err = vigil_proc_stat(pid, &state, &now_start);
+    if (err < 0) {
+        /* It may have exited between the two looks; or there is no /proc
+         * (or it hides the pid) and nothing more can be said than that it
+         * exists. */
+        if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+            return 0;
+        return err;
+    }
+    bool reused = (start & start_mask) != 0 && (now_start & start_mask) != (start & start_mask);
+    if (!reused) {
+        /* 'x' is the dead state of kernels 2.6.33 to 3.13. */
+        if (state != 'Z' && state != 'X' && state != 'x')
+            return 1;
+        int z = zombie_verdict(pid);
+        if (z != 0)
+            return z;
+    }
+    return proc_is_ours() ? 0 : -EREMOTE;
+}
+
+bool vigil_holder_dead(uint32_t pid, uint64_t start, uint64_t start_mask, uint64_t ns, uint64_t ns_mask)
+{
+    if (pid == 0)
+        return true; /* not a word any locker writes: a scribble */
+    /* Every thread of this process writes the same word (the cache above
+     * holds it constant for the process's life), so a word with our pid
+     * and our namespace is a sibling's exactly when its start tag is ours;
+     * with another tag it is the pid's previous owner's. */
+    if (pid == vigil_self_pid() && ((ns & ns_mask) == 0 || (vigil_self_pidns() & ns_mask) == (ns & ns_mask)))
+        return (start & start_mask) != (vigil_self_start_time() & start_mask);
+    return vigil_pid_judge(pid, start, start_mask, ns, ns_mask) == 0;
 }

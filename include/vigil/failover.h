@@ -8,7 +8,8 @@
  * waiting for the grace window, every slot whose owner vigil_hb_probe
  * proves dead. leader_elect makes the lowest live pid the coordinator and
  * raises the term, the fencing token, exactly when the leader changes.
- * The protocols are told in src/failover.c, src/leader.c and src/probe.c.
+ * The protocols are told in src/failover.c, src/leader.c and src/probe.c;
+ * how a pid is judged alive or dead, in src/proc.c.
  */
 #ifndef VIGIL_FAILOVER_H
 #define VIGIL_FAILOVER_H

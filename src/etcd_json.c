@@ -1,0 +1,386 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The JSON the etcd adapter speaks to etcd's gateway (grpc-gateway): the
+ * request bodies, written here, and the replies, read with cJSON. The
+ * requests each lease operation makes, and what they mean, are told in
+ * etcd.c.
+ *
+ * The gateway speaks JSON over HTTP POST; bytes fields (key, value) are
+ * base64 and int64 fields are JSON strings; proto3 omits fields that are
+ * zero or false. Errors come back as gRPC status codes (json_error).
+ *
+ * The reply interpreters are pure functions of an HTTP status and a body,
+ * so a hostile server's replies are tested without one (etcd_internal.h).
+ */
+#define _GNU_SOURCE
+#include "etcd_private.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- request bodies ------------------------------------------------------ */
+
+int vigil_etcd__b64(const void *in, size_t n, char *out, size_t cap)
+{
+    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const unsigned char *s = in;
+    if (n > (size_t)INT_MAX / 4 * 3 - 3)
+        return VIGIL_ERANGE;
+    size_t need = (n + 2) / 3 * 4;
+    if (!out || need >= cap)
+        return VIGIL_ERANGE;
+    char *o = out;
+    size_t i = 0;
+    for (; i + 3 <= n; i += 3) {
+        uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8 | s[i + 2];
+        *o++ = tab[v >> 18];
+        *o++ = tab[(v >> 12) & 63];
+        *o++ = tab[(v >> 6) & 63];
+        *o++ = tab[v & 63];
+    }
+    if (i < n) {
+        uint32_t v = (uint32_t)s[i] << 16 | (i + 1 < n ? (uint32_t)s[i + 1] << 8 : 0);
+        *o++ = tab[v >> 18];
+        *o++ = tab[(v >> 12) & 63];
+        *o++ = i + 1 < n ? tab[(v >> 6) & 63] : '=';
+        *o++ = '=';
+    }
+    *o = '\0';
+    return (int)need;
+}
+
+
+static int fits(int n, size_t cap)
+{
+    return n > 0 && (size_t)n < cap ? 0 : VIGIL_ERANGE;
+}
+
+/* lease/grant */
+int vigil_etcd__body_ttl(char *buf, size_t cap, uint64_t ttl_s)
+{
+    return fits(snprintf(buf, cap, "{\"TTL\":\"%" PRIu64 "\"}", ttl_s), cap);
+}
+
+/* lease/keepalive and lease/revoke */
+int vigil_etcd__body_id(char *buf, size_t cap, int64_t id)
+{
+    return fits(snprintf(buf, cap, "{\"ID\":\"%" PRId64 "\"}", id), cap);
+}
+
+/* kv/txn of acquire: if the key was never created, put it under our lease
+ * and range it; else range it. The range says who holds it. */
+int vigil_etcd__body_acquire(char *buf, size_t cap, const char *key, const char *owner, int64_t lease_id)
+{
+    char kb[192], vb[96];
+    if (vigil_etcd__b64(key, strlen(key), kb, sizeof(kb)) < 0 ||
+        vigil_etcd__b64(owner, strlen(owner), vb, sizeof(vb)) < 0)
+        return VIGIL_ERANGE;
+    return fits(snprintf(buf, cap,
+                         "{\"compare\":[{\"key\":\"%s\",\"target\":\"CREATE\",\"result\":\"EQUAL\","
+                         "\"create_revision\":\"0\"}],"
+                         "\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\",\"lease\":\"%" PRId64 "\"}},"
+                         "{\"request_range\":{\"key\":\"%s\",\"keys_only\":true}}],"
+                         "\"failure\":[{\"request_range\":{\"key\":\"%s\",\"keys_only\":true}}]}",
+                         kb, kb, vb, lease_id, kb, kb),
+                cap);
+}
+
+/* kv/txn of renew and release: the comparisons that say a key is still
+ * this lease's, created at the token's revision (not deleted and created
+ * again since) and carrying our lease. */
+int vigil_etcd__body_held(char *buf, size_t cap, const vigil_lease *l)
+{
+    char kb[192];
+    if (vigil_etcd__b64(l->key, strlen(l->key), kb, sizeof(kb)) < 0)
+        return VIGIL_ERANGE;
+    return fits(snprintf(buf, cap,
+                         "{\"compare\":[{\"key\":\"%s\",\"target\":\"CREATE\",\"result\":\"EQUAL\","
+                         "\"create_revision\":\"%" PRIu64 "\"},{\"key\":\"%s\",\"target\":\"LEASE\","
+                         "\"result\":\"EQUAL\",\"lease\":\"%" PRId64 "\"}]}",
+                         kb, l->token, kb, l->id),
+                cap);
+}
+
+/* ---- reading replies ----------------------------------------------------- */
+
+int vigil_etcd__grpc_error(int code, bool lease_op)
+{
+    switch (code) {
+    case 1:  return -ECANCELED;
+    case 3:  return -EINVAL;
+    case 4:  return -ETIMEDOUT;
+    case 5:  return lease_op ? VIGIL_ELOST : -ENOENT;
+    case 6:  return -EEXIST;
+    case 7:
+    case 16: return -EACCES;
+    case 8:                 /* ResourceExhausted: too many requests */
+    case 10:                /* Aborted */
+    case 14: return -EAGAIN; /* Unavailable: no leader, leader changed, stopping */
+    case 11: return VIGIL_ERANGE;
+    case 12: return -ENOSYS;
+    default: return -EIO;    /* Unknown, FailedPrecondition, Internal, DataLoss, nonsense */
+    }
+}
+
+static const cJSON *field(const cJSON *obj, const char *name)
+{
+    return cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, name) : NULL;
+}
+
+/* An int64 field. The gateway writes them as strings; a JSON number is
+ * taken too while it is an exact integer. 1 found, 0 absent (proto3 omits
+ * zero), -EPROTO malformed. */
+static int json_i64(const cJSON *obj, const char *name, int64_t *out)
+{
+    const cJSON *v = field(obj, name);
+    if (!v || cJSON_IsNull(v))
+        return 0;
+    if (cJSON_IsString(v) && v->valuestring) {
+        const char *s = v->valuestring;
+        bool neg = *s == '-';
+        s += neg;
+        if (!*s)
+            return -EPROTO;
+        uint64_t acc = 0;
+        for (; *s; s++) {
+            if (*s < '0' || *s > '9')
+                return -EPROTO;
+            unsigned d = (unsigned)(*s - '0');
+            if (acc > (UINT64_MAX - d) / 10)
+                return -EPROTO;
+            acc = acc * 10 + d;
+        }
+        if (acc > (uint64_t)INT64_MAX + neg)
+            return -EPROTO;
+        *out = neg ? (acc ? -(int64_t)(acc - 1) - 1 : 0) : (int64_t)acc;
+        return 1;
+    }
+    if (cJSON_IsNumber(v)) {
+        double d = v->valuedouble;
+        /* The range test comes first and is false for NaN, so the cast
+         * below only ever sees a value an int64 holds. */
+        if (!(d >= -9007199254740992.0 && d <= 9007199254740992.0) || d != (double)(int64_t)d)
+            return -EPROTO;
+        *out = (int64_t)d;
+        return 1;
+    }
+    return -EPROTO;
+}
+
+/* etcd's error replies: {"error": "msg", "code": N, "message": "msg"} from
+ * unary calls, {"error": {"grpc_code": N, "message": "msg", ...}} from the
+ * streaming keepalive of older gateways. */
+static bool json_error(const cJSON *root, int *code, const char **msg)
+{
+    const cJSON *err = field(root, "error");
+    if (!err || cJSON_IsNull(err))
+        return false;
+    const cJSON *c, *m;
+    if (cJSON_IsObject(err)) {
+        c = field(err, "grpc_code");
+        m = field(err, "message");
+    } else {
+        c = field(root, "code");
+        m = cJSON_IsString(err) ? err : field(root, "message");
+    }
+    *code = 2; /* Unknown, unless it says */
+    if (cJSON_IsNumber(c) && c->valuedouble >= 0 && c->valuedouble <= 16)
+        *code = (int)c->valuedouble;
+    *msg = cJSON_IsString(m) && m->valuestring ? m->valuestring : "";
+    return true;
+}
+
+/* The body as one JSON value and nothing after it but white space. */
+static cJSON *parse_whole(const char *body, size_t len)
+{
+    const char *end = NULL;
+    cJSON *r = body && len ? cJSON_ParseWithLengthOpts(body, len, &end, false) : NULL;
+    if (!r)
+        return NULL;
+    for (; end && end < body + len; end++) {
+        if (!vigil_etcd__is_space(*end)) {
+            cJSON_Delete(r);
+            return NULL;
+        }
+    }
+    return r;
+}
+
+/* 0 and *root (an object, to be deleted by the caller) for a 2xx JSON reply
+ * that is not an error; otherwise the error's vigil result. */
+static int reply_open(long http, const char *body, size_t len, bool lease_op, cJSON **root)
+{
+    *root = NULL;
+    cJSON *r = parse_whole(body, len);
+    if (!r)
+        return -EPROTO;
+    if (!cJSON_IsObject(r)) {
+        cJSON_Delete(r);
+        return -EPROTO;
+    }
+    int code;
+    const char *msg;
+    if (json_error(r, &code, &msg)) {
+        int rc = code == 0 ? -EPROTO : vigil_etcd__grpc_error(code, lease_op);
+        if (lease_op && strstr(msg, "lease not found"))
+            rc = VIGIL_ELOST;
+        cJSON_Delete(r);
+        return rc;
+    }
+    if (http < 200 || http > 299) {
+        cJSON_Delete(r);
+        return -EPROTO;
+    }
+    *root = r;
+    return 0;
+}
+
+int vigil_etcd__parse_grant(long http, const char *body, size_t len, int64_t *id, int64_t *ttl)
+{
+    cJSON *r;
+    int rc = reply_open(http, body, len, false, &r);
+    if (rc)
+        return rc;
+    int64_t i = 0, t = 0;
+    if (json_i64(r, "ID", &i) != 1 || json_i64(r, "TTL", &t) != 1 || i <= 0 || t <= 0 ||
+        t > VIGIL_ETCD_MAX_TTL_S)
+        rc = -EPROTO;
+    cJSON_Delete(r);
+    if (rc == 0) {
+        *id = i;
+        *ttl = t;
+    }
+    return rc;
+}
+
+/* The first key of the first range response in a txn reply, or NULL. */
+static const cJSON *txn_range_kv(const cJSON *r)
+{
+    const cJSON *resps = field(r, "responses"), *op;
+    if (!cJSON_IsArray(resps))
+        return NULL;
+    cJSON_ArrayForEach(op, resps) {
+        const cJSON *kvs = field(field(op, "response_range"), "kvs");
+        if (cJSON_IsArray(kvs))
+            return cJSON_IsObject(kvs->child) ? kvs->child : NULL;
+    }
+    return NULL;
+}
+
+/* "succeeded": absent (proto3's false), true or false; anything else -EPROTO.
+ * A txn reply always has a header: without one it is not etcd's. */
+static int txn_succeeded(const cJSON *r, bool *out)
+{
+    const cJSON *s = field(r, "succeeded");
+    if (!cJSON_IsObject(field(r, "header")) || (s && !cJSON_IsBool(s)))
+        return -EPROTO;
+    *out = cJSON_IsTrue(s);
+    return 0;
+}
+
+int vigil_etcd__parse_acquire(long http, const char *body, size_t len, int64_t lease_id, uint64_t *token)
+{
+    cJSON *r;
+    int rc = reply_open(http, body, len, false, &r);
+    if (rc)
+        /* NotFound here is our own lease, lapsed between grant and put: the
+         * server was too slow to keep it, which is a transient failure. */
+        return rc == -ENOENT ? -ETIMEDOUT : rc;
+    bool won = false;
+    int64_t lease = 0, rev = 0;
+    const cJSON *kv;
+    if ((rc = txn_succeeded(r, &won)) < 0)
+        goto out;
+    kv = txn_range_kv(r);
+    if (!kv || json_i64(kv, "lease", &lease) < 0 || json_i64(kv, "create_revision", &rev) != 1 ||
+        rev <= 0) {
+        /* The range runs in the same transaction as the comparison: the key
+         * existed (failure) or was just put (success), so it must be there. */
+        rc = -EPROTO;
+        goto out;
+    }
+    if (lease == lease_id)
+        rc = 0; /* ours: this put, or an earlier attempt's whose reply was lost */
+    else
+        rc = won ? -EPROTO : VIGIL_EBUSY;
+out:
+    cJSON_Delete(r);
+    if (rc == 0)
+        *token = (uint64_t)rev;
+    return rc;
+}
+
+int vigil_etcd__parse_keepalive(long http, const char *body, size_t len, int64_t lease_id, int64_t *ttl)
+{
+    cJSON *r;
+    int rc = reply_open(http, body, len, true, &r);
+    if (rc)
+        return rc;
+    const cJSON *res = field(r, "result");
+    int64_t id = 0, t = 0;
+    int tr;
+    /* etcd answers a keepalive of an expired or revoked lease with its ID
+     * and no TTL (proto3's zero): that, and only a reply that names our
+     * lease, is a refusal. */
+    if (!cJSON_IsObject(res) || json_i64(res, "ID", &id) != 1 || id != lease_id ||
+        (tr = json_i64(res, "TTL", &t)) < 0)
+        rc = -EPROTO;
+    else if (tr == 0 || t <= 0)
+        rc = VIGIL_ELOST;
+    cJSON_Delete(r);
+    if (rc == 0)
+        *ttl = t;
+    return rc;
+}
+
+int vigil_etcd__parse_txn(long http, const char *body, size_t len, bool *succeeded)
+{
+    cJSON *r;
+    int rc = reply_open(http, body, len, false, &r);
+    if (rc)
+        return rc;
+    bool s = false;
+    rc = txn_succeeded(r, &s);
+    cJSON_Delete(r);
+    if (rc == 0)
+        *succeeded = s;
+    return rc;
+}
+
+int vigil_etcd__parse_revoke(long http, const char *body, size_t len)
+{
+    cJSON *r;
+    int rc = reply_open(http, body, len, true, &r);
+    if (rc)
+        return rc;
+    if (!cJSON_IsObject(field(r, "header")))
+        rc = -EPROTO;
+    cJSON_Delete(r);
+    return rc;
+}
+
+/* ---- which endpoint answered --------------------------------------------- */
+
+int vigil_etcd__classify(long http, const char *body, size_t len)
+{
+    bool maybe_error = http < 200 || http > 299 || memmem(body, len, "error", 5);
+    if (!maybe_error)
+        return VIGIL_ETCD_ANSWERED;
+    cJSON *r = parse_whole(body, len);
+    int rc = VIGIL_ETCD_ANSWERED, code;
+    const char *msg;
+    if (!cJSON_IsObject(r)) {
+        if (http == 404)
+            rc = VIGIL_ETCD_NO_GATEWAY;
+        else if (http >= 500)
+            rc = -EAGAIN; /* a proxy's or a dying server's page */
+    } else if (json_error(r, &code, &msg) && (code == 14 || code == 4)) {
+        rc = vigil_etcd__grpc_error(code, false);
+    }
+    cJSON_Delete(r);
+    return rc;
+}

@@ -1,0 +1,393 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The lease store's operations: acquire (a change of hands), renew and
+ * release. The file layout is told in leases.c; the locks a change of
+ * hands takes, and recovery from a locker that died, in leases_lock.c.
+ *
+ * Fields used (entry i, at 64 + i * 256; header counter at 24):
+ *
+ *      0  u64    ctl: unlocked, generation (bits 62..42) | expiry ms (41..0)
+ *      8  u64    token: the hand-over's, from the header's last_token + 1
+ *     16  u64    ttl_ms: what a renewal extends the expiry by
+ *     24  u32    hash: FNV-1a of the key, never 0 while bound
+ *     28  u32    bound: 0 never used, 1 bound, 2 cleared (reusable)
+ *     32  u32    gen_hint, 36 pid: written by the locker
+ *     64  u8[128] key, 192 u8[64] owner: NUL-padded, as whole words
+ *
+ * The protocol:
+ *
+ *  - Renew and release are one CAS on ctl from the unlocked word they read
+ *    (unexpired, token and key matching) to the same generation with a new
+ *    expiry (renew) or to the next generation with expiry 0 (release). Of a
+ *    renewal racing a take-over exactly one CAS wins.
+ *  - A change of hands (acquire of an expired or released entry, binding a
+ *    key to an entry) locks ctl by CAS from the unlocked word to the lock
+ *    word, and only from a word whose lease has lapsed, so a lock never
+ *    cuts a live lease short and a renewer that finds ctl locked is right
+ *    to report VIGIL_ELOST. The locker writes token, ttl and owner (and
+ *    the key for a new binding) and unlocks with the next generation and
+ *    the new expiry.
+ *  - No ABA: a renewer's CAS only succeeds from the exact word it checked.
+ *    Every lock starts from an expired word, and what follows it is either
+ *    expiry 0 or now + ttl, later than anything that had expired; release
+ *    moves the generation on; so an unexpired word never comes back.
+ *  - Keys are unique: a key is bound to an entry only under the store's
+ *    bind lock, after a scan of every entry (keys change only under that
+ *    lock, or are cleared by recovery) found it bound nowhere.
+ */
+#define _GNU_SOURCE
+#include "leases_lock.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "spin.h"
+
+/* ---- keys and clocks ----------------------------------------------------- */
+
+/* Expiry for a lease renewed now: rounded up to the next millisecond, so a
+ * lease never lapses before its TTL has passed. */
+static inline uint64_t expiry_for(uint64_t now_ns, uint64_t ttl_ms)
+{
+    uint64_t ms = now_ns / 1000000u + 1;
+    return ttl_ms >= CTL_EXP_MASK - ms ? CTL_EXP_MASK : ms + ttl_ms;
+}
+
+static uint32_t key_hash(const uint64_t *kw)
+{
+    const unsigned char *p = (const unsigned char *)kw;
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < 128 && p[i]; i++)
+        h = (h ^ p[i]) * 16777619u;
+    return h ? h : 1;
+}
+
+/* A string into NUL-padded words, so the entry's fields are compared and
+ * written as whole atomic words. */
+static void to_words(uint64_t *w, size_t nwords, const char *s, size_t len)
+{
+    memset(w, 0, nwords * 8);
+    memcpy(w, s, len);
+}
+
+static bool words_eq(const _Atomic uint64_t *field, const uint64_t *w, size_t nwords)
+{
+    for (size_t i = 0; i < nwords; i++)
+        if (atomic_load_explicit(&field[i], memory_order_relaxed) != w[i])
+            return false;
+    return true;
+}
+
+static inline bool key_matches(const struct vigil_leases_entry *e, uint32_t h, const uint64_t *kw)
+{
+    return atomic_load_explicit(&e->bound, memory_order_relaxed) == ENTRY_BOUND &&
+           atomic_load_explicit(&e->hash, memory_order_relaxed) == h &&
+           words_eq(e->key, kw, 16);
+}
+
+/* ---- acquire ------------------------------------------------------------- */
+
+enum { RESTART = 1 };
+
+struct want {
+    uint64_t kw[16];
+    uint64_t ow[8];
+    uint32_t hash;
+    uint64_t ttl_ms;
+};
+
+/* A hint: the entry bound to the key, probing from its home and stopping
+ * at an unlocked never-used entry (nothing is ever bound past one, see
+ * bind). -1 when not found; the bind path then scans everything. */
+static int64_t find_key(const vigil_leases *ls, uint32_t hash, const uint64_t *kw)
+{
+    uint32_t cap = ls->capacity;
+    uint32_t home = hash % cap;
+    for (uint32_t j = 0; j < cap; j++) {
+        uint32_t i = home + j < cap ? home + j : home + j - cap;
+        const struct vigil_leases_entry *e = &ls->entries[i];
+        uint32_t b = atomic_load_explicit(&e->bound, memory_order_relaxed);
+        if (b == ENTRY_NEVER) {
+            if (!(atomic_load_explicit(&e->ctl, memory_order_relaxed) & CTL_LOCKED))
+                return -1;
+            continue;
+        }
+        if (key_matches(e, hash, kw))
+            return i;
+    }
+    return -1;
+}
+
+static void fill_out(vigil_lease *out, const struct want *w, uint64_t token, uint32_t index)
+{
+    memset(out, 0, sizeof(*out));
+    memcpy(out->key, w->kw, sizeof(out->key));
+    memcpy(out->owner, w->ow, sizeof(out->owner));
+    out->token = token;
+    out->ttl_ms = w->ttl_ms;
+    out->id = (int64_t)index + 1; /* this store's lease id: the entry, so renew goes straight to it */
+}
+
+/* Writes a new hand-over into a locked entry and unlocks it. */
+static uint64_t hand_over(vigil_leases *ls, struct vigil_leases_entry *e, uint64_t c,
+                          const struct want *w, uint32_t pid, uint64_t now)
+{
+    /* Relaxed: the counter is ordered by the entry lock and the bind
+     * path. This hand-over locked after the previous one of the same
+     * entry unlocked (acquire on ctl), or bound the key after its last
+     * binding was undone (see bind), so its increment comes later in the
+     * counter's single modification order and returns a greater value. */
+    uint64_t token = atomic_fetch_add_explicit(&ls->hdr->last_token, 1, memory_order_relaxed) + 1;
+    hook(LP_TOKEN_TAKEN);
+    atomic_store_explicit(&e->token, token, memory_order_relaxed);
+    hook(LP_TOKEN_WRITTEN);
+    atomic_store_explicit(&e->ttl_ms, w->ttl_ms, memory_order_relaxed);
+    words_store(e->owner, w->ow, 8);
+    atomic_store_explicit(&e->pid, pid, memory_order_relaxed);
+    hook(LP_FIELDS_WRITTEN);
+    /* `now` was read before the lock: the lease runs from a moment before
+     * it was granted, never past its TTL. */
+    entry_unlock(e, ctl_gen(c) + 1, expiry_for(now, w->ttl_ms));
+    return token;
+}
+
+/* Acquire of the key bound to entry i: VIGIL_EBUSY while unexpired,
+ * RESTART when the entry turns out to hold another key. */
+static int take(vigil_leases *ls, uint32_t i, const struct want *w, vigil_lease *out)
+{
+    struct vigil_leases_entry *e = &ls->entries[i];
+    uint64_t me = my_lock_word();
+    for (unsigned attempt = 0; attempt < 64; attempt++) {
+        uint64_t c;
+        int err = vigil_leases__wait_unlocked(e, &c);
+        if (err < 0)
+            return err;
+        if (!key_matches(e, w->hash, w->kw))
+            return RESTART;
+        /* Held unexpired by anyone, the same owner string included. */
+        uint64_t now = vigil_now_ns();
+        if (unexpired(ctl_exp(c), now))
+            return VIGIL_EBUSY;
+        /* Lapsed or released: the lock is the take-over. A renewal racing
+         * it CASes the same word; exactly one of the two moves it. */
+        if (!entry_lock_from(e, c, me))
+            continue;
+        hook(LP_ENTRY_LOCKED);
+        atomic_store_explicit(&e->gen_hint, (uint32_t)ctl_gen(c), memory_order_relaxed);
+        /* Under the lock the key is stable: it changed hands between the
+         * look-up and the lock if it no longer matches. */
+        if (!key_matches(e, w->hash, w->kw)) {
+            entry_unlock(e, ctl_gen(c) + 1, ctl_exp(c));
+            return RESTART;
+        }
+        uint64_t token = hand_over(ls, e, c, w, (uint32_t)me, now);
+        fill_out(out, w, token, i);
+        return 0;
+    }
+    return VIGIL_EBUSY;
+}
+
+/* Binds the key to a reclaimable entry, under the bind lock. */
+static int bind(vigil_leases *ls, const struct want *w, vigil_lease *out)
+{
+    int err = vigil_leases__bind_lock(ls->hdr);
+    if (err < 0)
+        return err;
+    hook(LP_BIND_LOCKED);
+    uint32_t cap = ls->capacity;
+    uint32_t home = w->hash % cap;
+    /* Every entry, no early stop: under the bind lock no key can appear,
+     * so a key not found here is bound nowhere. */
+    for (uint32_t j = 0; j < cap; j++) {
+        uint32_t i = home + j < cap ? home + j : home + j - cap;
+        if (key_matches(&ls->entries[i], w->hash, w->kw)) {
+            vigil_leases__bind_unlock(ls->hdr);
+            return take(ls, i, w, out);
+        }
+    }
+    /* The key is bound nowhere, because a binder rebound it (ordered by
+     * the bind lock) or a recovery cleared it (its release store of
+     * `bound`, read above): this fence orders the token taken below after
+     * every token the key was ever handed out with. */
+    atomic_thread_fence(memory_order_acquire);
+    /* The first reclaimable entry in probe order from the key's home, so
+     * that a look-up probing from there meets it before any never-used
+     * entry: every entry before it is bound and held, or mid-change. */
+    uint64_t me = my_lock_word();
+    for (uint32_t j = 0; j < cap; j++) {
+        uint32_t i = home + j < cap ? home + j : home + j - cap;
+        struct vigil_leases_entry *e = &ls->entries[i];
+        for (unsigned tries = 0; tries < 4; tries++) {
+            uint64_t c = atomic_load_explicit(&e->ctl, memory_order_acquire);
+            if (c & CTL_LOCKED) {
+                /* A live locker is mid-change on a key of its own; skip it.
+                 * A dead one's entry is cleared and becomes reclaimable. */
+                if (!vigil_leases__locker_dead(c) || !vigil_leases__recover(e, c))
+                    break;
+                continue;
+            }
+            uint32_t b = atomic_load_explicit(&e->bound, memory_order_relaxed);
+            uint64_t now = vigil_now_ns();
+            if (b == ENTRY_BOUND && unexpired(ctl_exp(c), now))
+                break;
+            if (!entry_lock_from(e, c, me))
+                continue; /* renewed, taken or released meanwhile: look again */
+            hook(LP_ENTRY_LOCKED);
+            atomic_store_explicit(&e->gen_hint, (uint32_t)ctl_gen(c), memory_order_relaxed);
+            /* The old key, if any, lapsed: its holder's renewals now find
+             * the lock or another key and are refused. */
+            if (b == ENTRY_NEVER)
+                atomic_store_explicit(&e->bound, ENTRY_CLEARED, memory_order_relaxed);
+            atomic_store_explicit(&e->hash, 0, memory_order_relaxed);
+            words_store(e->key, w->kw, 8);
+            hook(LP_KEY_HALF);
+            words_store(e->key + 8, w->kw + 8, 8);
+            atomic_store_explicit(&e->hash, w->hash, memory_order_relaxed);
+            atomic_store_explicit(&e->bound, ENTRY_BOUND, memory_order_relaxed);
+            uint64_t token = hand_over(ls, e, c, w, (uint32_t)me, now);
+            vigil_leases__bind_unlock(ls->hdr);
+            fill_out(out, w, token, i);
+            return 0;
+        }
+    }
+    vigil_leases__bind_unlock(ls->hdr);
+    return VIGIL_EFULL;
+}
+
+static int check_str(const char *s, size_t field, size_t *len)
+{
+    if (!s)
+        return -EINVAL;
+    size_t n = strnlen(s, field);
+    if (n == field)
+        return VIGIL_ERANGE; /* no room for the NUL */
+    *len = n;
+    return 0;
+}
+
+int vigil_leases_acquire(vigil_leases *ls, const char *key, const char *owner, uint64_t ttl_ms,
+                         vigil_lease *out)
+{
+    if (!ls || !out)
+        return -EINVAL;
+    size_t klen, olen;
+    int err;
+    if ((err = check_str(key, 128, &klen)) < 0 || (err = check_str(owner, 64, &olen)) < 0)
+        return err;
+    if (klen == 0)
+        return -EINVAL;
+    if (ttl_ms < 3)
+        return VIGIL_ERANGE;
+    struct want w;
+    to_words(w.kw, 16, key, klen);
+    to_words(w.ow, 8, owner, olen);
+    w.hash = key_hash(w.kw);
+    w.ttl_ms = ttl_ms;
+    /* Each restart means the entry found changed keys under us; a handful
+     * is already a hostile amount of churn. */
+    for (int round = 0; round < 8; round++) {
+        int64_t i = find_key(ls, w.hash, w.kw);
+        err = i >= 0 ? take(ls, (uint32_t)i, &w, out) : bind(ls, &w, out);
+        if (err != RESTART)
+            return err;
+    }
+    return VIGIL_EBUSY;
+}
+
+/* ---- renew and release --------------------------------------------------- */
+
+/* The lease's key against the entry's NUL-padded words, without copying
+ * or hashing it (renew is the hot path): the words before the one that
+ * holds the NUL, then that one with the bytes past the NUL as zero. */
+static bool lease_key_matches(const struct vigil_leases_entry *e, const char *key, size_t klen)
+{
+    if (atomic_load_explicit(&e->bound, memory_order_relaxed) != ENTRY_BOUND)
+        return false;
+    size_t full = klen / 8; /* klen < 128, so the NUL's word exists */
+    for (size_t i = 0; i < full; i++) {
+        uint64_t w;
+        memcpy(&w, key + 8 * i, 8);
+        if (atomic_load_explicit(&e->key[i], memory_order_relaxed) != w)
+            return false;
+    }
+    uint64_t last = 0;
+    memcpy(&last, key + 8 * full, klen % 8);
+    return atomic_load_explicit(&e->key[full], memory_order_relaxed) == last;
+}
+
+/* Renew (release = false) or release: one CAS from the word checked. */
+static int renew_or_release(vigil_leases *ls, const vigil_lease *lease, bool release)
+{
+    if (!ls || !lease)
+        return -EINVAL;
+    size_t klen = strnlen(lease->key, sizeof(lease->key));
+    if (klen == sizeof(lease->key))
+        return VIGIL_ERANGE;
+    /* The entry the lease names: its id when that is one of ours (this
+     * store's acquire puts the entry there), else a look-up by key. */
+    int64_t i;
+    if (lease->id >= 1 && (uint64_t)lease->id <= ls->capacity) {
+        i = lease->id - 1;
+    } else {
+        struct want w;
+        to_words(w.kw, 16, lease->key, klen);
+        w.hash = key_hash(w.kw);
+        if ((i = find_key(ls, w.hash, w.kw)) < 0)
+            return VIGIL_ELOST;
+    }
+    struct vigil_leases_entry *e = &ls->entries[i];
+    uint64_t deadline = 0;
+    for (unsigned attempt = 0;; attempt++) {
+        uint64_t c = atomic_load_explicit(&e->ctl, memory_order_acquire);
+        /* Locked means a change of hands, which only starts from a lapsed
+         * or released lease: this one is gone. */
+        if (c & CTL_LOCKED)
+            return VIGIL_ELOST;
+        uint64_t now = vigil_now_ns();
+        if (!unexpired(ctl_exp(c), now))
+            return VIGIL_ELOST;
+        /* These loads come after the acquire load of c, so they are at
+         * least as new as the hand-over that wrote c. */
+        if (atomic_load_explicit(&e->token, memory_order_relaxed) != lease->token ||
+            !lease_key_matches(e, lease->key, klen))
+            return VIGIL_ELOST;
+        uint64_t next;
+        if (release) {
+            next = ctl_make(ctl_gen(c) + 1, 0);
+        } else {
+            uint64_t exp = expiry_for(now, atomic_load_explicit(&e->ttl_ms, memory_order_relaxed));
+            next = ctl_make(ctl_gen(c), exp > ctl_exp(c) ? exp : ctl_exp(c));
+        }
+        /* Release: the token and key loads above are done before the CAS,
+         * so a CAS that finds c unchanged vouches for what they saw. */
+        if (atomic_compare_exchange_strong_explicit(&e->ctl, &c, next, memory_order_release,
+                                                    memory_order_relaxed))
+            return 0;
+        /* Lost a race with another renewal of the same lease, or with a
+         * release or take-over: look again. Only a scribbling peer keeps
+         * this going, and then for a bounded time. */
+        if (!vigil_backoff(attempt, &deadline))
+            return VIGIL_EBUSY;
+    }
+}
+
+int vigil_leases_renew(vigil_leases *ls, const vigil_lease *lease)
+{
+    return renew_or_release(ls, lease, false);
+}
+
+int vigil_leases_release(vigil_leases *ls, const vigil_lease *lease)
+{
+    return renew_or_release(ls, lease, true);
+}
+
+static int port_renew(void *ctx, const vigil_lease *lease)
+{
+    return vigil_leases_renew(ctx, lease);
+}
+
+vigil_lease_port vigil_leases_port(vigil_leases *ls)
+{
+    vigil_lease_port p = { .ctx = ls, .renew = port_renew };
+    return p;
+}
