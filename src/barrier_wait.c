@@ -15,6 +15,7 @@
  */
 #define _GNU_SOURCE
 #include "barrier.h"
+#include "spin.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -27,15 +28,6 @@
 /* Bounds every CAS loop: legitimate contention never comes near it, a peer
  * scribbling the state word in a loop gets VIGIL_EBUSY instead of a hang. */
 #define CAS_TRIES (1u << 20)
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
 
 /* Not FUTEX_PRIVATE_FLAG: the word is in a file mapped by many processes,
  * and the kernel must key the wait on the page, not on this mm. */
@@ -340,7 +332,7 @@ static uint64_t await_change(vigil_barrier *b, struct waiter *w, uint32_t epoch,
             s = atomic_load_explicit(&h->state, memory_order_acquire);
             if (st_epoch(s) != epoch)
                 return s;
-            cpu_relax();
+            vigil_cpu_relax();
         }
         for (unsigned i = 0; i < VIGIL_BARRIER_YIELDS; i++) {
             sched_yield();
