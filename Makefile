@@ -1,6 +1,7 @@
 # The two commands: `make demo` and `make check`. Everything else is a
 # convenience over CMake (build/ for checks, build-bench/ for timing).
 BUILD       ?= build
+MAKEFLAGS   += --no-print-directory
 JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
