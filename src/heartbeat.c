@@ -153,6 +153,8 @@ uint32_t vigil_hb_capacity(const vigil_hb *hb)
 
 uint64_t vigil_hb_tick(vigil_hb *hb)
 {
+    if (!hb)
+        return 0;
     /* acq_rel: release publishes what the ticker did before the tick to
      * beaters that load this epoch; acquire keeps the ticker's own later
      * reads (a failover scan right after) from seeing an older table. */
@@ -161,6 +163,8 @@ uint64_t vigil_hb_tick(vigil_hb *hb)
 
 uint64_t vigil_hb_epoch(const vigil_hb *hb)
 {
+    if (!hb)
+        return 0;
     return atomic_load_explicit(&hb->hdr->epoch, memory_order_acquire);
 }
 
@@ -177,6 +181,40 @@ static uint64_t start_time_of(uint32_t pid)
     return start;
 }
 
+enum claim { CLAIMED, OCCUPIED, LOCKED };
+
+/* Claims slot i for pid if it is vacant. `wait` chooses a bounded wait for
+ * the slot's writer lock over a single attempt. */
+static enum claim claim_vacant(vigil_hb *hb, uint32_t i, uint32_t pid, uint64_t start, bool wait)
+{
+    struct vigil_hb_slot *s = &hb->slots[i];
+    uint32_t v;
+    /* Cheap filter first; the decision is made under the lock. */
+    if (atomic_load_explicit(&s->pid, memory_order_relaxed) != 0)
+        return OCCUPIED;
+    /* The CAS on the version is the claim: of any number of racing
+     * registrants exactly one moves it from even to odd, and only that one
+     * may fill the slot. A loser moves on to the next slot. */
+    if ((wait ? vigil_slot_lock(s, &v) : vigil_slot_try_lock(s, &v)) < 0)
+        return LOCKED;
+    if (atomic_load_explicit(&s->pid, memory_order_relaxed) != 0) {
+        vigil_slot_unlock(s, v); /* taken between the filter and the CAS */
+        return OCCUPIED;
+    }
+    uint64_t epoch = atomic_load_explicit(&hb->hdr->epoch, memory_order_acquire);
+    atomic_store_explicit(&s->last_seen_epoch, epoch, memory_order_relaxed);
+    atomic_store_explicit(&s->in_flight, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->role, VIGIL_ROLE_WORKER, memory_order_relaxed);
+    atomic_store_explicit(&s->start_time, start, memory_order_relaxed);
+    atomic_store_explicit(&s->odd_since, 0, memory_order_relaxed);
+    /* The pid means something only in the registrant's pid namespace; a
+     * prober elsewhere answers "unknown" rather than "dead". */
+    atomic_store_explicit(&s->owner_ns, vigil_self_pidns(), memory_order_relaxed);
+    atomic_store_explicit(&s->pid, pid, memory_order_relaxed);
+    vigil_slot_unlock(s, v);
+    return CLAIMED;
+}
+
 int vigil_hb_register(vigil_hb *hb, uint32_t pid, uint32_t *slot)
 {
     if (!hb || !slot)
@@ -185,34 +223,24 @@ int vigil_hb_register(vigil_hb *hb, uint32_t pid, uint32_t *slot)
         return VIGIL_ERANGE;
     uint64_t start = start_time_of(pid);
 
+    bool locked_vacant = false;
     for (uint32_t i = 0; i < hb->capacity; i++) {
-        struct vigil_hb_slot *s = &hb->slots[i];
-        uint32_t v;
-        /* Cheap filter first; the decision is made under the lock. */
-        if (atomic_load_explicit(&s->pid, memory_order_relaxed) != 0)
-            continue;
-        /* The CAS on the version is the claim: of any number of racing
-         * registrants exactly one moves it from even to odd, and only
-         * that one may fill the slot. A loser moves on to the next slot. */
-        if (vigil_slot_try_lock(s, &v) < 0)
-            continue;
-        if (atomic_load_explicit(&s->pid, memory_order_relaxed) != 0) {
-            vigil_slot_unlock(s, v); /* taken between the filter and the CAS */
-            continue;
+        enum claim c = claim_vacant(hb, i, pid, start, false);
+        if (c == CLAIMED) {
+            *slot = i;
+            return 0;
         }
-        uint64_t epoch = atomic_load_explicit(&hb->hdr->epoch, memory_order_acquire);
-        atomic_store_explicit(&s->last_seen_epoch, epoch, memory_order_relaxed);
-        atomic_store_explicit(&s->in_flight, 0, memory_order_relaxed);
-        atomic_store_explicit(&s->role, VIGIL_ROLE_WORKER, memory_order_relaxed);
-        atomic_store_explicit(&s->start_time, start, memory_order_relaxed);
-        atomic_store_explicit(&s->odd_since, 0, memory_order_relaxed);
-        /* The pid means something only in the registrant's pid namespace;
-         * a prober elsewhere answers "unknown" rather than "dead". */
-        atomic_store_explicit(&s->owner_ns, vigil_self_pidns(), memory_order_relaxed);
-        atomic_store_explicit(&s->pid, pid, memory_order_relaxed);
-        vigil_slot_unlock(s, v);
-        *slot = i;
-        return 0;
+        locked_vacant |= c == LOCKED;
+    }
+    /* A vacant slot whose lock was held for a moment (a failover scan
+     * taking its stray bits, a registrant that found it taken) may be
+     * vacant still: wait for those, bounded, before calling the table
+     * full. A wedged slot gives up after the bounded wait. */
+    for (uint32_t i = 0; locked_vacant && i < hb->capacity; i++) {
+        if (claim_vacant(hb, i, pid, start, true) == CLAIMED) {
+            *slot = i;
+            return 0;
+        }
     }
     return VIGIL_EFULL;
 }

@@ -103,7 +103,7 @@ static inline bool vigil_hb_is_live_at(uint32_t pid, uint64_t last_seen,
  */
 static inline void vigil_hb_beat(vigil_hb *hb, uint32_t slot)
 {
-    if (slot >= hb->capacity)
+    if (!hb || slot >= hb->capacity)
         return;
     uint64_t epoch = atomic_load_explicit(&hb->hdr->epoch, memory_order_acquire);
     atomic_store_explicit(&hb->slots[slot].last_seen_epoch, epoch, memory_order_release);
