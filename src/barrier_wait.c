@@ -131,9 +131,11 @@ static bool announce(vigil_barrier *b, uint32_t epoch)
          * reseeds v. */
         if (atomic_compare_exchange_weak_explicit(w, &v, nv, memory_order_seq_cst,
                                                   memory_order_relaxed))
-            break;
+            return true;
     }
-    return true;
+    /* Only a peer rewriting the word in a loop gets here: not announced,
+     * so no judgement may run (and no unannounce may follow). */
+    return false;
 }
 
 /* Only after a judgement that did not release: once the round is
