@@ -272,8 +272,11 @@ static int test_timeout_withdraws(void)
     shared_reset();
     pid_t k = spawn_waiter((struct waiter_args){ "wd.hb", "wd.b", 0, 1, 0, 0, 0 });
     EXPECT(VT_WAIT_FOR(peek("wd.b").arrived == 1, 10000), "child never arrived");
-    EXPECT_RC(vigil_barrier_wait_timeout(b, 0, 10 * SEC), VIGIL_SERIAL);
-    EXPECT(reap(k) == 0 && sh->rc[0] == 0, "child: %d", sh->rc[0]);
+    /* One serial, for whichever CAS released it (a spinning child may). */
+    int mine = vigil_barrier_wait_timeout(b, 0, 10 * SEC);
+    EXPECT(reap(k) == 0, "child failed");
+    EXPECT(mine >= 0 && sh->rc[0] >= 0 && (mine == VIGIL_SERIAL) + (sh->rc[0] == VIGIL_SERIAL) == 1,
+           "expected both released, one SERIAL: %d and %d", mine, sh->rc[0]);
     vigil_barrier_close(b);
     vigil_hb_close(hb);
     return 0;
@@ -367,8 +370,13 @@ static int test_arrived_count_reset(void)
     EXPECT(VT_WAIT_FOR(peek("reset.b").arrived == 2, 10000), "children never arrived");
     vigil_barrier_state st = peek("reset.b");
     EXPECT(st.recorded == 1, "expected 1 record (one bound child), got %u", st.recorded);
-    EXPECT_RC(vigil_barrier_wait(b, 0), VIGIL_SERIAL); /* the third arrival completes it */
+    /* The third arrival completes it; whichever caller's CAS releases the
+     * round (a child still spinning may beat us to it) is the one serial. */
+    int mine = vigil_barrier_wait(b, 0);
     EXPECT(reap(k0) == 0 && reap(k1) == 0, "children failed");
+    int serial = (mine == VIGIL_SERIAL) + (sh->rc[0] == VIGIL_SERIAL) + (sh->rc[1] == VIGIL_SERIAL);
+    EXPECT(serial == 1 && mine >= 0 && sh->rc[0] >= 0 && sh->rc[1] >= 0,
+           "expected all released, one SERIAL: %d %d %d", mine, sh->rc[0], sh->rc[1]);
     st = peek("reset.b");
     EXPECT(st.epoch == 1 && st.arrived == 0 && st.recorded == 0,
            "after release: epoch %u arrived %u recorded %u", st.epoch, st.arrived, st.recorded);
