@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <pthread.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -255,8 +257,18 @@ struct vt_case {
 
 /* Runs every case, prints "N passed, N failed, N skipped", exits non-zero
  * on any failure (77 alone, for CTest's SKIP_RETURN_CODE, if all skipped). */
+/* Every child a test forks dies with the test: a failing case returns
+ * before it reaps, and its children, often blocked in an untimed wait,
+ * must not outlive the run (PR_SET_PDEATHSIG survives exec, so the tool's
+ * tests are covered too). */
+static inline void vt_die_with_parent(void)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+}
+
 static inline int vt_run(const struct vt_case *cases, size_t n)
 {
+    pthread_atfork(NULL, NULL, vt_die_with_parent);
     int passed = 0, failed = 0, skipped = 0;
     for (size_t i = 0; i < n; i++) {
         int rc = cases[i].fn();
