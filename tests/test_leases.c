@@ -403,16 +403,6 @@ static int test_threads_bind_unique(void)
     return 0;
 }
 
-/* A pid that certainly names no process: a child's, after it is reaped. */
-static uint32_t dead_pid(void)
-{
-    pid_t p = fork();
-    if (p == 0)
-        _exit(0);
-    waitpid(p, NULL, 0);
-    return (uint32_t)p;
-}
-
 /* Start time of a process, /proc/<pid>/stat field 22. */
 static bool proc_start(uint32_t pid, uint64_t *start)
 {
@@ -442,7 +432,7 @@ static int test_dead_locker_recovered(void)
     vigil_lease a, b;
     EXPECT_RC(vigil_leases_acquire(ls, "wedged", "x", 20, &a), 0);
     struct vigil_leases_entry *e = &ls->entries[a.id - 1];
-    uint64_t dead = CTL_LOCKED | dead_pid();
+    uint64_t dead = CTL_LOCKED | (uint32_t)vt_unused_pid();
     atomic_store(&e->ctl, dead);
     /* Its holder's renewal sees a change of hands: refused. */
     EXPECT_RC(vigil_leases_renew(ls, &a), VIGIL_ELOST);
@@ -455,7 +445,7 @@ static int test_dead_locker_recovered(void)
            (unsigned long long)a.token);
 
     /* The bind lock of a dead binder. */
-    atomic_store(&ls->hdr->bind_lock, CTL_LOCKED | dead_pid());
+    atomic_store(&ls->hdr->bind_lock, CTL_LOCKED | (uint32_t)vt_unused_pid());
     vigil_lease c;
     EXPECT_RC(vigil_leases_acquire(ls, "fresh-key", "z", 1000, &c), 0);
     EXPECT(atomic_load(&ls->hdr->bind_lock) == 0, "bind lock left held");

@@ -13,21 +13,6 @@
 
 #include <limits.h>
 
-/* A pid with no process now: the pid of a child reaped just now, unless
- * something took it since (then another try). */
-static pid_t unused_pid(void)
-{
-    for (int i = 0; i < 100; i++) {
-        pid_t p = fork();
-        if (p == 0)
-            _exit(0);
-        waitpid(p, NULL, 0);
-        if (kill(p, 0) < 0 && errno == ESRCH)
-            return p;
-    }
-    return -1;
-}
-
 static int test_probe_args(void)
 {
     vigil_hb *hb = vt_hb_fresh("args.hb", 2);
@@ -181,7 +166,7 @@ static int test_other_namespace_unknown(void)
     if (mine == 0)
         return VT_SKIP;
     vigil_hb *hb = vt_hb_fresh("ns.hb", 4);
-    pid_t gone = unused_pid();
+    pid_t gone = vt_unused_pid();
     EXPECT(gone > 0, "no unused pid found");
     uint32_t a, b, c;
     EXPECT_RC(vigil_hb_register(hb, (uint32_t)gone, &a), 0);
@@ -202,7 +187,7 @@ static int test_odd_pids(void)
 {
     vigil_hb *hb = vt_hb_fresh("odd.hb", 4);
     uint32_t a, b;
-    pid_t gone = unused_pid();
+    pid_t gone = vt_unused_pid();
     EXPECT(gone > 0, "no unused pid found");
     EXPECT_RC(vigil_hb_register(hb, (uint32_t)gone, &a), 0);
     EXPECT_RC(vigil_hb_probe(hb, a), 0);

@@ -49,21 +49,6 @@ static int stat_fields(pid_t pid, char *state, unsigned long long *start)
                   state, start) == 2 ? 0 : -1;
 }
 
-/* A pid with no process now: the pid of a child reaped just now, unless
- * something took it since (then another try). */
-static pid_t unused_pid(void)
-{
-    for (int i = 0; i < 100; i++) {
-        pid_t p = fork();
-        if (p == 0)
-            _exit(0);
-        waitpid(p, NULL, 0);
-        if (kill(p, 0) < 0 && errno == ESRCH)
-            return p;
-    }
-    return -1;
-}
-
 /* ---- the cache, first filled by racing threads (for TSan) ---------------- */
 
 struct filler {
@@ -144,7 +129,7 @@ static int test_stat_bad_pids(void)
     EXPECT_RC(vigil_proc_stat(0x80000000u, &state, &start), -EINVAL);
     EXPECT_RC(vigil_proc_stat(UINT32_MAX, &state, &start), -EINVAL);
     EXPECT_RC(vigil_proc_start_time(0, &start), -EINVAL);
-    pid_t gone = unused_pid();
+    pid_t gone = vt_unused_pid();
     EXPECT(gone > 0, "no unused pid found");
     EXPECT_RC(vigil_proc_stat((uint32_t)gone, &state, &start), -ENOENT);
     EXPECT(state == '?' && start == 12345, "outputs written on failure: %c %llu", state,

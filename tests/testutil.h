@@ -137,6 +137,21 @@ static inline int vt_wait(pid_t pid, unsigned timeout_ms)
     return 128 + WTERMSIG(status);
 }
 
+/* A pid with no process now: the pid of a child reaped just now, unless
+ * something took it since (then another try); -1 if every try was taken. */
+static inline pid_t vt_unused_pid(void)
+{
+    for (int i = 0; i < 100; i++) {
+        pid_t p = fork();
+        if (p == 0)
+            _exit(0);
+        waitpid(p, NULL, 0);
+        if (kill(p, 0) < 0 && errno == ESRCH)
+            return p;
+    }
+    return -1;
+}
+
 /* Polls cond every millisecond for at most timeout_ms: a bounded wait. */
 #define VT_WAIT_FOR(cond, timeout_ms)                                         \
     ({                                                                        \
