@@ -37,7 +37,7 @@
 
 #include <vigil/vigil.h>
 
-#include "barrier.h"
+#include "barrier_internal.h"
 
 enum { NT = 4, REPS = 7 };
 static unsigned ROUNDS = 20000;

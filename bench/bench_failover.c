@@ -34,7 +34,7 @@
 
 #include <vigil/vigil.h>
 
-#include "hb_internal.h"
+#include "heartbeat_internal.h"
 
 #define SLOTS 64
 #define STALE 8

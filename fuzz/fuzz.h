@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "file.h"
+#include "file_internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

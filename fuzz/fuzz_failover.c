@@ -9,8 +9,8 @@
 
 #include <vigil/vigil.h>
 
-#include "hb_internal.h"
-#include "probe.h"
+#include "heartbeat_internal.h"
+#include "proc_internal.h"
 
 size_t vigil_fuzz_seed(unsigned index, uint8_t *buf, size_t cap)
 {

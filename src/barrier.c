@@ -30,10 +30,10 @@
  *
  * The waits (arrival, the release rule, withdrawal, sleeping) are in
  * src/barrier_wait.c, the live count in src/barrier_live.c, what the
- * three files share in src/barrier.h.
+ * three files share in src/barrier_internal.h.
  */
 #define _GNU_SOURCE
-#include "barrier.h"
+#include "barrier_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The epoch barrier's live count, vigil_barrier_live_peers: the heartbeat
- * table's live slots under the handle's grace, by the rule in barrier.h
+ * table's live slots under the handle's grace, by the rule in barrier_internal.h
  * (live_rule, is_live). A scalar scan and an AVX2 one, chosen per handle
  * at open. The file layout is told in src/barrier.c.
  */
-#include "barrier.h"
+#include "barrier_internal.h"
 
 /* The AVX2 live scan: x86-64 only, and not under ThreadSanitizer, which
  * would take its vector loads of atomic words for plain racing reads. */

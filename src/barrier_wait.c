@@ -14,8 +14,8 @@
  * only bound handles it is "every live slot has an arrival record".
  */
 #define _GNU_SOURCE
-#include "barrier.h"
-#include "spin.h"
+#include "barrier_internal.h"
+#include "spin_internal.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -305,7 +305,7 @@ static void sleep_once(vigil_barrier *b, uint32_t epoch, uint64_t ns)
 
 /*
  * Measured on 2 cores with 4 threads (VIGIL_BARRIER_SPIN, _YIELDS in
- * barrier.h): sleeping at once loses to pthread_barrier_t about 2.4x, and
+ * barrier_internal.h): sleeping at once loses to pthread_barrier_t about 2.4x, and
  * every 32 pause instructions of spin (about 1 us here) cost more than
  * they save, since the peer that must arrive often shares the spinner's
  * core. What wins is a brief spin (8 pauses, for a peer about to arrive on

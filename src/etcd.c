@@ -51,7 +51,7 @@
  * interleaves with a release on the same connection.
  */
 #define _GNU_SOURCE
-#include "etcd_private.h"
+#include "etcd_internal.h"
 
 #include <errno.h>
 #include <string.h>

@@ -20,7 +20,7 @@
  * A reply stays in the handle's buffer until the next request.
  */
 #define _GNU_SOURCE
-#include "etcd_private.h"
+#include "etcd_internal.h"
 
 #include <curl/curl.h>
 #include <errno.h>

@@ -11,7 +11,7 @@
  *       24     8  epoch          read once per scan: the scan's "now"
  *   slot
  *        0     4  pid            owner, 0 = vacant; the claim clears it by CAS
- *        4     4  seq            SeqLock version and writer lock (hb_internal.h)
+ *        4     4  seq            SeqLock version and writer lock (heartbeat_internal.h)
  *        8     8  last_seen_epoch
  *       16     8  in_flight      taken by one atomic exchange with 0
  *       24     4  role           reset to worker on vacate
@@ -92,7 +92,7 @@
 #define _GNU_SOURCE
 #include <vigil/failover.h>
 
-#include "hb_internal.h"
+#include "heartbeat_internal.h"
 
 #include <errno.h>
 

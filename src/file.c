@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The file layer: create without clobbering, open after validating. */
 #define _GNU_SOURCE
-#include "file.h"
+#include "file_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>

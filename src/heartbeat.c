@@ -41,7 +41,7 @@
  * its own copy of capacity afterwards (a peer may scribble the header).
  */
 #define _GNU_SOURCE
-#include "hb_internal.h"
+#include "heartbeat_internal.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -38,7 +38,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "spin.h"
+#include "spin_internal.h"
 
 struct vigil_keepalive {
     vigil_lease_port port;     /* copied: the caller's may go away */

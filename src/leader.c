@@ -75,7 +75,7 @@
 #define _GNU_SOURCE
 #include <vigil/failover.h>
 
-#include "hb_internal.h"
+#include "heartbeat_internal.h"
 
 #include <errno.h>
 

@@ -61,13 +61,13 @@
  * same pids (one pid namespace), as for the heartbeat table's probe.
  */
 #define _GNU_SOURCE
-#include "leases_lock.h"
+#include "leases_internal.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "spin.h"
+#include "spin_internal.h"
 
 void (*vigil_leases_hook)(int point);
 

@@ -36,9 +36,9 @@
  *    namespace), as for the heartbeat table's probe.
  */
 #define _GNU_SOURCE
-#include "leases_lock.h"
+#include "leases_internal.h"
 
-#include "spin.h"
+#include "spin_internal.h"
 
 /* How long a live locker is waited for (a change takes well under a
  * microsecond: this is for one preempted mid-change), and how often it is

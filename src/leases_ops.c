@@ -36,12 +36,12 @@
  *    lock, or are cleared by recovery) found it bound nowhere.
  */
 #define _GNU_SOURCE
-#include "leases_lock.h"
+#include "leases_internal.h"
 
 #include <errno.h>
 #include <string.h>
 
-#include "spin.h"
+#include "spin_internal.h"
 
 /* ---- keys and clocks ----------------------------------------------------- */
 

@@ -20,7 +20,7 @@
  * only within one.
  */
 #define _GNU_SOURCE
-#include "proc.h"
+#include "proc_internal.h"
 
 #include <dirent.h>
 #include <errno.h>

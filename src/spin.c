@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* Bounded waiting: the spin, the yield and the budget (spin.h). */
+/* Bounded waiting: the spin, the yield and the budget (spin_internal.h). */
 #define _GNU_SOURCE
-#include "spin.h"
+#include "spin_internal.h"
 
 #include <sched.h>
 #include <time.h>

@@ -1,16 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Test scaffolding over the heartbeat table's internals (hb_internal.h),
+ * Test scaffolding over the heartbeat table's internals (heartbeat_internal.h),
  * shared by the failover, leader and heartbeat tests: ticking with chosen
  * slots kept live, finding a process's slot, and worker processes that
- * beat until told to stop. It includes testutil.h and hb_internal.h.
+ * beat until told to stop. It includes testutil.h and heartbeat_internal.h.
  */
 #ifndef VIGIL_HBTEST_H
 #define VIGIL_HBTEST_H
 
 #include "testutil.h"
 
-#include "hb_internal.h"
+#include "heartbeat_internal.h"
 
 /* Ticks n times, beating the slots in `keep` (a bitmask) after each. */
 static inline void vt_hb_tick_keep(vigil_hb *hb, int n, uint64_t keep)

@@ -15,7 +15,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
-#include "barrier.h"
+#include "barrier_internal.h"
 
 #define SEC 1000000000ull
 #define MS  1000000ull

@@ -18,7 +18,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 
-#include "barrier.h"
+#include "barrier_internal.h"
 
 #define SEC 1000000000ull
 #define MS  1000000ull

@@ -7,7 +7,7 @@
  * taking a dead owner inside its grace window.
  */
 #include "hbtest.h"
-#include "probe.h"
+#include "proc_internal.h"
 
 #include <pthread.h>
 #include <sys/mman.h>

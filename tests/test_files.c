@@ -18,7 +18,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
-#include "file.h"
+#include "file_internal.h"
 
 #define HB_MAX (1u << 20)
 

@@ -10,7 +10,7 @@
 #include <pthread.h>
 #include <sys/mman.h>
 
-#include "hb_internal.h"
+#include "heartbeat_internal.h"
 
 static int test_register(void)
 {

@@ -9,7 +9,7 @@
  */
 #include "testutil.h"
 
-#include "hb_internal.h"
+#include "heartbeat_internal.h"
 
 #define RACERS 16
 

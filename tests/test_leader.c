@@ -7,7 +7,7 @@
  * replaced at once, a live or unjudgeable one is waited for, boundedly.
  */
 #include "hbtest.h"
-#include "probe.h"
+#include "proc_internal.h"
 
 #include <pthread.h>
 

@@ -8,8 +8,8 @@
  */
 #include "testutil.h"
 
-#include "hb_internal.h"
-#include "probe.h"
+#include "heartbeat_internal.h"
+#include "proc_internal.h"
 
 #include <limits.h>
 

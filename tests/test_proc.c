@@ -11,8 +11,8 @@
  */
 #include "testutil.h"
 
-#include "hb_internal.h"
-#include "proc.h"
+#include "heartbeat_internal.h"
+#include "proc_internal.h"
 
 #include <limits.h>
 #include <pthread.h>

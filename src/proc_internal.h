@@ -7,8 +7,8 @@
  * and the probe-assisted failover scan (probe.c, failover.c), the election
  * lock (leader.c) and the lease store's entry locks (leases_lock.c).
  */
-#ifndef VIGIL_SRC_PROC_H
-#define VIGIL_SRC_PROC_H
+#ifndef VIGIL_SRC_PROC_INTERNAL_H
+#define VIGIL_SRC_PROC_INTERNAL_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* Heartbeat internals shared with failover and leader election. */
-#ifndef VIGIL_SRC_HB_INTERNAL_H
-#define VIGIL_SRC_HB_INTERNAL_H
+#ifndef VIGIL_SRC_HEARTBEAT_INTERNAL_H
+#define VIGIL_SRC_HEARTBEAT_INTERNAL_H
 
 #include <vigil/heartbeat.h>
-#include "file.h"
-#include "proc.h"
-#include "spin.h"
+#include "file_internal.h"
+#include "proc_internal.h"
+#include "spin_internal.h"
 
 extern const struct vigil_layout vigil_hb_layout;
 

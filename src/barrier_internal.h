@@ -2,11 +2,11 @@
 /* Epoch barrier internals: the file layout, the handle and the helpers
  * shared by barrier.c, barrier_wait.c and barrier_live.c, and with the
  * tests and the bench. The byte layout is told in src/barrier.c. */
-#ifndef VIGIL_SRC_BARRIER_H
-#define VIGIL_SRC_BARRIER_H
+#ifndef VIGIL_SRC_BARRIER_INTERNAL_H
+#define VIGIL_SRC_BARRIER_INTERNAL_H
 
 #include <vigil/barrier.h>
-#include "hb_internal.h"
+#include "heartbeat_internal.h"
 
 /* Offsets 0..63 of a barrier file; arrival records follow at 64. */
 struct vigil_barrier_header {

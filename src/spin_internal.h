@@ -5,8 +5,8 @@
  * passed. Nothing in vigil waits unboundedly on another process: a peer
  * may be killed, or stopped, at any instruction.
  */
-#ifndef VIGIL_SRC_SPIN_H
-#define VIGIL_SRC_SPIN_H
+#ifndef VIGIL_SRC_SPIN_INTERNAL_H
+#define VIGIL_SRC_SPIN_INTERNAL_H
 
 #include <stdbool.h>
 #include <stdint.h>

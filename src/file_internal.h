@@ -5,8 +5,8 @@
  * without clobbering and published fully initialised, opened only after
  * the header has been checked against the file's size.
  */
-#ifndef VIGIL_SRC_FILE_H
-#define VIGIL_SRC_FILE_H
+#ifndef VIGIL_SRC_FILE_INTERNAL_H
+#define VIGIL_SRC_FILE_INTERNAL_H
 
 #include <vigil/common.h>
 
