@@ -10,7 +10,6 @@
 
 #include <vigil/common.h>
 
-#define VIGIL_LAYOUT_VERSION 1u
 #define VIGIL_HEADER_SIZE    64u
 #define VIGIL_DEFAULT_MODE   0600u
 

@@ -507,7 +507,7 @@ static int test_wrong_kind_refused(void)
     EXPECT_RC(vigil_barrier_open(vt_path("long.b"), hb, 0, &x), VIGIL_EBADFILE);
     EXPECT_RC(vigil_barrier_peek(vt_path("short.b"), &st), VIGIL_EBADFILE);
     EXPECT_RC(vigil_barrier_peek(vt_path("long.b"), &st), VIGIL_EBADFILE);
-    b8->hdr->version = 2;
+    b8->hdr->version = VIGIL_LAYOUT_VERSION + 1;
     EXPECT_RC(vigil_barrier_open(vt_path("kind8.b"), hb8, 0, &x), VIGIL_EBADFILE);
     EXPECT_RC(vigil_barrier_peek(vt_path("kind8.b"), &st), VIGIL_EBADFILE);
     EXPECT_RC(vigil_barrier_open(vt_path("nothing.b"), hb, 0, &x), -ENOENT);

@@ -83,7 +83,7 @@ static int test_create_rules(void)
     EXPECT(access(vt_path("nowhere"), F_OK) != 0, "create followed the symlink");
     vigil_file_info fi;
     EXPECT_RC(vigil_file_probe(path, &fi), 0);
-    EXPECT(fi.kind == VIGIL_KIND_LEASES && fi.capacity == 8 && fi.version == 1,
+    EXPECT(fi.kind == VIGIL_KIND_LEASES && fi.capacity == 8 && fi.version == VIGIL_LAYOUT_VERSION,
            "probe: kind %u capacity %u version %u", fi.kind, fi.capacity, fi.version);
     return 0;
 }
@@ -130,7 +130,8 @@ static int test_open_refuses(void)
     /* Header fields, one at a time. */
     struct { const char *name; off_t off; uint32_t value; } bad[] = {
         { "magic", 1, 0x4c494756 },             /* "VGIL" over "VIGI" */
-        { "version", 8, 2 },
+        { "version", 8, VIGIL_LAYOUT_VERSION + 1 },
+        { "version 1", 8, 1 },
         { "version 0", 8, 0 },
         { "kind heartbeat", 12, VIGIL_KIND_HEARTBEAT },
         { "kind barrier", 12, VIGIL_KIND_BARRIER },

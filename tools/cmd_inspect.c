@@ -188,7 +188,7 @@ int tool_show(const char *path, uint64_t grace, bool json, FILE *out)
     int rc = vigil_file_probe(path, &fi);
     if (rc < 0)
         return tool_fail_file(path, rc, 0);
-    if (fi.version != 1 || !tool_kind_name(fi.kind))
+    if (fi.version != VIGIL_LAYOUT_VERSION || !tool_kind_name(fi.kind))
         return tool_fail_file(path, VIGIL_EBADFILE, 0);
     switch (fi.kind) {
     case VIGIL_KIND_HEARTBEAT: return show_heartbeat(path, grace, json, out);

@@ -96,9 +96,9 @@ int tool_fail_file(const char *path, int err, uint32_t want)
     }
     if (rc < 0)
         return tool_fail(path, rc);
-    if (fi.version != 1)
-        return tool_fail_detail(path, err, "layout version %u, this vigil reads version 1",
-                                fi.version);
+    if (fi.version != VIGIL_LAYOUT_VERSION)
+        return tool_fail_detail(path, err, "layout version %u, this vigil reads version %u",
+                                fi.version, VIGIL_LAYOUT_VERSION);
     const char *kind = tool_kind_name(fi.kind);
     if (!kind)
         return tool_fail_detail(path, err, "unknown kind %u", fi.kind);
