@@ -16,8 +16,8 @@
  *       24     8  epoch              global epoch, atomic; only vigil_hb_tick moves it
  *       32     8  term               leader term (failover/leader module)
  *       40     8  leader             (pid << 32) | (slot + 1), 0 = none (leader module)
- *       48     8  elect_lock         0 free, else the elector: (pid << 42) |
- *                                    (pid-ns tag << 16) | start-time tag (leader.c)
+ *       48     8  elect_lock         0 free, else the elector's lock word
+ *                                    (proc_internal.h, leader.c)
  *       56     8  elect_intent       leader change in progress, 0 none (leader.c)
  *   slot i at 64 + i * 64, one cache line each, so beats never false-share
  *        0     4  pid                owner, 0 = vacant

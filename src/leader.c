@@ -12,10 +12,9 @@
  *       32     8  term          completed changes of leader; 0 before the first
  *       40     8  leader        (pid << 32) | (slot + 1) of the leader the last
  *                               election named, 0 = none yet
- *       48     8  elect_lock    0 free, else the elector holding it:
- *                               bits 63..42 pid (Linux pids are < 2^22),
- *                               bits 41..16 low 26 bits of its pid namespace
- *                               inode, bits 15..0 low 16 bits of its start time
+ *       48     8  elect_lock    0 free, else the elector's lock word
+ *                               (proc_internal.h): held bit, pid, exact pid
+ *                               namespace, low 21 bits of its start time
  *       56     8  elect_intent  a change of leader being installed, 0 none:
  *                               bits 63..53 low 11 bits of the new term,
  *                               bits 52..21 new leader's pid,
@@ -33,13 +32,13 @@
  * hot path (beats, snapshots and leader_is take no lock).
  *
  *   1. Take elect_lock by CAS from 0 to this process's word. A holder that
- *      is provably dead (vigil_holder_dead: gone, exited and unreaped, or
- *      its pid reused, judged with the pid-namespace and start-time tags in
- *      its word) is replaced by CAS from its exact word, so of several
- *      waiters one takes over and a lock that has changed hands meanwhile
- *      is left. A holder that is alive, or cannot be judged (another pid
- *      namespace), is waited for, a bounded time (ELECT_WAIT_NS), then
- *      VIGIL_EBUSY.
+ *      is provably dead (vigil_lock_holder_dead: gone, exited and unreaped,
+ *      its pid reused, or a pid whose start tag collides but whose process
+ *      maps no part of this table) is replaced by CAS from its exact word,
+ *      so of several waiters one takes over and a lock that has changed
+ *      hands meanwhile is left. A holder that is alive, or cannot be judged
+ *      (another pid namespace), is waited for, a bounded time
+ *      (ELECT_WAIT_NS), then VIGIL_EBUSY.
  *   2. Finish a change the previous holder left half-installed (below).
  *   3. Judge every slot, as vigil_hb_live_count does, with plain atomic
  *      loads: the lock makes electors agree, it does not stop slots
@@ -79,11 +78,6 @@
 
 #include <errno.h>
 
-#define LOCK_PID_SHIFT  42
-#define LOCK_NS_SHIFT   16
-#define LOCK_NS_MASK    ((UINT64_C(1) << 26) - 1)
-#define LOCK_START_MASK UINT64_C(0xffff)
-
 #define INTENT_TERM_SHIFT 53
 #define INTENT_TERM_MASK  UINT64_C(0x7ff)
 #define INTENT_PID_SHIFT  21
@@ -97,24 +91,6 @@
 static uint64_t leader_word(uint32_t pid, uint32_t slot)
 {
     return ((uint64_t)pid << 32) | ((uint64_t)slot + 1);
-}
-
-/* This process's lock word, or 0 when its pid does not fit. */
-static uint64_t self_lock_word(void)
-{
-    uint64_t pid = vigil_self_pid();
-    if (pid == 0 || pid >= (UINT64_C(1) << (64 - LOCK_PID_SHIFT)))
-        return 0;
-    return (pid << LOCK_PID_SHIFT) | ((vigil_self_pidns() & LOCK_NS_MASK) << LOCK_NS_SHIFT) |
-           (vigil_self_start_time() & LOCK_START_MASK);
-}
-
-/* Is the elector named by lock word w provably dead? (A pid field of 0 is
- * no word an elector writes: a scribble, taken over.) */
-static bool holder_dead(uint64_t w)
-{
-    return vigil_holder_dead((uint32_t)(w >> LOCK_PID_SHIFT), w & LOCK_START_MASK, LOCK_START_MASK,
-                             (w >> LOCK_NS_SHIFT) & LOCK_NS_MASK, LOCK_NS_MASK);
 }
 
 static int lock_acquire(vigil_hb *hb, uint64_t me)
@@ -132,7 +108,7 @@ static int lock_acquire(vigil_hb *hb, uint64_t me)
         /* Take over from a dead holder by CAS from its exact word: one of
          * several waiters wins, and a lock that changed hands since cur
          * was read is not taken. */
-        if (judge && holder_dead(cur) &&
+        if (judge && vigil_lock_judge(&wait, cur, hb->hdr) &&
             atomic_compare_exchange_strong_explicit(lock, &cur, me, memory_order_acquire,
                                                     memory_order_relaxed))
             return 0;
@@ -173,7 +149,7 @@ int vigil_leader_elect(vigil_hb *hb, uint64_t grace_epochs, vigil_leader *out)
 {
     if (!hb)
         return -EINVAL;
-    uint64_t me = self_lock_word();
+    uint64_t me = vigil_self_lock_word();
     if (me == 0)
         return -EOVERFLOW;
     int err = lock_acquire(hb, me);

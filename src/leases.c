@@ -34,10 +34,12 @@
  *   ctl, unlocked (bit 63 clear):
  *     bits 62..42  generation: moves on every change of hands
  *     bits 41..0   expiry, milliseconds of CLOCK_MONOTONIC; 0 released
- *   ctl locked, and bind_lock held (bit 63 set):
- *     bits 62..32  low 31 bits of the locker's start time (clock ticks since
- *                  boot, /proc/<pid>/stat field 22), against PID reuse
- *     bits 31..0   the locker's pid
+ *   ctl locked, and bind_lock held (bit 63 set): the locker's lock word
+ *     bits 62..41  pid
+ *     bits 40..21  pid namespace, exactly (0 unknown, 1 the initial one,
+ *                  2 + inode - 0xf0000000 for the others)
+ *     bits 20..0   low 21 bits of its start time (clock ticks since boot,
+ *                  /proc/<pid>/stat field 22), against PID reuse
  *
  * CLOCK_MONOTONIC is the same clock for every process on the host (outside
  * time namespaces), so an expiry written by one process is read correctly
@@ -178,7 +180,7 @@ int vigil_leases_entry(const vigil_leases *ls, uint32_t index, vigil_lease_info 
             /* Stuck in a change: say who holds it. */
             memset(&info, 0, sizeof(info));
             info.state = VIGIL_LEASE_CHANGING;
-            info.pid = (uint32_t)c1;
+            info.pid = vigil_lock_pid(c1);
             *out = info;
             return VIGIL_EBUSY;
         }
@@ -199,7 +201,7 @@ int vigil_leases_entry(const vigil_leases *ls, uint32_t index, vigil_lease_info 
                 continue;
             memset(&info, 0, sizeof(info));
             info.state = VIGIL_LEASE_CHANGING;
-            info.pid = (c2 & CTL_LOCKED) ? (uint32_t)c2 : 0;
+            info.pid = (c2 & CTL_LOCKED) ? vigil_lock_pid(c2) : 0;
             *out = info;
             return VIGIL_EBUSY;
         }

@@ -47,9 +47,9 @@ _Static_assert(sizeof(struct vigil_leases_entry) == VIGIL_LEASES_ENTRY_BYTES, "e
 
 enum { ENTRY_NEVER = 0, ENTRY_BOUND = 1, ENTRY_CLEARED = 2 };
 
-/* The lock word: bit 63 set, bits 62..32 the low 31 bits of the locker's
- * start time (clock ticks since boot, against PID reuse), bits 31..0 its
- * pid. The unlocked word: bit 63 clear, bits 62..42 a generation that
+/* The lock word: the locker's (proc_internal.h), bit 63 set, with its pid,
+ * its exact pid namespace and a start tag against PID reuse. The unlocked
+ * word: bit 63 clear, bits 62..42 a generation that
  * moves on every change of hands, bits 41..0 the expiry in milliseconds of
  * CLOCK_MONOTONIC (0 = released or never held). */
 #define CTL_LOCKED     (UINT64_C(1) << 63)
@@ -111,12 +111,11 @@ static inline void hook(int point)
 
 /* ---- the locks (protocol in leases_lock.c) ------------------------------- */
 
-/* This process's lock word, from its cached identity (proc.c: no system
- * call after the first, and a forked child never sees its parent's). An
- * unknown start time is 0: peers then judge by the pid alone. */
+/* This process's lock word (proc_internal.h): no system call after the
+ * first, and a forked child never sees its parent's. */
 static inline uint64_t my_lock_word(void)
 {
-    return CTL_LOCKED | (vigil_self_start_time() & 0x7fffffffu) << 32 | vigil_self_pid();
+    return vigil_self_lock_word();
 }
 
 static inline bool entry_lock_from(struct vigil_leases_entry *e, uint64_t c, uint64_t me)
@@ -141,8 +140,9 @@ static inline void entry_unlock(struct vigil_leases_entry *e, uint64_t gen, uint
     atomic_store_explicit(&e->ctl, ctl_make(gen, exp_ms), memory_order_release);
 }
 
-/* Whether the process named by a lock word is provably gone. */
-bool vigil_leases__locker_dead(uint64_t w);
+/* Whether the process named by a lock word found in the store at `where`
+ * (any address in its mapping) is provably gone. */
+bool vigil_leases__locker_dead(uint64_t w, const void *where);
 
 /* Takes over the lock of a dead process and throws its change away: the
  * entry ends cleared, with no key and no holder. Returns true if this call

@@ -8,9 +8,9 @@
  *   header
  *     32  u64    bind_lock: 0 free, else the binder's lock word
  *   entry i, at 64 + i * 256
- *      0  u64    ctl: locked, the locker's lock word (bit 63 set,
- *                bits 62..32 the low 31 bits of its start time, bits 31..0
- *                its pid); unlocked, generation | expiry
+ *      0  u64    ctl: locked, the locker's lock word (proc_internal.h:
+ *                bit 63 set, pid, exact pid namespace, start tag);
+ *                unlocked, generation | expiry
  *     24  u32    hash, 28 bound, 36 pid, 64 key, 192 owner: cleared by
  *                recovery
  *     32  u32    gen_hint: the generation of the last unlocked ctl a locker
@@ -49,12 +49,10 @@
 #define LOCK_JUDGE_NS 200000u
 
 /* "Don't know" counts as alive: robbing a live locker is the one
- * unrecoverable mistake. A pid past 2^31 - 1 is no process (a scribble);
- * one of our own threads (same pid, same start tag) is alive without a
- * look at /proc. */
-bool vigil_leases__locker_dead(uint64_t w)
+ * unrecoverable mistake (vigil_lock_holder_dead says what is proof). */
+bool vigil_leases__locker_dead(uint64_t w, const void *where)
 {
-    return vigil_holder_dead((uint32_t)w, (w >> 32) & 0x7fffffffu, 0x7fffffffu, 0, 0);
+    return vigil_lock_holder_dead(w, where);
 }
 
 bool vigil_leases__recover(struct vigil_leases_entry *e, uint64_t dead)
@@ -93,7 +91,7 @@ int vigil_leases__wait_locked(struct vigil_leases_entry *e, uint64_t *c)
             *c = w;
             return 0;
         }
-        if (judge && vigil_leases__locker_dead(w)) {
+        if (judge && vigil_lock_judge(&wait, w, e)) {
             vigil_leases__recover(e, w);
             judge = false;
             continue;
@@ -114,7 +112,7 @@ int vigil_leases__bind_lock(struct vigil_leases_header *h)
          * Taking over a dead binder's lock needs no repair: the lock guards
          * a decision, not data; its half-made binding is an entry it had
          * locked, which recovery clears. */
-        if ((w == 0 || (judge && vigil_leases__locker_dead(w))) &&
+        if ((w == 0 || (judge && vigil_lock_judge(&wait, w, h))) &&
             atomic_compare_exchange_strong_explicit(&h->bind_lock, &w, me, memory_order_acquire,
                                                     memory_order_relaxed))
             return 0;

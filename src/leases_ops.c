@@ -180,7 +180,7 @@ static int take(vigil_leases *ls, uint32_t i, const struct want *w, vigil_lease 
             entry_unlock(e, ctl_gen(c) + 1, ctl_exp(c));
             return RESTART;
         }
-        uint64_t token = hand_over(ls, e, c, w, (uint32_t)me, now);
+        uint64_t token = hand_over(ls, e, c, w, vigil_lock_pid(me), now);
         fill_out(out, w, token, i);
         return 0;
     }
@@ -222,7 +222,7 @@ static int bind(vigil_leases *ls, const struct want *w, vigil_lease *out)
             if (c & CTL_LOCKED) {
                 /* A live locker is mid-change on a key of its own; skip it.
                  * A dead one's entry is cleared and becomes reclaimable. */
-                if (!vigil_leases__locker_dead(c) || !vigil_leases__recover(e, c))
+                if (!vigil_leases__locker_dead(c, e) || !vigil_leases__recover(e, c))
                     break;
                 continue;
             }
@@ -244,7 +244,7 @@ static int bind(vigil_leases *ls, const struct want *w, vigil_lease *out)
             words_store(e->key + 8, w->kw + 8, 8);
             atomic_store_explicit(&e->hash, w->hash, memory_order_relaxed);
             atomic_store_explicit(&e->bound, ENTRY_BOUND, memory_order_relaxed);
-            uint64_t token = hand_over(ls, e, c, w, (uint32_t)me, now);
+            uint64_t token = hand_over(ls, e, c, w, vigil_lock_pid(me), now);
             vigil_leases__bind_unlock(ls->hdr);
             fill_out(out, w, token, i);
             return 0;

@@ -333,3 +333,126 @@ bool vigil_holder_dead(uint32_t pid, uint64_t start, uint64_t start_mask, uint64
         return (start & start_mask) != (vigil_self_start_time() & start_mask);
     return vigil_pid_judge(pid, start, start_mask, ns, ns_mask) == 0;
 }
+
+/* ---- lock words ---------------------------------------------------------- */
+
+/* Pid namespace inodes come from procfs: the initial namespace has a fixed
+ * one, every other is handed out upwards from PROC_DYNAMIC_FIRST, lowest
+ * free first, so the offset stays small. */
+#define PIDNS_INIT_INODE   UINT64_C(0xeffffffc)
+#define PIDNS_DYNAMIC_BASE UINT64_C(0xf0000000)
+
+uint32_t vigil_pidns_code(uint64_t inode)
+{
+    if (inode == PIDNS_INIT_INODE)
+        return 1;
+    if (inode >= PIDNS_DYNAMIC_BASE && inode - PIDNS_DYNAMIC_BASE < VIGIL_LOCK_NS_MASK - 1)
+        return (uint32_t)(inode - PIDNS_DYNAMIC_BASE) + 2;
+    return 0;
+}
+
+uint64_t vigil_lock_word_of(uint32_t pid, uint64_t ns_inode, uint64_t start)
+{
+    if (pid == 0 || pid > VIGIL_LOCK_PID_MASK)
+        return 0;
+    return VIGIL_LOCK_HELD | (uint64_t)pid << VIGIL_LOCK_PID_SHIFT |
+           (uint64_t)vigil_pidns_code(ns_inode) << VIGIL_LOCK_NS_SHIFT | (start & VIGIL_LOCK_START_MASK);
+}
+
+uint64_t vigil_self_lock_word(void)
+{
+    return vigil_lock_word_of(vigil_self_pid(), vigil_self_pidns(), vigil_self_start_time());
+}
+
+/* The "dev inode" pair of the line of a maps file that covers addr (addr
+ * != 0), or whether any line carries `want` (addr == 0): 1 found, 0 read to
+ * the end without finding it, -errno. A line is
+ *   "start-end perms offset major:minor inode   path". */
+static int maps_scan(const char *path, uintptr_t addr, char *key, size_t keylen, const char *want)
+{
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -errno;
+    char line[4096 + 128];
+    int found = 0, lines = 0;
+    while (!found && fgets(line, sizeof(line), f)) {
+        size_t n = strlen(line);
+        bool whole = n > 0 && line[n - 1] == '\n';
+        unsigned long lo, hi, ino;
+        char dev[32];
+        if (sscanf(line, "%lx-%lx %*s %*s %31s %lu", &lo, &hi, dev, &ino) == 4) {
+            lines++;
+            char k[64];
+            snprintf(k, sizeof(k), "%s %lu", dev, ino);
+            if (addr) {
+                if (addr >= lo && addr < hi) {
+                    if (ino == 0)
+                        break; /* anonymous: nothing to look for */
+                    snprintf(key, keylen, "%s", k);
+                    found = 1;
+                }
+            } else if (ino != 0 && strcmp(k, want) == 0) {
+                found = 1;
+            }
+        }
+        /* A path longer than the buffer: skip the rest of its line. */
+        while (!whole && fgets(line, sizeof(line), f)) {
+            n = strlen(line);
+            whole = n > 0 && line[n - 1] == '\n';
+        }
+    }
+    int err = ferror(f) ? -EIO : 0;
+    fclose(f);
+    if (err)
+        return err;
+    if (!found && lines == 0)
+        return -ENODATA; /* an empty maps says nothing (a kernel thread, a race with exit) */
+    return found;
+}
+
+int vigil_proc_maps_file(uint32_t pid, const void *mapping)
+{
+    if (pid == 0 || pid > INT_MAX || !mapping)
+        return -EINVAL;
+    char key[64];
+    int r = maps_scan("/proc/self/maps", (uintptr_t)mapping, key, sizeof(key), NULL);
+    if (r <= 0)
+        return r < 0 ? r : -ENOENT; /* our own mapping not found: cannot tell */
+    char path[32];
+    snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+    r = maps_scan(path, 0, NULL, 0, key);
+    if (r == 0 && !proc_is_ours())
+        return -EREMOTE; /* that maps file is another namespace's pid */
+    return r;
+}
+
+bool vigil_lock_holder_dead(uint64_t w, const void *mapping)
+{
+    uint32_t pid = vigil_lock_pid(w);
+    if (!(w & VIGIL_LOCK_HELD) || pid == 0)
+        return true; /* not a word any holder writes: a scribble */
+    uint32_t ns = vigil_lock_ns(w);
+    uint32_t mine = vigil_pidns_code(vigil_self_pidns());
+    /* Never judged from here: a holder we cannot see is alive. */
+    if (ns == 0 || mine == 0 || ns != mine)
+        return false;
+    uint64_t start = vigil_lock_start(w);
+    if (vigil_holder_dead(pid, start, VIGIL_LOCK_START_MASK, 0, 0))
+        return true;
+    /* Alive by pid and start tag. Our own pid was judged exactly (a
+     * sibling thread); another may be a reused pid whose start tag
+     * collides: it is the holder only if it maps the file. */
+    if (!mapping || pid == vigil_self_pid())
+        return false;
+    return vigil_proc_maps_file(pid, mapping) == 0;
+}
+
+bool vigil_lock_judge(struct vigil_lock_wait *wait, uint64_t w, const void *mapping)
+{
+    bool look = mapping && wait->mapped_word != w;
+    if (vigil_lock_holder_dead(w, look ? mapping : NULL))
+        return true;
+    if (look)
+        wait->mapped_word = w; /* alive, or mapped: not asked again for this word */
+    return false;
+}

@@ -13,6 +13,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "spin_internal.h"
+
 /* State (field 3: 'R', 'S', 'Z', ...) and start time (field 22, clock
  * ticks since boot) of /proc/<pid>/stat. 0 with both written; -EINVAL for
  * pid 0 or above INT_MAX, -ENOENT when no such process is visible, -EIO
@@ -66,5 +68,71 @@ int vigil_pid_judge(uint32_t pid, uint64_t start, uint64_t start_mask, uint64_t 
  * time matches, else the pid's previous owner, dead since we have its pid.
  */
 bool vigil_holder_dead(uint32_t pid, uint64_t start, uint64_t start_mask, uint64_t ns, uint64_t ns_mask);
+
+/*
+ * Lock words: the one way a lock in a shared file names its holder (the
+ * election lock, a heartbeat slot's writer, the lease store's entry and
+ * bind locks), so that a waiter can tell a dead holder from a slow one.
+ *
+ *   bit  63      1: held (a lock word is never 0; the lease store's
+ *                CTL_LOCKED)
+ *   bits 62..41  pid (22 bits: Linux pids are below 2^22)
+ *   bits 40..21  pid namespace, exactly: 0 unknown, 1 the initial
+ *                namespace (inode 0xeffffffc), 2 + (inode - 0xf0000000)
+ *                for the others while that fits in 20 bits, else 0
+ *   bits 20..0   low 21 bits of the start time (clock ticks since boot)
+ *
+ * The namespace is exact, never a hash or a truncation, because a holder
+ * in another namespace taken for one in ours would be judged by a pid that
+ * names another process here, and robbed. The start tag may collide (a
+ * reused pid whose new process started 2^21 ticks apart); the judge then
+ * looks further (vigil_lock_holder_dead).
+ */
+#define VIGIL_LOCK_HELD      (UINT64_C(1) << 63)
+#define VIGIL_LOCK_PID_SHIFT 41
+#define VIGIL_LOCK_PID_MASK  ((UINT64_C(1) << 22) - 1)
+#define VIGIL_LOCK_NS_SHIFT  21
+#define VIGIL_LOCK_NS_MASK   ((UINT64_C(1) << 20) - 1)
+#define VIGIL_LOCK_START_MASK ((UINT64_C(1) << 21) - 1)
+
+static inline uint32_t vigil_lock_pid(uint64_t w) { return (uint32_t)((w >> VIGIL_LOCK_PID_SHIFT) & VIGIL_LOCK_PID_MASK); }
+static inline uint32_t vigil_lock_ns(uint64_t w) { return (uint32_t)((w >> VIGIL_LOCK_NS_SHIFT) & VIGIL_LOCK_NS_MASK); }
+static inline uint64_t vigil_lock_start(uint64_t w) { return w & VIGIL_LOCK_START_MASK; }
+
+/* The namespace code of a pid namespace inode, as above; 0 unknown. */
+uint32_t vigil_pidns_code(uint64_t inode);
+/* A lock word for (pid, namespace inode, start time); 0 when the pid does
+ * not fit (no Linux pid is that large). */
+uint64_t vigil_lock_word_of(uint32_t pid, uint64_t ns_inode, uint64_t start);
+/* This process's lock word, from its cached identity: no system call after
+ * the first, and a forked child gets its own. */
+uint64_t vigil_self_lock_word(void);
+
+/*
+ * Is the holder named by lock word w provably dead? False ("alive") for
+ * everything that cannot be proven: a word from another pid namespace or
+ * of unknown namespace (its pid means nothing here), a /proc that cannot
+ * be read. A word without the held bit, or with pid 0, is no word a holder
+ * writes: a scribble, dead.
+ *
+ * `mapping` is an address inside this process's mapping of the file that
+ * holds the lock, or NULL. With it, a holder that vigil_pid_judge finds
+ * alive is looked at once more: a process that holds a lock in a file has
+ * that file mapped, so a pid whose process provably maps no part of the
+ * same file (its /proc/<pid>/maps, read whole, names no mapping with the
+ * device and inode that our own /proc/self/maps shows for `mapping`) is
+ * the pid's new owner whose start tag happens to collide: the holder is
+ * dead. It costs two reads of /proc, so a waiter asks at most once per
+ * word (vigil_lock_judge).
+ */
+bool vigil_lock_holder_dead(uint64_t w, const void *mapping);
+
+/* 1 when process pid maps the file that this process maps at `mapping`,
+ * 0 when it provably maps no part of it, < 0 when that cannot be told. */
+int vigil_proc_maps_file(uint32_t pid, const void *mapping);
+
+/* vigil_lock_holder_dead for a waiter: the look at the holder's mappings
+ * is made once per word a wait meets, not at every judgement. */
+bool vigil_lock_judge(struct vigil_lock_wait *wait, uint64_t w, const void *mapping);
 
 #endif

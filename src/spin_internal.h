@@ -57,6 +57,7 @@ struct vigil_lock_wait {
     unsigned attempt;
     uint64_t deadline_ns;
     uint64_t next_judge_ns;
+    uint64_t mapped_word; /* vigil_lock_judge: the word whose holder was seen to map the file */
 };
 
 bool vigil_lock_wait(struct vigil_lock_wait *w, bool *judge);

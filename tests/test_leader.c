@@ -25,7 +25,7 @@ static uint32_t coordinators(vigil_hb *hb, uint32_t *which)
 /* The lock word an elector with this pid, namespace and start time writes. */
 static uint64_t lock_word(uint32_t pid, uint64_t ns, uint64_t start)
 {
-    return ((uint64_t)pid << 42) | ((ns & ((UINT64_C(1) << 26) - 1)) << 16) | (start & 0xffff);
+    return vigil_lock_word_of(pid, ns, start);
 }
 
 static uint64_t intent_word(uint64_t term, uint32_t pid, uint32_t slot)
@@ -248,9 +248,52 @@ static int test_lock_holders(void)
         EXPECT_RC(vigil_leader_elect(hb, 2, &out), VIGIL_EBUSY);
     }
     /* Pid field 0: no elector writes that. */
-    atomic_store(lock, 0x12345);
+    atomic_store(lock, VIGIL_LOCK_HELD | 0x12345);
     EXPECT_RC(vigil_leader_elect(hb, 2, &out), 0);
     EXPECT(out.term == 1, "term %llu", (unsigned long long)out.term);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+/* A start tag is 21 bits of the start time, so a reused pid's new process
+ * can carry the tag of the elector that died holding the lock. Then every
+ * election would wait and give VIGIL_EBUSY for as long as that process
+ * lives. It is told apart by what a holder must have: a mapping of the
+ * table. A live process that maps no part of it is not the holder, and its
+ * word is taken over; one that maps it is waited for. */
+static int test_lock_tag_collision(void)
+{
+    vigil_hb *hb = vt_hb_fresh("collide.hb", 4);
+    uint32_t s;
+    EXPECT_RC(vigil_hb_register(hb, 100, &s), 0);
+    _Atomic uint64_t *lock = &hb->hdr->elect_lock;
+    uint64_t ns = vigil_self_pidns();
+    int ready[2];
+    EXPECT(pipe(ready) == 0, "pipe");
+    pid_t child = fork();
+    if (child == 0) {
+        vigil_hb_close(hb); /* a process with this pid and tag, but no mapping */
+        char c = 1;
+        if (write(ready[1], &c, 1) != 1)
+            _exit(2);
+        vt_sleep_ms(10000);
+        _exit(0);
+    }
+    char c;
+    EXPECT(read(ready[0], &c, 1) == 1, "child never unmapped the table");
+    uint64_t start = 0;
+    EXPECT_RC(vigil_proc_start_time((uint32_t)child, &start), 0);
+    atomic_store(lock, lock_word((uint32_t)child, ns, start));
+    vigil_leader out;
+    int rc = vigil_leader_elect(hb, 2, &out);
+    uint64_t after = atomic_load(lock);
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    close(ready[0]);
+    close(ready[1]);
+    EXPECT(rc == 1, "a live pid with the dead elector's tag but no mapping: expected the lock taken over "
+                    "and leader changed (1), got %d (%s)", rc, vigil_strerror(rc));
+    EXPECT(after == 0, "lock not released after the take-over");
     vigil_hb_close(hb);
     return 0;
 }
@@ -341,5 +384,5 @@ static int test_identity_after_fork(void)
 }
 
 VT_MAIN(VT_CASE(test_no_peers), VT_CASE(test_lowest_pid_leads), VT_CASE(test_term_follows_changes),
-        VT_CASE(test_tie_lower_slot), VT_CASE(test_half_installed_change), VT_CASE(test_lock_holders),
+        VT_CASE(test_tie_lower_slot), VT_CASE(test_half_installed_change), VT_CASE(test_lock_holders), VT_CASE(test_lock_tag_collision),
         VT_CASE(test_threaded_electors), VT_CASE(test_identity_after_fork))

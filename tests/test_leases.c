@@ -432,46 +432,78 @@ static int test_dead_locker_recovered(void)
     vigil_lease a, b;
     EXPECT_RC(vigil_leases_acquire(ls, "wedged", "x", 20, &a), 0);
     struct vigil_leases_entry *e = &ls->entries[a.id - 1];
-    uint64_t dead = CTL_LOCKED | (uint32_t)vt_unused_pid();
+    uint64_t dead = vigil_lock_word_of((uint32_t)vt_unused_pid(), vigil_self_pidns(), 1);
     atomic_store(&e->ctl, dead);
     /* Its holder's renewal sees a change of hands: refused. */
     EXPECT_RC(vigil_leases_renew(ls, &a), VIGIL_ELOST);
     vigil_lease_info info;
     EXPECT_RC(vigil_leases_entry(ls, (uint32_t)(a.id - 1), &info), VIGIL_EBUSY);
-    EXPECT(info.state == VIGIL_LEASE_CHANGING && info.pid == (uint32_t)dead, "wedged view: state %u pid %u",
+    EXPECT(info.state == VIGIL_LEASE_CHANGING && info.pid == vigil_lock_pid(dead), "wedged view: state %u pid %u",
            info.state, info.pid);
     EXPECT_RC(vigil_leases_acquire(ls, "wedged", "y", 1000, &b), 0);
     EXPECT(b.token > a.token, "token after recovery %llu, before %llu", (unsigned long long)b.token,
            (unsigned long long)a.token);
 
     /* The bind lock of a dead binder. */
-    atomic_store(&ls->hdr->bind_lock, CTL_LOCKED | (uint32_t)vt_unused_pid());
+    atomic_store(&ls->hdr->bind_lock, vigil_lock_word_of((uint32_t)vt_unused_pid(), vigil_self_pidns(), 1));
     vigil_lease c;
     EXPECT_RC(vigil_leases_acquire(ls, "fresh-key", "z", 1000, &c), 0);
     EXPECT(atomic_load(&ls->hdr->bind_lock) == 0, "bind lock left held");
 
-    /* A lock word naming a live process (our parent) with its true start
-     * time: waited for, then EBUSY; nothing is taken from it. */
-    uint32_t ppid = (uint32_t)getppid();
-    uint64_t start = 0;
-    bool st = proc_start(ppid, &start);
-    if (st) {
-        uint64_t live = CTL_LOCKED | (start & 0x7fffffffu) << 32 | ppid;
-        e = &ls->entries[c.id - 1];
-        uint64_t before = atomic_load(&e->ctl);
-        atomic_store(&e->ctl, live);
-        vigil_lease d;
-        uint64_t t0 = vt_now_ms();
-        EXPECT_RC(vigil_leases_acquire(ls, "fresh-key", "w", 1000, &d), VIGIL_EBUSY);
-        EXPECT(vt_now_ms() - t0 < 2000, "a live lock was waited on for %llu ms",
-               (unsigned long long)(vt_now_ms() - t0));
-        EXPECT(atomic_load(&e->ctl) == live, "a live process's lock was taken over");
-        atomic_store(&e->ctl, before);
-        EXPECT_RC(vigil_leases_renew(ls, &c), 0);
-        /* The same pid with another start time is a reused pid: dead. */
-        atomic_store(&e->ctl, CTL_LOCKED | ((start + 1) & 0x7fffffffu) << 32 | ppid);
-        EXPECT_RC(vigil_leases_acquire(ls, "fresh-key", "w", 1000, &d), 0);
+    /* A lock word naming a live process that maps the store (a child of
+     * ours) with its true start time: waited for, then EBUSY; nothing is
+     * taken from it. The same pid and tag in a process that maps no part
+     * of the store is a reused pid whose tag collides: dead. */
+    int ready[2], go[2];
+    EXPECT(pipe(ready) == 0 && pipe(go) == 0, "pipe");
+    pid_t kid = fork();
+    if (kid == 0) {
+        char ch;
+        if (read(go[0], &ch, 1) != 1)
+            _exit(2);
+        vigil_leases_close(ls); /* now it maps nothing of the store */
+        if (write(ready[1], &ch, 1) != 1)
+            _exit(2);
+        vt_sleep_ms(10000);
+        _exit(0);
     }
+    uint64_t start = 0;
+    EXPECT(proc_start((uint32_t)kid, &start), "no start time for the child");
+    uint64_t live = vigil_lock_word_of((uint32_t)kid, vigil_self_pidns(), start);
+    e = &ls->entries[c.id - 1];
+    uint64_t before = atomic_load(&e->ctl);
+    atomic_store(&e->ctl, live);
+    vigil_lease d;
+    uint64_t t0 = vt_now_ms();
+    int busy = vigil_leases_acquire(ls, "fresh-key", "w", 1000, &d);
+    uint64_t waited = vt_now_ms() - t0;
+    uint64_t kept = atomic_load(&e->ctl);
+    atomic_store(&e->ctl, before);
+    int renewed = vigil_leases_renew(ls, &c);
+    /* The same pid with another start time is a reused pid: dead. */
+    atomic_store(&e->ctl, vigil_lock_word_of((uint32_t)kid, vigil_self_pidns(), start + 1));
+    int reused = vigil_leases_acquire(ls, "fresh-key", "w", 1000, &d);
+    /* The child unmaps the store: its own word now names a stranger. */
+    char ch = 1;
+    bool unmapped = write(go[1], &ch, 1) == 1 && read(ready[0], &ch, 1) == 1;
+    vigil_lease f;
+    EXPECT_RC(vigil_leases_release(ls, &d), 0);
+    e = &ls->entries[d.id - 1];
+    uint64_t rel = atomic_load(&e->ctl);
+    atomic_store(&e->ctl, live);
+    int stranger = vigil_leases_acquire(ls, "fresh-key", "v", 1000, &f);
+    (void)rel;
+    kill(kid, SIGKILL);
+    waitpid(kid, NULL, 0);
+    EXPECT(busy == VIGIL_EBUSY, "a live locker mapping the store: expected VIGIL_EBUSY, got %d (%s)", busy,
+           vigil_strerror(busy));
+    EXPECT(waited < 2000, "a live lock was waited on for %llu ms", (unsigned long long)waited);
+    EXPECT(kept == live, "a live process's lock was taken over");
+    EXPECT_RC(renewed, 0);
+    EXPECT_RC(reused, 0);
+    EXPECT(unmapped, "the child never unmapped the store");
+    EXPECT(stranger == 0, "a live pid with the locker's tag but no mapping: expected the lock taken over (0), "
+                          "got %d (%s)", stranger, vigil_strerror(stranger));
     vigil_leases_close(ls);
     return 0;
 }

@@ -303,7 +303,7 @@ static int run_point(int point, enum scenario sc, int *died_out)
         if (p == 0)
             _exit(0);
         waitpid(p, NULL, 0);
-        atomic_store(&ls->entries[old.id - 1].ctl, CTL_LOCKED | (uint32_t)p);
+        atomic_store(&ls->entries[old.id - 1].ctl, vigil_lock_word_of((uint32_t)p, vigil_self_pidns(), 1));
     }
     uint64_t tokens_before = atomic_load(&ls->hdr->last_token);
     pid_t kid = fork();

@@ -38,7 +38,7 @@ struct vigil_hb_header {
     _Atomic uint64_t epoch;      /* 24: global epoch, ticked by the watchdog */
     _Atomic uint64_t term;       /* 32: leader term, +1 on each change of leader */
     _Atomic uint64_t leader;     /* 40: (pid << 32) | (slot + 1), 0 = none */
-    _Atomic uint64_t elect_lock; /* 48: 0 free, else the elector: (pid << 42) | (pid-ns tag << 16) | start tag */
+    _Atomic uint64_t elect_lock; /* 48: 0 free, else the elector's lock word (vigil-files(5)) */
     _Atomic uint64_t elect_intent;/* 56: leader change in progress: ((term & 0x7ff) << 53) | (pid << 21) | (slot + 1), 0 none */
 };
 
