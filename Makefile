@@ -5,7 +5,7 @@ MAKEFLAGS   += --no-print-directory
 JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build demo check test bench sanitize sanitize-asan sanitize-tsan fuzz install clean
+.PHONY: all deps build demo check test bench sanitize sanitize-asan sanitize-tsan fuzz model install clean
 
 all: build
 
@@ -52,6 +52,10 @@ fuzz: deps
 	@for f in build-fuzz/fuzz/fuzz_*; do case $$f in *_replay) continue;; esac; \
 	    c=build-fuzz/corpus/$${f##*/}; mkdir -p $$c && $${f}_replay --write-seeds $$c || exit 1; \
 	    echo "== $$f"; $$f $$c -max_total_time=$${FUZZ_SECONDS:-60} -rss_limit_mb=2048 || exit 1; done
+
+# Every Promela model in model/, exhaustive unless a model says otherwise.
+model:
+	@sh model/check.sh
 
 install: build
 	cmake --install $(BUILD) --prefix $${PREFIX:-/usr/local}

@@ -15,6 +15,13 @@ have_pc libcurl || need="$need libcurl4-openssl-dev"
 have_pc libcjson || need="$need libcjson-dev"
 have_cmd etcd || need="$need etcd-server"
 have_cmd etcdctl || need="$need etcd-client"
+have_cmd spin || need="$need spin"
+have_cmd promtool || need="$need prometheus"
+have_pc libsystemd || need="$need libsystemd-dev"
+[ -x /usr/bin/python3 ] || need="$need python3"
+/usr/bin/python3 -c 'import cffi' 2>/dev/null || need="$need python3-cffi"
+/usr/bin/python3 -c 'import pytest' 2>/dev/null || need="$need python3-pytest"
+/usr/bin/python3 -c 'import pytest_asyncio' 2>/dev/null || need="$need python3-pytest-asyncio"
 
 [ -z "$need" ] && exit 0
 if [ "$(id -u)" -eq 0 ] && have_cmd apt-get; then
