@@ -153,17 +153,13 @@ int vigil_barrier_peek(const char *path, vigil_barrier_state *out)
         return -EINVAL;
     /* Read-only: opened O_RDONLY and mapped PROT_READ, so inspecting a
      * file can never change it. The checks are vigil_map_open's. */
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0)
-        return -errno;
-    int err = VIGIL_EBADFILE;
     struct stat st;
+    int fd = vigil_file_open_regular(path, O_RDONLY, &st);
+    if (fd < 0)
+        return fd;
+    int err = VIGIL_EBADFILE;
     struct vigil_barrier_header h;
-    if (fstat(fd, &st) != 0) {
-        err = -errno;
-        goto out;
-    }
-    if (!S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof(h))
+    if (st.st_size < (off_t)sizeof(h))
         goto out;
     ssize_t n = pread(fd, &h, sizeof(h), 0);
     if (n < 0) {

@@ -221,21 +221,73 @@ int vigil_map_create(const char *path, const struct vigil_layout *lay, uint32_t 
     return 0;
 }
 
-/* Reads and checks the common header; returns the fd or a negative error. */
-static int open_checked(const char *path, int flags, struct vigil_file_header *h, struct stat *st)
+/*
+ * Opens path with `flags` only once it is known to be a regular file, so
+ * that nothing at the path but a regular file is ever opened: opening a
+ * device node can act on the device (a tape rewinds, a tty becomes the
+ * caller's controlling terminal), a FIFO can block. An O_PATH descriptor
+ * opens nothing; fstat on it says what the path names, and the file is
+ * then reopened through /proc/self/fd, which names that very inode, so a
+ * rename between the look and the open cannot swap something else in.
+ * Without /proc the path is opened again (O_NOCTTY, O_NONBLOCK, and a
+ * check that it is the same inode); a swap in that window can then open a
+ * device, but never make it the controlling terminal nor block.
+ */
+int vigil_file_open_regular(const char *path, int flags, struct stat *st)
 {
     if (!path)
         return -EINVAL;
-    /* O_NONBLOCK: a FIFO planted at the path must not block the open. */
-    int fd = open(path, flags | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0)
+    int pfd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (pfd < 0)
         return -errno;
     int err = 0;
-    if (fstat(fd, st) != 0) {
+    if (fstat(pfd, st) != 0) {
         err = -errno;
-        goto fail;
+    } else if (S_ISLNK(st->st_mode)) {
+        err = -ELOOP; /* what O_NOFOLLOW says of a symlink */
+    } else if (S_ISDIR(st->st_mode) && (flags & O_ACCMODE) != O_RDONLY) {
+        err = -EISDIR; /* what opening a directory for writing says */
+    } else if (!S_ISREG(st->st_mode)) {
+        err = VIGIL_EBADFILE;
     }
-    if (!S_ISREG(st->st_mode) || st->st_size < (off_t)VIGIL_HEADER_SIZE) {
+    if (err < 0) {
+        close(pfd);
+        return err;
+    }
+    const int how = flags | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
+    char proc[40];
+    snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
+    int fd = open(proc, how);
+    if (fd < 0 && errno == ENOENT)
+        fd = open(path, how | O_NOFOLLOW); /* no /proc */
+    if (fd < 0) {
+        err = -errno;
+        close(pfd);
+        return err;
+    }
+    close(pfd);
+    struct stat now;
+    if (fstat(fd, &now) != 0) {
+        err = -errno;
+    } else if (!S_ISREG(now.st_mode) || now.st_dev != st->st_dev || now.st_ino != st->st_ino) {
+        err = VIGIL_EBADFILE; /* replaced between the look and the open */
+    }
+    if (err < 0) {
+        close(fd);
+        return err;
+    }
+    *st = now;
+    return fd;
+}
+
+/* Reads and checks the common header; returns the fd or a negative error. */
+static int open_checked(const char *path, int flags, struct vigil_file_header *h, struct stat *st)
+{
+    int fd = vigil_file_open_regular(path, flags, st);
+    if (fd < 0)
+        return fd;
+    int err = 0;
+    if (st->st_size < (off_t)VIGIL_HEADER_SIZE) {
         err = VIGIL_EBADFILE;
         goto fail;
     }

@@ -59,6 +59,14 @@ int  vigil_map_open(const char *path, const struct vigil_layout *lay, uint32_t c
                     struct vigil_map *out);
 void vigil_map_close(struct vigil_map *m);
 
+/* Opens path with `flags` (O_RDONLY or O_RDWR; O_CLOEXEC, O_NOCTTY and
+ * O_NONBLOCK are added) only after an O_PATH look has shown a regular
+ * file, never a symlink (-ELOOP), device, FIFO or directory
+ * (VIGIL_EBADFILE), so no other kind of object is ever opened. Returns
+ * the fd with *st filled, or a negative error. */
+struct stat;
+int vigil_file_open_regular(const char *path, int flags, struct stat *st);
+
 /* Tests only: non-zero makes create skip O_TMPFILE and use its fallback,
  * a named temporary file beside the target, so both ways stay tested. */
 extern int vigil_file_no_tmpfile;

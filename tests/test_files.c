@@ -358,6 +358,47 @@ static int test_device(void)
     return 0;
 }
 
+/* Opening a tty acts on it: a session leader without a controlling
+ * terminal that opens one without O_NOCTTY makes it its controlling
+ * terminal. Open, probe and peek must refuse the path before anything
+ * reaches the device. The child leads a new session (no terminal), points
+ * every call at a pseudo-terminal's slave, and then checks that it still
+ * has no controlling terminal (/dev/tty: ENXIO). */
+static int test_tty_untouched(void)
+{
+    int master = posix_openpt(O_RDWR | O_NOCTTY);
+    if (master < 0 || grantpt(master) != 0 || unlockpt(master) != 0)
+        return VT_SKIP;
+    const char *slave = ptsname(master);
+    if (!slave)
+        return VT_SKIP;
+    pid_t kid = fork();
+    if (kid == 0) {
+        if (setsid() < 0)
+            _exit(10);
+        vigil_hb *hb = NULL;
+        vigil_leases *ls = NULL;
+        vigil_file_info fi;
+        vigil_barrier_state bs;
+        if (vigil_hb_open(slave, 0, &hb) != VIGIL_EBADFILE)
+            _exit(11);
+        if (vigil_leases_open(slave, &ls) != VIGIL_EBADFILE)
+            _exit(12);
+        if (vigil_file_probe(slave, &fi) != VIGIL_EBADFILE)
+            _exit(13);
+        if (vigil_barrier_peek(slave, &bs) != VIGIL_EBADFILE)
+            _exit(14);
+        int tty = open("/dev/tty", O_RDWR | O_NOCTTY);
+        _exit(tty < 0 && errno == ENXIO ? 0 : 15);
+    }
+    int st = vt_wait(kid, 10000);
+    close(master);
+    EXPECT(st != 15, "opening a pseudo-terminal's slave made it the controlling terminal");
+    EXPECT(st == 0, "a tty at the path: expected VIGIL_EBADFILE from every open and no controlling "
+                    "terminal, child exited %d (10 setsid, 11 hb_open, 12 leases_open, 13 probe, 14 peek)", st);
+    return 0;
+}
+
 static int test_null_args(void)
 {
     vigil_hb *hb = NULL;
@@ -729,7 +770,7 @@ NAMED(test_long_name)
 VT_MAIN(VT_CASE(test_missing), VT_CASE(test_empty_and_short), VT_CASE(test_grown_and_truncated),
         VT_CASE(test_wrong_magic), VT_CASE(test_wrong_version), VT_CASE(test_wrong_kind),
         VT_CASE(test_capacity_zero_in_header), VT_CASE(test_capacity_mismatch), VT_CASE(test_capacity_overflow),
-        VT_CASE(test_directory), VT_CASE(test_symlinks), VT_CASE(test_fifo), VT_CASE(test_device),
+        VT_CASE(test_directory), VT_CASE(test_symlinks), VT_CASE(test_fifo), VT_CASE(test_device), VT_CASE(test_tty_untouched),
         VT_CASE(test_null_args), VT_CASE(test_create_never_clobbers), VT_CASE(test_create_mode_umask),
         VT_CASE(test_create_mode), VT_CASE(test_create_range), VT_CASE(test_create_contents),
         VT_CASE(test_no_temp_left), VT_CASE(test_long_name), VT_CASE(test_create_race),
