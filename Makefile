@@ -5,7 +5,7 @@ MAKEFLAGS   += --no-print-directory
 JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build demo check test bench sanitize sanitize-asan sanitize-tsan fuzz model install clean
+.PHONY: all deps build demo check test bench sanitize sanitize-asan sanitize-tsan fuzz model stress install clean
 
 all: build
 
@@ -23,6 +23,13 @@ check: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 300
 
 test: check
+
+# Every multi-process and crash test (CTest label "procs": the tests that
+# fork), STRESS times in a row each, stopping at the first failure. Run it
+# before committing a change to one of them or to a protocol they cover.
+STRESS ?= 30
+stress: build
+	cd $(BUILD) && ctest -L procs --repeat until-fail:$(STRESS) --stop-on-failure --output-on-failure -j $(JOBS) --timeout 600
 
 bench: deps
 	cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DVIGIL_TESTS=OFF >/dev/null

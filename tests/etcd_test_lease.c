@@ -254,8 +254,7 @@ static int test_crashed_holder(void)
             memset(&l, 0, sizeof(l));
         if (write(res[1], &l, sizeof(l)) != sizeof(l))
             _exit(3);
-        vt_sleep_ms(30000); /* killed long before */
-        _exit(0);
+        vt_await_kill();
     }
     close(res[1]);
     vigil_lease dead;

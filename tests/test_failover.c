@@ -297,8 +297,7 @@ static int test_scan_probe(void)
     EXPECT_RC(vigil_hb_register(hb, (uint32_t)getpid(), &self), 0);
     pid_t sleeper = fork();
     if (sleeper == 0) {
-        vt_sleep_ms(5000);
-        _exit(0);
+        vt_await_kill();
     }
     EXPECT_RC(vigil_hb_register(hb, (uint32_t)sleeper, &live_child), 0);
     EXPECT_RC(vigil_hb_register(hb, 0x7ffffff0u, &foreign), 0);

@@ -339,11 +339,10 @@ static int test_killed_registered_goes_stale(void)
             _exit(3);
         x->child_slot = s;
         atomic_store_explicit(&x->phase, 1, memory_order_release);
-        for (int i = 0; i < 10000; i++) { /* beats until killed, 10 s at most */
+        for (;;) { /* beats until killed */
             vigil_hb_beat(c, s);
             vt_sleep_ms(1);
         }
-        _exit(4);
     }
     bool up = VT_WAIT_FOR(atomic_load_explicit(&x->phase, memory_order_acquire) == 1, 10000);
     kill(pid, SIGKILL);
@@ -389,8 +388,7 @@ static void churner(const char *path, struct churn *c)
     if (vigil_hb_open(path, 0, &hb) < 0)
         _exit(3);
     uint32_t me = (uint32_t)getpid();
-    uint64_t deadline = vt_now_ms() + 10000;
-    for (uint64_t i = 0;; i++) {
+    for (uint64_t i = 0;; i++) { /* until killed: it never finishes before its kill */
         uint32_t s;
         int rc = vigil_hb_register(hb, me, &s);
         if (rc == 0) {
@@ -403,8 +401,6 @@ static void churner(const char *path, struct churn *c)
             vigil_hb_unregister(hb, s);
         }
         atomic_fetch_add_explicit(&c->cycles, 1, memory_order_relaxed);
-        if ((i & 1023) == 0 && vt_now_ms() > deadline)
-            _exit(4);
     }
 }
 

@@ -219,8 +219,7 @@ static int test_lock_holders(void)
 
     pid_t child = fork();
     if (child == 0) {
-        vt_sleep_ms(10000);
-        _exit(0);
+        vt_await_kill();
     }
     uint64_t start = 0;
     EXPECT_RC(vigil_proc_start_time((uint32_t)child, &start), 0);
@@ -276,8 +275,7 @@ static int test_lock_tag_collision(void)
         char c = 1;
         if (write(ready[1], &c, 1) != 1)
             _exit(2);
-        vt_sleep_ms(10000);
-        _exit(0);
+        vt_await_kill();
     }
     char c;
     EXPECT(read(ready[0], &c, 1) == 1, "child never unmapped the table");

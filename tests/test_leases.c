@@ -464,8 +464,7 @@ static int test_dead_locker_recovered(void)
         vigil_leases_close(ls); /* now it maps nothing of the store */
         if (write(ready[1], &ch, 1) != 1)
             _exit(2);
-        vt_sleep_ms(10000);
-        _exit(0);
+        vt_await_kill();
     }
     uint64_t start = 0;
     EXPECT(proc_start((uint32_t)kid, &start), "no start time for the child");

@@ -208,8 +208,7 @@ static int test_sigkill_holder(void)
     pid_t kid = fork();
     if (kid == 0) {
         kept_holder(sh, "killed.leases", "victim", "doomed", 300);
-        vt_sleep_ms(10000); /* until killed */
-        _exit(6);
+        vt_await_kill();
     }
     EXPECT(VT_WAIT_FOR(atomic_load(&sh->ready), 5000), "child never acquired");
     vigil_lease child = sh->lease, mine;

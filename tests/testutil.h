@@ -152,6 +152,16 @@ static inline pid_t vt_unused_pid(void)
     return -1;
 }
 
+/* For a child that is to be killed: it blocks until the signal comes, so
+ * it can never finish first, whatever the machine's load (a child that
+ * slept a while instead raced its parent's kill). If the test dies first
+ * the child dies with it (vt_die_with_parent). */
+static inline _Noreturn void vt_await_kill(void)
+{
+    for (;;)
+        pause();
+}
+
 /* Polls cond every millisecond for at most timeout_ms: a bounded wait. */
 #define VT_WAIT_FOR(cond, timeout_ms)                                         \
     ({                                                                        \
