@@ -5,7 +5,7 @@ MAKEFLAGS   += --no-print-directory
 JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build demo check test bench sanitize sanitize-asan sanitize-tsan fuzz model stress install clean
+.PHONY: all deps build demo check test bench sanitize sanitize-asan sanitize-tsan fuzz model stress chaos install clean
 
 all: build
 
@@ -59,6 +59,12 @@ fuzz: deps
 	@for f in build-fuzz/fuzz/fuzz_*; do case $$f in *_replay) continue;; esac; \
 	    c=build-fuzz/corpus/$${f##*/}; mkdir -p $$c && $${f}_replay --write-seeds $$c || exit 1; \
 	    echo "== $$f"; $$f $$c -max_total_time=$${FUZZ_SECONDS:-60} -rss_limit_mb=2048 || exit 1; done
+
+# The whole system under random kills and stalls, SECONDS long (60 by
+# default, as in make check).
+SECONDS ?= 60
+chaos: build
+	CHAOS_SECONDS=$(SECONDS) $(BUILD)/tests/chaos
 
 # Every Promela model in model/, exhaustive unless a model says otherwise.
 model:
