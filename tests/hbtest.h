@@ -49,7 +49,7 @@ static inline bool vt_hb_find_slot(vigil_hb *hb, pid_t pid, uint32_t *slot)
 /*
  * A worker process: opens the table at `path`, registers its own pid,
  * marks the in-flight bits in `bits`, counts itself into *ready, then
- * beats every 100 us until *stop is set (20 s at most) and exits 0; exits
+ * beats every 100 us until *stop is set and exits 0; exits
  * 3 if it could not open or register. Returns the child's pid to the
  * parent. `ready` and `stop` live in vt_shared memory.
  */
@@ -66,8 +66,9 @@ static inline pid_t vt_hb_spawn_worker(const char *path, _Atomic int *ready, _At
         if (bits & (UINT64_C(1) << b))
             vigil_hb_mark_in_flight(hb, slot, b);
     atomic_fetch_add(ready, 1);
-    uint64_t deadline = vt_now_ms() + 20000;
-    while (!atomic_load(stop) && vt_now_ms() < deadline) {
+    /* No deadline of its own: a test that kills it must find it alive
+     * however long the machine took (it dies with the test). */
+    while (!atomic_load(stop)) {
         vigil_hb_beat(hb, slot);
         struct timespec ts = { 0, 100000 };
         nanosleep(&ts, NULL);
