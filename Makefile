@@ -39,13 +39,13 @@ bench: deps
 sanitize: sanitize-asan sanitize-tsan
 
 sanitize-asan: deps
-	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DVIGIL_SANITIZE=address,undefined -DVIGIL_BENCH=OFF >/dev/null
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DVIGIL_SANITIZE=address,undefined -DVIGIL_BENCH=OFF -DVIGIL_CHAOS_SECONDS=20 >/dev/null
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	    ctest --output-on-failure -j $(JOBS) --timeout 600
 
 sanitize-tsan: deps
-	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DVIGIL_SANITIZE=thread -DVIGIL_BENCH=OFF >/dev/null
+	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DVIGIL_SANITIZE=thread -DVIGIL_BENCH=OFF -DVIGIL_CHAOS_SECONDS=20 >/dev/null
 	cmake --build build-tsan -j $(JOBS)
 	cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
 	    ctest --output-on-failure -j $(JOBS) --timeout 600
