@@ -500,6 +500,77 @@ static int test_watch(void)
     return 0;
 }
 
+/* Every command's usage line names exactly the options its help lists,
+ * and an option the help gives a default for is bracketed as optional. */
+static int test_usage_lines_agree(void)
+{
+    VT_RUN("--help");
+    EXPECT_EXIT(0, "vigil --help");
+    static char overview[sizeof(R.out)];
+    memcpy(overview, R.out, sizeof(overview));
+    int checked = 0;
+    for (char *line = strtok(overview, "\n"); line; line = strtok(NULL, "\n")) {
+        char name[32];
+        if (sscanf(line, "  vigil %31s", name) != 1)
+            continue;
+        static char help[sizeof(R.out)];
+        VT_RUN(name, "--help");
+        EXPECT_EXIT(0, name);
+        memcpy(help, R.out, sizeof(help));
+        char *usage = strstr(help, "usage: vigil ");
+        char *nl = usage ? strchr(usage, '\n') : NULL;
+        char *opts = strstr(help, "\noptions:\n");
+        EXPECT(usage && nl && opts, "vigil %s --help: no usage line or options section:\n%s", name, help);
+        *nl = '\0';
+        /* Each option listed under "options:". */
+        for (char *o = strstr(opts, "\n  --"); o; o = strstr(o + 1, "\n  --")) {
+            char opt[48];
+            if (sscanf(o + 5, "%47[a-z0-9-]", opt) != 1)
+                continue;
+            char *eol = strchr(o + 1, '\n');
+            size_t len = eol ? (size_t)(eol - o) : strlen(o);
+            bool has_default = memmem(o, len, "(default", 8) != NULL;
+            char flag[64], bracketed[64];
+            snprintf(flag, sizeof(flag), "--%s", opt);
+            snprintf(bracketed, sizeof(bracketed), "[--%s", opt);
+            char *at = strstr(usage, flag);
+            EXPECT(at, "vigil %s: --%s is in the help but not in the usage line '%s'", name, opt, usage);
+            if (has_default)
+                EXPECT(strstr(usage, bracketed) || (at > usage && at[-1] == '|' ) || strstr(usage, "[("),
+                       "vigil %s: --%s has a default but is not optional in '%s'", name, opt, usage);
+            checked++;
+        }
+        /* And each option of the usage line is in the help. */
+        for (char *u = strstr(usage, "--"); u; u = strstr(u + 2, "--")) {
+            char opt[48];
+            if (sscanf(u + 2, "%47[a-z0-9-]", opt) != 1 || !opt[0])
+                continue;
+            char want[64];
+            snprintf(want, sizeof(want), "\n  --%s", opt);
+            EXPECT(strstr(opts, want), "vigil %s: --%s is in the usage line but not under options", name, opt);
+        }
+    }
+    EXPECT(checked > 10, "only %d options checked: the overview format changed?", checked);
+    return 0;
+}
+
+/* --version and -V: the version and the layout it reads, exit 0. */
+static int test_version(void)
+{
+    VT_RUN("--version");
+    EXPECT_EXIT(0, "vigil --version");
+    EXPECT(strncmp(R.out, "vigil ", 6) == 0 && strstr(R.out, "layout version"), "--version printed '%s'", R.out);
+    static char first[sizeof(R.out)];
+    memcpy(first, R.out, sizeof(first));
+    VT_RUN("-V");
+    EXPECT_EXIT(0, "vigil -V");
+    EXPECT(strcmp(first, R.out) == 0, "-V printed '%s', --version '%s'", R.out, first);
+    VT_RUN("--version", "extra");
+    EXPECT_EXIT(2, "vigil --version extra");
+    return 0;
+}
+
 VT_MAIN(VT_CASE(test_help), VT_CASE(test_usage_errors), VT_CASE(test_create),
         VT_CASE(test_inspect_human), VT_CASE(test_inspect_json), VT_CASE(test_inspect_bad_files),
-        VT_CASE(test_tick_count), VT_CASE(test_tick_stops_on_signal), VT_CASE(test_watch))
+        VT_CASE(test_tick_count), VT_CASE(test_tick_stops_on_signal), VT_CASE(test_watch),
+        VT_CASE(test_usage_lines_agree), VT_CASE(test_version))

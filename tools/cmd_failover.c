@@ -74,7 +74,7 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
 
 const struct tool_cmd tool_cmd_failover = {
     .name = "failover",
-    .synopsis = "FILE --grace G [--interval MS] [--once] [--json]",
+    .synopsis = "FILE [--grace G] [--interval MS] [--once] [--json]",
     .summary = "watchdog",
     .help = "Scans the heartbeat table FILE every MS milliseconds: each slot whose last\n"
             "beat is more than G epochs old is vacated and its in-flight bits handed\n"

@@ -63,7 +63,7 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
 
 const struct tool_cmd tool_cmd_watch = {
     .name = "watch",
-    .synopsis = "FILE [--interval MS]",
+    .synopsis = "FILE [--interval MS] [--grace G]",
     .summary = "live refreshing view",
     .help = "Shows FILE as `vigil inspect` does, again every MS milliseconds, until\n"
             "SIGINT or SIGTERM (then exits 0). On a terminal the view is redrawn in\n"

@@ -26,8 +26,9 @@ static void print_overview(FILE *out)
         fprintf(out, "  vigil %s %s\n      %s\n", commands[i]->name, commands[i]->synopsis,
                 commands[i]->summary);
     fputs("\n"
-          "`vigil COMMAND --help` describes a command. Exit status: 0 success,\n"
-          "1 runtime error, 2 usage error. See vigil(1).\n",
+          "`vigil COMMAND --help` describes a command; `vigil --version` (-V) prints\n"
+          "the version. Exit status: 0 success, 1 runtime error, 2 usage error.\n"
+          "See vigil(1), and vigil(7) for the concepts.\n",
           out);
 }
 
@@ -47,6 +48,14 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     const char *name = argv[1];
+    if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0) {
+        if (argc > 2) {
+            fprintf(stderr, "vigil: unexpected argument '%s'\n", argv[2]);
+            return EXIT_USAGE;
+        }
+        printf("vigil %s (layout version %u)\n", VIGIL_VERSION, VIGIL_LAYOUT_VERSION);
+        return tool_flush();
+    }
     if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 || strcmp(name, "help") == 0) {
         if (argc == 2) {
             print_overview(stdout);
