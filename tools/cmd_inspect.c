@@ -173,7 +173,7 @@ static int show_heartbeat(const char *path, uint64_t grace, bool json, FILE *out
     vigil_hb *hb;
     int rc = vigil_hb_open(path, 0, &hb);
     if (rc < 0)
-        return tool_fail_file(path, rc, VIGIL_KIND_HEARTBEAT);
+        return tool_fail_file(path, rc, VIGIL_KIND_HEARTBEAT, true);
     if (json)
         rc = show_hb_json(hb, grace, out);
     else
@@ -187,9 +187,9 @@ int tool_show(const char *path, uint64_t grace, bool json, FILE *out)
     vigil_file_info fi;
     int rc = vigil_file_probe(path, &fi);
     if (rc < 0)
-        return tool_fail_file(path, rc, 0);
+        return tool_fail_file(path, rc, 0, false);
     if (fi.version != VIGIL_LAYOUT_VERSION || !tool_kind_name(fi.kind))
-        return tool_fail_file(path, VIGIL_EBADFILE, 0);
+        return tool_fail_file(path, VIGIL_EBADFILE, 0, false);
     switch (fi.kind) {
     case VIGIL_KIND_HEARTBEAT: return show_heartbeat(path, grace, json, out);
     case VIGIL_KIND_BARRIER:   return tool_show_barrier(path, json, out);

@@ -16,7 +16,7 @@ int tool_show_barrier(const char *path, bool json, FILE *out)
     vigil_barrier_state st;
     int rc = vigil_barrier_peek(path, &st);
     if (rc < 0)
-        return tool_fail_file(path, rc, VIGIL_KIND_BARRIER);
+        return tool_fail_file(path, rc, VIGIL_KIND_BARRIER, false);
     if (json) {
         fprintf(out, "{\"kind\": \"barrier\", \"capacity\": %u, \"epoch\": %u, \"arrived\": %u, "
                      "\"recorded\": %u, \"grace_epochs\": ",
@@ -59,7 +59,7 @@ int tool_show_leases(const char *path, bool json, FILE *out)
     vigil_leases *ls;
     int rc = vigil_leases_open(path, &ls);
     if (rc < 0)
-        return tool_fail_file(path, rc, VIGIL_KIND_LEASES);
+        return tool_fail_file(path, rc, VIGIL_KIND_LEASES, true);
     uint32_t cap = vigil_leases_capacity(ls);
     if (json)
         fprintf(out, "{\"kind\": \"leases\", \"capacity\": %u, \"leases\": [", cap);

@@ -23,6 +23,18 @@ int tool_fail(const char *path, int err)
     return EXIT_RUNTIME;
 }
 
+int tool_fail_msg(const char *path, const char *fmt, ...)
+{
+    fflush(stdout);
+    va_list ap;
+    fprintf(stderr, "vigil: %s: ", path);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return EXIT_RUNTIME;
+}
+
 int tool_fail_detail(const char *path, int err, const char *fmt, ...)
 {
     fflush(stdout);
@@ -69,19 +81,55 @@ static int read_magic(const char *path, unsigned char magic[8])
     return err;
 }
 
-int tool_fail_file(const char *path, int err, uint32_t want)
+/* A kind's file size for a capacity: its header and its records. */
+static uint64_t kind_size(uint32_t kind, uint32_t capacity)
 {
-    if (err != VIGIL_EBADFILE)
+    uint64_t rec = kind == VIGIL_KIND_HEARTBEAT ? 64 : kind == VIGIL_KIND_BARRIER ? 8 : 256;
+    return 64 + (uint64_t)capacity * rec;
+}
+
+static const char *type_name(mode_t m)
+{
+    return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device"
+         : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : "not a regular file";
+}
+
+/* Which permission is missing, and whose: the useful part first. */
+static int fail_permission(const char *path, bool writing)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        if (errno == EACCES)
+            return tool_fail_msg(path, "no search (x) permission on a directory on the way to it (running "
+                                       "as uid %u)", (unsigned)geteuid());
+        return tool_fail(path, -errno);
+    }
+    bool r = faccessat(AT_FDCWD, path, R_OK, AT_EACCESS) == 0;
+    bool w = faccessat(AT_FDCWD, path, W_OK, AT_EACCESS) == 0;
+    const char *need = !writing ? "read" : !r && !w ? "read and write" : !r ? "read" : "write";
+    return tool_fail_msg(path, "no %s permission (mode %04o, owner uid %u gid %u; running as uid %u gid %u)",
+                         need, (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid, (unsigned)st.st_gid,
+                         (unsigned)geteuid(), (unsigned)getegid());
+}
+
+int tool_fail_file(const char *path, int err, uint32_t want, bool writing)
+{
+    struct stat st;
+    if (err == -ELOOP && lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
+        return tool_fail_msg(path, "a symbolic link: vigil opens a file only by its own name, never "
+                                   "through a link");
+    if (err == -EACCES || err == -EPERM)
+        return fail_permission(path, writing);
+    if (err != VIGIL_EBADFILE && err != VIGIL_ECAPACITY)
         return tool_fail(path, err);
 
-    struct stat st;
     if (lstat(path, &st) != 0)
         return tool_fail(path, -errno);
     if (!S_ISREG(st.st_mode))
-        return tool_fail_detail(path, err, "not a regular file");
+        return tool_fail_msg(path, "%s, not a regular file: not a vigil file", type_name(st.st_mode));
     if (st.st_size < 64)
-        return tool_fail_detail(path, err, "%lld bytes, too short for a vigil header",
-                                (long long)st.st_size);
+        return tool_fail_msg(path, "%lld bytes, too short for a vigil file (at least 64)",
+                             (long long)st.st_size);
     vigil_file_info fi;
     int rc = vigil_file_probe(path, &fi);
     if (rc == VIGIL_EBADFILE) {
@@ -91,40 +139,37 @@ int tool_fail_file(const char *path, int err, uint32_t want)
         if (mr < 0 && mr != VIGIL_EBADFILE)
             return tool_fail(path, mr);
         if (mr == 0 && memcmp(m, magic, 8) != 0)
-            return tool_fail_detail(path, err, "no vigil magic: not a vigil file");
+            return tool_fail_msg(path, "not a vigil file (no vigil magic at offset 0)");
         return tool_fail(path, err);
     }
     if (rc < 0)
-        return tool_fail(path, rc);
+        return tool_fail_file(path, rc, want, false);
     if (fi.version != VIGIL_LAYOUT_VERSION)
-        return tool_fail_detail(path, err, "layout version %u, this vigil reads version %u",
-                                fi.version, VIGIL_LAYOUT_VERSION);
+        return tool_fail_msg(path, "layout version %u, this vigil reads version %u", fi.version,
+                             VIGIL_LAYOUT_VERSION);
     const char *kind = tool_kind_name(fi.kind);
     if (!kind)
-        return tool_fail_detail(path, err, "unknown kind %u", fi.kind);
+        return tool_fail_msg(path, "unknown kind %u (1 heartbeat, 2 barrier, 3 leases)", fi.kind);
     if (want && fi.kind != want)
-        return tool_fail_detail(path, err, "%s, not %s", kind_article(fi.kind), kind_article(want));
+        return tool_fail_msg(path, "%s, not %s", kind_article(fi.kind), kind_article(want));
     if (fi.capacity == 0)
-        return tool_fail_detail(path, err, "%s of capacity 0", kind_article(fi.kind));
-    if (fi.kind == VIGIL_KIND_HEARTBEAT) {
-        if (fi.capacity > TOOL_MAX_CAPACITY)
-            return tool_fail_detail(path, err, "heartbeat capacity %u is past the limit %u",
-                                    fi.capacity, TOOL_MAX_CAPACITY);
-        uint64_t size = 64 + (uint64_t)fi.capacity * 64;
-        if (fi.size != size)
-            return tool_fail_detail(path, err,
-                                    "%llu bytes, but a heartbeat table of capacity %u has %llu",
-                                    (unsigned long long)fi.size, fi.capacity,
-                                    (unsigned long long)size);
-    }
-    return tool_fail_detail(path, err, "%s of capacity %u, %llu bytes", kind_article(fi.kind),
-                            fi.capacity, (unsigned long long)fi.size);
+        return tool_fail_msg(path, "%s of capacity 0: corrupt", kind_article(fi.kind));
+    if (fi.capacity > TOOL_MAX_CAPACITY)
+        return tool_fail_msg(path, "%s capacity %u is past the limit %u", kind, fi.capacity, TOOL_MAX_CAPACITY);
+    uint64_t size = kind_size(fi.kind, fi.capacity);
+    if (fi.size != size)
+        return tool_fail_msg(path, "%llu bytes, but %s of capacity %u has %llu", (unsigned long long)fi.size,
+                             kind_article(fi.kind), fi.capacity, (unsigned long long)size);
+    if (err == VIGIL_ECAPACITY)
+        return tool_fail_msg(path, "capacity %u, not the capacity asked for", fi.capacity);
+    return tool_fail_detail(path, err, "%s of capacity %u, %llu bytes", kind_article(fi.kind), fi.capacity,
+                            (unsigned long long)fi.size);
 }
 
 int tool_open_hb(const char *path, vigil_hb **out)
 {
     int rc = vigil_hb_open(path, 0, out);
-    return rc < 0 ? tool_fail_file(path, rc, VIGIL_KIND_HEARTBEAT) : 0;
+    return rc < 0 ? tool_fail_file(path, rc, VIGIL_KIND_HEARTBEAT, true) : 0;
 }
 
 int tool_flush(void)

@@ -83,11 +83,17 @@ int tool_fail(const char *path, int err);
 int tool_fail_detail(const char *path, int err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* "vigil: FILE: <message>" on stderr, the message alone (it says more
+ * than vigil_strerror would); returns EXIT_RUNTIME. */
+int tool_fail_msg(const char *path, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* Explains why `path` could not be opened as `want` (a VIGIL_KIND_*, or 0
- * for any kind) after an open gave `err`: not a regular file, too short,
+ * for any kind) for reading, or reading and writing (`writing`), after an
+ * open gave `err`, in one line with the useful part first: a symlink, a
+ * missing permission (which, and whose), not a regular file, too short,
  * no magic, another version, another kind, a size that disagrees with the
- * header. Prints the one line and returns EXIT_RUNTIME. */
-int tool_fail_file(const char *path, int err, uint32_t want);
+ * header (what was expected and what was found). Returns EXIT_RUNTIME. */
+int tool_fail_file(const char *path, int err, uint32_t want, bool writing);
 
 /* "heartbeat", "barrier", "leases", or NULL for a kind vigil does not know. */
 const char *tool_kind_name(uint32_t kind);
