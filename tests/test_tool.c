@@ -239,7 +239,8 @@ static int check_slot(const struct vj *o, uint64_t slot, uint64_t pid, const cha
 
 static int test_inspect_json(void)
 {
-    static const char *const top[] = { "kind", "capacity", "epoch", "slots", NULL };
+    static const char *const top[] = { "kind", "capacity", "epoch", "term", "leader", "grace",
+                                       "live", "stale", "vacant", "slots", NULL };
     const char *f = vt_path("json.hb");
     vigil_hb *hb = make_hb(f, 8);
 
@@ -247,9 +248,10 @@ static int test_inspect_json(void)
     EXPECT_EXIT(0, "inspect --json of an empty table");
     struct vj *doc = vj_parse(R.out);
     EXPECT(doc, "not JSON (%s):\n%s", vj_error, R.out);
-    EXPECT(vj_keys_are(doc, top), "expected exactly kind, capacity, epoch, slots:\n%s", R.out);
+    EXPECT(vj_keys_are(doc, top), "expected exactly kind, capacity, epoch, term, leader, grace, live, stale, vacant, slots:\n%s", R.out);
     EXPECT(vj_get(doc, "slots")->type == VJ_ARR && vj_count(vj_get(doc, "slots")) == 0,
            "empty table: expected slots []");
+    EXPECT(vj_get(doc, "leader")->type == VJ_NULL, "no election yet: expected leader null:\n%s", R.out);
 
     uint32_t s[3];
     fill_table(hb, s);
@@ -258,7 +260,7 @@ static int test_inspect_json(void)
     EXPECT(!R.err[0], "inspect --json wrote on stderr: %s", R.err);
     doc = vj_parse(R.out);
     EXPECT(doc, "not JSON (%s):\n%s", vj_error, R.out);
-    EXPECT(vj_keys_are(doc, top), "expected exactly kind, capacity, epoch, slots:\n%s", R.out);
+    EXPECT(vj_keys_are(doc, top), "expected exactly kind, capacity, epoch, term, leader, grace, live, stale, vacant, slots:\n%s", R.out);
     uint64_t v;
     EXPECT(vj_is_str(vj_get(doc, "kind"), "heartbeat"), "expected kind heartbeat");
     EXPECT(vj_get(doc, "capacity")->type == VJ_NUM && vj_u64(vj_get(doc, "capacity"), &v) && v == 8,
@@ -273,6 +275,24 @@ static int test_inspect_json(void)
         check_slot(o->next, s[1], 1002, "coordinator", 10, "0x0", "live") ||
         check_slot(o->next->next, s[2], 1003, "worker", 0, "0x8000000000000000", "stale"))
         return 1;
+    EXPECT(vj_u64(vj_get(doc, "live"), &v) && v == 2 && vj_u64(vj_get(doc, "stale"), &v) && v == 1 &&
+               vj_u64(vj_get(doc, "vacant"), &v) && v == 5,
+           "expected 2 live, 1 stale, 5 vacant:\n%s", R.out);
+
+    /* What the text shows of the leader, the JSON carries too. */
+    vigil_leader ld;
+    EXPECT(vigil_leader_elect(hb, 5, &ld) >= 0, "election");
+    VT_RUN("inspect", f, "--json");
+    doc = vj_parse(R.out);
+    EXPECT(doc, "not JSON (%s):\n%s", vj_error, R.out);
+    const struct vj *l = vj_get(doc, "leader");
+    EXPECT(l && l->type == VJ_OBJ && vj_u64(vj_get(l, "slot"), &v) && v == ld.slot &&
+               vj_u64(vj_get(l, "pid"), &v) && v == ld.pid && vj_u64(vj_get(l, "term"), &v) && v == ld.term &&
+               vj_get(l, "holds")->type == VJ_BOOL && vj_get(l, "holds")->b,
+           "expected leader slot %u pid %u term %llu holding:\n%s", ld.slot, ld.pid,
+           (unsigned long long)ld.term, R.out);
+    EXPECT(vj_u64(vj_get(doc, "term"), &v) && v == ld.term, "expected term %llu:\n%s",
+           (unsigned long long)ld.term, R.out);
 
     /* counters are numbers up to 2^53 and strings past it */
     uint64_t p53 = UINT64_C(1) << 53;
@@ -410,6 +430,31 @@ static int test_inspect_bad_files(void)
         if (R.rc == 0 && round % 2)
             EXPECT(vj_parse(R.out), "round %d: --json is not JSON (%s):\n%s", round, vj_error, R.out);
     }
+    return 0;
+}
+
+/* inspect --check: 0 when every occupied slot is live, 3 when one is
+ * stale or none is occupied, as `systemctl is-active` answers. */
+static int test_inspect_check(void)
+{
+    const char *f = vt_path("check.hb");
+    vigil_hb *hb = make_hb(f, 4);
+    VT_RUN("inspect", f, "--check");
+    EXPECT_EXIT(3, "--check of an empty table");
+    uint32_t a, b;
+    EXPECT_RC(vigil_hb_register(hb, 11, &a), 0);
+    EXPECT_RC(vigil_hb_register(hb, 12, &b), 0);
+    VT_RUN("inspect", f, "--check", "--json");
+    EXPECT_EXIT(0, "--check with every slot live");
+    EXPECT(vj_parse(R.out), "--check --json still prints the document (%s)", vj_error);
+    for (int i = 0; i < 6; i++)
+        vigil_hb_tick(hb);
+    vigil_hb_beat(hb, a);
+    VT_RUN("inspect", f, "--check");
+    EXPECT_EXIT(3, "--check with a stale slot");
+    VT_RUN("inspect", f, "--check", "--grace", "10");
+    EXPECT_EXIT(0, "--check with a wider grace");
+    vigil_hb_close(hb);
     return 0;
 }
 
@@ -611,4 +656,5 @@ static int test_version(void)
 VT_MAIN(VT_CASE(test_help), VT_CASE(test_usage_errors), VT_CASE(test_create),
         VT_CASE(test_inspect_human), VT_CASE(test_inspect_json), VT_CASE(test_inspect_bad_files),
         VT_CASE(test_tick_count), VT_CASE(test_tick_stops_on_signal), VT_CASE(test_watch),
-        VT_CASE(test_usage_lines_agree), VT_CASE(test_version), VT_CASE(test_permission_errors))
+        VT_CASE(test_usage_lines_agree), VT_CASE(test_version), VT_CASE(test_permission_errors),
+        VT_CASE(test_inspect_check))

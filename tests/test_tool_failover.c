@@ -71,7 +71,7 @@ static int test_once_json(void)
     EXPECT_EXIT(0, "failover --once --json");
     EXPECT(vt_count_lines(R.out) == 2 && !R.err[0], "expected 2 lines, got '%s' / '%s'", R.out,
            R.err);
-    static const char *const keys[] = { "slot", "pid", "in_flight", NULL };
+    static const char *const keys[] = { "slot", "pid", "in_flight", "epoch", "time", NULL };
     char *line = R.out;
     const struct { uint32_t slot, pid; const char *bits; } want[2] = {
         { s[0], 501, "0x10000000002" }, { s[2], 503, "0x0" } };
@@ -80,7 +80,12 @@ static int test_once_json(void)
         *nl = '\0';
         struct vj *o = vj_parse(line);
         EXPECT(o, "line %d is not JSON (%s): %s", i, vj_error, line);
-        EXPECT(vj_keys_are(o, keys), "line %d: expected exactly slot, pid, in_flight: %s", i, line);
+        EXPECT(vj_keys_are(o, keys), "line %d: expected exactly slot, pid, in_flight, epoch, time: %s", i, line);
+        const struct vj *t = vj_get(o, "time");
+        uint64_t ep;
+        EXPECT(vj_u64(vj_get(o, "epoch"), &ep) && ep == vigil_hb_epoch(hb), "line %d: epoch: %s", i, line);
+        EXPECT(t && t->type == VJ_STR && strlen(t->str) == 24 && t->str[10] == 'T' && t->str[23] == 'Z',
+               "line %d: time is not RFC 3339 UTC with milliseconds: %s", i, line);
         uint64_t v;
         EXPECT(vj_u64(vj_get(o, "slot"), &v) && v == want[i].slot, "line %d: slot: %s", i, line);
         EXPECT(vj_get(o, "pid")->type == VJ_NUM && vj_u64(vj_get(o, "pid"), &v) && v == want[i].pid,

@@ -6,9 +6,24 @@
  * exactly once among any number of watchdogs scanning the same table. It
  * prints each reclaim as it happens; it does not tick.
  */
+#define _GNU_SOURCE
 #include "vigil.h"
 
 #include <inttypes.h>
+#include <time.h>
+
+/* The wall-clock time of a reclaim, RFC 3339 in UTC with milliseconds:
+ * for the log a reader keeps, never for deciding anything. */
+static void json_time(FILE *out)
+{
+    struct timespec ts;
+    struct tm tm;
+    char buf[40] = "";
+    clock_gettime(CLOCK_REALTIME, &ts);
+    if (gmtime_r(&ts.tv_sec, &tm))
+        strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+    fprintf(out, "\"%s.%03ldZ\"", buf, ts.tv_nsec / 1000000);
+}
 
 /* Scans until nothing is left to take (a scan returns at most max). */
 static int scan(const char *path, vigil_hb *hb, uint64_t grace, bool json, bool once)
@@ -24,6 +39,10 @@ static int scan(const char *path, vigil_hb *hb, uint64_t grace, bool json, bool 
             if (json) {
                 printf("{\"slot\": %u, \"pid\": %u, \"in_flight\": ", r[i].slot, r[i].pid);
                 json_hex(stdout, r[i].in_flight);
+                fputs(", \"epoch\": ", stdout);
+                json_u64(stdout, epoch);
+                fputs(", \"time\": ", stdout);
+                json_time(stdout);
                 fputs("}\n", stdout);
             } else {
                 printf("epoch %" PRIu64 ": reclaimed slot %u (pid %u), in flight 0x%" PRIx64 "\n",
@@ -87,8 +106,9 @@ const struct tool_cmd tool_cmd_failover = {
             "  --grace G       epochs a slot may miss before it is reclaimed (default 5)\n"
             "  --interval MS   time between scans, 1..86400000 (default 1000)\n"
             "  --once          scan once and exit; says so when there was nothing\n"
-            "  --json          one JSON object per reclaim and line:\n"
-            "                  {\"slot\": i, \"pid\": p, \"in_flight\": \"0x..\"}\n"
+            "  --json          one JSON object per reclaim and line: {\"slot\": i,\n"
+            "                  \"pid\": p, \"in_flight\": \"0x..\", \"epoch\": e,\n"
+            "                  \"time\": \"2026-12-02T10:00:00.000Z\"}\n"
             "  -h, --help      show this help\n",
     .run = run,
 };

@@ -57,6 +57,19 @@ static void read_row(const vigil_hb *hb, uint32_t i, uint64_t epoch, uint64_t gr
                        ? ST_LIVE : ST_STALE;
 }
 
+/* What --check judges: every occupied slot live, none mid-change. */
+static void summarize(const struct row *rows, uint32_t cap, struct tool_summary *sum)
+{
+    if (!sum)
+        return;
+    sum->occupied = sum->live = sum->busy = 0;
+    for (uint32_t i = 0; i < cap; i++) {
+        sum->occupied += rows[i].state != ST_VACANT;
+        sum->live += rows[i].state == ST_LIVE;
+        sum->busy += rows[i].busy;
+    }
+}
+
 static void print_vacant_ranges(const struct row *rows, uint32_t cap, FILE *out)
 {
     bool any = false;
@@ -94,7 +107,7 @@ static struct row *read_rows(const vigil_hb *hb, uint64_t epoch, uint64_t grace,
     return rows;
 }
 
-void tool_show_hb_table(const vigil_hb *hb, uint64_t grace, FILE *out)
+void tool_show_hb_table(const vigil_hb *hb, uint64_t grace, FILE *out, struct tool_summary *sum)
 {
     uint64_t epoch = vigil_hb_epoch(hb);
     uint32_t cap = vigil_hb_capacity(hb);
@@ -119,10 +132,12 @@ void tool_show_hb_table(const vigil_hb *hb, uint64_t grace, FILE *out)
     print_vacant_ranges(rows, cap, out);
     fprintf(out, "slots: %u live, %u stale, %u vacant (grace %" PRIu64 ")\n", counts[ST_LIVE],
             counts[ST_STALE], counts[ST_VACANT], grace);
+    summarize(rows, cap, sum);
     free(rows);
 }
 
-static void show_hb_human(const char *path, const vigil_hb *hb, uint64_t grace, FILE *out)
+static void show_hb_human(const char *path, const vigil_hb *hb, uint64_t grace, FILE *out,
+                          struct tool_summary *sum)
 {
     fprintf(out, "%s: heartbeat table, capacity %u, epoch %" PRIu64 "\n", path,
             vigil_hb_capacity(hb), vigil_hb_epoch(hb));
@@ -136,10 +151,23 @@ static void show_hb_human(const char *path, const vigil_hb *hb, uint64_t grace, 
         fprintf(out, "leader: an election is installing a new one\n");
     else
         fprintf(out, "leader: none elected\n");
-    tool_show_hb_table(hb, grace, out);
+    tool_show_hb_table(hb, grace, out, sum);
 }
 
-static int show_hb_json(const vigil_hb *hb, uint64_t grace, FILE *out)
+/* The leader as JSON: {"slot", "pid", "term", "holds"}, or null. */
+static void leader_json(const vigil_hb *hb, uint64_t grace, FILE *out)
+{
+    vigil_leader ld;
+    if (vigil_leader_get(hb, &ld) != 0) {
+        fputs("null", out);
+        return;
+    }
+    fprintf(out, "{\"slot\": %u, \"pid\": %u, \"term\": ", ld.slot, ld.pid);
+    json_u64(out, ld.term);
+    fprintf(out, ", \"holds\": %s}", vigil_leader_is(hb, ld.slot, grace) ? "true" : "false");
+}
+
+static int show_hb_json(const vigil_hb *hb, uint64_t grace, FILE *out, struct tool_summary *sum)
 {
     uint64_t epoch = vigil_hb_epoch(hb);
     uint32_t cap = vigil_hb_capacity(hb);
@@ -149,6 +177,14 @@ static int show_hb_json(const vigil_hb *hb, uint64_t grace, FILE *out)
         return -ENOMEM;
     fprintf(out, "{\"kind\": \"heartbeat\", \"capacity\": %u, \"epoch\": ", cap);
     json_u64(out, epoch);
+    fputs(", \"term\": ", out);
+    json_u64(out, atomic_load_explicit(&hb->hdr->term, memory_order_acquire));
+    fputs(", \"leader\": ", out);
+    leader_json(hb, grace, out);
+    fprintf(out, ", \"grace\": ");
+    json_u64(out, grace);
+    fprintf(out, ", \"live\": %u, \"stale\": %u, \"vacant\": %u", counts[ST_LIVE], counts[ST_STALE],
+            counts[ST_VACANT]);
     fputs(", \"slots\": [", out);
     bool first = true;
     for (uint32_t i = 0; i < cap; i++) {
@@ -164,25 +200,26 @@ static int show_hb_json(const vigil_hb *hb, uint64_t grace, FILE *out)
         first = false;
     }
     fputs(first ? "]}\n" : "\n]}\n", out);
+    summarize(rows, cap, sum);
     free(rows);
     return 0;
 }
 
-static int show_heartbeat(const char *path, uint64_t grace, bool json, FILE *out)
+static int show_heartbeat(const char *path, uint64_t grace, bool json, FILE *out, struct tool_summary *sum)
 {
     vigil_hb *hb;
     int rc = vigil_hb_open(path, 0, &hb);
     if (rc < 0)
         return tool_fail_file(path, rc, VIGIL_KIND_HEARTBEAT, true);
     if (json)
-        rc = show_hb_json(hb, grace, out);
+        rc = show_hb_json(hb, grace, out, sum);
     else
-        show_hb_human(path, hb, grace, out);
+        show_hb_human(path, hb, grace, out, sum);
     vigil_hb_close(hb);
     return rc < 0 ? tool_fail(path, rc) : 0;
 }
 
-int tool_show(const char *path, uint64_t grace, bool json, FILE *out)
+int tool_show(const char *path, uint64_t grace, bool json, FILE *out, struct tool_summary *sum)
 {
     vigil_file_info fi;
     int rc = vigil_file_probe(path, &fi);
@@ -190,8 +227,10 @@ int tool_show(const char *path, uint64_t grace, bool json, FILE *out)
         return tool_fail_file(path, rc, 0, false);
     if (fi.version != VIGIL_LAYOUT_VERSION || !tool_kind_name(fi.kind))
         return tool_fail_file(path, VIGIL_EBADFILE, 0, false);
+    if (sum)
+        sum->kind = fi.kind;
     switch (fi.kind) {
-    case VIGIL_KIND_HEARTBEAT: return show_heartbeat(path, grace, json, out);
+    case VIGIL_KIND_HEARTBEAT: return show_heartbeat(path, grace, json, out, sum);
     case VIGIL_KIND_BARRIER:   return tool_show_barrier(path, json, out);
     default:                   return tool_show_leases(path, json, out);
     }
@@ -200,25 +239,35 @@ int tool_show(const char *path, uint64_t grace, bool json, FILE *out)
 static int run(const struct tool_cmd *cmd, int argc, char **argv)
 {
     uint64_t grace = TOOL_DEFAULT_GRACE;
-    bool json = false;
+    bool json = false, check = false;
     const struct tool_opt opts[] = {
         { "grace", OPT_U64, 0, TOOL_MAX_GRACE, &grace, NULL },
         { "json", OPT_FLAG, 0, 0, NULL, &json },
+        { "check", OPT_FLAG, 0, 0, NULL, &check },
     };
     const char *pos[1];
     size_t npos;
-    int rc = tool_parse(cmd, argc, argv, opts, 2, pos, 1, 1, &npos);
+    int rc = tool_parse(cmd, argc, argv, opts, 3, pos, 1, 1, &npos);
     if (rc != TOOL_GO)
         return rc;
-    rc = tool_show(pos[0], grace, json, stdout);
+    struct tool_summary sum = { .kind = 0 };
+    rc = tool_show(pos[0], grace, json, stdout, &sum);
     if (rc != 0)
         return rc;
-    return tool_flush();
+    if ((rc = tool_flush()) != 0)
+        return rc;
+    /* As `systemctl is-active`: 0 all live, 3 not (a stale or wedged slot,
+     * or none occupied). Only a heartbeat table has slots to judge. */
+    if (check && sum.kind != VIGIL_KIND_HEARTBEAT)
+        return tool_fail_msg(pos[0], "--check judges heartbeat tables only");
+    if (check && (sum.live == 0 || sum.live != sum.occupied || sum.busy != 0))
+        return EXIT_NOT_LIVE;
+    return EXIT_OK;
 }
 
 const struct tool_cmd tool_cmd_inspect = {
     .name = "inspect",
-    .synopsis = "FILE [--grace G] [--json]",
+    .synopsis = "FILE [--grace G] [--json] [--check]",
     .summary = "any vigil file: header and slots, live/stale/vacant",
     .help = "Prints what FILE is and what it holds. For a heartbeat table: capacity,\n"
             "epoch, leader and term, and every occupied slot (pid, role, last seen\n"
@@ -229,6 +278,9 @@ const struct tool_cmd tool_cmd_inspect = {
             "options:\n"
             "  --grace G   epochs a slot may miss before it is stale (default 5)\n"
             "  --json      one JSON document instead (see vigil(1) for its shape)\n"
+            "  --check     exit status says whether everything is live, as\n"
+            "              `systemctl is-active` does: 0 when every occupied slot is\n"
+            "              live and none is mid-change, 3 otherwise (or none occupied)\n"
             "  -h, --help  show this help\n",
     .run = run,
 };

@@ -42,7 +42,7 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
             strftime(stamp, sizeof(stamp), "%H:%M:%S", &tm);
         fprintf(mem, "vigil watch %s, every %llu ms, %s%s\n", path, (unsigned long long)interval,
                 stamp, tty ? " (Ctrl-C ends)" : "");
-        rc = tool_show(path, grace, false, mem);
+        rc = tool_show(path, grace, false, mem, NULL);
         fclose(mem);
         if (rc != 0) {
             free(buf);

@@ -15,7 +15,7 @@
 
 #include <vigil/vigil.h>
 
-enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
+enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2, EXIT_NOT_LIVE = 3 };
 
 /* Returned by tool_parse when the command should go on. */
 #define TOOL_GO (-1)
@@ -118,16 +118,24 @@ uint64_t tool_now_ms(void);
 
 /* ---- rendering (cmd_inspect.c) -------------------------------------------- */
 
-/* Prints any vigil file as inspect does (human or JSON); 0 or EXIT_RUNTIME
- * after printing the reason. */
-int tool_show(const char *path, uint64_t grace, bool json, FILE *out);
+/* What a view of a file found, for inspect --check and watch. */
+struct tool_summary {
+    uint32_t kind;     /* VIGIL_KIND_* */
+    uint32_t occupied; /* heartbeat: slots with an owner */
+    uint32_t live;
+    uint32_t busy;     /* mid-change or wedged */
+};
+
+/* Prints any vigil file as inspect does (human or JSON), filling *sum
+ * when it is not NULL; 0 or EXIT_RUNTIME after printing the reason. */
+int tool_show(const char *path, uint64_t grace, bool json, FILE *out, struct tool_summary *sum);
 
 /* The other kinds (inspect_kinds.c); 0 or EXIT_RUNTIME after the reason. */
 int tool_show_barrier(const char *path, bool json, FILE *out);
 int tool_show_leases(const char *path, bool json, FILE *out);
 
 /* Prints the occupied slots of an open heartbeat table, human form. */
-void tool_show_hb_table(const vigil_hb *hb, uint64_t grace, FILE *out);
+void tool_show_hb_table(const vigil_hb *hb, uint64_t grace, FILE *out, struct tool_summary *sum);
 
 /* ---- JSON (json.c) -------------------------------------------------------- */
 
