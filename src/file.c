@@ -306,14 +306,21 @@ fail:
     return err;
 }
 
-int vigil_map_open(const char *path, const struct vigil_layout *lay, uint32_t capacity,
-                   struct vigil_map *out)
+/* Both opens: read-write maps the file shared; read-only opens it
+ * O_RDONLY, so no write permission is needed, and maps it private: every
+ * page is the file's own page cache page, seeing each peer's stores as
+ * they land, until this process writes to it, which copies the page for
+ * this process alone (and that page then stops following the file). So a
+ * read-only handle can never change the file, and a call that writes
+ * through one by mistake neither faults nor reaches anyone. */
+static int map_open(const char *path, const struct vigil_layout *lay, uint32_t capacity, bool writable,
+                    struct vigil_map *out)
 {
     if (!out)
         return -EINVAL;
     struct vigil_file_header h;
     struct stat st;
-    int fd = open_checked(path, O_RDWR, &h, &st);
+    int fd = open_checked(path, writable ? O_RDWR : O_RDONLY, &h, &st);
     if (fd < 0)
         return fd;
     int err = VIGIL_EBADFILE;
@@ -326,7 +333,7 @@ int vigil_map_open(const char *path, const struct vigil_layout *lay, uint32_t ca
         err = VIGIL_ECAPACITY;
         goto fail;
     }
-    void *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    void *base = mmap(NULL, size, PROT_READ | PROT_WRITE, writable ? MAP_SHARED : MAP_PRIVATE, fd, 0);
     if (base == MAP_FAILED) {
         err = -errno;
         goto fail;
@@ -340,6 +347,18 @@ int vigil_map_open(const char *path, const struct vigil_layout *lay, uint32_t ca
 fail:
     close(fd);
     return err;
+}
+
+int vigil_map_open(const char *path, const struct vigil_layout *lay, uint32_t capacity,
+                   struct vigil_map *out)
+{
+    return map_open(path, lay, capacity, true, out);
+}
+
+int vigil_map_open_readonly(const char *path, const struct vigil_layout *lay, uint32_t capacity,
+                            struct vigil_map *out)
+{
+    return map_open(path, lay, capacity, false, out);
 }
 
 void vigil_map_close(struct vigil_map *m)

@@ -57,6 +57,11 @@ int  vigil_map_create(const char *path, const struct vigil_layout *lay, uint32_t
  * VIGIL_ECAPACITY. Any header or size disagreement is VIGIL_EBADFILE. */
 int  vigil_map_open(const char *path, const struct vigil_layout *lay, uint32_t capacity,
                     struct vigil_map *out);
+/* The same checks, opened O_RDONLY (no write permission needed) and
+ * mapped private: stores from peers show as they land, and nothing this
+ * process does can change the file (see file.c). For looking only. */
+int  vigil_map_open_readonly(const char *path, const struct vigil_layout *lay, uint32_t capacity,
+                             struct vigil_map *out);
 void vigil_map_close(struct vigil_map *m);
 
 /* Opens path with `flags` (O_RDONLY or O_RDWR; O_CLOEXEC, O_NOCTTY and

@@ -137,6 +137,15 @@ int vigil_hb_open(const char *path, uint32_t capacity, vigil_hb **out)
     return err < 0 ? err : hb_wrap(&m, out);
 }
 
+int vigil_hb_open_readonly(const char *path, uint32_t capacity, vigil_hb **out)
+{
+    if (!out)
+        return -EINVAL;
+    struct vigil_map m;
+    int err = vigil_map_open_readonly(path, &vigil_hb_layout, capacity, &m);
+    return err < 0 ? err : hb_wrap(&m, out);
+}
+
 void vigil_hb_close(vigil_hb *hb)
 {
     if (!hb)

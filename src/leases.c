@@ -135,6 +135,15 @@ int vigil_leases_open(const char *path, vigil_leases **out)
     return err < 0 ? err : leases_wrap(&m, out);
 }
 
+int vigil_leases_open_readonly(const char *path, vigil_leases **out)
+{
+    if (!out)
+        return -EINVAL;
+    struct vigil_map m;
+    int err = vigil_map_open_readonly(path, &leases_layout, 0, &m);
+    return err < 0 ? err : leases_wrap(&m, out);
+}
+
 void vigil_leases_close(vigil_leases *ls)
 {
     if (!ls)

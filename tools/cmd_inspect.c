@@ -208,9 +208,9 @@ static int show_hb_json(const vigil_hb *hb, uint64_t grace, FILE *out, struct to
 static int show_heartbeat(const char *path, uint64_t grace, bool json, FILE *out, struct tool_summary *sum)
 {
     vigil_hb *hb;
-    int rc = vigil_hb_open(path, 0, &hb);
+    int rc = vigil_hb_open_readonly(path, 0, &hb);
     if (rc < 0)
-        return tool_fail_file(path, rc, VIGIL_KIND_HEARTBEAT, true);
+        return tool_fail_file(path, rc, VIGIL_KIND_HEARTBEAT, false);
     if (json)
         rc = show_hb_json(hb, grace, out, sum);
     else

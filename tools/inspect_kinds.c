@@ -57,9 +57,9 @@ static void json_i64(FILE *out, int64_t v)
 int tool_show_leases(const char *path, bool json, FILE *out)
 {
     vigil_leases *ls;
-    int rc = vigil_leases_open(path, &ls);
+    int rc = vigil_leases_open_readonly(path, &ls);
     if (rc < 0)
-        return tool_fail_file(path, rc, VIGIL_KIND_LEASES, true);
+        return tool_fail_file(path, rc, VIGIL_KIND_LEASES, false);
     uint32_t cap = vigil_leases_capacity(ls);
     if (json)
         fprintf(out, "{\"kind\": \"leases\", \"capacity\": %u, \"leases\": [", cap);

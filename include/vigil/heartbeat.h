@@ -71,6 +71,10 @@ typedef struct vigil_hb {
 int      vigil_hb_create(const char *path, uint32_t capacity, vigil_hb **out);
 int      vigil_hb_create_mode(const char *path, uint32_t capacity, unsigned mode, vigil_hb **out);
 int      vigil_hb_open(const char *path, uint32_t capacity, vigil_hb **out); /* 0 = the file's capacity */
+/* For looking only (inspect, watch, export): needs read permission alone.
+ * Peers' changes show as they land; nothing done through the handle
+ * reaches the file (see vigil_hb_open_readonly(3)). */
+int      vigil_hb_open_readonly(const char *path, uint32_t capacity, vigil_hb **out);
 void     vigil_hb_close(vigil_hb *hb);                 /* NULL is fine */
 uint32_t vigil_hb_capacity(const vigil_hb *hb);
 int      vigil_hb_register(vigil_hb *hb, uint32_t pid, uint32_t *slot); /* VIGIL_EFULL */

@@ -50,6 +50,9 @@ const vigil_keepalive *vigil_keepalive_current(void);
 typedef struct vigil_leases vigil_leases;
 int  vigil_leases_create(const char *path, uint32_t capacity, vigil_leases **out);
 int  vigil_leases_open(const char *path, vigil_leases **out);
+/* For looking only: read permission alone; nothing done through the
+ * handle reaches the file (see vigil_leases_open_readonly(3)). */
+int  vigil_leases_open_readonly(const char *path, vigil_leases **out);
 void vigil_leases_close(vigil_leases *ls);
 int  vigil_leases_acquire(vigil_leases *ls, const char *key, const char *owner, uint64_t ttl_ms, vigil_lease *out); /* VIGIL_EBUSY */
 int  vigil_leases_renew(vigil_leases *ls, const vigil_lease *lease);   /* VIGIL_ELOST once expired or taken */
