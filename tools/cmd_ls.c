@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vigil ls [DIR...] [--grace G] [--json]: the vigil files in some
+ * directories, as ipcs lists System V objects. By default /dev/shm,
+ * /run/vigil, $XDG_RUNTIME_DIR and the current directory, each looked at
+ * once (not recursively); a directory that does not exist is skipped. A
+ * file is listed when it starts with vigil's magic; symlinks are never
+ * followed. Every file is opened read-only and only looked at.
+ */
+#define _GNU_SOURCE
+#include "vigil.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct entry {
+    char     path[PATH_MAX];
+    uint32_t kind, version, capacity;
+    int64_t  occupied, live; /* -1: does not apply, or could not be read */
+    uid_t    uid;
+    int      err;            /* why the counts are missing, 0 none */
+};
+
+/* Occupied and live: slots for a heartbeat table (live by grace), bound
+ * entries and unexpired holders for a lease store, this round's arrivals
+ * and bound records for a barrier. */
+static void count(struct entry *e, uint64_t grace)
+{
+    e->occupied = e->live = -1;
+    if (e->version != VIGIL_LAYOUT_VERSION)
+        return;
+    if (e->kind == VIGIL_KIND_HEARTBEAT) {
+        vigil_hb *hb;
+        if ((e->err = vigil_hb_open_readonly(e->path, 0, &hb)) < 0)
+            return;
+        int64_t occ = 0;
+        for (uint32_t i = 0; i < vigil_hb_capacity(hb); i++)
+            occ += atomic_load_explicit(&hb->slots[i].pid, memory_order_relaxed) != 0;
+        e->occupied = occ;
+        e->live = vigil_hb_live_count(hb, grace);
+        vigil_hb_close(hb);
+    } else if (e->kind == VIGIL_KIND_LEASES) {
+        vigil_leases *ls;
+        if ((e->err = vigil_leases_open_readonly(e->path, &ls)) < 0)
+            return;
+        e->occupied = e->live = 0;
+        for (uint32_t i = 0; i < vigil_leases_capacity(ls); i++) {
+            vigil_lease_info info;
+            int rc = vigil_leases_entry(ls, i, &info);
+            e->occupied += rc == 0 || rc == VIGIL_EBUSY;
+            e->live += rc == 0 && info.state == VIGIL_LEASE_HELD;
+        }
+        vigil_leases_close(ls);
+    } else if (e->kind == VIGIL_KIND_BARRIER) {
+        vigil_barrier_state st;
+        if ((e->err = vigil_barrier_peek(e->path, &st)) < 0)
+            return;
+        e->occupied = st.arrived;
+        e->live = st.recorded;
+    }
+}
+
+/* Whether path holds a vigil file, filling e: not a symlink, a regular
+ * file, the magic at offset 0. An unreadable file is listed with its
+ * error when its name alone cannot tell. */
+static bool probe(const char *path, struct entry *e, uint64_t grace)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < 64)
+        return false;
+    vigil_file_info fi;
+    int rc = vigil_file_probe(path, &fi);
+    if (rc < 0)
+        return false; /* no magic, or unreadable: not ours to list */
+    memset(e, 0, sizeof(*e));
+    snprintf(e->path, sizeof(e->path), "%s", path);
+    e->kind = fi.kind;
+    e->version = fi.version;
+    e->capacity = fi.capacity;
+    e->uid = st.st_uid;
+    count(e, grace);
+    return true;
+}
+
+static const char *owner_name(uid_t uid, char *buf, size_t len)
+{
+    struct passwd pw, *res = NULL;
+    char scratch[1024];
+    if (getpwuid_r(uid, &pw, scratch, sizeof(scratch), &res) == 0 && res) {
+        snprintf(buf, len, "%s", res->pw_name);
+    } else {
+        snprintf(buf, len, "%u", (unsigned)uid);
+    }
+    return buf;
+}
+
+static void count_str(char *buf, size_t len, int64_t v)
+{
+    if (v < 0)
+        snprintf(buf, len, "-");
+    else
+        snprintf(buf, len, "%lld", (long long)v);
+}
+
+static void print_entry(const struct entry *e, bool json, bool first)
+{
+    char who[64], occ[24], live[24];
+    owner_name(e->uid, who, sizeof(who));
+    count_str(occ, sizeof(occ), e->occupied);
+    count_str(live, sizeof(live), e->live);
+    const char *kind = tool_kind_name(e->kind);
+    if (json) {
+        fputs(first ? "\n  {\"path\": " : ",\n  {\"path\": ", stdout);
+        json_str(stdout, e->path, sizeof(e->path));
+        if (kind)
+            printf(", \"kind\": \"%s\"", kind);
+        else
+            printf(", \"kind\": %u", e->kind);
+        printf(", \"version\": %u, \"capacity\": %u, \"occupied\": %s, \"live\": %s, \"owner\": ", e->version,
+               e->capacity, e->occupied < 0 ? "null" : occ, e->live < 0 ? "null" : live);
+        json_str(stdout, who, sizeof(who));
+        printf(", \"uid\": %u}", (unsigned)e->uid);
+        return;
+    }
+    char kbuf[32];
+    if (!kind)
+        snprintf(kbuf, sizeof(kbuf), "kind %u", e->kind);
+    else if (e->version != VIGIL_LAYOUT_VERSION)
+        snprintf(kbuf, sizeof(kbuf), "%s v%u", kind, e->version);
+    else
+        snprintf(kbuf, sizeof(kbuf), "%s", kind);
+    printf("%-12s %8u %8s %8s  %-10s ", kbuf, e->capacity, occ, live, who);
+    /* A name can hold anything, escape sequences included: printed as is
+     * only when every byte is plain printable ASCII, else as a JSON string. */
+    bool plain = true;
+    for (const char *c = e->path; *c && plain; c++)
+        plain = *c > ' ' && *c < 0x7f && *c != '"' && *c != '\\';
+    if (plain)
+        fputs(e->path, stdout);
+    else
+        json_str(stdout, e->path, sizeof(e->path));
+    fputc('\n', stdout);
+}
+
+/* Lists one directory's vigil files, sorted by name. */
+static bool list_dir(const char *dir, uint64_t grace, bool json, bool *first)
+{
+    struct dirent **names;
+    int n = scandir(dir, &names, NULL, alphasort);
+    if (n < 0)
+        return false;
+    bool here = strcmp(dir, ".") == 0;
+    for (int i = 0; i < n; i++) {
+        const char *name = names[i]->d_name;
+        char path[PATH_MAX];
+        struct entry e;
+        if (strcmp(name, ".") != 0 && strcmp(name, "..") != 0 &&
+            snprintf(path, sizeof(path), "%s%s%s", here ? "" : dir, here ? "" : "/", name) < (int)sizeof(path) &&
+            probe(path, &e, grace)) {
+            print_entry(&e, json, *first);
+            *first = false;
+        }
+        free(names[i]);
+    }
+    free(names);
+    return true;
+}
+
+static int run(const struct tool_cmd *cmd, int argc, char **argv)
+{
+    uint64_t grace = TOOL_DEFAULT_GRACE;
+    bool json = false;
+    const struct tool_opt opts[] = {
+        { "grace", OPT_U64, 0, TOOL_MAX_GRACE, &grace, NULL },
+        { "json", OPT_FLAG, 0, 0, NULL, &json },
+    };
+    const char *pos[64];
+    size_t npos;
+    int rc = tool_parse(cmd, argc, argv, opts, 2, pos, 0, 64, &npos);
+    if (rc != TOOL_GO)
+        return rc;
+    const char *dirs[8];
+    size_t ndirs = 0;
+    bool explicit_dirs = npos > 0;
+    if (explicit_dirs) {
+        for (size_t i = 0; i < npos && ndirs < 8; i++)
+            dirs[ndirs++] = pos[i];
+        if (npos > 8)
+            return tool_usage_error(cmd, "at most 8 directories");
+    } else {
+        dirs[ndirs++] = "/dev/shm";
+        dirs[ndirs++] = "/run/vigil";
+        const char *xdg = getenv("XDG_RUNTIME_DIR");
+        if (xdg && *xdg)
+            dirs[ndirs++] = xdg;
+        dirs[ndirs++] = ".";
+    }
+    /* Each directory once, however it was named. */
+    char seen[8][PATH_MAX];
+    size_t nseen = 0;
+    if (json)
+        fputs("[", stdout);
+    else
+        printf("%-12s %8s %8s %8s  %-10s %s\n", "KIND", "CAPACITY", "OCCUPIED", "LIVE", "OWNER", "PATH");
+    bool first = true;
+    int status = EXIT_OK;
+    for (size_t d = 0; d < ndirs; d++) {
+        char real[PATH_MAX];
+        if (!realpath(dirs[d], real)) {
+            if (explicit_dirs)
+                status = tool_fail(dirs[d], -errno);
+            continue;
+        }
+        bool dup = false;
+        for (size_t k = 0; k < nseen && !dup; k++)
+            dup = strcmp(seen[k], real) == 0;
+        if (dup)
+            continue;
+        snprintf(seen[nseen++], sizeof(seen[0]), "%s", real);
+        if (!list_dir(dirs[d], grace, json, &first) && (explicit_dirs || errno != ENOENT))
+            status = tool_fail(dirs[d], -errno);
+    }
+    if (json)
+        fputs(first ? "]\n" : "\n]\n", stdout);
+    int frc = tool_flush();
+    return status != EXIT_OK ? status : frc;
+}
+
+const struct tool_cmd tool_cmd_ls = {
+    .name = "ls",
+    .synopsis = "[DIR...] [--grace G] [--json]",
+    .summary = "find vigil files: path, kind, capacity, occupied, live, owner",
+    .help = "Lists the vigil files in each DIR (not recursively; symlinks are never\n"
+            "followed), by default in /dev/shm, /run/vigil, $XDG_RUNTIME_DIR and the\n"
+            "current directory (a missing default directory is skipped). For each:\n"
+            "kind, capacity, occupied and live counts, the owner and the path. A\n"
+            "heartbeat table counts occupied and live slots; a lease store bound\n"
+            "entries and unexpired leases; a barrier this round's arrivals and bound\n"
+            "records. Each file is opened read-only and only looked at.\n"
+            "\n"
+            "options:\n"
+            "  --grace G   epochs a slot may miss before it is not live (default 5)\n"
+            "  --json      a JSON array of {\"path\", \"kind\", \"version\", \"capacity\",\n"
+            "              \"occupied\", \"live\", \"owner\", \"uid\"} instead\n"
+            "  -h, --help  show this help\n",
+    .run = run,
+};
