@@ -7,7 +7,7 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
     uint64_t capacity = 0;
     bool have_capacity = false;
     const struct tool_opt opts[] = {
-        { "capacity", OPT_U64, 1, TOOL_MAX_CAPACITY, &capacity, &have_capacity },
+        { "capacity", OPT_U64, 1, TOOL_MAX_CAPACITY, &capacity, &have_capacity, NULL },
     };
     const char *pos[1];
     size_t npos;

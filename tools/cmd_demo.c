@@ -314,7 +314,7 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
 {
     uint64_t workers = 4;
     const struct tool_opt opts[] = {
-        { "workers", OPT_U64, 2, DEMO_MAX_WORKERS, &workers, NULL },
+        { "workers", OPT_U64, 2, DEMO_MAX_WORKERS, &workers, NULL, NULL },
     };
     size_t npos;
     int rc = tool_parse(cmd, argc, argv, opts, 1, NULL, 0, 0, &npos);

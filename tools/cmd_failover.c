@@ -67,10 +67,10 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
     uint64_t grace = TOOL_DEFAULT_GRACE, interval = 1000;
     bool once = false, json = false;
     const struct tool_opt opts[] = {
-        { "grace", OPT_U64, 0, TOOL_MAX_GRACE, &grace, NULL },
-        { "interval", OPT_U64, 1, TOOL_MAX_INTERVAL_MS, &interval, NULL },
-        { "once", OPT_FLAG, 0, 0, NULL, &once },
-        { "json", OPT_FLAG, 0, 0, NULL, &json },
+        { "grace", OPT_U64, 0, TOOL_MAX_GRACE, &grace, NULL, NULL },
+        { "interval", OPT_U64, 1, TOOL_MAX_INTERVAL_MS, &interval, NULL, NULL },
+        { "once", OPT_FLAG, 0, 0, NULL, &once, NULL },
+        { "json", OPT_FLAG, 0, 0, NULL, &json, NULL },
     };
     const char *pos[1];
     size_t npos;

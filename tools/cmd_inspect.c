@@ -241,9 +241,9 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
     uint64_t grace = TOOL_DEFAULT_GRACE;
     bool json = false, check = false;
     const struct tool_opt opts[] = {
-        { "grace", OPT_U64, 0, TOOL_MAX_GRACE, &grace, NULL },
-        { "json", OPT_FLAG, 0, 0, NULL, &json },
-        { "check", OPT_FLAG, 0, 0, NULL, &check },
+        { "grace", OPT_U64, 0, TOOL_MAX_GRACE, &grace, NULL, NULL },
+        { "json", OPT_FLAG, 0, 0, NULL, &json, NULL },
+        { "check", OPT_FLAG, 0, 0, NULL, &check, NULL },
     };
     const char *pos[1];
     size_t npos;

@@ -178,8 +178,8 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
     uint64_t grace = TOOL_DEFAULT_GRACE;
     bool json = false;
     const struct tool_opt opts[] = {
-        { "grace", OPT_U64, 0, TOOL_MAX_GRACE, &grace, NULL },
-        { "json", OPT_FLAG, 0, 0, NULL, &json },
+        { "grace", OPT_U64, 0, TOOL_MAX_GRACE, &grace, NULL, NULL },
+        { "json", OPT_FLAG, 0, 0, NULL, &json, NULL },
     };
     const char *pos[64];
     size_t npos;

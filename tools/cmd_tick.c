@@ -14,8 +14,8 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
     uint64_t interval = 1000, count = 0;
     bool have_count = false;
     const struct tool_opt opts[] = {
-        { "interval", OPT_U64, 1, TOOL_MAX_INTERVAL_MS, &interval, NULL },
-        { "count", OPT_U64, 1, UINT64_MAX, &count, &have_count },
+        { "interval", OPT_U64, 1, TOOL_MAX_INTERVAL_MS, &interval, NULL, NULL },
+        { "count", OPT_U64, 1, UINT64_MAX, &count, &have_count, NULL },
     };
     const char *pos[1];
     size_t npos;

@@ -16,8 +16,8 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
 {
     uint64_t interval = 1000, grace = TOOL_DEFAULT_GRACE;
     const struct tool_opt opts[] = {
-        { "interval", OPT_U64, 1, TOOL_MAX_INTERVAL_MS, &interval, NULL },
-        { "grace", OPT_U64, 0, TOOL_MAX_GRACE, &grace, NULL },
+        { "interval", OPT_U64, 1, TOOL_MAX_INTERVAL_MS, &interval, NULL, NULL },
+        { "grace", OPT_U64, 0, TOOL_MAX_GRACE, &grace, NULL, NULL },
     };
     const char *pos[1];
     size_t npos;

@@ -114,6 +114,12 @@ int tool_parse(const struct tool_cmd *cmd, int argc, char **argv, const struct t
                 return tool_usage_error(cmd, "--%s needs a value", o->name);
             arg = argv[++i];
         }
+        if (o->type == OPT_STR) {
+            if (!*arg)
+                return tool_usage_error(cmd, "--%s: empty value", o->name);
+            *o->str = arg;
+            continue;
+        }
         int rc = set_value(cmd, o, arg);
         if (rc != TOOL_GO)
             return rc;

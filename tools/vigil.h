@@ -40,11 +40,11 @@ struct tool_cmd {
 };
 
 extern const struct tool_cmd tool_cmd_create, tool_cmd_inspect, tool_cmd_watch,
-    tool_cmd_tick, tool_cmd_failover, tool_cmd_demo, tool_cmd_ls;
+    tool_cmd_tick, tool_cmd_failover, tool_cmd_demo, tool_cmd_ls, tool_cmd_export;
 
 /* ---- arguments (opts.c) --------------------------------------------------- */
 
-enum tool_opt_type { OPT_FLAG, OPT_U64 };
+enum tool_opt_type { OPT_FLAG, OPT_U64, OPT_STR };
 
 struct tool_opt {
     const char        *name;  /* without the leading "--" */
@@ -52,6 +52,7 @@ struct tool_opt {
     uint64_t           min, max; /* OPT_U64: inclusive range */
     uint64_t          *value;    /* OPT_U64: written when given */
     bool              *seen;     /* optional: set when given */
+    const char       **str;      /* OPT_STR: the argument, when given */
 };
 
 /*

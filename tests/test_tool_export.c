@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Description: vigil export, against the built binary: Prometheus' text
+ * format for each kind of file (the vigil_ prefix, _total on counters,
+ * a file label on every sample and no pid label), valid by `promtool
+ * check metrics` where promtool is installed, and --textfile writing
+ * DIR/vigil.prom whole, with nothing left beside it.
+ */
+#include "tooltest.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+/* The value of the first sample line that starts with `prefix`. */
+static bool value_of(const char *text, const char *prefix, double *v)
+{
+    for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        if (strncmp(l, prefix, strlen(prefix)) == 0) {
+            const char *sp = strchr(l, '}');
+            return sp && sscanf(sp + 1, "%lf", v) == 1;
+        }
+    }
+    return false;
+}
+
+/* promtool's verdict on `text`: 0 valid, 1 not, VT_SKIP without promtool. */
+static int promtool(const char *text)
+{
+    if (system("command -v promtool >/dev/null 2>&1") != 0)
+        return VT_SKIP;
+    const char *in = vt_path("metrics.prom");
+    FILE *f = fopen(in, "w");
+    if (!f || fputs(text, f) < 0 || fclose(f) != 0)
+        return 1;
+    char cmd[1200];
+    snprintf(cmd, sizeof(cmd), "promtool check metrics < %s > %s 2>&1", in, vt_path("promtool.out"));
+    int rc = system(cmd);
+    char out[4096];
+    vt_slurp(vt_path("promtool.out"), out, sizeof(out));
+    if (rc != 0 || out[0])
+        fprintf(stderr, "promtool check metrics: %s\n", out);
+    return rc == 0 && !out[0] ? 0 : 1;
+}
+
+static int test_export_kinds(void)
+{
+    const char *hbp = vt_path("x.hb"), *bp = vt_path("x.barrier"), *lp = vt_path("x.leases");
+    vigil_hb *hb = vt_hb_fresh_at(hbp, 8);
+    uint32_t s1, s2;
+    EXPECT_RC(vigil_hb_register(hb, (uint32_t)getpid(), &s1), 0);
+    EXPECT_RC(vigil_hb_register(hb, 4242, &s2), 0);
+    for (int i = 0; i < 6; i++)
+        vigil_hb_tick(hb);
+    vigil_hb_beat(hb, s1);
+    vigil_leader ld;
+    EXPECT(vigil_leader_elect(hb, 5, &ld) == 1, "election");
+    vigil_barrier *b;
+    EXPECT_RC(vigil_barrier_create(bp, hb, 5, &b), 0);
+    vigil_leases *ls;
+    EXPECT_RC(vigil_leases_create(lp, 4, &ls), 0);
+    vigil_lease l;
+    EXPECT_RC(vigil_leases_acquire(ls, "k", "me", 60000, &l), 0);
+
+    VT_RUN("export", hbp, bp, lp);
+    EXPECT_EXIT(0, "export");
+    double v;
+    char want[700];
+    snprintf(want, sizeof(want), "vigil_heartbeat_slots{file=\"%s\",state=\"live\"}", hbp);
+    EXPECT(value_of(R.out, want, &v) && v == 1, "expected 1 live slot:\n%s", R.out);
+    snprintf(want, sizeof(want), "vigil_heartbeat_slots{file=\"%s\",state=\"stale\"}", hbp);
+    EXPECT(value_of(R.out, want, &v) && v == 1, "expected 1 stale slot:\n%s", R.out);
+    snprintf(want, sizeof(want), "vigil_heartbeat_epoch{file=\"%s\"}", hbp);
+    EXPECT(value_of(R.out, want, &v) && v == 6, "expected epoch 6:\n%s", R.out);
+    snprintf(want, sizeof(want), "vigil_leader_term{file=\"%s\"}", hbp);
+    EXPECT(value_of(R.out, want, &v) && v == (double)ld.term, "expected term %llu:\n%s",
+           (unsigned long long)ld.term, R.out);
+    snprintf(want, sizeof(want), "vigil_leases_entries{file=\"%s\",state=\"held\"}", lp);
+    EXPECT(value_of(R.out, want, &v) && v == 1, "expected 1 held lease:\n%s", R.out);
+    snprintf(want, sizeof(want), "vigil_barrier_epoch{file=\"%s\"}", bp);
+    EXPECT(value_of(R.out, want, &v) && v == 0, "expected barrier epoch 0:\n%s", R.out);
+    EXPECT(!strstr(R.out, "pid="), "a pid label:\n%s", R.out);
+    /* Every sample is vigil_-prefixed, every counter ends in _total. */
+    for (const char *l = R.out; *l; l = strchr(l, '\n') + 1) {
+        if (strncmp(l, "# TYPE ", 7) == 0) {
+            char name[128], type[32];
+            EXPECT(sscanf(l + 7, "%127s %31s", name, type) == 2, "bad TYPE line");
+            size_t n = strlen(name);
+            EXPECT(strncmp(name, "vigil_", 6) == 0, "%s: no vigil_ prefix", name);
+            EXPECT(strcmp(type, "counter") != 0 || (n > 6 && strcmp(name + n - 6, "_total") == 0),
+                   "counter %s does not end in _total", name);
+        } else if (*l != '#') {
+            EXPECT(strncmp(l, "vigil_", 6) == 0 && strstr(l, "{file=\""), "sample without prefix or file: %.80s", l);
+        }
+        if (!strchr(l, '\n'))
+            break;
+    }
+    int pt = promtool(R.out);
+    EXPECT(pt != 1, "promtool rejected the exposition:\n%s", R.out);
+    vigil_leases_close(ls);
+    vigil_barrier_close(b);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+static int test_export_textfile(void)
+{
+    const char *hbp = vt_path("t.hb");
+    vigil_hb_close(vt_hb_fresh_at(hbp, 2));
+    char dir[600];
+    snprintf(dir, sizeof(dir), "%s/textfile", vt_tmpdir());
+    EXPECT(mkdir(dir, 0755) == 0, "mkdir");
+    VT_RUN("export", hbp, "--textfile", dir);
+    EXPECT_EXIT(0, "export --textfile");
+    EXPECT(!R.out[0], "--textfile printed on stdout: %s", R.out);
+    char prom[700], text[1 << 14];
+    snprintf(prom, sizeof(prom), "%s/vigil.prom", dir);
+    vt_slurp(prom, text, sizeof(text));
+    EXPECT(strstr(text, "vigil_heartbeat_capacity{file="), "vigil.prom: '%s'", text);
+    DIR *d = opendir(dir);
+    int files = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        files += e->d_name[0] != '.' || strncmp(e->d_name, ".vigil", 6) == 0;
+    closedir(d);
+    EXPECT(files == 1, "expected vigil.prom alone in the directory, found %d entries", files);
+    VT_RUN("export", hbp, "--textfile", vt_path("no-such-dir"));
+    EXPECT_EXIT(1, "export --textfile into a missing directory");
+    VT_RUN("export");
+    EXPECT_EXIT(2, "export without a file");
+    return 0;
+}
+
+VT_MAIN(VT_CASE(test_export_kinds), VT_CASE(test_export_textfile))

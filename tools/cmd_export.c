@@ -1,0 +1,305 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vigil export FILE... [--grace G] [--textfile DIR]: the files' state in
+ * Prometheus' text exposition format (version 0.0.4), for a scrape or for
+ * node_exporter's textfile collector. Names carry the vigil_ prefix,
+ * counters end in _total, times are in seconds, and no label carries a
+ * pid (pids churn; a series per process would never end). Every file is
+ * opened read-only and only looked at.
+ */
+#define _GNU_SOURCE
+#include "vigil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* What one file says, read once; the families are printed afterwards,
+ * each with every file's sample under one HELP and TYPE. */
+struct file_state {
+    const char *path;
+    uint32_t    kind, capacity;
+    /* heartbeat */
+    uint64_t epoch, term;
+    int64_t  leader_slot; /* -1 none */
+    uint32_t live, stale, vacant, busy;
+    /* barrier */
+    vigil_barrier_state bs;
+    /* leases */
+    uint32_t held, expired, released, changing, lvacant;
+};
+
+static int read_heartbeat(struct file_state *f, uint64_t grace)
+{
+    vigil_hb *hb;
+    int rc = vigil_hb_open_readonly(f->path, 0, &hb);
+    if (rc < 0)
+        return tool_fail_file(f->path, rc, VIGIL_KIND_HEARTBEAT, false);
+    f->capacity = vigil_hb_capacity(hb);
+    f->epoch = vigil_hb_epoch(hb);
+    for (uint32_t i = 0; i < f->capacity; i++) {
+        vigil_slot_info si;
+        int s = vigil_hb_snapshot(hb, i, &si);
+        if (s == VIGIL_EVACANT)
+            f->vacant++;
+        else if (s < 0)
+            f->busy++;
+        else if (vigil_hb_is_live_at(si.pid, si.last_seen_epoch, f->epoch, grace))
+            f->live++;
+        else
+            f->stale++;
+    }
+    vigil_leader ld;
+    f->leader_slot = vigil_leader_get(hb, &ld) == 0 ? (int64_t)ld.slot : -1;
+    f->term = atomic_load_explicit(&hb->hdr->term, memory_order_acquire);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+static int read_leases(struct file_state *f)
+{
+    vigil_leases *ls;
+    int rc = vigil_leases_open_readonly(f->path, &ls);
+    if (rc < 0)
+        return tool_fail_file(f->path, rc, VIGIL_KIND_LEASES, false);
+    f->capacity = vigil_leases_capacity(ls);
+    for (uint32_t i = 0; i < f->capacity; i++) {
+        vigil_lease_info info;
+        int s = vigil_leases_entry(ls, i, &info);
+        if (s == VIGIL_EVACANT)
+            f->lvacant++;
+        else if (s == VIGIL_EBUSY)
+            f->changing++;
+        else if (s == 0)
+            f->held += info.state == VIGIL_LEASE_HELD, f->expired += info.state == VIGIL_LEASE_EXPIRED,
+                f->released += info.state == VIGIL_LEASE_RELEASED;
+    }
+    vigil_leases_close(ls);
+    return 0;
+}
+
+static int read_file(struct file_state *f, uint64_t grace)
+{
+    vigil_file_info fi;
+    int rc = vigil_file_probe(f->path, &fi);
+    if (rc < 0)
+        return tool_fail_file(f->path, rc, 0, false);
+    if (fi.version != VIGIL_LAYOUT_VERSION || !tool_kind_name(fi.kind))
+        return tool_fail_file(f->path, VIGIL_EBADFILE, 0, false);
+    f->kind = fi.kind;
+    if (fi.kind == VIGIL_KIND_HEARTBEAT)
+        return read_heartbeat(f, grace);
+    if (fi.kind == VIGIL_KIND_LEASES)
+        return read_leases(f);
+    rc = vigil_barrier_peek(f->path, &f->bs);
+    if (rc < 0)
+        return tool_fail_file(f->path, rc, VIGIL_KIND_BARRIER, false);
+    f->capacity = f->bs.capacity;
+    return 0;
+}
+
+/* A label value: backslash, double quote and newline escaped, as the
+ * format asks; anything else (a path is bytes) passes as it is. */
+static void label(FILE *out, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '\\' || *s == '"')
+            fprintf(out, "\\%c", *s);
+        else if (*s == '\n')
+            fputs("\\n", out);
+        else
+            fputc(*s, out);
+    }
+}
+
+struct family {
+    const char *name, *type, *help;
+    uint32_t    kind;
+    const char *extra; /* a label name for per-state samples, or NULL */
+};
+
+static void sample(FILE *out, const char *name, const char *path, const char *lname, const char *lvalue,
+                   double v)
+{
+    fprintf(out, "%s{file=\"", name);
+    label(out, path);
+    fputc('"', out);
+    if (lname)
+        fprintf(out, ",%s=\"%s\"", lname, lvalue);
+    fprintf(out, "} %.17g\n", v);
+}
+
+static void head(FILE *out, const char *name, const char *type, const char *help)
+{
+    fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* Prints one family for every file of its kind; `get` gives the value. */
+#define FAMILY(out, files, n, kind_, name, type, help, expr)                     \
+    do {                                                                         \
+        bool any_ = false;                                                       \
+        for (size_t i_ = 0; i_ < (n); i_++)                                      \
+            any_ |= (files)[i_].kind == (kind_);                                 \
+        if (!any_)                                                               \
+            break;                                                               \
+        head(out, name, type, help);                                             \
+        for (size_t i_ = 0; i_ < (n); i_++) {                                    \
+            const struct file_state *f = &(files)[i_];                           \
+            if (f->kind == (kind_))                                              \
+                sample(out, name, f->path, NULL, NULL, (double)(expr));          \
+        }                                                                        \
+    } while (0)
+
+static void print_all(FILE *out, const struct file_state *files, size_t n)
+{
+    const uint32_t H = VIGIL_KIND_HEARTBEAT, B = VIGIL_KIND_BARRIER, L = VIGIL_KIND_LEASES;
+    FAMILY(out, files, n, H, "vigil_heartbeat_capacity", "gauge", "Slots in the heartbeat table.", f->capacity);
+    {
+        bool any = false;
+        for (size_t i = 0; i < n; i++)
+            any |= files[i].kind == H;
+        if (any) {
+            head(out, "vigil_heartbeat_slots", "gauge",
+                 "Slots by state: live, stale (heartbeat past grace), vacant, busy (mid-change or wedged).");
+            for (size_t i = 0; i < n; i++) {
+                const struct file_state *f = &files[i];
+                if (f->kind != H)
+                    continue;
+                sample(out, "vigil_heartbeat_slots", f->path, "state", "live", f->live);
+                sample(out, "vigil_heartbeat_slots", f->path, "state", "stale", f->stale);
+                sample(out, "vigil_heartbeat_slots", f->path, "state", "vacant", f->vacant);
+                sample(out, "vigil_heartbeat_slots", f->path, "state", "busy", f->busy);
+            }
+        }
+    }
+    FAMILY(out, files, n, H, "vigil_heartbeat_epoch", "gauge", "The table's epoch, ticked by its watchdog.",
+           f->epoch);
+    FAMILY(out, files, n, H, "vigil_leader_term", "gauge", "The leader's term: completed changes of leader.",
+           f->term);
+    FAMILY(out, files, n, H, "vigil_leader_slot", "gauge", "The leader's slot, -1 before the first election.",
+           f->leader_slot);
+    FAMILY(out, files, n, B, "vigil_barrier_epoch", "gauge", "The round now gathering.", f->bs.epoch);
+    FAMILY(out, files, n, B, "vigil_barrier_releases_total", "counter", "Rounds released.", f->bs.epoch);
+    FAMILY(out, files, n, B, "vigil_barrier_arrived", "gauge", "Arrivals in the gathering round, bound and unbound.",
+           f->bs.arrived);
+    FAMILY(out, files, n, B, "vigil_barrier_sleepers", "gauge", "Waiters asleep in the kernel.", f->bs.sleepers);
+
+    FAMILY(out, files, n, L, "vigil_leases_capacity", "gauge", "Entries in the lease store.", f->capacity);
+    {
+        bool any = false;
+        for (size_t i = 0; i < n; i++)
+            any |= files[i].kind == L;
+        if (any) {
+            head(out, "vigil_leases_entries", "gauge",
+                 "Entries by state: held, expired, released, changing, vacant.");
+            for (size_t i = 0; i < n; i++) {
+                const struct file_state *f = &files[i];
+                if (f->kind != L)
+                    continue;
+                sample(out, "vigil_leases_entries", f->path, "state", "held", f->held);
+                sample(out, "vigil_leases_entries", f->path, "state", "expired", f->expired);
+                sample(out, "vigil_leases_entries", f->path, "state", "released", f->released);
+                sample(out, "vigil_leases_entries", f->path, "state", "changing", f->changing);
+                sample(out, "vigil_leases_entries", f->path, "state", "vacant", f->lvacant);
+            }
+        }
+    }
+}
+
+/* Writes DIR/vigil.prom whole or not at all: a temporary file beside it,
+ * renamed over it, so the collector never reads half a scrape. */
+static int write_textfile(const char *dir, const char *text, size_t len)
+{
+    char tmp[PATH_MAX], dst[PATH_MAX];
+    if (snprintf(dst, sizeof(dst), "%s/vigil.prom", dir) >= (int)sizeof(dst) ||
+        snprintf(tmp, sizeof(tmp), "%s/.vigil.prom.XXXXXX", dir) >= (int)sizeof(tmp))
+        return tool_fail_msg(dir, "path too long");
+    int fd = mkostemp(tmp, O_CLOEXEC);
+    if (fd < 0)
+        return tool_fail(dir, -errno);
+    int err = 0;
+    for (size_t off = 0; off < len && !err;) {
+        ssize_t w = write(fd, text + off, len - off);
+        if (w < 0 && errno != EINTR)
+            err = -errno;
+        else if (w > 0)
+            off += (size_t)w;
+    }
+    if (!err && (fchmod(fd, 0644) != 0 || fsync(fd) != 0))
+        err = -errno;
+    if (close(fd) != 0 && !err)
+        err = -errno;
+    if (!err && rename(tmp, dst) != 0)
+        err = -errno;
+    if (err) {
+        unlink(tmp);
+        return tool_fail(dst, err);
+    }
+    return EXIT_OK;
+}
+
+static int run(const struct tool_cmd *cmd, int argc, char **argv)
+{
+    uint64_t grace = TOOL_DEFAULT_GRACE;
+    const char *dir = NULL;
+    const struct tool_opt opts[] = {
+        { "grace", OPT_U64, 0, TOOL_MAX_GRACE, &grace, NULL, NULL },
+        { "textfile", OPT_STR, 0, 0, NULL, NULL, &dir },
+    };
+    const char *pos[64];
+    size_t npos;
+    int rc = tool_parse(cmd, argc, argv, opts, 2, pos, 1, 64, &npos);
+    if (rc != TOOL_GO)
+        return rc;
+    struct file_state *files = calloc(npos, sizeof(*files));
+    if (!files)
+        return tool_fail("export", -ENOMEM);
+    for (size_t i = 0; i < npos; i++) {
+        files[i].path = pos[i];
+        if ((rc = read_file(&files[i], grace)) != 0) {
+            free(files);
+            return rc;
+        }
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&buf, &len);
+    if (!mem) {
+        free(files);
+        return tool_fail("export", -errno);
+    }
+    print_all(mem, files, npos);
+    fclose(mem);
+    free(files);
+    if (dir)
+        rc = write_textfile(dir, buf, len);
+    else
+        rc = fwrite(buf, 1, len, stdout) == len ? tool_flush() : tool_fail("stdout", -EIO);
+    free(buf);
+    return rc;
+}
+
+const struct tool_cmd tool_cmd_export = {
+    .name = "export",
+    .synopsis = "FILE... [--grace G] [--textfile DIR]",
+    .summary = "Prometheus text exposition of the files' state and counters",
+    .help = "Prints the state of each FILE (any kind) in Prometheus' text format:\n"
+            "slot and entry counts by state, epochs, the leader's term and slot, and\n"
+            "each file's counters of structural events (registers, unregisters,\n"
+            "reclaims, repairs, leader changes, barrier releases and withdrawals,\n"
+            "lease acquisitions, hand-overs, refused renewals, expiries). Every\n"
+            "sample is labelled with its file; no label names a pid. Files are\n"
+            "opened read-only.\n"
+            "\n"
+            "options:\n"
+            "  --grace G        epochs a slot may miss before it is stale (default 5)\n"
+            "  --textfile DIR   write DIR/vigil.prom atomically instead (a temporary\n"
+            "                   file renamed over it), for node_exporter's textfile\n"
+            "                   collector\n"
+            "  -h, --help       show this help\n",
+    .run = run,
+};
