@@ -1,32 +1,116 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * vigil watch FILE [--interval MS] [--grace G]: inspect's view, refreshed.
- * On a terminal the screen is redrawn in place; into a pipe or a file each
- * refresh is appended, followed by a blank line, and flushed at once.
+ * vigil watch FILE [--interval MS] [--grace G] [--json]: inspect's view,
+ * refreshed. On a terminal (and TERM is not "dumb") the screen is redrawn
+ * in place, each line cut to the terminal's width instead of wrapping, and
+ * stale and wedged slots are coloured unless NO_COLOR is set; into a pipe
+ * or a file each view is appended, followed by a blank line, and flushed
+ * at once, with no escape codes. --json prints one JSON document per line
+ * and interval. A file replaced under the watch is said so; one truncated
+ * under it ends the watch with a message, never a silent exit.
  */
 #define _GNU_SOURCE
 #include "vigil.h"
 
 #include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+struct screen {
+    bool     tty;    /* redraw in place */
+    bool     colour;
+    unsigned width;  /* 0: do not cut */
+};
+
+static struct screen screen_of(void)
+{
+    struct screen sc = { 0 };
+    const char *term = getenv("TERM");
+    sc.tty = isatty(STDOUT_FILENO) && !(term && strcmp(term, "dumb") == 0);
+    const char *nc = getenv("NO_COLOR");
+    sc.colour = sc.tty && !(nc && *nc);
+    struct winsize ws;
+    if (sc.tty && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+        sc.width = ws.ws_col;
+    return sc;
+}
+
+/* One line of the view, cut to the width and coloured by what it says. */
+static void put_line(const char *line, size_t len, const struct screen *sc)
+{
+    const char *on = NULL;
+    if (sc->colour) {
+        if (memmem(line, len, "wedged", 6) || memmem(line, len, "mid-change", 10))
+            on = "\033[31m"; /* red */
+        else if (len >= 5 && memcmp(line + len - 5, "stale", 5) == 0)
+            on = "\033[33m"; /* yellow */
+    }
+    if (sc->width && len > sc->width)
+        len = sc->width;
+    if (on)
+        fputs(on, stdout);
+    fwrite(line, 1, len, stdout);
+    if (on)
+        fputs("\033[0m", stdout);
+    fputs(sc->tty ? "\033[K\n" : "\n", stdout); /* clear what a longer old line left */
+}
+
+/* A file truncated under a mapping faults the reader with SIGBUS; the
+ * watch says what happened instead of dying of it. */
+static sigjmp_buf bus_jump;
+static void on_bus(int sig)
+{
+    (void)sig;
+    siglongjmp(bus_jump, 1);
+}
+
+/* The identity and size of the file at path, to tell a replacement from
+ * a truncation. */
+struct ident {
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+};
+
+static bool identity(const char *path, struct ident *id)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return false;
+    *id = (struct ident){ st.st_dev, st.st_ino, st.st_size };
+    return true;
+}
 
 static int run(const struct tool_cmd *cmd, int argc, char **argv)
 {
     uint64_t interval = 1000, grace = TOOL_DEFAULT_GRACE;
+    bool json = false;
     const struct tool_opt opts[] = {
         { "interval", OPT_U64, 1, TOOL_MAX_INTERVAL_MS, &interval, NULL, NULL },
         { "grace", OPT_U64, 0, TOOL_MAX_GRACE, &grace, NULL, NULL },
+        { "json", OPT_FLAG, 0, 0, NULL, &json, NULL },
     };
     const char *pos[1];
     size_t npos;
-    int rc = tool_parse(cmd, argc, argv, opts, 2, pos, 1, 1, &npos);
+    int rc = tool_parse(cmd, argc, argv, opts, 3, pos, 1, 1, &npos);
     if (rc != TOOL_GO)
         return rc;
     const char *path = pos[0];
-    bool tty = isatty(STDOUT_FILENO);
+    struct screen sc = screen_of();
+    if (json)
+        sc.tty = sc.colour = false, sc.width = 0;
     tool_catch_stop_signals();
+    struct sigaction sa = { .sa_handler = on_bus };
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, NULL);
+    struct ident was;
+    bool known = identity(path, &was);
 
     for (;;) {
         /* Render off screen first, so a redraw never shows half a table. */
@@ -35,24 +119,60 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
         FILE *mem = open_memstream(&buf, &len);
         if (!mem)
             return tool_fail(path, -errno);
-        time_t now = time(NULL);
-        struct tm tm;
-        char stamp[32] = "";
-        if (localtime_r(&now, &tm))
-            strftime(stamp, sizeof(stamp), "%H:%M:%S", &tm);
-        fprintf(mem, "vigil watch %s, every %llu ms, %s%s\n", path, (unsigned long long)interval,
-                stamp, tty ? " (Ctrl-C ends)" : "");
-        rc = tool_show(path, grace, false, mem, NULL);
+        struct ident now;
+        if (known && identity(path, &now)) {
+            if (now.dev != was.dev || now.ino != was.ino) {
+                if (json)
+                    fprintf(stderr, "vigil: %s: replaced by another file; watching the new one\n", path);
+                else
+                    fprintf(mem, "(%s was replaced by another file; this is the new one)\n", path);
+            } else if (now.size != was.size) {
+                fclose(mem);
+                free(buf);
+                return tool_fail_msg(path, "%s from %lld to %lld bytes while being watched; the watch ends",
+                                     now.size < was.size ? "truncated" : "grown", (long long)was.size,
+                                     (long long)now.size);
+            }
+            was = now;
+        }
+        if (!json) {
+            time_t now = time(NULL);
+            struct tm tm;
+            char stamp[32] = "";
+            if (localtime_r(&now, &tm))
+                strftime(stamp, sizeof(stamp), "%H:%M:%S", &tm);
+            fprintf(mem, "vigil watch %s, every %llu ms, %s%s\n", path, (unsigned long long)interval, stamp,
+                    sc.tty ? " (Ctrl-C ends)" : "");
+        }
+        if (sigsetjmp(bus_jump, 1) != 0) {
+            fclose(mem);
+            free(buf);
+            return tool_fail_msg(path, "truncated while being watched (a peer shrank the file under its "
+                                       "mapping); the watch ends");
+        }
+        rc = tool_show(path, grace, json, mem, NULL);
         fclose(mem);
         if (rc != 0) {
             free(buf);
             return rc;
         }
-        if (tty)
-            fputs("\033[H\033[2J", stdout);
-        fwrite(buf, 1, len, stdout);
-        if (!tty)
+        if (sc.tty)
+            fputs("\033[H", stdout);
+        if (json) {
+            /* One document, one line: JSON strings never hold a raw newline. */
+            for (size_t i = 0; i < len; i++)
+                if (buf[i] != '\n')
+                    fputc(buf[i], stdout);
             fputc('\n', stdout);
+        } else {
+            for (char *l = buf, *e; l < buf + len; l = e + 1) {
+                e = memchr(l, '\n', (size_t)(buf + len - l));
+                if (!e)
+                    e = buf + len;
+                put_line(l, (size_t)(e - l), &sc);
+            }
+            fputs(sc.tty ? "\033[J" : "\n", stdout); /* clear below, or end the view */
+        }
         free(buf);
         if ((rc = tool_flush()) != 0)
             return rc;
@@ -63,15 +183,20 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
 
 const struct tool_cmd tool_cmd_watch = {
     .name = "watch",
-    .synopsis = "FILE [--interval MS] [--grace G]",
+    .synopsis = "FILE [--interval MS] [--grace G] [--json]",
     .summary = "live refreshing view",
     .help = "Shows FILE as `vigil inspect` does, again every MS milliseconds, until\n"
             "SIGINT or SIGTERM (then exits 0). On a terminal the view is redrawn in\n"
-            "place; otherwise each view is appended, ending with a blank line.\n"
+            "place, lines cut to its width, stale slots in yellow and wedged ones in\n"
+            "red (no colour when NO_COLOR is set; no escape codes at all with\n"
+            "TERM=dumb); otherwise each view is appended, ending with a blank line.\n"
+            "A file replaced under the watch is said so; one truncated under it ends\n"
+            "the watch with a message.\n"
             "\n"
             "options:\n"
             "  --interval MS   time between views, 1..86400000 (default 1000)\n"
             "  --grace G       epochs a slot may miss before it is stale (default 5)\n"
+            "  --json          one JSON document (as inspect --json) per line and view\n"
             "  -h, --help      show this help\n",
     .run = run,
 };
