@@ -117,6 +117,11 @@ bool tool_sleep_ms(uint64_t ms);
 /* Monotonic milliseconds. */
 uint64_t tool_now_ms(void);
 
+/* ---- systemd (notify.c) ---------------------------------------------------- */
+
+/* sd_notify(0, state): > 0 sent, 0 no $NOTIFY_SOCKET, < 0 an error. */
+int tool_sd_notify(const char *state);
+
 /* ---- rendering (cmd_inspect.c) -------------------------------------------- */
 
 /* What a view of a file found, for inspect --check and watch. */

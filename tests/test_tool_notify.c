@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Description: vigil failover --sd-notify against a NOTIFY_SOCKET the test
+ * listens on, as systemd would: READY=1 first, WATCHDOG=1 at each interval
+ * while enough slots are live, and none once they are not. Every message
+ * carries a STATUS= line with the scan's number and live count, so the
+ * test follows the watchdog's own intervals and never a clock.
+ */
+#include "tooltest.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+
+/* Receives one datagram into buf (NUL-terminated); false after timeout_ms. */
+static bool recv_msg(int fd, char *buf, size_t len, unsigned timeout_ms)
+{
+    struct pollfd pfd = { fd, POLLIN, 0 };
+    if (poll(&pfd, 1, (int)timeout_ms) <= 0)
+        return false;
+    ssize_t n = recv(fd, buf, len - 1, 0);
+    if (n < 0)
+        return false;
+    buf[n] = '\0';
+    return true;
+}
+
+static int test_sd_notify(void)
+{
+    const char *f = vt_path("svc.hb");
+    vigil_hb *hb = vt_hb_fresh_at(f, 4);
+    uint32_t a, b;
+    EXPECT_RC(vigil_hb_register(hb, (uint32_t)getpid(), &a), 0);
+    EXPECT_RC(vigil_hb_register(hb, (uint32_t)getpid(), &b), 0);
+
+    int sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%.90s/notify", vt_tmpdir()) >= (int)sizeof(sa.sun_path))
+        return VT_SKIP; /* a TMPDIR too long for a socket name */
+    EXPECT(sock >= 0 && bind(sock, (struct sockaddr *)&sa, sizeof(sa)) == 0, "bind %s: %s", sa.sun_path,
+           strerror(errno));
+    setenv("NOTIFY_SOCKET", sa.sun_path, 1);
+    struct vt_proc p;
+    int sp = VT_SPAWN(&p, "failover", f, "--grace", "3", "--interval", "10", "--sd-notify", "--min-live", "2");
+    unsetenv("NOTIFY_SOCKET");
+    EXPECT(sp == 0, "spawn");
+
+    char msg[512];
+    EXPECT(recv_msg(sock, msg, sizeof(msg), 10000), "no message from the watchdog");
+    EXPECT(strncmp(msg, "READY=1\n", 8) == 0, "first message is not READY=1: '%s'", msg);
+    EXPECT(strstr(msg, "WATCHDOG=1") && strstr(msg, "STATUS=scan 0: 2 live"), "first message: '%s'", msg);
+    EXPECT(recv_msg(sock, msg, sizeof(msg), 10000) && strstr(msg, "WATCHDOG=1") && !strstr(msg, "READY"),
+           "second message: '%s'", msg);
+
+    /* One slot goes stale: below --min-live, no more WATCHDOG=1. Keep a
+     * live, tick past the grace window. */
+    for (int i = 0; i < 5; i++) {
+        vigil_hb_tick(hb);
+        vigil_hb_beat(hb, a);
+    }
+    bool unhealthy = false;
+    int after = 0, watchdogs_after = 0;
+    for (int i = 0; i < 2000 && after < 5; i++) {
+        if (!recv_msg(sock, msg, sizeof(msg), 10000))
+            break;
+        if (strstr(msg, ": 1 live") || strstr(msg, ": 0 live"))
+            unhealthy = true;
+        if (unhealthy) {
+            after++;
+            watchdogs_after += strstr(msg, "WATCHDOG=1") != NULL;
+        }
+    }
+    int st = vt_stop(&p, SIGTERM, 10000);
+    close(sock);
+    EXPECT(unhealthy && after == 5, "the watchdog never reported the table below --min-live ('%s')", msg);
+    EXPECT(watchdogs_after == 0, "WATCHDOG=1 sent %d times while fewer than 2 slots were live", watchdogs_after);
+    EXPECT(st == 0, "failover --sd-notify: exit %d on SIGTERM", st);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+VT_MAIN(VT_CASE(test_sd_notify))
