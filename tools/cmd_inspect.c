@@ -10,8 +10,12 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 enum slot_state { ST_VACANT, ST_LIVE, ST_STALE };
+
+/* Tables at least this large show their progress while being read. */
+#define PROGRESS_SLOTS 65536u
 
 struct row {
     vigil_slot_info info;
@@ -100,10 +104,16 @@ static struct row *read_rows(const vigil_hb *hb, uint64_t epoch, uint64_t grace,
     if (!rows)
         return NULL;
     counts[0] = counts[1] = counts[2] = 0;
+    /* A large table takes a while: say how far it got, on a terminal. */
+    bool progress = cap >= PROGRESS_SLOTS && isatty(STDERR_FILENO);
     for (uint32_t i = 0; i < cap; i++) {
+        if (progress && (i % (PROGRESS_SLOTS / 4)) == 0)
+            fprintf(stderr, "\rvigil: reading slot %u of %u (%u%%)", i, cap, (unsigned)((uint64_t)i * 100 / cap));
         read_row(hb, i, epoch, grace, &rows[i]);
         counts[rows[i].state]++;
     }
+    if (progress)
+        fputs("\r\033[K", stderr);
     return rows;
 }
 
