@@ -209,11 +209,14 @@ static uint32_t      my_pid;
 static uint32_t      bench_slot; /* occupied in all three tables: slot 0 */
 
 enum op { OP_STORE, OP_LOADSTORE, OP_FETCH_OR, OP_LOCK,
+          OP_LOADSTORE_NB, V_BEATER, V_BEATER_NB, V_BEAT_NB,
           V_BEAT, V_SNAP, V_MARK, V_REG,
           M_BEAT, M_SNAP, M_MARK, M_REG,
           P_BEAT, P_SNAP, P_MARK, P_REG, OP_COUNT };
 
-static _Atomic uint64_t hw_word, hw_src;
+/* On cache lines of their own, as the epoch and a slot are. */
+static _Alignas(64) _Atomic uint64_t hw_word;
+static _Alignas(64) _Atomic uint64_t hw_src;
 static pthread_mutex_t  hw_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void fail(const char *what, int rc)
@@ -266,6 +269,33 @@ static uint64_t run(enum op op, uint64_t n)
             BARRIER();
         }
         break;
+    /* The second loop shape, with no compiler barrier: what the compiler
+     * may keep in registers it keeps, so a beat costs what its own code
+     * forces, and the bare pair is the floor in the same shape. */
+    case OP_LOADSTORE_NB:
+        for (uint64_t i = 0; i < n; i++) {
+            uint64_t v = atomic_load_explicit(&hw_src, memory_order_acquire);
+            atomic_store_explicit(&hw_word, v, memory_order_release);
+        }
+        break;
+    case V_BEAT_NB:
+        for (uint64_t i = 0; i < n; i++)
+            vigil_hb_beat(h, s);
+        break;
+    case V_BEATER: {
+        vigil_beater b = vigil_hb_beater(h, s);
+        for (uint64_t i = 0; i < n; i++) {
+            vigil_beater_beat(b);
+            BARRIER();
+        }
+        break;
+    }
+    case V_BEATER_NB: {
+        vigil_beater b = vigil_hb_beater(h, s);
+        for (uint64_t i = 0; i < n; i++)
+            vigil_beater_beat(b);
+        break;
+    }
     case V_SNAP:
         for (uint64_t i = 0; i < n; i++) {
             acc += (uint64_t)vigil_hb_snapshot(h, s, &info) + info.last_seen_epoch;
@@ -348,6 +378,7 @@ static uint64_t iters_for(enum op op)
 {
     switch (op) {
     case OP_STORE: case OP_LOADSTORE: case V_BEAT:
+    case OP_LOADSTORE_NB: case V_BEATER: case V_BEATER_NB: case V_BEAT_NB:
         return 20000000;
     case V_REG: case M_REG: case P_REG:
         return 200000;
@@ -512,6 +543,19 @@ int main(void)
            r_mark, bench_verdict(r_mark >= 2.5), lim_mark);
     printf("  register+unregister >= 1x:  %5.2fx           %-6s\n", r_reg, bench_verdict(r_reg >= 1.0));
     bench_floor_note("beat", 25, lim_beat, "load+store");
+
+    /* The beater against the bare pair it is made of, in both loop shapes. */
+    double rb = best[V_BEATER] / best[OP_LOADSTORE], rb_nb = best[V_BEATER_NB] / best[OP_LOADSTORE_NB];
+    printf("\nbeater (vigil_hb_beater once, then vigil_beater_beat), ns/op and ratio to the bare\n"
+           "acquire load + release store in the same loop shape (target <= 1.2x):\n");
+    printf("  with a compiler barrier:     beater %.2f  vigil_hb_beat %.2f  bare %.2f   beater/bare %.2fx  %s"
+           "   hb_beat/bare %.2fx\n",
+           best[V_BEATER], best[V_BEAT], best[OP_LOADSTORE], rb, bench_verdict(rb <= 1.2),
+           best[V_BEAT] / best[OP_LOADSTORE]);
+    printf("  without a compiler barrier:  beater %.2f  vigil_hb_beat %.2f  bare %.2f   beater/bare %.2fx  %s"
+           "   hb_beat/bare %.2fx\n",
+           best[V_BEATER_NB], best[V_BEAT_NB], best[OP_LOADSTORE_NB], rb_nb, bench_verdict(rb_nb <= 1.2),
+           best[V_BEAT_NB] / best[OP_LOADSTORE_NB]);
     bench_floor_note("mark", 2.5, lim_mark, "fetch_or");
 
     bench_idle_stop(&idle);

@@ -335,3 +335,14 @@ uint32_t vigil_hb_live_count(const vigil_hb *hb, uint64_t grace_epochs)
     }
     return live;
 }
+
+/* Where the beats of a beater for no slot go: two words of the library's
+ * own, so that such a beater needs no check on the hot path. */
+static _Atomic uint64_t beater_sink_epoch, beater_sink_seen;
+
+vigil_beater vigil_hb_beater(vigil_hb *hb, uint32_t slot)
+{
+    if (!hb || slot >= hb->capacity)
+        return (vigil_beater){ .epoch = &beater_sink_epoch, .seen = &beater_sink_seen };
+    return (vigil_beater){ .epoch = &hb->hdr->epoch, .seen = &hb->slots[slot].last_seen_epoch };
+}

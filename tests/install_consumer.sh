@@ -28,6 +28,35 @@ cmake -S "$tmp/consumer" -B "$tmp/consumer/build" -DCMAKE_PREFIX_PATH="$tmp/pref
 cmake --build "$tmp/consumer/build" >/dev/null
 "$tmp/consumer/build/hello" "$tmp/hello2.hb" >/dev/null
 
+# The headers as C++17 (g++ and clang++, where installed): the same source
+# built as C and as C++, one process of each kind (and of each C++
+# compiler) in one table and at one barrier, every one of them passing.
+cat > "$tmp/mk.c" <<'C'
+#include <vigil/vigil.h>
+int main(int argc, char **argv)
+{
+    vigil_hb *hb;
+    vigil_barrier *b;
+    (void)argc;
+    return vigil_hb_create(argv[1], 16, &hb) || vigil_barrier_create(argv[2], hb, 1000, &b);
+}
+C
+pcflags=$(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --cflags --libs vigil)
+"$cc" -o "$tmp/mk" "$tmp/mk.c" $pcflags -Wl,-rpath,"$libdir"
+"$cc" -std=c11 -Wall -Wextra -Werror -o "$tmp/pair_c" "$src/tests/consumer_pair.c" $pcflags -Wl,-rpath,"$libdir"
+pair="$tmp/pair_c"
+for cxx in g++ clang++; do
+    command -v "$cxx" >/dev/null 2>&1 || continue
+    "$cxx" -std=c++17 -Wall -Wextra -Werror -x c++ -o "$tmp/pair_$cxx" "$src/tests/consumer_pair.c" -x none \
+        $pcflags -Wl,-rpath,"$libdir"
+    pair="$pair $tmp/pair_$cxx"
+done
+"$tmp/mk" "$tmp/pair.hb" "$tmp/pair.barrier"
+n=0; for p in $pair; do n=$((n + 1)); done
+pids=""
+for p in $pair; do timeout 60 "$p" "$tmp/pair.hb" "$tmp/pair.barrier" $n & pids="$pids $!"; done
+for p in $pids; do wait "$p"; done
+
 # The etcd adapter, when it was built: its own .pc and the vigil::etcd target.
 if [ -f "$libdir/pkgconfig/vigil-etcd.pc" ]; then
     cat > "$tmp/etcd.c" <<'C'

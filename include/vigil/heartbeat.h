@@ -12,11 +12,42 @@
 #define VIGIL_HEARTBEAT_H
 
 #include <errno.h>
-#include <stdatomic.h>
 #include <vigil/common.h>
 
+/*
+ * The shared words are C11 atomics; in C++ (17 and later) the same words
+ * are std::atomic of the same type, which on every platform vigil builds
+ * for has the same size, alignment and representation (checked below), so
+ * a C++ program maps the same files and runs the same inline beat. The
+ * VIGIL__ macros are the few atomic operations the inline code needs.
+ */
 #ifdef __cplusplus
+#include <atomic>
+#define VIGIL_ATOMIC(T)          std::atomic<T>
+#define VIGIL_ALIGNAS(n)         alignas(n)
+#define VIGIL_STATIC_ASSERT(c, m) static_assert(c, m)
+#define VIGIL__LOAD(p, mo)       (p)->load(std::memory_order_##mo)
+#define VIGIL__STORE(p, v, mo)   (p)->store((v), std::memory_order_##mo)
+#define VIGIL__OR(p, v, mo)      (p)->fetch_or((v), std::memory_order_##mo)
+#define VIGIL__AND(p, v, mo)     (p)->fetch_and((v), std::memory_order_##mo)
+static_assert(sizeof(std::atomic<uint64_t>) == sizeof(uint64_t) &&
+                  alignof(std::atomic<uint64_t>) == alignof(uint64_t) &&
+                  std::atomic<uint64_t>::is_always_lock_free,
+              "std::atomic<uint64_t> is a plain lock-free uint64_t, as C's _Atomic is");
+static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t) &&
+                  alignof(std::atomic<uint32_t>) == alignof(uint32_t) &&
+                  std::atomic<uint32_t>::is_always_lock_free,
+              "std::atomic<uint32_t> is a plain lock-free uint32_t, as C's _Atomic is");
 extern "C" {
+#else
+#include <stdatomic.h>
+#define VIGIL_ATOMIC(T)          _Atomic T
+#define VIGIL_ALIGNAS(n)         _Alignas(n)
+#define VIGIL_STATIC_ASSERT(c, m) _Static_assert(c, m)
+#define VIGIL__LOAD(p, mo)       atomic_load_explicit((p), memory_order_##mo)
+#define VIGIL__STORE(p, v, mo)   atomic_store_explicit((p), (v), memory_order_##mo)
+#define VIGIL__OR(p, v, mo)      atomic_fetch_or_explicit((p), (v), memory_order_##mo)
+#define VIGIL__AND(p, v, mo)     atomic_fetch_and_explicit((p), (v), memory_order_##mo)
 #endif
 
 enum { VIGIL_ROLE_WORKER = 0, VIGIL_ROLE_COORDINATOR = 1 };
@@ -35,29 +66,29 @@ struct vigil_hb_header {
     uint32_t         kind;       /* 12: VIGIL_KIND_HEARTBEAT */
     uint32_t         capacity;   /* 16: number of slots */
     uint32_t         flags;      /* 20: 0 */
-    _Atomic uint64_t epoch;      /* 24: global epoch, ticked by the watchdog */
-    _Atomic uint64_t term;       /* 32: leader term, +1 on each change of leader */
-    _Atomic uint64_t leader;     /* 40: (pid << 32) | (slot + 1), 0 = none */
-    _Atomic uint64_t elect_lock; /* 48: 0 free, else the elector's lock word (vigil-files(5)) */
-    _Atomic uint64_t elect_intent;/* 56: leader change in progress: ((term & 0x7ff) << 53) | (pid << 21) | (slot + 1), 0 none */
+    VIGIL_ATOMIC(uint64_t) epoch;      /* 24: global epoch, ticked by the watchdog */
+    VIGIL_ATOMIC(uint64_t) term;       /* 32: leader term, +1 on each change of leader */
+    VIGIL_ATOMIC(uint64_t) leader;     /* 40: (pid << 32) | (slot + 1), 0 = none */
+    VIGIL_ATOMIC(uint64_t) elect_lock; /* 48: 0 free, else the elector's lock word (vigil-files(5)) */
+    VIGIL_ATOMIC(uint64_t) elect_intent;/* 56: leader change in progress: ((term & 0x7ff) << 53) | (pid << 21) | (slot + 1), 0 none */
 };
 
 /* One slot, offsets relative to 64 + slot * 64. */
 struct vigil_hb_slot {
-    _Alignas(64) _Atomic uint32_t pid; /*  0: owner, 0 = vacant */
-    _Atomic uint32_t seq;             /*  4: SeqLock version, odd during a structural change */
-    _Atomic uint64_t last_seen_epoch; /*  8: epoch at the last beat */
-    _Atomic uint64_t in_flight;       /* 16: bitmap of work units */
-    _Atomic uint32_t role;            /* 24: VIGIL_ROLE_* */
+    VIGIL_ALIGNAS(64) VIGIL_ATOMIC(uint32_t) pid; /*  0: owner, 0 = vacant */
+    VIGIL_ATOMIC(uint32_t) seq;             /*  4: SeqLock version, odd during a structural change */
+    VIGIL_ATOMIC(uint64_t) last_seen_epoch; /*  8: epoch at the last beat */
+    VIGIL_ATOMIC(uint64_t) in_flight;       /* 16: bitmap of work units */
+    VIGIL_ATOMIC(uint32_t) role;            /* 24: VIGIL_ROLE_* */
     uint32_t         reserved0;       /* 28: 0 */
-    _Atomic uint64_t start_time;      /* 32: owner's start time (/proc/<pid>/stat field 22), 0 unknown */
-    _Atomic uint64_t odd_since;       /* 40: (odd seq << 32) | low 32 bits of the epoch a scan first saw it, 0 none */
-    _Atomic uint64_t owner_ns;        /* 48: owner's pid namespace (inode of /proc/self/ns/pid), 0 not recorded */
+    VIGIL_ATOMIC(uint64_t) start_time;      /* 32: owner's start time (/proc/<pid>/stat field 22), 0 unknown */
+    VIGIL_ATOMIC(uint64_t) odd_since;       /* 40: (odd seq << 32) | low 32 bits of the epoch a scan first saw it, 0 none */
+    VIGIL_ATOMIC(uint64_t) owner_ns;        /* 48: owner's pid namespace (inode of /proc/self/ns/pid), 0 not recorded */
     uint8_t          reserved1[8];    /* 56: 0 */
 };
 
-_Static_assert(sizeof(struct vigil_hb_header) == 64, "header is one cache line");
-_Static_assert(sizeof(struct vigil_hb_slot) == 64, "slot is one cache line");
+VIGIL_STATIC_ASSERT(sizeof(struct vigil_hb_header) == 64, "header is one cache line");
+VIGIL_STATIC_ASSERT(sizeof(struct vigil_hb_slot) == 64, "slot is one cache line");
 
 /* The handle. Its bounds are this process's own copy, taken at open, so a
  * peer scribbling on the file header cannot move them. */
@@ -109,8 +140,30 @@ static inline void vigil_hb_beat(vigil_hb *hb, uint32_t slot)
 {
     if (!hb || slot >= hb->capacity)
         return;
-    uint64_t epoch = atomic_load_explicit(&hb->hdr->epoch, memory_order_acquire);
-    atomic_store_explicit(&hb->slots[slot].last_seen_epoch, epoch, memory_order_release);
+    uint64_t epoch = VIGIL__LOAD(&hb->hdr->epoch, acquire);
+    VIGIL__STORE(&hb->slots[slot].last_seen_epoch, epoch, release);
+}
+
+/*
+ * A beater: the two words of one slot's beat, looked up once, so that a
+ * beat is the bare acquire load and release store and nothing else (no
+ * NULL check, no bound check, no reload of the handle's fields, which
+ * vigil_hb_beat must make on every call since the compiler cannot know
+ * the handle is unchanged). vigil_hb_beater of a NULL table or an
+ * out-of-range slot gives a beater whose beats go to a word of the
+ * library's own, reaching no table. A beater is valid until its table is
+ * closed. The orders are vigil_hb_beat's, for the same reasons.
+ */
+typedef struct vigil_beater {
+    const VIGIL_ATOMIC(uint64_t) *epoch; /* the table's epoch */
+    VIGIL_ATOMIC(uint64_t)       *seen;  /* the slot's last_seen_epoch */
+} vigil_beater;
+
+vigil_beater vigil_hb_beater(vigil_hb *hb, uint32_t slot);
+
+static inline void vigil_beater_beat(vigil_beater b)
+{
+    VIGIL__STORE(b.seen, VIGIL__LOAD(b.epoch, acquire), release);
 }
 
 /*
@@ -136,13 +189,13 @@ static inline int vigil_hb_in_flight_inline(vigil_hb *hb, uint32_t slot, unsigne
     if (slot >= hb->capacity || bit >= 64)
         return VIGIL_ERANGE;
     struct vigil_hb_slot *s = &hb->slots[slot];
-    if (atomic_load_explicit(&s->pid, memory_order_relaxed) == 0)
+    if (VIGIL__LOAD(&s->pid, relaxed) == 0)
         return VIGIL_EVACANT;
     uint64_t m = UINT64_C(1) << bit;
     if (set)
-        atomic_fetch_or_explicit(&s->in_flight, m, memory_order_release);
+        VIGIL__OR(&s->in_flight, m, release);
     else
-        atomic_fetch_and_explicit(&s->in_flight, ~m, memory_order_release);
+        VIGIL__AND(&s->in_flight, ~m, release);
     return 0;
 }
 #define vigil_hb_mark_in_flight(hb, slot, bit)  vigil_hb_in_flight_inline((hb), (slot), (bit), true)
