@@ -264,6 +264,23 @@ static int scan_table(vigil_hb *hb, uint64_t grace_epochs, vigil_reclaim *out, u
     return (int)sc.n;
 }
 
+int vigil_failover_claim_dead(vigil_hb *hb, uint32_t slot, uint32_t version, uint32_t pid, vigil_reclaim *out)
+{
+    if (slot >= hb->capacity || pid == 0)
+        return 0;
+    struct scan sc = {
+        .hb = hb,
+        .epoch = atomic_load_explicit(&hb->hdr->epoch, memory_order_acquire),
+        .probe = true,
+        .out = out,
+        .max = 1,
+    };
+    /* THE CLAIM, steps 2 to 6, with the verdict "dead" made at `version`:
+     * the lock is taken only at that version, so nothing changed since. */
+    claim(&sc, slot, version, pid, true);
+    return (int)sc.n;
+}
+
 int vigil_failover_scan(vigil_hb *hb, uint64_t grace_epochs, vigil_reclaim *out, uint32_t max)
 {
     return scan_table(hb, grace_epochs, out, max, false);

@@ -110,6 +110,7 @@ static int hb_wrap(struct vigil_map *m, vigil_hb **out)
     hb->slots = (struct vigil_hb_slot *)((char *)m->base + sizeof(struct vigil_hb_header));
     hb->capacity = m->capacity;
     hb->map_size = m->size;
+    hb->watch = NULL;
     *out = hb;
     return 0;
 }
@@ -150,6 +151,7 @@ void vigil_hb_close(vigil_hb *hb)
 {
     if (!hb)
         return;
+    vigil_failover_watch_free(hb->watch);
     struct vigil_map m = { .base = hb->hdr, .size = hb->map_size, .capacity = hb->capacity };
     vigil_map_close(&m);
     free(hb);

@@ -4,6 +4,7 @@
 #define VIGIL_SRC_HEARTBEAT_INTERNAL_H
 
 #include <vigil/heartbeat.h>
+#include <vigil/failover.h>
 #include "file_internal.h"
 #include "proc_internal.h"
 #include "spin_internal.h"
@@ -24,6 +25,16 @@ extern const struct vigil_layout vigil_hb_layout;
 int  vigil_slot_try_lock(struct vigil_hb_slot *s, uint32_t *version);
 int  vigil_slot_lock(struct vigil_hb_slot *s, uint32_t *version);
 void vigil_slot_unlock(struct vigil_hb_slot *s, uint32_t version);
+
+/* vigil_failover_wait's state on a handle (failover_wait.c): its pidfds
+ * closed and freed. NULL is fine. */
+struct vigil_failover_watch;
+void vigil_failover_watch_free(struct vigil_failover_watch *w);
+
+/* The probe-assisted claim of one slot (failover.c): takes slot `slot`
+ * from `pid` if its version is still `version`, the one at which its
+ * owner was proven dead, writing the entry to *out. 1 claimed, 0 not. */
+int vigil_failover_claim_dead(vigil_hb *hb, uint32_t slot, uint32_t version, uint32_t pid, vigil_reclaim *out);
 
 /* A slot's words as one registration left them. */
 struct vigil_slot_words {

@@ -37,6 +37,34 @@ bool vigil_leader_is(const vigil_hb *hb, uint32_t slot, uint64_t grace_epochs);
 int  vigil_leader_get(const vigil_hb *hb, vigil_leader *out);
 int  vigil_hb_probe(const vigil_hb *hb, uint32_t slot); /* 1 alive, 0 provably dead, VIGIL_* / -errno unknown */
 
+/*
+ * Blocks until at least one slot can be reclaimed, reclaims (at most max)
+ * and returns how many entries it wrote; 0 when timeout_ns passed with
+ * nothing to reclaim (UINT64_MAX: no deadline). A slot can be reclaimed
+ * when it is stale by epochs, as for vigil_failover_scan, or at once when
+ * its owner is provably dead: the handle holds a pidfd per occupied slot's
+ * owner and wakes the moment one exits. Exactly once against any scans
+ * and waits, in any process. One wait at a time per handle.
+ */
+int vigil_failover_wait(vigil_hb *hb, uint64_t grace_epochs, uint64_t timeout_ns,
+                        vigil_reclaim *out, uint32_t max);
+
+/* Why each entry of vigil_failover_wait_why was reclaimed. */
+enum { VIGIL_RECLAIM_STALE = 1, VIGIL_RECLAIM_EXITED = 2 };
+int vigil_failover_wait_why(vigil_hb *hb, uint64_t grace_epochs, uint64_t timeout_ns,
+                            vigil_reclaim *out, uint32_t *why, uint32_t max);
+
+/* What the last wait on hb could watch: pidfds is 0 where the kernel has
+ * none (every slot then waits out its epochs); watched the slots whose
+ * owner's exit wakes the wait, by_epochs the occupied slots left to epochs
+ * (an owner in another pid namespace, or recorded without a start time). */
+typedef struct vigil_failover_watch_info {
+    uint32_t pidfds;
+    uint32_t watched;
+    uint32_t by_epochs;
+} vigil_failover_watch_info; /* fields may be added at the end */
+int vigil_failover_wait_info(const vigil_hb *hb, vigil_failover_watch_info *out);
+
 #ifdef __cplusplus
 }
 #endif

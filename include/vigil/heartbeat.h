@@ -97,6 +97,7 @@ typedef struct vigil_hb {
     struct vigil_hb_slot   *slots;
     uint32_t                capacity;
     size_t                  map_size;
+    struct vigil_failover_watch *watch; /* vigil_failover_wait's pidfds, made on first use */
 } vigil_hb;
 
 int      vigil_hb_create(const char *path, uint32_t capacity, vigil_hb **out);

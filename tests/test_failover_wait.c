@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Description: vigil_failover_wait. A worker killed with SIGKILL is
+ * reclaimed at once, before any tick, with its bits, as "exited"; a stale
+ * slot is reclaimed as "stale"; a pid reused by a stranger is the owner's
+ * death; an owner in another pid namespace, or a process whose main thread
+ * exited while another runs, is never called dead; slots registered while
+ * the wait sleeps are watched; and several watchdogs waiting at once in
+ * different processes reclaim every killed worker exactly once. Kills are
+ * decided by the test, waits are bounded, nothing is timed.
+ */
+#include "hbtest.h"
+
+#include <pthread.h>
+
+struct worker {
+    pid_t    pid;
+    uint32_t slot;
+};
+
+/* A worker process: registers itself, marks `bits`, says so on a pipe and
+ * waits to be killed. */
+static int spawn_worker(const char *path, uint64_t bits, struct worker *w)
+{
+    int p[2];
+    if (pipe(p) != 0)
+        return -1;
+    w->pid = fork();
+    if (w->pid == 0) {
+        close(p[0]);
+        vigil_hb *hb;
+        uint32_t s;
+        if (vigil_hb_open(path, 0, &hb) < 0 || vigil_hb_register(hb, (uint32_t)getpid(), &s) < 0)
+            _exit(3);
+        for (unsigned b = 0; b < 64; b++)
+            if (bits & (UINT64_C(1) << b))
+                vigil_hb_mark_in_flight(hb, s, b);
+        if (write(p[1], &s, sizeof(s)) != sizeof(s))
+            _exit(4);
+        vt_await_kill();
+    }
+    close(p[1]);
+    ssize_t n = read(p[0], &w->slot, sizeof(w->slot));
+    close(p[0]);
+    return n == sizeof(w->slot) ? 0 : -1;
+}
+
+struct waiter {
+    vigil_hb     *hb;
+    uint64_t      grace, timeout;
+    vigil_reclaim out[8];
+    uint32_t      why[8];
+    int           n;
+};
+
+static void *wait_main(void *arg)
+{
+    struct waiter *w = arg;
+    w->n = vigil_failover_wait_why(w->hb, w->grace, w->timeout, w->out, w->why, 8);
+    return NULL;
+}
+
+static int test_killed_reclaimed_before_any_tick(void)
+{
+    const char *path = vt_path("kill.hb");
+    vigil_hb *hb = vt_hb_fresh_at(path, 8);
+    struct worker w;
+    EXPECT(spawn_worker(path, 0x8001, &w) == 0, "worker did not start");
+    struct waiter wt = { .hb = hb, .grace = 1000000, .timeout = 30000000000ull };
+    pthread_t th;
+    EXPECT(pthread_create(&th, NULL, wait_main, &wt) == 0, "thread");
+    kill(w.pid, SIGKILL);
+    pthread_join(th, NULL);
+    waitpid(w.pid, NULL, 0);
+    EXPECT(wt.n == 1, "expected the killed worker's slot, got %d (%s)", wt.n, wt.n < 0 ? vigil_strerror(wt.n) : "");
+    EXPECT(wt.out[0].slot == w.slot && wt.out[0].pid == (uint32_t)w.pid && wt.out[0].in_flight == 0x8001,
+           "expected {%u, %d, 0x8001}, got {%u, %u, %#llx}", w.slot, (int)w.pid, wt.out[0].slot, wt.out[0].pid,
+           (unsigned long long)wt.out[0].in_flight);
+    EXPECT(wt.why[0] == VIGIL_RECLAIM_EXITED, "expected reason exited, got %u", wt.why[0]);
+    EXPECT(vigil_hb_epoch(hb) == 0, "a tick happened: epoch %llu", (unsigned long long)vigil_hb_epoch(hb));
+    vigil_failover_watch_info info;
+    EXPECT_RC(vigil_failover_wait_info(hb, &info), 0);
+    EXPECT(info.pidfds == 1, "pidfds reported missing on this kernel");
+    vigil_reclaim r[4];
+    EXPECT_RC(vigil_failover_scan(hb, 0, r, 4), 0); /* exactly once */
+    vigil_hb_close(hb);
+    return 0;
+}
+
+/* Nothing dies, nothing is stale: the wait ends at its timeout with 0. A
+ * stale slot is taken as stale. */
+static int test_timeout_and_stale(void)
+{
+    vigil_hb *hb = vt_hb_fresh("stale.hb", 4);
+    uint32_t me;
+    EXPECT_RC(vigil_hb_register(hb, (uint32_t)getpid(), &me), 0);
+    vigil_reclaim r[4];
+    uint32_t why[4];
+    EXPECT_RC(vigil_failover_wait_why(hb, 3, 20000000u, r, why, 4), 0);
+    for (int i = 0; i < 4; i++)
+        vigil_hb_tick(hb);
+    EXPECT_RC(vigil_failover_wait_why(hb, 3, 20000000u, r, why, 4), 1);
+    EXPECT(r[0].slot == me && why[0] == VIGIL_RECLAIM_STALE, "expected slot %u stale, got slot %u why %u", me,
+           r[0].slot, why[0]);
+    EXPECT_RC(vigil_failover_wait(NULL, 3, 0, r, 4), -EINVAL);
+    EXPECT_RC(vigil_failover_wait(hb, 3, 0, r, 0), -EINVAL);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+/* A slot whose recorded start time is not its pid's process's: the pid
+ * was reused, the owner is dead, reclaimed at once. One recorded in
+ * another pid namespace is left to epochs, whatever its pid does here. */
+static int test_reused_and_foreign(void)
+{
+    vigil_hb *hb = vt_hb_fresh("reuse.hb", 4);
+    pid_t kid = fork();
+    if (kid == 0)
+        vt_await_kill();
+    uint32_t a, b;
+    EXPECT_RC(vigil_hb_register(hb, (uint32_t)kid, &a), 0);
+    atomic_store(&hb->slots[a].start_time, atomic_load(&hb->slots[a].start_time) + 1);
+    EXPECT_RC(vigil_hb_register(hb, (uint32_t)vt_unused_pid(), &b), 0);
+    atomic_store(&hb->slots[b].owner_ns, vigil_self_pidns() + 1);
+    vigil_reclaim r[4];
+    uint32_t why[4];
+    int n = vigil_failover_wait_why(hb, 1000, 30000000000ull, r, why, 4);
+    vigil_failover_watch_info info;
+    int irc = vigil_failover_wait_info(hb, &info);
+    int again = vigil_failover_wait(hb, 1000, 20000000u, r + 1, 3);
+    kill(kid, SIGKILL);
+    waitpid(kid, NULL, 0);
+    EXPECT(n == 1 && r[0].slot == a && why[0] == VIGIL_RECLAIM_EXITED,
+           "expected the reused pid's slot %u reclaimed as exited, got %d entries (slot %u)", a, n, r[0].slot);
+    EXPECT(irc == 0 && info.by_epochs == 1, "expected the foreign slot left to epochs, info rc %d by_epochs %u", irc,
+           info.by_epochs);
+    EXPECT(again == 0, "the foreign slot was reclaimed (%d) before its grace window", again);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+static void *sleeper(void *arg)
+{
+    int fd = *(int *)arg;
+    char c;
+    while (read(fd, &c, 1) < 0 && errno == EINTR)
+        ;
+    return NULL;
+}
+
+/* A process whose main thread exited while another thread runs is alive:
+ * its pidfd is not readable, its slot not reclaimed. */
+static int test_main_thread_exited_is_alive(void)
+{
+    vigil_hb *hb = vt_hb_fresh("zombie.hb", 4);
+    int hold[2], up[2];
+    EXPECT(pipe(hold) == 0 && pipe(up) == 0, "pipe");
+    pid_t kid = fork();
+    if (kid == 0) {
+        close(hold[1]);
+        pthread_t th;
+        if (pthread_create(&th, NULL, sleeper, &hold[0]) != 0)
+            _exit(2);
+        char c = 1;
+        if (write(up[1], &c, 1) != 1)
+            _exit(2);
+        pthread_exit(NULL);
+    }
+    close(hold[0]);
+    char c;
+    EXPECT(read(up[0], &c, 1) == 1, "child never started");
+    uint32_t s;
+    EXPECT_RC(vigil_hb_register(hb, (uint32_t)kid, &s), 0);
+    vigil_reclaim r[4];
+    int n = vigil_failover_wait(hb, 1000, 50000000u, r, 4);
+    kill(kid, SIGKILL);
+    close(hold[1]);
+    int after = vigil_failover_wait(hb, 1000, 30000000000ull, r, 4);
+    waitpid(kid, NULL, 0);
+    EXPECT(n == 0, "a process with a running thread was reclaimed (%d)", n);
+    EXPECT(after == 1 && r[0].slot == s, "once every thread is gone it is: got %d", after);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+/* A worker that registers while the wait already sleeps is watched too. */
+static int test_registered_while_waiting(void)
+{
+    const char *path = vt_path("late.hb");
+    vigil_hb *hb = vt_hb_fresh_at(path, 8);
+    struct waiter wt = { .hb = hb, .grace = 1000000, .timeout = 30000000000ull };
+    pthread_t th;
+    EXPECT(pthread_create(&th, NULL, wait_main, &wt) == 0, "thread");
+    struct worker w;
+    EXPECT(spawn_worker(path, 0x2, &w) == 0, "worker did not start");
+    kill(w.pid, SIGKILL);
+    pthread_join(th, NULL);
+    waitpid(w.pid, NULL, 0);
+    EXPECT(wt.n == 1 && wt.out[0].slot == w.slot && wt.why[0] == VIGIL_RECLAIM_EXITED,
+           "expected the late worker's slot %u as exited, got %d entries", w.slot, wt.n);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+/* Three watchdog processes wait on one table while workers are killed:
+ * every slot is reclaimed exactly once, by one of them. */
+enum { DOGS = 3, KILLED = 6 };
+
+struct tally {
+    _Atomic int got[8];      /* reclaims per slot */
+    _Atomic int total;
+    _Atomic int ready;
+};
+
+static _Noreturn void dog(const char *path, struct tally *t)
+{
+    vigil_hb *hb;
+    if (vigil_hb_open(path, 0, &hb) < 0)
+        _exit(3);
+    atomic_fetch_add(&t->ready, 1);
+    while (atomic_load(&t->total) < KILLED) {
+        vigil_reclaim r[8];
+        int n = vigil_failover_wait(hb, 1000000, 50000000u, r, 8);
+        for (int i = 0; i < n; i++) {
+            if (r[i].slot < 8)
+                atomic_fetch_add(&t->got[r[i].slot], 1);
+            atomic_fetch_add(&t->total, 1);
+        }
+    }
+    _exit(0);
+}
+
+static int test_three_watchdogs_exactly_once(void)
+{
+    const char *path = vt_path("race.hb");
+    vigil_hb *hb = vt_hb_fresh_at(path, 8);
+    struct tally *t = vt_shared(sizeof(*t));
+    struct worker w[KILLED];
+    for (int i = 0; i < KILLED; i++)
+        EXPECT(spawn_worker(path, UINT64_C(1) << i, &w[i]) == 0, "worker %d did not start", i);
+    pid_t dogs[DOGS];
+    for (int d = 0; d < DOGS; d++) {
+        dogs[d] = fork();
+        if (dogs[d] == 0)
+            dog(path, t);
+    }
+    EXPECT(VT_WAIT_FOR(atomic_load(&t->ready) == DOGS, 10000), "watchdogs did not start");
+    for (int i = 0; i < KILLED; i++)
+        kill(w[i].pid, SIGKILL);
+    for (int i = 0; i < KILLED; i++)
+        waitpid(w[i].pid, NULL, 0);
+    bool all = VT_WAIT_FOR(atomic_load(&t->total) >= KILLED, 30000);
+    for (int d = 0; d < DOGS; d++)
+        EXPECT(vt_wait(dogs[d], 10000) == 0, "watchdog %d did not finish", d);
+    EXPECT(all, "only %d of %d killed workers reclaimed", atomic_load(&t->total), KILLED);
+    for (int i = 0; i < KILLED; i++)
+        EXPECT(atomic_load(&t->got[w[i].slot]) == 1, "slot %u reclaimed %d times", w[i].slot,
+               atomic_load(&t->got[w[i].slot]));
+    EXPECT(atomic_load(&t->total) == KILLED, "%d reclaims for %d deaths", atomic_load(&t->total), KILLED);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+VT_MAIN(VT_CASE(test_killed_reclaimed_before_any_tick), VT_CASE(test_timeout_and_stale),
+        VT_CASE(test_reused_and_foreign), VT_CASE(test_main_thread_exited_is_alive),
+        VT_CASE(test_registered_while_waiting), VT_CASE(test_three_watchdogs_exactly_once))
