@@ -65,7 +65,9 @@ struct vigil_failover_watch {
     pthread_mutex_t mu;   /* one wait at a time on a handle */
     int             epfd; /* -1: no pidfds here, epochs alone */
     uint32_t        cap;
-    uint32_t        watched, by_epochs;
+    /* Counts of the last look, read by vigil_failover_wait_info without
+     * the lock (a wait may hold it for long): relaxed, each a figure. */
+    _Atomic uint32_t watched, by_epochs;
     struct watched  w[];
 };
 
@@ -136,14 +138,14 @@ static void unwatch(struct vigil_failover_watch *w, uint32_t i)
 static void sync_table(vigil_hb *hb, struct vigil_failover_watch *w)
 {
     uint64_t my_ns = vigil_self_pidns();
-    w->watched = w->by_epochs = 0;
+    uint32_t watched = 0, by_epochs = 0;
     for (uint32_t i = 0; i < w->cap; i++) {
         struct watched *x = &w->w[i];
         const struct vigil_hb_slot *s = &hb->slots[i];
         /* Step 1: one registration's pid, start and namespace, or none. */
         uint32_t v = atomic_load_explicit(&s->seq, memory_order_acquire);
         if (v & 1u) {
-            w->watched += x->fd >= 0;
+            watched += x->fd >= 0;
             continue; /* mid-change: the next look, or the repair */
         }
         uint32_t pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
@@ -160,15 +162,15 @@ static void sync_table(vigil_hb *hb, struct vigil_failover_watch *w)
         }
         if (x->pid == pid && x->start == start && (x->fd >= 0 || x->dead || x->epochs)) {
             x->version = v; /* the same owner, its slot merely beaten or changed by itself */
-            w->watched += x->fd >= 0;
-            w->by_epochs += x->epochs;
+            watched += x->fd >= 0;
+            by_epochs += x->epochs;
             continue;
         }
         unwatch(w, i);
         x->pid = pid, x->start = start, x->version = v;
         if (w->epfd < 0 || ns == 0 || ns != my_ns || start == 0) {
             x->epochs = true; /* cannot be watched: epochs alone decide */
-            w->by_epochs++;
+            by_epochs++;
             continue;
         }
         /* Step 2. */
@@ -177,7 +179,7 @@ static void sync_table(vigil_hb *hb, struct vigil_failover_watch *w)
             if (errno == ESRCH)
                 x->dead = true;
             else
-                x->epochs = true, w->by_epochs++;
+                x->epochs = true, by_epochs++;
             continue;
         }
         /* Step 3: the pidfd names whoever has the pid now. */
@@ -191,12 +193,14 @@ static void sync_table(vigil_hb *hb, struct vigil_failover_watch *w)
         struct epoll_event ev = { .events = EPOLLIN, .data.u32 = i };
         if (err < 0 || epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
             close(fd);
-            x->epochs = true, w->by_epochs++;
+            x->epochs = true, by_epochs++;
             continue;
         }
         x->fd = fd;
-        w->watched++;
+        watched++;
     }
+    atomic_store_explicit(&w->watched, watched, memory_order_relaxed);
+    atomic_store_explicit(&w->by_epochs, by_epochs, memory_order_relaxed);
 }
 
 /* Step 4 for every slot proven dead; returns the entries written. */
@@ -297,14 +301,14 @@ int vigil_failover_wait_info(const vigil_hb *hb, vigil_failover_watch_info *out)
 {
     if (!hb || !out)
         return -EINVAL;
+    pthread_mutex_lock(&make_lock); /* the pointer is written under it */
     struct vigil_failover_watch *w = hb->watch;
+    pthread_mutex_unlock(&make_lock);
     vigil_failover_watch_info info = { 0 };
     if (w) {
-        pthread_mutex_lock(&w->mu);
-        info.pidfds = w->epfd >= 0;
-        info.watched = w->watched;
-        info.by_epochs = w->by_epochs;
-        pthread_mutex_unlock(&w->mu);
+        info.pidfds = w->epfd >= 0; /* set once, before the handle could see w */
+        info.watched = atomic_load_explicit(&w->watched, memory_order_relaxed);
+        info.by_epochs = atomic_load_explicit(&w->by_epochs, memory_order_relaxed);
     } else {
         int probe = pidfd_open_((uint32_t)getpid());
         info.pidfds = probe >= 0;
