@@ -67,11 +67,11 @@ static int test_once_json(void)
     vigil_hb *hb = make_hb(f, 4);
     uint32_t s[3];
     stale_table(hb, s);
-    VT_RUN("failover", f, "--grace", "2", "--once", "--json");
+    VT_RUN("failover", f, "--grace", "2", "--once", "--json", "--epochs-only"); /* the pids 50x are fictions */
     EXPECT_EXIT(0, "failover --once --json");
     EXPECT(vt_count_lines(R.out) == 2 && !R.err[0], "expected 2 lines, got '%s' / '%s'", R.out,
            R.err);
-    static const char *const keys[] = { "slot", "pid", "in_flight", "epoch", "time", NULL };
+    static const char *const keys[] = { "slot", "pid", "in_flight", "reason", "epoch", "time", NULL };
     char *line = R.out;
     const struct { uint32_t slot, pid; const char *bits; } want[2] = {
         { s[0], 501, "0x10000000002" }, { s[2], 503, "0x0" } };
@@ -80,8 +80,9 @@ static int test_once_json(void)
         *nl = '\0';
         struct vj *o = vj_parse(line);
         EXPECT(o, "line %d is not JSON (%s): %s", i, vj_error, line);
-        EXPECT(vj_keys_are(o, keys), "line %d: expected exactly slot, pid, in_flight, epoch, time: %s", i, line);
+        EXPECT(vj_keys_are(o, keys), "line %d: expected exactly slot, pid, in_flight, reason, epoch, time: %s", i, line);
         const struct vj *t = vj_get(o, "time");
+        EXPECT(vj_is_str(vj_get(o, "reason"), "stale"), "line %d: expected reason stale: %s", i, line);
         uint64_t ep;
         EXPECT(vj_u64(vj_get(o, "epoch"), &ep) && ep == vigil_hb_epoch(hb), "line %d: epoch: %s", i, line);
         EXPECT(t && t->type == VJ_STR && strlen(t->str) == 24 && t->str[10] == 'T' && t->str[23] == 'Z',
@@ -101,10 +102,10 @@ static int test_once_json(void)
     EXPECT(info.in_flight == 1u << 7, "the live slot lost its bits");
 
     /* exactly once: a second scan finds nothing */
-    VT_RUN("failover", f, "--grace=2", "--once", "--json");
+    VT_RUN("failover", f, "--grace=2", "--once", "--json", "--epochs-only");
     EXPECT_EXIT(0, "second scan");
     EXPECT(!R.out[0], "a second scan reclaimed again: %s", R.out);
-    VT_RUN("failover", f, "--grace=2", "--once");
+    VT_RUN("failover", f, "--grace=2", "--once", "--epochs-only");
     EXPECT_EXIT(0, "human scan with nothing to do");
     EXPECT(strstr(R.out, "nothing to reclaim"), "expected 'nothing to reclaim', got '%s'", R.out);
     vigil_hb_close(hb);
@@ -117,14 +118,15 @@ static int test_once_human(void)
     vigil_hb *hb = make_hb(f, 4);
     uint32_t s[3];
     stale_table(hb, s);
-    VT_RUN("failover", f, "--once"); /* grace 5: epoch 5 - 0 is not past it */
+    VT_RUN("failover", f, "--once", "--epochs-only"); /* grace 5: epoch 5 - 0 is not past it */
     EXPECT_EXIT(0, "failover --once, default grace");
     EXPECT(strstr(R.out, "nothing to reclaim (grace 5)"), "default grace should be 5: %s", R.out);
     vigil_hb_tick(hb);
-    VT_RUN("failover", f, "--once");
+    VT_RUN("failover", f, "--once", "--epochs-only");
     EXPECT_EXIT(0, "failover --once");
     char want[128];
-    snprintf(want, sizeof(want), "epoch 6: reclaimed slot %u (pid 501), in flight 0x10000000002\n", s[0]);
+    snprintf(want, sizeof(want), "epoch 6: reclaimed slot %u (pid 501, stale past grace), in flight 0x10000000002\n",
+             s[0]);
     EXPECT(strstr(R.out, want), "expected '%s' in '%s'", want, R.out);
     EXPECT(vt_count_lines(R.out) == 2, "expected two reclaims, got '%s'", R.out);
     vigil_hb_close(hb);
@@ -136,7 +138,7 @@ static int test_watchdog_runs(void)
     const char *f = vt_path("run.hb");
     vigil_hb *hb = make_hb(f, 4);
     struct vt_proc p;
-    EXPECT(VT_SPAWN(&p, "failover", f, "--grace", "1", "--interval", "5", "--json") == 0, "spawn");
+    EXPECT(VT_SPAWN(&p, "failover", f, "--grace", "1", "--interval", "5", "--json", "--epochs-only") == 0, "spawn");
     uint32_t s;
     vigil_hb_register(hb, 777, &s);
     vigil_hb_mark_in_flight(hb, s, 3);
@@ -155,6 +157,43 @@ static int test_watchdog_runs(void)
     return 0;
 }
 
+/* The default watchdog: a worker killed with SIGKILL is reclaimed at once,
+ * with no tick at all, and its line says it exited. */
+static int test_killed_worker_exited(void)
+{
+    const char *f = vt_path("killed.hb");
+    vigil_hb *hb = make_hb(f, 4);
+    struct vt_proc p;
+    EXPECT(VT_SPAWN(&p, "failover", f, "--json") == 0, "spawn");
+    int up[2];
+    EXPECT(pipe(up) == 0, "pipe");
+    pid_t w = fork();
+    if (w == 0) {
+        uint32_t s;
+        if (vigil_hb_register(hb, (uint32_t)getpid(), &s) < 0 || vigil_hb_mark_in_flight(hb, s, 9) < 0)
+            _exit(3);
+        char c = 1;
+        if (write(up[1], &c, 1) != 1)
+            _exit(4);
+        vt_await_kill();
+    }
+    char c;
+    EXPECT(read(up[0], &c, 1) == 1, "worker did not start");
+    kill(w, SIGKILL);
+    char want[64];
+    snprintf(want, sizeof(want), "\"pid\": %d,", (int)w);
+    bool seen = vt_read_until(&p, want, 10000) && vt_read_until(&p, "\n", 10000);
+    waitpid(w, NULL, 0);
+    int rc = vt_stop(&p, SIGTERM, 10000);
+    EXPECT(seen, "the watchdog did not reclaim the killed worker: '%s'", p.buf);
+    EXPECT(strstr(p.buf, "\"reason\": \"exited\"") && strstr(p.buf, "\"in_flight\": \"0x200\""),
+           "expected in_flight 0x200, reason exited: %s", p.buf);
+    EXPECT(vigil_hb_epoch(hb) == 0, "no tick happened, yet epoch %llu", (unsigned long long)vigil_hb_epoch(hb));
+    EXPECT(rc == 0, "expected exit 0 on SIGTERM, got %d", rc);
+    vigil_hb_close(hb);
+    return 0;
+}
+
 /* Two watchdog processes over the same table: every stale slot is
  * reclaimed by exactly one of them. */
 static int test_two_watchdogs_exactly_once(void)
@@ -163,8 +202,10 @@ static int test_two_watchdogs_exactly_once(void)
     const char *f = vt_path("race.hb");
     vigil_hb *hb = make_hb(f, N);
     struct vt_proc a, b;
+    /* One waits with pidfds (the default), one scans by epochs alone: the
+     * fictional pids are dead to the first, stale to the second. */
     EXPECT(VT_SPAWN(&a, "failover", f, "--grace", "0", "--interval", "1", "--json") == 0, "spawn a");
-    EXPECT(VT_SPAWN(&b, "failover", f, "--grace", "0", "--interval", "1", "--json") == 0, "spawn b");
+    EXPECT(VT_SPAWN(&b, "failover", f, "--grace", "0", "--interval", "1", "--json", "--epochs-only") == 0, "spawn b");
     uint32_t slot[N];
     for (int round = 0; round < 3; round++) {
         for (int i = 0; i < N; i++) {
@@ -199,5 +240,5 @@ static int test_two_watchdogs_exactly_once(void)
     return 0;
 }
 
-VT_MAIN(VT_CASE(test_usage), VT_CASE(test_once_json), VT_CASE(test_once_human),
+VT_MAIN(VT_CASE(test_usage), VT_CASE(test_killed_worker_exited), VT_CASE(test_once_json), VT_CASE(test_once_human),
         VT_CASE(test_watchdog_runs), VT_CASE(test_two_watchdogs_exactly_once))

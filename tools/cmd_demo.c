@@ -26,13 +26,22 @@
 #include "demo.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- the script ------------------------------------------------------------- */
+
+static uint64_t demo_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
 
 static void tick(struct demo *d)
 {
@@ -60,21 +69,39 @@ static void kill_leader(struct demo *d, int v)
     d->kill_epoch = vigil_hb_epoch(d->hb);
     for (unsigned i = 0; i < d->n; i++)
         d->busy_at_kill += atomic_load(&d->box->w[i].lease_busy);
-    kill(d->pid[v], SIGKILL);
-    d->status[v] = demo_wait_bounded(d->pid[v], 5000);
-    d->reaped[v] = true;
-    /* Dead now: what its slot holds is frozen until a watchdog takes it. */
+    /* What its slot holds just before the kill: mid-phase, the worker only
+     * adds units, so these are in flight when it dies. */
     vigil_slot_info info;
     if (vigil_hb_snapshot(d->hb, d->victim_slot, &info) == 0) {
         d->victim_bits = info.in_flight;
         d->victim_seen = info.last_seen_epoch;
     }
+    uint64_t t0 = demo_now_us();
+    kill(d->pid[v], SIGKILL);
+    /* No tick from here until the slot is vacated: the `vigil failover`
+     * child holds a pidfd for the worker and reclaims at its exit, long
+     * before any grace window could pass. */
+    for (;;) {
+        int rc = vigil_hb_snapshot(d->hb, d->victim_slot, &info);
+        if (rc == VIGIL_EVACANT || (rc == 0 && info.pid != d->victim_pid)) {
+            d->reclaim_us = demo_now_us() - t0;
+            d->vacated_epoch = vigil_hb_epoch(d->hb);
+            break;
+        }
+        if (demo_now_us() - t0 > 5000000)
+            break; /* the check below says it was never seen */
+        sched_yield();
+    }
+    d->status[v] = demo_wait_bounded(d->pid[v], 5000);
+    d->reaped[v] = true;
     char units[128];
     demo_fmt_units(units, sizeof(units), d->victim_bits);
     printf("== 2. kill -9 the leader, worker %d (pid %u, slot %u), in the middle of phase %u,\n"
-           "     holding units %s and the lease (token %llu)\n",
+           "     holding units %s and the lease (token %llu)\n"
+           "  > its slot was vacated %llu us after the kill, at epoch %llu, before any tick\n",
            v, d->victim_pid, d->victim_slot, d->kill_phase, units,
-           (unsigned long long)d->victim_token);
+           (unsigned long long)d->victim_token, (unsigned long long)d->reclaim_us,
+           (unsigned long long)d->vacated_epoch);
 }
 
 static void run_stage(struct demo *d)

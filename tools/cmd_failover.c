@@ -11,6 +11,9 @@
 
 #include <errno.h>
 #include <inttypes.h>
+
+/* How long a wait for deaths runs before the stop signals are looked at. */
+#define STOP_LOOK_MS 100u
 #include <stdlib.h>
 #include <time.h>
 
@@ -27,13 +30,29 @@ static void json_time(FILE *out)
     fprintf(out, "\"%s.%03ldZ\"", buf, ts.tv_nsec / 1000000);
 }
 
-/* Scans until nothing is left to take (a scan returns at most max). */
-static int scan(const char *path, vigil_hb *hb, uint64_t grace, bool json, bool once)
+static const char *reason_name(uint32_t why)
+{
+    return why == VIGIL_RECLAIM_EXITED ? "exited" : "stale";
+}
+
+/* Reclaims what can be reclaimed now, or within wait_ns: with pidfds
+ * (vigil_failover_wait) unless `epochs_only`, by the epoch scan alone
+ * otherwise; until nothing is left (a call returns at most 64). Returns 0
+ * or EXIT_RUNTIME; *total counts the entries. */
+static int reclaim(const char *path, vigil_hb *hb, uint64_t grace, bool json, bool epochs_only, uint64_t wait_ns,
+                   unsigned *total)
 {
     vigil_reclaim r[64];
-    unsigned total = 0;
+    uint32_t why[64];
     for (;;) {
-        int n = vigil_failover_scan(hb, grace, r, 64);
+        int n;
+        if (epochs_only) {
+            n = vigil_failover_scan(hb, grace, r, 64);
+            for (int i = 0; i < n; i++)
+                why[i] = VIGIL_RECLAIM_STALE;
+        } else {
+            n = vigil_failover_wait_why(hb, grace, wait_ns, r, why, 64);
+        }
         if (n < 0)
             return tool_fail(path, n);
         uint64_t epoch = vigil_hb_epoch(hb);
@@ -41,23 +60,36 @@ static int scan(const char *path, vigil_hb *hb, uint64_t grace, bool json, bool 
             if (json) {
                 printf("{\"slot\": %u, \"pid\": %u, \"in_flight\": ", r[i].slot, r[i].pid);
                 json_hex(stdout, r[i].in_flight);
+                fputs(", \"reason\": ", stdout);
+                printf("\"%s\"", reason_name(why[i]));
                 fputs(", \"epoch\": ", stdout);
                 json_u64(stdout, epoch);
                 fputs(", \"time\": ", stdout);
                 json_time(stdout);
                 fputs("}\n", stdout);
             } else {
-                printf("epoch %" PRIu64 ": reclaimed slot %u (pid %u), in flight 0x%" PRIx64 "\n",
-                       epoch, r[i].slot, r[i].pid, r[i].in_flight);
+                printf("epoch %" PRIu64 ": reclaimed slot %u (pid %u, %s), in flight 0x%" PRIx64 "\n",
+                       epoch, r[i].slot, r[i].pid, why[i] == VIGIL_RECLAIM_EXITED ? "exited" : "stale past grace",
+                       r[i].in_flight);
             }
         }
-        total += (unsigned)n;
+        *total += (unsigned)n;
         int rc = tool_flush();
         if (rc != 0)
             return rc;
         if (n < 64)
-            break;
+            return 0;
+        wait_ns = 0; /* more may be waiting: take them at once */
     }
+}
+
+/* --once: one look, reporting nothing found. */
+static int scan(const char *path, vigil_hb *hb, uint64_t grace, bool json, bool once, bool epochs_only)
+{
+    unsigned total = 0;
+    int rc = reclaim(path, hb, grace, json, epochs_only, 0, &total);
+    if (rc != 0)
+        return rc;
     if (once && !json && total == 0)
         printf("epoch %" PRIu64 ": nothing to reclaim (grace %" PRIu64 ")\n", vigil_hb_epoch(hb),
                grace);
@@ -97,7 +129,7 @@ static bool healthy(const vigil_hb *hb, struct health *h, uint64_t grace, uint64
 static int run(const struct tool_cmd *cmd, int argc, char **argv)
 {
     uint64_t grace = TOOL_DEFAULT_GRACE, interval = 1000, min_live = 1;
-    bool once = false, json = false, notify = false;
+    bool once = false, json = false, notify = false, epochs_only = false;
     const struct tool_opt opts[] = {
         { "grace", OPT_U64, 0, TOOL_MAX_GRACE, &grace, NULL, NULL },
         { "interval", OPT_U64, 1, TOOL_MAX_INTERVAL_MS, &interval, NULL, NULL },
@@ -105,10 +137,11 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
         { "json", OPT_FLAG, 0, 0, NULL, &json, NULL },
         { "sd-notify", OPT_FLAG, 0, 0, NULL, &notify, NULL },
         { "min-live", OPT_U64, 0, TOOL_MAX_CAPACITY, &min_live, NULL, NULL },
+        { "epochs-only", OPT_FLAG, 0, 0, NULL, &epochs_only, NULL },
     };
     const char *pos[1];
     size_t npos;
-    int rc = tool_parse(cmd, argc, argv, opts, 6, pos, 1, 1, &npos);
+    int rc = tool_parse(cmd, argc, argv, opts, 7, pos, 1, 1, &npos);
     if (rc != TOOL_GO)
         return rc;
     vigil_hb *hb;
@@ -124,9 +157,29 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
             return tool_fail(pos[0], -ENOMEM);
         }
     }
+    if (once) {
+        rc = scan(pos[0], hb, grace, json, once, epochs_only);
+        goto out;
+    }
     for (uint64_t n = 0;; n++) {
-        if ((rc = scan(pos[0], hb, grace, json, once)) != 0 || once)
-            break;
+        /* One interval: reclaims as they come (a death wakes the wait at
+         * once), looking at the stop signals every STOP_LOOK_MS. */
+        uint64_t end = tool_now_ms() + interval;
+        bool stop = false;
+        for (;;) {
+            uint64_t now = tool_now_ms();
+            uint64_t left = end > now ? end - now : 0;
+            uint64_t slice = left < STOP_LOOK_MS ? left : STOP_LOOK_MS;
+            unsigned total = 0;
+            if ((rc = reclaim(pos[0], hb, grace, json, epochs_only, slice * 1000000u, &total)) != 0)
+                goto out;
+            if (epochs_only ? tool_sleep_ms(slice) : tool_sleep_ms(0)) {
+                stop = true;
+                break;
+            }
+            if (tool_now_ms() >= end)
+                break;
+        }
         if (notify) {
             /* WATCHDOG=1 only while the table is healthy: systemd's
              * WatchdogSec= then restarts the service when it is not. */
@@ -138,9 +191,10 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
                      (unsigned long long)vigil_hb_epoch(hb));
             tool_sd_notify(msg);
         }
-        if (tool_sleep_ms(interval))
+        if (stop)
             break;
     }
+out:
     free(h.odd_v);
     free(h.odd_since);
     vigil_hb_close(hb);
@@ -149,22 +203,28 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
 
 const struct tool_cmd tool_cmd_failover = {
     .name = "failover",
-    .synopsis = "FILE [--grace G] [--interval MS] [--once] [--json] [--sd-notify] [--min-live N]",
+    .synopsis = "FILE [--grace G] [--interval MS] [--once] [--json] [--epochs-only] [--sd-notify] [--min-live N]",
     .summary = "watchdog",
-    .help = "Scans the heartbeat table FILE every MS milliseconds: each slot whose last\n"
-            "beat is more than G epochs old is vacated and its in-flight bits handed\n"
-            "over, exactly once even with several watchdogs on one table. Prints one\n"
-            "line per reclaimed slot; runs until SIGINT or SIGTERM (then exits 0).\n"
-            "It does not tick the epoch: run `vigil tick` (or the application's\n"
-            "ticker) beside it.\n"
+    .help = "The watchdog of the heartbeat table FILE. It holds a pidfd for the owner\n"
+            "of every occupied slot and reclaims a slot the moment its owner dies\n"
+            "(kill -9 included), before any tick; a slot whose owner is alive but\n"
+            "stopped beating is reclaimed once its last beat is more than G epochs\n"
+            "old. Reclaiming vacates the slot and hands its in-flight bits over,\n"
+            "exactly once even with several watchdogs on one table. Prints one line\n"
+            "per reclaimed slot, saying why; runs until SIGINT or SIGTERM (then exits\n"
+            "0). It does not tick the epoch: run `vigil tick` (or the application's\n"
+            "ticker) beside it. Owners it cannot watch (another pid namespace, no\n"
+            "pidfds on the kernel) wait out their epochs.\n"
             "\n"
             "options:\n"
             "  --grace G       epochs a slot may miss before it is reclaimed (default 5)\n"
-            "  --interval MS   time between scans, 1..86400000 (default 1000)\n"
-            "  --once          scan once and exit; says so when there was nothing\n"
+            "  --interval MS   time between health reports (--sd-notify) and, with\n"
+            "                  --epochs-only, between scans, 1..86400000 (default 1000)\n"
+            "  --once          look once and exit; says so when there was nothing\n"
             "  --json          one JSON object per reclaim and line: {\"slot\": i,\n"
-            "                  \"pid\": p, \"in_flight\": \"0x..\", \"epoch\": e,\n"
-            "                  \"time\": \"2026-12-02T10:00:00.000Z\"}\n"
+            "                  \"pid\": p, \"in_flight\": \"0x..\", \"reason\": \"exited\"\n"
+            "                  or \"stale\", \"epoch\": e, \"time\": \"2026-12-02T10:00:00.000Z\"}\n"
+            "  --epochs-only   no pidfds: scan every interval and reclaim by epochs alone\n"
             "  --sd-notify     tell systemd: READY=1 once running, then each interval\n"
             "                  WATCHDOG=1 while at least N slots are live and none is\n"
             "                  wedged past the grace window (so WatchdogSec= restarts\n"

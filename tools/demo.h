@@ -89,8 +89,9 @@ enum demo_stage { STAGE_RUN, STAGE_KILLED, STAGE_STOPPING, STAGE_DONE };
 
 struct demo_reclaim {
     vigil_reclaim r;
-    const char   *by;    /* which watchdog */
-    uint64_t      epoch; /* the parent's epoch when it learnt of it */
+    const char   *by;     /* which watchdog */
+    uint64_t      epoch;  /* the parent's epoch when it learnt of it */
+    bool          exited; /* reclaimed because its owner exited, not by epochs */
 };
 
 struct demo {
@@ -130,6 +131,8 @@ struct demo {
     int          victim;           /* worker index, -1 until chosen */
     uint32_t     victim_slot, victim_pid;
     uint64_t     victim_bits, victim_seen, victim_token, term_at_kill, kill_epoch;
+    uint64_t     reclaim_us;       /* kill -9 to the victim's slot vacated, 0 never seen */
+    uint64_t     vacated_epoch;    /* the epoch when it was seen vacated */
     uint32_t     kill_round, kill_phase;
     uint32_t     busy_at_kill;     /* refused lease acquires, all workers, at the kill */
     bool         stale_told;

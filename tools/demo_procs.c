@@ -133,10 +133,12 @@ void demo_read_watchdog(struct demo *d)
             *nl = '\0';
             unsigned slot, pid;
             unsigned long long bits;
-            if (sscanf(d->wd_buf, "{\"slot\": %u, \"pid\": %u, \"in_flight\": \"0x%llx\"}", &slot,
-                       &pid, &bits) == 3) {
+            char reason[16];
+            if (sscanf(d->wd_buf, "{\"slot\": %u, \"pid\": %u, \"in_flight\": \"0x%llx\", \"reason\": \"%15[a-z]\"",
+                       &slot, &pid, &bits, reason) == 4) {
                 vigil_reclaim r = { slot, pid, bits };
                 demo_add_reclaim(d, &r, "the `vigil failover` child", vigil_hb_epoch(d->hb));
+                d->rec[d->nrec - 1].exited = strcmp(reason, "exited") == 0;
             } else {
                 demo_fail(d, "the watchdog child printed '%s'", d->wd_buf);
             }

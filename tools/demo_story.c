@@ -91,7 +91,7 @@ void demo_print_table(struct demo *d, uint64_t epoch)
 void demo_add_reclaim(struct demo *d, const vigil_reclaim *r, const char *by, uint64_t epoch)
 {
     if (d->nrec < sizeof(d->rec) / sizeof(d->rec[0]))
-        d->rec[d->nrec++] = (struct demo_reclaim){ *r, by, epoch };
+        d->rec[d->nrec++] = (struct demo_reclaim){ *r, by, epoch, false };
     char units[128];
     demo_fmt_units(units, sizeof(units), r->in_flight);
     int w = demo_worker_of_pid(d, r->pid);
@@ -290,9 +290,9 @@ int demo_summary(struct demo *d)
         for (unsigned i = 0; i < d->nrec; i++)
             if (d->rec[i].r.pid == d->victim_pid && d->rec[i].r.slot == d->victim_slot)
                 of_victim++, rec = &d->rec[i];
-        check(rec && rec->epoch > d->victim_seen + DEMO_GRACE,
-              "its slot went stale: last beat at epoch %" PRIu64 ", reclaimed at epoch %" PRIu64
-              ", past the grace of %u", d->victim_seen, rec ? rec->epoch : 0, DEMO_GRACE);
+        check(rec && rec->exited && d->reclaim_us > 0 && d->vacated_epoch == d->kill_epoch,
+              "its death was noticed at once: reclaimed as exited %" PRIu64 " us after the kill, at epoch %" PRIu64
+              ", before any tick (the grace window is %u)", d->reclaim_us, d->vacated_epoch, DEMO_GRACE);
         check(of_victim == 1 && d->nrec == 1 && rec->r.in_flight == d->victim_bits,
               "its units %s were reclaimed exactly once (%u reclaim%s in all, by %s), with two "
               "watchdogs scanning", units, d->nrec, d->nrec == 1 ? "" : "s",
