@@ -28,6 +28,9 @@ static int test_signatures(void)
     SAME(vigil_hb_live_count, uint32_t (*)(const vigil_hb *, uint64_t));
     void (*beat)(vigil_hb *, uint32_t) = vigil_hb_beat;
     (void)beat;
+    SAME(vigil_hb_beater, vigil_beater (*)(vigil_hb *, uint32_t));
+    void (*beater_beat)(vigil_beater) = vigil_beater_beat;
+    (void)beater_beat;
 
     SAME(vigil_barrier_create, int (*)(const char *, vigil_hb *, uint64_t, vigil_barrier **));
     SAME(vigil_barrier_open, int (*)(const char *, vigil_hb *, uint64_t, vigil_barrier **));
@@ -56,6 +59,7 @@ static int test_signatures(void)
     SAME(vigil_leader_elect, int (*)(vigil_hb *, uint64_t, vigil_leader *));
     SAME(vigil_leader_is, bool (*)(const vigil_hb *, uint32_t, uint64_t));
     SAME(vigil_hb_probe, int (*)(const vigil_hb *, uint32_t));
+    SAME(vigil_failover_wait, int (*)(vigil_hb *, uint64_t, uint64_t, vigil_reclaim *, uint32_t));
     return 0;
 }
 
