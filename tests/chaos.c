@@ -4,9 +4,10 @@
  * workers take work units from a shared ledger, mark them in flight, write
  * each unit's result under a lease on the embedded store (every write
  * carrying the lease's fencing token), and meet at the epoch barrier every
- * phase. Two watchdogs race each other ticking, scanning for failover and
- * electing a leader. A killer sends SIGKILL, or SIGSTOP and later SIGCONT,
- * to random workers and watchdogs at random moments, inside whatever call
+ * phase. Two watchdogs race each other ticking, reclaiming (one waits on
+ * pidfds, the other scans by epochs) and electing a leader. A killer sends
+ * SIGKILL, or SIGSTOP and later SIGCONT, to random workers and watchdogs at
+ * random moments, inside whatever call
  * they are in (register, unregister, arrival, withdrawal, renewal,
  * election), and respawns the killed. At the end every unit handed out
  * must be done, and the run prints its figures:
@@ -420,7 +421,10 @@ static void watchdog(int idx)
         atomic_fetch_add(&me->progress, 1);
         vigil_hb_tick(hb);
         vigil_reclaim r[CAP];
-        int n = vigil_failover_scan(hb, GRACE, r, CAP);
+        /* One watchdog waits on pidfds (a death wakes it at once), the
+         * other scans by epochs: the two ways race for every slot. */
+        int n = idx == WORKERS ? vigil_failover_wait(hb, GRACE, 5000000u, r, CAP)
+                               : vigil_failover_scan(hb, GRACE, r, CAP);
         for (int k = 0; k < n; k++) {
             atomic_fetch_add(&W->reclaims, 1);
             uint32_t at = atomic_fetch_add(&W->reclaimed_next, 1);
@@ -454,7 +458,8 @@ static void watchdog(int idx)
                 record_election(&l, rc);
             }
         }
-        nap_us(5000);
+        if (idx != WORKERS)
+            nap_us(5000);
     }
     _exit(0);
 }
