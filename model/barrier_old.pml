@@ -104,7 +104,7 @@ judge:  /* try_release (186); the filter complete(b, s, 0) at 539 is left
                 assert(unarr == 0); /* every bound peer seen live has arrived */
 #endif
                 goto serial
-            :: else
+            :: !(ep == se && arr == sn)
             fi }
         fi
     :: else
@@ -142,7 +142,7 @@ withdraw:   /* withdraw (405) */
     :: atomic {
         if
         :: ep != 0 -> goto passed
-        :: else ->
+        :: ep == 0 ->
             tout = tout | bit(i);
 #ifdef TOUT_PROP
             assert((counted & bit(i)) == 0)
