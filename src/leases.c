@@ -7,7 +7,7 @@
  *
  *   header, offset 0, 64 bytes
  *     0  u8[8]  magic "\177VIGIL\r\n"
- *     8  u32    layout version (2)
+ *     8  u32    layout version (3)
  *    12  u32    kind (3, leases)
  *    16  u32    capacity: number of entries
  *    20  u32    flags (0)
