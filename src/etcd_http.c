@@ -48,6 +48,7 @@ struct vigil_etcd {
     struct curl_slist *headers;
     struct reply_buf   reply;
     unsigned           n, cur; /* endpoints, and the one to try first */
+    long               connect_ms; /* for the watch streams' own connections */
     unsigned           prefix[VIGIL_ETCD_MAX_ENDPOINTS];
     char               urls[VIGIL_ETCD_MAX_ENDPOINTS][VIGIL_ETCD_URL_MAX];
 };
@@ -256,6 +257,17 @@ int vigil_etcd__request(vigil_etcd *e, const char *path, const char *body,
     return rc;
 }
 
+int vigil_etcd__url(vigil_etcd *e, const char *path, char *url, size_t cap, long *connect_ms)
+{
+    if (strncmp(path, "v3/", 3) != 0)
+        return -EINVAL;
+    vigil_etcd__lock(e);
+    int n = snprintf(url, cap, "%s%s%s", e->urls[e->cur], gateway_prefix[e->prefix[e->cur]], path + 3);
+    *connect_ms = e->connect_ms;
+    vigil_etcd__unlock(e);
+    return n > 0 && (size_t)n < cap ? 0 : VIGIL_ERANGE;
+}
+
 const char *vigil_etcd__current_endpoint(vigil_etcd *e)
 {
     return e ? e->urls[e->cur] : NULL;
@@ -311,6 +323,7 @@ int vigil_etcd_connect(const char *endpoints, vigil_etcd **out)
     curl_easy_setopt(c, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
 #endif
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)CONNECT_MS_DEFAULT);
+    e->connect_ms = CONNECT_MS_DEFAULT;
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)TOTAL_MS_DEFAULT);
     *out = e;
     return 0;
@@ -337,6 +350,7 @@ int vigil_etcd_set_timeout(vigil_etcd *e, uint32_t connect_ms, uint32_t total_ms
         cm = tm;
     pthread_mutex_lock(&e->lock);
     curl_easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS, cm);
+    e->connect_ms = cm;
     curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, tm);
     pthread_mutex_unlock(&e->lock);
     return 0;
