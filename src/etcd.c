@@ -68,9 +68,18 @@
  */
 #define _GNU_SOURCE
 #include "etcd_internal.h"
+#include "keepalive_internal.h"
 
 #include <errno.h>
 #include <string.h>
+#include <time.h>
+
+uint64_t vigil_etcd__now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 static int lease_check(const vigil_lease *l)
 {
@@ -173,6 +182,9 @@ int vigil_etcd_acquire(vigil_etcd *e, const char *key, const char *owner, uint64
     uint64_t token = 0;
 
     vigil_etcd__lock(e);
+    /* The lease's TTL runs from the grant's sending, not its answer: a
+     * keepalive started next on this thread times local expiry from it. */
+    uint64_t sent = vigil_etcd__now_ns();
     if ((rc = vigil_etcd__grant_locked(e, secs, &id, &granted)) < 0)
         goto out;
     rc = vigil_etcd__body_acquire(body, sizeof(body), key, owner, id);
@@ -192,6 +204,7 @@ int vigil_etcd_acquire(vigil_etcd *e, const char *key, const char *owner, uint64
     out->token = token;
     out->ttl_ms = (uint64_t)granted * 1000;
     out->id = id;
+    vigil_lease_note_sent(out, sent);
 out:
     vigil_etcd__unlock(e);
     return rc;

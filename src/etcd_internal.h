@@ -161,6 +161,9 @@ struct cJSON *vigil_etcd__parse_whole(const char *body, size_t len);
 
 /* ---- what etcd.c lends the wait (etcd_wait.c) -------------------------- */
 
+/* CLOCK_MONOTONIC in ns, the keepalive's clock. */
+uint64_t vigil_etcd__now_ns(void);
+
 /* lease/grant of ttl_s seconds and lease/revoke, with e's lock held. */
 int vigil_etcd__grant_locked(vigil_etcd *e, uint64_t ttl_s, int64_t *id, int64_t *granted);
 int vigil_etcd__revoke_locked(vigil_etcd *e, int64_t id);

@@ -24,6 +24,7 @@
  */
 #define _GNU_SOURCE
 #include "etcd_internal.h"
+#include "keepalive_internal.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -44,12 +45,7 @@ struct place {
     uint64_t    renewed_ns; /* when the request that last kept the lease was sent */
 };
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+#define now_ns vigil_etcd__now_ns
 
 static void sleep_ns(uint64_t ns)
 {
@@ -242,5 +238,6 @@ int vigil_etcd_acquire_wait(vigil_etcd *e, const char *key, const char *owner, u
     out->token = p.rev;
     out->ttl_ms = (uint64_t)p.granted * 1000;
     out->id = p.id;
+    vigil_lease_note_sent(out, p.renewed_ns); /* the TTL runs from the last keepalive sent */
     return 0;
 }
