@@ -24,6 +24,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -192,6 +193,37 @@ static int transfer(vigil_etcd *e, const char *url, const char *body, long *http
     return 0;
 }
 
+/* A socket of ours must not leak into a program the caller execs (vigil
+ * lock's CMD): libcurl opens them without close-on-exec. */
+static int on_sockopt(void *arg, curl_socket_t fd, curlsocktype purpose)
+{
+    (void)arg;
+    (void)purpose;
+    int fl = fcntl(fd, F_GETFD);
+    if (fl >= 0)
+        (void)fcntl(fd, F_SETFD, fl | FD_CLOEXEC);
+    return CURL_SOCKOPT_OK;
+}
+
+void vigil_etcd__curl_setup(void *curl, long connect_ms)
+{
+    CURL *c = curl;
+    /* NOSIGNAL: renewals run in the keepalive thread, where curl must not
+     * use alarm() for its timeouts. No proxy: etcd is spoken to directly,
+     * whatever http_proxy says. Only http and https, and no redirects. */
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_PROXY, "");
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(c, CURLOPT_SOCKOPTFUNCTION, on_sockopt);
+#if LIBCURL_VERSION_NUM >= 0x075500
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+#else
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
+}
+
 /* ---- the request loop ---------------------------------------------------- */
 
 void vigil_etcd__lock(vigil_etcd *e)
@@ -307,22 +339,10 @@ int vigil_etcd_connect(const char *endpoints, vigil_etcd **out)
         return -ENOMEM;
     }
     CURL *c = e->curl;
-    /* NOSIGNAL: renewals run in the keepalive thread, where curl must not
-     * use alarm() for its timeouts. No proxy: etcd is spoken to directly,
-     * whatever http_proxy says. Only http and https, and no redirects. */
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    vigil_etcd__curl_setup(c, CONNECT_MS_DEFAULT);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &e->reply);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, e->headers);
-    curl_easy_setopt(c, CURLOPT_PROXY, "");
-    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
-#if LIBCURL_VERSION_NUM >= 0x075500
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-#else
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-#endif
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)CONNECT_MS_DEFAULT);
     e->connect_ms = CONNECT_MS_DEFAULT;
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)TOTAL_MS_DEFAULT);
     *out = e;

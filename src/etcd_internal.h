@@ -188,6 +188,10 @@ int  vigil_etcd__watch_open(vigil_etcd *e, const char *key_b64, int64_t rev, str
 int  vigil_etcd__watch_wait(struct vigil_etcd_watch *w, int timeout_ms);
 void vigil_etcd__watch_close(struct vigil_etcd_watch *w);
 
+/* The options every curl handle of the adapter has (a CURL *): no signals,
+ * no proxy, no redirects, http(s) only, sockets close-on-exec. */
+void vigil_etcd__curl_setup(void *curl, long connect_ms);
+
 /* For the watch: the URL of path (a "v3/" path) on e's current endpoint,
  * and e's connect timeout. */
 int  vigil_etcd__url(vigil_etcd *e, const char *path, char *url, size_t cap, long *connect_ms);

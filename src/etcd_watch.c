@@ -136,24 +136,15 @@ int vigil_etcd__watch_open(vigil_etcd *e, const char *key_b64, int64_t rev, stru
     }
     w->buf[0] = '\0';
     CURL *c = w->curl;
-    /* As the handle's own connection (etcd_http.c): no signals, no proxy,
-     * no redirects, http(s) only; no total timeout, the stream lasts. */
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    /* As the handle's own connection (etcd_http.c), but no total timeout:
+     * the stream lasts. */
+    vigil_etcd__curl_setup(c, connect_ms);
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_COPYPOSTFIELDS, body);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, w->headers);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, w);
-    curl_easy_setopt(c, CURLOPT_PROXY, "");
-    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
     curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
-#if LIBCURL_VERSION_NUM >= 0x075500
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-#else
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-#endif
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
     if (curl_multi_add_handle(w->multi, c) != CURLM_OK) {
         vigil_etcd__watch_close(w);
         return -ENOMEM;
