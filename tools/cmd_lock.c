@@ -179,12 +179,11 @@ static char **lease_env(const vigil_lease *l)
     return env;
 }
 
-/* The child: signals as they were, our own fds closed, CMD. */
+/* The child: the signal mask as it was (the dispositions were never
+ * changed: an ignored SIGINT stays ignored, as under nohup), our own fds
+ * closed, CMD. */
 static _Noreturn void exec_cmd(char **argv, char **env, const sigset_t *old)
 {
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGCHLD, SIG_DFL);
     sigprocmask(SIG_SETMASK, old, NULL);
     for (int fd = 3; fd < FD_SEEN; fd++)
         if (!inherited[fd])
