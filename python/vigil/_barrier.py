@@ -9,6 +9,7 @@ import time
 from typing import Any, Optional
 
 from . import _ffi
+from ._aio import finish
 from ._errors import VIGIL_ERANGE, VIGIL_ETIMEDOUT, OutOfRange, Timeout, check
 from ._ffi import ffi, lib
 from ._table import HeartbeatTable, PathLike, _Handle
@@ -19,6 +20,7 @@ from ._table import HeartbeatTable, PathLike, _Handle
 # barrier's rules make harmless: a round released in between is one whose
 # epoch has passed, and the next slice returns at once.
 _SLICE = 0.25
+_ASYNC_SLICE = 0.05  # how long a cancelled wait_async may take to leave
 
 
 class Barrier(_Handle):
@@ -80,15 +82,17 @@ class Barrier(_Handle):
     async def wait_async(
         self, epoch: int, *, quorum: Optional[int] = None, timeout: Optional[float] = None
     ) -> bool:
-        """`wait` in a worker thread, leaving the event loop free. Cancelling it
-        withdraws the arrival within a fraction of a second."""
+        """`wait` in a worker thread, leaving the event loop free. Cancelled,
+        it withdraws the arrival (within a slice) before the cancellation
+        completes, so the handle is free for the next wait."""
         loop = asyncio.get_running_loop()
         gone = threading.Event()
-        fut = loop.run_in_executor(None, self._wait, epoch, quorum, timeout, gone)
+        fut = loop.run_in_executor(None, self._wait, epoch, quorum, timeout, gone, _ASYNC_SLICE)
         try:
             return await asyncio.shield(fut)
         except asyncio.CancelledError:
             gone.set()  # the thread sees it at its next slice and leaves
+            await finish(fut)
             raise
 
     def _wait(
@@ -97,6 +101,7 @@ class Barrier(_Handle):
         quorum: Optional[int],
         timeout: Optional[float],
         gone: Optional[threading.Event],
+        slice_max: float = _SLICE,
     ) -> bool:
         if quorum is not None and quorum <= 0:
             raise OutOfRange(VIGIL_ERANGE, f"quorum {quorum} must be at least 1")
@@ -106,7 +111,7 @@ class Barrier(_Handle):
         while True:
             if gone is not None and gone.is_set():
                 return False
-            slice_s = _SLICE
+            slice_s = slice_max
             if deadline is not None:
                 slice_s = min(slice_s, max(0.0, deadline - time.monotonic()))
             ns = _ffi.timeout_ns(slice_s)

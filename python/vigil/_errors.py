@@ -118,7 +118,7 @@ _CLASSES: Dict[int, Type[Error]] = {
 def exception(code: int, what: "str | None" = None) -> BaseException:
     """The exception for a negative result `code`; `what` (a path, a key) leads the message."""
     cls = _CLASSES.get(code)
-    if cls is None and -4095 <= code < 0:
+    if cls is None and -1000 < code < 0:  # vigil's own codes sit below -1000
         err = -code
         if what is None:
             return OSError(err, os.strerror(err))

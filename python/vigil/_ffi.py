@@ -149,10 +149,10 @@ def _open(env: str, soname: str, short: str) -> Any:
         return ffi.dlopen(path)
     try:
         return ffi.dlopen(soname)
-    except OSError:
+    except OSError as e:
         found = ctypes.util.find_library(short)
         if not found:
-            raise
+            raise OSError(f"{soname} not found ({e}); install vigil or name the library in ${env}") from None
         return ffi.dlopen(found)
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from . import _ffi
+from ._aio import finish
 from ._errors import VIGIL_ELOST, Lost, check, exception
 from ._ffi import ffi, lib
 from ._leases import _Store, c_lease
@@ -157,24 +158,6 @@ def keepalive(store: Any, lease: Any) -> Keepalive:
     return Keepalive(store, lease)
 
 
-async def _finish(aw: "asyncio.Future[Any]") -> None:
-    """Await `aw` to its end even if this task is cancelled meanwhile (then
-    re-raise the cancellation): on the way out nothing may stay in flight."""
-    cancelled = False
-    while not aw.done():
-        try:
-            await asyncio.shield(aw)
-        except asyncio.CancelledError:
-            if not aw.done():
-                cancelled = True
-        except BaseException:
-            pass
-    if not aw.cancelled():
-        aw.exception()  # retrieved: never "exception was never retrieved"
-    if cancelled:
-        raise asyncio.CancelledError
-
-
 class Heartbeat:
     """`async with vigil.heartbeat(leases, lease) as hb:`; `hb.lost` tells the
     body, `await hb.wait_lost()` sleeps until it is."""
@@ -271,7 +254,7 @@ class Heartbeat:
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
-            await _finish(task)
+            await finish(task)
         ka, self._ka = self._ka, None
         if ka is not None:
             # stop joins the renewer, which may be inside a network request:
@@ -280,7 +263,7 @@ class Heartbeat:
             rc = 0
             try:
                 fut = self._loop.run_in_executor(None, ka.stop)
-                await _finish(fut)
+                await finish(fut)
                 rc = fut.result()
             finally:
                 ka.stop()  # already stopped, unless the executor could not run it
