@@ -59,7 +59,11 @@ def test_acquire_busy_renew_release(etcd):
 
 
 def test_unreachable_is_transient(tmp):
-    with vigil.Etcd("http://127.0.0.1:9", timeout=0.5) as e:  # discard port: nobody listens
+    try:
+        e = vigil.Etcd("http://127.0.0.1:9", timeout=0.5)  # discard port: nobody listens
+    except OSError as err:
+        pytest.skip(f"libvigil-etcd: {err}")
+    with e:
         with pytest.raises(OSError) as ei:
             e.acquire(_key("x"), "py", 1.0)
         assert not isinstance(ei.value, vigil.Lost)

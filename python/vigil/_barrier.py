@@ -20,6 +20,7 @@ from ._table import HeartbeatTable, PathLike, _Handle
 # barrier's rules make harmless: a round released in between is one whose
 # epoch has passed, and the next slice returns at once.
 _SLICE = 0.25
+_SLICE_NS = int(_SLICE * 1e9)
 _ASYNC_SLICE = 0.05  # how long a cancelled wait_async may take to leave
 
 
@@ -77,6 +78,19 @@ class Barrier(_Handle):
         """Arrive at round `epoch` and wait for it to release (every live peer, or
         `quorum` of them). True for the one caller whose arrival released it;
         Timeout once `timeout` seconds pass (the arrival is then withdrawn)."""
+        ptr = self._ptr
+        if timeout is None and ptr:
+            # The common case in one C call: a round that releases within a slice.
+            if quorum is None:
+                rc = lib.vigil_barrier_wait_timeout(ptr, epoch & 0xFFFFFFFF, _SLICE_NS)
+            elif quorum > 0:
+                rc = lib.vigil_barrier_wait_quorum_timeout(ptr, epoch & 0xFFFFFFFF, quorum, _SLICE_NS)
+            else:
+                rc = VIGIL_ERANGE
+            if rc >= 0:
+                return rc == 1
+            if rc != VIGIL_ETIMEDOUT:
+                check(rc)
         return self._wait(epoch, quorum, timeout, None)
 
     async def wait_async(

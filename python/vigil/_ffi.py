@@ -212,8 +212,8 @@ def timeout_ns(timeout: Optional[float]) -> int:
 # and, under TSO, a plain load is an acquire and a plain store a release:
 # exactly the instructions the C inline compiles to. Elsewhere the pair goes
 # through libatomic with the explicit orders.
-_ATOMIC_ACQUIRE = 2
-_ATOMIC_RELEASE = 3
+ATOMIC_ACQUIRE = 2  # __ATOMIC_ACQUIRE
+ATOMIC_RELEASE = 3  # __ATOMIC_RELEASE
 atomic: Optional[Any] = None
 if platform.machine().lower() not in ("x86_64", "amd64"):
     _aff = cffi.FFI()
@@ -225,3 +225,6 @@ if platform.machine().lower() not in ("x86_64", "amd64"):
         atomic = _aff.dlopen("libatomic.so.1")
     except OSError:  # no libatomic: aligned 8-byte accesses are still single-copy atomic
         atomic = None
+# getattr: a class body would mangle the double-underscore names.
+atomic_load = getattr(atomic, "__atomic_load_8", None)
+atomic_store = getattr(atomic, "__atomic_store_8", None)

@@ -101,13 +101,15 @@ class Beater:
         self._epoch = raw.epoch
         self._seen = raw.seen
 
-    def beat(self) -> None:
-        if _ffi.atomic is None:
+    if _ffi.atomic_store is None:  # x86-64: the plain pair is the acquire/release pair
+
+        def beat(self) -> None:
             self._seen[0] = self._epoch[0]
-        else:
-            _ffi.atomic.__atomic_store_8(
-                self._seen, _ffi.atomic.__atomic_load_8(self._epoch, 2), 3
-            )
+
+    else:
+
+        def beat(self) -> None:
+            _ffi.atomic_store(self._seen, _ffi.atomic_load(self._epoch, _ffi.ATOMIC_ACQUIRE), _ffi.ATOMIC_RELEASE)
 
     def _disarm(self) -> None:
         # A beater of no slot beats a word of the library's own.
@@ -182,12 +184,12 @@ class HeartbeatTable(_Handle):
 
     def beat(self, slot: int) -> None:
         """Say `slot` is alive at the current epoch; an out-of-range slot is ignored."""
-        b = self._beaters.get(slot)
-        if b is None:
-            if not 0 <= slot < 1 << 32:
-                return
-            b = self._beaters[slot] = Beater(lib.vigil_hb_beater(self._p(), slot))
-        b.beat()
+        try:
+            self._beaters[slot].beat()
+        except KeyError:
+            if 0 <= slot < 1 << 32:
+                self._beaters[slot] = Beater(lib.vigil_hb_beater(self._p(), slot))
+                self._beaters[slot].beat()
 
     def tick(self) -> int:
         """Advance the global epoch; returns the new one."""
