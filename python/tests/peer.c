@@ -12,8 +12,8 @@
  *       one acquire: prints "token T" and exits 0 (after releasing),
  *       75 when the key is held (VIGIL_EBUSY), 1 on another error.
  *   vigil_py_peer lease-wait STORE KEY OWNER TTL_MS TIMEOUT_MS
- *       acquires as soon as the key is free: prints "token T", exit 0;
- *       75 when TIMEOUT_MS passed first.
+ *       vigil_leases_acquire_wait: prints "token T", exit 0 once it has
+ *       the key; 75 when TIMEOUT_MS passed first.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -77,13 +77,12 @@ static int lease(int argc, char **argv, int wait)
     if (rc < 0)
         return fail(argv[0], rc);
     uint64_t ttl = strtoull(argv[3], NULL, 10);
-    uint64_t until = now_ms() + (wait ? strtoull(argv[4], NULL, 10) : 0);
     vigil_lease l;
-    /* A bounded retry, good enough for a test peer: the library's own
-     * waiting acquire is tested in C and from Python. */
-    while ((rc = vigil_leases_acquire(ls, argv[1], argv[2], ttl, &l)) == VIGIL_EBUSY && now_ms() < until)
-        usleep(2000);
-    if (rc == VIGIL_EBUSY) {
+    if (wait) /* asleep in the store until the holder releases or lapses */
+        rc = vigil_leases_acquire_wait(ls, argv[1], argv[2], ttl, strtoull(argv[4], NULL, 10) * 1000000u, &l);
+    else
+        rc = vigil_leases_acquire(ls, argv[1], argv[2], ttl, &l);
+    if (rc == VIGIL_EBUSY || rc == VIGIL_ETIMEDOUT) {
         vigil_leases_close(ls);
         return 75;
     }
