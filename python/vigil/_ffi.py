@@ -180,11 +180,11 @@ def has(name: str, library: Any = None) -> bool:
     return True
 
 
-def path_bytes(path: "os.PathLike[str] | str | bytes") -> bytes:
+def path_bytes(path: Any) -> bytes:
     return os.fsencode(path)
 
 
-def text(value: str, what: str) -> bytes:
+def text(value: "str | bytes", what: str) -> bytes:
     """A key or owner as the C string it becomes; NUL inside is out of range."""
     from ._errors import OutOfRange, VIGIL_ERANGE
 

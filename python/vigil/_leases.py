@@ -120,6 +120,9 @@ class _Store(_Handle):
     def _has(self, name: str) -> bool:
         return _ffi.has(self._prefix + name, self._library)
 
+    def _describe(self) -> str:
+        raise NotImplementedError
+
     def _where(self, key: str) -> str:
         return f"{self._describe()}: {key}"
 

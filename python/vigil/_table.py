@@ -109,7 +109,9 @@ class Beater:
     else:
 
         def beat(self) -> None:
-            _ffi.atomic_store(self._seen, _ffi.atomic_load(self._epoch, _ffi.ATOMIC_ACQUIRE), _ffi.ATOMIC_RELEASE)
+            load, store = _ffi.atomic_load, _ffi.atomic_store
+            assert load is not None and store is not None
+            store(self._seen, load(self._epoch, _ffi.ATOMIC_ACQUIRE), _ffi.ATOMIC_RELEASE)
 
     def _disarm(self) -> None:
         # A beater of no slot beats a word of the library's own.
