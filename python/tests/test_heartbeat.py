@@ -209,9 +209,9 @@ def store(tmp):
 
 @pytest.mark.asyncio
 async def test_a_real_lease_is_kept_past_its_ttl(store):
-    lease = store.acquire("job", "me", 0.3)
+    lease = store.acquire("job", "me", 0.5)
     async with vigil.heartbeat(store, lease) as hb:
-        await asyncio.sleep(1.0)
+        await asyncio.sleep(1.5)  # three TTLs
         assert not hb.lost
         assert store.get("job").token == lease.token
     store.release(lease)
