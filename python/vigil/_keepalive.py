@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import inspect
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
@@ -71,6 +72,7 @@ class Keepalive:
         self._ka: Any = ffi.NULL
         self._keep: tuple = ()
         self._rc: Optional[int] = None
+        self._stopping = threading.Lock()
 
     def start(self) -> "Keepalive":
         if self._ka != ffi.NULL:
@@ -125,12 +127,14 @@ class Keepalive:
                               bool(v.lost), v.cpu_ns / 1e9)
 
     def stop(self) -> int:
-        """Stop and join the renewer: 0, or VIGIL_ELOST if the lease was lost. Idempotent."""
-        if self._ka != ffi.NULL:
-            ka, self._ka = self._ka, ffi.NULL
-            self._rc = lib.vigil_keepalive_stop(ka)
-            self._keep = ()
-        return self._rc if self._rc is not None else 0
+        """Stop and join the renewer: 0, or VIGIL_ELOST if the lease was lost.
+        Idempotent, and safe from several threads at once."""
+        with self._stopping:
+            if self._ka != ffi.NULL:
+                ka, self._ka = self._ka, ffi.NULL
+                self._rc = lib.vigil_keepalive_stop(ka)
+                self._keep = ()
+            return self._rc if self._rc is not None else 0
 
     close = stop
 
@@ -195,11 +199,17 @@ class Heartbeat:
         self._event = asyncio.Event()
         if isinstance(self.leases, _Store):
             self._ka = Keepalive(self.leases, self.lease).start()
-            if _ffi.has("vigil_keepalive_fd"):
-                self._fd = self._ka.fileno()
-                self._loop.add_reader(self._fd, self._on_fd)
-            else:  # an older library: look at the flag a few times a TTL
-                self._task = asyncio.create_task(self._poll(_ttl(self.lease) / 8))
+            try:
+                if _ffi.has("vigil_keepalive_fd"):
+                    self._fd = self._ka.fileno()
+                    self._loop.add_reader(self._fd, self._on_fd)
+                else:  # an older library: look at the flag a few times a TTL
+                    self._task = asyncio.create_task(self._poll(_ttl(self.lease) / 8))
+            except BaseException:
+                self._fd = None
+                self._ka.stop()
+                self._ka = None
+                raise
         else:
             renew = getattr(self.leases, "renew", None)
             if renew is not None:  # a port without renew is accepted and not renewed

@@ -182,10 +182,6 @@ class _Store(_Handle):
         """The C port the keepalive renews through (valid while the store is open)."""
         return self._c("port")(self._p())
 
-    def __enter__(self):
-        self._p()
-        return self
-
 
 class Leases(_Store):
     """The embedded lease store: a vigil file on this host (vigil_leases)."""

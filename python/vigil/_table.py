@@ -253,7 +253,8 @@ class HeartbeatTable(_Handle):
         return Leader(out.slot, out.pid, out.term, False)
 
     def probe(self, slot: int) -> Optional[bool]:
-        """True if `slot`'s owner is alive, False if provably dead, None if it cannot tell."""
+        """True if `slot`'s owner is alive, False if provably dead, None if it
+        cannot tell; Vacant when nobody holds the slot."""
         if not 0 <= slot < self.capacity:
             raise OutOfRange(VIGIL_ERANGE, f"slot {slot} is out of range")
         rc = lib.vigil_hb_probe(self._p(), slot)
