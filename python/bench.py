@@ -11,14 +11,16 @@ Measures, through the vigil package (cffi, ABI mode):
   wait(e, quorum=1)     a barrier round with a single participant
   4-process round       four Python processes, a bound handle each
 and, with --c-bench DIR (the build's bench/ directory, default
-../build/bench when it exists), runs bench_heartbeat and bench_barrier and
-prints their lines for the same operations. Each figure is the best (beat)
-or median (round) of several runs: the machine is shared and noisy.
+../build/bench when it exists), runs bench_heartbeat and bench_barrier in
+the same run and prints their figures for the same operations beside, with
+the ratio. Each figure is the best (beat) or median (round) of several
+runs: on a shared, noisy machine the ratio is the figure to read.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -124,19 +126,34 @@ def bench_procs(d: str, rounds: int, procs: int = 4) -> float:
     return runs[len(runs) // 2]
 
 
-def c_lines(c_dir: str) -> list:
-    out = []
-    for prog, wanted in (
-        ("bench_heartbeat", ("beat ", "  with a compiler barrier")),
-        ("bench_barrier", ("| wait_quorum", "| 4-process round")),
-    ):
+def c_figures(c_dir: str) -> dict:
+    """The same operations' C figures (ns), from bench_heartbeat and bench_barrier."""
+    got = {}
+    runs = {}
+    for prog in ("bench_heartbeat", "bench_barrier"):
         path = os.path.join(c_dir, prog)
-        if not os.access(path, os.X_OK):
-            out.append(f"  ({path} not built)")
-            continue
-        text = subprocess.run([path], capture_output=True, text=True, timeout=600).stdout
-        out += [f"  {prog}: {ln.strip()}" for ln in text.splitlines() if ln.startswith(wanted)]
-    return out
+        if os.access(path, os.X_OK):
+            runs[prog] = subprocess.run([path], capture_output=True, text=True, timeout=600).stdout
+        else:
+            print(f"({path} not built)")
+    for ln in runs.get("bench_heartbeat", "").splitlines():
+        if ln.startswith("beat "):
+            got["beat"] = float(ln.split()[1])  # vigil_hb_beat
+        m = re.search(r"with a compiler barrier:\s+beater ([0-9.]+)", ln)
+        if m:
+            got["Beater.beat()"] = float(m.group(1))  # vigil_beater_beat
+    for ln in runs.get("bench_barrier", "").splitlines():
+        cells = [c.strip() for c in ln.split("|")]
+        if len(cells) > 2 and cells[1].startswith("wait_quorum(e, 1)"):
+            got["quorum"] = _ns(cells[2])
+        if len(cells) > 2 and cells[1].startswith("4-process round, bound"):
+            got["procs"] = _ns(cells[2])
+    return got
+
+
+def _ns(cell: str) -> float:
+    value, unit = cell.split()
+    return float(value) * {"ns": 1.0, "us": 1e3, "ms": 1e6}[unit]
 
 
 def main() -> int:
@@ -157,16 +174,24 @@ def main() -> int:
     finally:
         shutil.rmtree(d, ignore_errors=True)
 
-    print(f"vigil from Python {sys.version.split()[0]} (cffi ABI mode), {os.cpu_count()} cpus")
-    for name, ns in beat.items():
-        print(f"  {name:<28} {ns:9.1f} ns")
-    print(f"  {'wait(e, quorum=1), 1 peer':<28} {quorum:9.1f} ns")
-    print(f"  {'4-process round, bound':<28} {procs / 1000:9.2f} us")
-    if args.c_bench:
-        print("C, same machine (bench/):")
-        for ln in c_lines(args.c_bench):
-            print(ln)
+    c = c_figures(args.c_bench) if args.c_bench else {}
+    print(f"vigil from Python {sys.version.split()[0]} (cffi ABI mode) and from C, {os.cpu_count()} cpus")
+    print(f"  {'operation':<34} {'Python':>10} {'C':>10} {'Python/C':>9}")
+    rows = [
+        ("beat (table.beat / vigil_hb_beat)", beat["beat"], c.get("beat")),
+        ("Beater.beat() / vigil_beater_beat", beat["Beater.beat()"], c.get("Beater.beat()")),
+        ("empty Python loop", beat["empty loop"], None),
+        ("round, 1 peer: wait(e, quorum=1)", quorum, c.get("quorum")),
+        ("round, 4 processes, bound", procs, c.get("procs")),
+    ]
+    for name, py, cv in rows:
+        ratio = f"{py / cv:.1f}x" if cv else ""
+        print(f"  {name:<34} {_fmt(py):>10} {_fmt(cv) if cv else '':>10} {ratio:>9}")
     return 0
+
+
+def _fmt(ns: float) -> str:
+    return f"{ns:.1f} ns" if ns < 1000 else f"{ns / 1000:.2f} us"
 
 
 if __name__ == "__main__":
