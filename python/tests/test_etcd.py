@@ -107,3 +107,14 @@ async def test_heartbeat_keeps_an_etcd_lease(etcd):
     with pytest.raises(vigil.Busy):
         etcd.acquire(key, "rival", 1.0)
     etcd.release(lease)
+
+
+@pytest.mark.asyncio
+async def test_heartbeat_knows_an_etcd_loss(etcd):
+    key = _key("job")
+    lease = etcd.acquire(key, "py", 1.0)
+    with pytest.raises(vigil.Lost):
+        async with vigil.heartbeat(etcd, lease) as hb:
+            with vigil.Etcd(etcd.endpoints) as other:
+                other.release(lease)  # as if an operator took it: the next renewal is refused
+            await asyncio.wait_for(hb.wait_lost(), 15)
