@@ -118,6 +118,45 @@ static int test_killed_writer_repaired(void)
     return 0;
 }
 
+/*
+ * Issue 9.8, ruled out: the version wrapping (2^31 register/unregister
+ * pairs) while an old wedge record matches. No record is kept any more:
+ * a repair depends on the writer's death, not on a version seen twice, so
+ * a wrapped version repairs nothing under a live writer, and the wrap is
+ * crossed like any other step by writers and by a repair.
+ */
+static int test_version_wrap(void)
+{
+    vigil_hb *hb = vt_hb_fresh("wrap.hb", 2);
+    atomic_store(&hb->slots[0].seq, UINT32_MAX - 3);
+    for (int i = 0; i < 4; i++) {
+        uint32_t s;
+        EXPECT_RC(vigil_hb_register(hb, 100 + i, &s), 0);
+        vigil_slot_info info;
+        EXPECT_RC(vigil_hb_snapshot(hb, s, &info), 0);
+        EXPECT(info.pid == 100u + i, "pid %u across the wrap", info.pid);
+        EXPECT_RC(vigil_hb_unregister(hb, s), 0);
+    }
+    EXPECT(atomic_load(&hb->slots[0].seq) == 12, "version %u after 8 changes from 2^32 - 4",
+           atomic_load(&hb->slots[0].seq));
+    /* A live writer's odd version at the wrap: never repaired. */
+    atomic_store(&hb->slots[1].seq, UINT32_MAX - 1);
+    uint32_t v = vt_wedge(hb, 1, VT_WRITER_ALIVE);
+    vigil_reclaim out[2];
+    for (int e = 0; e < 5; e++) {
+        vigil_hb_tick(hb);
+        EXPECT_RC(vigil_failover_scan(hb, 1, out, 2), 0);
+    }
+    EXPECT(atomic_load(&hb->slots[1].seq) == v && v == UINT32_MAX, "version %u", atomic_load(&hb->slots[1].seq));
+    /* A dead one's: repaired across the wrap, to 1 then 2. */
+    atomic_store(&hb->slots[1].writer, vigil_lock_word_of((uint32_t)vt_unused_pid(), vigil_self_pidns(), 0));
+    EXPECT(vigil_failover_scan(hb, 1, out, 2) >= 0, "scan");
+    EXPECT(atomic_load(&hb->slots[1].seq) == 2 && atomic_load(&hb->slots[1].writer) == 0, "version %u",
+           atomic_load(&hb->slots[1].seq));
+    vigil_hb_close(hb);
+    return 0;
+}
+
 /* 2^20 vacant slots, every one wedged by a writer killed mid-change. */
 static vigil_hb *wedged_table(const char *name)
 {
@@ -181,6 +220,7 @@ int main(void)
     static const struct vt_case cases[] = {
         VT_CASE(test_paused_writer_never_repaired),
         VT_CASE(test_killed_writer_repaired),
+        VT_CASE(test_version_wrap),
         VT_CASE(test_register_bounded_on_wedged_table),
         VT_CASE(test_inspect_bounded_on_wedged_table),
     };
