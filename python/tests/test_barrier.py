@@ -141,3 +141,18 @@ def test_closing_the_table_closes_its_barriers(tmp):
     with pytest.raises(vigil.CapacityMismatch):
         with vigil.HeartbeatTable.create(os.path.join(tmp, "t4.hb"), 4) as t4:
             vigil.Barrier.open(os.path.join(tmp, "b.bar"), t4)
+
+
+@pytest.mark.asyncio
+async def test_more_async_waits_than_the_default_executor_has_threads(tmp):
+    n = 12  # the default executor has min(32, cpus + 4) workers: 6 on 2 cpus
+    with vigil.HeartbeatTable.create(os.path.join(tmp, "t.hb"), n) as t:
+        b = vigil.Barrier.create(os.path.join(tmp, "b.bar"), t, 1000)
+        handles = []
+        for _ in range(n):
+            h = vigil.Barrier.open(b.path, t)
+            h.bind(t.register())
+            handles.append(h)
+        e = b.epoch
+        got = await asyncio.wait_for(asyncio.gather(*(h.wait_async(e, timeout=20) for h in handles)), 30)
+        assert sorted(got) == [False] * (n - 1) + [True]

@@ -3,7 +3,23 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import concurrent.futures
+import threading
+from typing import Any, Optional
+
+_lock = threading.Lock()
+_pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
+
+
+def pool() -> concurrent.futures.ThreadPoolExecutor:
+    """The threads blocking calls wait in for asyncio. Not the loop's default
+    executor: its few workers could all be taken by barrier waits that need
+    one more arrival, from a wait still queued behind them."""
+    global _pool
+    with _lock:
+        if _pool is None:
+            _pool = concurrent.futures.ThreadPoolExecutor(max_workers=256, thread_name_prefix="vigil-wait")
+        return _pool
 
 
 async def finish(aw: "asyncio.Future[Any]") -> None:

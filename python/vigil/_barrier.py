@@ -9,7 +9,7 @@ import time
 from typing import Any, Optional
 
 from . import _ffi
-from ._aio import finish
+from ._aio import finish, pool
 from ._errors import VIGIL_ERANGE, VIGIL_ETIMEDOUT, OutOfRange, Timeout, check
 from ._ffi import ffi, lib
 from ._table import HeartbeatTable, PathLike, _Handle
@@ -101,7 +101,7 @@ class Barrier(_Handle):
         completes, so the handle is free for the next wait."""
         loop = asyncio.get_running_loop()
         gone = threading.Event()
-        fut = loop.run_in_executor(None, self._wait, epoch, quorum, timeout, gone, _ASYNC_SLICE)
+        fut = loop.run_in_executor(pool(), self._wait, epoch, quorum, timeout, gone, _ASYNC_SLICE)
         try:
             return await asyncio.shield(fut)
         except asyncio.CancelledError:

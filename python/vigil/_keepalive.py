@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from . import _ffi
-from ._aio import finish
+from ._aio import finish, pool
 from ._errors import VIGIL_ELOST, Lost, check, exception
 from ._ffi import ffi, lib
 from ._leases import _Store, c_lease
@@ -272,7 +272,7 @@ class Heartbeat:
             assert self._loop is not None
             rc = 0
             try:
-                fut = self._loop.run_in_executor(None, ka.stop)
+                fut = self._loop.run_in_executor(pool(), ka.stop)
                 await finish(fut)
                 rc = fut.result()
             finally:
