@@ -355,6 +355,12 @@ static int renew_or_release(vigil_leases *ls, const vigil_lease *lease, bool rel
         if (atomic_load_explicit(&e->token, memory_order_relaxed) != lease->token ||
             !lease_key_matches(e, lease->key, klen))
             return VIGIL_ELOST;
+        /* A renewal preempted here past the lease's expiry still CASes
+         * from c: it succeeds only if nobody took the key over (a take-over
+         * locks ctl from c, so the CAS then fails), and then extends a
+         * lease that no one else holds; never two holders
+         * (test_leases_procs.c, test_renewal_preempted_past_expiry). */
+        hook(LP_RENEW_CHECKED);
         uint64_t next;
         if (release) {
             next = ctl_make(ctl_gen(c) + 1, 0);

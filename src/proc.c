@@ -283,7 +283,11 @@ int vigil_pid_judge(uint32_t pid, uint64_t start, uint64_t start_mask, uint64_t 
 {
     if (pid == 0)
         return -EINVAL;
-    if ((ns & ns_mask) != 0) {
+    if (ns_mask != 0) {
+        /* A registrant that recorded no namespace may have been in any:
+         * its pid cannot be judged here, only called unknown. */
+        if ((ns & ns_mask) == 0)
+            return -EREMOTE;
         uint64_t mine = vigil_self_pidns();
         if (mine == 0)
             return -ENOENT; /* no /proc: cannot tell which namespace we are in */
