@@ -38,8 +38,8 @@ static int test_with_etcdctl(void)
     bool held = et_read_until(&ctl, name, 15000);
     VT_RUN("lock", "--etcd", url, "--wait", "0", key, "--", "true");
     int busy = R.rc;
-    char busy_err[512];
-    snprintf(busy_err, sizeof(busy_err), "%s", R.err);
+    static char busy_err[sizeof(R.err)];
+    memcpy(busy_err, R.err, sizeof(busy_err));
     struct vt_proc p;
     int sp = VT_SPAWN(&p, "lock", "--etcd", url, key, "--", "sh", "-c", "echo ran $VIGIL_LEASE_TOKEN");
     bool early = sp == 0 && vt_read_until(&p, "ran", 1000);

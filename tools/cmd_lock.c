@@ -156,8 +156,18 @@ static vigil_lease_port backend_port(struct backend *b)
 
 /* ---- CMD -------------------------------------------------------------------- */
 
-/* CMD's environment: ours, less any VIGIL_LEASE_* we had, plus the lease's
- * three. Built before fork: the child only execs. */
+/* Frees what lease_env made: the array, and the three strings it starts with. */
+static void free_env(char **env)
+{
+    if (!env)
+        return;
+    for (int i = 0; i < 3; i++)
+        free(env[i]);
+    free(env);
+}
+
+/* CMD's environment: the lease's three, then ours less any VIGIL_LEASE_*
+ * we had. Built before fork: the child only execs. */
 static char **lease_env(const vigil_lease *l)
 {
     extern char **environ;
@@ -167,15 +177,24 @@ static char **lease_env(const vigil_lease *l)
     char **env = calloc(n + 4, sizeof(*env));
     if (!env)
         return NULL;
-    size_t k = 0;
+    char token[24];
+    snprintf(token, sizeof(token), "%" PRIu64, l->token);
+    const char *const name[3] = { "VIGIL_LEASE_KEY=", "VIGIL_LEASE_OWNER=", "VIGIL_LEASE_TOKEN=" };
+    const char *const value[3] = { l->key, l->owner, token };
+    for (int i = 0; i < 3; i++) {
+        size_t nl = strlen(name[i]), vl = strlen(value[i]);
+        if (!(env[i] = malloc(nl + vl + 1))) {
+            free_env(env); /* the ones not made are still NULL */
+            return NULL;
+        }
+        memcpy(env[i], name[i], nl);
+        memcpy(env[i] + nl, value[i], vl + 1);
+    }
+    size_t k = 3;
     for (size_t i = 0; i < n; i++)
         if (strncmp(environ[i], "VIGIL_LEASE_KEY=", 16) != 0 && strncmp(environ[i], "VIGIL_LEASE_OWNER=", 18) != 0 &&
             strncmp(environ[i], "VIGIL_LEASE_TOKEN=", 18) != 0)
             env[k++] = environ[i];
-    if (asprintf(&env[k++], "VIGIL_LEASE_KEY=%s", l->key) < 0 ||
-        asprintf(&env[k++], "VIGIL_LEASE_OWNER=%s", l->owner) < 0 ||
-        asprintf(&env[k++], "VIGIL_LEASE_TOKEN=%" PRIu64, l->token) < 0)
-        return NULL; /* the process is about to fail anyway */
     return env;
 }
 
@@ -389,6 +408,7 @@ release:;
     }
     if (sfd >= 0)
         close(sfd);
+    free_env(env);
     backend_close(&b);
     return exit_rc;
 }
