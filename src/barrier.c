@@ -7,26 +7,28 @@
  *
  *   offset size field
  *    0     8   magic "\177VIGIL\r\n"
- *    8     4   layout version (2)
+ *    8     4   layout version (3)
  *   12     4   kind: 2 (barrier)
  *   16     4   capacity: slots, equal to the heartbeat table's
  *   20     4   flags: 0
  *   24     8   grace_epochs stored at create (open with 0 uses it)
- *   32     8   state (atomic): (epoch << 32) | arrived
+ *   32     8   state (atomic): (epoch << 32) | unbound arrivals
  *   40     4   wake (atomic): futex word, +1 on a release that finds sleepers
  *   44     4   sleepers (atomic): waiters inside FUTEX_WAIT; a hint only
- *   48     8   releasing (atomic): (epoch << 32) | releasers judging that
- *              epoch, for withdrawals to wait out; stale once it is past
+ *   48     8   gate (atomic): (epoch << 32) | committed (bit 31) |
+ *              withdrawals from the round (31 bits); a release is decided
+ *              by setting the bit, a withdrawal bumps the count
  *   56     8   reserved: 0
  *   64 + 8i 8  record of slot i (atomic): (epoch << 32) | pid of the slot's
- *              owner, stamped by a handle bound to slot i just after its
- *              arrival CAS, cleared when it withdraws; pid 0 = none
+ *              owner, the whole arrival of a handle bound to slot i,
+ *              cleared when it withdraws; pid 0 = none
  *
- * A round is an epoch of the state word. Arrival is one CAS adding 1 to
- * `arrived` at the caller's epoch; release is one CAS from the exact state
- * judged complete to (epoch + 1, 0), and the caller whose CAS it was gets
- * VIGIL_SERIAL. Everything else (records, wake, sleepers, releasing) only
- * informs those two CASes or the sleeping around them.
+ * A round is an epoch of the state word. An unbound arrival is one CAS
+ * adding 1 to the count, a bound one the store of its record. A release
+ * is committed by one CAS on the gate, which fails after any withdrawal
+ * since the judgement began, then the state moves to (epoch + 1, 0); the
+ * committer gets VIGIL_SERIAL. The protocol and its proof are told in
+ * src/barrier_wait.c.
  *
  * The waits (arrival, the release rule, withdrawal, sleeping) are in
  * src/barrier_wait.c, the live count in src/barrier_live.c, what the
@@ -190,7 +192,7 @@ int vigil_barrier_peek(const char *path, vigil_barrier_state *out)
     }
     out->capacity = cap;
     out->epoch = st_epoch(s);
-    out->arrived = st_arrived(s);
+    out->arrived = st_arrived(s) + recorded; /* the count holds the unbound only */
     out->recorded = recorded;
     out->grace_epochs = h.grace_epochs;
     out->sleepers = atomic_load_explicit(&mh->sleepers, memory_order_relaxed);

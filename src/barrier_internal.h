@@ -16,10 +16,10 @@ struct vigil_barrier_header {
     uint32_t         capacity;     /* 16: slots, equal to the heartbeat table's */
     uint32_t         flags;        /* 20: 0 */
     uint64_t         grace_epochs; /* 24: grace stored at create */
-    _Atomic uint64_t state;        /* 32: (epoch << 32) | arrived */
+    _Atomic uint64_t state;        /* 32: (epoch << 32) | unbound arrivals */
     _Atomic uint32_t wake;         /* 40: futex word, +1 on a release that finds sleepers */
     _Atomic uint32_t sleepers;     /* 44: waiters inside FUTEX_WAIT (a hint) */
-    _Atomic uint64_t releasing;    /* 48: (epoch << 32) | releasers judging that epoch */
+    _Atomic uint64_t gate;         /* 48: (epoch << 32) | GATE_COMMITTED | withdrawals */
     uint64_t         reserved;     /* 56: 0 */
 };
 _Static_assert(sizeof(struct vigil_barrier_header) == 64, "barrier header is one cache line");
@@ -30,7 +30,21 @@ typedef _Atomic uint64_t vigil_barrier_record;
 
 #define VIGIL_BARRIER_UNBOUND UINT32_MAX
 
-/* The state word, a record and `releasing` alike: (epoch << 32) | low half. */
+/* The gate's low half: bit 31 says the round's release is decided, the
+ * other 31 bits count withdrawals from the round (barrier_wait.c). */
+#define GATE_COMMITTED (UINT32_C(1) << 31)
+
+/* Test hook, called at the points below when set (tests only). */
+enum { BP_JUDGED = 1, BP_COMMITTED, BP_RECORDING, BP_RECORDED, BP_WITHDRAWN };
+extern void (*vigil_barrier_hook)(int point);
+static inline void barrier_hook(int point)
+{
+    void (*h)(int) = vigil_barrier_hook;
+    if (h)
+        h(point);
+}
+
+/* The state word, a record and the gate alike: (epoch << 32) | low half. */
 static inline uint32_t st_epoch(uint64_t s) { return (uint32_t)(s >> 32); }
 static inline uint32_t st_arrived(uint64_t s) { return (uint32_t)s; }
 static inline uint64_t st_make(uint32_t epoch, uint32_t n) { return (uint64_t)epoch << 32 | n; }

@@ -1,17 +1,47 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The epoch barrier's waits: arrival, the release rule and its CASes,
- * withdrawal on timeout, and the spin, yields and futex sleeps between.
- * The file layout and the round in brief are told in src/barrier.c.
+ * The epoch barrier's waits: arrival, the release rule, the gate that
+ * commits a release, withdrawal on timeout, and the spin, yields and
+ * futex sleeps between. The file layout is told in src/barrier.c.
  *
- * The release rule, per SPEC: let live = live slots of the heartbeat table,
- * rec = records stamped with this epoch, rec_live = those whose slot is
- * still live and still owned by the pid that arrived. The unbound arrivals
- * are arrived - rec (clamped at 0). A round releases when
+ * The release rule, per SPEC: live = live slots of the heartbeat table;
+ * rec_live = records stamped with this epoch whose slot is still live and
+ * still owned by the pid that arrived; unbound = the state word's count,
+ * which only unbound handles add to. A round releases when
  *     live - rec_live <= unbound       (wait)
  *     unbound + rec_live >= quorum     (wait_quorum)
  * With no bound handle this is the reference's `arrived >= live`; with
  * only bound handles it is "every live slot has an arrival record".
+ *
+ * THE PROTOCOL (model: model/barrier.pml; the flaws of the one before it,
+ * a stale judgement releasing over a withdrawal and a bound arrival killed
+ * between its count and its record, are model/barrier_old.pml's
+ * counterexamples; tests: test_barrier_procs.c, test_barrier.c).
+ *
+ *   Arrival. Unbound: one CAS adding 1 to the state's count at the epoch.
+ *   Bound: one store of the record (epoch, pid), and nothing else, so no
+ *   kill can leave half an arrival: before the store it has not arrived,
+ *   after it the record stands for it until its heartbeat lapses.
+ *
+ *   Judgement and commit. The gate word is (epoch, COMMITTED, withdrawals).
+ *   A judge loads the gate g first (installing (E, 0) over an older
+ *   round's), then the state and the records, and judges. A complete round
+ *   is committed by one CAS of the gate from g to g | COMMITTED: it fails
+ *   if anyone withdrew since g was loaded. The committer then moves the
+ *   state to (E + 1, 0) and gets VIGIL_SERIAL. Anyone who finds the gate
+ *   committed at its epoch finishes that move (a committer killed between
+ *   the two leaves no one stuck).
+ *
+ *   Withdrawal. A waiter that times out first takes its arrival back
+ *   (clears its record, or takes 1 off the count), then bumps the gate's
+ *   withdrawal count by CAS. If the gate is committed first, a judgement
+ *   may have counted it: the round is released and it returns 0. If its
+ *   bump lands first, every judgement that loaded the gate before it (and
+ *   so may have counted it) fails its commit; every later one loads the
+ *   state after the take-back. VIGIL_ETIMEDOUT therefore means no release
+ *   counted this caller, with no time-based escape. The gate, the state,
+ *   the records: every access in this argument is seq_cst, so one total
+ *   order decides each pair.
  */
 #define _GNU_SOURCE
 #include "barrier_internal.h"
@@ -28,6 +58,8 @@
 /* Bounds every CAS loop: legitimate contention never comes near it, a peer
  * scribbling the state word in a loop gets VIGIL_EBUSY instead of a hang. */
 #define CAS_TRIES (1u << 20)
+
+void (*vigil_barrier_hook)(int point);
 
 /* Not FUTEX_PRIVATE_FLAG: the word is in a file mapped by many processes,
  * and the kernel must key the wait on the page, not on this mm. */
@@ -46,21 +78,20 @@ static void futex_wake_all(_Atomic uint32_t *word)
 
 struct tally {
     uint32_t live;     /* live slots (only for the all-live rule) */
-    uint32_t rec;      /* records stamped with the epoch, any slot */
-    uint32_t rec_live; /* of those, slot live and owned by the recorded pid */
+    uint32_t rec_live; /* records stamped with the epoch, slot live and owned by the recorded pid */
 };
 
 /* One pass over the records and, for the all-live rule, the whole table.
- * A record is written just after its arrival's CAS, so it may be missed
- * while in flight; see barrier_wait for why that is safe. The heartbeat
- * words are relaxed: liveness is a moment's estimate. */
+ * The heartbeat words are relaxed: liveness is a moment's estimate. */
 static void tally(const vigil_barrier *b, uint32_t epoch, bool all, struct tally *t)
 {
     const struct vigil_hb_slot *s = b->hb->slots;
     struct live_rule lr = live_rule(b);
-    uint32_t live = 0, rec = 0, rec_live = 0;
+    uint32_t live = 0, rec_live = 0;
     for (uint32_t i = 0; i < b->capacity; i++) {
-        /* seq_cst: see withdraw (a plain load on x86). */
+        /* seq_cst: against the arrival's store, so that of two bound
+         * arrivals judging at once at least one sees the other's record,
+         * and against the withdrawal's clear (see THE PROTOCOL). */
         uint64_t r = atomic_load_explicit(&b->records[i], memory_order_seq_cst);
         uint32_t stamped = st_epoch(r) == epoch && st_arrived(r) != 0;
         if (!all && !stamped)
@@ -68,93 +99,24 @@ static void tally(const vigil_barrier *b, uint32_t epoch, bool all, struct tally
         uint32_t pid = atomic_load_explicit(&s[i].pid, memory_order_relaxed);
         uint32_t lv = is_live(lr, pid, atomic_load_explicit(&s[i].last_seen_epoch, memory_order_relaxed));
         live += lv;
-        rec += stamped;
         rec_live += stamped & lv & (st_arrived(r) == pid);
     }
-    t->live = live, t->rec = rec, t->rec_live = rec_live;
+    t->live = live, t->rec_live = rec_live;
 }
 
 /* Whether state s (at its epoch) satisfies the release rule; quorum 0 is
- * the all-live rule. Both filters are necessary conditions of the rule
- * as long as arrived >= rec, which arrival and withdrawal keep (count
- * before record on arrival, record before count on withdrawal); only a
- * scribbled file breaks it, and then the filters only make the barrier
- * wait. */
+ * the all-live rule. */
 static bool complete(const vigil_barrier *b, uint64_t s, uint32_t quorum)
 {
-    uint32_t a = st_arrived(s);
+    uint32_t unbound = st_arrived(s);
     struct tally t;
-    if (quorum) {
-        if (a < quorum)
-            return false;
-        tally(b, st_epoch(s), false, &t);
-        uint32_t unbound = a > t.rec ? a - t.rec : 0;
+    tally(b, st_epoch(s), quorum == 0, &t);
+    if (quorum)
         return (uint64_t)unbound + t.rec_live >= quorum;
-    }
-    tally(b, st_epoch(s), true, &t);
-    if (a < t.live)
-        return false;
-    uint32_t unbound = a > t.rec ? a - t.rec : 0;
     return t.live - t.rec_live <= unbound;
 }
 
-/* ---- release ------------------------------------------------------------ */
-
-/*
- * `releasing` counts the callers judging epoch E for release, so that a
- * waiter withdrawing from E can tell whether a judgement that may still
- * count it is in flight (see withdraw). Tagged with the epoch so a count
- * left by a releaser killed mid-judgement dies with its round. A tag of
- * another epoch is replaced by (E, 1), except by a late releaser whose
- * round has passed (it must not clobber the current round's count): it
- * returns false.
- */
-static bool announce(vigil_barrier *b, uint32_t epoch)
-{
-    _Atomic uint64_t *w = &b->hdr->releasing;
-    uint64_t v = atomic_load_explicit(w, memory_order_relaxed); /* a first guess for the CAS */
-    for (unsigned tries = 0; tries < CAS_TRIES; tries++) {
-        uint64_t nv;
-        if (st_epoch(v) == epoch) {
-            nv = st_arrived(v) == UINT32_MAX ? v : v + 1; /* saturate a scribbled count */
-        } else {
-            /* A tag ahead of us is a later round's, unless our round is
-             * still open (a fresh file at epoch 2^32 - 1, a scribble). */
-            if (ep_diff(st_epoch(v), epoch) > 0 &&
-                st_epoch(atomic_load_explicit(&b->hdr->state, memory_order_acquire)) != epoch)
-                return false;
-            nv = st_make(epoch, 1);
-        }
-        /* seq_cst, like the loads of the judgement that follows and the
-         * withdrawer's CAS and load (see withdraw): one total order decides
-         * which of the two sees the other. Failure relaxed: it only
-         * reseeds v. */
-        if (atomic_compare_exchange_weak_explicit(w, &v, nv, memory_order_seq_cst,
-                                                  memory_order_relaxed))
-            return true;
-    }
-    /* Only a peer rewriting the word in a loop gets here: not announced,
-     * so no judgement may run (and no unannounce may follow). */
-    return false;
-}
-
-/* Only after a judgement that did not release: once the round is
- * released its count no longer matters (a withdrawer that sees the epoch
- * moved stops looking, and the next round's announcement replaces it). */
-static void unannounce(vigil_barrier *b, uint32_t epoch)
-{
-    _Atomic uint64_t *w = &b->hdr->releasing;
-    uint64_t v = atomic_load_explicit(w, memory_order_relaxed); /* a first guess for the CAS */
-    for (unsigned tries = 0; tries < CAS_TRIES; tries++) {
-        if (st_epoch(v) != epoch || st_arrived(v) == 0)
-            return;
-        /* Release: the judgement's loads are over before a withdrawer can
-         * see its count gone. Failure relaxed: it only reseeds v. */
-        if (atomic_compare_exchange_weak_explicit(w, &v, v - 1, memory_order_release,
-                                                  memory_order_relaxed))
-            return;
-    }
-}
+/* ---- the gate and the release ------------------------------------------- */
 
 static void wake_sleepers(vigil_barrier *b)
 {
@@ -177,41 +139,89 @@ static void wake_sleepers(vigil_barrier *b)
     }
 }
 
-/* Judges the round again under an announcement and tries the release CAS.
- * Returns 1 when this caller released the round, 0 when the round is not
- * complete, -1 when the state moved under the judgement (judge again). */
+/* The second half of a committed release: move the state from any value
+ * at `epoch` to (epoch + 1, 0). Whoever finds the gate committed does it,
+ * so a committer killed halfway leaves no one stuck. */
+static int finish(vigil_barrier *b, uint32_t epoch)
+{
+    struct vigil_barrier_header *h = b->hdr;
+    /* seq_cst (so acquire and release): each arrival's writes before the
+     * barrier come with the count it left, and go on to every waiter that
+     * loads the new epoch; wake_sleepers needs it in the total order too. */
+    uint64_t s = atomic_load_explicit(&h->state, memory_order_seq_cst);
+    for (unsigned tries = 0; st_epoch(s) == epoch; tries++) {
+        if (tries >= CAS_TRIES)
+            return VIGIL_EBUSY;
+        if (atomic_compare_exchange_weak_explicit(&h->state, &s, st_make(epoch + 1, 0),
+                                                  memory_order_seq_cst, memory_order_seq_cst))
+            break;
+    }
+    wake_sleepers(b);
+    return 0;
+}
+
+enum gate_look { GATE_OPEN, GATE_DONE, GATE_PAST };
+
+/*
+ * Loads the gate for `epoch` into *g: GATE_OPEN with a value of this
+ * round (one of an older round is replaced by (epoch, 0), but only while
+ * the round is still the state's: a late caller must not reset a later
+ * round's gate); GATE_DONE when the round is committed or past.
+ */
+static enum gate_look gate_load(vigil_barrier *b, uint32_t epoch, uint64_t *g)
+{
+    struct vigil_barrier_header *h = b->hdr;
+    /* seq_cst: the first load of a judgement (see THE PROTOCOL). */
+    uint64_t v = atomic_load_explicit(&h->gate, memory_order_seq_cst);
+    for (unsigned tries = 0; tries < CAS_TRIES; tries++) {
+        if (st_epoch(v) == epoch) {
+            *g = v;
+            return st_arrived(v) & GATE_COMMITTED ? GATE_DONE : GATE_OPEN;
+        }
+        if (st_epoch(atomic_load_explicit(&h->state, memory_order_seq_cst)) != epoch)
+            return GATE_PAST;
+        /* Every release of a round commits its gate first, so a CAS from
+         * an older round's value cannot land after this round released.
+         * seq_cst on success, like every gate change; failure reloads. */
+        if (atomic_compare_exchange_weak_explicit(&h->gate, &v, st_make(epoch, 0),
+                                                  memory_order_seq_cst, memory_order_seq_cst))
+            v = st_make(epoch, 0);
+    }
+    return GATE_PAST; /* a peer rewriting the word in a loop */
+}
+
+/* Judges the round and commits it if complete. Returns 1 when this caller
+ * released the round, 0 when the round is not complete, -1 when the round
+ * has passed or the gate moved under the judgement (look again). */
 static int try_release(vigil_barrier *b, uint32_t epoch, uint32_t quorum)
 {
     struct vigil_barrier_header *h = b->hdr;
-    if (!announce(b, epoch))
+    uint64_t g;
+    switch (gate_load(b, epoch, &g)) {
+    case GATE_DONE:
+        finish(b, epoch);
         return -1;
-    int r = 0;
-    /* seq_cst: the judgement's first load (see announce). */
-    uint64_t s = atomic_load_explicit(&h->state, memory_order_seq_cst);
-    if (st_epoch(s) != epoch) {
-        r = -1;
-    } else if (complete(b, s, quorum)) {
-        /*
-         * The release: one CAS from the exact state just judged complete
-         * to (epoch + 1, arrived 0). If any arrival or withdrawal moved the
-         * state since the load above, the CAS fails and the round is
-         * judged again. Of all callers racing to release a round exactly
-         * one CAS succeeds: it gets VIGIL_SERIAL. seq_cst (so acq_rel):
-         * acquire makes every arrival's writes before it visible to the
-         * releaser (each arrival CAS is a release on this word), release
-         * hands them and the releaser's own on to every waiter that loads
-         * the new epoch; and wake_sleepers needs it in the total order.
-         * Failure relaxed: s is not used again, the caller reloads it.
-         */
-        if (atomic_compare_exchange_strong_explicit(&h->state, &s, st_make(epoch + 1, 0),
-                                                    memory_order_seq_cst, memory_order_relaxed)) {
-            wake_sleepers(b);
-            return 1;
-        }
-        r = -1;
+    case GATE_PAST:
+        return -1;
+    case GATE_OPEN:
+        break;
     }
-    unannounce(b, epoch);
-    return r;
+    /* seq_cst: after the gate's load in the total order (THE PROTOCOL). */
+    uint64_t s = atomic_load_explicit(&h->state, memory_order_seq_cst);
+    if (st_epoch(s) != epoch)
+        return -1;
+    if (!complete(b, s, quorum))
+        return 0;
+    barrier_hook(BP_JUDGED);
+    /* The commit. Of all callers racing to commit a round exactly one CAS
+     * succeeds: it gets VIGIL_SERIAL. Fails after any withdrawal since the
+     * gate was loaded. seq_cst; failure relaxed: the caller looks again. */
+    if (!atomic_compare_exchange_strong_explicit(&h->gate, &g, g | GATE_COMMITTED,
+                                                 memory_order_seq_cst, memory_order_relaxed))
+        return -1;
+    barrier_hook(BP_COMMITTED);
+    finish(b, epoch);
+    return 1;
 }
 
 /* ---- waiting ------------------------------------------------------------ */
@@ -375,76 +385,60 @@ static uint64_t await_change(vigil_barrier *b, struct waiter *w, uint32_t epoch,
 
 /*
  * A waiter that times out withdraws its arrival: it never helps release a
- * round it has left.
- *
- * What happens to the arrived count: a waiter that times out takes its 1
- * back off `arrived` by CAS (and a bound one first clears its record), so
- * the count again holds only the callers still waiting. A waiter that dies
- * after arriving cannot take anything back: an unbound one stays in
- * `arrived` until the round releases, an anonymous arrival that may stand
- * in for a live peer that has not come yet (the reference's rule); a bound
- * one leaves its record, and once its heartbeat lapses the rule subtracts
- * it (it is in `rec` but not `rec_live`), so it stands in for no one and
- * the round waits for every live peer. Either way the release resets
- * `arrived` to 0 and stale records stop matching the new epoch.
- *
- * The withdrawal must not race a judgement that still counts it: a
- * releaser may have read our record or the state before our CAS and,
- * after arrivals restored the same state value (ABA), release on it. So
- * after the CAS we look at `releasing`: a releaser that announces after
- * our look sees our withdrawal; one that announced before it we wait out,
- * until it takes its count back (it judged the round incomplete) or the
- * epoch moves (it released; its count is then left to die with the
- * round). The wait is bounded: one killed mid-judgement leaves its count,
- * which we give up on after about 10 ms. If the round was released by
- * then, a judgement may have counted us, and we return 0: the withdrawal
- * is void and the caller passed the barrier. VIGIL_ETIMEDOUT therefore
- * means that no release counted this caller.
+ * round it has left (THE PROTOCOL, "Withdrawal"). A waiter that dies after
+ * arriving cannot take anything back: an unbound one stays in the count
+ * until the round releases, an anonymous arrival that may stand in for a
+ * live peer that has not come yet (the reference's rule); a bound one
+ * leaves its record, and once its heartbeat lapses the rule no longer
+ * counts it, so it stands in for no one. The release resets the count to
+ * 0 and stale records stop matching the new epoch.
  */
 static int withdraw(vigil_barrier *b, uint32_t epoch, uint32_t slot, uint32_t pid)
 {
     struct vigil_barrier_header *h = b->hdr;
     if (slot != VIGIL_BARRIER_UNBOUND) {
         uint64_t mine = st_make(epoch, pid);
-        /* seq_cst: see below. Failure relaxed: a record not ours stays. */
+        /* seq_cst: before the gate's bump in the total order. Failure
+         * relaxed: a record not ours stays. */
         atomic_compare_exchange_strong_explicit(&b->records[slot], &mine, 0,
                                                 memory_order_seq_cst, memory_order_relaxed);
+    } else {
+        /* Acquire on failure too: a new epoch seen here is a return of 0,
+         * the barrier passed, and the releaser's writes must come with it. */
+        uint64_t s = atomic_load_explicit(&h->state, memory_order_acquire);
+        for (unsigned tries = 0;; tries++) {
+            if (st_epoch(s) != epoch)
+                return 0; /* released before we could leave */
+            if (st_arrived(s) == 0)
+                break;    /* a scribbled count: nothing to take back */
+            if (atomic_compare_exchange_weak_explicit(&h->state, &s, s - 1, memory_order_seq_cst,
+                                                      memory_order_acquire))
+                break;
+            if (tries >= CAS_TRIES)
+                return VIGIL_EBUSY;
+        }
     }
-    /* Acquire, and on the CAS's failure too: a new epoch seen here is a
-     * return of 0, the barrier passed, so the releaser's writes must come
-     * with it as they do with every other load that sees a release. */
-    uint64_t s = atomic_load_explicit(&h->state, memory_order_acquire);
-    for (unsigned tries = 0;; tries++) {
-        if (st_epoch(s) != epoch)
-            return 0; /* released before we could leave */
-        if (st_arrived(s) == 0)
-            break;    /* a scribbled count: nothing to take back */
-        if (atomic_compare_exchange_weak_explicit(&h->state, &s, s - 1, memory_order_seq_cst,
-                                                  memory_order_acquire))
+    barrier_hook(BP_WITHDRAWN);
+    uint64_t g;
+    for (unsigned tries = 0; tries < CAS_TRIES; tries++) {
+        switch (gate_load(b, epoch, &g)) {
+        case GATE_DONE:
+            finish(b, epoch); /* committed before our bump: we passed */
+            return 0;
+        case GATE_PAST:
+            return 0;
+        case GATE_OPEN:
             break;
-        if (tries >= CAS_TRIES)
-            return VIGIL_EBUSY;
+        }
+        if ((st_arrived(g) & ~GATE_COMMITTED) == ~GATE_COMMITTED)
+            return VIGIL_EBUSY; /* 2^31 - 1 withdrawals in one round: a scribble */
+        /* seq_cst: after our take-back, and ordered against every commit
+         * (THE PROTOCOL). Failure relaxed: gate_load reloads. */
+        if (atomic_compare_exchange_strong_explicit(&h->gate, &g, g + 1, memory_order_seq_cst,
+                                                    memory_order_relaxed))
+            return VIGIL_ETIMEDOUT;
     }
-    /*
-     * Record clear, count CAS, this load: all seq_cst, as are a releaser's
-     * announcement and the loads of its judgement. If this load misses an
-     * announcement, it precedes it in the single total order, and so do
-     * our clear and CAS: that releaser's judgement sees us gone. If it
-     * sees one (or a later value of the word), we wait for the judgement
-     * to end.
-     */
-    uint64_t deadline = 0;
-    for (unsigned attempt = 0;; attempt++) {
-        uint64_t r = atomic_load_explicit(&h->releasing, memory_order_seq_cst);
-        if (st_epoch(r) != epoch || st_arrived(r) == 0)
-            break;
-        if (st_epoch(atomic_load_explicit(&h->state, memory_order_acquire)) != epoch)
-            break;
-        if (!vigil_backoff(attempt, &deadline))
-            break;
-    }
-    s = atomic_load_explicit(&h->state, memory_order_seq_cst);
-    return st_epoch(s) != epoch ? 0 : VIGIL_ETIMEDOUT;
+    return VIGIL_EBUSY;
 }
 
 /* quorum 0: the all-live rule. timeout_ns UINT64_MAX: no deadline. */
@@ -484,47 +478,38 @@ static int barrier_wait(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, ui
     w.slice = 0;
 
     /*
-     * Arrival: one CAS adding 1 at our epoch. Failing means another caller
-     * arrived, withdrew or released in between; retry with the value it
-     * left. Release: the caller's writes before the barrier travel with
-     * the count to whoever releases the round; acquire on failure: a
-     * released round's writes come with the return of 0. seq_cst rather
-     * than acq_rel only to match the state word's other CASes (the same
-     * locked cmpxchg on x86).
-     *
-     * A bound handle then stamps its slot's record: (epoch, pid of the
-     * slot's owner), so a slot that changes hands is not taken for
-     * arrived. Count first, record second, so that `arrived` holds every
-     * record that stays (rec <= arrived): a releaser that sees the count but
-     * not yet the record takes us for an unbound arrival and for a live
-     * slot without a record at once, which the rule balances; and a
-     * caller killed between the two is simply an unbound caller that died
-     * after arriving. (The other order would leave, on such a kill, a
-     * record that no count backs, and the round one arrival short for
-     * good.) A slot that is no longer the bound owner's (vacated by
-     * failover, say) is VIGIL_EVACANT before anything is counted.
+     * Arrival (THE PROTOCOL). A slot that is no longer the bound owner's
+     * (vacated by failover, say) is VIGIL_EVACANT before anything is
+     * counted. Unbound: one CAS adding 1 at our epoch; failing means
+     * another caller arrived, withdrew or released in between, retry with
+     * the value it left. Release: the caller's writes before the barrier
+     * travel with the count to whoever releases the round; acquire on
+     * failure: a released round's writes come with the return of 0.
+     * seq_cst: the judgements' loads of the state are ordered against it.
      */
-    if (w.slot != VIGIL_BARRIER_UNBOUND && !still_ours(b, &w))
-        return VIGIL_EVACANT;
-    for (unsigned tries = 0;; tries++) {
-        if (st_epoch(s) != my_epoch)
-            return 0; /* released while we were arriving */
-        if (st_arrived(s) == UINT32_MAX)
-            return -EOVERFLOW; /* only a scribbled file gets here */
-        if (atomic_compare_exchange_weak_explicit(&h->state, &s, s + 1, memory_order_seq_cst,
-                                                  memory_order_acquire)) {
-            s = s + 1;
-            break;
-        }
-        if (tries >= CAS_TRIES)
-            return VIGIL_EBUSY;
-    }
     if (w.slot != VIGIL_BARRIER_UNBOUND) {
-        /* Release: whoever acquires the record sees the count before it.
-         * A relaxed reader may still see the record first for a moment;
-         * it then under-counts the unbound arrivals, which only delays a
-         * release that this caller judges itself right below. */
-        atomic_store_explicit(&b->records[w.slot], st_make(my_epoch, w.pid), memory_order_release);
+        if (!still_ours(b, &w))
+            return VIGIL_EVACANT;
+        barrier_hook(BP_RECORDING);
+        /* seq_cst: see tally; it is also the release that hands our
+         * writes before the barrier to the judge that counts the record. */
+        atomic_store_explicit(&b->records[w.slot], st_make(my_epoch, w.pid), memory_order_seq_cst);
+        barrier_hook(BP_RECORDED);
+        s = atomic_load_explicit(&h->state, memory_order_seq_cst);
+    } else {
+        for (unsigned tries = 0;; tries++) {
+            if (st_epoch(s) != my_epoch)
+                return 0; /* released while we were arriving */
+            if (st_arrived(s) == UINT32_MAX)
+                return -EOVERFLOW; /* only a scribbled file gets here */
+            if (atomic_compare_exchange_weak_explicit(&h->state, &s, s + 1, memory_order_seq_cst,
+                                                      memory_order_acquire)) {
+                s = s + 1;
+                break;
+            }
+            if (tries >= CAS_TRIES)
+                return VIGIL_EBUSY;
+        }
     }
 
     /* Judge the round, then wait for a change and judge again. Only an
@@ -534,18 +519,14 @@ static int barrier_wait(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, ui
     for (;;) {
         if (st_epoch(s) != my_epoch)
             return 0;
-        /* For a quorum the count alone says whether judging is worth it;
-         * the all-live rule needs the scan either way. */
-        if (quorum ? st_arrived(s) >= quorum : complete(b, s, 0)) {
-            int r = try_release(b, my_epoch, quorum);
-            if (r == 1)
-                return VIGIL_SERIAL;
-            s = atomic_load_explicit(&h->state, memory_order_acquire);
-            /* Lost to a moving state: judge again at once, a bounded number
-             * of times, then sleep a slice like any waiter. */
-            if (r < 0 && ++lost < 64)
-                continue;
-        }
+        int r = try_release(b, my_epoch, quorum);
+        if (r == 1)
+            return VIGIL_SERIAL;
+        s = atomic_load_explicit(&h->state, memory_order_acquire);
+        /* Lost to a moving gate: judge again at once, a bounded number of
+         * times, then sleep a slice like any waiter. */
+        if (r < 0 && ++lost < 64)
+            continue;
         lost = 0;
         bool timed_out;
         s = await_change(b, &w, my_epoch, &timed_out);
@@ -558,6 +539,7 @@ static int barrier_wait(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, ui
         }
     }
 }
+
 
 /* ---- the API ------------------------------------------------------------ */
 

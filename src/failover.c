@@ -11,15 +11,14 @@
  *       24     8  epoch          read once per scan: the scan's "now"
  *   slot
  *        0     4  pid            owner, 0 = vacant; the claim clears it by CAS
- *        4     4  seq            SeqLock version and writer lock (heartbeat_internal.h)
+ *        4     4  seq            SeqLock version (heartbeat_internal.h)
  *        8     8  last_seen_epoch
  *       16     8  in_flight      taken by one atomic exchange with 0
  *       24     4  role           reset to worker on vacate
  *       32     8  start_time     cleared on vacate
- *       40     8  odd_since      wedge detector: (odd seq << 32) | low 32 bits
- *                                of the epoch at which a scan first saw the
- *                                slot's seq at that odd value; 0 none
  *       48     8  owner_ns       cleared on vacate
+ *       56     8  writer         the structural writer's lock word, 0 none
+ *                                (THE SLOT WRITER LOCK, heartbeat_internal.h)
  *
  * A slot is stale when pid != 0 and epoch - last_seen_epoch > grace as a
  * signed difference (vigil_hb_is_live_at); a live slot is never vacated
@@ -29,11 +28,11 @@
  *
  *   1. Filter without writing: seq even, pid != 0, stale (relaxed loads;
  *      an acquire fence only once the slot needs acting on).
- *   2. Take the slot's writer lock: CAS seq from the even v just read to
- *      v + 1. Of all racing watchdogs (and registrants, and unregister)
- *      exactly one moves it; the losers skip the slot for this scan. The
- *      lock must be taken at the very version the filter read, so what was
- *      judged is what is claimed.
+ *   2. Take the slot's writer lock (`writer` by CAS, then seq from the
+ *      even v just read to v + 1). Of all racing watchdogs (and
+ *      registrants, and unregister) exactly one takes it; the losers skip
+ *      the slot for this scan. The lock must be taken at the very version
+ *      the filter read, so what was judged is what is claimed.
  *   3. Under the lock, re-read pid and last_seen_epoch: a beat may have
  *      landed since step 1 (beats do not take the lock). Still stale and
  *      still that pid, or let it go.
@@ -52,33 +51,31 @@
  * vacated only while there is room for its entry: with max entries
  * written the scan stops, and the rest wait, untouched, for the next one.
  *
- * THE REPAIR (seq odd):
+ * THE REPAIR (a writer died holding the lock; model: model/slot.pml):
  *
- *   A writer killed between its lock and its unlock leaves seq odd for
- *   ever: snapshots give VIGIL_EBUSY and nobody can lock the slot. A scan
- *   that finds seq odd at value v looks at odd_since:
+ *   A writer killed between its lock and its unlock leaves `writer`
+ *   naming it, and seq odd if it got that far: snapshots give VIGIL_EBUSY
+ *   and nobody can lock the slot. A scan that finds `writer` held looks
+ *   at the process it names (vigil_lock_holder_dead: same pid namespace,
+ *   and gone or another process by its start time):
  *
- *   - its tag is not v: this is the first sight of this odd value. CAS
- *     odd_since from what was read to (v << 32) | epoch; one of the racing
- *     scanners records it, the others' CAS fails, and the record's epoch
- *     is within a scan of the first sight either way.
- *   - its tag is v and fewer than grace + 1 epochs have passed since: wait.
- *   - its tag is v and the wedge has outlived grace: CAS seq from v to
- *     v + 2. It stays odd, so readers keep away, and it makes every other
- *     repairer's CAS (from v) fail: exactly one scanner repairs. Under that
- *     lock the slot is judged as in the claim: a stale or vacant slot is
- *     vacated and its bits handed over (entry with pid 0 if the pid was
- *     already cleared by a scanner killed between steps 4 and 5); a live
- *     slot keeps its owner and bits. odd_since is cleared and the lock
- *     released with v + 3, even again.
+ *   - alive, or not provably dead (another namespace, unknown): leave it.
+ *     A writer that is only paused (SIGSTOP, a long preemption) resumes
+ *     and finishes its own change; nothing ever moves the version under
+ *     it, so it never goes backwards.
+ *   - dead: CAS `writer` from its word to ours (one of the racing
+ *     scanners wins), then move seq to the next odd value (v + 2 if odd,
+ *     v + 1 if even), so readers keep away. Under that lock the slot is
+ *     judged as in the claim: a stale, dead or vacant slot is vacated and
+ *     its bits handed over (an entry with pid 0 if the pid was already
+ *     cleared by a scanner killed between steps 4 and 5); a live slot
+ *     keeps its owner and bits. The unlock moves seq to the next even
+ *     value and frees `writer`.
  *
- *   Versions only grow, so a slot whose seq reads v twice was odd at v all
- *   along: a later, legitimate change never matches an old record. The
- *   age is computed in 32 bits (a wedge is noticed late after 2^32
- *   epochs, never early). A writer that is not dead but stopped (SIGSTOP)
- *   past the grace window is repaired over; when it resumes it stores its
- *   own unlock (v + 1) over v + 3. That is the SeqLock's version of a lease
- *   lapsing under a paused holder: keep grace well above any pause.
+ *   So the version only grows, and a repair never happens under a writer
+ *   that can come back. (The design before, which repaired by time once
+ *   the version had stayed odd past grace, let a paused writer store its
+ *   unlock over the repair's: model/slot_old.pml.)
  *
  * STRAY BITS: a vacant slot (seq even, pid 0) with in_flight != 0 holds
  * marks that an owner made after it was vacated. The scan takes them under
@@ -138,7 +135,6 @@ static bool vacate_locked(struct vigil_hb_slot *s, uint32_t pid, uint64_t *bits)
     atomic_store_explicit(&s->last_seen_epoch, 0, memory_order_relaxed);
     atomic_store_explicit(&s->start_time, 0, memory_order_relaxed);
     atomic_store_explicit(&s->owner_ns, 0, memory_order_relaxed);
-    atomic_store_explicit(&s->odd_since, 0, memory_order_relaxed);
     return true;
 }
 
@@ -171,46 +167,39 @@ static void claim(struct scan *sc, uint32_t i, uint32_t v, uint32_t pid, bool de
         take = now_pid == pid && (dead || stale_at(sc, pid, seen));
     if (take && vacate_locked(s, now_pid, &bits))
         emit(sc, i, pid, bits);
+    /* A failed unlock means a peer outside the protocol took the slot
+     * over: the bits were taken all the same and are handed over once. */
     vigil_slot_unlock(s, lv);
 }
 
-/* THE REPAIR, for a slot whose seq was read odd at v. */
-static void repair(struct scan *sc, uint32_t i, uint32_t v)
+/* THE REPAIR, for a slot whose `writer` was read as w. */
+static void repair(struct scan *sc, uint32_t i, uint64_t w)
 {
     struct vigil_hb_slot *s = &sc->hb->slots[i];
-    uint64_t rec = atomic_load_explicit(&s->odd_since, memory_order_relaxed);
-    if ((uint32_t)(rec >> 32) != v) {
-        uint64_t mark = ((uint64_t)v << 32) | (uint32_t)sc->epoch;
-        /* Relaxed: the record is a hint about time; the decision to
-         * repair is made by the CAS on seq below, not by this word. */
-        atomic_compare_exchange_strong_explicit(&s->odd_since, &rec, mark, memory_order_relaxed,
-                                                memory_order_relaxed);
+    if (!vigil_lock_holder_dead(w, sc->hb->hdr))
+        return; /* alive, paused, or out of sight: its change is its own */
+    uint64_t expect = w;
+    /* Acquire, as a lock acquisition: the fields read below are at least
+     * as new as whatever the dead writer managed to store. */
+    if (!atomic_compare_exchange_strong_explicit(&s->writer, &expect, vigil_self_lock_word(),
+                                                 memory_order_acquire, memory_order_relaxed))
+        return; /* another scanner repairs it */
+    uint32_t lv;
+    if (vigil_slot_lock_version(s, &lv) < 0) {
+        /* Release: as an unlock. */
+        atomic_store_explicit(&s->writer, 0, memory_order_release);
         return;
     }
-    uint64_t age = (uint32_t)((uint32_t)sc->epoch - (uint32_t)rec);
-    if (age <= sc->grace)
-        return;
-    uint32_t expect = v;
-    /* v -> v + 2: still odd, so the slot stays locked against readers and
-     * writers, and every other repairer's CAS from v now fails. Acquire
-     * as a lock acquisition: the fields read below are at least as new as
-     * whatever the dead writer managed to store. */
-    if (!atomic_compare_exchange_strong_explicit(&s->seq, &expect, v + 2u, memory_order_acquire,
-                                                 memory_order_relaxed))
-        return;
-    atomic_thread_fence(memory_order_release); /* as in vigil_slot_try_lock */
     uint32_t pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
     uint64_t seen = atomic_load_explicit(&s->last_seen_epoch, memory_order_relaxed);
     /* A wedged slot whose pid is already 0 was being vacated (or filled)
      * when its writer died: finish the vacancy, and hand over whatever
      * bits it still holds with pid 0. A live owner keeps its slot. */
     uint64_t bits = 0;
-    if ((pid == 0 || stale_at(sc, pid, seen) || probed_dead(sc, s, pid)) &&
+    if (sc->n < sc->max && (pid == 0 || stale_at(sc, pid, seen) || probed_dead(sc, s, pid)) &&
         vacate_locked(s, pid, &bits) && (pid != 0 || bits != 0))
         emit(sc, i, pid, bits);
-    atomic_store_explicit(&s->odd_since, 0, memory_order_relaxed);
-    /* Release: the repaired fields are visible to whoever sees it even. */
-    atomic_store_explicit(&s->seq, v + 3u, memory_order_release);
+    vigil_slot_unlock(s, lv);
 }
 
 static int scan_table(vigil_hb *hb, uint64_t grace_epochs, vigil_reclaim *out, uint32_t max, bool probe)
@@ -239,16 +228,19 @@ static int scan_table(vigil_hb *hb, uint64_t grace_epochs, vigil_reclaim *out, u
         uint32_t v = atomic_load_explicit(&s->seq, memory_order_relaxed);
         uint32_t pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
         uint64_t seen = atomic_load_explicit(&s->last_seen_epoch, memory_order_relaxed);
-        if (!(v & 1u) && vigil_hb_is_live_at(pid, seen, epoch, grace_epochs) && !probe)
+        uint64_t writer = atomic_load_explicit(&s->writer, memory_order_relaxed);
+        if (!writer && !(v & 1u) && vigil_hb_is_live_at(pid, seen, epoch, grace_epochs) && !probe)
             continue;
         /* Acquire: the loads below are at least as new as the unlock that
          * wrote v, so they belong to version v's registration; claim()
          * then locks only at v, so nothing changed in between. */
         atomic_thread_fence(memory_order_acquire);
-        if (v & 1u) {
-            repair(&sc, i, v);
+        if (writer) {
+            repair(&sc, i, writer);
             continue;
         }
+        if (v & 1u)
+            continue; /* odd with no writer: only a scribble; left alone */
         pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
         if (pid == 0) {
             if (atomic_load_explicit(&s->in_flight, memory_order_relaxed) != 0)

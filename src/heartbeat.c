@@ -9,7 +9,7 @@
  *   offset  size  field
  *   header, one cache line
  *        0     8  magic "\177VIGIL\r\n"
- *        8     4  version            VIGIL_LAYOUT_VERSION (2)
+ *        8     4  version            VIGIL_LAYOUT_VERSION (3)
  *       12     4  kind               1
  *       16     4  capacity           number of slots, 1 .. 2^20
  *       20     4  flags              0
@@ -21,20 +21,21 @@
  *       56     8  elect_intent       leader change in progress, 0 none (leader.c)
  *   slot i at 64 + i * 64, one cache line each, so beats never false-share
  *        0     4  pid                owner, 0 = vacant
- *        4     4  seq                SeqLock version and writer lock: odd while a
- *                                    structural change (register, unregister,
- *                                    reclaim) is in progress
+ *        4     4  seq                SeqLock version: odd while a structural
+ *                                    change (register, unregister, reclaim)
+ *                                    is in progress
  *        8     8  last_seen_epoch    epoch at the owner's last beat
  *       16     8  in_flight          bitmap of the owner's work units
  *       24     4  role               0 worker, 1 coordinator
  *       28     4  reserved0          0
  *       32     8  start_time         owner's start time, /proc/<pid>/stat field 22
  *                                    (clock ticks since boot), 0 unknown
- *       40     8  odd_since          (odd seq << 32) | low 32 bits of the epoch a
- *                                    failover scan first saw it, 0 none (failover.c)
+ *       40     8  reserved2          0
  *       48     8  owner_ns           registrant's pid namespace (inode of
  *                                    /proc/self/ns/pid), 0 not recorded
- *       56     8  reserved1          0
+ *       56     8  writer             the structural writer's lock word
+ *                                    (proc_internal.h), 0 none: THE SLOT WRITER
+ *                                    LOCK in heartbeat_internal.h
  *
  * A reader must check magic, version, kind, 1 <= capacity <= 2^20 and the
  * file size against 64 + capacity * 64 before touching a slot, and keep
@@ -45,6 +46,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <time.h>
 
 /* 2^20 slots is a 64 MiB file; far past any pool on one host. */
 const struct vigil_layout vigil_hb_layout = {
@@ -54,21 +56,53 @@ const struct vigil_layout vigil_hb_layout = {
     .slot_bytes = sizeof(struct vigil_hb_slot),
 };
 
-int vigil_slot_try_lock(struct vigil_hb_slot *s, uint32_t *version)
+void (*vigil_slot_hook)(int point);
+
+int vigil_slot_lock_version(struct vigil_hb_slot *s, uint32_t *version)
 {
     uint32_t v = atomic_load_explicit(&s->seq, memory_order_relaxed);
-    if (v & 1u)
-        return VIGIL_EBUSY;
-    /* Acquire: the fields read under the lock are at least as new as the
-     * ones the previous writer published with its releasing store. */
-    if (!atomic_compare_exchange_strong_explicit(&s->seq, &v, v + 1u,
-                                                 memory_order_acquire, memory_order_relaxed))
-        return VIGIL_EBUSY;
+    /* Odd only after a writer died mid-change (a repair's take-over): the
+     * next odd value keeps readers away and moves the version on. Relaxed
+     * CAS: `writer`'s acquire CAS already ordered us after the previous
+     * writer; the fence below orders the fields after it. */
+    uint32_t odd = v & 1u ? v + 2u : v + 1u;
+    if (!atomic_compare_exchange_strong_explicit(&s->seq, &v, odd, memory_order_relaxed,
+                                                 memory_order_relaxed))
+        return VIGIL_EBUSY; /* only a peer outside the protocol moves it */
     /* The odd version must be visible before any field changes: a reader
      * that sees a new field value then re-reads the version after its
      * acquire fence, and this fence makes that re-read see the odd one. */
     atomic_thread_fence(memory_order_release);
+    *version = odd - 1u;
+    slot_hook(SP_LOCKED);
+    return 0;
+}
+
+int vigil_slot_try_lock(struct vigil_hb_slot *s, uint32_t *version)
+{
+    if (atomic_load_explicit(&s->writer, memory_order_relaxed) != 0 ||
+        (atomic_load_explicit(&s->seq, memory_order_relaxed) & 1u))
+        return VIGIL_EBUSY;
+    uint64_t free_word = 0, me = vigil_self_lock_word();
+    /* Acquire: the fields read under the lock are at least as new as the
+     * ones the previous writer published with its releasing unlock. */
+    if (!atomic_compare_exchange_strong_explicit(&s->writer, &free_word, me, memory_order_acquire,
+                                                 memory_order_relaxed))
+        return VIGIL_EBUSY;
+    slot_hook(SP_WRITER_TAKEN);
+    uint32_t v = atomic_load_explicit(&s->seq, memory_order_relaxed);
+    if (v & 1u) {
+        /* Odd with `writer` free: a scribble; leave the slot to repair.
+         * Release: as any unlock. */
+        atomic_store_explicit(&s->writer, 0, memory_order_release);
+        return VIGIL_EBUSY;
+    }
+    /* A store, not a CAS: holding `writer`, no vigil writer moves seq. */
+    atomic_store_explicit(&s->seq, v + 1u, memory_order_relaxed);
+    /* As in vigil_slot_lock_version: the odd version before any field. */
+    atomic_thread_fence(memory_order_release);
     *version = v;
+    slot_hook(SP_LOCKED);
     return 0;
 }
 
@@ -83,11 +117,26 @@ int vigil_slot_lock(struct vigil_hb_slot *s, uint32_t *version)
     }
 }
 
-void vigil_slot_unlock(struct vigil_hb_slot *s, uint32_t version)
+int vigil_slot_unlock(struct vigil_hb_slot *s, uint32_t version)
 {
+    slot_hook(SP_FIELDS_WRITTEN);
+    uint32_t odd = version + 1u;
+    uint64_t me = vigil_self_lock_word();
     /* Release: every field written under the lock is visible to whoever
-     * sees the new even version. */
-    atomic_store_explicit(&s->seq, version + 2u, memory_order_release);
+     * sees the new even version. A version that moved means the slot was
+     * taken over: leave it, and `writer` with it. */
+    if (!atomic_compare_exchange_strong_explicit(&s->seq, &odd, version + 2u, memory_order_release,
+                                                 memory_order_relaxed))
+        return VIGIL_ELOST;
+    /* A store: the version was still ours just now, and a take-over moves
+     * `writer` before the version (THE REPAIR), so `writer` is ours too;
+     * only a process judged dead is taken over. The load is a check
+     * against a peer outside the protocol. Release: the next writer's
+     * acquire CAS sees our fields. */
+    if (atomic_load_explicit(&s->writer, memory_order_relaxed) != me)
+        return VIGIL_ELOST;
+    atomic_store_explicit(&s->writer, 0, memory_order_release);
+    return 0;
 }
 
 static int hb_init(void *base, size_t size, uint32_t capacity, void *arg)
@@ -192,11 +241,14 @@ static uint64_t start_time_of(uint32_t pid)
     return start;
 }
 
-enum claim { CLAIMED, OCCUPIED, LOCKED };
+enum claim { CLAIMED, OCCUPIED, LOCKED, LOST };
 
-/* Claims slot i for pid if it is vacant. `wait` chooses a bounded wait for
- * the slot's writer lock over a single attempt. */
-static enum claim claim_vacant(vigil_hb *hb, uint32_t i, uint32_t pid, uint64_t start, bool wait)
+/* How long vigil_hb_register looks again at vacant slots whose lock is
+ * held before it calls the table full: the whole call's budget. */
+#define REGISTER_BUDGET_NS (100u * 1000000u)
+
+/* Claims slot i for pid if it is vacant, with one attempt at its lock. */
+static enum claim claim_vacant(vigil_hb *hb, uint32_t i, uint32_t pid, uint64_t start)
 {
     struct vigil_hb_slot *s = &hb->slots[i];
     uint32_t v;
@@ -206,7 +258,7 @@ static enum claim claim_vacant(vigil_hb *hb, uint32_t i, uint32_t pid, uint64_t 
     /* The CAS on the version is the claim: of any number of racing
      * registrants exactly one moves it from even to odd, and only that one
      * may fill the slot. A loser moves on to the next slot. */
-    if ((wait ? vigil_slot_lock(s, &v) : vigil_slot_try_lock(s, &v)) < 0)
+    if (vigil_slot_try_lock(s, &v) < 0)
         return LOCKED;
     if (atomic_load_explicit(&s->pid, memory_order_relaxed) != 0) {
         vigil_slot_unlock(s, v); /* taken between the filter and the CAS */
@@ -217,13 +269,13 @@ static enum claim claim_vacant(vigil_hb *hb, uint32_t i, uint32_t pid, uint64_t 
     atomic_store_explicit(&s->in_flight, 0, memory_order_relaxed);
     atomic_store_explicit(&s->role, VIGIL_ROLE_WORKER, memory_order_relaxed);
     atomic_store_explicit(&s->start_time, start, memory_order_relaxed);
-    atomic_store_explicit(&s->odd_since, 0, memory_order_relaxed);
-    /* The pid means something only in the registrant's pid namespace; a
+        /* The pid means something only in the registrant's pid namespace; a
      * prober elsewhere answers "unknown" rather than "dead". */
     atomic_store_explicit(&s->owner_ns, vigil_self_pidns(), memory_order_relaxed);
     atomic_store_explicit(&s->pid, pid, memory_order_relaxed);
-    vigil_slot_unlock(s, v);
-    return CLAIMED;
+    /* Failing means the slot was taken over under us (only by a peer
+     * outside the protocol): not ours, and left alone. */
+    return vigil_slot_unlock(s, v) == 0 ? CLAIMED : LOST;
 }
 
 int vigil_hb_register(vigil_hb *hb, uint32_t pid, uint32_t *slot)
@@ -236,21 +288,34 @@ int vigil_hb_register(vigil_hb *hb, uint32_t pid, uint32_t *slot)
 
     bool locked_vacant = false;
     for (uint32_t i = 0; i < hb->capacity; i++) {
-        enum claim c = claim_vacant(hb, i, pid, start, false);
+        enum claim c = claim_vacant(hb, i, pid, start);
         if (c == CLAIMED) {
             *slot = i;
             return 0;
         }
         locked_vacant |= c == LOCKED;
     }
-    /* A vacant slot whose lock was held for a moment (a failover scan
+    /*
+     * A vacant slot whose lock was held for a moment (a failover scan
      * taking its stray bits, a registrant that found it taken) may be
-     * vacant still: wait for those, bounded, before calling the table
-     * full. A wedged slot gives up after the bounded wait. */
-    for (uint32_t i = 0; locked_vacant && i < hb->capacity; i++) {
-        if (claim_vacant(hb, i, pid, start, true) == CLAIMED) {
-            *slot = i;
-            return 0;
+     * vacant still: look again for a while before calling the table full.
+     * The budget is the whole call's, not each slot's: slots wedged by a
+     * writer killed mid-change (until failover repairs them) or by a
+     * scribbling peer cost one failed look each per pass, so even 2^20 of
+     * them end the call within about REGISTER_BUDGET_NS.
+     */
+    uint64_t deadline = vigil_now_ns() + REGISTER_BUDGET_NS;
+    for (unsigned pass = 0; locked_vacant && vigil_now_ns() < deadline; pass++) {
+        struct timespec ts = { 0, (long)(pass < 10 ? 100000u << (pass / 2) : 2000000u) };
+        nanosleep(&ts, NULL);
+        locked_vacant = false;
+        for (uint32_t i = 0; i < hb->capacity; i++) {
+            enum claim c = claim_vacant(hb, i, pid, start);
+            if (c == CLAIMED) {
+                *slot = i;
+                return 0;
+            }
+            locked_vacant |= c == LOCKED;
         }
     }
     return VIGIL_EFULL;
@@ -277,8 +342,7 @@ int vigil_hb_unregister(vigil_hb *hb, uint32_t slot)
     atomic_store_explicit(&s->last_seen_epoch, 0, memory_order_relaxed);
     atomic_store_explicit(&s->start_time, 0, memory_order_relaxed);
     atomic_store_explicit(&s->owner_ns, 0, memory_order_relaxed);
-    vigil_slot_unlock(s, v);
-    return 0;
+    return vigil_slot_unlock(s, v);
 }
 
 /* The exported functions behind the header's macros (the parentheses

@@ -12,19 +12,47 @@
 extern const struct vigil_layout vigil_hb_layout;
 
 /*
- * The slot's SeqLock version doubles as its writer lock: a structural
- * writer CASes it from even v to odd v + 1, changes the fields, and
- * releases it with a store of v + 2. Readers retry while it is odd or has
- * moved. Taking it by CAS means two writers (register racing failover,
- * say) can never interleave on one slot.
+ * THE SLOT WRITER LOCK (model: model/slot.pml; the design before it, where
+ * the odd version itself was the lock and a repair by time could move it
+ * backwards under a paused writer, is model/slot_old.pml's counterexample;
+ * tests: test_slot_writer.c, test_failover.c).
+ *
+ * A structural writer (register, unregister, a failover claim, promotion)
+ * first takes the slot's `writer` word by CAS from 0 to its own lock word
+ * (pid, pid namespace, start tag: proc_internal.h), then moves the SeqLock
+ * version from even v to odd v + 1, changes the fields, and unlocks with
+ * a CAS of the version from v + 1 to v + 2 and of `writer` back to 0.
+ * Readers retry while the version is odd or has moved. A writer killed
+ * mid-change leaves `writer` naming it: only a failover scan that proves
+ * that process dead (vigil_lock_holder_dead) takes the lock over and
+ * repairs the slot, moving the version on, never back. A writer that is
+ * alive (paused, preempted) or that the scanner cannot see (another pid
+ * namespace) is never robbed: its slot stays locked until it finishes. An
+ * unlock that finds the version or `writer` moved anyway (a peer writing
+ * outside the protocol) fails, and the writer reports it, touching
+ * nothing more.
  *
  * vigil_slot_try_lock makes one attempt; vigil_slot_lock waits a bounded
- * time for a writer to finish and then gives VIGIL_EBUSY (a writer killed
- * mid-change leaves the version odd until failover repairs it).
+ * time for a writer to finish and then gives VIGIL_EBUSY.
+ * vigil_slot_unlock returns 0, or VIGIL_ELOST when the lock was no longer
+ * this writer's.
  */
 int  vigil_slot_try_lock(struct vigil_hb_slot *s, uint32_t *version);
 int  vigil_slot_lock(struct vigil_hb_slot *s, uint32_t *version);
-void vigil_slot_unlock(struct vigil_hb_slot *s, uint32_t version);
+int  vigil_slot_unlock(struct vigil_hb_slot *s, uint32_t version);
+/* With `writer` already ours (a repair's take-over): moves the version to
+ * the next odd value, so readers keep away while the slot is repaired. */
+int  vigil_slot_lock_version(struct vigil_hb_slot *s, uint32_t *version);
+
+/* Test hook, called at the points below when set (tests only). */
+enum { SP_WRITER_TAKEN = 1, SP_LOCKED, SP_FIELDS_WRITTEN };
+extern void (*vigil_slot_hook)(int point);
+static inline void slot_hook(int point)
+{
+    void (*h)(int) = vigil_slot_hook;
+    if (h)
+        h(point);
+}
 
 /* vigil_failover_wait's state on a handle (failover_wait.c): its pidfds
  * closed and freed. NULL is fine. */

@@ -26,6 +26,25 @@
  *
  * The condition variable runs on CLOCK_MONOTONIC: a wall-clock step (NTP,
  * an operator) must neither delay a renewal nor fire a burst of them.
+ *
+ * LOCAL EXPIRY (model: model/keepalive.pml). The lease is lost, without
+ * asking anyone, once its TTL has passed since the start of the request
+ * that acquired or last renewed it with no renewal accepted since: a slow
+ * answer must not stretch the lease. `deadline` holds that moment; a
+ * timerfd armed at it makes vigil_keepalive_fd readable then, even while
+ * a renewal is blocked inside the port. Loss is latched: whoever sees the
+ * clock past the deadline CASes it to 0 (lost for good), and an accepted
+ * renewal moves the deadline only by CAS from the value it started from,
+ * so once lost() said true it never says false again. The renewer re-arms
+ * the timer before it moves the deadline, and a timer found expired by
+ * that re-arm means the lease lapsed first: lost.
+ *
+ * FORK. A child forked while a keepalive runs inherits the handle but not
+ * the renewer thread. The words above live in a MAP_SHARED page, so the
+ * child's lost() reports the parent's keepalive truthfully (lost when the
+ * parent's is, or stopped, or the deadline passed); the child never
+ * renews, and its stop never touches the mutex, the condition variable or
+ * the thread it does not have (it only frees its own copies).
  */
 #define _GNU_SOURCE
 #include <vigil/lease.h>
@@ -36,14 +55,28 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/timerfd.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "keepalive_internal.h"
 #include "spin_internal.h"
+
+/* What a forked child must see as the parent's renewer sees it. */
+struct ka_shared {
+    _Atomic uint64_t deadline; /* monotonic ns the lease lapses at; 0 = lost */
+    _Atomic bool     stopped;  /* the creator's stop has run */
+};
 
 struct vigil_keepalive {
     vigil_lease_port port;     /* copied: the caller's may go away */
     vigil_lease      lease;    /* copied, likewise */
     uint64_t         period_ns;
+    uint64_t         ttl_ns;
+    pid_t            creator;  /* the process whose renewer this is */
+    int              timer_fd; /* CLOCK_MONOTONIC timerfd at the deadline */
+    struct ka_shared *sh;
     bool             has_thread;
     pthread_t        thread;
 
@@ -51,8 +84,7 @@ struct vigil_keepalive {
     pthread_cond_t   cv;       /* stop -> renewer, on CLOCK_MONOTONIC */
     bool             stopping;
 
-    /* Written by the renewer, read by anyone through lost() and stats(). */
-    _Atomic bool     lost;
+    /* Written by the renewer, read by anyone through stats(). */
     _Atomic bool     exited;
     _Atomic uint64_t renewals;
     _Atomic uint64_t failures;
@@ -61,6 +93,32 @@ struct vigil_keepalive {
 };
 
 static _Thread_local const vigil_keepalive *tls_current;
+
+/* The last acquisition this thread made through a vigil backend: a
+ * keepalive started for that lease times its first deadline from when
+ * that request was sent. */
+static _Thread_local struct {
+    uint64_t token;
+    int64_t  id;
+    uint64_t sent_ns;
+    char     key[128];
+} tls_sent;
+
+void vigil_lease_note_sent(const vigil_lease *lease, uint64_t sent_ns)
+{
+    tls_sent.token = lease->token;
+    tls_sent.id = lease->id;
+    tls_sent.sent_ns = sent_ns;
+    memcpy(tls_sent.key, lease->key, sizeof(tls_sent.key));
+}
+
+static uint64_t acquired_at(const vigil_lease *lease, uint64_t now)
+{
+    if (tls_sent.sent_ns && tls_sent.sent_ns <= now && tls_sent.token == lease->token &&
+        tls_sent.id == lease->id && memcmp(tls_sent.key, lease->key, sizeof(tls_sent.key)) == 0)
+        return tls_sent.sent_ns;
+    return now;
+}
 
 /* The beat: a hair under a third of the TTL, 0.32 ttl. At exactly a third
  * the beat after two lost ones would fall due at the very instant the
@@ -88,6 +146,48 @@ static struct timespec ts_of(uint64_t ns)
     return ts;
 }
 
+/* Arms the timer at absolute monotonic `at` (0: at once). Returns whether
+ * it had already fired, that is whether the deadline it held has passed. */
+static bool arm_timer(int fd, uint64_t at)
+{
+    struct itimerspec it = { .it_value = at ? ts_of(at) : (struct timespec){ 0, 1 } };
+    struct itimerspec old;
+    if (timerfd_settime(fd, at ? TFD_TIMER_ABSTIME : 0, &it, &old) < 0)
+        return true; /* cannot keep the promise of the fd: call it lost */
+    return old.it_value.tv_sec == 0 && old.it_value.tv_nsec == 0;
+}
+
+/* Latches the loss: deadline 0, and the fd readable. */
+static void mark_lost(vigil_keepalive *ka)
+{
+    /* Release: whoever sees the loss sees the counters before it. */
+    atomic_store_explicit(&ka->sh->deadline, 0, memory_order_release);
+    arm_timer(ka->timer_fd, 0);
+}
+
+/* lost() for anyone: the latch, or the clock past the deadline (latched
+ * here by CAS, so an accepted renewal cannot move it back). */
+static bool is_lost(const vigil_keepalive *ka)
+{
+    struct ka_shared *sh = ka->sh;
+    uint64_t d = atomic_load_explicit(&sh->deadline, memory_order_acquire);
+    /* A failed CAS means a renewal moved the deadline meanwhile: judge the
+     * new one against the clock again (model/keepalive.pml found a reader
+     * that took a renewal racing its latch for "not lost" although the new
+     * deadline had passed too). Each retry follows an accepted renewal, so
+     * the loop ends. Success release, as mark_lost; failure acquire: d is
+     * judged again. */
+    for (;;) {
+        if (d == 0)
+            return true;
+        if (vigil_now_ns() < d)
+            return false;
+        if (atomic_compare_exchange_weak_explicit(&sh->deadline, &d, 0, memory_order_release,
+                                                  memory_order_acquire))
+            return true;
+    }
+}
+
 static uint64_t thread_cpu_ns(pthread_t t)
 {
     clockid_t cid;
@@ -95,6 +195,19 @@ static uint64_t thread_cpu_ns(pthread_t t)
     if (pthread_getcpuclockid(t, &cid) != 0 || clock_gettime(cid, &ts) != 0)
         return 0;
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* An accepted renewal, sent at `sent`: the deadline moves to sent + ttl,
+ * unless the lease was lost meanwhile. Returns false when lost. */
+static bool extend(vigil_keepalive *ka, uint64_t from, uint64_t sent)
+{
+    uint64_t to = add_sat(sent, ka->ttl_ns);
+    if (from == 0 || arm_timer(ka->timer_fd, to))
+        return false; /* the timer had fired: the lease lapsed first */
+    /* acq_rel: publishes the renewal's counters like mark_lost; the CAS
+     * fails if a reader latched the loss since `from` was read. */
+    return atomic_compare_exchange_strong_explicit(&ka->sh->deadline, &from, to, memory_order_acq_rel,
+                                                   memory_order_relaxed);
 }
 
 static void *renewer(void *arg)
@@ -106,29 +219,36 @@ static void *renewer(void *arg)
     uint64_t next = add_sat(vigil_now_ns(), ka->period_ns);
     while (!ka->stopping) {
         uint64_t now = vigil_now_ns();
+        if (is_lost(ka))
+            break;
         if (now < next) {
-            /* Wakes at the deadline, on stop's signal, or spuriously; every
-             * case goes back through the stopping check above. */
-            struct timespec ts = ts_of(next);
+            /* Wakes at the beat or the deadline, on stop's signal, or
+             * spuriously; every case goes back through the checks above. */
+            uint64_t d = atomic_load_explicit(&ka->sh->deadline, memory_order_relaxed);
+            struct timespec ts = ts_of(d && d < next ? d : next);
             pthread_cond_timedwait(&ka->cv, &ka->mu, &ts);
             continue;
         }
         /* Due, and stop has not been called: `stopping` was read under the
          * mutex, so a stop from here on waits in join for this renewal. */
+        uint64_t from = atomic_load_explicit(&ka->sh->deadline, memory_order_acquire);
         pthread_mutex_unlock(&ka->mu);
+        uint64_t sent = vigil_now_ns();
         int rc = ka->port.renew(ka->port.ctx, &ka->lease);
         pthread_mutex_lock(&ka->mu);
         if (rc == VIGIL_ELOST) {
-            /* Release: whoever sees lost also sees the counters before it. */
-            atomic_store_explicit(&ka->lost, true, memory_order_release);
+            mark_lost(ka);
             break;
         }
         if (rc < 0) {
             atomic_fetch_add_explicit(&ka->failures, 1, memory_order_relaxed);
             atomic_fetch_add_explicit(&ka->consecutive, 1, memory_order_relaxed);
-        } else {
+        } else if (extend(ka, from, sent)) {
             atomic_fetch_add_explicit(&ka->renewals, 1, memory_order_relaxed);
             atomic_store_explicit(&ka->consecutive, 0, memory_order_relaxed);
+        } else {
+            mark_lost(ka); /* accepted, but after the lease had lapsed here */
+            break;
         }
         /* Fixed rate: the next beat is one period after this one was due.
          * A renewal slower than a period makes the next one due at once
@@ -138,10 +258,21 @@ static void *renewer(void *arg)
         if (next < now)
             next = now;
     }
+    if (is_lost(ka))
+        mark_lost(ka); /* the fd too, for a loss seen by the clock alone */
     atomic_store_explicit(&ka->final_cpu_ns, thread_cpu_ns(pthread_self()), memory_order_relaxed);
     atomic_store_explicit(&ka->exited, true, memory_order_release);
     pthread_mutex_unlock(&ka->mu);
     return NULL;
+}
+
+static void free_keepalive(vigil_keepalive *ka)
+{
+    if (ka->timer_fd >= 0)
+        close(ka->timer_fd);
+    if (ka->sh)
+        munmap(ka->sh, sizeof(*ka->sh));
+    free(ka);
 }
 
 int vigil_keepalive_start(const vigil_lease_port *port, const vigil_lease *lease, vigil_keepalive **out)
@@ -150,13 +281,15 @@ int vigil_keepalive_start(const vigil_lease_port *port, const vigil_lease *lease
         return -EINVAL;
     if (lease->ttl_ms < 3)
         return VIGIL_ERANGE;
+    uint64_t now = vigil_now_ns();
     vigil_keepalive *ka = calloc(1, sizeof(*ka));
     if (!ka)
         return -ENOMEM;
     ka->port = *port;
     memcpy(&ka->lease, lease, sizeof(ka->lease));
     ka->period_ns = period_of(lease->ttl_ms);
-    atomic_init(&ka->lost, false);
+    ka->ttl_ns = lease->ttl_ms > UINT64_MAX / 1000000u ? UINT64_MAX : lease->ttl_ms * 1000000u;
+    ka->creator = getpid();
     atomic_init(&ka->exited, false);
     atomic_init(&ka->renewals, 0);
     atomic_init(&ka->failures, 0);
@@ -164,9 +297,23 @@ int vigil_keepalive_start(const vigil_lease_port *port, const vigil_lease *lease
     atomic_init(&ka->final_cpu_ns, 0);
 
     int err;
+    ka->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    ka->sh = mmap(NULL, sizeof(*ka->sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (ka->timer_fd < 0 || ka->sh == MAP_FAILED) {
+        err = errno;
+        if (ka->sh == MAP_FAILED)
+            ka->sh = NULL;
+        free_keepalive(ka);
+        return -err;
+    }
+    uint64_t deadline = add_sat(acquired_at(lease, now), ka->ttl_ns);
+    atomic_init(&ka->sh->deadline, deadline);
+    atomic_init(&ka->sh->stopped, false);
+    arm_timer(ka->timer_fd, deadline);
+
     pthread_condattr_t ca;
     if ((err = pthread_mutex_init(&ka->mu, NULL)) != 0) {
-        free(ka);
+        free_keepalive(ka);
         return -err;
     }
     if ((err = pthread_condattr_init(&ca)) != 0)
@@ -178,9 +325,8 @@ int vigil_keepalive_start(const vigil_lease_port *port, const vigil_lease *lease
     }
     pthread_condattr_destroy(&ca);
 
-    /* A port without renew is accepted and simply not renewed: the
-     * deployment keeps the behaviour it had, where a cycle longer than the
-     * TTL loses its scope and is stopped by the fence. */
+    /* A port without renew is accepted and simply not renewed: the lease
+     * lapses at its TTL, and lost() and the fd say so then. */
     if (port->renew) {
         /* The renewer blocks every signal, so the process's handlers run
          * on the application's threads, never on this one. */
@@ -199,7 +345,7 @@ fail_cond:
     pthread_cond_destroy(&ka->cv);
 fail_mutex:
     pthread_mutex_destroy(&ka->mu);
-    free(ka);
+    free_keepalive(ka);
     return -err;
 }
 
@@ -207,6 +353,15 @@ int vigil_keepalive_stop(vigil_keepalive *ka)
 {
     if (!ka)
         return 0;
+    if (getpid() != ka->creator) {
+        /* A forked child's copy: no thread of ours to stop, and the mutex
+         * and condition variable may be in any state the fork caught them
+         * in. Only our own copies are freed; the parent's renewer, timer
+         * and page go on untouched. */
+        int rc = is_lost(ka) || atomic_load_explicit(&ka->sh->stopped, memory_order_acquire) ? VIGIL_ELOST : 0;
+        free_keepalive(ka);
+        return rc;
+    }
     if (ka->has_thread) {
         pthread_mutex_lock(&ka->mu);
         ka->stopping = true;
@@ -217,16 +372,27 @@ int vigil_keepalive_stop(vigil_keepalive *ka)
          * keepalive will ever call renew again. */
         pthread_join(ka->thread, NULL);
     }
-    int rc = atomic_load_explicit(&ka->lost, memory_order_acquire) ? VIGIL_ELOST : 0;
+    int rc = is_lost(ka) ? VIGIL_ELOST : 0;
+    /* Release: a child that sees `stopped` sees the final deadline. */
+    atomic_store_explicit(&ka->sh->stopped, true, memory_order_release);
     pthread_cond_destroy(&ka->cv);
     pthread_mutex_destroy(&ka->mu);
-    free(ka);
+    free_keepalive(ka);
     return rc;
 }
 
 bool vigil_keepalive_lost(const vigil_keepalive *ka)
 {
-    return ka && atomic_load_explicit(&ka->lost, memory_order_acquire);
+    if (!ka)
+        return false;
+    if (getpid() != ka->creator && atomic_load_explicit(&ka->sh->stopped, memory_order_acquire))
+        return true; /* a child's copy: the parent let the lease go */
+    return is_lost(ka);
+}
+
+int vigil_keepalive_fd(const vigil_keepalive *ka)
+{
+    return ka ? ka->timer_fd : -EINVAL;
 }
 
 int vigil_keepalive_stats(const vigil_keepalive *ka, vigil_keepalive_info *out)
@@ -236,11 +402,11 @@ int vigil_keepalive_stats(const vigil_keepalive *ka, vigil_keepalive_info *out)
     vigil_keepalive_info info;
     memset(&info, 0, sizeof(info));
     info.period_ns = ka->period_ns;
-    info.lost = atomic_load_explicit(&ka->lost, memory_order_acquire);
+    info.lost = vigil_keepalive_lost(ka);
     info.renewals = atomic_load_explicit(&ka->renewals, memory_order_relaxed);
     info.failures = atomic_load_explicit(&ka->failures, memory_order_relaxed);
     info.consecutive_failures = atomic_load_explicit(&ka->consecutive, memory_order_relaxed);
-    if (ka->has_thread) {
+    if (ka->has_thread && getpid() == ka->creator) {
         /* A thread that has exited has no CPU clock any more; it left its
          * total behind. One that is running is read live. */
         if (atomic_load_explicit(&ka->exited, memory_order_acquire))

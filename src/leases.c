@@ -7,7 +7,7 @@
  *
  *   header, offset 0, 64 bytes
  *     0  u8[8]  magic "\177VIGIL\r\n"
- *     8  u32    layout version (2)
+ *     8  u32    layout version (3)
  *    12  u32    kind (3, leases)
  *    16  u32    capacity: number of entries
  *    20  u32    flags (0)
@@ -27,7 +27,9 @@
  *               a crashed change (reusable)
  *    32  u32    gen_hint: generation of the last unlocked ctl a locker saw
  *    36  u32    pid of the acquiring process (information only)
- *    40  u8[24] reserved (0)
+ *    40  u32    wake: futex word of acquire_wait (leases_wait.c)
+ *    44  u32    waiters: acquire_wait callers asleep on it (a hint)
+ *    48  u8[16] reserved (0)
  *    64  u8[128] key, NUL-padded
  *   192  u8[64] owner, NUL-padded
  *

@@ -37,7 +37,9 @@ struct vigil_leases_entry {
     _Atomic uint32_t bound;            /*  28: ENTRY_NEVER, ENTRY_BOUND or ENTRY_CLEARED */
     _Atomic uint32_t gen_hint;         /*  32: gen of the last unlocked ctl a locker saw */
     _Atomic uint32_t pid;              /*  36: acquiring process (information only) */
-    uint8_t          reserved0[24];    /*  40: 0 */
+    _Atomic uint32_t wake;             /*  40: futex word, +1 on a release that finds waiters */
+    _Atomic uint32_t waiters;          /*  44: acquire_wait callers asleep on it (a hint) */
+    uint8_t          reserved0[16];    /*  48: 0 */
     _Atomic uint64_t key[16];          /*  64: key, NUL-padded, 128 bytes */
     _Atomic uint64_t owner[8];         /* 192: owner, NUL-padded, 64 bytes */
 };
@@ -73,6 +75,7 @@ enum vigil_leases_point {
     LP_KEY_HALF,         /* wrote half the key of a new binding */
     LP_FIELDS_WRITTEN,   /* wrote everything but the unlock */
     LP_RECOVER_LOCKED,   /* took over a dead locker's entry, not yet repaired */
+    LP_RENEW_CHECKED,    /* a renewal judged the lease unexpired, before its CAS */
     LP_MAX
 };
 /* NULL in production; a test sets it in a child that should die at a point. */
@@ -164,6 +167,16 @@ static inline int vigil_leases__wait_unlocked(struct vigil_leases_entry *e, uint
     }
     return vigil_leases__wait_locked(e, c);
 }
+
+/* Key helpers shared by leases_ops.c and leases_wait.c. */
+int      vigil_leases__check_str(const char *s, size_t field, size_t *len);
+void     vigil_leases__words(uint64_t *w, size_t nwords, const char *s, size_t len);
+uint32_t vigil_leases__hash(const uint64_t *kw);
+int64_t  vigil_leases__find(const vigil_leases *ls, uint32_t hash, const uint64_t *kw);
+
+/* After a release of entry e: wakes its acquire_wait sleepers, if any
+ * (leases_wait.c tells the pairing). */
+void vigil_leases__wake_waiters(struct vigil_leases_entry *e);
 
 /* The store's bind lock: 0, or VIGIL_EBUSY after the bounded wait. */
 int vigil_leases__bind_lock(struct vigil_leases_header *h);

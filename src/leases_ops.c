@@ -41,6 +41,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "keepalive_internal.h"
 #include "spin_internal.h"
 
 /* ---- keys and clocks ----------------------------------------------------- */
@@ -53,7 +54,7 @@ static inline uint64_t expiry_for(uint64_t now_ns, uint64_t ttl_ms)
     return ttl_ms >= CTL_EXP_MASK - ms ? CTL_EXP_MASK : ms + ttl_ms;
 }
 
-static uint32_t key_hash(const uint64_t *kw)
+uint32_t vigil_leases__hash(const uint64_t *kw)
 {
     const unsigned char *p = (const unsigned char *)kw;
     uint32_t h = 2166136261u;
@@ -64,7 +65,7 @@ static uint32_t key_hash(const uint64_t *kw)
 
 /* A string into NUL-padded words, so the entry's fields are compared and
  * written as whole atomic words. */
-static void to_words(uint64_t *w, size_t nwords, const char *s, size_t len)
+void vigil_leases__words(uint64_t *w, size_t nwords, const char *s, size_t len)
 {
     memset(w, 0, nwords * 8);
     memcpy(w, s, len);
@@ -99,7 +100,7 @@ struct want {
 /* A hint: the entry bound to the key, probing from its home and stopping
  * at an unlocked never-used entry (nothing is ever bound past one, see
  * bind). -1 when not found; the bind path then scans everything. */
-static int64_t find_key(const vigil_leases *ls, uint32_t hash, const uint64_t *kw)
+int64_t vigil_leases__find(const vigil_leases *ls, uint32_t hash, const uint64_t *kw)
 {
     uint32_t cap = ls->capacity;
     uint32_t home = hash % cap;
@@ -254,7 +255,7 @@ static int bind(vigil_leases *ls, const struct want *w, vigil_lease *out)
     return VIGIL_EFULL;
 }
 
-static int check_str(const char *s, size_t field, size_t *len)
+int vigil_leases__check_str(const char *s, size_t field, size_t *len)
 {
     if (!s)
         return -EINVAL;
@@ -272,22 +273,25 @@ int vigil_leases_acquire(vigil_leases *ls, const char *key, const char *owner, u
         return -EINVAL;
     size_t klen, olen;
     int err;
-    if ((err = check_str(key, 128, &klen)) < 0 || (err = check_str(owner, 64, &olen)) < 0)
+    if ((err = vigil_leases__check_str(key, 128, &klen)) < 0 || (err = vigil_leases__check_str(owner, 64, &olen)) < 0)
         return err;
     if (klen == 0)
         return -EINVAL;
     if (ttl_ms < 3)
         return VIGIL_ERANGE;
     struct want w;
-    to_words(w.kw, 16, key, klen);
-    to_words(w.ow, 8, owner, olen);
-    w.hash = key_hash(w.kw);
+    vigil_leases__words(w.kw, 16, key, klen);
+    vigil_leases__words(w.ow, 8, owner, olen);
+    w.hash = vigil_leases__hash(w.kw);
     w.ttl_ms = ttl_ms;
     /* Each restart means the entry found changed keys under us; a handful
      * is already a hostile amount of churn. */
+    uint64_t sent = vigil_now_ns(); /* before any expiry this call computes */
     for (int round = 0; round < 8; round++) {
-        int64_t i = find_key(ls, w.hash, w.kw);
+        int64_t i = vigil_leases__find(ls, w.hash, w.kw);
         err = i >= 0 ? take(ls, (uint32_t)i, &w, out) : bind(ls, &w, out);
+        if (err == 0)
+            vigil_lease_note_sent(out, sent);
         if (err != RESTART)
             return err;
     }
@@ -330,9 +334,9 @@ static int renew_or_release(vigil_leases *ls, const vigil_lease *lease, bool rel
         i = lease->id - 1;
     } else {
         struct want w;
-        to_words(w.kw, 16, lease->key, klen);
-        w.hash = key_hash(w.kw);
-        if ((i = find_key(ls, w.hash, w.kw)) < 0)
+        vigil_leases__words(w.kw, 16, lease->key, klen);
+        w.hash = vigil_leases__hash(w.kw);
+        if ((i = vigil_leases__find(ls, w.hash, w.kw)) < 0)
             return VIGIL_ELOST;
     }
     struct vigil_leases_entry *e = &ls->entries[i];
@@ -351,6 +355,12 @@ static int renew_or_release(vigil_leases *ls, const vigil_lease *lease, bool rel
         if (atomic_load_explicit(&e->token, memory_order_relaxed) != lease->token ||
             !lease_key_matches(e, lease->key, klen))
             return VIGIL_ELOST;
+        /* A renewal preempted here past the lease's expiry still CASes
+         * from c: it succeeds only if nobody took the key over (a take-over
+         * locks ctl from c, so the CAS then fails), and then extends a
+         * lease that no one else holds; never two holders
+         * (test_leases_procs.c, test_renewal_preempted_past_expiry). */
+        hook(LP_RENEW_CHECKED);
         uint64_t next;
         if (release) {
             next = ctl_make(ctl_gen(c) + 1, 0);
@@ -359,10 +369,16 @@ static int renew_or_release(vigil_leases *ls, const vigil_lease *lease, bool rel
             next = ctl_make(ctl_gen(c), exp > ctl_exp(c) ? exp : ctl_exp(c));
         }
         /* Release: the token and key loads above are done before the CAS,
-         * so a CAS that finds c unchanged vouches for what they saw. */
-        if (atomic_compare_exchange_strong_explicit(&e->ctl, &c, next, memory_order_release,
-                                                    memory_order_relaxed))
+         * so a CAS that finds c unchanged vouches for what they saw. A
+         * release is seq_cst: it pairs with acquire_wait's sleep (see
+         * vigil_leases__wake_waiters). */
+        if (atomic_compare_exchange_strong_explicit(&e->ctl, &c, next,
+                                                    release ? memory_order_seq_cst : memory_order_release,
+                                                    memory_order_relaxed)) {
+            if (release)
+                vigil_leases__wake_waiters(e);
             return 0;
+        }
         /* Lost a race with another renewal of the same lease, or with a
          * release or take-over: look again. Only a scribbling peer keeps
          * this going, and then for a bounded time. */

@@ -13,8 +13,9 @@
  *                               (clock ticks since boot), stamped by register;
  *                               0 = unknown
  *       48     8  owner_ns      owner's pid namespace, the inode of
- *                               /proc/<pid>/ns/pid; 0 = not recorded, taken to
- *                               be the prober's own
+ *                               /proc/<pid>/ns/pid; 0 = not recorded: the
+ *                               pid may be any namespace's, so the verdict
+ *                               is "unknown" (-EREMOTE), never "dead"
  *
  * The verdicts, in the order they are tried:
  *

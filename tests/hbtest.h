@@ -12,6 +12,20 @@
 
 #include "heartbeat_internal.h"
 
+/* How a test wedges a slot as a writer left it mid-change (THE SLOT WRITER
+ * LOCK): the version odd and `writer` naming a process that is dead (a
+ * pid nobody has), alive (this very process, as a paused writer would
+ * be), or in another pid namespace. Returns the odd version. */
+enum vt_writer { VT_WRITER_DEAD, VT_WRITER_ALIVE, VT_WRITER_ELSEWHERE };
+static inline uint32_t vt_wedge(vigil_hb *hb, uint32_t slot, enum vt_writer who)
+{
+    uint64_t w = who == VT_WRITER_ALIVE ? vigil_self_lock_word()
+                 : who == VT_WRITER_DEAD ? vigil_lock_word_of((uint32_t)vt_unused_pid(), vigil_self_pidns(), 0)
+                                         : vigil_lock_word_of(1, vigil_self_pidns() ^ 0x5a5a, 0);
+    atomic_store(&hb->slots[slot].writer, w);
+    return atomic_fetch_add(&hb->slots[slot].seq, 1) + 1;
+}
+
 /* Ticks n times, beating the slots in `keep` (a bitmask) after each. */
 static inline void vt_hb_tick_keep(vigil_hb *hb, int n, uint64_t keep)
 {

@@ -71,8 +71,8 @@ static int test_stale_reclaimed_once(void)
     EXPECT_RC(vigil_hb_snapshot(hb, a, &info), VIGIL_EVACANT);
     EXPECT(info.in_flight == 0 && info.role == VIGIL_ROLE_WORKER,
            "vacated slot kept bits %#llx or role %u", (unsigned long long)info.in_flight, info.role);
-    EXPECT(atomic_load(&hb->slots[a].start_time) == 0 && atomic_load(&hb->slots[a].odd_since) == 0,
-           "vacated slot kept its start time or wedge record");
+    EXPECT(atomic_load(&hb->slots[a].start_time) == 0 && atomic_load(&hb->slots[a].writer) == 0,
+           "vacated slot kept its start time or its writer");
     EXPECT_RC(vigil_hb_snapshot(hb, b, &info), 0);
     EXPECT(info.pid == 12 && info.in_flight == (1u << 5), "live slot changed: pid %u bits %#llx",
            info.pid, (unsigned long long)info.in_flight);
@@ -152,8 +152,9 @@ static int test_stray_bits(void)
     return 0;
 }
 
-/* A writer killed mid-change: first scan records, a scan past grace
- * repairs, once, and hands the bits over. */
+/* A writer killed mid-change: the first scan proves it dead and repairs
+ * the slot at once, moving the version on; the owner (still live) keeps
+ * its slot and bits until it goes stale like any other. */
 static int test_wedged_repaired(void)
 {
     vigil_hb *hb = vt_hb_fresh("wedged.hb", 4);
@@ -161,29 +162,23 @@ static int test_wedged_repaired(void)
     EXPECT_RC(vigil_hb_register(hb, 21, &s), 0);
     EXPECT_RC(vigil_hb_mark_in_flight(hb, s, 3), 0);
     EXPECT_RC(vigil_hb_mark_in_flight(hb, s, 9), 0);
-    uint32_t v = atomic_fetch_add(&hb->slots[s].seq, 1) + 1; /* odd: "writer" died */
+    uint32_t v = vt_wedge(hb, s, VT_WRITER_DEAD);
     vigil_slot_info info;
     EXPECT_RC(vigil_hb_snapshot(hb, s, &info), VIGIL_EBUSY);
     vigil_reclaim out[4];
     EXPECT_RC(vigil_failover_scan(hb, 2, out, 4), 0);
-    uint64_t rec = atomic_load(&hb->slots[s].odd_since);
-    EXPECT(rec == ((uint64_t)v << 32 | 0), "expected wedge record (%u << 32 | 0), got %#llx", v,
-           (unsigned long long)rec);
-    vt_hb_tick_keep(hb, 2, 0);
-    EXPECT_RC(vigil_failover_scan(hb, 2, out, 4), 0); /* wedged 2 epochs: not yet */
-    EXPECT(atomic_load(&hb->slots[s].seq) == v, "slot repaired inside grace");
-    EXPECT(atomic_load(&hb->slots[s].odd_since) == rec, "wedge record moved: %#llx",
-           (unsigned long long)atomic_load(&hb->slots[s].odd_since));
-    vigil_hb_tick(hb);
+    EXPECT(atomic_load(&hb->slots[s].seq) == v + 3 && atomic_load(&hb->slots[s].writer) == 0,
+           "expected version %u and no writer after the repair, got %u, %#llx", v + 3,
+           atomic_load(&hb->slots[s].seq), (unsigned long long)atomic_load(&hb->slots[s].writer));
+    EXPECT_RC(vigil_hb_snapshot(hb, s, &info), 0);
+    EXPECT(info.pid == 21 && info.in_flight == ((1u << 3) | (1u << 9)), "live owner lost: pid %u bits %#llx",
+           info.pid, (unsigned long long)info.in_flight);
+    vt_hb_tick_keep(hb, 3, 0);
     int n = vigil_failover_scan(hb, 2, out, 4);
-    EXPECT(n == 1, "expected the wedged slot repaired with 1 entry, got %d", n);
-    EXPECT(out[0].slot == s && out[0].pid == 21 && out[0].in_flight == ((1u << 3) | (1u << 9)),
-           "expected {%u, 21, 0x208}, got {%u, %u, %#llx}", s, out[0].slot, out[0].pid,
+    EXPECT(n == 1 && out[0].slot == s && out[0].pid == 21 && out[0].in_flight == ((1u << 3) | (1u << 9)),
+           "expected {%u, 21, 0x208}, got %d: {%u, %u, %#llx}", s, n, out[0].slot, out[0].pid,
            (unsigned long long)out[0].in_flight);
-    EXPECT(atomic_load(&hb->slots[s].seq) == v + 3, "expected version %u after repair, got %u",
-           v + 3, atomic_load(&hb->slots[s].seq));
     EXPECT_RC(vigil_hb_snapshot(hb, s, &info), VIGIL_EVACANT);
-    EXPECT_RC(vigil_failover_scan(hb, 2, out, 4), 0);
     uint32_t t;
     EXPECT_RC(vigil_hb_register(hb, 22, &t), 0);
     EXPECT(t == s, "repaired slot %u not reusable (got %u)", s, t);
@@ -191,48 +186,47 @@ static int test_wedged_repaired(void)
     return 0;
 }
 
-/* Wedged but its owner keeps beating: the version is repaired, the owner
- * and its bits stay. */
-static int test_wedged_live_kept(void)
+/* A writer that is alive (paused, preempted) or out of sight (another pid
+ * namespace) is never robbed, however long its change takes: the version
+ * stays where it left it, and its own unlock moves it on, never back. */
+static int test_wedged_by_live_writer_kept(void)
 {
     vigil_hb *hb = vt_hb_fresh("wedgedlive.hb", 2);
-    uint32_t s;
+    uint32_t s, o;
     EXPECT_RC(vigil_hb_register(hb, 31, &s), 0);
-    EXPECT_RC(vigil_hb_mark_in_flight(hb, s, 4), 0);
-    uint32_t v = atomic_fetch_add(&hb->slots[s].seq, 1) + 1;
+    EXPECT_RC(vigil_hb_register(hb, 32, &o), 0);
+    uint32_t v = vt_wedge(hb, s, VT_WRITER_ALIVE);
+    uint32_t vo = vt_wedge(hb, o, VT_WRITER_ELSEWHERE);
     vigil_reclaim out[2];
-    EXPECT_RC(vigil_failover_scan(hb, 1, out, 2), 0);
-    vt_hb_tick_keep(hb, 3, UINT64_C(1) << s);
-    EXPECT_RC(vigil_failover_scan(hb, 1, out, 2), 0);
-    EXPECT(atomic_load(&hb->slots[s].seq) == v + 3, "live wedged slot not repaired: version %u",
-           atomic_load(&hb->slots[s].seq));
-    vigil_slot_info info;
-    EXPECT_RC(vigil_hb_snapshot(hb, s, &info), 0);
-    EXPECT(info.pid == 31 && info.in_flight == 0x10, "live owner lost: pid %u bits %#llx", info.pid,
-           (unsigned long long)info.in_flight);
+    for (int e = 0; e < 10; e++) {
+        vt_hb_tick_keep(hb, 1, 0);
+        EXPECT_RC(vigil_failover_scan(hb, 1, out, 2), 0);
+        EXPECT_RC(vigil_failover_scan_probe(hb, 1, out, 2), 0);
+    }
+    EXPECT(atomic_load(&hb->slots[s].seq) == v && atomic_load(&hb->slots[o].seq) == vo,
+           "a live writer's slot was repaired: versions %u, %u", atomic_load(&hb->slots[s].seq),
+           atomic_load(&hb->slots[o].seq));
+    EXPECT_RC(vigil_slot_unlock(&hb->slots[s], v - 1), 0); /* the paused writer resumes */
+    EXPECT(atomic_load(&hb->slots[s].seq) == v + 1 && atomic_load(&hb->slots[s].writer) == 0,
+           "unlock gave version %u", atomic_load(&hb->slots[s].seq));
     vigil_hb_close(hb);
     return 0;
 }
 
-/* A record of one odd version never repairs a later one. */
-static int test_wedge_record_per_version(void)
+/* A slot taken over under a writer (by a peer outside the protocol; vigil
+ * itself only takes over the dead): the writer's unlock fails, reports
+ * VIGIL_ELOST, and leaves the version and `writer` as the taker set them. */
+static int test_unlock_after_takeover_fails(void)
 {
-    vigil_hb *hb = vt_hb_fresh("episode.hb", 2);
-    uint32_t s;
-    EXPECT_RC(vigil_hb_register(hb, 41, &s), 0);
-    atomic_fetch_add(&hb->slots[s].seq, 1);
-    vigil_reclaim out[2];
-    EXPECT_RC(vigil_failover_scan(hb, 1, out, 2), 0); /* records v at epoch 0 */
-    atomic_fetch_add(&hb->slots[s].seq, 2);           /* finished, and a new change began */
-    vt_hb_tick_keep(hb, 5, 0);
-    EXPECT_RC(vigil_failover_scan(hb, 1, out, 2), 0); /* first sight of v + 2 */
-    uint32_t v2 = atomic_load(&hb->slots[s].seq);
-    EXPECT(v2 % 2 == 1, "slot repaired on an old version's record");
-    EXPECT(atomic_load(&hb->slots[s].odd_since) == ((uint64_t)v2 << 32 | 5),
-           "expected record (%u << 32 | 5), got %#llx", v2,
-           (unsigned long long)atomic_load(&hb->slots[s].odd_since));
-    vt_hb_tick_keep(hb, 2, 0);
-    EXPECT_RC(vigil_failover_scan(hb, 1, out, 2), 1);
+    vigil_hb *hb = vt_hb_fresh("takeover.hb", 2);
+    struct vigil_hb_slot *s = &hb->slots[0];
+    uint32_t v;
+    EXPECT_RC(vigil_slot_try_lock(s, &v), 0);
+    atomic_store(&s->writer, UINT64_C(0x8000000000000123));
+    atomic_store(&s->seq, v + 3);
+    EXPECT_RC(vigil_slot_unlock(s, v), VIGIL_ELOST);
+    EXPECT(atomic_load(&s->seq) == v + 3 && atomic_load(&s->writer) == UINT64_C(0x8000000000000123),
+           "the failed unlock touched the slot: version %u", atomic_load(&s->seq));
     vigil_hb_close(hb);
     return 0;
 }
@@ -242,14 +236,12 @@ static int test_wedged_vacant(void)
     vigil_hb *hb = vt_hb_fresh("wedgedvacant.hb", 2);
     /* Slot 0: a registrant died before storing its pid; slot 1: a scanner
      * died between clearing the pid and taking the bits. */
-    atomic_fetch_add(&hb->slots[0].seq, 1);
-    atomic_fetch_add(&hb->slots[1].seq, 1);
+    vt_wedge(hb, 0, VT_WRITER_DEAD);
+    vt_wedge(hb, 1, VT_WRITER_DEAD);
     atomic_store(&hb->slots[1].in_flight, 0x81);
     uint32_t t;
     EXPECT_RC(vigil_hb_register(hb, 5, &t), VIGIL_EFULL);
     vigil_reclaim out[2];
-    EXPECT_RC(vigil_failover_scan(hb, 0, out, 2), 0);
-    vigil_hb_tick(hb);
     EXPECT_RC(vigil_failover_scan(hb, 0, out, 2), 1);
     EXPECT(out[0].slot == 1 && out[0].pid == 0 && out[0].in_flight == 0x81,
            "expected {1, 0, 0x81}, got {%u, %u, %#llx}", out[0].slot, out[0].pid,
@@ -260,20 +252,20 @@ static int test_wedged_vacant(void)
     return 0;
 }
 
-/* A full out array leaves a wedged slot for the next scan. */
+/* A full out array: a dead writer's slot is repaired all the same, but
+ * its owner is vacated only by a scan with room for the entry. */
 static int test_wedged_waits_for_room(void)
 {
     vigil_hb *hb = vt_hb_fresh("wedgedroom.hb", 2);
     uint32_t a, b;
     EXPECT_RC(vigil_hb_register(hb, 61, &a), 0);
     EXPECT_RC(vigil_hb_register(hb, 62, &b), 0);
-    atomic_fetch_add(&hb->slots[b].seq, 1);
+    vt_wedge(hb, b, VT_WRITER_DEAD);
     vigil_reclaim out[2];
-    EXPECT_RC(vigil_failover_scan(hb, 0, out, 2), 0);
     vt_hb_tick_keep(hb, 2, 0);
     EXPECT_RC(vigil_failover_scan(hb, 0, out, 1), 1);
     EXPECT(out[0].pid == 61, "expected pid 61 first, got %u", out[0].pid);
-    EXPECT(atomic_load(&hb->slots[b].seq) % 2 == 1, "wedged slot repaired without room for its entry");
+    EXPECT(atomic_load(&hb->slots[b].pid) == 62, "slot vacated without room for its entry");
     EXPECT_RC(vigil_failover_scan(hb, 0, out, 1), 1);
     EXPECT(out[0].pid == 62, "expected pid 62 next, got %u", out[0].pid);
     vigil_hb_close(hb);
@@ -398,7 +390,7 @@ static int test_threaded_scanners(void)
 
 VT_MAIN(VT_CASE(test_scan_args), VT_CASE(test_live_untouched), VT_CASE(test_stale_reclaimed_once),
         VT_CASE(test_grace_boundary), VT_CASE(test_max_limits), VT_CASE(test_stray_bits),
-        VT_CASE(test_wedged_repaired), VT_CASE(test_wedged_live_kept),
-        VT_CASE(test_wedge_record_per_version), VT_CASE(test_wedged_vacant),
+        VT_CASE(test_wedged_repaired), VT_CASE(test_wedged_by_live_writer_kept), VT_CASE(test_unlock_after_takeover_fails),
+        VT_CASE(test_wedged_vacant),
         VT_CASE(test_wedged_waits_for_room), VT_CASE(test_scan_probe),
         VT_CASE(test_threaded_scanners))

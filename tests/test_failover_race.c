@@ -178,15 +178,15 @@ static int test_racing_repairers(void)
         for (unsigned b = 0; b < 64; b++)
             if (want & (UINT64_C(1) << b))
                 EXPECT_RC(vigil_hb_mark_in_flight(hb, s, b), 0);
-        uint32_t v = atomic_fetch_add(&hb->slots[s].seq, 1) + 1;
-        vigil_reclaim out[4];
-        EXPECT_RC(vigil_failover_scan(hb, GRACE, out, 4), 0); /* first sight */
-        pid_t dogs[WATCHDOGS];
-        EXPECT(spawn_watchdogs(path, sh, dogs, false), "round %d: watchdogs not ready", round);
         for (int t = 0; t <= GRACE; t++) {
             vigil_hb_tick(hb);
             vigil_hb_beat(hb, keep);
         }
+        /* Stale, and wedged by a writer that died: the watchdogs race to
+         * prove it dead, repair and vacate it. */
+        uint32_t v = vt_wedge(hb, s, VT_WRITER_DEAD);
+        pid_t dogs[WATCHDOGS];
+        EXPECT(spawn_watchdogs(path, sh, dogs, false), "round %d: watchdogs not ready", round);
         vt_gate_arm(&sh->gate, 0);
         if (check_watchdogs(sh, dogs, round, 2000 + round, want))
             return 1;

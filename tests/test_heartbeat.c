@@ -5,7 +5,7 @@
  * handle's own bounds against a scribbled header, and threads of one
  * process registering at once.
  */
-#include "testutil.h"
+#include "hbtest.h"
 
 #include <pthread.h>
 #include <sys/mman.h>
@@ -179,7 +179,7 @@ static int test_wedged_slot(void)
     vigil_hb *hb = vt_hb_fresh("wedged.hb", 2);
     uint32_t s, t;
     EXPECT_RC(vigil_hb_register(hb, 11, &s), 0);
-    atomic_fetch_add(&hb->slots[s].seq, 1);
+    vt_wedge(hb, s, VT_WRITER_DEAD);
     vigil_slot_info info;
     EXPECT_RC(vigil_hb_snapshot(hb, s, &info), VIGIL_EBUSY);
     EXPECT_RC(vigil_hb_unregister(hb, s), VIGIL_EBUSY);

@@ -142,7 +142,7 @@ static int test_refusal_stops(void)
     static struct rec r;
     rec_init(&r);
     r.script[2] = VIGIL_ELOST;
-    vigil_lease l = mk_lease("refused", 30);
+    vigil_lease l = mk_lease("refused", 300);
     vigil_lease_port port = { &r, rec_renew };
     vigil_keepalive *ka;
     EXPECT_RC(vigil_keepalive_start(&port, &l, &ka), 0);
@@ -159,16 +159,17 @@ static int test_refusal_stops(void)
     return 0;
 }
 
-/* Two transient failures in a row are retried on the next beats and the
- * keepalive goes on; lost() stays false. */
+/* Transient failures are retried on the next beats and the keepalive goes
+ * on; lost() stays false. (Two in a row, against the real store, are
+ * test_two_lost_survived_store's.) */
 static int test_transient_retried(void)
 {
     static struct rec r;
     rec_init(&r);
     r.script[0] = -EIO;
-    r.script[1] = -ETIMEDOUT;
+    r.script[2] = -ETIMEDOUT;
     r.script[4] = -ECONNREFUSED;
-    vigil_lease l = mk_lease("transient", 30);
+    vigil_lease l = mk_lease("transient", 300);
     vigil_lease_port port = { &r, rec_renew };
     vigil_keepalive *ka;
     EXPECT_RC(vigil_keepalive_start(&port, &l, &ka), 0);
@@ -268,7 +269,7 @@ static int test_stop_joins_in_flight(void)
     static struct rec r;
     rec_init(&r);
     r.sleep_ms = 300;
-    vigil_lease l = mk_lease("inflight", 30);
+    vigil_lease l = mk_lease("inflight", 1500);
     vigil_lease_port port = { &r, rec_renew };
     vigil_keepalive *ka;
     EXPECT_RC(vigil_keepalive_start(&port, &l, &ka), 0);
@@ -300,7 +301,10 @@ static int test_no_renew_after_stop(void)
         EXPECT_RC(vigil_keepalive_start(&port, &l, &ka), 0);
         struct timespec ts = { 0, (long)(i % 7) * 400000L };
         nanosleep(&ts, NULL);
-        EXPECT_RC(vigil_keepalive_stop(ka), 0);
+        /* A 3 ms lease may lapse locally on a busy machine: lost is a
+         * truthful answer here, a renewal after stop never is. */
+        int st = vigil_keepalive_stop(ka);
+        EXPECT(st == 0 || st == VIGIL_ELOST, "cycle %u: stop gave %d", i, st);
         atomic_store(&r->stopped, 1);
         EXPECT(atomic_load(&r->in_renew) == 0, "cycle %u: renewal in flight after stop", i);
     }
@@ -315,10 +319,11 @@ static int test_no_renew_after_stop(void)
     return 0;
 }
 
-/* A port without renew is accepted and simply not renewed. */
+/* A port without renew is accepted and simply not renewed: the lease is
+ * good until its TTL, and lost from then on. */
 static int test_null_renew(void)
 {
-    vigil_lease l = mk_lease("norenew", 30);
+    vigil_lease l = mk_lease("norenew", 60000);
     vigil_lease_port port = { NULL, NULL };
     vigil_keepalive *ka = NULL;
     EXPECT_RC(vigil_keepalive_start(&port, &l, &ka), 0);
@@ -371,7 +376,7 @@ static int test_copies_lease(void)
     rec_init(&r);
     vigil_lease_port port = { &r, rec_renew };
     vigil_lease *l = malloc(sizeof(*l));
-    *l = mk_lease("copied", 30);
+    *l = mk_lease("copied", 300);
     l->token = 777;
     l->id = 9;
     vigil_keepalive *ka;
@@ -382,7 +387,7 @@ static int test_copies_lease(void)
     EXPECT(VT_WAIT_FOR(rec_calls(&r) >= 2, 5000), "no renewals in 5 s");
     EXPECT_RC(vigil_keepalive_stop(ka), 0);
     EXPECT(strcmp(r.seen.key, "copied") == 0 && r.seen.token == 777 && r.seen.id == 9 &&
-           r.seen.ttl_ms == 30, "renewed with a lease the caller changed: key %.8s token %llu",
+           r.seen.ttl_ms == 300, "renewed with a lease the caller changed: key %.8s token %llu",
            r.seen.key, (unsigned long long)r.seen.token);
     return 0;
 }
@@ -413,7 +418,7 @@ static int body(void *p)
     if (a->wait_lost_ms)
         a->saw_lost = VT_WAIT_FOR(vigil_keepalive_lost(vigil_keepalive_current()), a->wait_lost_ms);
     if (a->inner_rec) {
-        vigil_lease l = mk_lease("inner", 30);
+        vigil_lease l = mk_lease("inner", 300);
         vigil_lease_port port = { a->inner_rec, rec_renew };
         if (vigil_with_keepalive(&port, &l, inner_body, a) != 5)
             return -1000;
@@ -427,7 +432,7 @@ static int test_with_keepalive(void)
     static struct rec r, inner;
     rec_init(&r);
     rec_init(&inner);
-    vigil_lease l = mk_lease("with", 30);
+    vigil_lease l = mk_lease("with", 300);
     vigil_lease_port port = { &r, rec_renew };
     EXPECT(vigil_keepalive_current() == NULL, "a current keepalive outside any body");
 
@@ -498,7 +503,7 @@ static int exiting_body(void *p)
 static void *exiting_thread(void *p)
 {
     struct exit_arg *a = p;
-    vigil_lease l = mk_lease("exit", 30);
+    vigil_lease l = mk_lease("exit", 300);
     vigil_lease_port port = { a->r, rec_renew };
     vigil_with_keepalive(&port, &l, exiting_body, a);
     return NULL;

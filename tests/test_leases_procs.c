@@ -431,6 +431,65 @@ static int test_killed_at_random(void)
     return 0;
 }
 
+/*
+ * Issue 9.8, ruled out: a renewal stopped (SIGSTOP at its hook) between
+ * its expiry check and its CAS, past its lease's expiry. If another
+ * process took the key meanwhile, the renewal's CAS fails: VIGIL_ELOST,
+ * and the taker stays the only holder. If nobody did, it succeeds and
+ * extends a lease no one else holds: still one holder.
+ */
+static _Atomic int *renew_parked;
+
+static void stop_at_renew(int point)
+{
+    if (point != LP_RENEW_CHECKED)
+        return;
+    atomic_store(renew_parked, 1);
+    raise(SIGSTOP);
+}
+
+static int renewal_preempted(bool taken)
+{
+    char name[32];
+    snprintf(name, sizeof(name), "preempt%d.leases", taken);
+    vigil_leases *ls = vt_leases_fresh(name, 4);
+    renew_parked = vt_shared(sizeof(*renew_parked));
+    vigil_lease l;
+    EXPECT_RC(vigil_leases_acquire(ls, "k", "renewer", 50, &l), 0);
+    pid_t kid = fork();
+    if (kid == 0) {
+        vigil_leases_hook = stop_at_renew;
+        _exit(vigil_leases_renew(ls, &l) == (taken ? VIGIL_ELOST : 0) ? 0 : 1);
+    }
+    EXPECT(VT_WAIT_FOR(atomic_load(renew_parked), 20000), "the renewal never reached its CAS");
+    EXPECT(waitpid(kid, NULL, WUNTRACED) == kid, "renewer not stopped");
+    vt_sleep_ms(80); /* past the 50 ms lease, with the renewal judged */
+    vigil_lease t;
+    if (taken)
+        EXPECT_RC(vigil_leases_acquire(ls, "k", "taker", 60000, &t), 0);
+    kill(kid, SIGCONT);
+    EXPECT(vt_wait(kid, 20000) == 0, "the resumed renewal did not give %s", taken ? "VIGIL_ELOST" : "0");
+    /* The entry as it stands, expired or not: one hand-over, or none. */
+    vigil_lease_info info;
+    EXPECT_RC(vigil_leases_entry(ls, (uint32_t)(l.id - 1), &info), 0);
+    if (taken) {
+        EXPECT(strcmp(info.owner, "taker") == 0 && info.token == t.token, "holder %s token %llu", info.owner,
+               (unsigned long long)info.token);
+        EXPECT_RC(vigil_leases_renew(ls, &l), VIGIL_ELOST);
+    } else {
+        EXPECT(strcmp(info.owner, "renewer") == 0 && info.token == l.token, "holder %s token %llu", info.owner,
+               (unsigned long long)info.token);
+    }
+    munmap((void *)renew_parked, sizeof(*renew_parked));
+    vigil_leases_close(ls);
+    return 0;
+}
+
+static int test_renewal_preempted_past_expiry(void)
+{
+    return renewal_preempted(true) || renewal_preempted(false);
+}
+
 VT_MAIN(VT_CASE(test_two_processes_one_key), VT_CASE(test_processes_bind_keys), VT_CASE(test_sigkill_holder),
         VT_CASE(test_stopped_holder_refused), VT_CASE(test_killed_at_every_point),
-        VT_CASE(test_killed_at_random))
+        VT_CASE(test_killed_at_random), VT_CASE(test_renewal_preempted_past_expiry))

@@ -6,7 +6,7 @@
  * start time never convicts, EPERM from kill means alive, and an owner in
  * another pid namespace or a slot mid-change is "unknown", never "dead".
  */
-#include "testutil.h"
+#include "hbtest.h"
 
 #include "heartbeat_internal.h"
 #include "proc_internal.h"
@@ -22,7 +22,7 @@ static int test_probe_args(void)
     EXPECT_RC(vigil_hb_probe(hb, 0), VIGIL_EVACANT);
     uint32_t s;
     EXPECT_RC(vigil_hb_register(hb, (uint32_t)getpid(), &s), 0);
-    atomic_fetch_add(&hb->slots[s].seq, 1); /* a writer died mid-change */
+    vt_wedge(hb, s, VT_WRITER_DEAD); /* a writer died mid-change */
     EXPECT_RC(vigil_hb_probe(hb, s), VIGIL_EBUSY);
     vigil_hb_close(hb);
     return 0;

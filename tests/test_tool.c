@@ -8,6 +8,7 @@
  * pipe as they happen.
  */
 #include "tooltest.h"
+#include "hbtest.h"
 
 static const char *const commands[] = { "create", "inspect", "watch", "tick", "failover", "demo" };
 
@@ -204,7 +205,7 @@ static int test_inspect_human(void)
     EXPECT(strstr(R.out, "leader: slot 1, pid 1002, term 7"), "leader not shown:\n%s", R.out);
 
     /* a slot wedged mid-change is still shown, and marked */
-    atomic_fetch_add(&hb->slots[s[2]].seq, 1);
+    vt_wedge(hb, s[2], VT_WRITER_DEAD);
     VT_RUN("inspect", f);
     EXPECT_EXIT(0, "inspect with a wedged slot");
     EXPECT(strstr(R.out, "stale (mid-change)"), "wedged slot not marked:\n%s", R.out);

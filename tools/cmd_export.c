@@ -43,7 +43,8 @@ static int read_heartbeat(struct file_state *f, uint64_t grace)
     f->epoch = vigil_hb_epoch(hb);
     for (uint32_t i = 0; i < f->capacity; i++) {
         vigil_slot_info si;
-        int s = vigil_hb_snapshot(hb, i, &si);
+        bool busy;
+        int s = tool_slot_look(hb, i, &si, &busy);
         if (s == VIGIL_EVACANT)
             f->vacant++;
         else if (s < 0)

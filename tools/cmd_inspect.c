@@ -37,23 +37,13 @@ static const char *state_name(uint8_t st)
     return st == ST_LIVE ? "live" : st == ST_STALE ? "stale" : "vacant";
 }
 
-/* A consistent snapshot when there is one. A slot whose version stays odd
- * (a writer killed mid-change) is read word by word instead: each word is
- * atomic, and an observer's moment-old view is what it asked for. */
+/* A consistent snapshot when there is one; a wedged slot word by word
+ * (tool_slot_look), marked busy. */
 static void read_row(const vigil_hb *hb, uint32_t i, uint64_t epoch, uint64_t grace, struct row *r)
 {
-    int rc = vigil_hb_snapshot(hb, i, &r->info);
-    r->busy = false;
-    if (rc == VIGIL_EBUSY) {
-        const struct vigil_hb_slot *s = &hb->slots[i];
-        r->busy = true;
-        r->info.pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
-        r->info.role = atomic_load_explicit(&s->role, memory_order_relaxed);
-        r->info.last_seen_epoch = atomic_load_explicit(&s->last_seen_epoch, memory_order_relaxed);
-        r->info.in_flight = atomic_load_explicit(&s->in_flight, memory_order_relaxed);
-    } else if (rc < 0) {
+    int rc = tool_slot_look(hb, i, &r->info, &r->busy);
+    if (rc < 0 && rc != VIGIL_EBUSY)
         r->info.pid = 0;
-    }
     if (r->info.pid == 0)
         r->state = ST_VACANT;
     else
@@ -74,18 +64,25 @@ static void summarize(const struct row *rows, uint32_t cap, struct tool_summary 
     }
 }
 
-static void print_vacant_ranges(const struct row *rows, uint32_t cap, FILE *out)
+/* Whether row r is in the set a range line lists: vacant slots, or
+ * wedged ones (held by a writer past a look, whatever their state). */
+static bool in_set(const struct row *r, bool wedged)
+{
+    return wedged ? r->busy : r->state == ST_VACANT && !r->busy;
+}
+
+static void print_ranges(const struct row *rows, uint32_t cap, bool wedged, FILE *out)
 {
     bool any = false;
     for (uint32_t i = 0; i < cap;) {
-        if (rows[i].state != ST_VACANT) {
+        if (!in_set(&rows[i], wedged)) {
             i++;
             continue;
         }
         uint32_t j = i;
-        while (j + 1 < cap && rows[j + 1].state == ST_VACANT)
+        while (j + 1 < cap && in_set(&rows[j + 1], wedged))
             j++;
-        fprintf(out, any ? ", " : "vacant: ");
+        fprintf(out, any ? ", " : wedged ? "wedged (mid-change): " : "vacant: ");
         if (j == i)
             fprintf(out, "%u", i);
         else
@@ -139,10 +136,18 @@ void tool_show_hb_table(const vigil_hb *hb, uint64_t grace, FILE *out, struct to
                     r->info.in_flight, state_name(r->state), r->busy ? " (mid-change)" : "");
         }
     }
-    print_vacant_ranges(rows, cap, out);
-    fprintf(out, "slots: %u live, %u stale, %u vacant (grace %" PRIu64 ")\n", counts[ST_LIVE],
+    print_ranges(rows, cap, false, out);
+    print_ranges(rows, cap, true, out);
+    struct tool_summary mine = { 0 };
+    summarize(rows, cap, &mine);
+    if (sum) {
+        sum->occupied = mine.occupied, sum->live = mine.live, sum->busy = mine.busy;
+    }
+    fprintf(out, "slots: %u live, %u stale, %u vacant (grace %" PRIu64 ")", counts[ST_LIVE],
             counts[ST_STALE], counts[ST_VACANT], grace);
-    summarize(rows, cap, sum);
+    if (mine.busy)
+        fprintf(out, ", %u wedged", mine.busy);
+    fputc('\n', out);
     free(rows);
 }
 

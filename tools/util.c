@@ -219,3 +219,28 @@ bool tool_sleep_ms(uint64_t ms)
             return false;
     }
 }
+
+int tool_slot_look(const vigil_hb *hb, uint32_t i, vigil_slot_info *info, bool *busy)
+{
+    /* A slot whose writer holds it at a few looks (a writer killed
+     * mid-change leaves it so until failover repairs it) is read word by
+     * word: each word is atomic, and an observer's moment-old view is what
+     * it asked for. Waiting the snapshot's bound per wedged slot would
+     * make a table full of them take hours. Relaxed: looks only. */
+    const struct vigil_hb_slot *s = &hb->slots[i];
+    *busy = false;
+    for (int k = 0; k < 4; k++) {
+        if (!(atomic_load_explicit(&s->seq, memory_order_relaxed) & 1u) &&
+            atomic_load_explicit(&s->writer, memory_order_relaxed) == 0) {
+            int rc = vigil_hb_snapshot(hb, i, info);
+            if (rc != VIGIL_EBUSY)
+                return rc;
+        }
+    }
+    *busy = true;
+    info->pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
+    info->role = atomic_load_explicit(&s->role, memory_order_relaxed);
+    info->last_seen_epoch = atomic_load_explicit(&s->last_seen_epoch, memory_order_relaxed);
+    info->in_flight = atomic_load_explicit(&s->in_flight, memory_order_relaxed);
+    return VIGIL_EBUSY;
+}

@@ -40,7 +40,7 @@ struct tool_cmd {
 };
 
 extern const struct tool_cmd tool_cmd_create, tool_cmd_inspect, tool_cmd_watch,
-    tool_cmd_tick, tool_cmd_failover, tool_cmd_demo, tool_cmd_ls, tool_cmd_export;
+    tool_cmd_tick, tool_cmd_failover, tool_cmd_demo, tool_cmd_lock, tool_cmd_ls, tool_cmd_export;
 
 /* ---- arguments (opts.c) --------------------------------------------------- */
 
@@ -116,6 +116,10 @@ bool tool_sleep_ms(uint64_t ms);
 
 /* Monotonic milliseconds. */
 uint64_t tool_now_ms(void);
+/* A slot for looking at: vigil_hb_snapshot's answer, or, for a slot held
+ * by a writer past a short look, VIGIL_EBUSY with *busy set and its words
+ * read one by one. Never waits long: a table of wedged slots reads fast. */
+int tool_slot_look(const vigil_hb *hb, uint32_t i, vigil_slot_info *info, bool *busy);
 
 /* ---- systemd (notify.c) ---------------------------------------------------- */
 

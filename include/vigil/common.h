@@ -33,7 +33,7 @@ const char *vigil_strerror(int err);
 /* The layout version every vigil file carries at offset 8; open refuses
  * any other (VIGIL_EBADFILE). 2: the slot writer word, the barrier's
  * release gate and the counters (vigil-files(5)). */
-#define VIGIL_LAYOUT_VERSION 2u
+#define VIGIL_LAYOUT_VERSION 3u
 
 /* The kinds of vigil file; the value is stored at offset 12 of the header. */
 enum vigil_kind {

@@ -82,9 +82,9 @@ struct vigil_hb_slot {
     VIGIL_ATOMIC(uint32_t) role;            /* 24: VIGIL_ROLE_* */
     uint32_t         reserved0;       /* 28: 0 */
     VIGIL_ATOMIC(uint64_t) start_time;      /* 32: owner's start time (/proc/<pid>/stat field 22), 0 unknown */
-    VIGIL_ATOMIC(uint64_t) odd_since;       /* 40: (odd seq << 32) | low 32 bits of the epoch a scan first saw it, 0 none */
+    uint8_t          reserved2[8];    /* 40: 0 */
     VIGIL_ATOMIC(uint64_t) owner_ns;        /* 48: owner's pid namespace (inode of /proc/self/ns/pid), 0 not recorded */
-    uint8_t          reserved1[8];    /* 56: 0 */
+    VIGIL_ATOMIC(uint64_t) writer;          /* 56: the structural writer's lock word, 0 none (vigil-files(5)) */
 };
 
 VIGIL_STATIC_ASSERT(sizeof(struct vigil_hb_header) == 64, "header is one cache line");

@@ -17,7 +17,7 @@ typedef struct vigil_lease {
     char     owner[64];
     uint64_t token;   /* fencing token: strictly greater each time the key changes hands */
     uint64_t ttl_ms;
-    int64_t  id;      /* backend's lease id (etcd), 0 where none */
+    int64_t  id;      /* backend's handle: etcd's lease ID; the store's entry + 1; 0 where none */
 } vigil_lease;
 
 typedef struct vigil_lease_port {
@@ -27,8 +27,9 @@ typedef struct vigil_lease_port {
 
 typedef struct vigil_keepalive vigil_keepalive;
 int  vigil_keepalive_start(const vigil_lease_port *port, const vigil_lease *lease, vigil_keepalive **out);
-int  vigil_keepalive_stop(vigil_keepalive *ka);       /* 0, or VIGIL_ELOST if a renewal was refused */
+int  vigil_keepalive_stop(vigil_keepalive *ka);       /* 0, or VIGIL_ELOST if refused or expired */
 bool vigil_keepalive_lost(const vigil_keepalive *ka);
+int  vigil_keepalive_fd(const vigil_keepalive *ka); /* readable (POLLIN) once the lease is lost; owned by ka, valid until stop */
 int  vigil_with_keepalive(const vigil_lease_port *port, const vigil_lease *lease,
                           int (*body)(void *arg), void *arg); /* body's result, or VIGIL_ELOST if lost and body returned >= 0 */
 
@@ -38,7 +39,7 @@ typedef struct vigil_keepalive_info {
     uint64_t renewals;             /* renewals the port accepted */
     uint64_t failures;             /* transient failures, each retried on the next beat */
     uint32_t consecutive_failures; /* since the last accepted renewal; 2 are survivable */
-    uint32_t lost;                 /* 1 once a renewal was refused */
+    uint32_t lost;                 /* 1 once the lease is lost (refused or expired) */
     uint64_t cpu_ns;               /* CPU time of the renewer thread, 0 if none or unknown */
 } vigil_keepalive_info;            /* fields may be added at the end */
 int  vigil_keepalive_stats(const vigil_keepalive *ka, vigil_keepalive_info *out);
@@ -84,6 +85,12 @@ uint32_t vigil_leases_capacity(const vigil_leases *ls);
  * vacant one and VIGIL_EBUSY for one stuck in a change (both fill *out);
  * VIGIL_ERANGE for index >= capacity. */
 int  vigil_leases_entry(const vigil_leases *ls, uint32_t index, vigil_lease_info *out);
+int  vigil_leases_get(vigil_leases *ls, const char *key, vigil_lease_info *out); /* 0 held, VIGIL_EVACANT nobody holds it */
+/* Blocks until the key is acquired (0) or timeout_ns passes
+ * (VIGIL_ETIMEDOUT; UINT64_MAX: no deadline), asleep on a futex in the
+ * file, woken by a release or at the holder's expiry; it never polls. */
+int  vigil_leases_acquire_wait(vigil_leases *ls, const char *key, const char *owner, uint64_t ttl_ms,
+                               uint64_t timeout_ns, vigil_lease *out);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Description: the keepalive's local expiry, its loss fd and its fork
+ * safety (src/keepalive.c, LOCAL EXPIRY and FORK; model/keepalive.pml):
+ * a port that fails transiently for ever is lost once the TTL has passed,
+ * never before; one blocked inside renew past the TTL is lost on time and
+ * stays lost when the late answer comes; the fd turns readable at the
+ * loss and not before, across renewals; a child forked inside
+ * vigil_with_keepalive's body never hangs leaving it, never renews, and
+ * its lost() tells the parent's truth.
+ */
+#include "testutil.h"
+
+#include <poll.h>
+#include <stdatomic.h>
+#include <sys/wait.h>
+
+#include "spin_internal.h"
+
+#define MS 1000000ull
+
+/* A scripted port, in shared memory so that forked children's calls are
+ * seen too. */
+struct port_log {
+    _Atomic int  calls;
+    _Atomic int  fail_all;     /* every call fails transiently */
+    _Atomic int  refuse_at;    /* call index refused, 0 none (1-based) */
+    _Atomic int  block;        /* renew blocks while set */
+    _Atomic int  in_renew;
+    _Atomic int  foreign;      /* calls from a pid other than `owner` */
+    _Atomic int  owner;
+    _Atomic int  stopped;      /* parent's keepalive stopped (fork tests) */
+};
+static struct port_log *pl;
+
+static void log_reset(void)
+{
+    memset(pl, 0, sizeof(*pl));
+    atomic_store(&pl->owner, (int)getpid());
+}
+
+static int scripted_renew(void *ctx, const vigil_lease *lease)
+{
+    (void)ctx, (void)lease;
+    int i = atomic_fetch_add(&pl->calls, 1) + 1;
+    if ((int)getpid() != atomic_load(&pl->owner))
+        atomic_fetch_add(&pl->foreign, 1);
+    atomic_store(&pl->in_renew, 1);
+    VT_WAIT_FOR(!atomic_load(&pl->block), 20000);
+    atomic_store(&pl->in_renew, 0);
+    if (atomic_load(&pl->fail_all))
+        return -EIO;
+    return i == atomic_load(&pl->refuse_at) ? VIGIL_ELOST : 0;
+}
+
+static const vigil_lease_port port = { NULL, scripted_renew };
+
+static vigil_lease lease_of(const char *key, uint64_t ttl_ms)
+{
+    vigil_lease l;
+    memset(&l, 0, sizeof(l));
+    snprintf(l.key, sizeof(l.key), "%s", key);
+    snprintf(l.owner, sizeof(l.owner), "expiry-test");
+    l.token = 7;
+    l.ttl_ms = ttl_ms;
+    return l;
+}
+
+static bool readable(const vigil_keepalive *ka, int timeout_ms)
+{
+    struct pollfd p = { .fd = vigil_keepalive_fd(ka), .events = POLLIN };
+    return poll(&p, 1, timeout_ms) == 1 && (p.revents & POLLIN);
+}
+
+static int test_transient_forever_lost(void)
+{
+    log_reset();
+    atomic_store(&pl->fail_all, 1);
+    vigil_lease l = lease_of("silent", 300);
+    vigil_keepalive *ka;
+    uint64_t t0 = vigil_now_ns();
+    EXPECT_RC(vigil_keepalive_start(&port, &l, &ka), 0);
+    EXPECT(vigil_keepalive_fd(ka) >= 0, "no fd");
+    EXPECT(!readable(ka, 0), "fd readable before any loss");
+    EXPECT(readable(ka, 10000), "fd never turned readable");
+    uint64_t lost_at = vigil_now_ns();
+    EXPECT(vigil_keepalive_lost(ka), "fd readable but not lost");
+    EXPECT(lost_at - t0 >= 300 * MS, "lost %.1f ms after start, before the 300 ms TTL", (lost_at - t0) / 1e6);
+    printf("silent port: lost %.1f ms after start, TTL 300 ms\n", (lost_at - t0) / 1e6);
+    EXPECT_RC(vigil_keepalive_stop(ka), VIGIL_ELOST);
+    int n = atomic_load(&pl->calls);
+    EXPECT(n >= 2 && n <= 4, "%d renewals tried within one TTL at a third of it", n);
+    return 0;
+}
+
+static int test_blocked_renew_lost_on_time(void)
+{
+    log_reset();
+    atomic_store(&pl->block, 1);
+    vigil_lease l = lease_of("blocked", 200);
+    vigil_keepalive *ka;
+    uint64_t t0 = vigil_now_ns();
+    EXPECT_RC(vigil_keepalive_start(&port, &l, &ka), 0);
+    EXPECT(VT_WAIT_FOR(atomic_load(&pl->in_renew), 10000), "no renewal started");
+    EXPECT(readable(ka, 10000), "not lost while the renewal hung");
+    EXPECT(atomic_load(&pl->in_renew) && vigil_keepalive_lost(ka), "lost only after the renewal came back");
+    printf("port blocked in renew: lost %.1f ms after start, TTL 200 ms\n", (vigil_now_ns() - t0) / 1e6);
+    /* The late answer is an acceptance: the lease stays lost all the same. */
+    atomic_store(&pl->block, 0);
+    EXPECT(VT_WAIT_FOR(!atomic_load(&pl->in_renew), 10000), "renewal never returned");
+    vigil_keepalive_info info;
+    EXPECT(VT_WAIT_FOR((vigil_keepalive_stats(ka, &info), atomic_load(&pl->calls) == 1), 1000), "renewed again");
+    EXPECT(vigil_keepalive_lost(ka) && readable(ka, 0), "a late acceptance brought the lease back");
+    EXPECT_RC(vigil_keepalive_stop(ka), VIGIL_ELOST);
+    EXPECT(atomic_load(&pl->calls) == 1, "%d renewals after the loss", atomic_load(&pl->calls) - 1);
+    return 0;
+}
+
+static int test_fd_refusal_and_rearm(void)
+{
+    log_reset();
+    atomic_store(&pl->refuse_at, 5);
+    vigil_lease l = lease_of("fd", 300);
+    vigil_keepalive *ka;
+    EXPECT_RC(vigil_keepalive_start(&port, &l, &ka), 0);
+    /* Four accepted renewals, past the first deadline: each re-armed it. */
+    EXPECT(VT_WAIT_FOR(atomic_load(&pl->calls) >= 4 || vigil_keepalive_lost(ka), 10000), "no renewals");
+    if (vigil_keepalive_lost(ka) && atomic_load(&pl->calls) < 5) {
+        fprintf(stderr, "lost before the refusal: this machine stalled past a 300 ms TTL\n");
+        vigil_keepalive_stop(ka);
+        return VT_SKIP;
+    }
+    EXPECT(atomic_load(&pl->calls) >= 5 || !readable(ka, 0), "fd readable while renewals are accepted");
+    EXPECT(readable(ka, 10000), "the refusal never made the fd readable");
+    EXPECT(vigil_keepalive_lost(ka) && atomic_load(&pl->calls) == 5, "lost %d after %d calls",
+           vigil_keepalive_lost(ka), atomic_load(&pl->calls));
+    EXPECT_RC(vigil_keepalive_stop(ka), VIGIL_ELOST);
+    return 0;
+}
+
+/* A port without renew: good until its TTL, lost at it. */
+static int test_null_renew_lapses(void)
+{
+    vigil_lease_port none = { NULL, NULL };
+    vigil_lease l = lease_of("lapse", 50);
+    vigil_keepalive *ka;
+    EXPECT_RC(vigil_keepalive_start(&none, &l, &ka), 0);
+    EXPECT(readable(ka, 10000) && vigil_keepalive_lost(ka), "an unrenewed lease never lapsed");
+    EXPECT_RC(vigil_keepalive_stop(ka), VIGIL_ELOST);
+    return 0;
+}
+
+/* ---- fork ---------------------------------------------------------------- */
+
+struct fork_arg {
+    bool  child_first; /* the child leaves the body before the parent */
+    pid_t kid;
+};
+
+static int child_body(void *p)
+{
+    struct fork_arg *a = p;
+    const vigil_keepalive *ka = vigil_keepalive_current();
+    if (!ka)
+        return 50;
+    if (a->child_first)
+        return vigil_keepalive_lost(ka) ? 51 : 5; /* the parent's lease is good */
+    /* Wait for the parent to leave its body: from then on the child's
+     * copy must say lost. */
+    if (!VT_WAIT_FOR(atomic_load(&pl->stopped), 20000))
+        return 52;
+    return vigil_keepalive_lost(ka) ? 0 : 53;
+}
+
+/* The body forks: the child leaves the body it inherited, as real code
+ * would, and so runs vigil_with_keepalive's exit path on the inherited
+ * handle. */
+static int parent_body(void *p)
+{
+    struct fork_arg *a = p;
+    fflush(NULL);
+    pid_t kid = fork();
+    if (kid == 0)
+        return child_body(a);
+    a->kid = kid;
+    if (a->child_first)
+        return vt_wait(kid, 20000); /* the child's result, as its exit status */
+    return 0;
+}
+
+static int forked_in_body(bool child_first)
+{
+    log_reset();
+    vigil_lease l = lease_of("fork", 300);
+    struct fork_arg a = { .child_first = child_first };
+    pid_t me = getpid();
+    int rc = vigil_with_keepalive(&port, &l, parent_body, &a);
+    if (getpid() != me)
+        _exit(rc < 0 ? -rc & 0xff : rc & 0xff); /* the child, out of the body */
+    atomic_store(&pl->stopped, 1);
+    if (child_first) {
+        EXPECT(rc == 5, "the child leaving its body first gave %d (a hang is -1)", rc);
+    } else {
+        EXPECT_RC(rc, 0);
+        int st = vt_wait(a.kid, 20000);
+        EXPECT(st == (-VIGIL_ELOST & 0xff), "child exited with %d: it hung, or its lost() lied", st);
+    }
+    EXPECT(atomic_load(&pl->foreign) == 0, "the child renewed the parent's lease %d times",
+           atomic_load(&pl->foreign));
+    return 0;
+}
+
+static int test_fork_child_leaves_first(void) { return forked_in_body(true); }
+static int test_fork_parent_leaves_first(void) { return forked_in_body(false); }
+
+int main(void)
+{
+    pl = vt_shared(sizeof(*pl));
+    static const struct vt_case cases[] = {
+        VT_CASE(test_transient_forever_lost),
+        VT_CASE(test_blocked_renew_lost_on_time),
+        VT_CASE(test_fd_refusal_and_rearm),
+        VT_CASE(test_null_renew_lapses),
+        VT_CASE(test_fork_child_leaves_first),
+        VT_CASE(test_fork_parent_leaves_first),
+    };
+    return vt_run(cases, sizeof(cases) / sizeof(cases[0]));
+}

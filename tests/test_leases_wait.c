@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Description: the lease store's vigil_leases_get and
+ * vigil_leases_acquire_wait (src/leases_wait.c, THE SLEEP): get reports
+ * the holder and VIGIL_EVACANT for a vacant, released or expired key;
+ * acquire_wait takes a free key at once, times out on a held one, is
+ * woken by a release in another process (the wake-up latency is
+ * printed), takes the key of a holder killed with SIGKILL once its lease
+ * expires, stays asleep across the holder's renewals, and sleeps rather
+ * than polls.
+ */
+#include "testutil.h"
+
+#include <stdatomic.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+
+#include "spin_internal.h"
+
+#define MS 1000000ull
+
+struct shared {
+    _Atomic int      held;
+    _Atomic int      go;
+    _Atomic uint64_t released_ns;
+    _Atomic uint64_t token;
+};
+static struct shared *sh;
+
+static int test_get(void)
+{
+    vigil_leases *ls = vt_leases_fresh("get.leases", 8);
+    vigil_lease_info info;
+    EXPECT_RC(vigil_leases_get(ls, "k", &info), VIGIL_EVACANT);
+    EXPECT(strcmp(info.key, "k") == 0 && info.state == VIGIL_LEASE_VACANT, "vacant: key %s state %u", info.key,
+           info.state);
+    vigil_lease l;
+    EXPECT_RC(vigil_leases_acquire(ls, "k", "alice", 5000, &l), 0);
+    EXPECT_RC(vigil_leases_get(ls, "k", &info), 0);
+    EXPECT(strcmp(info.key, "k") == 0 && strcmp(info.owner, "alice") == 0 && info.token == l.token &&
+               info.ttl_ms == 5000 && info.expires_in_ms > 0 && info.expires_in_ms <= 5001 && /* rounded up to the ms */
+               info.state == VIGIL_LEASE_HELD && info.pid == (uint32_t)getpid(),
+           "held: %s %s token %llu ttl %llu left %lld state %u pid %u", info.key, info.owner,
+           (unsigned long long)info.token, (unsigned long long)info.ttl_ms, (long long)info.expires_in_ms,
+           info.state, info.pid);
+    EXPECT_RC(vigil_leases_get(ls, "other", &info), VIGIL_EVACANT);
+    EXPECT_RC(vigil_leases_release(ls, &l), 0);
+    EXPECT_RC(vigil_leases_get(ls, "k", &info), VIGIL_EVACANT);
+    EXPECT_RC(vigil_leases_acquire(ls, "k", "bob", 3, &l), 0);
+    vt_sleep_ms(10);
+    EXPECT_RC(vigil_leases_get(ls, "k", &info), VIGIL_EVACANT); /* expired */
+    char big[200];
+    memset(big, 'x', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    EXPECT_RC(vigil_leases_get(ls, big, &info), VIGIL_ERANGE);
+
+    /* The cost of a get, for the record. */
+    EXPECT_RC(vigil_leases_acquire(ls, "k", "carol", 60000, &l), 0);
+    enum { N = 200000 };
+    uint64_t t0 = vigil_now_ns();
+    for (int i = 0; i < N; i++)
+        vigil_leases_get(ls, "k", &info);
+    printf("vigil_leases_get: %.0f ns\n", (double)(vigil_now_ns() - t0) / N);
+    vigil_leases_close(ls);
+    return 0;
+}
+
+static int test_wait_local(void)
+{
+    vigil_leases *ls = vt_leases_fresh("local.leases", 8);
+    vigil_lease a, b;
+    EXPECT_RC(vigil_leases_acquire_wait(ls, "k", "a", 5000, 0, &a), 0);
+    EXPECT_RC(vigil_leases_acquire_wait(ls, "k", "b", 5000, 0, &b), VIGIL_ETIMEDOUT);
+    EXPECT_RC(vigil_leases_acquire_wait(ls, "k", "b", 5000, 20 * MS, &b), VIGIL_ETIMEDOUT);
+    EXPECT_RC(vigil_leases_acquire_wait(ls, "k", "b", 2, UINT64_MAX, &b), VIGIL_ERANGE);
+    EXPECT_RC(vigil_leases_acquire_wait(ls, "", "b", 5000, 0, &b), -EINVAL);
+    EXPECT_RC(vigil_leases_release(ls, &a), 0);
+    EXPECT_RC(vigil_leases_acquire_wait(ls, "k", "b", 5000, 0, &b), 0);
+    EXPECT(b.token > a.token, "tokens %llu then %llu", (unsigned long long)a.token, (unsigned long long)b.token);
+    vigil_leases_close(ls);
+    return 0;
+}
+
+/* A child holds the key; it releases (or dies) when told. */
+static pid_t holder(const char *name, uint64_t ttl_ms, int how)
+{
+    fflush(NULL);
+    pid_t p = fork();
+    if (p == 0) {
+        vigil_leases *ls;
+        vigil_lease l;
+        if (vigil_leases_open(vt_path(name), &ls) < 0 || vigil_leases_acquire(ls, "k", "child", ttl_ms, &l) < 0)
+            _exit(90);
+        atomic_store(&sh->token, l.token);
+        atomic_store(&sh->held, 1);
+        if (how == 1)
+            vt_await_kill();
+        if (!VT_WAIT_FOR(atomic_load(&sh->go), 20000))
+            _exit(91);
+        vt_sleep_ms(20); /* let the parent fall asleep; its wake is what is measured */
+        atomic_store(&sh->released_ns, vigil_now_ns());
+        _exit(vigil_leases_release(ls, &l) == 0 ? 0 : 92);
+    }
+    return p;
+}
+
+static int test_woken_by_release(void)
+{
+    vigil_leases *ls = vt_leases_fresh("rel.leases", 8);
+    double best = 1e9, sum = 0;
+    enum { ROUNDS = 20 };
+    for (int r = 0; r < ROUNDS; r++) {
+        memset(sh, 0, sizeof(*sh));
+        pid_t kid = holder("rel.leases", 60000, 0);
+        EXPECT(VT_WAIT_FOR(atomic_load(&sh->held), 20000), "child never acquired");
+        atomic_store(&sh->go, 1);
+        vigil_lease l;
+        EXPECT_RC(vigil_leases_acquire_wait(ls, "k", "parent", 60000, 20000 * MS, &l), 0);
+        double us = (double)(vigil_now_ns() - atomic_load(&sh->released_ns)) / 1000.0;
+        best = us < best ? us : best;
+        sum += us;
+        EXPECT(l.token > atomic_load(&sh->token), "token did not rise");
+        EXPECT(vt_wait(kid, 20000) == 0, "holder failed");
+        EXPECT_RC(vigil_leases_release(ls, &l), 0);
+    }
+    printf("acquire_wait woken by a release in another process: mean %.1f us, best %.1f us\n", sum / ROUNDS,
+           best);
+    vigil_leases_close(ls);
+    return 0;
+}
+
+static int test_holder_killed(void)
+{
+    vigil_leases *ls = vt_leases_fresh("kill.leases", 8);
+    memset(sh, 0, sizeof(*sh));
+    pid_t kid = holder("kill.leases", 200, 1);
+    EXPECT(VT_WAIT_FOR(atomic_load(&sh->held), 20000), "child never acquired");
+    kill(kid, SIGKILL);
+    EXPECT(vt_wait(kid, 20000) == 128 + SIGKILL, "holder not killed");
+    vigil_lease l;
+    EXPECT_RC(vigil_leases_acquire_wait(ls, "k", "parent", 5000, 20000 * MS, &l), 0);
+    EXPECT(l.token > atomic_load(&sh->token), "token did not rise");
+    vigil_leases_close(ls);
+    return 0;
+}
+
+/* The holder renews through a keepalive: the waiter sleeps to each
+ * expiry, finds it renewed, sleeps again, and times out; it wakes a few
+ * times per renewal, never in a loop. */
+static int test_renewed_holder_waited_out(void)
+{
+    vigil_leases *ls = vt_leases_fresh("renew.leases", 8);
+    vigil_lease l;
+    EXPECT_RC(vigil_leases_acquire(ls, "k", "holder", 100, &l), 0);
+    vigil_lease_port port = vigil_leases_port(ls);
+    vigil_keepalive *ka;
+    EXPECT_RC(vigil_keepalive_start(&port, &l, &ka), 0);
+    struct rusage r0, r1;
+    getrusage(RUSAGE_THREAD, &r0);
+    vigil_lease w;
+    EXPECT_RC(vigil_leases_acquire_wait(ls, "k", "waiter", 5000, 600 * MS, &w), VIGIL_ETIMEDOUT);
+    getrusage(RUSAGE_THREAD, &r1);
+    long switches = (r1.ru_nvcsw - r0.ru_nvcsw) + (r1.ru_nivcsw - r0.ru_nivcsw);
+    bool lost = vigil_keepalive_lost(ka);
+    EXPECT_RC(vigil_keepalive_stop(ka), lost ? VIGIL_ELOST : 0);
+    if (lost) {
+        fprintf(stderr, "the holder's 100 ms lease lapsed: this machine stalled\n");
+        vigil_leases_close(ls);
+        return VT_SKIP;
+    }
+    EXPECT(switches < 100, "%ld context switches in a 600 ms wait: it polled", switches);
+    printf("a 600 ms acquire_wait on a key renewed every 32 ms: %ld context switches\n", switches);
+    vigil_leases_close(ls);
+    return 0;
+}
+
+int main(void)
+{
+    sh = vt_shared(sizeof(*sh));
+    static const struct vt_case cases[] = {
+        VT_CASE(test_get),
+        VT_CASE(test_wait_local),
+        VT_CASE(test_woken_by_release),
+        VT_CASE(test_holder_killed),
+        VT_CASE(test_renewed_holder_waited_out),
+    };
+    return vt_run(cases, sizeof(cases) / sizeof(cases[0]));
+}
