@@ -16,7 +16,8 @@
  *     32  u32    gen_hint: the generation of the last unlocked ctl a locker
  *                saw, so recovery can step past it
  *
- * The protocol (the hand-over done under these locks is leases_ops.c's):
+ * The protocol (the hand-over done under these locks is leases_ops.c's;
+ * model: model/leases.pml):
  *
  *  - A process killed at any instruction: outside a lock it leaves nothing
  *    half done (every other write is a single CAS). Killed holding an

@@ -14,7 +14,7 @@
  *     32  u32    gen_hint, 36 pid: written by the locker
  *     64  u8[128] key, 192 u8[64] owner: NUL-padded, as whole words
  *
- * The protocol:
+ * The protocol (model: model/leases.pml):
  *
  *  - Renew and release are one CAS on ctl from the unlocked word they read
  *    (unexpired, token and key matching) to the same generation with a new

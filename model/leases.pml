@@ -1,0 +1,265 @@
+/*
+ * The lease store: one key, one entry, its ctl word as lock and lease,
+ * the header's token counter and bind lock (src/leases_ops.c: the
+ * protocol, take, bind, hand_over, renew_or_release; src/leases_lock.c:
+ * vigil_leases__recover, vigil_leases__wait_locked,
+ * vigil_leases__bind_lock; src/leases_internal.h: entry_lock_from,
+ * entry_unlock, unexpired).
+ *
+ * Three clients each acquire the key, and if they get it renew it once and
+ * release it. Any client is killed at any step (K) and from then on is
+ * provably dead (vigil_lock_holder_dead), and paused for any length (every
+ * interleaving) while the clock runs on: a lease lapses under a paused
+ * holder, whose late renewal must then fail or extend a lease nobody else
+ * holds. The entry starts never used, so the first acquire binds it, and a
+ * recovery from a locker killed mid-change clears it for a new binding.
+ *
+ * CHECK safety | | -DSAFETY | -m100000 | clean
+ * CHECK robbed | -DMUT_ROB | -DSAFETY | -m100000 | error
+ *
+ * robbed: the model can fail. A locker that takes over a lock held by a
+ *   process that is only paused (judged dead on a timeout, as a store
+ *   without the probe would) lets the paused one's hand-over land over
+ *   its successor's: two unexpired holders.
+ *
+ * Safety (asserts): never two unexpired holders of the key (a killed
+ * holder counts until its lease expires); the tokens acquisitions return
+ * strictly rise; only a dead locker's entry lock or bind lock is taken
+ * over; the generation never goes backwards.
+ *
+ * Time: `now` is CLOCK_MONOTONIC in ms, moved on (TICK) at any read, TTL 2. One key: a key changing under a look-up (RESTART) is
+ * not modelled.
+ */
+#define NC 3
+#define TTL 2
+#ifndef TMAX
+#define TMAX 3          /* 4: clean too, 12.4 million states, about 12 s */
+#endif
+#define NEVER 0
+#define BOUND 1
+#define CLEARED 2
+#define KEYED (bound == BOUND && hashk && key == 2)  /* key_matches */
+
+byte now;               /* vigil_now_ns, in ms */
+/* entry 0 (offsets in the entry) */
+byte clk;               /*  0 ctl locked: the locker's lock word (its id), 0 unlocked */
+byte gen, exp;          /*  0 ctl unlocked: generation, expiry (0 released) */
+byte token;             /*  8 */
+byte hint;              /* 32 gen_hint */
+byte bound;             /* 28 NEVER, BOUND, CLEARED */
+bool hashk;             /* 24 hash is the key's */
+byte key;               /* 64 key: 0 none, 1 half written, 2 the key */
+/* header */
+byte last_token;        /* 24 */
+byte bindlk;            /* 32 bind_lock: 0, or the binder's id */
+bool killed[NC + 1];
+
+/* ghost */
+bool hold[NC + 1];      /* i was granted the lease and has not lost or released it */
+byte hexp[NC + 1];      /* its expiry as i last wrote it */
+byte maxtok;            /* the greatest token an acquire returned */
+
+/* Killed here, or not. Only before a step that writes: a kill before a
+ * read leaves the same store as one before the next write. */
+#define K(me) if :: skip :: killed[me] = true; goto out fi
+
+/* The clock moves on only when someone reads it, by any amount: the
+ * protocol looks at it only there, and a later now only makes a lease
+ * lapse sooner, so the invariant meets each clock value that matters. */
+#define TICK do :: now < TMAX -> now++ :: break od
+
+/* Reads of ctl and of what the change of hands or the renewal checks
+ * (key, token, clock) are one step: the CAS that follows succeeds only
+ * from the ctl read, and key and token change only with ctl. */
+
+/* Every unlocked ctl stored: the generation never goes backwards. */
+#define SET_CTL(g, e) assert((g) >= gen); gen = (g); exp = (e); clk = 0
+
+/* vigil_leases__recover: lock from the dead word, clear, unlock at
+ * gen_hint + 2 with expiry 0 */
+inline recover(me, dead, ok) {
+    K(me);
+    atomic {
+        if
+        :: clk == dead ->
+#ifndef MUT_ROB
+            assert(killed[dead]);           /* only a dead locker */
+#endif
+            clk = me; ok = true
+        :: clk != dead -> ok = false        /* another recovered it */
+        fi
+    };
+    if
+    :: ok ->
+        K(me);
+        atomic {
+            bound = CLEARED; hashk = false; key = 0;
+            hint = hint + 2; SET_CTL(hint, 0) }
+    :: else
+    fi
+}
+
+/* hand_over: a token from the counter, the fields, the unlock with the
+ * next generation and expiry now + TTL (now read before the lock) */
+inline hand_over(me, cg, n, t) {
+    K(me);
+    atomic { last_token++; t = last_token };
+    K(me);
+    atomic {
+        token = t;                          /* token, ttl, owner, pid */
+        hint = cg + 1; SET_CTL(cg + 1, n + TTL);
+        assert(t > maxtok); maxtok = t;     /* tokens strictly rise */
+        hold[me] = true; hexp[me] = n + TTL }
+}
+
+proctype Client(byte me) {
+    byte cl, cg, ce, n, t, b, round, att;
+    bool ok;
+
+    do
+    :: round < 2 ->
+        round++;
+        /* vigil_leases__find */
+        if
+        :: KEYED -> goto take
+        :: else -> goto bind
+        fi;
+take:
+        att = 0;
+        do
+        :: att < 2 ->
+            att++;
+            /* vigil_leases__wait_unlocked, key_matches, the clock */
+            atomic { TICK; cl = clk; cg = gen; ce = exp; ok = KEYED; n = now };
+            if
+            :: cl != 0 && killed[cl] -> recover(me, cl, ok); goto retake
+#ifdef MUT_ROB
+            :: cl != 0 -> recover(me, cl, ok); goto retake  /* a paused one too */
+#endif
+            :: cl != 0 -> goto out          /* live locker: VIGIL_EBUSY after the wait */
+            :: cl == 0 && !ok -> goto again /* RESTART */
+            :: cl == 0 && ok && ce != 0 && ce > n -> goto out  /* held: VIGIL_EBUSY */
+            :: cl == 0 && ok && !(ce != 0 && ce > n)
+            fi;
+            /* entry_lock_from c: only from the lapsed word read */
+            K(me);
+            atomic {
+                if
+                :: clk == 0 && gen == cg && exp == ce -> clk = me; ok = true
+                :: !(clk == 0 && gen == cg && exp == ce) -> ok = false
+                fi
+            };
+            if :: !ok -> goto retake :: else fi;
+            /* under the lock: gen_hint, the key again */
+            K(me);
+            atomic { hint = cg; ok = KEYED };
+            if
+            :: !ok -> K(me); atomic { hint = cg + 1; SET_CTL(cg + 1, ce) }; goto again
+            :: else
+            fi;
+            hand_over(me, cg, n, t);
+            goto held;
+retake:     skip
+        :: else -> goto out
+        od;
+bind:
+        /* vigil_leases__bind_lock: free, or its holder judged dead */
+        K(me);
+        atomic {
+            if
+            :: bindlk == 0 -> bindlk = me; ok = true
+            :: bindlk != 0 && killed[bindlk] -> bindlk = me; ok = true
+            :: bindlk != 0 -> ok = false    /* VIGIL_EBUSY after the wait */
+            fi
+        };
+        if :: !ok -> goto out :: else fi;
+        /* the scan: bound elsewhere? (here: to our one entry) */
+        if
+        :: KEYED -> K(me); bindlk = 0; goto take
+        :: else
+        fi;
+        att = 0;
+        do
+        :: att < 2 ->
+            att++;
+            atomic { TICK; cl = clk; cg = gen; ce = exp; b = bound; n = now };
+            if
+            :: cl != 0 && killed[cl] -> recover(me, cl, ok)
+            :: cl != 0 -> break             /* a live locker's change: skip */
+            :: cl == 0 && b == BOUND && ce != 0 && ce > n -> break  /* held */
+            :: cl == 0 && !(b == BOUND && ce != 0 && ce > n) ->
+                K(me);
+                atomic {
+                    if
+                    :: clk == 0 && gen == cg && exp == ce -> clk = me; ok = true
+                    :: !(clk == 0 && gen == cg && exp == ce) -> ok = false
+                    fi
+                };
+                if
+                :: ok ->
+                    K(me);
+                    atomic {                /* gen_hint, the first half of the key */
+                        hint = cg;
+                        if :: bound == NEVER -> bound = CLEARED :: else fi;
+                        hashk = false; key = 1 };
+                    K(me);
+                    atomic { key = 2; hashk = true; bound = BOUND };
+                    hand_over(me, cg, n, t);
+                    K(me);
+                    bindlk = 0;
+                    goto held
+                :: else
+                fi
+            fi
+        :: else -> break
+        od;
+        K(me);
+        bindlk = 0;                         /* VIGIL_EFULL */
+        goto out;
+again:  skip
+    :: else -> goto out
+    od;
+
+held:   /* renew once, then release: one CAS each from the word checked */
+    att = 0;
+    do
+    :: att < 2 ->
+        atomic {
+            TICK; cl = clk; cg = gen; ce = exp; n = now;
+            ok = cl == 0 && ce != 0 && ce > n && token == t && bound == BOUND && key == 2 };
+        if
+        :: !ok -> hold[me] = false; goto out        /* VIGIL_ELOST */
+        :: else
+        fi;
+        K(me);
+        atomic {
+            if
+            :: clk == 0 && gen == cg && exp == ce ->
+                if
+                :: att == 0 ->              /* renew: the same generation, later expiry */
+                    SET_CTL(cg, (n + TTL > ce -> n + TTL : ce)); hexp[me] = exp
+                :: att == 1 ->              /* release: the next generation, expiry 0 */
+                    SET_CTL(cg + 1, 0); hold[me] = false
+                fi;
+                att++
+            :: !(clk == 0 && gen == cg && exp == ce)  /* lost a race: look again */
+            fi
+        }
+    :: else -> break
+    od;
+out:
+    skip
+}
+
+/* Never two unexpired holders (a dead holder's lease runs to its end). */
+#define TWO(i, j) (hold[i] && hexp[i] > now && hold[j] && hexp[j] > now)
+active proctype Invariants() {
+end:
+    do
+    :: atomic { TWO(1, 2) || TWO(1, 3) || TWO(2, 3) -> assert(false) }
+    od
+}
+
+init {
+    atomic { run Client(1); run Client(2); run Client(3) }
+}
