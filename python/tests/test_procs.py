@@ -112,7 +112,7 @@ def test_four_python_processes_hundred_rounds(tmp, spawn):
             rc, _ = p.finish()
             assert rc == 0
         assert sum(r["serial"] for r in results) == rounds, results
-        assert all(r["early"] == 0 for r in results), results
+        assert all(r["early"] == 0 for r in results), json.dumps([r for r in results if r["early"]])
         assert b.epoch == (base + rounds) & 0xFFFFFFFF
 
 
