@@ -129,10 +129,15 @@ def test_python_holder_refused_to_c_rival_until_killed(tmp, spawn, mode):
         # Tried again and again over several TTLs: the keepalive holds it.
         end = time.monotonic() + 3 * ttl_ms / 1000
         tries = 0
+        lock = [tool(), "lock", "--store", path, "--ttl", str(ttl_ms)] if tool() else None
         while time.monotonic() < end or tries < 3:
             rival = spawn([c_peer, "lease", path, "job", "c-rival", str(ttl_ms)])
             rc, lines = rival.finish()
             assert rc == 75, (rc, lines)
+            if lock:  # `vigil lock` too: 75, KEY not acquired within --wait
+                rival = spawn(lock + ["--wait", "0", "job", "--", "true"])
+                rc, lines = rival.finish()
+                assert rc == 75, (rc, lines)
             info = ls.get("job")
             assert info is not None and info.owner == f"python-{holder.pid}" and info.token == token
             tries += 1
@@ -143,3 +148,8 @@ def test_python_holder_refused_to_c_rival_until_killed(tmp, spawn, mode):
         rc, lines = rival.finish(timeout=30)
         assert rc == 0, (rc, lines)
         assert lines[0].startswith("token ") and int(lines[0].split()[1]) > token, lines
+        if lock:  # its own TTL long: what is checked is that it gets the key, not its keepalive
+            lock = [tool(), "lock", "--store", path, "--ttl", "10000"]
+            rival = spawn(lock + ["--wait", "20000", "job", "--", "sh", "-c", "echo $VIGIL_LEASE_TOKEN"])
+            rc, lines = rival.finish(timeout=30)
+            assert rc == 0 and int(lines[0]) > token, (rc, lines)
