@@ -181,5 +181,48 @@ static int test_hb_leader_changes(void)
     return 0;
 }
 
+/* A waiter that times out withdraws: one withdrawal, unbound or bound; a
+ * release moves the releases (the epoch) and no withdrawal. */
+static int test_barrier_withdrawals(void)
+{
+    vigil_hb *hb = vt_hb_fresh("b.hb", 4);
+    uint32_t a, b2;
+    EXPECT_RC(vigil_hb_register(hb, 501, &a), 0);
+    EXPECT_RC(vigil_hb_register(hb, 502, &b2), 0);
+    vigil_barrier *b;
+    EXPECT_RC(vigil_barrier_create(vt_path("b.barrier"), hb, 1000, &b), 0);
+    vigil_barrier_counters c;
+    EXPECT_RC(vigil_barrier_stats(b, &c), 0);
+    EXPECT(c.releases == 0 && c.withdrawals == 0, "new barrier: %llu releases, %llu withdrawals",
+           (unsigned long long)c.releases, (unsigned long long)c.withdrawals);
+    /* Two live peers, one arrives and gives up. */
+    EXPECT_RC(vigil_barrier_wait_timeout(b, 0, 1000000), VIGIL_ETIMEDOUT);
+    EXPECT_RC(vigil_barrier_stats(b, &c), 0);
+    EXPECT(c.releases == 0 && c.withdrawals == 1, "after a timeout: %llu releases, %llu withdrawals",
+           (unsigned long long)c.releases, (unsigned long long)c.withdrawals);
+    EXPECT_RC(vigil_barrier_wait_quorum(b, 0, 1), VIGIL_SERIAL);
+    EXPECT_RC(vigil_barrier_stats(b, &c), 0);
+    EXPECT(c.releases == 1 && c.withdrawals == 1, "after a release: %llu releases, %llu withdrawals",
+           (unsigned long long)c.releases, (unsigned long long)c.withdrawals);
+    /* Bound: the record is taken back, and counted the same. */
+    EXPECT_RC(vigil_barrier_bind(b, a), 0);
+    EXPECT_RC(vigil_barrier_wait_timeout(b, 1, 1000000), VIGIL_ETIMEDOUT);
+    /* An epoch already passed returns at once and withdraws nothing. */
+    EXPECT_RC(vigil_barrier_wait_timeout(b, 0, 1000000), 0);
+    EXPECT_RC(vigil_barrier_stats(b, &c), 0);
+    EXPECT(c.releases == 1 && c.withdrawals == 2, "after a bound timeout: %llu releases, %llu withdrawals",
+           (unsigned long long)c.releases, (unsigned long long)c.withdrawals);
+    vigil_barrier_state st;
+    EXPECT_RC(vigil_barrier_peek(vt_path("b.barrier"), &st), 0);
+    EXPECT(st.withdrawals == 2 && st.epoch == 1, "peek: %llu withdrawals, epoch %u",
+           (unsigned long long)st.withdrawals, st.epoch);
+    EXPECT_RC(vigil_barrier_stats(NULL, &c), -EINVAL);
+    EXPECT_RC(vigil_barrier_stats(b, NULL), -EINVAL);
+    vigil_barrier_close(b);
+    vigil_hb_close(hb);
+    return 0;
+}
+
 VT_MAIN(VT_CASE(test_hb_register_unregister), VT_CASE(test_hb_failover_claims),
-        VT_CASE(test_hb_failover_wait_claim), VT_CASE(test_hb_repairs), VT_CASE(test_hb_leader_changes))
+        VT_CASE(test_hb_failover_wait_claim), VT_CASE(test_hb_repairs), VT_CASE(test_hb_leader_changes),
+        VT_CASE(test_barrier_withdrawals))
