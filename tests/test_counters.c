@@ -5,7 +5,10 @@
  * each moves by exactly one when its event happens, and not otherwise:
  * a register, an unregister, a failover claim (stale, probed dead, and
  * vigil_failover_wait's), the repair of a dead writer's slot, a leader
- * change; beats and marks move none of them.
+ * change; beats and marks move none of them. A barrier waiter's
+ * withdrawal and a release; a lease's refused renewal, the take-over of
+ * an expired lease (by its key or by another binding over its entry),
+ * and every acquisition as a hand-over.
  */
 #include "hbtest.h"
 
@@ -223,6 +226,77 @@ static int test_barrier_withdrawals(void)
     return 0;
 }
 
+static vigil_leases_counters ls_counts(const vigil_leases *ls)
+{
+    vigil_leases_counters c = { 0 };
+    int rc = vigil_leases_stats(ls, &c);
+    if (rc != 0)
+        fprintf(stderr, "vigil_leases_stats: %s\n", vigil_strerror(rc));
+    return c;
+}
+
+#define EXPECT_LS(c, hand, refused, exp)                                                           \
+    EXPECT((c).handovers == (hand) && (c).renewals_refused == (refused) && (c).expiries == (exp),   \
+           "expected handovers %d, renewals refused %d, expiries %d; got %llu, %llu, %llu", (hand), \
+           (refused), (exp), (unsigned long long)(c).handovers,                                    \
+           (unsigned long long)(c).renewals_refused, (unsigned long long)(c).expiries)
+
+/* Until the lease on `key` has lapsed (bounded; nothing is timed). */
+static bool lapsed(vigil_leases *ls, const char *key)
+{
+    vigil_lease_info info;
+    return VT_WAIT_FOR(vigil_leases_get(ls, key, &info) == VIGIL_EVACANT, 10000);
+}
+
+/* A refused renewal counts once, an accepted one never; a take-over of
+ * an expired lease (same key, or another key binding over the entry)
+ * is an expiry, one of a released lease is not; every acquisition is a
+ * hand-over. */
+static int test_leases_counters(void)
+{
+    vigil_leases *ls = vt_leases_fresh("c.leases", 2);
+    vigil_leases_counters c = ls_counts(ls);
+    EXPECT_LS(c, 0, 0, 0);
+    vigil_lease keep, k1, k2;
+    EXPECT_RC(vigil_leases_acquire(ls, "keep", "me", 600000, &keep), 0);
+    for (int i = 0; i < 10; i++)
+        EXPECT_RC(vigil_leases_renew(ls, &keep), 0);
+    c = ls_counts(ls);
+    EXPECT_LS(c, 1, 0, 0);
+
+    EXPECT_RC(vigil_leases_acquire(ls, "k", "a", 3, &k1), 0);
+    EXPECT(lapsed(ls, "k"), "lease k never expired");
+    EXPECT_RC(vigil_leases_renew(ls, &k1), VIGIL_ELOST);
+    c = ls_counts(ls);
+    EXPECT_LS(c, 2, 1, 0);
+    /* The expired lease taken over (the take path), then the old
+     * holder's renewal refused again. */
+    EXPECT_RC(vigil_leases_acquire(ls, "k", "b", 600000, &k2), 0);
+    EXPECT_RC(vigil_leases_renew(ls, &k1), VIGIL_ELOST);
+    c = ls_counts(ls);
+    EXPECT_LS(c, 3, 2, 1);
+    /* Released, then acquired: a hand-over, no expiry. A release refused
+     * is no refused renewal. */
+    EXPECT_RC(vigil_leases_release(ls, &k2), 0);
+    EXPECT_RC(vigil_leases_release(ls, &k2), VIGIL_ELOST);
+    EXPECT_RC(vigil_leases_acquire(ls, "k", "c", 3, &k1), 0);
+    c = ls_counts(ls);
+    EXPECT_LS(c, 4, 2, 1);
+    /* The store is full ("keep" and "k"): a new key binds over k's entry
+     * once k has expired (the bind path). */
+    EXPECT(lapsed(ls, "k"), "lease k never expired");
+    EXPECT_RC(vigil_leases_acquire(ls, "other", "d", 600000, &k2), 0);
+    c = ls_counts(ls);
+    EXPECT_LS(c, 5, 2, 2);
+    EXPECT_RC(vigil_leases_acquire(ls, "other", "e", 600000, &k2), VIGIL_EBUSY);
+    c = ls_counts(ls);
+    EXPECT_LS(c, 5, 2, 2);
+    EXPECT_RC(vigil_leases_stats(NULL, &c), -EINVAL);
+    EXPECT_RC(vigil_leases_stats(ls, NULL), -EINVAL);
+    vigil_leases_close(ls);
+    return 0;
+}
+
 VT_MAIN(VT_CASE(test_hb_register_unregister), VT_CASE(test_hb_failover_claims),
         VT_CASE(test_hb_failover_wait_claim), VT_CASE(test_hb_repairs), VT_CASE(test_hb_leader_changes),
-        VT_CASE(test_barrier_withdrawals))
+        VT_CASE(test_barrier_withdrawals), VT_CASE(test_leases_counters))
