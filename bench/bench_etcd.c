@@ -7,6 +7,13 @@
  *   renew           = keepalive + a read-only txn proving the key is ours
  *   acquire         = grant + txn (put if create_revision == 0, range)
  *   release         = txn (delete if still ours) + revoke
+ *   get             = range (first key under KEY/) + lease timetolive;
+ *                     of a vacant key, the range alone
+ *   acquire_wait    the wake-up: from the holder's release (its start, and
+ *                   its return) to the waiter's acquire_wait returning with
+ *                   the key, the waiter having been asleep on its watch
+ *                   (etcd's Watch counter moved): the watch event, then a
+ *                   keepalive and a look (txn) before it returns
  *
  * Starts its own etcd with tests/etcd_server.sh (found next to this source
  * file), or uses VIGIL_ETCD_ENDPOINTS; without etcd it says so and exits 0.
@@ -18,6 +25,8 @@
 #include <vigil/etcd.h>
 #include "etcd_internal.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <sys/wait.h>
 
 static int cmp_u64(const void *a, const void *b)
@@ -112,6 +121,135 @@ static const char *endpoints(char *buf, size_t cap)
     return buf;
 }
 
+#define WAKE_N 100
+
+/* etcd's count of watches started, from its /metrics; -1 unknown. */
+static long long watches_started(vigil_etcd *e)
+{
+    long http;
+    const char *reply;
+    size_t len;
+    if (vigil_etcd__request(e, "metrics", NULL, &http, &reply, &len) < 0 || http != 200)
+        return -1;
+    const char *p = strstr(reply, "grpc_server_started_total{grpc_method=\"Watch\",grpc_service=\"etcdserverpb.Watch\"");
+    p = p ? strchr(p, '}') : NULL;
+    return p ? atoll(p + 1) : -1;
+}
+
+/* The waiter of the wake-up rounds: acquire_wait, then the time it
+ * returned, then release when told. */
+struct waiter {
+    const char     *url, *key;
+    _Atomic int     round;   /* main -> waiter: go wait for this round */
+    _Atomic int     got;     /* waiter -> main: this round's acquire returned */
+    _Atomic int     rc;
+    _Atomic uint64_t at_ns;
+};
+
+static void *waiter_main(void *arg)
+{
+    struct waiter *w = arg;
+    vigil_etcd *e;
+    if (vigil_etcd_connect(w->url, &e) < 0)
+        return NULL;
+    for (int r = 1;; r++) {
+        int at;
+        while ((at = atomic_load(&w->round)) >= 0 && at < r)
+            usleep(100);
+        if (at < 0)
+            break;
+        vigil_lease l;
+        int rc = vigil_etcd_acquire_wait(e, w->key, "waiter", 5000, 10000000000ull, &l);
+        atomic_store(&w->at_ns, bench_now_ns());
+        atomic_store(&w->rc, rc);
+        if (rc == 0)
+            vigil_etcd_release(e, &l);
+        atomic_store(&w->got, r);
+    }
+    vigil_etcd_close(e);
+    return NULL;
+}
+
+/* WAKE_N rounds: main holds, the waiter queues and sleeps on its watch,
+ * main releases. 0, or 1 on a failure. */
+static int wake_rounds(vigil_etcd *e, const char *url, const char *key, uint64_t *from_start, uint64_t *from_end)
+{
+    struct waiter w = { .url = url, .key = key };
+    pthread_t th;
+    if (pthread_create(&th, NULL, waiter_main, &w) != 0)
+        return 1;
+    int bad = 0;
+    for (int r = 1; r <= WAKE_N && !bad; r++) {
+        vigil_lease l;
+        int rc = vigil_etcd_acquire(e, key, "holder", 5000, &l);
+        long long w0 = watches_started(e);
+        if (rc != 0 || w0 < 0) {
+            fprintf(stderr, "wake round %d: acquire %s, metrics %lld\n", r, vigil_strerror(rc), w0);
+            bad = 1;
+            break;
+        }
+        atomic_store(&w.round, r);
+        uint64_t give_up = bench_now_ns() + 5000000000ull;
+        while (watches_started(e) <= w0 && bench_now_ns() < give_up)
+            usleep(200);
+        usleep(2000); /* past the watch's start: asleep on it */
+        uint64_t t0 = bench_now_ns();
+        rc = vigil_etcd_release(e, &l);
+        uint64_t t1 = bench_now_ns();
+        give_up = t1 + 10000000000ull;
+        while (atomic_load(&w.got) < r && bench_now_ns() < give_up)
+            ;
+        if (rc != 0 || atomic_load(&w.got) < r || atomic_load(&w.rc) != 0) {
+            fprintf(stderr, "wake round %d: release %s, waiter %s\n", r, vigil_strerror(rc),
+                    atomic_load(&w.got) < r ? "never woke" : vigil_strerror(atomic_load(&w.rc)));
+            bad = 1;
+            break;
+        }
+        uint64_t at = atomic_load(&w.at_ns);
+        from_start[r - 1] = at - t0;
+        from_end[r - 1] = at > t1 ? at - t1 : 0;
+    }
+    atomic_store(&w.round, -1);
+    pthread_join(th, NULL);
+    return bad;
+}
+
+/* The floor under the wake-up: a bare watch (the one acquire_wait uses)
+ * on the holder's own key, from the release's return to the DELETE event. */
+static int bare_watch_rounds(vigil_etcd *e, const char *key, uint64_t *out)
+{
+    for (int r = 0; r < WAKE_N; r++) {
+        vigil_lease l;
+        char own[200], kb[300];
+        int rc = vigil_etcd_acquire(e, key, "holder", 5000, &l);
+        if (rc != 0)
+            return fprintf(stderr, "bare watch: acquire %s\n", vigil_strerror(rc)), 1;
+        vigil_etcd__own_key(key, l.id, own, sizeof(own));
+        vigil_etcd__b64(own, strlen(own), kb, sizeof(kb));
+        struct vigil_etcd_watch *w;
+        long long w0 = watches_started(e);
+        /* From the next revision, as acquire_wait does: a watch from a past one
+         * joins etcd's unsynced watchers, caught up only every 100 ms. */
+        if ((rc = vigil_etcd__watch_open(e, kb, (int64_t)l.token + 1, &w)) < 0)
+            return fprintf(stderr, "bare watch: %s\n", vigil_strerror(rc)), 1;
+        uint64_t give_up = bench_now_ns() + 5000000000ull;
+        /* Drive the stream until etcd has started the watch, then past its
+         * "created" message: listening. */
+        while (vigil_etcd__watch_wait(w, 1) == VIGIL_ETCD_WATCH_NOTHING && watches_started(e) <= w0 &&
+               bench_now_ns() < give_up)
+            ;
+        vigil_etcd__watch_wait(w, 2);
+        rc = vigil_etcd_release(e, &l);
+        uint64_t t1 = bench_now_ns();
+        int ev = rc == 0 ? vigil_etcd__watch_wait(w, 10000) : rc;
+        out[r] = bench_now_ns() - t1;
+        vigil_etcd__watch_close(w);
+        if (ev != VIGIL_ETCD_WATCH_DELETED)
+            return fprintf(stderr, "bare watch: release %s, event %d\n", vigil_strerror(rc), ev), 1;
+    }
+    return 0;
+}
+
 #define RTT_N   2000
 #define RENEW_N 2000
 #define ACQ_N   300
@@ -177,6 +315,36 @@ int main(void)
         s_rel[i] = t2 - t1;
         s_pair[i] = t2 - t0;
     }
+    static uint64_t s_get[RENEW_N], s_vacant[RENEW_N], s_wake0[WAKE_N], s_wake1[WAKE_N], s_bare[WAKE_N];
+    if ((rc = vigil_etcd_acquire(e, key, "bench", 5000, &l)) != 0) {
+        fprintf(stderr, "acquire: %s\n", vigil_strerror(rc));
+        return 1;
+    }
+    char vacant[80];
+    snprintf(vacant, sizeof(vacant), "%s-vacant", key);
+    for (int i = 0; i < RENEW_N; i++) {
+        vigil_lease_info info;
+        if (i % 200 == 0 && (rc = vigil_etcd_renew(e, &l)) != 0) { /* untimed: the lease outlives the loop */
+            fprintf(stderr, "renew: %s\n", vigil_strerror(rc));
+            return 1;
+        }
+        uint64_t t0 = bench_now_ns();
+        int rg = vigil_etcd_get(e, key, &info);
+        uint64_t t1 = bench_now_ns();
+        int rv = vigil_etcd_get(e, vacant, &info);
+        uint64_t t2 = bench_now_ns();
+        if (rg != 0 || rv != VIGIL_EVACANT) {
+            fprintf(stderr, "get failed: %s / %s\n", vigil_strerror(rg), vigil_strerror(rv));
+            return 1;
+        }
+        s_get[i] = t1 - t0;
+        s_vacant[i] = t2 - t1;
+    }
+    vigil_etcd_release(e, &l);
+    char wkey[80];
+    snprintf(wkey, sizeof(wkey), "%s-wake", key);
+    if (wake_rounds(e, url, wkey, s_wake0, s_wake1) != 0 || bare_watch_rounds(e, wkey, s_bare) != 0)
+        return 1;
     vigil_etcd_close(e);
 
     struct stat_ns rtt = summarize(s_rtt, RTT_N), ka = summarize(s_ka, RENEW_N), renew = summarize(s_renew, RENEW_N),
@@ -188,7 +356,18 @@ int main(void)
     printf("  %-34s %9.1f us (%8.1f) %6.2fx\n", "vigil_etcd_acquire", acq.p50 / 1e3, acq.p99 / 1e3, acq.p50 / rtt.p50);
     printf("  %-34s %9.1f us (%8.1f) %6.2fx\n", "vigil_etcd_release", rel.p50 / 1e3, rel.p99 / 1e3, rel.p50 / rtt.p50);
     printf("  %-34s %9.1f us (%8.1f) %6.2fx\n", "acquire + release", pair.p50 / 1e3, pair.p99 / 1e3, pair.p50 / rtt.p50);
-    printf("  renew / bare keepalive: %.2fx (the ownership txn); samples: %d renew, %d acquire+release\n",
-           renew.p50 / ka.p50, RENEW_N, ACQ_N);
+    struct stat_ns get = summarize(s_get, RENEW_N), vac = summarize(s_vacant, RENEW_N),
+                   w0 = summarize(s_wake0, WAKE_N), w1 = summarize(s_wake1, WAKE_N), bare = summarize(s_bare, WAKE_N);
+    printf("  %-34s %9.1f us (%8.1f) %6.2fx\n", "vigil_etcd_get (held)", get.p50 / 1e3, get.p99 / 1e3, get.p50 / rtt.p50);
+    printf("  %-34s %9.1f us (%8.1f) %6.2fx\n", "vigil_etcd_get (vacant)", vac.p50 / 1e3, vac.p99 / 1e3, vac.p50 / rtt.p50);
+    printf("  %-34s %9.1f us (%8.1f) %6.2fx\n", "wake-up: release start -> acquired", w0.p50 / 1e3, w0.p99 / 1e3,
+           w0.p50 / rtt.p50);
+    printf("  %-34s %9.1f us (%8.1f) %6.2fx\n", "wake-up: release return -> acquired", w1.p50 / 1e3, w1.p99 / 1e3,
+           w1.p50 / rtt.p50);
+    printf("  %-34s %9.1f us (%8.1f) %6.2fx\n", "  floor: bare watch, return -> event", bare.p50 / 1e3,
+           bare.p99 / 1e3, bare.p50 / rtt.p50);
+    printf("  renew / bare keepalive: %.2fx (the ownership txn); samples: %d renew, %d acquire+release, %d get, "
+           "%d wake-ups\n",
+           renew.p50 / ka.p50, RENEW_N, ACQ_N, RENEW_N, WAKE_N);
     return 0;
 }

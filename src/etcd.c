@@ -5,46 +5,62 @@
  * with cJSON.
  *
  * What vigil keeps in etcd. There is no vigil file here: these are etcd's
- * own records, and this table is the layout a peer must agree on.
+ * own records, laid out as etcd's concurrency package lays out a Mutex or
+ * an Election, so that `etcdctl lock KEY`, `etcdctl elect KEY` and Go's
+ * concurrency.Mutex / Election share a key with vigil. This table is the
+ * layout every peer must agree on.
  *
- *   record        field             meaning
- *   key <key>     value             the owner string, as given (0..63 bytes)
- *                 lease             the lease granted for this acquisition
- *                 create_revision   the fencing token: etcd's revision only
- *                                   rises, and a key deleted and created
- *                                   again gets a new, greater one
- *   lease <ID>    TTL               whole seconds, ceil(ttl_ms / 1000),
- *                                   raised by etcd to its minimum (2 s by
- *                                   default); vigil_lease.ttl_ms is the TTL
- *                                   etcd granted, in ms
+ *   record          field            meaning
+ *   key KEY/<hex>   (name)           <hex>: the lease ID in lowercase hex, no
+ *                                    padding (Go's %x): one key per contender
+ *                   value            the owner string, as given (0..63
+ *                                    bytes; empty for etcdctl lock)
+ *                   lease            the lease granted for this contention
+ *                   create_revision  the contender's place in the queue
+ *   the holder of KEY                the key under KEY/ with the lowest
+ *                                    create_revision; its create_revision is
+ *                                    the fencing token (etcd's revision only
+ *                                    rises, so every later holder has a
+ *                                    greater one: the leader's term)
+ *   lease <ID>      TTL              whole seconds, ceil(ttl_ms / 1000),
+ *                                    raised by etcd to its minimum (2 s by
+ *                                    default); vigil_lease.ttl_ms is the TTL
+ *                                    etcd granted, in ms
  *
  * The gateway speaks JSON over HTTP POST; bytes fields (key, value) are
  * base64 and int64 fields are JSON strings; proto3 omits fields that are
  * zero or false. Requests, P being the gateway prefix (/v3/ on etcd 3.4
  * and later, /v3beta/ on 3.3, /v3alpha/ on 3.2, found per endpoint: a 404
- * without JSON moves an endpoint to the next prefix):
+ * without JSON moves an endpoint to the next prefix), OWN our KEY/<hex>:
  *
  *   acquire  P lease/grant {"TTL": s}                       -> ID, TTL
- *            P kv/txn  if create_revision(key) == 0
- *                      then put(key, owner, lease ID); range(key)
- *                      else range(key)
- *            The range tells who holds the key: our lease (the put took,
- *            perhaps on an attempt whose reply was lost) gives the token,
- *            another lease VIGIL_EBUSY. On anything but success our lease
- *            is revoked, so nothing granted by this call outlives it.
+ *            P kv/txn  if create_revision(OWN) == 0
+ *                      then put(OWN, owner, lease ID); range(OWN); first
+ *                      else range(OWN); first
+ *            where first is the key under KEY/ with the lowest
+ *            create_revision. Ours (the put took, perhaps on an attempt
+ *            whose reply was lost) is the token; a lower one is
+ *            VIGIL_EBUSY. On anything but success our lease is revoked,
+ *            and with it OWN: a refused acquire leaves no waiter behind.
  *   renew    P lease/keepalive {"ID"}    -> TTL > 0; TTL 0 or absent: lost
- *            P kv/txn  if create_revision(key) == token && lease(key) == ID
+ *            P kv/txn  if create_revision(OWN) == token && lease(OWN) == ID
  *            A live lease alone does not prove the key is ours: someone may
- *            have deleted it and taken it under a lease of their own.
- *   release  P kv/txn  if create_revision(key) == token && lease(key) == ID
+ *            have deleted OWN, and another contender then holds KEY.
+ *            Once OWN is the lowest it stays so while it lives: every key
+ *            made later has a greater create_revision.
+ *   release  P kv/txn  if create_revision(OWN) == token && lease(OWN) == ID
  *            P lease/revoke {"ID"}, whatever the txn said: the lease is ours.
- *            The revoke deletes the keys attached to the lease, so the key
- *            goes only if it is still ours; lost if the check failed or the
+ *            The revoke deletes the keys attached to the lease, so OWN
+ *            goes if it is still ours; lost if the check failed or the
  *            lease was gone by the revoke.
+ *   get      P kv/range the first key under KEY/, with its value; then
+ *            P lease/timetolive {"ID"} of its lease, for the time left.
+ *   wait     (etcd_wait.c) as acquire; then, while a key is ahead of OWN,
+ *            a watch for the deletion of the last one created before it.
  *
  * Endpoints are tried in turn, and a transport failure is a transient
  * -errno, never VIGIL_ELOST (etcd_http.c); the bodies are written and the
- * replies read in etcd_json.c.
+ * replies read in etcd_json.c and etcd_queue.c.
  *
  * One handle is shared by the caller and its keepalive thread, so every
  * call holds the handle's mutex for all of its requests: a renewal never
@@ -52,9 +68,18 @@
  */
 #define _GNU_SOURCE
 #include "etcd_internal.h"
+#include "keepalive_internal.h"
 
 #include <errno.h>
 #include <string.h>
+#include <time.h>
+
+uint64_t vigil_etcd__now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 static int lease_check(const vigil_lease *l)
 {
@@ -91,7 +116,7 @@ static int held_locked(vigil_etcd *e, const vigil_lease *lease, bool *held)
     return rc;
 }
 
-static int revoke_locked(vigil_etcd *e, int64_t id)
+int vigil_etcd__revoke_locked(vigil_etcd *e, int64_t id)
 {
     char body[64];
     struct vigil_etcd_reply r;
@@ -101,43 +126,85 @@ static int revoke_locked(vigil_etcd *e, int64_t id)
     return rc < 0 ? rc : vigil_etcd__parse_revoke(r.http, r.body, r.len);
 }
 
-int vigil_etcd_acquire(vigil_etcd *e, const char *key, const char *owner, uint64_t ttl_ms, vigil_lease *out)
+int vigil_etcd__grant_locked(vigil_etcd *e, uint64_t ttl_s, int64_t *id, int64_t *granted)
+{
+    char body[64];
+    struct vigil_etcd_reply r;
+    int rc = vigil_etcd__body_ttl(body, sizeof(body), ttl_s);
+    if (rc == 0 && (rc = vigil_etcd__call(e, "v3/lease/grant", body, &r)) == 0)
+        rc = vigil_etcd__parse_grant(r.http, r.body, r.len, id, granted);
+    return rc;
+}
+
+static int keepalive_locked(vigil_etcd *e, int64_t id)
+{
+    char body[64];
+    struct vigil_etcd_reply r;
+    int64_t ttl;
+    int rc = vigil_etcd__body_id(body, sizeof(body), id);
+    if (rc == 0 && (rc = vigil_etcd__call(e, "v3/lease/keepalive", body, &r)) == 0)
+        rc = vigil_etcd__parse_keepalive(r.http, r.body, r.len, id, &ttl);
+    return rc;
+}
+
+int vigil_etcd__keepalive(vigil_etcd *e, int64_t id)
+{
+    vigil_etcd__lock(e);
+    int rc = keepalive_locked(e, id);
+    vigil_etcd__unlock(e);
+    return rc;
+}
+
+int vigil_etcd__acquire_args(vigil_etcd *e, const char *key, const char *owner, uint64_t ttl_ms,
+                             const vigil_lease *out, uint64_t *secs)
 {
     if (!e || !key || !owner || !out)
         return -EINVAL;
     size_t kl = strlen(key), ol = strlen(owner);
     if (kl == 0 || kl >= sizeof(out->key) || ol >= sizeof(out->owner) || ttl_ms == 0)
         return VIGIL_ERANGE;
-    uint64_t secs = ttl_ms / 1000 + (ttl_ms % 1000 != 0);
-    if (secs > VIGIL_ETCD_MAX_TTL_S)
+    uint64_t s = ttl_ms / 1000 + (ttl_ms % 1000 != 0);
+    if (s > VIGIL_ETCD_MAX_TTL_S)
         return VIGIL_ERANGE;
-    char body[2048];
+    *secs = s;
+    return 0;
+}
+
+int vigil_etcd_acquire(vigil_etcd *e, const char *key, const char *owner, uint64_t ttl_ms, vigil_lease *out)
+{
+    uint64_t secs;
+    int rc = vigil_etcd__acquire_args(e, key, owner, ttl_ms, out, &secs);
+    if (rc < 0)
+        return rc;
+    char body[4096];
     struct vigil_etcd_reply r;
     int64_t id = 0, granted = 0;
     uint64_t token = 0;
 
     vigil_etcd__lock(e);
-    int rc = vigil_etcd__body_ttl(body, sizeof(body), secs);
-    if (rc == 0 && (rc = vigil_etcd__call(e, "v3/lease/grant", body, &r)) == 0)
-        rc = vigil_etcd__parse_grant(r.http, r.body, r.len, &id, &granted);
-    if (rc < 0)
+    /* The lease's TTL runs from the grant's sending, not its answer: a
+     * keepalive started next on this thread times local expiry from it. */
+    uint64_t sent = vigil_etcd__now_ns();
+    if ((rc = vigil_etcd__grant_locked(e, secs, &id, &granted)) < 0)
         goto out;
     rc = vigil_etcd__body_acquire(body, sizeof(body), key, owner, id);
     if (rc == 0 && (rc = vigil_etcd__call(e, "v3/kv/txn", body, &r)) == 0)
         rc = vigil_etcd__parse_acquire(r.http, r.body, r.len, id, &token);
     if (rc < 0) {
         /* Held by another, or we cannot tell: the lease we granted goes, and
-         * with it the key if our put took after all. If the revoke fails too,
-         * the lease lapses on its own within its TTL, never renewed. */
-        (void)revoke_locked(e, id);
+         * with it our key (a waiter's place nobody will use). If the revoke
+         * fails too, the lease lapses on its own within its TTL, never
+         * renewed, and takes the key with it. */
+        (void)vigil_etcd__revoke_locked(e, id);
         goto out;
     }
     memset(out, 0, sizeof(*out));
-    memcpy(out->key, key, kl);
-    memcpy(out->owner, owner, ol);
+    memcpy(out->key, key, strlen(key));
+    memcpy(out->owner, owner, strlen(owner));
     out->token = token;
     out->ttl_ms = (uint64_t)granted * 1000;
     out->id = id;
+    vigil_lease_note_sent(out, sent);
 out:
     vigil_etcd__unlock(e);
     return rc;
@@ -148,14 +215,9 @@ int vigil_etcd_renew(vigil_etcd *e, const vigil_lease *lease)
     int rc = lease_op_begin(e, lease);
     if (rc < 0)
         return rc;
-    char body[64];
-    struct vigil_etcd_reply r;
-    int64_t ttl;
     bool held = false;
-    rc = vigil_etcd__body_id(body, sizeof(body), lease->id);
-    if (rc == 0 && (rc = vigil_etcd__call(e, "v3/lease/keepalive", body, &r)) == 0)
-        rc = vigil_etcd__parse_keepalive(r.http, r.body, r.len, lease->id, &ttl);
-    /* The lease lives on; the check says the key still hangs on it. */
+    rc = keepalive_locked(e, lease->id);
+    /* The lease lives on; the check says our key still hangs on it. */
     if (rc == 0 && (rc = held_locked(e, lease, &held)) == 0 && !held)
         rc = VIGIL_ELOST;
     vigil_etcd__unlock(e);
@@ -175,7 +237,7 @@ int vigil_etcd_release(vigil_etcd *e, const vigil_lease *lease)
          * held and never a key someone has taken since (theirs hangs on
          * their own lease): one write where a guarded delete and a revoke
          * would take two. */
-        int rv = revoke_locked(e, lease->id);
+        int rv = vigil_etcd__revoke_locked(e, lease->id);
         if (!held || rv == VIGIL_ELOST)
             rc = VIGIL_ELOST; /* not ours, or lapsed between check and revoke */
         else if (rv < 0)
@@ -194,4 +256,56 @@ vigil_lease_port vigil_etcd_port(vigil_etcd *e)
 {
     vigil_lease_port p = { .ctx = e, .renew = port_renew };
     return p;
+}
+
+/* The first key under KEY/ and its lease's time left. A lease that lapses
+ * between the two reads took its key with it: read again (a few times; a
+ * key churning faster than that is reported busy, never invented). */
+int vigil_etcd_get(vigil_etcd *e, const char *key, vigil_lease_info *out)
+{
+    if (!e || !key || !out)
+        return -EINVAL;
+    size_t kl = strlen(key);
+    if (kl == 0 || kl >= sizeof(out->key))
+        return VIGIL_ERANGE;
+    char body[1024], tb[64], owner[sizeof(out->owner)];
+    struct vigil_etcd_reply r;
+    int rc = vigil_etcd__body_holder(body, sizeof(body), key);
+    if (rc < 0)
+        return rc;
+    uint64_t rev = 0;
+    int64_t lease = 0, left = 0, granted = 0;
+    vigil_etcd__lock(e);
+    for (int tries = 0;; tries++) {
+        if (tries == 4) {
+            rc = VIGIL_EBUSY;
+            break;
+        }
+        if ((rc = vigil_etcd__call(e, "v3/kv/range", body, &r)) < 0 ||
+            (rc = vigil_etcd__parse_holder(r.http, r.body, r.len, &rev, &lease, owner, sizeof(owner))) < 0)
+            break;
+        if (lease == 0)
+            break; /* a key put without a lease: held until someone deletes it */
+        if ((rc = vigil_etcd__body_id(tb, sizeof(tb), lease)) < 0 ||
+            (rc = vigil_etcd__call(e, "v3/lease/timetolive", tb, &r)) < 0)
+            break;
+        if ((rc = vigil_etcd__parse_ttl(r.http, r.body, r.len, &left, &granted)) != VIGIL_EVACANT)
+            break;
+    }
+    vigil_etcd__unlock(e);
+    if (rc < 0)
+        return rc;
+    memset(out, 0, sizeof(*out));
+    memcpy(out->key, key, kl);
+    memcpy(out->owner, owner, strlen(owner) + 1);
+    out->token = rev;
+    out->state = VIGIL_LEASE_HELD;
+    if (lease == 0) {
+        out->expires_in_ms = INT64_MAX;
+    } else {
+        out->ttl_ms = (uint64_t)granted * 1000;
+        /* etcd tells whole seconds, rounded down: under one left is still held. */
+        out->expires_in_ms = left > 0 ? left * 1000 : 1;
+    }
+    return 0;
 }

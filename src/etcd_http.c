@@ -24,6 +24,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +49,7 @@ struct vigil_etcd {
     struct curl_slist *headers;
     struct reply_buf   reply;
     unsigned           n, cur; /* endpoints, and the one to try first */
+    long               connect_ms; /* for the watch streams' own connections */
     unsigned           prefix[VIGIL_ETCD_MAX_ENDPOINTS];
     char               urls[VIGIL_ETCD_MAX_ENDPOINTS][VIGIL_ETCD_URL_MAX];
 };
@@ -191,6 +193,37 @@ static int transfer(vigil_etcd *e, const char *url, const char *body, long *http
     return 0;
 }
 
+/* A socket of ours must not leak into a program the caller execs (vigil
+ * lock's CMD): libcurl opens them without close-on-exec. */
+static int on_sockopt(void *arg, curl_socket_t fd, curlsocktype purpose)
+{
+    (void)arg;
+    (void)purpose;
+    int fl = fcntl(fd, F_GETFD);
+    if (fl >= 0)
+        (void)fcntl(fd, F_SETFD, fl | FD_CLOEXEC);
+    return CURL_SOCKOPT_OK;
+}
+
+void vigil_etcd__curl_setup(void *curl, long connect_ms)
+{
+    CURL *c = curl;
+    /* NOSIGNAL: renewals run in the keepalive thread, where curl must not
+     * use alarm() for its timeouts. No proxy: etcd is spoken to directly,
+     * whatever http_proxy says. Only http and https, and no redirects. */
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_PROXY, "");
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(c, CURLOPT_SOCKOPTFUNCTION, on_sockopt);
+#if LIBCURL_VERSION_NUM >= 0x075500
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+#else
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
+}
+
 /* ---- the request loop ---------------------------------------------------- */
 
 void vigil_etcd__lock(vigil_etcd *e)
@@ -256,6 +289,17 @@ int vigil_etcd__request(vigil_etcd *e, const char *path, const char *body,
     return rc;
 }
 
+int vigil_etcd__url(vigil_etcd *e, const char *path, char *url, size_t cap, long *connect_ms)
+{
+    if (strncmp(path, "v3/", 3) != 0)
+        return -EINVAL;
+    vigil_etcd__lock(e);
+    int n = snprintf(url, cap, "%s%s%s", e->urls[e->cur], gateway_prefix[e->prefix[e->cur]], path + 3);
+    *connect_ms = e->connect_ms;
+    vigil_etcd__unlock(e);
+    return n > 0 && (size_t)n < cap ? 0 : VIGIL_ERANGE;
+}
+
 const char *vigil_etcd__current_endpoint(vigil_etcd *e)
 {
     return e ? e->urls[e->cur] : NULL;
@@ -295,22 +339,11 @@ int vigil_etcd_connect(const char *endpoints, vigil_etcd **out)
         return -ENOMEM;
     }
     CURL *c = e->curl;
-    /* NOSIGNAL: renewals run in the keepalive thread, where curl must not
-     * use alarm() for its timeouts. No proxy: etcd is spoken to directly,
-     * whatever http_proxy says. Only http and https, and no redirects. */
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    vigil_etcd__curl_setup(c, CONNECT_MS_DEFAULT);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &e->reply);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, e->headers);
-    curl_easy_setopt(c, CURLOPT_PROXY, "");
-    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
-#if LIBCURL_VERSION_NUM >= 0x075500
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-#else
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-#endif
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)CONNECT_MS_DEFAULT);
+    e->connect_ms = CONNECT_MS_DEFAULT;
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)TOTAL_MS_DEFAULT);
     *out = e;
     return 0;
@@ -337,6 +370,7 @@ int vigil_etcd_set_timeout(vigil_etcd *e, uint32_t connect_ms, uint32_t total_ms
         cm = tm;
     pthread_mutex_lock(&e->lock);
     curl_easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS, cm);
+    e->connect_ms = cm;
     curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, tm);
     pthread_mutex_unlock(&e->lock);
     return 0;

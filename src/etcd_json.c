@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The JSON the etcd adapter speaks to etcd's gateway (grpc-gateway): the
- * request bodies, written here, and the replies, read with cJSON. The
- * requests each lease operation makes, and what they mean, are told in
- * etcd.c.
+ * request bodies, written here, and the replies, read with cJSON; those of
+ * the queue under KEY/ (acquire, get, a waiter's look, a watch) are in
+ * etcd_queue.c. The requests each lease operation makes, and what they
+ * mean, are told in etcd.c.
  *
  * The gateway speaks JSON over HTTP POST; bytes fields (key, value) are
  * base64 and int64 fields are JSON strings; proto3 omits fields that are
@@ -21,6 +22,12 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+
+/* Short names, within this file, for the helpers etcd_queue.c shares. */
+#define field       vigil_etcd__field
+#define json_i64    vigil_etcd__json_i64
+#define parse_whole vigil_etcd__parse_whole
+#define reply_open  vigil_etcd__reply_open
 
 /* ---- request bodies ------------------------------------------------------ */
 
@@ -54,6 +61,41 @@ int vigil_etcd__b64(const void *in, size_t n, char *out, size_t cap)
 }
 
 
+int vigil_etcd__unb64(const char *in, size_t n, void *out, size_t cap)
+{
+    unsigned char *o = out;
+    size_t len = 0;
+    uint32_t acc = 0;
+    unsigned bits = 0;
+    while (n > 0 && in[n - 1] == '=')
+        n--;
+    for (size_t i = 0; i < n; i++) {
+        char c = in[i];
+        unsigned v = c >= 'A' && c <= 'Z' ? (unsigned)(c - 'A') : c >= 'a' && c <= 'z' ? (unsigned)(c - 'a' + 26)
+                   : c >= '0' && c <= '9' ? (unsigned)(c - '0' + 52) : c == '+' ? 62u : c == '/' ? 63u : 64u;
+        if (v == 64)
+            return -EPROTO;
+        acc = acc << 6 | v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            if (len == cap)
+                return VIGIL_ERANGE;
+            o[len++] = (unsigned char)(acc >> bits);
+            acc &= (1u << bits) - 1;
+        }
+    }
+    if (bits >= 6)
+        return -EPROTO; /* a lone sextet: not the encoding of any bytes */
+    return (int)len;
+}
+
+int vigil_etcd__own_key(const char *key, int64_t lease_id, char *out, size_t cap)
+{
+    int n = snprintf(out, cap, "%s/%" PRIx64, key, (uint64_t)lease_id);
+    return n > 0 && (size_t)n < cap ? 0 : VIGIL_ERANGE;
+}
+
 static int fits(int n, size_t cap)
 {
     return n > 0 && (size_t)n < cap ? 0 : VIGIL_ERANGE;
@@ -71,31 +113,14 @@ int vigil_etcd__body_id(char *buf, size_t cap, int64_t id)
     return fits(snprintf(buf, cap, "{\"ID\":\"%" PRId64 "\"}", id), cap);
 }
 
-/* kv/txn of acquire: if the key was never created, put it under our lease
- * and range it; else range it. The range says who holds it. */
-int vigil_etcd__body_acquire(char *buf, size_t cap, const char *key, const char *owner, int64_t lease_id)
-{
-    char kb[192], vb[96];
-    if (vigil_etcd__b64(key, strlen(key), kb, sizeof(kb)) < 0 ||
-        vigil_etcd__b64(owner, strlen(owner), vb, sizeof(vb)) < 0)
-        return VIGIL_ERANGE;
-    return fits(snprintf(buf, cap,
-                         "{\"compare\":[{\"key\":\"%s\",\"target\":\"CREATE\",\"result\":\"EQUAL\","
-                         "\"create_revision\":\"0\"}],"
-                         "\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\",\"lease\":\"%" PRId64 "\"}},"
-                         "{\"request_range\":{\"key\":\"%s\",\"keys_only\":true}}],"
-                         "\"failure\":[{\"request_range\":{\"key\":\"%s\",\"keys_only\":true}}]}",
-                         kb, kb, vb, lease_id, kb, kb),
-                cap);
-}
-
 /* kv/txn of renew and release: the comparisons that say a key is still
  * this lease's, created at the token's revision (not deleted and created
  * again since) and carrying our lease. */
 int vigil_etcd__body_held(char *buf, size_t cap, const vigil_lease *l)
 {
-    char kb[192];
-    if (vigil_etcd__b64(l->key, strlen(l->key), kb, sizeof(kb)) < 0)
+    char own[192], kb[256];
+    if (vigil_etcd__own_key(l->key, l->id, own, sizeof(own)) < 0 ||
+        vigil_etcd__b64(own, strlen(own), kb, sizeof(kb)) < 0)
         return VIGIL_ERANGE;
     return fits(snprintf(buf, cap,
                          "{\"compare\":[{\"key\":\"%s\",\"target\":\"CREATE\",\"result\":\"EQUAL\","
@@ -126,7 +151,7 @@ int vigil_etcd__grpc_error(int code, bool lease_op)
     }
 }
 
-static const cJSON *field(const cJSON *obj, const char *name)
+const cJSON *vigil_etcd__field(const cJSON *obj, const char *name)
 {
     return cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, name) : NULL;
 }
@@ -134,7 +159,7 @@ static const cJSON *field(const cJSON *obj, const char *name)
 /* An int64 field. The gateway writes them as strings; a JSON number is
  * taken too while it is an exact integer. 1 found, 0 absent (proto3 omits
  * zero), -EPROTO malformed. */
-static int json_i64(const cJSON *obj, const char *name, int64_t *out)
+int vigil_etcd__json_i64(const cJSON *obj, const char *name, int64_t *out)
 {
     const cJSON *v = field(obj, name);
     if (!v || cJSON_IsNull(v))
@@ -195,7 +220,7 @@ static bool json_error(const cJSON *root, int *code, const char **msg)
 }
 
 /* The body as one JSON value and nothing after it but white space. */
-static cJSON *parse_whole(const char *body, size_t len)
+cJSON *vigil_etcd__parse_whole(const char *body, size_t len)
 {
     const char *end = NULL;
     cJSON *r = body && len ? cJSON_ParseWithLengthOpts(body, len, &end, false) : NULL;
@@ -212,7 +237,7 @@ static cJSON *parse_whole(const char *body, size_t len)
 
 /* 0 and *root (an object, to be deleted by the caller) for a 2xx JSON reply
  * that is not an error; otherwise the error's vigil result. */
-static int reply_open(long http, const char *body, size_t len, bool lease_op, cJSON **root)
+int vigil_etcd__reply_open(long http, const char *body, size_t len, bool lease_op, cJSON **root)
 {
     *root = NULL;
     cJSON *r = parse_whole(body, len);
@@ -257,61 +282,15 @@ int vigil_etcd__parse_grant(long http, const char *body, size_t len, int64_t *id
     return rc;
 }
 
-/* The first key of the first range response in a txn reply, or NULL. */
-static const cJSON *txn_range_kv(const cJSON *r)
-{
-    const cJSON *resps = field(r, "responses"), *op;
-    if (!cJSON_IsArray(resps))
-        return NULL;
-    cJSON_ArrayForEach(op, resps) {
-        const cJSON *kvs = field(field(op, "response_range"), "kvs");
-        if (cJSON_IsArray(kvs))
-            return cJSON_IsObject(kvs->child) ? kvs->child : NULL;
-    }
-    return NULL;
-}
-
 /* "succeeded": absent (proto3's false), true or false; anything else -EPROTO.
  * A txn reply always has a header: without one it is not etcd's. */
-static int txn_succeeded(const cJSON *r, bool *out)
+int vigil_etcd__txn_succeeded(const cJSON *r, bool *out)
 {
     const cJSON *s = field(r, "succeeded");
     if (!cJSON_IsObject(field(r, "header")) || (s && !cJSON_IsBool(s)))
         return -EPROTO;
     *out = cJSON_IsTrue(s);
     return 0;
-}
-
-int vigil_etcd__parse_acquire(long http, const char *body, size_t len, int64_t lease_id, uint64_t *token)
-{
-    cJSON *r;
-    int rc = reply_open(http, body, len, false, &r);
-    if (rc)
-        /* NotFound here is our own lease, lapsed between grant and put: the
-         * server was too slow to keep it, which is a transient failure. */
-        return rc == -ENOENT ? -ETIMEDOUT : rc;
-    bool won = false;
-    int64_t lease = 0, rev = 0;
-    const cJSON *kv;
-    if ((rc = txn_succeeded(r, &won)) < 0)
-        goto out;
-    kv = txn_range_kv(r);
-    if (!kv || json_i64(kv, "lease", &lease) < 0 || json_i64(kv, "create_revision", &rev) != 1 ||
-        rev <= 0) {
-        /* The range runs in the same transaction as the comparison: the key
-         * existed (failure) or was just put (success), so it must be there. */
-        rc = -EPROTO;
-        goto out;
-    }
-    if (lease == lease_id)
-        rc = 0; /* ours: this put, or an earlier attempt's whose reply was lost */
-    else
-        rc = won ? -EPROTO : VIGIL_EBUSY;
-out:
-    cJSON_Delete(r);
-    if (rc == 0)
-        *token = (uint64_t)rev;
-    return rc;
 }
 
 int vigil_etcd__parse_keepalive(long http, const char *body, size_t len, int64_t lease_id, int64_t *ttl)
@@ -344,7 +323,7 @@ int vigil_etcd__parse_txn(long http, const char *body, size_t len, bool *succeed
     if (rc)
         return rc;
     bool s = false;
-    rc = txn_succeeded(r, &s);
+    rc = vigil_etcd__txn_succeeded(r, &s);
     cJSON_Delete(r);
     if (rc == 0)
         *succeeded = s;

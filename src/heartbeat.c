@@ -98,13 +98,20 @@ int vigil_slot_try_lock(struct vigil_hb_slot *s, uint32_t *version)
                                                  memory_order_relaxed))
         return VIGIL_EBUSY;
     slot_hook(SP_WRITER_TAKEN);
-    if (atomic_load_explicit(&s->seq, memory_order_relaxed) & 1u) {
+    uint32_t v = atomic_load_explicit(&s->seq, memory_order_relaxed);
+    if (v & 1u) {
         /* Odd with `writer` free: a scribble; leave the slot to repair.
          * Release: as any unlock. */
         atomic_store_explicit(&s->writer, 0, memory_order_release);
         return VIGIL_EBUSY;
     }
-    return vigil_slot_lock_version(s, version);
+    /* A store, not a CAS: holding `writer`, no vigil writer moves seq. */
+    atomic_store_explicit(&s->seq, v + 1u, memory_order_relaxed);
+    /* As in vigil_slot_lock_version: the odd version before any field. */
+    atomic_thread_fence(memory_order_release);
+    *version = v;
+    slot_hook(SP_LOCKED);
+    return 0;
 }
 
 int vigil_slot_lock(struct vigil_hb_slot *s, uint32_t *version)
@@ -129,10 +136,14 @@ int vigil_slot_unlock(struct vigil_hb_slot *s, uint32_t version)
     if (!atomic_compare_exchange_strong_explicit(&s->seq, &odd, version + 2u, memory_order_release,
                                                  memory_order_relaxed))
         return VIGIL_ELOST;
-    /* Release: the next writer's acquire CAS sees our fields. */
-    if (!atomic_compare_exchange_strong_explicit(&s->writer, &me, 0, memory_order_release,
-                                                 memory_order_relaxed))
+    /* A store: the version was still ours just now, and a take-over moves
+     * `writer` before the version (THE REPAIR), so `writer` is ours too;
+     * only a process judged dead is taken over. The load is a check
+     * against a peer outside the protocol. Release: the next writer's
+     * acquire CAS sees our fields. */
+    if (atomic_load_explicit(&s->writer, memory_order_relaxed) != me)
         return VIGIL_ELOST;
+    atomic_store_explicit(&s->writer, 0, memory_order_release);
     return 0;
 }
 

@@ -171,15 +171,21 @@ static bool is_lost(const vigil_keepalive *ka)
 {
     struct ka_shared *sh = ka->sh;
     uint64_t d = atomic_load_explicit(&sh->deadline, memory_order_acquire);
-    if (d == 0)
-        return true;
-    if (vigil_now_ns() < d)
-        return false;
-    /* Relaxed on failure: the value is only looked at again. Success
-     * release, as mark_lost. */
-    atomic_compare_exchange_strong_explicit(&sh->deadline, &d, 0, memory_order_release,
-                                            memory_order_relaxed);
-    return atomic_load_explicit(&sh->deadline, memory_order_acquire) == 0;
+    /* A failed CAS means a renewal moved the deadline meanwhile: judge the
+     * new one against the clock again (model/keepalive.pml found a reader
+     * that took a renewal racing its latch for "not lost" although the new
+     * deadline had passed too). Each retry follows an accepted renewal, so
+     * the loop ends. Success release, as mark_lost; failure acquire: d is
+     * judged again. */
+    for (;;) {
+        if (d == 0)
+            return true;
+        if (vigil_now_ns() < d)
+            return false;
+        if (atomic_compare_exchange_weak_explicit(&sh->deadline, &d, 0, memory_order_release,
+                                                  memory_order_acquire))
+            return true;
+    }
 }
 
 static uint64_t thread_cpu_ns(pthread_t t)

@@ -127,6 +127,7 @@ int vigil_proc_start_time(uint32_t pid, uint64_t *out)
 
 struct self_cache {
     _Atomic uint64_t pid, ns, start;
+    _Atomic uint64_t lock; /* vigil_self_lock_word, 0 not yet (a lock word never is 0) */
 };
 
 static struct self_cache self_static;
@@ -141,6 +142,7 @@ static void self_forget(void)
         atomic_store_explicit(&c->pid, 0, memory_order_relaxed);
         atomic_store_explicit(&c->ns, 0, memory_order_relaxed);
         atomic_store_explicit(&c->start, 0, memory_order_relaxed);
+        atomic_store_explicit(&c->lock, 0, memory_order_relaxed);
     }
 }
 
@@ -365,7 +367,16 @@ uint64_t vigil_lock_word_of(uint32_t pid, uint64_t ns_inode, uint64_t start)
 
 uint64_t vigil_self_lock_word(void)
 {
-    return vigil_lock_word_of(vigil_self_pid(), vigil_self_pidns(), vigil_self_start_time());
+    /* Cached whole: every slot lock and unlock asks for it. Relaxed, as
+     * the other cached words: each is this process's constant. */
+    struct self_cache *c = cache();
+    uint64_t w = c ? atomic_load_explicit(&c->lock, memory_order_relaxed) : 0;
+    if (__builtin_expect(w != 0, 1))
+        return w;
+    w = vigil_lock_word_of(vigil_self_pid(), vigil_self_pidns(), vigil_self_start_time());
+    if (c)
+        atomic_store_explicit(&c->lock, w, memory_order_relaxed);
+    return w;
 }
 
 /* The "dev inode" pair of the line of a maps file that covers addr (addr

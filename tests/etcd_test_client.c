@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Description: the etcd adapter without etcd: base64, endpoint lists,
- * argument checks, every reply interpreter on etcd's real replies and on
+ * argument checks, the queue's request bodies (KEY/<lease hex>, the range
+ * under KEY/), every reply interpreter on etcd's real replies and on
  * malformed, truncated and hostile ones, and the whole client against fake
  * servers (a dead endpoint passed over, the /v3beta fallback, a server that
  * hangs, closes, babbles or floods), an unreachable server being a
@@ -15,16 +16,36 @@
 #define LIDS "5007618193102948884"
 
 static const char GRANT_OK[] = "{" HDR ",\"ID\":\"" LIDS "\",\"TTL\":\"2\"}";
+/* The acquire txn's replies: our key k2/<LID in hex>, then the first key
+ * under k2/. Won: put, our key at 4, first at 4. Held: our key at 9 (not
+ * put: an earlier attempt's), someone else's first at 7. */
+#define OWN_B64 "azIvNDU3ZWEyMzcxMmFmNGExNA=="
+#define RANGE(key, rev, lease) \
+    "{\"response_range\":{\"header\":{\"revision\":\"9\"},\"kvs\":[{\"key\":\"" key "\",\"create_revision\":\"" \
+    rev "\",\"mod_revision\":\"" rev "\",\"version\":\"1\",\"lease\":\"" lease "\"}],\"count\":\"1\"}}"
 static const char ACQ_WON[] =
     "{" HDR ",\"succeeded\":true,\"responses\":[{\"response_put\":{\"header\":{\"revision\":\"4\"}}},"
-    "{\"response_range\":{\"header\":{\"revision\":\"4\"},\"kvs\":[{\"key\":\"azI=\",\"create_revision\":\"4\","
-    "\"mod_revision\":\"4\",\"version\":\"1\",\"lease\":\"" LIDS "\"}],\"count\":\"1\"}}]}";
+    RANGE(OWN_B64, "4", LIDS) "," RANGE(OWN_B64, "4", LIDS) "]}";
 static const char ACQ_HELD[] =
-    "{" HDR ",\"responses\":[{\"response_range\":{\"header\":{\"revision\":\"9\"},\"kvs\":[{\"key\":\"azI=\","
-    "\"create_revision\":\"7\",\"mod_revision\":\"7\",\"version\":\"1\",\"lease\":\"1234\"}],\"count\":\"1\"}}]}";
+    "{" HDR ",\"succeeded\":true,\"responses\":[{\"response_put\":{}}," RANGE(OWN_B64, "9", LIDS) ","
+    RANGE("azIvMTIzNA==", "7", "1234") "]}";
 static const char ACQ_OURS_EARLIER[] =
-    "{" HDR ",\"responses\":[{\"response_range\":{\"header\":{\"revision\":\"9\"},\"kvs\":[{\"key\":\"azI=\","
-    "\"create_revision\":\"8\",\"mod_revision\":\"8\",\"version\":\"1\",\"lease\":\"" LIDS "\"}],\"count\":\"1\"}}]}";
+    "{" HDR ",\"responses\":[" RANGE(OWN_B64, "8", LIDS) "," RANGE(OWN_B64, "8", LIDS) "]}";
+/* The queue's other replies: the holder (get), a lease's time to live, a
+ * waiter's look, watch messages. */
+static const char HOLDER[] =
+    "{" HDR ",\"kvs\":[{\"key\":\"azIvMTIzNA==\",\"create_revision\":\"7\",\"mod_revision\":\"7\","
+    "\"version\":\"1\",\"value\":\"bGVhZGVyLUE=\",\"lease\":\"1234\"}],\"count\":\"1\"}";
+static const char TTL_OK[] = "{" HDR ",\"ID\":\"1234\",\"TTL\":\"4\",\"grantedTTL\":\"5\"}";
+static const char TTL_GONE[] = "{" HDR ",\"ID\":\"1234\",\"TTL\":\"-1\"}";
+static const char PRED[] =
+    "{" HDR ",\"succeeded\":true,\"responses\":[{\"response_range\":{\"header\":{\"revision\":\"4\"},"
+    "\"kvs\":[{\"key\":\"azIvMTIzNA==\",\"create_revision\":\"3\",\"mod_revision\":\"3\",\"version\":\"1\","
+    "\"lease\":\"1234\"}],\"count\":\"1\"}}]}";
+static const char PRED_NONE[] = "{" HDR ",\"succeeded\":true,\"responses\":[{\"response_range\":{\"header\":{}}}]}";
+static const char WATCH_CREATED[] = "{\"result\":{" HDR ",\"created\":true}}";
+static const char WATCH_DELETE[] =
+    "{\"result\":{" HDR ",\"events\":[{\"type\":\"DELETE\",\"kv\":{\"key\":\"azIvMTIzNA==\",\"mod_revision\":\"5\"}}]}}";
 static const char KA_OK[] = "{\"result\":{" HDR ",\"ID\":\"" LIDS "\",\"TTL\":\"2\"}}";
 static const char KA_EXPIRED[] = "{\"result\":{" HDR ",\"ID\":\"" LIDS "\"}}";
 static const char TXN_TRUE[] = "{" HDR ",\"succeeded\":true}";
@@ -52,6 +73,17 @@ static int test_base64(void)
     EXPECT_RC(vigil_etcd__b64("foo", 3, out, 4), VIGIL_ERANGE); /* no room for the NUL */
     EXPECT_RC(vigil_etcd__b64("foo", 3, out, 5), 4);
     EXPECT_RC(vigil_etcd__b64("foo", 3, NULL, 5), VIGIL_ERANGE);
+    for (unsigned i = 0; i < 7; i++) {
+        char dec[16];
+        int n = vigil_etcd__unb64(want[i], strlen(want[i]), dec, sizeof(dec));
+        EXPECT(n == (int)strlen(in[i]) && memcmp(dec, in[i], (size_t)n) == 0, "unbase64(\"%s\"): got %d", want[i], n);
+    }
+    char dec[8];
+    EXPECT_RC(vigil_etcd__unb64("//4A+w==", 8, dec, sizeof(dec)), 4);
+    EXPECT(memcmp(dec, bin, 4) == 0, "unbase64 of binary");
+    EXPECT_RC(vigil_etcd__unb64("Zm9v", 4, dec, 2), VIGIL_ERANGE);
+    EXPECT_RC(vigil_etcd__unb64("Zm9v!", 5, dec, sizeof(dec)), -EPROTO);
+    EXPECT_RC(vigil_etcd__unb64("Z", 1, dec, sizeof(dec)), -EPROTO);
     return 0;
 }
 
@@ -180,48 +212,151 @@ static int test_parse_grant(void)
 
 static int test_parse_acquire(void)
 {
-    uint64_t token = 0;
-    EXPECT_RC(vigil_etcd__parse_acquire(200, P(ACQ_WON), LID, &token), 0);
-    EXPECT(token == 4, "expected token 4 (create_revision), got %llu", (unsigned long long)token);
-    token = 0;
-    EXPECT_RC(vigil_etcd__parse_acquire(200, P(ACQ_HELD), LID, &token), VIGIL_EBUSY);
-    EXPECT(token == 0, "EBUSY wrote the token");
+    uint64_t rev = 0;
+    EXPECT_RC(vigil_etcd__parse_acquire(200, P(ACQ_WON), LID, &rev), 0);
+    EXPECT(rev == 4, "expected our key's create_revision 4, got %llu", (unsigned long long)rev);
+    rev = 0;
+    /* Someone else's key is first: busy, and our place (9) is told. */
+    EXPECT_RC(vigil_etcd__parse_acquire(200, P(ACQ_HELD), LID, &rev), VIGIL_EBUSY);
+    EXPECT(rev == 9, "EBUSY: expected our place 9, got %llu", (unsigned long long)rev);
     /* Our own lease on the key in the failure branch: an earlier attempt's
      * put took and its reply was lost. That is a win, at its revision. */
-    EXPECT_RC(vigil_etcd__parse_acquire(200, P(ACQ_OURS_EARLIER), LID, &token), 0);
-    EXPECT(token == 8, "expected token 8 from the earlier put, got %llu", (unsigned long long)token);
-    token = 0;
+    EXPECT_RC(vigil_etcd__parse_acquire(200, P(ACQ_OURS_EARLIER), LID, &rev), 0);
+    EXPECT(rev == 8, "expected token 8 from the earlier put, got %llu", (unsigned long long)rev);
+    rev = 0;
     static const char *const bad[] = {
-        /* success without the range, or the range without the key */
+        /* success without the ranges, or a range without its key */
         "{" HDR ",\"succeeded\":true,\"responses\":[{\"response_put\":{}}]}",
         "{" HDR ",\"succeeded\":true}",
-        "{" HDR ",\"succeeded\":true,\"responses\":[{\"response_range\":{\"kvs\":[]}}]}",
-        "{" HDR ",\"responses\":[{\"response_range\":{}}]}",
-        "{" HDR ",\"responses\":[{\"response_range\":{\"kvs\":{}}}]}",
-        "{" HDR ",\"responses\":[{\"response_range\":{\"kvs\":[7]}}]}",
+        "{" HDR ",\"succeeded\":true,\"responses\":[" RANGE(OWN_B64, "4", LIDS) "]}",
+        "{" HDR ",\"succeeded\":true,\"responses\":[{\"response_range\":{\"kvs\":[]}}," RANGE(OWN_B64, "4", LIDS) "]}",
+        "{" HDR ",\"responses\":[" RANGE(OWN_B64, "4", LIDS) ",{\"response_range\":{}}]}",
+        "{" HDR ",\"responses\":[{\"response_range\":{\"kvs\":{}}}," RANGE(OWN_B64, "4", LIDS) "]}",
+        "{" HDR ",\"responses\":[{\"response_range\":{\"kvs\":[7]}}," RANGE(OWN_B64, "4", LIDS) "]}",
         "{" HDR ",\"responses\":\"none\"}",
         "{" HDR "}",
-        /* success, but the key carries another lease: not what we put */
-        "{" HDR ",\"succeeded\":true,\"responses\":[{\"response_range\":{\"kvs\":[{\"create_revision\":\"4\",\"lease\":\"1\"}]}}]}",
-        /* bad revisions */
-        "{" HDR ",\"succeeded\":true,\"responses\":[{\"response_range\":{\"kvs\":[{\"lease\":\"" LIDS "\"}]}}]}",
-        "{" HDR ",\"succeeded\":true,\"responses\":[{\"response_range\":{\"kvs\":[{\"create_revision\":\"0\",\"lease\":\"" LIDS "\"}]}}]}",
-        "{" HDR ",\"succeeded\":true,\"responses\":[{\"response_range\":{\"kvs\":[{\"create_revision\":\"-4\",\"lease\":\"" LIDS "\"}]}}]}",
-        "{" HDR ",\"succeeded\":true,\"responses\":[{\"response_range\":{\"kvs\":[{\"create_revision\":\"4\",\"lease\":\"x\"}]}}]}",
+        /* our key carries another lease: not what we put */
+        "{" HDR ",\"succeeded\":true,\"responses\":[" RANGE(OWN_B64, "4", "1") "," RANGE(OWN_B64, "4", "1") "]}",
+        /* the first key after ours, bad revisions */
+        "{" HDR ",\"responses\":[" RANGE(OWN_B64, "4", LIDS) "," RANGE("eA==", "5", "1") "]}",
+        "{" HDR ",\"responses\":[" RANGE(OWN_B64, "0", LIDS) "," RANGE(OWN_B64, "0", LIDS) "]}",
+        "{" HDR ",\"responses\":[" RANGE(OWN_B64, "-4", LIDS) "," RANGE(OWN_B64, "-4", LIDS) "]}",
+        "{" HDR ",\"responses\":[" RANGE(OWN_B64, "4", "x") "," RANGE(OWN_B64, "4", LIDS) "]}",
         /* a succeeded that is not a bool, a missing header */
         "{" HDR ",\"succeeded\":\"yes\",\"responses\":[]}",
-        "{\"succeeded\":true,\"responses\":[{\"response_range\":{\"kvs\":[{\"create_revision\":\"4\",\"lease\":\"" LIDS "\"}]}}]}",
+        "{\"succeeded\":true,\"responses\":[" RANGE(OWN_B64, "4", LIDS) "," RANGE(OWN_B64, "4", LIDS) "]}",
         "{}", "[]", "", "{\"header\":",
     };
     for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        int rc = vigil_etcd__parse_acquire(200, P(bad[i]), LID, &token);
+        int rc = vigil_etcd__parse_acquire(200, P(bad[i]), LID, &rev);
         EXPECT(rc == -EPROTO, "acquire reply %s: expected -EPROTO, got %d (%s)", bad[i], rc, vigil_strerror(rc));
     }
-    EXPECT(token == 0, "a refused reply wrote the token");
+    EXPECT(rev == 0, "a refused reply wrote the revision");
     /* Our fresh lease already gone at the put: a slow server, not a loss. */
-    EXPECT_RC(vigil_etcd__parse_acquire(404, P(NOT_FOUND), LID, &token), -ETIMEDOUT);
-    EXPECT_RC(vigil_etcd__parse_acquire(400, P("{\"error\":\"etcdserver: key is not provided\",\"code\":3}"), LID, &token),
+    EXPECT_RC(vigil_etcd__parse_acquire(404, P(NOT_FOUND), LID, &rev), -ETIMEDOUT);
+    EXPECT_RC(vigil_etcd__parse_acquire(400, P("{\"error\":\"etcdserver: key is not provided\",\"code\":3}"), LID, &rev),
               -EINVAL);
+    return 0;
+}
+
+/* The queue's bodies name our key KEY/<hex>, the range [KEY/, KEY0), and
+ * the limits etcd's concurrency package uses. */
+static int test_queue_bodies(void)
+{
+    char own[200], buf[4096];
+    EXPECT_RC(vigil_etcd__own_key("k2", LID, own, sizeof(own)), 0);
+    EXPECT(strcmp(own, "k2/457ea23712af4a14") == 0, "own key: %s", own);
+    EXPECT_RC(vigil_etcd__own_key("k2", LID, own, 19), VIGIL_ERANGE);
+    EXPECT_RC(vigil_etcd__body_acquire(buf, sizeof(buf), "k2", "worker-1", LID), 0);
+    static const char *const acq[] = {
+        "\"compare\":[{\"key\":\"" OWN_B64 "\",\"target\":\"CREATE\",\"result\":\"EQUAL\",\"create_revision\":\"0\"}]",
+        "\"request_put\":{\"key\":\"" OWN_B64 "\",\"value\":\"d29ya2VyLTE=\",\"lease\":\"" LIDS "\"}",
+        "{\"request_range\":{\"key\":\"azIv\",\"range_end\":\"azIw\",\"sort_order\":\"ASCEND\",\"sort_target\":\"CREATE\","
+        "\"limit\":\"1\",\"keys_only\":true}}",
+    };
+    for (unsigned i = 0; i < 3; i++)
+        EXPECT(strstr(buf, acq[i]), "acquire body lacks %s:\n%s", acq[i], buf);
+    EXPECT_RC(vigil_etcd__body_holder(buf, sizeof(buf), "k2"), 0);
+    EXPECT(strcmp(buf, "{\"key\":\"azIv\",\"range_end\":\"azIw\",\"sort_order\":\"ASCEND\",\"sort_target\":\"CREATE\","
+                       "\"limit\":\"1\"}") == 0, "holder body: %s", buf);
+    EXPECT_RC(vigil_etcd__body_pred(buf, sizeof(buf), "k2", LID, 9), 0);
+    EXPECT(strstr(buf, "\"create_revision\":\"9\"") && strstr(buf, "\"lease\":\"" LIDS "\"") &&
+           strstr(buf, "\"sort_order\":\"DESCEND\"") && strstr(buf, "\"max_create_revision\":\"8\""),
+           "pred body: %s", buf);
+    EXPECT_RC(vigil_etcd__body_pred(buf, sizeof(buf), "k2", LID, 1), VIGIL_ERANGE);
+    EXPECT_RC(vigil_etcd__body_watch(buf, sizeof(buf), "azIvMTIzNA==", 5), 0);
+    EXPECT(strcmp(buf, "{\"create_request\":{\"key\":\"azIvMTIzNA==\",\"start_revision\":\"5\","
+                       "\"filters\":[\"NOPUT\"]}}") == 0, "watch body: %s", buf);
+    /* The longest key: its own key and ranges still fit. */
+    char longkey[128];
+    memset(longkey, 'K', 127);
+    longkey[127] = '\0';
+    EXPECT_RC(vigil_etcd__body_acquire(buf, sizeof(buf), longkey, "o", INT64_MAX), 0);
+    EXPECT_RC(vigil_etcd__body_pred(buf, sizeof(buf), longkey, INT64_MAX, 9), 0);
+    EXPECT_RC(vigil_etcd__body_acquire(buf, 100, "k2", "o", LID), VIGIL_ERANGE);
+    return 0;
+}
+
+static int test_parse_queue(void)
+{
+    uint64_t rev = 0;
+    int64_t lease = 0, left = 0, granted = 0;
+    char owner[64], small[4], pred[64];
+    EXPECT_RC(vigil_etcd__parse_holder(200, P(HOLDER), &rev, &lease, owner, sizeof(owner)), 0);
+    EXPECT(rev == 7 && lease == 1234 && strcmp(owner, "leader-A") == 0, "holder: rev %llu lease %lld owner %s",
+           (unsigned long long)rev, (long long)lease, owner);
+    EXPECT_RC(vigil_etcd__parse_holder(200, P(HOLDER), &rev, &lease, small, sizeof(small)), 0);
+    EXPECT(strcmp(small, "lea") == 0, "an owner longer than the field is cut: %s", small);
+    /* etcdctl lock: no value, and a key put by hand: no lease. */
+    EXPECT_RC(vigil_etcd__parse_holder(200, P("{" HDR ",\"kvs\":[{\"key\":\"eA==\",\"create_revision\":\"3\"}]}"),
+                                       &rev, &lease, owner, sizeof(owner)), 0);
+    EXPECT(rev == 3 && lease == 0 && owner[0] == '\0', "bare key: rev %llu lease %lld owner %s",
+           (unsigned long long)rev, (long long)lease, owner);
+    EXPECT_RC(vigil_etcd__parse_holder(200, P("{" HDR "}"), &rev, &lease, owner, sizeof(owner)), VIGIL_EVACANT);
+    EXPECT_RC(vigil_etcd__parse_holder(200, P("{" HDR ",\"kvs\":[]}"), &rev, &lease, owner, sizeof(owner)), VIGIL_EVACANT);
+    static const char *const bad_holder[] = {
+        "{}", "{" HDR ",\"kvs\":{}}", "{" HDR ",\"kvs\":[1]}", "{" HDR ",\"kvs\":[{\"key\":\"eA==\"}]}",
+        "{" HDR ",\"kvs\":[{\"create_revision\":\"3\",\"value\":\"!!\"}]}",
+        "{" HDR ",\"kvs\":[{\"create_revision\":\"3\",\"value\":7}]}",
+        "{" HDR ",\"kvs\":[{\"create_revision\":\"3\",\"lease\":\"-2\"}]}",
+    };
+    for (unsigned i = 0; i < sizeof(bad_holder) / sizeof(bad_holder[0]); i++) {
+        int rc = vigil_etcd__parse_holder(200, P(bad_holder[i]), &rev, &lease, owner, sizeof(owner));
+        EXPECT(rc == -EPROTO, "holder reply %s: expected -EPROTO, got %d", bad_holder[i], rc);
+    }
+    EXPECT_RC(vigil_etcd__parse_ttl(200, P(TTL_OK), &left, &granted), 0);
+    EXPECT(left == 4 && granted == 5, "ttl: left %lld granted %lld", (long long)left, (long long)granted);
+    EXPECT_RC(vigil_etcd__parse_ttl(200, P(TTL_GONE), &left, &granted), VIGIL_EVACANT);
+    EXPECT_RC(vigil_etcd__parse_ttl(404, P(NOT_FOUND), &left, &granted), VIGIL_EVACANT);
+    EXPECT_RC(vigil_etcd__parse_ttl(200, P("{\"TTL\":\"4\"}"), &left, &granted), -EPROTO);
+    EXPECT_RC(vigil_etcd__parse_ttl(200, P("{" HDR ",\"TTL\":\"-7\"}"), &left, &granted), -EPROTO);
+
+    int64_t hrev = 0;
+    EXPECT_RC(vigil_etcd__parse_pred(200, P(PRED), pred, sizeof(pred), &hrev), 0);
+    EXPECT(strcmp(pred, "azIvMTIzNA==") == 0 && hrev == 4, "pred: %s at %lld", pred, (long long)hrev);
+    EXPECT_RC(vigil_etcd__parse_pred(200, P(PRED_NONE), pred, sizeof(pred), &hrev), VIGIL_EVACANT);
+    EXPECT_RC(vigil_etcd__parse_pred(200, P(TXN_FALSE), pred, sizeof(pred), &hrev), VIGIL_ELOST);
+    EXPECT_RC(vigil_etcd__parse_pred(200, P(PRED), pred, 5, &hrev), VIGIL_ERANGE);
+    static const char *const bad_pred[] = {
+        "{" HDR ",\"succeeded\":true}",
+        "{\"header\":{},\"succeeded\":true,\"responses\":[{\"response_range\":{}}]}",
+        "{" HDR ",\"succeeded\":true,\"responses\":[{\"response_range\":{\"kvs\":[{\"key\":\"a\\\"b\"}]}}]}",
+        "{" HDR ",\"succeeded\":true,\"responses\":[{\"response_range\":{\"kvs\":[{\"key\":7}]}}]}",
+        "{" HDR ",\"succeeded\":true,\"responses\":[{\"response_range\":{\"kvs\":[{}]}}]}",
+    };
+    for (unsigned i = 0; i < sizeof(bad_pred) / sizeof(bad_pred[0]); i++) {
+        int rc = vigil_etcd__parse_pred(200, P(bad_pred[i]), pred, sizeof(pred), &hrev);
+        EXPECT(rc == -EPROTO, "pred reply %s: expected -EPROTO, got %d", bad_pred[i], rc);
+    }
+
+    EXPECT_RC(vigil_etcd__parse_watch(P(WATCH_CREATED)), VIGIL_ETCD_WATCH_NOTHING);
+    EXPECT_RC(vigil_etcd__parse_watch(P(WATCH_DELETE)), VIGIL_ETCD_WATCH_DELETED);
+    EXPECT_RC(vigil_etcd__parse_watch(P("{\"result\":{" HDR ",\"events\":[{\"kv\":{}}]}}")), VIGIL_ETCD_WATCH_NOTHING);
+    EXPECT_RC(vigil_etcd__parse_watch(P("{\"result\":{" HDR ",\"canceled\":true}}")), VIGIL_ETCD_WATCH_CANCELED);
+    EXPECT_RC(vigil_etcd__parse_watch(P("{\"result\":{" HDR ",\"compact_revision\":\"9\"}}")), VIGIL_ETCD_WATCH_CANCELED);
+    EXPECT_RC(vigil_etcd__parse_watch(P("{\"error\":{\"grpc_code\":14,\"message\":\"no leader\"}}")), -EAGAIN);
+    EXPECT_RC(vigil_etcd__parse_watch(P("{\"result\":7}")), -EPROTO);
+    EXPECT_RC(vigil_etcd__parse_watch(P("{\"result\":{}")), -EPROTO);
     return 0;
 }
 
@@ -294,11 +429,14 @@ static int test_parse_txn_revoke(void)
  * flips: no parser may crash, and none may take a truncated reply. */
 static int test_parse_hostile(void)
 {
-    static const char *const good[] = { GRANT_OK, ACQ_WON, ACQ_HELD, KA_OK, KA_EXPIRED, TXN_TRUE, TXN_FALSE, NOT_FOUND };
+    static const char *const good[] = { GRANT_OK, ACQ_WON, ACQ_HELD, KA_OK, KA_EXPIRED, TXN_TRUE, TXN_FALSE, NOT_FOUND,
+                                        HOLDER, TTL_OK, PRED, WATCH_DELETE };
+    const unsigned ngood = sizeof(good) / sizeof(good[0]);
+    char owner[64], pred[64];
     int64_t a, b;
     uint64_t t;
     bool s;
-    for (unsigned g = 0; g < sizeof(good) / sizeof(good[0]); g++) {
+    for (unsigned g = 0; g < ngood; g++) {
         size_t n = strlen(good[g]);
         for (size_t cut = 0; cut < n; cut++) {
             /* a copy of exactly cut bytes, so ASan sees any read past it */
@@ -309,15 +447,20 @@ static int test_parse_hostile(void)
             int r3 = vigil_etcd__parse_keepalive(200, p, cut, LID, &a);
             int r4 = vigil_etcd__parse_txn(200, p, cut, &s);
             int r5 = vigil_etcd__parse_revoke(200, p, cut);
+            int r6 = vigil_etcd__parse_holder(200, p, cut, &t, &a, owner, sizeof(owner));
+            int r7 = vigil_etcd__parse_ttl(200, p, cut, &a, &b);
+            int r8 = vigil_etcd__parse_pred(200, p, cut, pred, sizeof(pred), &a);
+            int r9 = vigil_etcd__parse_watch(p, cut);
             free(p);
-            EXPECT(r1 < 0 && r2 < 0 && r3 < 0 && r4 < 0 && r5 < 0,
-                   "reply %u cut at %zu was taken: %d %d %d %d %d", g, cut, r1, r2, r3, r4, r5);
+            EXPECT(r1 < 0 && r2 < 0 && r3 < 0 && r4 < 0 && r5 < 0 && r6 < 0 && r7 < 0 && r8 < 0 && r9 < 0,
+                   "reply %u cut at %zu was taken: %d %d %d %d %d %d %d %d %d", g, cut, r1, r2, r3, r4, r5, r6, r7,
+                   r8, r9);
         }
     }
     uint64_t x = 0x9e3779b97f4a7c15ull;
-    char buf[512];
+    char buf[2048];
     for (int round = 0; round < 20000; round++) {
-        const char *src = good[round % 8];
+        const char *src = good[round % ngood];
         size_t n = strlen(src);
         memcpy(buf, src, n);
         for (int k = 0; k < 1 + round % 4; k++) {
@@ -331,6 +474,10 @@ static int test_parse_hostile(void)
         (void)vigil_etcd__parse_keepalive(200, p, n, LID, &a);
         (void)vigil_etcd__parse_txn(200, p, n, &s);
         (void)vigil_etcd__parse_revoke(200, p, n);
+        (void)vigil_etcd__parse_holder(200, p, n, &t, &a, owner, sizeof(owner));
+        (void)vigil_etcd__parse_ttl(200, p, n, &a, &b);
+        (void)vigil_etcd__parse_pred(200, p, n, pred, sizeof(pred), &a);
+        (void)vigil_etcd__parse_watch(p, n);
         free(p);
     }
     /* Nesting far past any sane depth: cJSON stops at its limit. */
@@ -417,16 +564,16 @@ static int test_fake_cycle(void)
     EXPECT_RC(r7, VIGIL_ELOST);
     EXPECT_RC(r8, -EAGAIN);
 
-    /* What went over the wire: base64 key "azI=" and owner, the lease on
+    /* What went over the wire: our key k2/<hex> in base64 and the owner, the lease on
      * the put, TTL rounded up to whole seconds (1500 ms -> 2, 100 ms -> 1),
      * the guards on renew and release, and the revoke after EBUSY. */
     const char *log = et_fake_log(&f);
     static const char *const want[] = {
         "POST /v3/lease/grant {\"TTL\":\"2\"}\n",
         "\"target\":\"CREATE\",\"result\":\"EQUAL\",\"create_revision\":\"0\"",
-        "\"request_put\":{\"key\":\"azI=\",\"value\":\"d29ya2VyLTE=\",\"lease\":\"" LIDS "\"}",
+        "\"request_put\":{\"key\":\"" OWN_B64 "\",\"value\":\"d29ya2VyLTE=\",\"lease\":\"" LIDS "\"}",
         "POST /v3/lease/keepalive {\"ID\":\"" LIDS "\"}\n",
-        "\"create_revision\":\"4\"},{\"key\":\"azI=\",\"target\":\"LEASE\",\"result\":\"EQUAL\",\"lease\":\"" LIDS "\"}",
+        "\"create_revision\":\"4\"},{\"key\":\"" OWN_B64 "\",\"target\":\"LEASE\",\"result\":\"EQUAL\",\"lease\":\"" LIDS "\"}",
         "POST /v3/lease/revoke {\"ID\":\"" LIDS "\"}\n",
         "POST /v3/lease/grant {\"TTL\":\"1\"}\n",
     };
@@ -541,6 +688,6 @@ static int test_fake_hostile(void)
 }
 
 VT_MAIN(VT_CASE(test_base64), VT_CASE(test_endpoints), VT_CASE(test_arguments), VT_CASE(test_parse_grant),
-        VT_CASE(test_parse_acquire), VT_CASE(test_parse_keepalive), VT_CASE(test_parse_txn_revoke),
+        VT_CASE(test_parse_acquire), VT_CASE(test_queue_bodies), VT_CASE(test_parse_queue), VT_CASE(test_parse_keepalive), VT_CASE(test_parse_txn_revoke),
         VT_CASE(test_parse_hostile), VT_CASE(test_unreachable), VT_CASE(test_fake_cycle),
         VT_CASE(test_fake_endpoints), VT_CASE(test_fake_prefix), VT_CASE(test_fake_hostile))

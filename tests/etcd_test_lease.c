@@ -40,11 +40,19 @@ static int64_t lease_ttl(vigil_etcd *e, int64_t id, int64_t *granted)
     return reply_i64(reply, "TTL", 0);
 }
 
+/* A holder's own key in etcd, KEY/<lease id in hex> (a static buffer). */
+static const char *own(const vigil_lease *l)
+{
+    static char buf[200];
+    vigil_etcd__own_key(l->key, l->id, buf, sizeof(buf));
+    return buf;
+}
+
 /* The key as etcd has it: 1 and its lease, create_revision and base64
  * value; 0 absent; -1 on error. */
 static int key_get(vigil_etcd *e, const char *key, int64_t *lease, int64_t *rev, char *value, size_t cap)
 {
-    char kb[200], body[300];
+    char kb[300], body[400];
     long http;
     const char *reply;
     size_t len;
@@ -72,7 +80,7 @@ static int key_get(vigil_etcd *e, const char *key, int64_t *lease, int64_t *rev,
 /* An operator's "etcdctl del key", behind the adapter's back. */
 static int key_delete(vigil_etcd *e, const char *key)
 {
-    char kb[200], body[300];
+    char kb[300], body[400];
     long http;
     const char *reply;
     size_t len;
@@ -113,7 +121,7 @@ static int test_cycle(void)
            (unsigned long long)l.token, (long long)l.id, (unsigned long long)l.ttl_ms);
     int64_t lease = 0, rev = 0;
     char value[128];
-    EXPECT(key_get(e, key, &lease, &rev, value, sizeof(value)) == 1, "expected the key in etcd");
+    EXPECT(key_get(e, own(&l), &lease, &rev, value, sizeof(value)) == 1, "expected %s in etcd", own(&l));
     EXPECT(lease == l.id && (uint64_t)rev == l.token && strcmp(value, "b3duZXItYQ==") == 0,
            "etcd has lease %lld rev %lld value %s; expected %lld %llu b3duZXItYQ==", (long long)lease,
            (long long)rev, value, (long long)l.id, (unsigned long long)l.token);
@@ -123,7 +131,7 @@ static int test_cycle(void)
     vigil_lease_port port = vigil_etcd_port(e);
     EXPECT_RC(port.renew(port.ctx, &l), 0);
     EXPECT_RC(vigil_etcd_release(e, &l), 0);
-    EXPECT(key_get(e, key, &lease, &rev, value, sizeof(value)) == 0, "the key outlived its release");
+    EXPECT(key_get(e, own(&l), &lease, &rev, value, sizeof(value)) == 0, "the key outlived its release");
     EXPECT(lease_ttl(e, l.id, NULL) == -1, "the lease outlived its release");
     /* Released: refused on renew and on a second release. */
     EXPECT_RC(vigil_etcd_renew(e, &l), VIGIL_ELOST);
@@ -302,7 +310,7 @@ static int test_lapsed(void)
     EXPECT_RC(vigil_etcd_release(e, &l), VIGIL_ELOST);
     int64_t lease, rev;
     char value[64];
-    EXPECT(key_get(e, key, &lease, &rev, value, sizeof(value)) == 0, "the key outlived its lease");
+    EXPECT(key_get(e, own(&l), &lease, &rev, value, sizeof(value)) == 0, "the key outlived its lease");
     vigil_etcd_close(e);
     return 0;
 }
@@ -317,7 +325,7 @@ static int test_taken_behind_lease(void)
     const char *key = et_key("taken");
     vigil_lease la, lb;
     EXPECT_RC(vigil_etcd_acquire(a, key, "a", 3000, &la), 0);
-    EXPECT_RC(key_delete(b, key), 0);
+    EXPECT_RC(key_delete(b, own(&la)), 0);
     EXPECT_RC(vigil_etcd_acquire(b, key, "b", 3000, &lb), 0);
     EXPECT(lb.token > la.token, "tokens %llu then %llu", (unsigned long long)la.token, (unsigned long long)lb.token);
     EXPECT(lease_ttl(a, la.id, NULL) > 0, "a's lease should still be alive");
@@ -326,7 +334,7 @@ static int test_taken_behind_lease(void)
     EXPECT_RC(vigil_etcd_renew(b, &lb), 0);
     int64_t lease = 0, rev = 0;
     char value[64];
-    EXPECT(key_get(b, key, &lease, &rev, value, sizeof(value)) == 1 && lease == lb.id,
+    EXPECT(key_get(b, own(&lb), &lease, &rev, value, sizeof(value)) == 1 && lease == lb.id,
            "b's key should be untouched by a's release (lease %lld, b's %lld)", (long long)lease, (long long)lb.id);
     EXPECT_RC(vigil_etcd_release(b, &lb), 0);
     vigil_etcd_close(a);
@@ -443,7 +451,7 @@ static int test_any_bytes(void)
     int64_t lease = 0, rev = 0;
     char value[128], want[128];
     vigil_etcd__b64(owner, strlen(owner), want, sizeof(want));
-    EXPECT(key_get(e, key, &lease, &rev, value, sizeof(value)) == 1 && strcmp(value, want) == 0 && lease == l.id,
+    EXPECT(key_get(e, own(&l), &lease, &rev, value, sizeof(value)) == 1 && strcmp(value, want) == 0 && lease == l.id,
            "expected the key with value %s, got %s", want, value);
     EXPECT_RC(vigil_etcd_renew(e, &l), 0);
     EXPECT_RC(vigil_etcd_release(e, &l), 0);

@@ -14,6 +14,8 @@ static int test_signatures(void)
     SAME(vigil_etcd_renew, int (*)(vigil_etcd *, const vigil_lease *));
     SAME(vigil_etcd_release, int (*)(vigil_etcd *, const vigil_lease *));
     SAME(vigil_etcd_port, vigil_lease_port (*)(vigil_etcd *));
+    SAME(vigil_etcd_get, int (*)(vigil_etcd *, const char *, vigil_lease_info *));
+    SAME(vigil_etcd_acquire_wait, int (*)(vigil_etcd *, const char *, const char *, uint64_t, uint64_t, vigil_lease *));
     vigil_etcd_close(NULL);
     return 0;
 }

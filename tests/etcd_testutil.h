@@ -112,6 +112,119 @@ static inline const char *et_key(const char *name)
     return b;
 }
 
+/* ---- etcd's own client, for interoperation ----------------------------------- */
+
+/* Is etcdctl on PATH? */
+static inline bool et_have_etcdctl(void)
+{
+    const char *path = getenv("PATH");
+    char dir[1024];
+    while (path && *path) {
+        size_t n = strcspn(path, ":");
+        snprintf(dir, sizeof(dir), "%.*s/etcdctl", (int)n, path);
+        if (access(dir, X_OK) == 0)
+            return true;
+        path += n + (path[n] == ':');
+    }
+    return false;
+}
+
+#define NEED_ETCDCTL()                                                        \
+    do {                                                                      \
+        if (!et_have_etcdctl()) {                                             \
+            fprintf(stderr, "etcdctl not installed (Debian: etcd-client)\n"); \
+            return VT_SKIP;                                                   \
+        }                                                                     \
+    } while (0)
+
+/* A running etcdctl (or any child) with stdout on a pipe. */
+struct et_proc {
+    pid_t  pid;
+    int    fd;
+    size_t len;
+    char   buf[8192];
+};
+
+/* Runs argv[0] (found on PATH) with argv, stdout to a pipe, stderr to
+ * STDERR_NAME in the test's directory. 0 or -1. */
+static inline int et_spawnv(struct et_proc *p, const char *const *argv)
+{
+    int fds[2];
+    if (pipe(fds) != 0)
+        return -1;
+    fflush(NULL);
+    p->len = 0;
+    p->buf[0] = '\0';
+    p->pid = fork();
+    if (p->pid < 0)
+        return -1;
+    if (p->pid == 0) {
+        int err = open(vt_path("child.stderr"), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        dup2(fds[1], 1);
+        if (err >= 0)
+            dup2(err, 2);
+        if (in >= 0)
+            dup2(in, 0);
+        close(fds[0]);
+        close(fds[1]);
+        setenv("ETCDCTL_API", "3", 1);
+        execvp(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    p->fd = fds[0];
+    return 0;
+}
+
+/* etcdctl --endpoints=URL ARGS... */
+static inline int et_ctlv(struct et_proc *p, const char *url, const char *const *args)
+{
+    static char ep[400];
+    const char *argv[32];
+    size_t n = 0;
+    snprintf(ep, sizeof(ep), "--endpoints=%s", url);
+    argv[n++] = "etcdctl";
+    argv[n++] = ep;
+    for (; args[n - 2] && n < 31; n++)
+        argv[n] = args[n - 2];
+    argv[n] = NULL;
+    return et_spawnv(p, argv);
+}
+#define ET_CTL(p, url, ...) et_ctlv((p), (url), (const char *const[]){ __VA_ARGS__, NULL })
+
+/* Reads until the output holds needle (true) or timeout_ms passes. */
+static inline bool et_read_until(struct et_proc *p, const char *needle, unsigned timeout_ms)
+{
+    uint64_t deadline = vt_now_ms() + timeout_ms;
+    while (!strstr(p->buf, needle)) {
+        uint64_t now = vt_now_ms();
+        if (now >= deadline || p->len + 1 >= sizeof(p->buf))
+            return false;
+        struct pollfd pf = { p->fd, POLLIN, 0 };
+        if (poll(&pf, 1, (int)(deadline - now)) <= 0)
+            continue;
+        ssize_t k = read(p->fd, p->buf + p->len, sizeof(p->buf) - 1 - p->len);
+        if (k <= 0)
+            return strstr(p->buf, needle) != NULL;
+        p->len += (size_t)k;
+        p->buf[p->len] = '\0';
+    }
+    return true;
+}
+
+/* Sends sig, waits at most timeout_ms (then SIGKILL): the exit status as vt_wait. */
+static inline int et_stop(struct et_proc *p, int sig, unsigned timeout_ms)
+{
+    if (p->pid <= 0)
+        return -1;
+    kill(p->pid, sig);
+    int rc = vt_wait(p->pid, timeout_ms);
+    close(p->fd);
+    p->pid = 0;
+    return rc;
+}
+
 /* ---- a fake server ---------------------------------------------------------- */
 
 enum et_mode {

@@ -54,6 +54,10 @@ static int test_signatures(void)
     SAME(vigil_leases_renew, int (*)(vigil_leases *, const vigil_lease *));
     SAME(vigil_leases_release, int (*)(vigil_leases *, const vigil_lease *));
     SAME(vigil_leases_port, vigil_lease_port (*)(vigil_leases *));
+    SAME(vigil_keepalive_fd, int (*)(const vigil_keepalive *));
+    SAME(vigil_leases_get, int (*)(vigil_leases *, const char *, vigil_lease_info *));
+    SAME(vigil_leases_acquire_wait,
+         int (*)(vigil_leases *, const char *, const char *, uint64_t, uint64_t, vigil_lease *));
 
     SAME(vigil_failover_scan, int (*)(vigil_hb *, uint64_t, vigil_reclaim *, uint32_t));
     SAME(vigil_leader_elect, int (*)(vigil_hb *, uint64_t, vigil_leader *));
@@ -92,6 +96,12 @@ static int test_types(void)
            offsetof(vigil_lease, token) == 192 && offsetof(vigil_lease, ttl_ms) == 200 &&
            offsetof(vigil_lease, id) == 208, "vigil_lease fields moved");
     EXPECT(offsetof(vigil_lease_port, ctx) == 0, "vigil_lease_port.ctx moved");
+    EXPECT(offsetof(vigil_lease_info, key) == 0 && offsetof(vigil_lease_info, owner) == 128 &&
+           offsetof(vigil_lease_info, token) == 192 && offsetof(vigil_lease_info, ttl_ms) == 200 &&
+           offsetof(vigil_lease_info, expires_in_ms) == 208 && offsetof(vigil_lease_info, state) == 216 &&
+           offsetof(vigil_lease_info, pid) == 220, "vigil_lease_info fields moved");
+    EXPECT(VIGIL_LEASE_VACANT == 0 && VIGIL_LEASE_HELD == 1 && VIGIL_LEASE_EXPIRED == 2 &&
+           VIGIL_LEASE_RELEASED == 3 && VIGIL_LEASE_CHANGING == 4, "lease states differ from SPEC");
     vigil_reclaim r = { .slot = 1, .pid = 2, .in_flight = 3 };
     vigil_leader ld = { .slot = 1, .pid = 2, .term = 3 };
     EXPECT(r.in_flight == 3 && ld.term == 3, "reclaim/leader fields");

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * vigil etcd adapter (libvigil-etcd): the lease API across hosts on etcd v3.
- * The token is the key's create_revision; ttl_ms rounds up to whole seconds.
+ * KEY is held as etcd's concurrency package holds a Mutex or an Election:
+ * the holder is the key KEY/<lease id in hex> with the lowest
+ * create_revision, which is the token; ttl_ms rounds up to whole seconds.
  */
 #ifndef VIGIL_ETCD_H
 #define VIGIL_ETCD_H
@@ -19,6 +21,14 @@ int  vigil_etcd_acquire(vigil_etcd *e, const char *key, const char *owner, uint6
 int  vigil_etcd_renew(vigil_etcd *e, const vigil_lease *lease);
 int  vigil_etcd_release(vigil_etcd *e, const vigil_lease *lease);
 vigil_lease_port vigil_etcd_port(vigil_etcd *e);
+/* The holder of key: 0 and *out (owner, token, TTL, time left), or
+ * VIGIL_EVACANT when nobody holds it. A key held by etcd's own lock or
+ * election (etcdctl lock / elect) counts as held. */
+int  vigil_etcd_get(vigil_etcd *e, const char *key, vigil_lease_info *out);
+/* Blocks until key is acquired (0) or timeout_ns passes (VIGIL_ETIMEDOUT;
+ * UINT64_MAX waits for ever): waits on a watch, never polls. */
+int  vigil_etcd_acquire_wait(vigil_etcd *e, const char *key, const char *owner, uint64_t ttl_ms,
+                             uint64_t timeout_ns, vigil_lease *out);
 /* Per-request limits for this handle (defaults 1000 ms to connect, 3000 ms
  * in all; 0 keeps the default). Each endpoint tried costs at most total_ms. */
 int  vigil_etcd_set_timeout(vigil_etcd *e, uint32_t connect_ms, uint32_t total_ms);

@@ -17,7 +17,7 @@ typedef struct vigil_lease {
     char     owner[64];
     uint64_t token;   /* fencing token: strictly greater each time the key changes hands */
     uint64_t ttl_ms;
-    int64_t  id;      /* backend's lease id (etcd), 0 where none */
+    int64_t  id;      /* backend's handle: etcd's lease ID; the store's entry + 1; 0 where none */
 } vigil_lease;
 
 typedef struct vigil_lease_port {

@@ -1,0 +1,158 @@
+# SPDX-License-Identifier: MIT
+"""Barrier: rounds, quorum, deadlines and the async wait, in one process."""
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+
+import pytest
+
+import vigil
+
+
+@pytest.fixture
+def pool(tmp):
+    t = vigil.HeartbeatTable.create(os.path.join(tmp, "t.hb"), 4)
+    b = vigil.Barrier.create(os.path.join(tmp, "b.bar"), t, 1000)
+    yield t, b
+    t.close()
+
+
+def test_one_peer_is_the_serial_caller_every_round(pool):
+    t, b = pool
+    slot = t.register()
+    b.bind(slot)
+    e = b.epoch
+    assert b.live_peers == 1
+    for i in range(5):
+        assert b.wait(e + i) is True
+    assert b.epoch == e + 5
+    assert b.wait(e) is False  # a round that has passed returns at once
+
+
+def test_checks_and_their_order(pool):
+    t, b = pool
+    with pytest.raises(vigil.OutOfRange):
+        b.wait(b.epoch, quorum=0)
+    with pytest.raises(vigil.NoPeers):
+        b.wait(b.epoch)
+    assert b.wait(b.epoch - 1) is False  # passed, before the peer check
+    with pytest.raises(vigil.OutOfRange):
+        b.bind(99)
+
+
+def test_timeout_withdraws_the_arrival(pool):
+    t, b = pool
+    s1, s2 = t.register(), t.register()
+    b.bind(s1)
+    e = b.epoch
+    with pytest.raises(vigil.Timeout) as ei:
+        b.wait(e, timeout=0.05)
+    assert isinstance(ei.value, TimeoutError)
+    with pytest.raises(vigil.Timeout):
+        b.wait(e, timeout=0)
+    # The peer in s2 alone does not make the round: nobody is still waiting in s1.
+    other = vigil.Barrier.open(b.path, t)
+    other.bind(s2)
+    with pytest.raises(vigil.Timeout):
+        other.wait(e, timeout=0.05)
+    assert b.epoch == e
+
+
+def test_quorum(pool):
+    t, b = pool
+    for _ in range(3):
+        t.register()
+    e = b.epoch
+    assert b.wait(e, quorum=1) is True
+    assert b.epoch == e + 1
+
+
+def test_threads_meet_and_one_is_serial(pool):
+    t, b = pool
+    slots = [t.register() for _ in range(3)]
+    handles = [vigil.Barrier.open(b.path, t) for _ in slots]
+    for h, s in zip(handles, slots):
+        h.bind(s)
+    e, rounds = b.epoch, 20
+    serials = [0] * 3
+
+    def run(i):
+        for r in range(rounds):
+            serials[i] += handles[i].wait(e + r, timeout=20)
+
+    ths = [threading.Thread(target=run, args=(i,)) for i in range(3)]
+    for th in ths:
+        th.start()
+    for th in ths:
+        th.join(timeout=60)
+        assert not th.is_alive()
+    assert sum(serials) == rounds and b.epoch == e + rounds
+
+
+@pytest.mark.asyncio
+async def test_wait_async_leaves_the_loop_free(pool):
+    t, b = pool
+    s1, s2 = t.register(), t.register()
+    b.bind(s1)
+    other = vigil.Barrier.open(b.path, t)
+    other.bind(s2)
+    e = b.epoch
+    task = asyncio.ensure_future(b.wait_async(e, timeout=20))
+    ticks = 0
+    while ticks < 5:  # the loop runs while the wait is pending
+        await asyncio.sleep(0.01)
+        ticks += 1
+    assert not task.done()
+    mine = await asyncio.get_running_loop().run_in_executor(None, lambda: other.wait(e, timeout=20))
+    theirs = await asyncio.wait_for(task, 20)
+    assert sorted([mine, theirs]) == [False, True]
+
+
+@pytest.mark.asyncio
+async def test_wait_async_cancelled_withdraws(pool):
+    t, b = pool
+    s1, s2 = t.register(), t.register()
+    b.bind(s1)
+    e = b.epoch
+    task = asyncio.ensure_future(b.wait_async(e))
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    with pytest.raises(vigil.Timeout):
+        await b.wait_async(e, timeout=0.01)
+    # The cancelled wait has left: s2 alone cannot release the round.
+    other = vigil.Barrier.open(b.path, t)
+    other.bind(s2)
+    with pytest.raises(vigil.Timeout):
+        await other.wait_async(e, timeout=0.05)
+    assert b.epoch == e
+
+
+def test_closing_the_table_closes_its_barriers(tmp):
+    t = vigil.HeartbeatTable.create(os.path.join(tmp, "t.hb"), 2)
+    b = vigil.Barrier.create(os.path.join(tmp, "b.bar"), t, 5)
+    t.close()
+    assert b.closed
+    with pytest.raises(ValueError):
+        b.wait(0)
+    with pytest.raises(vigil.CapacityMismatch):
+        with vigil.HeartbeatTable.create(os.path.join(tmp, "t4.hb"), 4) as t4:
+            vigil.Barrier.open(os.path.join(tmp, "b.bar"), t4)
+
+
+@pytest.mark.asyncio
+async def test_more_async_waits_than_the_default_executor_has_threads(tmp):
+    n = 12  # the default executor has min(32, cpus + 4) workers: 6 on 2 cpus
+    with vigil.HeartbeatTable.create(os.path.join(tmp, "t.hb"), n) as t:
+        b = vigil.Barrier.create(os.path.join(tmp, "b.bar"), t, 1000)
+        handles = []
+        for _ in range(n):
+            h = vigil.Barrier.open(b.path, t)
+            h.bind(t.register())
+            handles.append(h)
+        e = b.epoch
+        got = await asyncio.wait_for(asyncio.gather(*(h.wait_async(e, timeout=20) for h in handles)), 30)
+        assert sorted(got) == [False] * (n - 1) + [True]

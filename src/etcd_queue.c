@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The JSON of the queue under KEY/: the requests that make vigil hold a
+ * key the way etcd's own concurrency package holds a Mutex or an Election
+ * (etcd.c tells the layout), and the reading of their replies. Same rules
+ * as etcd_json.c: keys and values go in base64, int64 fields are strings,
+ * the readers are pure functions of a status and a body.
+ *
+ * Everything under KEY/ is read as one range [KEY/, KEY0): '0' is the byte
+ * after '/', so that range holds exactly the keys that start with "KEY/".
+ */
+#define _GNU_SOURCE
+#include "etcd_internal.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* An own key is at most 127 + 1 + 16 bytes: 192 in base64. */
+#define KEY_B64 256
+
+static int fits(int n, size_t cap)
+{
+    return n > 0 && (size_t)n < cap ? 0 : VIGIL_ERANGE;
+}
+
+/* KEY/ and KEY0 (the range end), in base64. */
+static int prefix_b64(const char *key, char pfx[KEY_B64], char end[KEY_B64])
+{
+    char k[192];
+    int n = snprintf(k, sizeof(k), "%s/", key);
+    if (n <= 0 || (size_t)n >= sizeof(k) || vigil_etcd__b64(k, (size_t)n, pfx, KEY_B64) < 0)
+        return VIGIL_ERANGE;
+    k[n - 1] = '0';
+    return vigil_etcd__b64(k, (size_t)n, end, KEY_B64) < 0 ? VIGIL_ERANGE : 0;
+}
+
+static int own_b64(const char *key, int64_t lease_id, char out[KEY_B64])
+{
+    char own[192];
+    if (vigil_etcd__own_key(key, lease_id, own, sizeof(own)) < 0)
+        return VIGIL_ERANGE;
+    return vigil_etcd__b64(own, strlen(own), out, KEY_B64) < 0 ? VIGIL_ERANGE : 0;
+}
+
+/* If our key was never created, put it under our lease; either way range
+ * it and the first key under KEY/ by create_revision: one round trip says
+ * where we stand. (Mutex.tryAcquire and Election.Campaign do the same.) */
+int vigil_etcd__body_acquire(char *buf, size_t cap, const char *key, const char *owner, int64_t lease_id)
+{
+    char own[KEY_B64], pfx[KEY_B64], end[KEY_B64], vb[96];
+    if (own_b64(key, lease_id, own) < 0 || prefix_b64(key, pfx, end) < 0 ||
+        vigil_etcd__b64(owner, strlen(owner), vb, sizeof(vb)) < 0)
+        return VIGIL_ERANGE;
+    char first[1024];
+    if (fits(snprintf(first, sizeof(first),
+                      "{\"request_range\":{\"key\":\"%s\",\"range_end\":\"%s\",\"sort_order\":\"ASCEND\","
+                      "\"sort_target\":\"CREATE\",\"limit\":\"1\",\"keys_only\":true}}",
+                      pfx, end),
+             sizeof(first)) < 0)
+        return VIGIL_ERANGE;
+    return fits(snprintf(buf, cap,
+                         "{\"compare\":[{\"key\":\"%s\",\"target\":\"CREATE\",\"result\":\"EQUAL\","
+                         "\"create_revision\":\"0\"}],"
+                         "\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\",\"lease\":\"%" PRId64 "\"}},"
+                         "{\"request_range\":{\"key\":\"%s\",\"keys_only\":true}},%s],"
+                         "\"failure\":[{\"request_range\":{\"key\":\"%s\",\"keys_only\":true}},%s]}",
+                         own, own, vb, lease_id, own, first, own, first),
+                cap);
+}
+
+/* kv/range: the first key under KEY/ by create_revision, with its value. */
+int vigil_etcd__body_holder(char *buf, size_t cap, const char *key)
+{
+    char pfx[KEY_B64], end[KEY_B64];
+    if (prefix_b64(key, pfx, end) < 0)
+        return VIGIL_ERANGE;
+    return fits(snprintf(buf, cap,
+                         "{\"key\":\"%s\",\"range_end\":\"%s\",\"sort_order\":\"ASCEND\","
+                         "\"sort_target\":\"CREATE\",\"limit\":\"1\"}",
+                         pfx, end),
+                cap);
+}
+
+/* A waiter's look: if our key is still ours (created at my_rev, on our
+ * lease), the last key under KEY/ created before it, the one to watch. */
+int vigil_etcd__body_pred(char *buf, size_t cap, const char *key, int64_t lease_id, uint64_t my_rev)
+{
+    char own[KEY_B64], pfx[KEY_B64], end[KEY_B64];
+    /* max_create_revision 0 would mean "no limit": a key created at
+     * revision 1 cannot exist (the first write of a cluster makes 2). */
+    if (my_rev < 2 || my_rev > INT64_MAX || own_b64(key, lease_id, own) < 0 || prefix_b64(key, pfx, end) < 0)
+        return VIGIL_ERANGE;
+    return fits(snprintf(buf, cap,
+                         "{\"compare\":[{\"key\":\"%s\",\"target\":\"CREATE\",\"result\":\"EQUAL\","
+                         "\"create_revision\":\"%" PRIu64 "\"},{\"key\":\"%s\",\"target\":\"LEASE\","
+                         "\"result\":\"EQUAL\",\"lease\":\"%" PRId64 "\"}],"
+                         "\"success\":[{\"request_range\":{\"key\":\"%s\",\"range_end\":\"%s\","
+                         "\"sort_order\":\"DESCEND\",\"sort_target\":\"CREATE\",\"limit\":\"1\","
+                         "\"max_create_revision\":\"%" PRIu64 "\",\"keys_only\":true}}]}",
+                         own, my_rev, own, lease_id, pfx, end, my_rev - 1),
+                cap);
+}
+
+/* Only deletions matter to a waiter: NOPUT keeps the puts off the wire. */
+int vigil_etcd__body_watch(char *buf, size_t cap, const char *key_b64, int64_t rev)
+{
+    return fits(snprintf(buf, cap,
+                         "{\"create_request\":{\"key\":\"%s\",\"start_revision\":\"%" PRId64 "\","
+                         "\"filters\":[\"NOPUT\"]}}",
+                         key_b64, rev),
+                cap);
+}
+
+/* ---- replies ------------------------------------------------------------- */
+
+/* The first kv of the n-th range response of a txn reply: 1 found, 0 the
+ * range is there and empty, -EPROTO no such range. */
+static int txn_range_kv(const cJSON *r, int n, const cJSON **kv)
+{
+    const cJSON *resps = vigil_etcd__field(r, "responses"), *op;
+    if (!cJSON_IsArray(resps))
+        return -EPROTO;
+    cJSON_ArrayForEach(op, resps) {
+        const cJSON *range = vigil_etcd__field(op, "response_range");
+        if (!cJSON_IsObject(range) || n-- > 0)
+            continue;
+        const cJSON *kvs = vigil_etcd__field(range, "kvs");
+        if (!kvs || cJSON_IsNull(kvs))
+            return 0; /* proto3 omits an empty list */
+        if (!cJSON_IsArray(kvs))
+            return -EPROTO;
+        if (!kvs->child)
+            return 0;
+        if (!cJSON_IsObject(kvs->child))
+            return -EPROTO;
+        *kv = kvs->child;
+        return 1;
+    }
+    return -EPROTO;
+}
+
+static int kv_rev(const cJSON *kv, int64_t *rev)
+{
+    return vigil_etcd__json_i64(kv, "create_revision", rev) == 1 && *rev > 0 ? 0 : -EPROTO;
+}
+
+int vigil_etcd__parse_acquire(long http, const char *body, size_t len, int64_t lease_id, uint64_t *my_rev)
+{
+    cJSON *r;
+    int rc = vigil_etcd__reply_open(http, body, len, false, &r);
+    if (rc)
+        /* NotFound here is our own lease, lapsed between grant and put: the
+         * server was too slow to keep it, which is a transient failure. */
+        return rc == -ENOENT ? -ETIMEDOUT : rc;
+    bool put = false;
+    int64_t lease = 0, mine = 0, first = 0;
+    const cJSON *own = NULL, *low = NULL;
+    /* Both ranges run in the transaction that made or found our key, after
+     * the put: our key is there, and so is a first key under KEY/. */
+    if ((rc = vigil_etcd__txn_succeeded(r, &put)) < 0 || txn_range_kv(r, 0, &own) != 1 ||
+        txn_range_kv(r, 1, &low) != 1 || vigil_etcd__json_i64(own, "lease", &lease) < 0 ||
+        kv_rev(own, &mine) < 0 || kv_rev(low, &first) < 0 || first > mine) {
+        rc = -EPROTO;
+        goto out;
+    }
+    if (lease != lease_id)
+        rc = -EPROTO; /* our key is named after our lease: another lease on it is not our doing */
+    else
+        rc = first == mine ? 0 : VIGIL_EBUSY;
+out:
+    cJSON_Delete(r);
+    if (rc == 0 || rc == VIGIL_EBUSY)
+        *my_rev = (uint64_t)mine;
+    return rc;
+}
+
+int vigil_etcd__parse_holder(long http, const char *body, size_t len, uint64_t *rev, int64_t *lease,
+                             char *owner, size_t cap)
+{
+    cJSON *r;
+    int rc = vigil_etcd__reply_open(http, body, len, false, &r);
+    if (rc)
+        return rc;
+    const cJSON *kvs = vigil_etcd__field(r, "kvs"), *kv, *v;
+    int64_t cr = 0, l = 0;
+    char *tmp = NULL;
+    int n = 0;
+    if (!cJSON_IsObject(vigil_etcd__field(r, "header")) || (kvs && !cJSON_IsNull(kvs) && !cJSON_IsArray(kvs))) {
+        rc = -EPROTO;
+        goto out;
+    }
+    if (!cJSON_IsArray(kvs) || !kvs->child) {
+        rc = VIGIL_EVACANT;
+        goto out;
+    }
+    kv = kvs->child;
+    v = vigil_etcd__field(kv, "value");
+    if (!cJSON_IsObject(kv) || kv_rev(kv, &cr) < 0 || vigil_etcd__json_i64(kv, "lease", &l) < 0 || l < 0 ||
+        (v && !cJSON_IsNull(v) && !cJSON_IsString(v))) {
+        rc = -EPROTO;
+        goto out;
+    }
+    if (cJSON_IsString(v) && v->valuestring[0]) {
+        size_t bl = strlen(v->valuestring);
+        if (!(tmp = malloc(bl))) {
+            rc = -ENOMEM;
+            goto out;
+        }
+        if ((n = vigil_etcd__unb64(v->valuestring, bl, tmp, bl)) < 0) {
+            rc = -EPROTO;
+            goto out;
+        }
+    }
+out:
+    cJSON_Delete(r);
+    if (rc == 0) {
+        /* The owner as a C string: cut to the field, and at a NUL. */
+        size_t k = (size_t)n < cap - 1 ? (size_t)n : cap - 1;
+        if (k)
+            memcpy(owner, tmp, k);
+        owner[k] = '\0';
+        *rev = (uint64_t)cr;
+        *lease = l;
+    }
+    free(tmp);
+    return rc;
+}
+
+int vigil_etcd__parse_ttl(long http, const char *body, size_t len, int64_t *left, int64_t *granted)
+{
+    cJSON *r;
+    int rc = vigil_etcd__reply_open(http, body, len, true, &r);
+    if (rc)
+        return rc == VIGIL_ELOST ? VIGIL_EVACANT : rc;
+    int64_t t = 0, g = 0;
+    if (!cJSON_IsObject(vigil_etcd__field(r, "header")) || vigil_etcd__json_i64(r, "TTL", &t) < 0 ||
+        vigil_etcd__json_i64(r, "grantedTTL", &g) < 0 || t < -1 || g < 0)
+        rc = -EPROTO;
+    else if (t == -1)
+        rc = VIGIL_EVACANT; /* etcd's answer for a lease that is gone */
+    cJSON_Delete(r);
+    if (rc == 0) {
+        *left = t;
+        *granted = g;
+    }
+    return rc;
+}
+
+/* A key as etcd gave it, to be sent back in a watch: base64 and nothing else. */
+static bool is_b64(const char *s)
+{
+    for (; *s; s++)
+        if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '+' ||
+              *s == '/' || *s == '='))
+            return false;
+    return true;
+}
+
+int vigil_etcd__parse_pred(long http, const char *body, size_t len, char *pred, size_t cap, int64_t *rev)
+{
+    cJSON *r;
+    int rc = vigil_etcd__reply_open(http, body, len, false, &r);
+    if (rc)
+        return rc;
+    bool ours = false;
+    int64_t h = 0;
+    const cJSON *kv = NULL, *k;
+    if ((rc = vigil_etcd__txn_succeeded(r, &ours)) < 0)
+        goto out;
+    if (!ours) {
+        rc = VIGIL_ELOST; /* our key is gone, or on someone else's lease */
+        goto out;
+    }
+    if (vigil_etcd__json_i64(vigil_etcd__field(r, "header"), "revision", &h) != 1 || h <= 0 ||
+        (rc = txn_range_kv(r, 0, &kv)) < 0) {
+        rc = -EPROTO;
+        goto out;
+    }
+    if (rc == 0) {
+        rc = VIGIL_EVACANT; /* nobody ahead of us: our turn */
+        goto out;
+    }
+    k = vigil_etcd__field(kv, "key");
+    if (!cJSON_IsString(k) || !k->valuestring[0] || !is_b64(k->valuestring))
+        rc = -EPROTO;
+    else
+        rc = strlen(k->valuestring) < cap ? 0 : VIGIL_ERANGE;
+    if (rc == 0) {
+        strcpy(pred, k->valuestring);
+        *rev = h;
+    }
+out:
+    cJSON_Delete(r);
+    return rc;
+}
+
+int vigil_etcd__parse_watch(const char *msg, size_t len)
+{
+    cJSON *r;
+    int rc = vigil_etcd__reply_open(200, msg, len, false, &r);
+    if (rc)
+        return rc;
+    const cJSON *res = vigil_etcd__field(r, "result"), *evs, *ev;
+    int64_t compact = 0;
+    if (!cJSON_IsObject(res) || vigil_etcd__json_i64(res, "compact_revision", &compact) < 0) {
+        rc = -EPROTO;
+        goto out;
+    }
+    evs = vigil_etcd__field(res, "events");
+    if (cJSON_IsArray(evs)) {
+        cJSON_ArrayForEach(ev, evs) {
+            const cJSON *t = vigil_etcd__field(ev, "type");
+            if (cJSON_IsString(t) && strcmp(t->valuestring, "DELETE") == 0)
+                rc = VIGIL_ETCD_WATCH_DELETED;
+        }
+    }
+    /* Cancelled (by the server, or because our revision was compacted
+     * away): the caller looks again from a fresh revision. */
+    if (rc == 0 && (cJSON_IsTrue(vigil_etcd__field(res, "canceled")) || compact > 0))
+        rc = VIGIL_ETCD_WATCH_CANCELED;
+out:
+    cJSON_Delete(r);
+    return rc;
+}

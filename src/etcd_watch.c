@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A watch for the deletion of one key, through the gateway's streaming
+ * P watch: one POST of a create_request, answered by a stream of JSON
+ * messages, one a line, for as long as the connection lasts:
+ *
+ *   {"result":{"header":{..},"created":true}}                   at once
+ *   {"result":{"header":{..},"events":[{"type":"DELETE",..}]}}  the news
+ *   {"result":{..,"canceled":true,"compact_revision":"N"}}      look again
+ *
+ * It runs on a connection of its own (a curl multi handle, so the caller
+ * waits in poll(2) on the socket with a deadline, asleep until etcd
+ * speaks), while the caller keeps its lease alive through the handle's
+ * usual connection.
+ */
+#define _GNU_SOURCE
+#include "etcd_internal.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct vigil_etcd_watch {
+    CURLM             *multi;
+    CURL              *curl;
+    struct curl_slist *headers;
+    char              *buf;   /* what came and was not read yet */
+    size_t             len, cap;
+    int                err;   /* why the write callback refused */
+    bool               done;  /* the stream ended */
+    int                done_rc;
+};
+
+static size_t on_data(char *data, size_t size, size_t nmemb, void *arg)
+{
+    struct vigil_etcd_watch *w = arg;
+    size_t n = size * nmemb;
+    if (n > VIGIL_ETCD_BODY_MAX - w->len) {
+        w->err = -EMSGSIZE; /* a message past the limit, or lines that never end */
+        return 0;
+    }
+    if (w->len + n + 1 > w->cap) {
+        size_t cap = w->cap;
+        while (cap < w->len + n + 1)
+            cap *= 2;
+        char *p = realloc(w->buf, cap);
+        if (!p) {
+            w->err = -ENOMEM;
+            return 0;
+        }
+        w->buf = p;
+        w->cap = cap;
+    }
+    memcpy(w->buf + w->len, data, n);
+    w->len += n;
+    w->buf[w->len] = '\0';
+    return n;
+}
+
+static int stream_error(struct vigil_etcd_watch *w, CURLcode c)
+{
+    switch (c) {
+    case CURLE_OK:                 return VIGIL_ETCD_WATCH_CANCELED; /* the server ended it */
+    case CURLE_COULDNT_CONNECT:    return -ECONNREFUSED;
+    case CURLE_OPERATION_TIMEDOUT: return -ETIMEDOUT;
+    case CURLE_OUT_OF_MEMORY:      return -ENOMEM;
+    case CURLE_WRITE_ERROR:        return w->err ? w->err : -EIO;
+    case CURLE_COULDNT_RESOLVE_HOST: return -EHOSTUNREACH;
+    default:                       return -ECONNRESET;
+    }
+}
+
+/* The messages that came whole; with `last`, also what is left without a
+ * newline (the stream is over). What the first that matters says, else
+ * NOTHING. */
+static int drain(struct vigil_etcd_watch *w, bool last)
+{
+    size_t at = 0;
+    int rc = VIGIL_ETCD_WATCH_NOTHING;
+    while (rc == VIGIL_ETCD_WATCH_NOTHING && at < w->len) {
+        char *nl = memchr(w->buf + at, '\n', w->len - at);
+        if (!nl && !last)
+            break;
+        size_t end = nl ? (size_t)(nl - w->buf) : w->len, a = at;
+        at = nl ? end + 1 : w->len;
+        while (a < end && vigil_etcd__is_space(w->buf[a]))
+            a++;
+        if (a < end)
+            rc = vigil_etcd__parse_watch(w->buf + a, end - a);
+    }
+    memmove(w->buf, w->buf + at, w->len - at);
+    w->len -= at;
+    w->buf[w->len] = '\0';
+    return rc;
+}
+
+void vigil_etcd__watch_close(struct vigil_etcd_watch *w)
+{
+    if (!w)
+        return;
+    if (w->multi && w->curl)
+        curl_multi_remove_handle(w->multi, w->curl);
+    if (w->curl)
+        curl_easy_cleanup(w->curl); /* closes the connection: etcd drops the watch */
+    if (w->multi)
+        curl_multi_cleanup(w->multi);
+    curl_slist_free_all(w->headers);
+    free(w->buf);
+    free(w);
+}
+
+int vigil_etcd__watch_open(vigil_etcd *e, const char *key_b64, int64_t rev, struct vigil_etcd_watch **out)
+{
+    char url[VIGIL_ETCD_URL_MAX + 64], body[512];
+    long connect_ms = 0;
+    int rc = vigil_etcd__url(e, "v3/watch", url, sizeof(url), &connect_ms);
+    if (rc < 0 || (rc = vigil_etcd__body_watch(body, sizeof(body), key_b64, rev)) < 0)
+        return rc;
+    struct vigil_etcd_watch *w = calloc(1, sizeof(*w));
+    if (!w)
+        return -ENOMEM;
+    w->cap = 4096;
+    w->buf = malloc(w->cap);
+    w->multi = curl_multi_init();
+    w->curl = curl_easy_init();
+    struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+    w->headers = h ? curl_slist_append(h, "Expect:") : NULL;
+    if (!w->headers)
+        curl_slist_free_all(h);
+    if (!w->buf || !w->multi || !w->curl || !w->headers) {
+        vigil_etcd__watch_close(w);
+        return -ENOMEM;
+    }
+    w->buf[0] = '\0';
+    CURL *c = w->curl;
+    /* As the handle's own connection (etcd_http.c), but no total timeout:
+     * the stream lasts. */
+    vigil_etcd__curl_setup(c, connect_ms);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_COPYPOSTFIELDS, body);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, w->headers);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, w);
+    curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+    if (curl_multi_add_handle(w->multi, c) != CURLM_OK) {
+        vigil_etcd__watch_close(w);
+        return -ENOMEM;
+    }
+    *out = w;
+    return 0;
+}
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+int vigil_etcd__watch_wait(struct vigil_etcd_watch *w, int timeout_ms)
+{
+    uint64_t deadline = now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
+    for (;;) {
+        if (!w->done) {
+            int running = 0;
+            if (curl_multi_perform(w->multi, &running) != CURLM_OK)
+                return -EIO;
+            int left;
+            CURLMsg *m;
+            while ((m = curl_multi_info_read(w->multi, &left))) {
+                if (m->msg == CURLMSG_DONE && m->easy_handle == w->curl) {
+                    w->done = true;
+                    w->done_rc = stream_error(w, m->data.result);
+                }
+            }
+        }
+        int rc = drain(w, w->done);
+        if (rc != VIGIL_ETCD_WATCH_NOTHING)
+            return rc;
+        if (w->done)
+            return w->done_rc;
+        uint64_t now = now_ms();
+        if (now >= deadline)
+            return VIGIL_ETCD_WATCH_NOTHING;
+        uint64_t wait = deadline - now;
+        /* Asleep in poll(2) on the stream's socket until etcd speaks or
+         * the time is up: no request goes out while nothing changes. */
+        if (curl_multi_poll(w->multi, NULL, 0, wait > INT_MAX ? INT_MAX : (int)wait, NULL) != CURLM_OK)
+            return -EIO;
+    }
+}

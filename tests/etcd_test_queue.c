@@ -1,0 +1,443 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Description: KEY held as etcd's concurrency package holds it (KEY/<lease
+ * hex>, lowest create_revision), against the fixture's real etcd: get of
+ * a vacant, held, released and lapsed key; a refused acquire leaving no
+ * waiter key; acquire_wait timing out (and leaving nothing), woken by a
+ * release, in order along a queue with a waiter leaving from its middle,
+ * retaking a place deleted under it, and sending nothing to etcd while
+ * nothing changes (etcd's own request counters); and, against the real
+ * etcdctl, vigil and `etcdctl lock` excluding each other both ways,
+ * `etcdctl elect -l` printing a vigil holder's owner, acquire_wait woken by
+ * etcdctl's release and by an etcdctl elect leader resigning, and tokens
+ * rising at every hand-over between them.
+ */
+#include "etcd_testutil.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+static const char *url;
+
+#define NEED_ETCD()                                                           \
+    do {                                                                      \
+        int need_rc_ = et_fixture(&url);                                      \
+        if (need_rc_)                                                         \
+            return need_rc_;                                                  \
+    } while (0)
+
+/* How many keys are under KEY/ (-1 if etcd could not be asked). */
+static int count_under(vigil_etcd *e, const char *key)
+{
+    char k[200], pfx[300], end[300], body[700];
+    long http;
+    const char *reply;
+    size_t len;
+    int n = snprintf(k, sizeof(k), "%s/", key);
+    vigil_etcd__b64(k, (size_t)n, pfx, sizeof(pfx));
+    k[n - 1] = '0';
+    vigil_etcd__b64(k, (size_t)n, end, sizeof(end));
+    snprintf(body, sizeof(body), "{\"key\":\"%s\",\"range_end\":\"%s\",\"count_only\":true}", pfx, end);
+    if (vigil_etcd__request(e, "v3/kv/range", body, &http, &reply, &len) < 0 || http != 200)
+        return -1;
+    const char *c = strstr(reply, "\"count\":\"");
+    return c ? atoi(c + 9) : 0;
+}
+
+/* The etcd key of the waiter that is not `not_id` under KEY/ (for an
+ * operator's delete), or "" . */
+static const char *other_key(vigil_etcd *e, const char *key, int64_t not_id)
+{
+    static char out[256];
+    char k[200], pfx[300], end[300], body[700];
+    long http;
+    const char *reply;
+    size_t len;
+    int n = snprintf(k, sizeof(k), "%s/", key);
+    vigil_etcd__b64(k, (size_t)n, pfx, sizeof(pfx));
+    k[n - 1] = '0';
+    vigil_etcd__b64(k, (size_t)n, end, sizeof(end));
+    snprintf(body, sizeof(body), "{\"key\":\"%s\",\"range_end\":\"%s\",\"keys_only\":true}", pfx, end);
+    out[0] = '\0';
+    if (vigil_etcd__request(e, "v3/kv/range", body, &http, &reply, &len) < 0 || http != 200)
+        return out;
+    char mine[200], mb[300];
+    vigil_etcd__own_key(key, not_id, mine, sizeof(mine));
+    vigil_etcd__b64(mine, strlen(mine), mb, sizeof(mb));
+    for (const char *p = reply; (p = strstr(p, "\"key\":\"")); p += 7) {
+        const char *q = p + 7;
+        size_t l = strcspn(q, "\"");
+        if (l < sizeof(out) && !(strlen(mb) == l && strncmp(q, mb, l) == 0)) {
+            memcpy(out, q, l);
+            out[l] = '\0';
+            break;
+        }
+    }
+    return out;
+}
+
+static int delete_b64(vigil_etcd *e, const char *kb)
+{
+    char body[400];
+    long http;
+    const char *reply;
+    size_t len;
+    snprintf(body, sizeof(body), "{\"key\":\"%s\"}", kb);
+    int rc = vigil_etcd__request(e, "v3/kv/deleterange", body, &http, &reply, &len);
+    return rc < 0 ? rc : http == 200 ? 0 : -EIO;
+}
+
+/* ---- a waiter in a thread ----------------------------------------------------- */
+
+struct waiter {
+    pthread_t        th;
+    const char      *key, *owner;
+    uint64_t         ttl_ms, timeout_ns;
+    vigil_lease      lease;
+    _Atomic int      done;
+    int              rc;
+};
+
+static void *waiter_main(void *arg)
+{
+    struct waiter *w = arg;
+    vigil_etcd *e = et_connect(url);
+    w->rc = vigil_etcd_acquire_wait(e, w->key, w->owner, w->ttl_ms, w->timeout_ns, &w->lease);
+    atomic_store(&w->done, 1);
+    /* The lease stays held until the test releases it through its own handle. */
+    vigil_etcd_close(e);
+    return NULL;
+}
+
+static void waiter_start(struct waiter *w, const char *key, const char *owner, uint64_t timeout_ms)
+{
+    memset(w, 0, sizeof(*w));
+    w->key = key;
+    w->owner = owner;
+    w->ttl_ms = 3000;
+    w->timeout_ns = timeout_ms * 1000000ull;
+    pthread_create(&w->th, NULL, waiter_main, w);
+}
+
+/* Joins the waiter once done, waiting at most timeout_ms; false if it is
+ * still waiting then (the caller's test fails, the thread is left). */
+static bool waiter_join(struct waiter *w, unsigned timeout_ms)
+{
+    if (!VT_WAIT_FOR(atomic_load(&w->done), timeout_ms))
+        return false;
+    pthread_join(w->th, NULL);
+    return true;
+}
+
+/* ---- get ------------------------------------------------------------------ */
+
+static int test_get(void)
+{
+    NEED_ETCD();
+    vigil_etcd *e = et_connect(url);
+    const char *key = et_key("get");
+    vigil_lease_info info;
+    memset(&info, 0x5a, sizeof(info));
+    EXPECT_RC(vigil_etcd_get(e, key, &info), VIGIL_EVACANT);
+    vigil_lease l;
+    EXPECT_RC(vigil_etcd_acquire(e, key, "getter", 3000, &l), 0);
+    EXPECT_RC(vigil_etcd_get(e, key, &info), 0);
+    EXPECT(strcmp(info.key, key) == 0 && strcmp(info.owner, "getter") == 0 && info.token == l.token &&
+           info.ttl_ms == l.ttl_ms && info.expires_in_ms > 0 && info.expires_in_ms <= (int64_t)l.ttl_ms &&
+           info.state == VIGIL_LEASE_HELD,
+           "get: key %s owner %s token %llu (lease's %llu) ttl %llu (%llu) left %lld state %u", info.key, info.owner,
+           (unsigned long long)info.token, (unsigned long long)l.token, (unsigned long long)info.ttl_ms,
+           (unsigned long long)l.ttl_ms, (long long)info.expires_in_ms, info.state);
+    /* A waiter's key behind the holder changes nothing. */
+    vigil_lease busy;
+    EXPECT_RC(vigil_etcd_acquire(e, key, "other", 3000, &busy), VIGIL_EBUSY);
+    EXPECT(count_under(e, key) == 1, "a refused acquire left a waiter key (%d keys under it)", count_under(e, key));
+    EXPECT_RC(vigil_etcd_get(e, key, &info), 0);
+    EXPECT(strcmp(info.owner, "getter") == 0, "get after a refused acquire: owner %s", info.owner);
+    EXPECT_RC(vigil_etcd_release(e, &l), 0);
+    EXPECT_RC(vigil_etcd_get(e, key, &info), VIGIL_EVACANT);
+    /* Lapsed: nobody renews, the lease expires, the key is vacant. */
+    EXPECT_RC(vigil_etcd_acquire(e, key, "idle", 1000, &l), 0);
+    bool vacant = VT_WAIT_FOR(vigil_etcd_get(e, key, &info) == VIGIL_EVACANT, l.ttl_ms * 3 + 5000);
+    EXPECT(vacant, "get still saw a holder %llu ms after a lease of %llu ms lapsed",
+           (unsigned long long)(l.ttl_ms * 3 + 5000), (unsigned long long)l.ttl_ms);
+    EXPECT_RC(vigil_etcd_get(e, "", &info), VIGIL_ERANGE);
+    EXPECT_RC(vigil_etcd_get(NULL, key, &info), -EINVAL);
+    vigil_etcd_close(e);
+    return 0;
+}
+
+/* ---- acquire_wait -------------------------------------------------------------- */
+
+static int test_wait_timeout(void)
+{
+    NEED_ETCD();
+    vigil_etcd *e = et_connect(url);
+    const char *key = et_key("timeout");
+    vigil_lease l, w;
+    EXPECT_RC(vigil_etcd_acquire(e, key, "holder", 5000, &l), 0);
+    EXPECT_RC(vigil_etcd_acquire_wait(e, key, "w", 3000, 0, &w), VIGIL_ETIMEDOUT);
+    EXPECT_RC(vigil_etcd_acquire_wait(e, key, "w", 3000, 300 * 1000000ull, &w), VIGIL_ETIMEDOUT);
+    EXPECT(count_under(e, key) == 1, "a timed-out waiter left its key (%d keys)", count_under(e, key));
+    EXPECT_RC(vigil_etcd_release(e, &l), 0);
+    /* Free: at once, whatever the timeout. */
+    EXPECT_RC(vigil_etcd_acquire_wait(e, key, "w", 3000, 0, &w), 0);
+    EXPECT(w.token > l.token && strcmp(w.owner, "w") == 0 && strcmp(w.key, key) == 0,
+           "token %llu after %llu, owner %s", (unsigned long long)w.token, (unsigned long long)l.token, w.owner);
+    EXPECT_RC(vigil_etcd_renew(e, &w), 0);
+    EXPECT_RC(vigil_etcd_release(e, &w), 0);
+    EXPECT_RC(vigil_etcd_acquire_wait(e, "", "w", 3000, 0, &w), VIGIL_ERANGE);
+    vigil_etcd_close(e);
+    return 0;
+}
+
+/* The sum of etcd's started counters for these gRPC methods, from its
+ * /metrics; -1 if it could not be read. */
+static long long grpc_started(vigil_etcd *e, const char *const *methods)
+{
+    long http;
+    const char *reply;
+    size_t len;
+    if (vigil_etcd__request(e, "metrics", NULL, &http, &reply, &len) < 0 || http != 200)
+        return -1;
+    long long sum = 0;
+    for (; *methods; methods++) {
+        char pat[128];
+        snprintf(pat, sizeof(pat), "grpc_server_started_total{grpc_method=\"%s\",", *methods);
+        const char *p = strstr(reply, pat);
+        if (!p)
+            return -1;
+        p = strchr(p, '}');
+        sum += p ? atoll(p + 1) : 0;
+    }
+    return sum;
+}
+
+/* A waiter sleeps on its watch: while nothing changes under the key, etcd
+ * serves no read, txn or new watch for it; a release wakes it, with a
+ * greater token. */
+static int test_wait_woken(void)
+{
+    NEED_ETCD();
+    vigil_etcd *e = et_connect(url);
+    const char *key = et_key("woken");
+    vigil_lease l;
+    EXPECT_RC(vigil_etcd_acquire(e, key, "holder", 6000, &l), 0);
+    static const char *const watch[] = { "Watch", NULL }, *const kv[] = { "Range", "Txn", "Watch", NULL };
+    long long w0 = grpc_started(e, watch);
+    struct waiter w;
+    waiter_start(&w, key, "waiter", 30000);
+    /* Queued, looked, and watching: from then on it only listens. */
+    bool queued = VT_WAIT_FOR(grpc_started(e, watch) > w0, 10000) && count_under(e, key) == 2;
+    long long before = grpc_started(e, kv);
+    vt_sleep_ms(1500); /* an idle stretch: a poller would ask within it */
+    long long after = grpc_started(e, kv);
+    int early = atomic_load(&w.done);
+    EXPECT_RC(vigil_etcd_release(e, &l), 0);
+    bool joined = waiter_join(&w, 15000);
+    EXPECT(queued, "the waiter's key never appeared under %s", key);
+    EXPECT(!early, "acquire_wait returned %d while the key was held", w.rc);
+    EXPECT(before >= 0 && after == before,
+           "etcd served %lld reads, txns or watches while the waiter waited and nothing changed", after - before);
+    EXPECT(joined, "acquire_wait did not return within 15 s of the release");
+    EXPECT_RC(w.rc, 0);
+    EXPECT(w.lease.token > l.token, "waiter's token %llu not above the holder's %llu",
+           (unsigned long long)w.lease.token, (unsigned long long)l.token);
+    EXPECT_RC(vigil_etcd_renew(e, &w.lease), 0);
+    EXPECT_RC(vigil_etcd_release(e, &w.lease), 0);
+    vigil_etcd_close(e);
+    return 0;
+}
+
+/* A queue: holder A, waiters B (who gives up) and C. A's release passes
+ * over B's left place to C; tokens rise. */
+static int test_wait_queue(void)
+{
+    NEED_ETCD();
+    vigil_etcd *e = et_connect(url);
+    const char *key = et_key("queue");
+    vigil_lease a;
+    EXPECT_RC(vigil_etcd_acquire(e, key, "A", 6000, &a), 0);
+    struct waiter b, c;
+    waiter_start(&b, key, "B", 1500);
+    bool b_in = VT_WAIT_FOR(count_under(e, key) == 2, 10000);
+    waiter_start(&c, key, "C", 30000);
+    bool c_in = VT_WAIT_FOR(count_under(e, key) == 3, 10000);
+    bool b_out = waiter_join(&b, 15000);
+    bool c_early = atomic_load(&c.done);
+    EXPECT(b_in && c_in, "the waiters' keys did not appear (%d keys)", count_under(e, key));
+    EXPECT(b_out, "B did not give up within 15 s of its 1.5 s timeout");
+    EXPECT_RC(b.rc, VIGIL_ETIMEDOUT);
+    EXPECT(!c_early, "C returned %d while A held the key", c.rc);
+    EXPECT(count_under(e, key) == 2, "B left its key (%d keys)", count_under(e, key));
+    EXPECT_RC(vigil_etcd_release(e, &a), 0);
+    EXPECT(waiter_join(&c, 15000), "C did not get the key within 15 s of A's release");
+    EXPECT_RC(c.rc, 0);
+    EXPECT(c.lease.token > a.token, "C's token %llu not above A's %llu", (unsigned long long)c.lease.token,
+           (unsigned long long)a.token);
+    vigil_lease_info info;
+    EXPECT_RC(vigil_etcd_get(e, key, &info), 0);
+    EXPECT(strcmp(info.owner, "C") == 0 && info.token == c.lease.token, "holder %s token %llu", info.owner,
+           (unsigned long long)info.token);
+    EXPECT_RC(vigil_etcd_release(e, &c.lease), 0);
+    vigil_etcd_close(e);
+    return 0;
+}
+
+/* An operator deletes a waiter's key: it takes a new place and still gets
+ * the key once the holder leaves. */
+static int test_wait_place_deleted(void)
+{
+    NEED_ETCD();
+    vigil_etcd *e = et_connect(url);
+    const char *key = et_key("deleted");
+    vigil_lease a;
+    EXPECT_RC(vigil_etcd_acquire(e, key, "A", 6000, &a), 0);
+    struct waiter b;
+    waiter_start(&b, key, "B", 30000);
+    bool in = VT_WAIT_FOR(count_under(e, key) == 2, 10000);
+    const char *bk = other_key(e, key, a.id);
+    int del = bk[0] ? delete_b64(e, bk) : -ENOENT;
+    EXPECT_RC(vigil_etcd_release(e, &a), 0);
+    bool joined = waiter_join(&b, 15000);
+    EXPECT(in, "B's key never appeared");
+    EXPECT_RC(del, 0);
+    EXPECT(joined, "B did not get the key within 15 s of A's release");
+    EXPECT_RC(b.rc, 0);
+    EXPECT(b.lease.token > a.token, "B's token %llu not above A's %llu", (unsigned long long)b.lease.token,
+           (unsigned long long)a.token);
+    EXPECT_RC(vigil_etcd_release(e, &b.lease), 0);
+    vigil_etcd_close(e);
+    return 0;
+}
+
+/* ---- with etcdctl ------------------------------------------------------------- */
+
+/* vigil holds: `etcdctl lock` waits; vigil releases: etcdctl gets it, and
+ * then vigil is refused; etcdctl unlocks (SIGTERM): vigil gets it. */
+static int test_etcdctl_lock_excludes(void)
+{
+    NEED_ETCD();
+    NEED_ETCDCTL();
+    vigil_etcd *e = et_connect(url);
+    const char *key = et_key("ctl-lock");
+    char name[200];
+    snprintf(name, sizeof(name), "%s/", key);
+    vigil_lease l, l2, probe;
+    EXPECT_RC(vigil_etcd_acquire(e, key, "vigil", 5000, &l), 0);
+    struct et_proc ctl;
+    EXPECT(ET_CTL(&ctl, url, "lock", key) == 0, "spawning etcdctl lock failed");
+    bool waiting = VT_WAIT_FOR(count_under(e, key) == 2, 10000);
+    bool early = et_read_until(&ctl, name, 1000); /* must not: vigil holds it */
+    EXPECT_RC(vigil_etcd_release(e, &l), 0);
+    bool got = et_read_until(&ctl, name, 15000);
+    vigil_lease_info info;
+    int g = vigil_etcd_get(e, key, &info);
+    int busy = vigil_etcd_acquire(e, key, "vigil", 5000, &probe);
+    int st = et_stop(&ctl, SIGTERM, 10000);
+    int again = vigil_etcd_acquire(e, key, "vigil", 5000, &l2);
+    EXPECT(waiting, "etcdctl lock's key never appeared under %s", key);
+    EXPECT(!early, "etcdctl lock took %s while vigil held it: %s", key, ctl.buf);
+    EXPECT(got, "etcdctl lock did not get %s within 15 s of vigil's release (printed '%s')", key, ctl.buf);
+    EXPECT_RC(g, 0);
+    EXPECT(info.owner[0] == '\0' && info.token > l.token, "get of etcdctl's lock: owner '%s' token %llu after %llu",
+           info.owner, (unsigned long long)info.token, (unsigned long long)l.token);
+    EXPECT_RC(busy, VIGIL_EBUSY);
+    EXPECT(st == 0, "etcdctl lock exited %d on SIGTERM", st);
+    EXPECT_RC(again, 0);
+    EXPECT(l2.token > info.token, "vigil's token %llu not above etcdctl's %llu", (unsigned long long)l2.token,
+           (unsigned long long)info.token);
+    EXPECT_RC(vigil_etcd_release(e, &l2), 0);
+    vigil_etcd_close(e);
+    return 0;
+}
+
+/* etcdctl holds the lock: acquire_wait waits, and etcdctl's release wakes
+ * it, with a greater token. */
+static int test_etcdctl_release_wakes(void)
+{
+    NEED_ETCD();
+    NEED_ETCDCTL();
+    vigil_etcd *e = et_connect(url);
+    const char *key = et_key("ctl-wake");
+    char name[200];
+    snprintf(name, sizeof(name), "%s/", key);
+    struct et_proc ctl;
+    EXPECT(ET_CTL(&ctl, url, "lock", key) == 0, "spawning etcdctl lock failed");
+    bool got = et_read_until(&ctl, name, 15000);
+    vigil_lease_info info;
+    int g = vigil_etcd_get(e, key, &info);
+    struct waiter w;
+    waiter_start(&w, key, "vigil", 30000);
+    bool queued = VT_WAIT_FOR(count_under(e, key) == 2, 10000);
+    vt_sleep_ms(300);
+    int early = atomic_load(&w.done);
+    int st = et_stop(&ctl, SIGTERM, 10000);
+    bool joined = waiter_join(&w, 15000);
+    EXPECT(got, "etcdctl lock did not get a free key (printed '%s')", ctl.buf);
+    EXPECT_RC(g, 0);
+    EXPECT(queued, "vigil's waiter key never appeared");
+    EXPECT(!early, "acquire_wait returned %d while etcdctl held the lock", w.rc);
+    EXPECT(st == 0, "etcdctl lock exited %d on SIGTERM", st);
+    EXPECT(joined, "acquire_wait was not woken within 15 s of etcdctl's release");
+    EXPECT_RC(w.rc, 0);
+    EXPECT(w.lease.token > info.token, "vigil's token %llu not above etcdctl's %llu",
+           (unsigned long long)w.lease.token, (unsigned long long)info.token);
+    EXPECT_RC(vigil_etcd_release(e, &w.lease), 0);
+    vigil_etcd_close(e);
+    return 0;
+}
+
+/* Elections: `etcdctl elect -l` shows vigil's leader; an etcdctl candidate
+ * waits behind it and leads once vigil resigns; vigil waits behind that
+ * leader and leads once it resigns. Tokens (terms) rise throughout. */
+static int test_etcdctl_elect(void)
+{
+    NEED_ETCD();
+    NEED_ETCDCTL();
+    vigil_etcd *e = et_connect(url);
+    const char *key = et_key("ctl-elect");
+    vigil_lease l;
+    EXPECT_RC(vigil_etcd_acquire(e, key, "vigil-leader-1", 5000, &l), 0);
+    struct et_proc obs, cand;
+    EXPECT(ET_CTL(&obs, url, "elect", "-l", key) == 0, "spawning etcdctl elect -l failed");
+    bool shown = et_read_until(&obs, "vigil-leader-1", 15000);
+    et_stop(&obs, SIGTERM, 10000);
+    EXPECT(shown, "etcdctl elect -l did not print vigil's owner; it printed '%s'", obs.buf);
+    char own[200];
+    vigil_etcd__own_key(key, l.id, own, sizeof(own));
+    EXPECT(strstr(obs.buf, own), "etcdctl elect -l named %s, not vigil's key %s", obs.buf, own);
+
+    EXPECT(ET_CTL(&cand, url, "elect", key, "ctl-leader") == 0, "spawning etcdctl elect failed");
+    bool queued = VT_WAIT_FOR(count_under(e, key) == 2, 10000);
+    bool early = et_read_until(&cand, "ctl-leader", 1000);
+    EXPECT_RC(vigil_etcd_release(e, &l), 0);
+    bool leads = et_read_until(&cand, "ctl-leader", 15000);
+    vigil_lease_info info;
+    int g = vigil_etcd_get(e, key, &info);
+    struct waiter w;
+    waiter_start(&w, key, "vigil-leader-2", 30000);
+    bool w_in = VT_WAIT_FOR(count_under(e, key) == 2, 10000);
+    int w_early = atomic_load(&w.done);
+    int st = et_stop(&cand, SIGTERM, 10000);
+    bool joined = waiter_join(&w, 15000);
+    EXPECT(queued && !early, "etcdctl elect led while vigil held %s: '%s'", key, cand.buf);
+    EXPECT(leads, "etcdctl elect did not lead within 15 s of vigil's resignation: '%s'", cand.buf);
+    EXPECT_RC(g, 0);
+    EXPECT(strcmp(info.owner, "ctl-leader") == 0 && info.token > l.token,
+           "get of etcdctl's leader: owner '%s' term %llu after %llu", info.owner, (unsigned long long)info.token,
+           (unsigned long long)l.token);
+    EXPECT(w_in && !w_early, "vigil's campaign returned %d while etcdctl led", w.rc);
+    EXPECT(st == 0, "etcdctl elect exited %d on SIGTERM", st);
+    EXPECT(joined, "vigil did not lead within 15 s of etcdctl's resignation");
+    EXPECT_RC(w.rc, 0);
+    EXPECT(w.lease.token > info.token, "vigil's term %llu not above etcdctl's %llu", (unsigned long long)w.lease.token,
+           (unsigned long long)info.token);
+    EXPECT_RC(vigil_etcd_release(e, &w.lease), 0);
+    vigil_etcd_close(e);
+    return 0;
+}
+
+VT_MAIN(VT_CASE(test_get), VT_CASE(test_wait_timeout), VT_CASE(test_wait_woken), VT_CASE(test_wait_queue),
+        VT_CASE(test_wait_place_deleted), VT_CASE(test_etcdctl_lock_excludes), VT_CASE(test_etcdctl_release_wakes),
+        VT_CASE(test_etcdctl_elect))

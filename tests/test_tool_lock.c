@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Description: `vigil lock` on the embedded store, run as a program:
+ * usage errors (exit 2), the store made when missing, CMD's environment
+ * and its exit status passed through (128 + n for a signal, 127 not
+ * found), the lease released after CMD; --wait 0 and --wait MS on a held
+ * key (exit 75, one line naming the key and its holder); a waiting lock
+ * running once the holder releases, with a greater token; two vigil lock
+ * processes never running their commands at once; SIGTERM and SIGINT
+ * passed to CMD, CMD's status kept; a lease lost while CMD runs (vigil
+ * lock stopped past the TTL) killing CMD with SIGTERM, then SIGKILL after
+ * --kill-after, exit 79; a store that cannot be made (exit 1).
+ */
+#include "locktest.h"
+
+static const char *store(void)
+{
+    return vt_path("locks.leases");
+}
+
+static int test_usage(void)
+{
+    const char *s = store();
+    char longkey[200], longowner[80];
+    memset(longkey, 'k', 150);
+    longkey[150] = '\0';
+    memset(longowner, 'o', 70);
+    longowner[70] = '\0';
+    const char *const cases[][12] = {
+        { "lock" },
+        { "lock", "k", "--", "true" },
+        { "lock", "--store", s, "--etcd", "http://127.0.0.1:1", "k", "--", "true" },
+        { "lock", "--store", s, "--", "true" },
+        { "lock", "--store", s, "k" },
+        { "lock", "--store", s, "k", "--" },
+        { "lock", "--store", s, "k", "true" },
+        { "lock", "--store", s, "--ttl", "2", "k", "--", "true" },
+        { "lock", "--store", s, "--ttl", "x", "k", "--", "true" },
+        { "lock", "--store", s, "--wait", "-1", "k", "--", "true" },
+        { "lock", "--store", s, "--kill-after", "1e3", "k", "--", "true" },
+        { "lock", "--store", s, "--owner", longowner, "k", "--", "true" },
+        { "lock", "--store", s, longkey, "--", "true" },
+        { "lock", "--store", s, "--bogus", "k", "--", "true" },
+        { "lock", "--store", "", "k", "--", "true" },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        vt_runv(10000, cases[i]);
+        EXPECT_EXIT(2, "a usage error");
+        EXPECT(!R.out[0] && strncmp(R.err, "vigil lock: ", 12) == 0,
+               "case %zu: expected a usage message on stderr alone, got '%s' / '%s'", i, R.out, R.err);
+    }
+    EXPECT(access(s, F_OK) != 0, "a usage error made the store");
+    VT_RUN("lock", "--help");
+    EXPECT_EXIT(0, "lock --help");
+    EXPECT(strstr(R.out, "--kill-after") && strstr(R.out, "VIGIL_LEASE_TOKEN") && strstr(R.out, "79"),
+           "help lacks the options:\n%s", R.out);
+    /* --help wins before "--", and is CMD's own after it. */
+    VT_RUN("lock", "--store", s, "k", "--", "sh", "-c", "echo cmd $1", "sh", "--help");
+    EXPECT_EXIT(0, "--help after --");
+    EXPECT(strcmp(R.out, "cmd --help\n") == 0, "CMD's --help went to vigil: '%s'", R.out);
+    return 0;
+}
+
+/* The store is made when missing; CMD sees the lease; its status is ours;
+ * the lease is released after it. */
+static int test_run(void)
+{
+    const char *s = store();
+    unlink(s);
+    VT_RUN("lock", "--store", s, "--owner", "me", "job/1", "--", "sh", "-c",
+           "echo \"$VIGIL_LEASE_KEY|$VIGIL_LEASE_OWNER|$VIGIL_LEASE_TOKEN\"; exit 3");
+    EXPECT_EXIT(3, "CMD exiting 3");
+    unsigned long long token = 0;
+    EXPECT(sscanf(R.out, "job/1|me|%llu", &token) == 1 && token > 0 && !R.err[0],
+           "CMD's environment: '%s' (stderr '%s')", R.out, R.err);
+    vigil_leases *ls = NULL;
+    EXPECT_RC(vigil_leases_open(s, &ls), 0);
+    vigil_lease_info info;
+    EXPECT_RC(vigil_leases_get(ls, "job/1", &info), VIGIL_EVACANT);
+    /* Default owner host:pid; a greater token the next time. */
+    VT_RUN("lock", "--store", s, "job/1", "--", "sh", "-c", "echo \"$VIGIL_LEASE_OWNER $VIGIL_LEASE_TOKEN\"");
+    EXPECT_EXIT(0, "a second run");
+    char host[128] = "";
+    gethostname(host, sizeof(host) - 1);
+    unsigned long long t2 = 0;
+    const char *sp = strchr(R.out, ' ');
+    EXPECT(sp && strncmp(R.out, host, strlen(host)) == 0 && R.out[strlen(host)] == ':' && sscanf(sp, "%llu", &t2) == 1 &&
+           t2 > token, "owner and token: '%s' (host %s, first token %llu)", R.out, host, token);
+    /* Statuses as a shell reports them. */
+    VT_RUN("lock", "--store", s, "job/1", "--", "sh", "-c", "kill -KILL $$");
+    EXPECT_EXIT(128 + SIGKILL, "CMD killed by SIGKILL");
+    VT_RUN("lock", "--store", s, "job/1", "--", vt_path("no-such-program"));
+    EXPECT_EXIT(127, "CMD not found");
+    EXPECT(strstr(R.err, "no-such-program"), "expected the missing CMD named: '%s'", R.err);
+    EXPECT_RC(vigil_leases_get(ls, "job/1", &info), VIGIL_EVACANT);
+    vigil_leases_close(ls);
+    return 0;
+}
+
+static int test_not_acquired(void)
+{
+    const char *s = store();
+    unlink(s);
+    vigil_leases *ls = NULL;
+    EXPECT_RC(vigil_leases_create(s, 16, &ls), 0);
+    vigil_lease held;
+    EXPECT_RC(vigil_leases_acquire(ls, "busy", "the-holder", 60000, &held), 0);
+    const char *marker = vt_path("ran");
+    VT_RUN("lock", "--store", s, "--wait", "0", "busy", "--", "touch", marker);
+    EXPECT_EXIT(75, "--wait 0 on a held key");
+    EXPECT(vt_count_lines(R.err) == 1 && strstr(R.err, "busy") && strstr(R.err, "the-holder"),
+           "expected one line naming the key and its holder, got '%s'", R.err);
+    VT_RUN("lock", "--store", s, "--wait", "200", "busy", "--", "touch", marker);
+    EXPECT_EXIT(75, "--wait 200 on a held key");
+    EXPECT(vt_count_lines(R.err) == 1 && strstr(R.err, "within 200 ms"), "stderr: '%s'", R.err);
+    EXPECT(access(marker, F_OK) != 0, "CMD ran without the lease");
+    EXPECT_RC(vigil_leases_release(ls, &held), 0);
+    vigil_leases_close(ls);
+    return 0;
+}
+
+/* A lock waiting for ever runs once the holder releases, and not before. */
+static int test_waits(void)
+{
+    const char *s = store();
+    unlink(s);
+    vigil_leases *ls = NULL;
+    EXPECT_RC(vigil_leases_create(s, 16, &ls), 0);
+    vigil_lease held;
+    EXPECT_RC(vigil_leases_acquire(ls, "queue", "holder", 60000, &held), 0);
+    struct vt_proc p;
+    EXPECT(VT_SPAWN(&p, "lock", "--store", s, "queue", "--", "sh", "-c", "echo ran $VIGIL_LEASE_TOKEN") == 0, "spawn");
+    bool early = vt_read_until(&p, "ran", 500);
+    EXPECT_RC(vigil_leases_release(ls, &held), 0);
+    bool ran = vt_read_until(&p, "ran", 15000);
+    int st = vt_wait(p.pid, 15000);
+    close(p.fd);
+    unsigned long long t = 0;
+    EXPECT(!early, "CMD ran while the key was held: '%s'", p.buf);
+    EXPECT(ran && st == 0 && sscanf(p.buf, "ran %llu", &t) == 1 && t > held.token,
+           "after the release: exit %d, output '%s' (holder's token %llu)", st, p.buf,
+           (unsigned long long)held.token);
+    vigil_leases_close(ls);
+    return 0;
+}
+
+static int test_two_never_overlap(void)
+{
+    const char *s = store();
+    unlink(s);
+    return lt_two_never_overlap("--store", s, "shared", vt_path("order.log"));
+}
+
+/* SIGTERM and SIGINT to vigil lock reach CMD; vigil lock exits with CMD's
+ * status once CMD has, and the lease is released. */
+static int test_signals(void)
+{
+    const char *s = store();
+    unlink(s);
+    static const int sigs[] = { SIGTERM, SIGINT };
+    for (int i = 0; i < 2; i++) {
+        struct vt_proc p;
+        EXPECT(VT_SPAWN(&p, "lock", "--store", s, "sig", "--", "sh", "-c",
+                        "trap 'echo got; exit 42' TERM INT; echo ready; while :; do sleep 0.05; done") == 0,
+               "spawn");
+        bool ready = vt_read_until(&p, "ready", 15000);
+        kill(p.pid, sigs[i]);
+        bool got = vt_read_until(&p, "got", 15000);
+        int st = vt_wait(p.pid, 15000);
+        close(p.fd);
+        EXPECT(ready, "CMD never started: '%s'", p.buf);
+        EXPECT(got && st == 42, "signal %d: CMD saw it %d, vigil lock exited %d (want CMD's 42)", sigs[i], got, st);
+    }
+    vigil_leases *ls = NULL;
+    vigil_lease_info info;
+    EXPECT_RC(vigil_leases_open(s, &ls), 0);
+    EXPECT_RC(vigil_leases_get(ls, "sig", &info), VIGIL_EVACANT);
+    vigil_leases_close(ls);
+    return 0;
+}
+
+/* vigil lock stopped past its TTL: the lease lapses and another takes it.
+ * Continued, it finds the lease lost: CMD gets SIGTERM (or, ignoring it,
+ * SIGKILL after --kill-after), and vigil lock exits 79. */
+static int lost_with(const char *cmd_script, const char *kill_after, int *exit_status, char *err, size_t errcap)
+{
+    const char *s = store();
+    unlink(s);
+    struct vt_proc p;
+    int efd = open(vt_path("lock.stderr"), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int saved = dup(2);
+    dup2(efd, 2); /* the spawned tool's stderr, to read its one line */
+    int sp = VT_SPAWN(&p, "lock", "--store", s, "--ttl", "300", "--kill-after", kill_after, "lost", "--", "sh", "-c",
+                      cmd_script);
+    dup2(saved, 2);
+    close(saved);
+    close(efd);
+    if (sp != 0)
+        return 1;
+    bool ready = vt_read_until(&p, "ready", 15000);
+    kill(p.pid, SIGSTOP);
+    vigil_leases *ls = NULL;
+    vigil_lease other;
+    int rc = vigil_leases_open(s, &ls);
+    bool taken = rc == 0 && VT_WAIT_FOR(vigil_leases_acquire(ls, "lost", "thief", 60000, &other) == 0, 10000);
+    kill(p.pid, SIGCONT);
+    *exit_status = vt_wait(p.pid, 20000);
+    close(p.fd);
+    vt_slurp(vt_path("lock.stderr"), err, errcap);
+    if (taken)
+        vigil_leases_release(ls, &other);
+    vigil_leases_close(ls);
+    if (!ready || !taken) {
+        fprintf(stderr, "ready %d, lease taken by another %d ('%s')\n", ready, taken, p.buf);
+        return 1;
+    }
+    return 0;
+}
+
+static int test_lost(void)
+{
+    int st;
+    char err[1024];
+    EXPECT_RC(lost_with("trap 'exit 9' TERM; echo ready; while :; do sleep 0.05; done", "5000", &st, err, sizeof(err)), 0);
+    EXPECT(st == 79 && strstr(err, "lost") && strncmp(err, "vigil: lost: ", 13) == 0 && vt_count_lines(err) == 1,
+           "a lost lease: expected exit 79 and one line, got %d, '%s'", st, err);
+    /* CMD ignores SIGTERM: SIGKILL after --kill-after. */
+    EXPECT_RC(lost_with("trap '' TERM; echo ready; exec sleep 60", "200", &st, err, sizeof(err)), 0);
+    EXPECT(st == 79, "a CMD deaf to SIGTERM: expected exit 79 after SIGKILL, got %d, '%s'", st, err);
+    return 0;
+}
+
+static int test_store_error(void)
+{
+    VT_RUN("lock", "--store", vt_path("no/such/dir/locks"), "k", "--", "true");
+    EXPECT_EXIT(1, "a store that cannot be made");
+    EXPECT(vt_count_lines(R.err) == 1 && strncmp(R.err, "vigil: k: ", 10) == 0 && strstr(R.err, "no/such/dir"),
+           "expected one line naming the key, the store and the reason, got '%s'", R.err);
+    return 0;
+}
+
+VT_MAIN(VT_CASE(test_usage), VT_CASE(test_run), VT_CASE(test_not_acquired), VT_CASE(test_waits),
+        VT_CASE(test_two_never_overlap), VT_CASE(test_signals), VT_CASE(test_lost), VT_CASE(test_store_error))

@@ -1,0 +1,443 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vigil lock (--store FILE | --etcd ENDPOINTS) [--ttl MS] [--wait MS]
+ * [--owner NAME] [--kill-after MS] KEY -- CMD [ARG...]: runs CMD while
+ * holding KEY's lease, as flock(1), `etcdctl lock` and `consul lock` do,
+ * with fencing: CMD gets the token in VIGIL_LEASE_TOKEN.
+ *
+ * The order of things: acquire (waiting up to --wait), start the
+ * keepalive, fork and exec CMD; then one poll(2) on a signalfd (SIGCHLD,
+ * SIGINT, SIGTERM) and on the keepalive's fd, readable the moment the
+ * lease is lost (refused, or expired locally). On loss CMD gets SIGTERM,
+ * then SIGKILL after --kill-after; SIGINT and SIGTERM are passed on to
+ * CMD. Once CMD has exited: stop the keepalive, release the lease.
+ *
+ * Exit status: CMD's own (128 + n for signal n), 75 not acquired within
+ * --wait, 79 lease lost while CMD ran, 2 usage, 1 other errors (one line
+ * on stderr naming the key and the reason). CMD not found is 127, not
+ * executable 126, as the shells and env(1) say.
+ */
+#define _GNU_SOURCE
+#include "vigil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef VIGIL_HAVE_ETCD
+#include <vigil/etcd.h>
+#endif
+
+enum { EXIT_NOT_ACQUIRED = 75, EXIT_LOST = 79 };
+
+/* A store made by --store when FILE is missing: 1024 keys, 256 KiB. */
+#define LOCK_STORE_CAPACITY 1024u
+#define LOCK_MAX_TTL_MS     UINT64_C(86400000)        /* a day */
+#define LOCK_MAX_WAIT_MS    (UINT64_MAX / 1000000 - 1) /* in ns, below UINT64_MAX */
+
+/* The fds the tool was given (0..FD_SEEN-1): CMD inherits these and no
+ * other, whatever the libraries opened without close-on-exec. */
+#define FD_SEEN 1024
+static unsigned char inherited[FD_SEEN];
+
+static void note_inherited(void)
+{
+    for (int fd = 0; fd < FD_SEEN; fd++)
+        inherited[fd] = fcntl(fd, F_GETFD) >= 0;
+}
+
+/* "vigil: KEY: message" on stderr; EXIT_RUNTIME. */
+__attribute__((format(printf, 2, 3))) static int lock_fail(const char *key, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "vigil: %s: ", key);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return EXIT_RUNTIME;
+}
+
+/* ---- the two backends ------------------------------------------------------ */
+
+struct backend {
+    const char   *where; /* FILE or ENDPOINTS, for messages */
+    vigil_leases *ls;
+#ifdef VIGIL_HAVE_ETCD
+    vigil_etcd   *e;
+#endif
+};
+
+static int backend_open(struct backend *b, const char *store, const char *etcd, const char *key, uint64_t ttl)
+{
+    int rc;
+    if (store) {
+        b->where = store;
+        rc = vigil_leases_open(store, &b->ls);
+        if (rc == -ENOENT) {
+            rc = vigil_leases_create(store, LOCK_STORE_CAPACITY, &b->ls);
+            if (rc == -EEXIST) /* another vigil lock made it first */
+                rc = vigil_leases_open(store, &b->ls);
+        }
+        return rc < 0 ? lock_fail(key, "lease store %s: %s", store, vigil_strerror(rc)) : 0;
+    }
+    b->where = etcd;
+#ifdef VIGIL_HAVE_ETCD
+    rc = vigil_etcd_connect(etcd, &b->e);
+    if (rc < 0)
+        return lock_fail(key, "etcd endpoints '%s': %s", etcd, vigil_strerror(rc));
+    /* A request is bounded by a beat (ttl / 3): one that takes longer is
+     * of no use to the lease, and on a loss to a silent server the
+     * keepalive's stop and the release each wait out at most that. */
+    uint64_t total = ttl / 3 < 200 ? 200 : ttl / 3 > 3000 ? 3000 : ttl / 3;
+    vigil_etcd_set_timeout(b->e, (uint32_t)(total < 1000 ? total : 1000), (uint32_t)total);
+    return 0;
+#else
+    (void)rc;
+    return lock_fail(key, "this vigil was built without the etcd adapter (libcurl and cJSON)");
+#endif
+}
+
+static void backend_close(struct backend *b)
+{
+    vigil_leases_close(b->ls);
+#ifdef VIGIL_HAVE_ETCD
+    vigil_etcd_close(b->e);
+#endif
+}
+
+static int backend_acquire(struct backend *b, const char *key, const char *owner, uint64_t ttl_ms,
+                           uint64_t timeout_ns, vigil_lease *out)
+{
+#ifdef VIGIL_HAVE_ETCD
+    if (b->e)
+        return vigil_etcd_acquire_wait(b->e, key, owner, ttl_ms, timeout_ns, out);
+#endif
+    return vigil_leases_acquire_wait(b->ls, key, owner, ttl_ms, timeout_ns, out);
+}
+
+static int backend_get(struct backend *b, const char *key, vigil_lease_info *out)
+{
+#ifdef VIGIL_HAVE_ETCD
+    if (b->e)
+        return vigil_etcd_get(b->e, key, out);
+#endif
+    return vigil_leases_get(b->ls, key, out);
+}
+
+static int backend_release(struct backend *b, const vigil_lease *l)
+{
+#ifdef VIGIL_HAVE_ETCD
+    if (b->e)
+        return vigil_etcd_release(b->e, l);
+#endif
+    return vigil_leases_release(b->ls, l);
+}
+
+/* The keepalive's port: its renew is the backend's renew. */
+static vigil_lease_port backend_port(struct backend *b)
+{
+#ifdef VIGIL_HAVE_ETCD
+    if (b->e)
+        return vigil_etcd_port(b->e);
+#endif
+    return vigil_leases_port(b->ls);
+}
+
+/* ---- CMD -------------------------------------------------------------------- */
+
+/* Frees what lease_env made: the array, and the three strings it starts with. */
+static void free_env(char **env)
+{
+    if (!env)
+        return;
+    for (int i = 0; i < 3; i++)
+        free(env[i]);
+    free(env);
+}
+
+/* CMD's environment: the lease's three, then ours less any VIGIL_LEASE_*
+ * we had. Built before fork: the child only execs. */
+static char **lease_env(const vigil_lease *l)
+{
+    extern char **environ;
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **env = calloc(n + 4, sizeof(*env));
+    if (!env)
+        return NULL;
+    char token[24];
+    snprintf(token, sizeof(token), "%" PRIu64, l->token);
+    const char *const name[3] = { "VIGIL_LEASE_KEY=", "VIGIL_LEASE_OWNER=", "VIGIL_LEASE_TOKEN=" };
+    const char *const value[3] = { l->key, l->owner, token };
+    for (int i = 0; i < 3; i++) {
+        size_t nl = strlen(name[i]), vl = strlen(value[i]);
+        if (!(env[i] = malloc(nl + vl + 1))) {
+            free_env(env); /* the ones not made are still NULL */
+            return NULL;
+        }
+        memcpy(env[i], name[i], nl);
+        memcpy(env[i] + nl, value[i], vl + 1);
+    }
+    size_t k = 3;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(environ[i], "VIGIL_LEASE_KEY=", 16) != 0 && strncmp(environ[i], "VIGIL_LEASE_OWNER=", 18) != 0 &&
+            strncmp(environ[i], "VIGIL_LEASE_TOKEN=", 18) != 0)
+            env[k++] = environ[i];
+    return env;
+}
+
+/* The child: the signal mask as it was (the dispositions were never
+ * changed: an ignored SIGINT stays ignored, as under nohup), our own fds
+ * closed, CMD. */
+static _Noreturn void exec_cmd(char **argv, char **env, const sigset_t *old)
+{
+    sigprocmask(SIG_SETMASK, old, NULL);
+    for (int fd = 3; fd < FD_SEEN; fd++)
+        if (!inherited[fd])
+            close(fd);
+    execvpe(argv[0], argv, env);
+    int err = errno;
+    fprintf(stderr, "vigil: %s: %s\n", argv[0], strerror(err));
+    _exit(err == ENOENT ? 127 : 126);
+}
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* What happened while CMD ran. */
+struct outcome {
+    int  status; /* CMD's, as a shell reports it */
+    bool lost;   /* the keepalive said the lease was lost */
+};
+
+/*
+ * Waits for CMD: SIGCHLD ends it; SIGINT and SIGTERM are passed to CMD
+ * (not when the terminal sent them, si_code SI_KERNEL: CMD, in our
+ * process group, had its own); the keepalive's fd readable is the loss:
+ * SIGTERM to CMD, SIGKILL kill_after ms later. 0, or EXIT_RUNTIME.
+ */
+static int supervise(pid_t pid, int sfd, vigil_keepalive *ka, uint64_t kill_after, struct outcome *o)
+{
+    int lfd = vigil_keepalive_fd(ka);
+    uint64_t kill_at = 0; /* when SIGKILL is due, after a loss */
+    bool killed = false;
+    for (;;) {
+        struct pollfd pf[2] = { { sfd, POLLIN, 0 }, { o->lost ? -1 : lfd, POLLIN, 0 } };
+        int timeout = -1;
+        if (lfd < 0 && !o->lost)
+            timeout = 100; /* no fd to wait on: look at lost() ten times a second */
+        if (kill_at && !killed) {
+            uint64_t now = now_ms();
+            uint64_t left = kill_at > now ? kill_at - now : 0;
+            if (timeout < 0 || left < (uint64_t)timeout)
+                timeout = left > INT_MAX ? INT_MAX : (int)left;
+        }
+        int n = poll(pf, 2, timeout);
+        if (n < 0 && errno != EINTR)
+            return EXIT_RUNTIME;
+        if (!o->lost && ((lfd >= 0 && (pf[1].revents & POLLIN)) || (lfd < 0 && vigil_keepalive_lost(ka)))) {
+            o->lost = true;
+            kill(pid, SIGTERM);
+            kill_at = now_ms() + kill_after;
+        }
+        if (kill_at && !killed && now_ms() >= kill_at) {
+            kill(pid, SIGKILL);
+            killed = true;
+        }
+        if (pf[0].revents & POLLIN) {
+            struct signalfd_siginfo si;
+            while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+                if (si.ssi_signo != SIGCHLD && si.ssi_code != SI_KERNEL)
+                    kill(pid, (int)si.ssi_signo);
+            }
+        }
+        int st;
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid) {
+            o->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+            return 0;
+        }
+        if (r < 0 && errno != EINTR)
+            return EXIT_RUNTIME;
+    }
+}
+
+/* Why KEY was not acquired, with its holder when one can be named. */
+static int not_acquired(struct backend *b, const char *key, uint64_t wait_ms, bool waited)
+{
+    vigil_lease_info info;
+    char holder[160] = "";
+    if (backend_get(b, key, &info) == 0)
+        snprintf(holder, sizeof(holder), ": held by '%s' (token %" PRIu64 ")", info.owner, info.token);
+    if (waited)
+        lock_fail(key, "not acquired within %" PRIu64 " ms%s", wait_ms, holder);
+    else
+        lock_fail(key, "not acquired (--wait 0)%s", holder);
+    return EXIT_NOT_ACQUIRED;
+}
+
+static int run(const struct tool_cmd *cmd, int argc, char **argv)
+{
+    const char *store = NULL, *etcd = NULL, *owner_opt = NULL;
+    uint64_t ttl = 10000, wait_ms = 0, kill_after = 5000;
+    bool have_wait = false;
+    const struct tool_opt opts[] = {
+        { "store", OPT_STR, 0, 0, NULL, NULL, &store },
+        { "etcd", OPT_STR, 0, 0, NULL, NULL, &etcd },
+        { "ttl", OPT_U64, 3, LOCK_MAX_TTL_MS, &ttl, NULL, NULL },
+        { "wait", OPT_U64, 0, LOCK_MAX_WAIT_MS, &wait_ms, &have_wait, NULL },
+        { "owner", OPT_STR, 0, 0, NULL, NULL, &owner_opt },
+        { "kill-after", OPT_U64, 0, LOCK_MAX_TTL_MS, &kill_after, NULL, NULL },
+    };
+    /* KEY before "--", CMD after it: the options end at the first "--". */
+    int dd = 1;
+    while (dd < argc && strcmp(argv[dd], "--") != 0)
+        dd++;
+    const char *pos[1];
+    size_t npos = 0;
+    int rc = tool_parse(cmd, dd, argv, opts, sizeof(opts) / sizeof(opts[0]), pos, 0, 1, &npos);
+    if (rc != TOOL_GO)
+        return rc;
+    if (!store == !etcd)
+        return tool_usage_error(cmd, "exactly one of --store FILE and --etcd ENDPOINTS");
+    if (npos == 0)
+        return tool_usage_error(cmd, "missing KEY");
+    if (dd + 1 >= argc)
+        return tool_usage_error(cmd, dd == argc ? "missing '--' and CMD after KEY" : "missing CMD after '--'");
+    const char *key = pos[0];
+    if (!*key || strlen(key) >= sizeof(((vigil_lease *)0)->key))
+        return tool_usage_error(cmd, "KEY: 1 to 127 bytes, not %zu", strlen(key));
+    char owner[sizeof(((vigil_lease *)0)->owner)];
+    if (owner_opt) {
+        if (strlen(owner_opt) >= sizeof(owner))
+            return tool_usage_error(cmd, "--owner: at most 63 bytes, not %zu", strlen(owner_opt));
+        snprintf(owner, sizeof(owner), "%s", owner_opt);
+    } else {
+        char host[256] = "localhost";
+        gethostname(host, sizeof(host) - 1);
+        host[sizeof(host) - 1] = '\0';
+        char pid[16];
+        int pl = snprintf(pid, sizeof(pid), ":%d", (int)getpid());
+        snprintf(owner, sizeof(owner), "%.*s%s", (int)(sizeof(owner) - 1 - (size_t)pl), host, pid);
+    }
+    uint64_t timeout_ns = have_wait ? wait_ms * 1000000u : UINT64_MAX;
+
+    note_inherited();
+    struct backend b = { 0 };
+    if ((rc = backend_open(&b, store, etcd, key, ttl)) != 0)
+        return rc;
+    vigil_lease lease;
+    rc = backend_acquire(&b, key, owner, ttl, timeout_ns, &lease);
+    if (rc == VIGIL_ETIMEDOUT || rc == VIGIL_EBUSY) {
+        rc = not_acquired(&b, key, wait_ms, have_wait && wait_ms > 0);
+        backend_close(&b);
+        return rc;
+    }
+    if (rc < 0) {
+        backend_close(&b);
+        return lock_fail(key, "acquire on %s: %s", b.where, vigil_strerror(rc));
+    }
+
+    /* Held from here: every way out releases. */
+    sigset_t stop, old;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &stop, &old);
+    int sfd = signalfd(-1, &stop, SFD_CLOEXEC | SFD_NONBLOCK);
+    vigil_lease_port port = backend_port(&b);
+    vigil_keepalive *ka = NULL;
+    char **env = NULL;
+    pid_t pid = -1;
+    int ka_rc = 0, exit_rc = EXIT_RUNTIME;
+    struct outcome o = { 0, false };
+    if (sfd < 0) {
+        lock_fail(key, "signalfd: %s", strerror(errno));
+        goto release;
+    }
+    if ((rc = vigil_keepalive_start(&port, &lease, &ka)) < 0) {
+        lock_fail(key, "keepalive: %s", vigil_strerror(rc));
+        goto release;
+    }
+    if (!(env = lease_env(&lease))) {
+        lock_fail(key, "environment for CMD: %s", strerror(ENOMEM));
+        goto stop;
+    }
+    fflush(NULL);
+    pid = fork();
+    if (pid < 0) {
+        lock_fail(key, "fork: %s", strerror(errno));
+        goto stop;
+    }
+    if (pid == 0)
+        exec_cmd(argv + dd + 1, env, &old);
+    if (supervise(pid, sfd, ka, kill_after, &o) != 0) {
+        lock_fail(key, "waiting for CMD (pid %d): %s", (int)pid, strerror(errno));
+        goto stop;
+    }
+    exit_rc = o.status;
+stop:
+    ka_rc = vigil_keepalive_stop(ka);
+release:;
+    /* Released even when lost: on etcd the lease may live on after a
+     * local expiry, and revoking it frees KEY at once. */
+    int rel = backend_release(&b, &lease);
+    if (pid > 0 && (o.lost || ka_rc == VIGIL_ELOST || rel == VIGIL_ELOST)) {
+        lock_fail(key, "lease lost while CMD ran (token %" PRIu64 ")%s", lease.token,
+                  o.lost ? "; CMD was sent SIGTERM" : "");
+        exit_rc = EXIT_LOST;
+    } else if (rel < 0 && rel != VIGIL_ELOST) {
+        lock_fail(key, "release on %s: %s (the lease lapses within its TTL)", b.where, vigil_strerror(rel));
+    }
+    if (sfd >= 0)
+        close(sfd);
+    free_env(env);
+    backend_close(&b);
+    return exit_rc;
+}
+
+const struct tool_cmd tool_cmd_lock = {
+    .name = "lock",
+    .synopsis = "(--store FILE | --etcd ENDPOINTS) [--ttl MS] [--wait MS] [--owner NAME] [--kill-after MS] KEY -- CMD [ARG...]",
+    .summary = "run a command while holding a lease",
+    .help = "Acquires the lease KEY, waiting for it up to --wait, runs CMD while the\n"
+            "lease is kept alive, and releases it after CMD exits. CMD gets\n"
+            "VIGIL_LEASE_KEY, VIGIL_LEASE_OWNER and VIGIL_LEASE_TOKEN (the fencing\n"
+            "token: greater at every change of holder) in its environment.\n"
+            "If the lease is lost while CMD runs (refused, or expired because it\n"
+            "could not be renewed in time), CMD gets SIGTERM, then SIGKILL after\n"
+            "--kill-after. SIGINT and SIGTERM are passed on to CMD, and the lease\n"
+            "is released once it has exited.\n"
+            "\n"
+            "options:\n"
+            "  --store FILE      the lease store FILE on this host (made when missing)\n"
+            "  --etcd ENDPOINTS  etcd, e.g. http://10.0.0.1:2379,http://10.0.0.2:2379;\n"
+            "                    KEY is shared with `etcdctl lock KEY`\n"
+            "  --ttl MS          the lease's TTL, 3..86400000 (default 10000)\n"
+            "  --wait MS         give up after MS (default: wait for ever; 0: do not wait)\n"
+            "  --owner NAME      the holder's name, at most 63 bytes (default host:pid)\n"
+            "  --kill-after MS   from SIGTERM to SIGKILL on a loss (default 5000)\n"
+            "  -h, --help        show this help\n"
+            "\n"
+            "exit status: CMD's own (128 + n if it died of signal n), 75 KEY not\n"
+            "acquired within --wait, 79 the lease was lost while CMD ran, 126/127 CMD\n"
+            "not executable / not found, 2 usage error, 1 other errors.\n",
+    .run = run,
+};
