@@ -168,6 +168,7 @@ static int hb_wrap(struct vigil_map *m, vigil_hb **out)
     hb->capacity = m->capacity;
     hb->map_size = m->size;
     hb->watch = NULL;
+    atomic_init(&hb->mine, 0);
     *out = hb;
     return 0;
 }
@@ -209,6 +210,7 @@ void vigil_hb_close(vigil_hb *hb)
     if (!hb)
         return;
     vigil_failover_watch_free(hb->watch);
+    free((void *)atomic_load_explicit(&hb->mine, memory_order_relaxed));
     struct vigil_map m = { .base = hb->hdr, .size = hb->map_size, .capacity = hb->capacity };
     vigil_map_close(&m);
     free(hb);
@@ -250,6 +252,40 @@ static uint64_t start_time_of(uint32_t pid)
 }
 
 enum claim { CLAIMED, OCCUPIED, LOCKED, LOST };
+
+/*
+ * What this handle registered, slot by slot: (pid << 32) | low 32 bits of
+ * the owner's start time, 0 none. unregister checks it under the slot's
+ * lock, so a caller stalled past its grace, failed over, whose slot was
+ * registered again by another process, does not vacate the newcomer
+ * (model/slot.pml's unreg run found that). One word per slot, allocated
+ * at the first register: calloc's untouched pages cost nothing for the
+ * slots never registered through the handle. A slot registered through
+ * another handle (a supervisor's) is unregistered unchecked, as before.
+ */
+static _Atomic uint64_t *mine_of(vigil_hb *hb, bool make)
+{
+    /* Acquire: the array's zeroes are seen with the pointer. */
+    uintptr_t p = atomic_load_explicit(&hb->mine, memory_order_acquire);
+    if (p || !make)
+        return (_Atomic uint64_t *)p;
+    _Atomic uint64_t *a = calloc(hb->capacity, sizeof(*a));
+    if (!a)
+        return NULL; /* no record, no check: the old behaviour */
+    uintptr_t none = 0;
+    /* acq_rel: publishes the zeroed array, or takes the winner's. */
+    if (!atomic_compare_exchange_strong_explicit(&hb->mine, &none, (uintptr_t)a, memory_order_acq_rel,
+                                                 memory_order_acquire)) {
+        free(a);
+        return (_Atomic uint64_t *)none;
+    }
+    return a;
+}
+
+static uint64_t mine_word(uint32_t pid, uint64_t start)
+{
+    return (uint64_t)pid << 32 | (uint32_t)start;
+}
 
 /* How long vigil_hb_register looks again at vacant slots whose lock is
  * held before it calls the table full: the whole call's budget. */
@@ -299,10 +335,13 @@ int vigil_hb_register(vigil_hb *hb, uint32_t pid, uint32_t *slot)
         return VIGIL_ERANGE;
     uint64_t start = start_time_of(pid);
 
+    _Atomic uint64_t *mine = mine_of(hb, true);
     bool locked_vacant = false;
     for (uint32_t i = 0; i < hb->capacity; i++) {
         enum claim c = claim_vacant(hb, i, pid, start);
         if (c == CLAIMED) {
+            if (mine) /* relaxed: a note for this handle's own unregister */
+                atomic_store_explicit(&mine[i], mine_word(pid, start), memory_order_relaxed);
             *slot = i;
             return 0;
         }
@@ -325,6 +364,8 @@ int vigil_hb_register(vigil_hb *hb, uint32_t pid, uint32_t *slot)
         for (uint32_t i = 0; i < hb->capacity; i++) {
             enum claim c = claim_vacant(hb, i, pid, start);
             if (c == CLAIMED) {
+                if (mine)
+                    atomic_store_explicit(&mine[i], mine_word(pid, start), memory_order_relaxed);
                 *slot = i;
                 return 0;
             }
@@ -345,7 +386,16 @@ int vigil_hb_unregister(vigil_hb *hb, uint32_t slot)
     int err = vigil_slot_lock(s, &v);
     if (err < 0)
         return err;
-    if (atomic_load_explicit(&s->pid, memory_order_relaxed) == 0) {
+    uint32_t owner = atomic_load_explicit(&s->pid, memory_order_relaxed);
+    _Atomic uint64_t *mine = mine_of(hb, false);
+    /* Relaxed: this handle's own note (see mine_of). */
+    uint64_t was = mine ? atomic_load_explicit(&mine[slot], memory_order_relaxed) : 0;
+    if (mine)
+        atomic_store_explicit(&mine[slot], 0, memory_order_relaxed);
+    if (owner == 0 ||
+        (was && was != mine_word(owner, atomic_load_explicit(&s->start_time, memory_order_relaxed)))) {
+        /* Vacant, or no longer the registration this handle made: it was
+         * failed over and the slot is someone else's now. */
         vigil_slot_unlock(s, v);
         return VIGIL_EVACANT;
     }

@@ -99,6 +99,7 @@ typedef struct vigil_hb {
     uint32_t                capacity;
     size_t                  map_size;
     struct vigil_failover_watch *watch; /* vigil_failover_wait's pidfds, made on first use */
+    VIGIL_ATOMIC(uintptr_t) mine;       /* registrations made through this handle (heartbeat.c) */
 } vigil_hb;
 
 int      vigil_hb_create(const char *path, uint32_t capacity, vigil_hb **out);
