@@ -27,17 +27,23 @@
  *     leader it names, and at no moment do two slots hold the role;
  *   - the lock is taken over only from a dead holder: a live (perhaps
  *     paused) elector is never robbed.
+
+ * Size: one election per elector, two kills, three flips of liveness. The
+ * full space is about 2.5e7 states, past what fits in a minute on 2 cores,
+ * so the runs are bitstate (-DBITSTATE, -w26: partial coverage, hash factor
+ * about 3); an exhaustive run wants about 3 GB and a few minutes.
  *
- * CHECK safety | | -DSAFETY | -m100000 | clean
- * CHECK no_intent | -DNO_INTENT | -DSAFETY | -m100000 | error
- * CHECK promote_first | -DPROMOTE_FIRST | -DSAFETY | -m100000 | error
+ * CHECK safety | | -DSAFETY -DBITSTATE | -m100000 -w26 | clean
+ * CHECK no_intent | -DNO_INTENT | -DSAFETY -DBITSTATE | -m100000 -w26 | error
+ * CHECK promote_first | -DPROMOTE_FIRST | -DSAFETY -DBITSTATE | -m100000 -w26 | error
  *
  * no_intent drops step 2 (a killed elector's leader store stays without
  * its term), promote_first promotes before demoting: Spin must find both.
  */
 
 #define N      3
-#define ELECTS 2
+#define ELECTS 1
+#define FLIPS  3
 #define KILLS  2
 #define WORKER 0
 #define COORD  1
@@ -56,11 +62,15 @@ byte changes = 0;       /* changes of leader decided (intent stored) */
 byte gleader = 0;       /* the leader of the last one */
 
 active proctype Beats() {
-end:
+    byte flips = 0;
     do
-    :: live[0] = !live[0]
-    :: live[1] = !live[1]
-    :: live[2] = !live[2]
+    :: flips < FLIPS ->
+       if
+       :: atomic { live[0] = !live[0]; flips++ }
+       :: atomic { live[1] = !live[1]; flips++ }
+       :: atomic { live[2] = !live[2]; flips++ }
+       fi
+    :: break
     od
 }
 
@@ -98,7 +108,7 @@ proctype Elector(byte me) {
        got = false;
        do
        :: atomic { elect_lock == 0 -> elect_lock = me + 1; got = true }; break
-       :: atomic { w = elect_lock; w != 0 && dead[w - 1] };   /* vigil_lock_judge */
+       :: atomic { elect_lock != 0 && dead[elect_lock - 1] -> w = elect_lock };  /* vigil_lock_judge */
           atomic { if :: elect_lock == w -> assert(dead[w - 1]); elect_lock = me + 1; got = true
                       :: else fi };
           if :: got -> break :: else fi
