@@ -70,6 +70,8 @@
  * With no live slot the election names nobody and changes nothing
  * (VIGIL_ENOPEERS): the recorded leader stays until a live slot can
  * replace it, and if it comes back to life first it keeps its term.
+ *
+ * Model: model/election.pml (steps 1 to 6 with kills at every step).
  */
 #define _GNU_SOURCE
 #include <vigil/failover.h>

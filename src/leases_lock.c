@@ -34,6 +34,8 @@
  *    resumed one can never write over its successor.
  *  - Every process sharing a store must see the same pids (one pid
  *    namespace), as for the heartbeat table's probe.
+ *
+ * Model: model/leases.pml (the take-over only ever of a dead locker).
  */
 #define _GNU_SOURCE
 #include "leases_internal.h"

@@ -35,6 +35,8 @@
  *  - Keys are unique: a key is bound to an entry only under the store's
  *    bind lock, after a scan of every entry (keys change only under that
  *    lock, or are cleared by recovery) found it bound nowhere.
+ *
+ * Model: model/leases.pml (acquire, renew, release, recovery, the sleep).
  */
 #define _GNU_SOURCE
 #include "leases_internal.h"
