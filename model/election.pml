@@ -8,19 +8,25 @@
  * vigil_leader_get READS times. Any elector is killed at any step (K) and from then on provably
  * dead (vigil_lock_holder_dead), and paused for any length (every
  * interleaving). Who is live is a moment's estimate: each election judges
- * the leader to be candidate 1 or 2 (the lowest live pid), either way.
+ * the leader to be candidate 1 or 2 (the lowest live pid), either way, or
+ * finds no live slot (VIGIL_ENOPEERS: nothing changes).
  *
- * CHECK electors | -DROUNDS=2 -DREADS=0 | -DSAFETY | -m100000 | clean
- * CHECK reader   | -DROUNDS=1 -DREADS=1 | -DSAFETY | -m100000 | clean
- * CHECK robbed   | -DMUT_ROB            | -DSAFETY | -m100000 | error
+ * CHECK electors      | -DROUNDS=2 -DREADS=0 | -DSAFETY | -m100000 | clean
+ * CHECK reader        | -DROUNDS=1 -DREADS=1 | -DSAFETY | -m100000 | clean
+ * CHECK robbed        | -DMUT_ROB            | -DSAFETY | -m100000 | error
+ * CHECK no_intent     | -DNO_INTENT -DREADS=0 | -DSAFETY | -m100000 | error
+ * CHECK promote_first | -DPROMOTE_FIRST -DREADS=0 | -DSAFETY | -m100000 | error
  *
  * electors: two elections each, no reader. reader: one election each and
  * one vigil_leader_get (each of the reader's five loads multiplies the
  * states: two elections each and two reads is 27 million, clean).
  *
- * robbed: the model can fail. An elector that takes the lock over from a
- *   holder that is only paused lets the paused one's term store land after
- *   its successor's: the term goes backwards.
+ * robbed, no_intent, promote_first: the model can fail. robbed takes the
+ *   lock over from a holder that is only paused: its successor finishes
+ *   the paused one's change and the paused one's own term store makes a
+ *   second rise for it. no_intent leaves out step 2: a killed elector's
+ *   leader store stays without its term. promote_first promotes the new
+ *   leader before demoting the old: two coordinators at once.
  *
  * Safety (asserts): every store to term raises it by exactly one and
  * names a leader other than the term before's (leader_of); whenever no
@@ -77,6 +83,9 @@ proctype Elector(byte me) {
         /* 2. finish_intent: loads under the lock, one step (no one else
          * writes while we hold it, unless we are dead) */
         atomic { it = in_term; il = in_leader; t = term };
+#ifdef NO_INTENT
+        it = 0;
+#endif
         if
         :: it != 0 && it == t + 1 ->         /* killed after the intent, before the term */
             K(me); leader = il;
@@ -87,7 +96,11 @@ proctype Elector(byte me) {
         :: it == 0
         fi;
         /* 3. judge the slots: the lowest live pid, as the moment has it */
-        if :: best = 1 :: best = 2 fi;
+        if
+        :: best = 1
+        :: best = 2
+        :: K(me); lock = 0; goto done        /* no live slot: VIGIL_ENOPEERS */
+        fi;
         other = 3 - best;
         /* 4. a change of leader: intent, leader, term, intent cleared */
         atomic { t = term; changed = leader != best };
@@ -100,8 +113,13 @@ proctype Elector(byte me) {
         :: else
         fi;
         /* 5. demote the other, then promote the leader (under its slot lock) */
-        K(me); role[other] = W;
+#ifdef PROMOTE_FIRST
         K(me); role[best] = C;
+#endif
+        K(me); role[other] = W;
+#ifndef PROMOTE_FIRST
+        K(me); role[best] = C;
+#endif
         /* 6. release */
         K(me); lock = 0;
         /* what the election returns */

@@ -1,31 +1,44 @@
 /*
  * The lease store: one key, one entry, its ctl word as lock and lease,
- * the header's token counter and bind lock (src/leases_ops.c: the
- * protocol, take, bind, hand_over, renew_or_release; src/leases_lock.c:
- * vigil_leases__recover, vigil_leases__wait_locked,
- * vigil_leases__bind_lock; src/leases_internal.h: entry_lock_from,
- * entry_unlock, unexpired).
+ * the header's token counter and bind lock, and acquire_wait's sleep
+ * (src/leases_ops.c: the protocol, take, bind, hand_over,
+ * renew_or_release; src/leases_lock.c: vigil_leases__recover,
+ * vigil_leases__wait_locked, vigil_leases__bind_lock;
+ * src/leases_internal.h: entry_lock_from, entry_unlock, unexpired;
+ * src/leases_wait.c: THE SLEEP, vigil_leases__wake_waiters).
  *
  * Three clients each acquire the key, and if they get it renew it once and
- * release it. Any client is killed at any step (K) and from then on is
+ * release it. With WAITER, client 3 acquires with acquire_wait: on
+ * VIGIL_EBUSY it sleeps on the entry's futex until a release wakes it or
+ * the holder's expiry comes, then tries once more. Any client is killed at any step (K) and from then on is
  * provably dead (vigil_lock_holder_dead), and paused for any length (every
  * interleaving) while the clock runs on: a lease lapses under a paused
  * holder, whose late renewal must then fail or extend a lease nobody else
  * holds. The entry starts never used, so the first acquire binds it, and a
  * recovery from a locker killed mid-change clears it for a new binding.
  *
- * CHECK safety | | -DSAFETY | -m100000 | clean
- * CHECK robbed | -DMUT_ROB | -DSAFETY | -m100000 | error
+ * CHECK safety    |                        | -DSAFETY | -m100000 | clean
+ * CHECK sleep     | -DWAITER -DNORENEW     | -DSAFETY | -m100000 | clean
+ * CHECK robbed    | -DMUT_ROB              | -DSAFETY | -m100000 | error
+ * CHECK old_sleep | -DWAITER -DOLD_SLEEP   | -DSAFETY | -m100000 | error
  *
- * robbed: the model can fail. A locker that takes over a lock held by a
- *   process that is only paused (judged dead on a timeout, as a store
- *   without the probe would) lets the paused one's hand-over land over
- *   its successor's: two unexpired holders.
+ * safety: the three clients with plain acquires. sleep: client 3 with
+ *   acquire_wait; client 2 keeps the lease it gets to its expiry, nobody
+ *   renews (the states: with client 1 and 3 renewing, 13 million, clean).
+ *
+ * robbed, old_sleep: the model can fail. robbed takes over a lock held by
+ *   a process that is only paused (judged dead on a timeout): the paused
+ *   one's unlock then lands over its successor's and the generation goes
+ *   backwards. old_sleep raises `waiters` after the ctl load instead of
+ *   before: a release between the two sees no waiter, and the waiter
+ *   sleeps through it (a lost wakeup, until the expiry bound).
  *
  * Safety (asserts): never two unexpired holders of the key (a killed
  * holder counts until its lease expires); the tokens acquisitions return
  * strictly rise; only a dead locker's entry lock or bind lock is taken
- * over; the generation never goes backwards.
+ * over; the generation never goes backwards; no lost wakeup: when a
+ * release has done its wake, no live waiter that loaded ctl before the
+ * release's CAS is asleep on the futex.
  *
  * Time: `now` is CLOCK_MONOTONIC in ms, moved on (TICK) at any read, TTL 2. One key: a key changing under a look-up (RESTART) is
  * not modelled.
@@ -49,6 +62,8 @@ byte hint;              /* 32 gen_hint */
 byte bound;             /* 28 NEVER, BOUND, CLEARED */
 bool hashk;             /* 24 hash is the key's */
 byte key;               /* 64 key: 0 none, 1 half written, 2 the key */
+byte wake;              /* 40 futex word */
+byte waiters;           /* 44 */
 /* header */
 byte last_token;        /* 24 */
 byte bindlk;            /* 32 bind_lock: 0, or the binder's id */
@@ -58,6 +73,10 @@ bool killed[NC + 1];
 bool hold[NC + 1];      /* i was granted the lease and has not lost or released it */
 byte hexp[NC + 1];      /* its expiry as i last wrote it */
 byte maxtok;            /* the greatest token an acquire returned */
+bool loaded;            /* the waiter (client 3) loaded ctl for a sleep */
+bool rel_after;         /* a release CASed ctl after that load */
+bool must_wake;         /* and that release's wake is done */
+bool asleep;            /* the waiter is in FUTEX_WAIT */
 
 /* Killed here, or not. Only before a step that writes: a kill before a
  * read leaves the same store as one before the next write. */
@@ -113,7 +132,7 @@ inline hand_over(me, cg, n, t) {
 }
 
 proctype Client(byte me) {
-    byte cl, cg, ce, n, t, b, round, att;
+    byte cl, cg, ce, n, t, b, round, att, v, tmo;
     bool ok;
 
     do
@@ -136,9 +155,9 @@ take:
 #ifdef MUT_ROB
             :: cl != 0 -> recover(me, cl, ok); goto retake  /* a paused one too */
 #endif
-            :: cl != 0 -> goto out          /* live locker: VIGIL_EBUSY after the wait */
+            :: cl != 0 -> goto busy         /* live locker: VIGIL_EBUSY after the wait */
             :: cl == 0 && !ok -> goto again /* RESTART */
-            :: cl == 0 && ok && ce != 0 && ce > n -> goto out  /* held: VIGIL_EBUSY */
+            :: cl == 0 && ok && ce != 0 && ce > n -> goto busy  /* held: VIGIL_EBUSY */
             :: cl == 0 && ok && !(ce != 0 && ce > n)
             fi;
             /* entry_lock_from c: only from the lapsed word read */
@@ -216,12 +235,47 @@ bind:
         K(me);
         bindlk = 0;                         /* VIGIL_EFULL */
         goto out;
+busy:   /* VIGIL_EBUSY: acquire returns it; acquire_wait sleeps (client 3) */
+#ifndef WAITER
+        goto out;
+#endif
+        if :: me != 3 || round == 2 -> goto out :: else fi;
+        /* THE SLEEP: wake, waiters, ctl, then FUTEX_WAIT on the wake read */
+        atomic { v = wake };
+#ifndef OLD_SLEEP
+        K(me); waiters++;
+        atomic { TICK; cl = clk; ce = exp; n = now; loaded = true };
+#else
+        atomic { TICK; cl = clk; ce = exp; n = now; loaded = true };
+        K(me); waiters++;
+#endif
+        /* sleep_for: a tick while locked, else to the holder's expiry + 1 */
+        if
+        :: cl != 0 || (ce != 0 && ce > n) ->
+            K(me);
+            atomic {
+                tmo = (cl != 0 -> n + 1 : ce + 1);
+                if :: wake == v -> asleep = true :: else fi };
+end_sleep:  if
+            :: !asleep                      /* woken, or FUTEX_WAIT's compare failed */
+            :: atomic { asleep && tmo <= TMAX -> if :: now < tmo -> now = tmo :: else fi; asleep = false }
+            fi
+        :: else
+        fi;
+        K(me); atomic { waiters--; loaded = false; rel_after = false; must_wake = false };
 again:  skip
     :: else -> goto out
     od;
 
 held:   /* renew once, then release: one CAS each from the word checked */
+#ifdef WAITER
+    if :: me == 2 -> goto out :: else fi;   /* keeps it to its expiry */
+#endif
+#ifdef NORENEW
+    att = 1;
+#else
     att = 0;
+#endif
     do
     :: att < 2 ->
         atomic {
@@ -239,7 +293,8 @@ held:   /* renew once, then release: one CAS each from the word checked */
                 :: att == 0 ->              /* renew: the same generation, later expiry */
                     SET_CTL(cg, (n + TTL > ce -> n + TTL : ce)); hexp[me] = exp
                 :: att == 1 ->              /* release: the next generation, expiry 0 */
-                    SET_CTL(cg + 1, 0); hold[me] = false
+                    SET_CTL(cg + 1, 0); hold[me] = false;
+                    if :: loaded -> rel_after = true :: else fi
                 fi;
                 att++
             :: !(clk == 0 && gen == cg && exp == ce)  /* lost a race: look again */
@@ -247,6 +302,13 @@ held:   /* renew once, then release: one CAS each from the word checked */
         }
     :: else -> break
     od;
+#ifdef WAITER
+    /* vigil_leases__wake_waiters: waiters seen, then wake + 1, FUTEX_WAKE */
+    K(me);
+    atomic {
+        if :: waiters != 0 -> wake++; asleep = false :: else fi;
+        if :: rel_after -> must_wake = true :: else fi }
+#endif
 out:
     skip
 }
@@ -257,9 +319,15 @@ active proctype Invariants() {
 end:
     do
     :: atomic { TWO(1, 2) || TWO(1, 3) || TWO(2, 3) -> assert(false) }
+    /* no lost wakeup */
+    :: atomic { asleep && !killed[3] && must_wake -> assert(false) }
     od
 }
 
 init {
-    atomic { run Client(1); run Client(2); run Client(3) }
+    atomic {
+#ifdef PREBOUND
+        bound = BOUND; hashk = true; key = 2; gen = 1; hint = 1;
+#endif
+        run Client(1); run Client(2); run Client(3) }
 }

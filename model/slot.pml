@@ -24,13 +24,14 @@
  * two_reg: R1, R2 and one scanner. two_scan: R1, who then unregisters,
  * and two scanners racing. (R1, R2 and two scanners: 29 million states,
  * a minute; clean, but left out of `make model` for its time.)
- * unreg: a finding. vigil_hb_unregister takes a slot index and clears
- *   whatever registration the slot holds. R1, stalled past its grace just
+ * unreg: a finding, the C before its fix. vigil_hb_unregister took a slot
+ *   index and cleared whatever registration the slot held. R1, stalled past its grace just
  *   before it unregisters, is failed over and the slot registered again
  *   by R2; R1's unregister then vacates R2's registration and drops R2's
  *   unit. No caller can avoid it: the stall can come after any check it
- *   makes. unregfix: the same with the check under the lock that the slot
- *   is still the caller's (pid and start time in the C), clean.
+ *   makes. unregfix: the C now (src/heartbeat.c, mine_of and
+ *   vigil_hb_unregister): the check under the lock that the slot still
+ *   holds the caller's registration (pid and start time), clean.
  *
  * Safety (asserts):
  *   - the version never goes backwards (every store to seq is checked);

@@ -18,7 +18,8 @@
  *   48     8   gate (atomic): (epoch << 32) | committed (bit 31) |
  *              withdrawals from the round (31 bits); a release is decided
  *              by setting the bit, a withdrawal bumps the count
- *   56     8   reserved: 0
+ *   56     8   withdrawals (atomic): counter of arrivals withdrawn by
+ *              waiters that timed out, since create; wraps at 2^64
  *   64 + 8i 8  record of slot i (atomic): (epoch << 32) | pid of the slot's
  *              owner, the whole arrival of a handle bound to slot i,
  *              cleared when it withdraws; pid 0 = none
@@ -74,6 +75,18 @@ int vigil_barrier_bind(vigil_barrier *b, uint32_t slot)
     /* Relaxed: one word read whole by the waits; nothing travels with it. */
     atomic_store_explicit(&b->bound, st_make(pid, slot), memory_order_relaxed);
     vigil_hb_beat(b->hb, slot);
+    return 0;
+}
+
+int vigil_barrier_stats(const vigil_barrier *b, vigil_barrier_counters *out)
+{
+    if (!b || !out)
+        return -EINVAL;
+    /* Acquire on the state, as vigil_barrier_epoch; relaxed on the count,
+     * a statistic through which nothing else is read. */
+    uint64_t s = atomic_load_explicit(&b->hdr->state, memory_order_acquire);
+    out->releases = st_epoch(s);
+    out->withdrawals = atomic_load_explicit(&b->hdr->withdrawals, memory_order_relaxed);
     return 0;
 }
 
@@ -196,6 +209,7 @@ int vigil_barrier_peek(const char *path, vigil_barrier_state *out)
     out->recorded = recorded;
     out->grace_epochs = h.grace_epochs;
     out->sleepers = atomic_load_explicit(&mh->sleepers, memory_order_relaxed);
+    out->withdrawals = atomic_load_explicit(&mh->withdrawals, memory_order_relaxed);
     munmap(base, size);
     err = 0;
 out:

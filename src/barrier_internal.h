@@ -20,7 +20,7 @@ struct vigil_barrier_header {
     _Atomic uint32_t wake;         /* 40: futex word, +1 on a release that finds sleepers */
     _Atomic uint32_t sleepers;     /* 44: waiters inside FUTEX_WAIT (a hint) */
     _Atomic uint64_t gate;         /* 48: (epoch << 32) | GATE_COMMITTED | withdrawals */
-    uint64_t         reserved;     /* 56: 0 */
+    _Atomic uint64_t withdrawals;  /* 56: counter: arrivals withdrawn since create (wraps) */
 };
 _Static_assert(sizeof(struct vigil_barrier_header) == 64, "barrier header is one cache line");
 

@@ -435,8 +435,12 @@ static int withdraw(vigil_barrier *b, uint32_t epoch, uint32_t slot, uint32_t pi
         /* seq_cst: after our take-back, and ordered against every commit
          * (THE PROTOCOL). Failure relaxed: gate_load reloads. */
         if (atomic_compare_exchange_strong_explicit(&h->gate, &g, g + 1, memory_order_seq_cst,
-                                                    memory_order_relaxed))
+                                                    memory_order_relaxed)) {
+            /* Withdrawn for good. Relaxed: a statistic for monitoring,
+             * outside the protocol; nothing is read through it. */
+            atomic_fetch_add_explicit(&h->withdrawals, 1, memory_order_relaxed);
             return VIGIL_ETIMEDOUT;
+        }
     }
     return VIGIL_EBUSY;
 }

@@ -16,6 +16,8 @@
  *       16     8  in_flight      taken by one atomic exchange with 0
  *       24     4  role           reset to worker on vacate
  *       32     8  start_time     cleared on vacate
+ *       40     4  reclaims       counter, +1 for each owner vacated
+ *       44     4  repairs        counter, +1 for each repair of a dead writer's slot
  *       48     8  owner_ns       cleared on vacate
  *       56     8  writer         the structural writer's lock word, 0 none
  *                                (THE SLOT WRITER LOCK, heartbeat_internal.h)
@@ -128,6 +130,12 @@ static bool vacate_locked(struct vigil_hb_slot *s, uint32_t pid, uint64_t *bits)
     if (!atomic_compare_exchange_strong_explicit(&s->pid, &expect, 0, memory_order_relaxed,
                                                  memory_order_relaxed))
         return false;
+    /* An owner vacated (not a vacancy finished or stray bits taken).
+     * Relaxed: a statistic, published by the unlock; after the pid, so a
+     * scanner killed between the two never makes the derived unregister
+     * count (registers - reclaims - occupied) go below zero. */
+    if (pid != 0)
+        atomic_fetch_add_explicit(&s->reclaims, 1, memory_order_relaxed);
     /* Acquire: pairs with mark_in_flight's release, so the caller that
      * gets a bit also sees what the owner recorded about the unit. */
     *bits = atomic_exchange_explicit(&s->in_flight, 0, memory_order_acquire);
@@ -190,6 +198,8 @@ static void repair(struct scan *sc, uint32_t i, uint64_t w)
         atomic_store_explicit(&s->writer, 0, memory_order_release);
         return;
     }
+    /* Relaxed: a statistic, published by the unlock below. */
+    atomic_fetch_add_explicit(&s->repairs, 1, memory_order_relaxed);
     uint32_t pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
     uint64_t seen = atomic_load_explicit(&s->last_seen_epoch, memory_order_relaxed);
     /* A wedged slot whose pid is already 0 was being vacated (or filled)

@@ -27,10 +27,12 @@
  *        8     8  last_seen_epoch    epoch at the owner's last beat
  *       16     8  in_flight          bitmap of the owner's work units
  *       24     4  role               0 worker, 1 coordinator
- *       28     4  reserved0          0
+ *       28     4  registers          counter: registrations into the slot
  *       32     8  start_time         owner's start time, /proc/<pid>/stat field 22
  *                                    (clock ticks since boot), 0 unknown
- *       40     8  reserved2          0
+ *       40     4  reclaims           counter: owners vacated by failover (failover.c)
+ *       44     4  repairs            counter: repairs after a writer died
+ *                                    mid-change (failover.c)
  *       48     8  owner_ns           registrant's pid namespace (inode of
  *                                    /proc/self/ns/pid), 0 not recorded
  *       56     8  writer             the structural writer's lock word
@@ -40,11 +42,17 @@
  * A reader must check magic, version, kind, 1 <= capacity <= 2^20 and the
  * file size against 64 + capacity * 64 before touching a slot, and keep
  * its own copy of capacity afterwards (a peer may scribble the header).
+ *
+ * The three counters are 32-bit and wrap; each is changed only by a writer
+ * holding the slot writer lock (relaxed fetch_add), never by a beat or a
+ * mark, so a SeqLock read gives a slot's counts and pid together
+ * (vigil_hb_stats). Unregisters are registers - reclaims - occupied.
  */
 #define _GNU_SOURCE
 #include "heartbeat_internal.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -160,6 +168,7 @@ static int hb_wrap(struct vigil_map *m, vigil_hb **out)
     hb->capacity = m->capacity;
     hb->map_size = m->size;
     hb->watch = NULL;
+    atomic_init(&hb->mine, 0);
     *out = hb;
     return 0;
 }
@@ -201,6 +210,7 @@ void vigil_hb_close(vigil_hb *hb)
     if (!hb)
         return;
     vigil_failover_watch_free(hb->watch);
+    free((void *)atomic_load_explicit(&hb->mine, memory_order_relaxed));
     struct vigil_map m = { .base = hb->hdr, .size = hb->map_size, .capacity = hb->capacity };
     vigil_map_close(&m);
     free(hb);
@@ -243,6 +253,40 @@ static uint64_t start_time_of(uint32_t pid)
 
 enum claim { CLAIMED, OCCUPIED, LOCKED, LOST };
 
+/*
+ * What this handle registered, slot by slot: (pid << 32) | low 32 bits of
+ * the owner's start time, 0 none. unregister checks it under the slot's
+ * lock, so a caller stalled past its grace, failed over, whose slot was
+ * registered again by another process, does not vacate the newcomer
+ * (model/slot.pml's unreg run found that). One word per slot, allocated
+ * at the first register: calloc's untouched pages cost nothing for the
+ * slots never registered through the handle. A slot registered through
+ * another handle (a supervisor's) is unregistered unchecked, as before.
+ */
+static _Atomic uint64_t *mine_of(vigil_hb *hb, bool make)
+{
+    /* Acquire: the array's zeroes are seen with the pointer. */
+    uintptr_t p = atomic_load_explicit(&hb->mine, memory_order_acquire);
+    if (p || !make)
+        return (_Atomic uint64_t *)p;
+    _Atomic uint64_t *a = calloc(hb->capacity, sizeof(*a));
+    if (!a)
+        return NULL; /* no record, no check: the old behaviour */
+    uintptr_t none = 0;
+    /* acq_rel: publishes the zeroed array, or takes the winner's. */
+    if (!atomic_compare_exchange_strong_explicit(&hb->mine, &none, (uintptr_t)a, memory_order_acq_rel,
+                                                 memory_order_acquire)) {
+        free(a);
+        return (_Atomic uint64_t *)none;
+    }
+    return a;
+}
+
+static uint64_t mine_word(uint32_t pid, uint64_t start)
+{
+    return (uint64_t)pid << 32 | (uint32_t)start;
+}
+
 /* How long vigil_hb_register looks again at vacant slots whose lock is
  * held before it calls the table full: the whole call's budget. */
 #define REGISTER_BUDGET_NS (100u * 1000000u)
@@ -269,9 +313,14 @@ static enum claim claim_vacant(vigil_hb *hb, uint32_t i, uint32_t pid, uint64_t 
     atomic_store_explicit(&s->in_flight, 0, memory_order_relaxed);
     atomic_store_explicit(&s->role, VIGIL_ROLE_WORKER, memory_order_relaxed);
     atomic_store_explicit(&s->start_time, start, memory_order_relaxed);
-        /* The pid means something only in the registrant's pid namespace; a
+    /* The pid means something only in the registrant's pid namespace; a
      * prober elsewhere answers "unknown" rather than "dead". */
     atomic_store_explicit(&s->owner_ns, vigil_self_pidns(), memory_order_relaxed);
+    /* Relaxed: a statistic, published with the fields by the unlock.
+     * Before the pid, as a reclaim's count comes after it: a writer killed
+     * between the two leaves registers - reclaims - occupied (the
+     * unregisters) one too high, never below zero. */
+    atomic_fetch_add_explicit(&s->registers, 1, memory_order_relaxed);
     atomic_store_explicit(&s->pid, pid, memory_order_relaxed);
     /* Failing means the slot was taken over under us (only by a peer
      * outside the protocol): not ours, and left alone. */
@@ -286,10 +335,13 @@ int vigil_hb_register(vigil_hb *hb, uint32_t pid, uint32_t *slot)
         return VIGIL_ERANGE;
     uint64_t start = start_time_of(pid);
 
+    _Atomic uint64_t *mine = mine_of(hb, true);
     bool locked_vacant = false;
     for (uint32_t i = 0; i < hb->capacity; i++) {
         enum claim c = claim_vacant(hb, i, pid, start);
         if (c == CLAIMED) {
+            if (mine) /* relaxed: a note for this handle's own unregister */
+                atomic_store_explicit(&mine[i], mine_word(pid, start), memory_order_relaxed);
             *slot = i;
             return 0;
         }
@@ -312,6 +364,8 @@ int vigil_hb_register(vigil_hb *hb, uint32_t pid, uint32_t *slot)
         for (uint32_t i = 0; i < hb->capacity; i++) {
             enum claim c = claim_vacant(hb, i, pid, start);
             if (c == CLAIMED) {
+                if (mine)
+                    atomic_store_explicit(&mine[i], mine_word(pid, start), memory_order_relaxed);
                 *slot = i;
                 return 0;
             }
@@ -332,7 +386,16 @@ int vigil_hb_unregister(vigil_hb *hb, uint32_t slot)
     int err = vigil_slot_lock(s, &v);
     if (err < 0)
         return err;
-    if (atomic_load_explicit(&s->pid, memory_order_relaxed) == 0) {
+    uint32_t owner = atomic_load_explicit(&s->pid, memory_order_relaxed);
+    _Atomic uint64_t *mine = mine_of(hb, false);
+    /* Relaxed: this handle's own note (see mine_of). */
+    uint64_t was = mine ? atomic_load_explicit(&mine[slot], memory_order_relaxed) : 0;
+    if (mine)
+        atomic_store_explicit(&mine[slot], 0, memory_order_relaxed);
+    if (owner == 0 ||
+        (was && was != mine_word(owner, atomic_load_explicit(&s->start_time, memory_order_relaxed)))) {
+        /* Vacant, or no longer the registration this handle made: it was
+         * failed over and the slot is someone else's now. */
         vigil_slot_unlock(s, v);
         return VIGIL_EVACANT;
     }
@@ -400,6 +463,52 @@ uint32_t vigil_hb_live_count(const vigil_hb *hb, uint64_t grace_epochs)
         live += vigil_hb_is_live_at(pid, seen, epoch, grace_epochs);
     }
     return live;
+}
+
+/* The counters sit in the slot's spare words; their offsets are the file
+ * format's (vigil-files(5)). */
+_Static_assert(offsetof(struct vigil_hb_slot, registers) == 28 &&
+                   offsetof(struct vigil_hb_slot, reclaims) == 40 &&
+                   offsetof(struct vigil_hb_slot, repairs) == 44,
+               "slot counters at their documented offsets");
+
+/* Reads of a slot's counts that a writer may overlap before the counts are
+ * taken one by one: a wedged slot must not slow the sum down. */
+#define STATS_TRIES 4
+
+int vigil_hb_stats(const vigil_hb *hb, vigil_hb_counters *out)
+{
+    if (!hb || !out)
+        return -EINVAL;
+    vigil_hb_counters c = { 0 };
+    for (uint32_t i = 0; i < hb->capacity; i++) {
+        const struct vigil_hb_slot *s = &hb->slots[i];
+        uint32_t reg = 0, rec = 0, rep = 0, pid = 0;
+        for (unsigned t = 0; t < STATS_TRIES; t++) {
+            /* The SeqLock read, as vigil_slot_read: counts and pid change
+             * only under the writer lock, so an unchanged even version
+             * gives them as one registration left them, and the derived
+             * unregister count is exact. After STATS_TRIES the words are
+             * taken as they are (a moment's estimate of a busy slot). */
+            uint32_t v1 = atomic_load_explicit(&s->seq, memory_order_acquire);
+            reg = atomic_load_explicit(&s->registers, memory_order_relaxed);
+            rec = atomic_load_explicit(&s->reclaims, memory_order_relaxed);
+            rep = atomic_load_explicit(&s->repairs, memory_order_relaxed);
+            pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
+            atomic_thread_fence(memory_order_acquire);
+            if (!(v1 & 1u) && atomic_load_explicit(&s->seq, memory_order_relaxed) == v1)
+                break;
+        }
+        c.registers += reg;
+        c.reclaims += rec;
+        c.repairs += rep;
+        c.occupied += pid != 0;
+        /* Modulo 2^32 as the slot's counts are, so a wrap cancels out. */
+        c.unregisters += (uint32_t)(reg - rec - (pid != 0));
+    }
+    c.leader_changes = atomic_load_explicit(&hb->hdr->term, memory_order_acquire);
+    *out = c;
+    return 0;
 }
 
 /* Where the beats of a beater for no slot go: two words of the library's

@@ -27,10 +27,9 @@
  *       24     4  role          written only by the lock holder (and by
  *                               register / unregister / failover, to worker)
  *
- * THE PROTOCOL (model: model/election.pml). Electors serialise on
- * elect_lock; an election is a few loads per slot, so the lock is held for
- * microseconds and is never on a hot path (beats, snapshots and leader_is
- * take no lock).
+ * THE PROTOCOL. Electors serialise on elect_lock; an election is a few
+ * loads per slot, so the lock is held for microseconds and is never on a
+ * hot path (beats, snapshots and leader_is take no lock).
  *
  *   1. Take elect_lock by CAS from 0 to this process's word. A holder that
  *      is provably dead (vigil_lock_holder_dead: gone, exited and unreaped,
@@ -71,6 +70,8 @@
  * With no live slot the election names nobody and changes nothing
  * (VIGIL_ENOPEERS): the recorded leader stays until a live slot can
  * replace it, and if it comes back to life first it keeps its term.
+ *
+ * Model: model/election.pml (steps 1 to 6 with kills at every step).
  */
 #define _GNU_SOURCE
 #include <vigil/failover.h>

@@ -16,7 +16,14 @@
  *    32  u64    bind_lock: 0 free, else a lock word (below) of the process
  *               binding a key to an entry
  *    40  u32    entry_bytes (256)
- *    44  u32[5] reserved (0)
+ *    44  u32    reserved (0)
+ *    48  u64    renewals_refused: counter of renewals answered VIGIL_ELOST
+ *    56  u64    expiries: counter of hand-overs that took over a lease
+ *               that had expired (not one released)
+ *
+ *   The counters (and last_token, the hand-overs) are for monitoring:
+ *   relaxed fetch_adds off the renewal's success path, read by
+ *   vigil_leases_stats; they wrap at 2^64.
  *
  *   entry i, offset 64 + i * 256, 256 bytes
  *     0  u64    ctl: the entry's state word (below)
@@ -160,6 +167,19 @@ uint32_t vigil_leases_capacity(const vigil_leases *ls)
 }
 
 /* ---- inspection ---------------------------------------------------------- */
+
+int vigil_leases_stats(const vigil_leases *ls, vigil_leases_counters *out)
+{
+    if (!ls || !out)
+        return -EINVAL;
+    /* Relaxed: statistics, each a word on its own; nothing is read
+     * through them. */
+    const struct vigil_leases_header *h = ls->hdr;
+    out->handovers = atomic_load_explicit(&h->last_token, memory_order_relaxed);
+    out->renewals_refused = atomic_load_explicit(&h->renewals_refused, memory_order_relaxed);
+    out->expiries = atomic_load_explicit(&h->expiries, memory_order_relaxed);
+    return 0;
+}
 
 /* Copies a field out as a C string: bounded by the field, always
  * terminated, whatever a peer wrote there. */

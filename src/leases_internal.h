@@ -25,7 +25,9 @@ struct vigil_leases_header {
     _Atomic uint64_t last_token;  /* 24: last fencing token handed out, 0 none */
     _Atomic uint64_t bind_lock;   /* 32: 0 free, else a lock word (see leases.c) */
     uint32_t         entry_bytes; /* 40: 256 */
-    uint32_t         reserved[5]; /* 44: 0 */
+    uint32_t         reserved;    /* 44: 0 */
+    _Atomic uint64_t renewals_refused; /* 48: counter: renewals answered VIGIL_ELOST */
+    _Atomic uint64_t expiries;    /* 56: counter: take-overs of an expired lease */
 };
 
 /* One entry, offsets relative to 64 + index * 256. */

@@ -16,8 +16,7 @@
  *     32  u32    gen_hint: the generation of the last unlocked ctl a locker
  *                saw, so recovery can step past it
  *
- * The protocol (the hand-over done under these locks is leases_ops.c's;
- * model: model/leases.pml):
+ * The protocol (the hand-over done under these locks is leases_ops.c's):
  *
  *  - A process killed at any instruction: outside a lock it leaves nothing
  *    half done (every other write is a single CAS). Killed holding an
@@ -35,6 +34,8 @@
  *    resumed one can never write over its successor.
  *  - Every process sharing a store must see the same pids (one pid
  *    namespace), as for the heartbeat table's probe.
+ *
+ * Model: model/leases.pml (the take-over only ever of a dead locker).
  */
 #define _GNU_SOURCE
 #include "leases_internal.h"

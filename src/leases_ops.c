@@ -4,7 +4,8 @@
  * release. The file layout is told in leases.c; the locks a change of
  * hands takes, and recovery from a locker that died, in leases_lock.c.
  *
- * Fields used (entry i, at 64 + i * 256; header counter at 24):
+ * Fields used (entry i, at 64 + i * 256; header counters: last_token at
+ * 24, renewals_refused at 48, expiries at 56):
  *
  *      0  u64    ctl: unlocked, generation (bits 62..42) | expiry ms (41..0)
  *      8  u64    token: the hand-over's, from the header's last_token + 1
@@ -14,7 +15,7 @@
  *     32  u32    gen_hint, 36 pid: written by the locker
  *     64  u8[128] key, 192 u8[64] owner: NUL-padded, as whole words
  *
- * The protocol (model: model/leases.pml):
+ * The protocol:
  *
  *  - Renew and release are one CAS on ctl from the unlocked word they read
  *    (unexpired, token and key matching) to the same generation with a new
@@ -34,6 +35,8 @@
  *  - Keys are unique: a key is bound to an entry only under the store's
  *    bind lock, after a scan of every entry (keys change only under that
  *    lock, or are cleared by recovery) found it bound nowhere.
+ *
+ * Model: model/leases.pml (acquire, renew, release, recovery, the sleep).
  */
 #define _GNU_SOURCE
 #include "leases_internal.h"
@@ -152,6 +155,15 @@ static uint64_t hand_over(vigil_leases *ls, struct vigil_leases_entry *e, uint64
     return token;
 }
 
+/* A change of hands from the unlocked word c, which has lapsed: one that
+ * had an expiry (a holder that stopped renewing, not one that released)
+ * is an expiry. Relaxed: a statistic, under the entry lock. */
+static inline void count_expiry(vigil_leases *ls, uint64_t c)
+{
+    if (ctl_exp(c) != 0)
+        atomic_fetch_add_explicit(&ls->hdr->expiries, 1, memory_order_relaxed);
+}
+
 /* Acquire of the key bound to entry i: VIGIL_EBUSY while unexpired,
  * RESTART when the entry turns out to hold another key. */
 static int take(vigil_leases *ls, uint32_t i, const struct want *w, vigil_lease *out)
@@ -181,6 +193,7 @@ static int take(vigil_leases *ls, uint32_t i, const struct want *w, vigil_lease 
             entry_unlock(e, ctl_gen(c) + 1, ctl_exp(c));
             return RESTART;
         }
+        count_expiry(ls, c);
         uint64_t token = hand_over(ls, e, c, w, vigil_lock_pid(me), now);
         fill_out(out, w, token, i);
         return 0;
@@ -239,6 +252,8 @@ static int bind(vigil_leases *ls, const struct want *w, vigil_lease *out)
              * the lock or another key and are refused. */
             if (b == ENTRY_NEVER)
                 atomic_store_explicit(&e->bound, ENTRY_CLEARED, memory_order_relaxed);
+            else if (b == ENTRY_BOUND)
+                count_expiry(ls, c); /* another key's lease, lapsed */
             atomic_store_explicit(&e->hash, 0, memory_order_relaxed);
             words_store(e->key, w->kw, 8);
             hook(LP_KEY_HALF);
@@ -389,7 +404,11 @@ static int renew_or_release(vigil_leases *ls, const vigil_lease *lease, bool rel
 
 int vigil_leases_renew(vigil_leases *ls, const vigil_lease *lease)
 {
-    return renew_or_release(ls, lease, false);
+    int rc = renew_or_release(ls, lease, false);
+    /* Relaxed: a statistic; off the success path, which stays one CAS. */
+    if (rc == VIGIL_ELOST)
+        atomic_fetch_add_explicit(&ls->hdr->renewals_refused, 1, memory_order_relaxed);
+    return rc;
 }
 
 int vigil_leases_release(vigil_leases *ls, const vigil_lease *lease)

@@ -12,6 +12,7 @@
  */
 #include "etcd_testutil.h"
 
+#include <poll.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
 
@@ -298,5 +299,45 @@ static int test_frozen_server(void)
     return 0;
 }
 
+/* Issue 11's frozen server: etcd SIGSTOPped under a keepalive with a 2 s
+ * TTL (etcd's minimum). The lease is lost locally within about the TTL
+ * (the fd turns readable while renewals hang), and after SIGCONT the
+ * keepalive stays lost: it never renews again. */
+static int test_frozen_server_keepalive_lost(void)
+{
+    NEED_SERVER();
+    vigil_etcd *a = et_connect(url);
+    vigil_etcd_set_timeout(a, 300, 500);
+    vigil_lease l;
+    EXPECT_RC(vigil_etcd_acquire(a, et_key("frozenka"), "a", 2000, &l), 0);
+    vigil_lease_port port = vigil_etcd_port(a);
+    vigil_keepalive *ka;
+    EXPECT_RC(vigil_keepalive_start(&port, &l, &ka), 0);
+    vt_sleep_ms(200); /* a renewal or so accepted first, as in real life */
+    uint64_t t0 = vt_now_ms();
+    int st = et_script("freeze", state, NULL);
+    struct pollfd p = { .fd = vigil_keepalive_fd(ka), .events = POLLIN };
+    int ready = poll(&p, 1, 10000);
+    uint64_t took = vt_now_ms() - t0;
+    int st2 = et_script("thaw", state, NULL);
+    printf("etcd frozen under a 2000 ms TTL: lost %llu ms after the freeze\n", (unsigned long long)took);
+    vigil_keepalive_info before, after;
+    vigil_keepalive_stats(ka, &before);
+    /* Thawed: give a revived renewer every chance (several beats). */
+    vt_sleep_ms(1500);
+    vigil_keepalive_stats(ka, &after);
+    bool lost = vigil_keepalive_lost(ka);
+    int stop = vigil_keepalive_stop(ka);
+    vigil_etcd_release(a, &l);
+    vigil_etcd_close(a);
+    EXPECT(st == 0 && st2 == 0, "etcd_server.sh freeze / thaw exited %d / %d", st, st2);
+    EXPECT(ready == 1 && (p.revents & POLLIN), "the fd never turned readable under a frozen etcd");
+    EXPECT(took <= 2000 + 1500, "lost %llu ms after the freeze, TTL 2000", (unsigned long long)took);
+    EXPECT(lost && stop == VIGIL_ELOST, "after the thaw: lost %d, stop %d", lost, stop);
+    EXPECT(after.renewals == before.renewals, "renewed after the loss: %llu then %llu",
+           (unsigned long long)before.renewals, (unsigned long long)after.renewals);
+    return 0;
+}
+
 VT_MAIN(VT_CASE(test_restart_term), VT_CASE(test_restart_kill), VT_CASE(test_frozen_holder),
-        VT_CASE(test_frozen_server))
+        VT_CASE(test_frozen_server), VT_CASE(test_frozen_server_keepalive_lost))

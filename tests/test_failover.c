@@ -252,6 +252,39 @@ static int test_wedged_vacant(void)
     return 0;
 }
 
+/*
+ * model/slot.pml's unreg finding: a worker stalled past its grace is
+ * failed over and its slot registered again by another process; the
+ * worker's late unregister must not vacate the newcomer. It gets
+ * VIGIL_EVACANT and the newcomer keeps its slot and its unit. A handle
+ * that registered nothing there (a supervisor's) still unregisters it.
+ */
+static int test_late_unregister_after_failover(void)
+{
+    vigil_hb *worker = vt_hb_fresh("lateunreg.hb", 2), *other, *super;
+    EXPECT_RC(vigil_hb_open(vt_path("lateunreg.hb"), 0, &other), 0);
+    EXPECT_RC(vigil_hb_open(vt_path("lateunreg.hb"), 0, &super), 0);
+    uint32_t s, t;
+    EXPECT_RC(vigil_hb_register(worker, 71, &s), 0);
+    vt_hb_tick_keep(worker, 3, 0);
+    vigil_reclaim out[2];
+    EXPECT_RC(vigil_failover_scan(other, 2, out, 2), 1);
+    EXPECT_RC(vigil_hb_register(other, 72, &t), 0);
+    EXPECT(t == s, "the newcomer got slot %u, not %u", t, s);
+    EXPECT_RC(vigil_hb_mark_in_flight(other, t, 5), 0);
+    EXPECT_RC(vigil_hb_unregister(worker, s), VIGIL_EVACANT);
+    vigil_slot_info info;
+    EXPECT_RC(vigil_hb_snapshot(other, t, &info), 0);
+    EXPECT(info.pid == 72 && info.in_flight == (1u << 5), "the newcomer lost its slot: pid %u bits %#llx",
+           info.pid, (unsigned long long)info.in_flight);
+    EXPECT_RC(vigil_hb_unregister(super, t), 0);
+    EXPECT_RC(vigil_hb_snapshot(other, t, &info), VIGIL_EVACANT);
+    vigil_hb_close(super);
+    vigil_hb_close(other);
+    vigil_hb_close(worker);
+    return 0;
+}
+
 /* A full out array: a dead writer's slot is repaired all the same, but
  * its owner is vacated only by a scan with room for the entry. */
 static int test_wedged_waits_for_room(void)
@@ -391,6 +424,6 @@ static int test_threaded_scanners(void)
 VT_MAIN(VT_CASE(test_scan_args), VT_CASE(test_live_untouched), VT_CASE(test_stale_reclaimed_once),
         VT_CASE(test_grace_boundary), VT_CASE(test_max_limits), VT_CASE(test_stray_bits),
         VT_CASE(test_wedged_repaired), VT_CASE(test_wedged_by_live_writer_kept), VT_CASE(test_unlock_after_takeover_fails),
-        VT_CASE(test_wedged_vacant),
+        VT_CASE(test_wedged_vacant), VT_CASE(test_late_unregister_after_failover),
         VT_CASE(test_wedged_waits_for_room), VT_CASE(test_scan_probe),
         VT_CASE(test_threaded_scanners))

@@ -142,7 +142,7 @@ static int test_refusal_stops(void)
     static struct rec r;
     rec_init(&r);
     r.script[2] = VIGIL_ELOST;
-    vigil_lease l = mk_lease("refused", 300);
+    vigil_lease l = mk_lease("refused", 1000);
     vigil_lease_port port = { &r, rec_renew };
     vigil_keepalive *ka;
     EXPECT_RC(vigil_keepalive_start(&port, &l, &ka), 0);
@@ -169,17 +169,17 @@ static int test_transient_retried(void)
     r.script[0] = -EIO;
     r.script[2] = -ETIMEDOUT;
     r.script[4] = -ECONNREFUSED;
-    vigil_lease l = mk_lease("transient", 300);
+    vigil_lease l = mk_lease("transient", 1000);
     vigil_lease_port port = { &r, rec_renew };
     vigil_keepalive *ka;
     EXPECT_RC(vigil_keepalive_start(&port, &l, &ka), 0);
     EXPECT(VT_WAIT_FOR(rec_calls(&r) >= 2, 5000), "no two renewals in 5 s");
     vigil_keepalive_info info;
-    EXPECT(VT_WAIT_FOR(rec_calls(&r) >= 8, 5000), "renewals stopped after transient failures: %u",
+    EXPECT(VT_WAIT_FOR(rec_calls(&r) >= 6, 10000), "renewals stopped after transient failures: %u",
            rec_calls(&r));
     EXPECT(!vigil_keepalive_lost(ka), "transient failures reported as lost");
     EXPECT_RC(vigil_keepalive_stats(ka, &info), 0);
-    EXPECT(info.failures == 3 && info.renewals >= 5 && info.lost == 0,
+    EXPECT(info.failures == 3 && info.renewals >= 3 && info.lost == 0,
            "expected 3 failures and the rest renewed, got %llu failures %llu renewals lost %u",
            (unsigned long long)info.failures, (unsigned long long)info.renewals, info.lost);
     EXPECT_RC(vigil_keepalive_stop(ka), 0);
@@ -376,7 +376,7 @@ static int test_copies_lease(void)
     rec_init(&r);
     vigil_lease_port port = { &r, rec_renew };
     vigil_lease *l = malloc(sizeof(*l));
-    *l = mk_lease("copied", 300);
+    *l = mk_lease("copied", 1000);
     l->token = 777;
     l->id = 9;
     vigil_keepalive *ka;
@@ -387,7 +387,7 @@ static int test_copies_lease(void)
     EXPECT(VT_WAIT_FOR(rec_calls(&r) >= 2, 5000), "no renewals in 5 s");
     EXPECT_RC(vigil_keepalive_stop(ka), 0);
     EXPECT(strcmp(r.seen.key, "copied") == 0 && r.seen.token == 777 && r.seen.id == 9 &&
-           r.seen.ttl_ms == 300, "renewed with a lease the caller changed: key %.8s token %llu",
+           r.seen.ttl_ms == 1000, "renewed with a lease the caller changed: key %.8s token %llu",
            r.seen.key, (unsigned long long)r.seen.token);
     return 0;
 }
@@ -418,7 +418,7 @@ static int body(void *p)
     if (a->wait_lost_ms)
         a->saw_lost = VT_WAIT_FOR(vigil_keepalive_lost(vigil_keepalive_current()), a->wait_lost_ms);
     if (a->inner_rec) {
-        vigil_lease l = mk_lease("inner", 300);
+        vigil_lease l = mk_lease("inner", 1000);
         vigil_lease_port port = { a->inner_rec, rec_renew };
         if (vigil_with_keepalive(&port, &l, inner_body, a) != 5)
             return -1000;
@@ -432,7 +432,7 @@ static int test_with_keepalive(void)
     static struct rec r, inner;
     rec_init(&r);
     rec_init(&inner);
-    vigil_lease l = mk_lease("with", 300);
+    vigil_lease l = mk_lease("with", 1000);
     vigil_lease_port port = { &r, rec_renew };
     EXPECT(vigil_keepalive_current() == NULL, "a current keepalive outside any body");
 
@@ -503,7 +503,7 @@ static int exiting_body(void *p)
 static void *exiting_thread(void *p)
 {
     struct exit_arg *a = p;
-    vigil_lease l = mk_lease("exit", 300);
+    vigil_lease l = mk_lease("exit", 1000);
     vigil_lease_port port = { a->r, rec_renew };
     vigil_with_keepalive(&port, &l, exiting_body, a);
     return NULL;

@@ -191,7 +191,7 @@ static int parent_body(void *p)
 static int forked_in_body(bool child_first)
 {
     log_reset();
-    vigil_lease l = lease_of("fork", 300);
+    vigil_lease l = lease_of("fork", 1000);
     struct fork_arg a = { .child_first = child_first };
     pid_t me = getpid();
     int rc = vigil_with_keepalive(&port, &l, parent_body, &a);

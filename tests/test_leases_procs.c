@@ -207,20 +207,22 @@ static int test_sigkill_holder(void)
     struct shared *sh = shared_map();
     pid_t kid = fork();
     if (kid == 0) {
-        kept_holder(sh, "killed.leases", "victim", "doomed", 300);
+        kept_holder(sh, "killed.leases", "victim", "doomed", 1500);
         vt_await_kill();
     }
     EXPECT(VT_WAIT_FOR(atomic_load(&sh->ready), 5000), "child never acquired");
     vigil_lease child = sh->lease, mine;
-    /* Held and renewed: busy for well past its TTL. */
+    /* Held and renewed: busy for well past its TTL. (1.5 s: a keepalive
+     * stalled past its TTL loses its lease locally, so a shorter one
+     * would make a loaded machine's stall look like a bug.) */
     EXPECT_RC(vigil_leases_acquire(ls, "victim", "heir", 300, &mine), VIGIL_EBUSY);
-    vt_sleep_ms(500);
+    vt_sleep_ms(2000);
     EXPECT_RC(vigil_leases_acquire(ls, "victim", "heir", 300, &mine), VIGIL_EBUSY);
     kill(kid, SIGKILL);
     EXPECT(vt_wait(kid, 5000) == 128 + SIGKILL, "child not killed");
     /* Its last renewal is at most 0.32 ttl old: still held right after. */
     EXPECT_RC(vigil_leases_acquire(ls, "victim", "heir", 300, &mine), VIGIL_EBUSY);
-    EXPECT_RC(acquire_within(ls, "victim", "heir", 300, &mine, 3000), 0);
+    EXPECT_RC(acquire_within(ls, "victim", "heir", 300, &mine, 10000), 0);
     EXPECT(mine.token > child.token, "expected a token above the dead holder's %llu, got %llu",
            (unsigned long long)child.token, (unsigned long long)mine.token);
     /* The dead holder's late renewal and release are refused. */

@@ -2,7 +2,8 @@
 /*
  * Description: vigil export, against the built binary: Prometheus' text
  * format for each kind of file (the vigil_ prefix, _total on counters,
- * a file label on every sample and no pid label), valid by `promtool
+ * a file label on every sample and no pid label), each file's counters
+ * of structural events with their values, valid by `promtool
  * check metrics` where promtool is installed, and --textfile writing
  * DIR/vigil.prom whole, with nothing left beside it.
  */
@@ -58,8 +59,17 @@ static int test_export_kinds(void)
     EXPECT_RC(vigil_barrier_create(bp, hb, 5, &b), 0);
     vigil_leases *ls;
     EXPECT_RC(vigil_leases_create(lp, 4, &ls), 0);
-    vigil_lease l;
+    vigil_lease l, e;
     EXPECT_RC(vigil_leases_acquire(ls, "k", "me", 60000, &l), 0);
+    /* One of each counted event: a barrier release and a withdrawal (a
+     * quorum of 2 that never forms), a refused renewal, an expiry. */
+    EXPECT_RC(vigil_barrier_wait(b, 0), VIGIL_SERIAL);
+    EXPECT_RC(vigil_barrier_wait_quorum_timeout(b, 1, 2, 1000000), VIGIL_ETIMEDOUT);
+    EXPECT_RC(vigil_leases_acquire(ls, "e", "me", 3, &e), 0);
+    vigil_lease_info info;
+    EXPECT(VT_WAIT_FOR(vigil_leases_get(ls, "e", &info) == VIGIL_EVACANT, 10000), "lease e never expired");
+    EXPECT_RC(vigil_leases_renew(ls, &e), VIGIL_ELOST);
+    EXPECT_RC(vigil_leases_acquire(ls, "e", "you", 60000, &e), 0);
 
     VT_RUN("export", hbp, bp, lp);
     EXPECT_EXIT(0, "export");
@@ -75,9 +85,27 @@ static int test_export_kinds(void)
     EXPECT(value_of(R.out, want, &v) && v == (double)ld.term, "expected term %llu:\n%s",
            (unsigned long long)ld.term, R.out);
     snprintf(want, sizeof(want), "vigil_leases_entries{file=\"%s\",state=\"held\"}", lp);
-    EXPECT(value_of(R.out, want, &v) && v == 1, "expected 1 held lease:\n%s", R.out);
+    EXPECT(value_of(R.out, want, &v) && v == 2, "expected 2 held leases:\n%s", R.out);
     snprintf(want, sizeof(want), "vigil_barrier_epoch{file=\"%s\"}", bp);
-    EXPECT(value_of(R.out, want, &v) && v == 0, "expected barrier epoch 0:\n%s", R.out);
+    EXPECT(value_of(R.out, want, &v) && v == 1, "expected barrier epoch 1:\n%s", R.out);
+    /* The counters, each with its file's value. */
+    const struct {
+        const char *name, *path;
+        double      v;
+    } counters[] = {
+        { "vigil_heartbeat_registers_total", hbp, 2 },   { "vigil_heartbeat_unregisters_total", hbp, 0 },
+        { "vigil_heartbeat_reclaims_total", hbp, 0 },    { "vigil_heartbeat_repairs_total", hbp, 0 },
+        { "vigil_leader_changes_total", hbp, 1 },        { "vigil_barrier_releases_total", bp, 1 },
+        { "vigil_barrier_withdrawals_total", bp, 1 },    { "vigil_leases_handovers_total", lp, 3 },
+        { "vigil_leases_renewals_refused_total", lp, 1 }, { "vigil_leases_expiries_total", lp, 1 },
+    };
+    for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++) {
+        snprintf(want, sizeof(want), "%s{file=\"%s\"}", counters[i].name, counters[i].path);
+        EXPECT(value_of(R.out, want, &v) && v == counters[i].v, "expected %s %g:\n%s", counters[i].name,
+               counters[i].v, R.out);
+        snprintf(want, sizeof(want), "# TYPE %s counter\n", counters[i].name);
+        EXPECT(strstr(R.out, want), "no counter TYPE line for %s:\n%s", counters[i].name, R.out);
+    }
     EXPECT(!strstr(R.out, "pid="), "a pid label:\n%s", R.out);
     /* Every sample is vigil_-prefixed, every counter ends in _total. */
     for (const char *l = R.out; *l; l = strchr(l, '\n') + 1) {

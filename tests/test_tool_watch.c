@@ -4,7 +4,10 @@
  * pseudo-terminal the test holds, 60 columns wide) stale slots are
  * coloured and every line fits the width; NO_COLOR takes the colour away
  * and TERM=dumb every escape code; --json gives one JSON document per
- * line; a file truncated under the watch ends it with a message.
+ * line, with the file's counters and their rates (null in the first
+ * view, above zero in the first one after new registrations); the human
+ * view ends with them too; a file truncated under the watch ends it with
+ * a message.
  */
 #include "tooltest.h"
 
@@ -122,7 +125,7 @@ static int test_json_lines(void)
     vigil_hb *hb = stale_table(f);
     struct vt_proc p;
     EXPECT(VT_SPAWN(&p, "watch", f, "--interval", "20", "--json") == 0, "spawn");
-    bool two = vt_read_until(&p, "]}\n{", 10000); /* the end of one document and the next */
+    bool two = vt_read_until(&p, "}\n{", 10000); /* the end of one document and the next */
     int st = vt_stop(&p, SIGTERM, 10000);
     EXPECT(two, "expected two JSON lines, got:\n%s", p.buf);
     *strchr(p.buf, '\n') = '\0';
@@ -130,6 +133,93 @@ static int test_json_lines(void)
     EXPECT(doc && vj_is_str(vj_get(doc, "kind"), "heartbeat"), "line 1 is not inspect's JSON (%s): %s",
            vj_error ? vj_error : "", p.buf);
     EXPECT(st == 0, "watch --json: exit %d on SIGTERM", st);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+/* Reads from the child until a whole line holding `needle` came; returns
+ * that line (NUL-terminated, in a static buffer) or NULL after timeout_ms. */
+static const char *line_with(struct vt_proc *p, const char *needle, unsigned timeout_ms)
+{
+    static char line[1 << 14];
+    uint64_t deadline = vt_now_ms() + timeout_ms;
+    for (;;) {
+        const char *at = strstr(p->buf, needle);
+        const char *end = at ? strchr(at, '\n') : NULL;
+        if (end) {
+            const char *start = at;
+            while (start > p->buf && start[-1] != '\n')
+                start--;
+            size_t n = (size_t)(end - start) < sizeof(line) - 1 ? (size_t)(end - start) : sizeof(line) - 1;
+            memcpy(line, start, n);
+            line[n] = '\0';
+            return line;
+        }
+        uint64_t now = vt_now_ms();
+        if (now >= deadline || p->len + 1 >= sizeof(p->buf))
+            return NULL;
+        struct pollfd pfd = { p->fd, POLLIN, 0 };
+        if (poll(&pfd, 1, (int)(deadline - now)) <= 0)
+            continue;
+        ssize_t k = read(p->fd, p->buf + p->len, sizeof(p->buf) - 1 - p->len);
+        if (k <= 0)
+            return NULL;
+        p->len += (size_t)k;
+        p->buf[p->len] = '\0';
+    }
+}
+
+/* The counters in --json: totals in every line, rates null in the first
+ * and, in the first view that sees new registrations, above zero. */
+static int test_json_counters_rates(void)
+{
+    const char *f = vt_path("r.hb");
+    vigil_hb *hb = stale_table(f);
+    struct vt_proc p;
+    EXPECT(VT_SPAWN(&p, "watch", f, "--interval", "20", "--json") == 0, "spawn");
+    const char *l = line_with(&p, "\"kind\"", 10000);
+    EXPECT(l, "no JSON line: %s", p.buf);
+    struct vj *doc = vj_parse(l);
+    uint64_t v = 0;
+    struct vj *counters = vj_get(doc, "counters");
+    EXPECT(vj_u64(vj_get(counters, "registers"), &v) && v == 2, "first view: expected 2 registers: %s", l);
+    EXPECT(vj_u64(vj_get(counters, "reclaims"), &v) && v == 0 && vj_get(counters, "repairs") &&
+               vj_get(counters, "unregisters") && vj_get(counters, "leader_changes"),
+           "first view: counters incomplete: %s", l);
+    struct vj *rates = vj_get(doc, "rates");
+    EXPECT(rates && rates->type == VJ_NULL, "first view: rates are not null: %s", l);
+    uint32_t c, d;
+    EXPECT_RC(vigil_hb_register(hb, 4003, &c), 0);
+    EXPECT_RC(vigil_hb_register(hb, 4004, &d), 0);
+    EXPECT_RC(vigil_hb_unregister(hb, d), 0);
+    l = line_with(&p, "\"counters\": {\"registers\": 4,", 10000);
+    EXPECT(l, "no view with 4 registers: %s", p.buf);
+    doc = vj_parse(l);
+    rates = vj_get(doc, "rates");
+    struct vj *r = vj_get(rates, "registers");
+    EXPECT(r && r->type == VJ_NUM && r->num > 0, "the first view with new registrations has no rate: %s", l);
+    l = line_with(&p, "\"unregisters\": 1,", 10000);
+    EXPECT(l, "no view with 1 unregister: %s", p.buf);
+    int st = vt_stop(&p, SIGTERM, 10000);
+    EXPECT(st == 0, "watch --json: exit %d on SIGTERM", st);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+/* The human view ends with the counters and their rates. */
+static int test_counters_human(void)
+{
+    const char *f = vt_path("h.hb");
+    vigil_hb *hb = stale_table(f);
+    struct vt_proc p;
+    EXPECT(VT_SPAWN(&p, "watch", f, "--interval", "20") == 0, "spawn");
+    bool rates = vt_read_until(&p, "rates /s: registers ", 10000);
+    int st = vt_stop(&p, SIGTERM, 10000);
+    EXPECT(rates, "no rates in the view:\n%s", p.buf);
+    EXPECT(strstr(p.buf, "counters: registers 2, unregisters 0, reclaims 0, repairs 0, leader changes 0\n"),
+           "no counters line:\n%s", p.buf);
+    EXPECT(strstr(p.buf, "rates /s: (from the next view on)\n"), "the first view has rates:\n%s", p.buf);
+    EXPECT(st == 0, "watch: exit %d on SIGTERM", st);
     vigil_hb_close(hb);
     return 0;
 }
@@ -162,4 +252,5 @@ static int test_truncated_under_watch(void)
     return 0;
 }
 
-VT_MAIN(VT_CASE(test_terminal_colour_and_width), VT_CASE(test_json_lines), VT_CASE(test_truncated_under_watch))
+VT_MAIN(VT_CASE(test_terminal_colour_and_width), VT_CASE(test_json_lines), VT_CASE(test_json_counters_rates),
+        VT_CASE(test_counters_human), VT_CASE(test_truncated_under_watch))

@@ -27,10 +27,12 @@ struct file_state {
     uint64_t epoch, term;
     int64_t  leader_slot; /* -1 none */
     uint32_t live, stale, vacant, busy;
+    vigil_hb_counters hc;
     /* barrier */
     vigil_barrier_state bs;
     /* leases */
     uint32_t held, expired, released, changing, lvacant;
+    vigil_leases_counters lc;
 };
 
 static int read_heartbeat(struct file_state *f, uint64_t grace)
@@ -56,8 +58,11 @@ static int read_heartbeat(struct file_state *f, uint64_t grace)
     }
     vigil_leader ld;
     f->leader_slot = vigil_leader_get(hb, &ld) == 0 ? (int64_t)ld.slot : -1;
-    f->term = atomic_load_explicit(&hb->hdr->term, memory_order_acquire);
+    rc = vigil_hb_stats(hb, &f->hc);
+    f->term = f->hc.leader_changes;
     vigil_hb_close(hb);
+    if (rc < 0)
+        return tool_fail(f->path, rc);
     return 0;
 }
 
@@ -79,8 +84,9 @@ static int read_leases(struct file_state *f)
             f->held += info.state == VIGIL_LEASE_HELD, f->expired += info.state == VIGIL_LEASE_EXPIRED,
                 f->released += info.state == VIGIL_LEASE_RELEASED;
     }
+    rc = vigil_leases_stats(ls, &f->lc);
     vigil_leases_close(ls);
-    return 0;
+    return rc < 0 ? tool_fail(f->path, rc) : 0;
 }
 
 static int read_file(struct file_state *f, uint64_t grace)
@@ -183,8 +189,23 @@ static void print_all(FILE *out, const struct file_state *files, size_t n)
            f->term);
     FAMILY(out, files, n, H, "vigil_leader_slot", "gauge", "The leader's slot, -1 before the first election.",
            f->leader_slot);
+    /* The counters: per slot 32-bit and summed, or the header's 64-bit
+     * words; a wrap shows as a drop, which Prometheus takes for a reset. */
+    FAMILY(out, files, n, H, "vigil_leader_changes_total", "counter", "Changes of leader (the term).",
+           f->hc.leader_changes);
+    FAMILY(out, files, n, H, "vigil_heartbeat_registers_total", "counter", "Vacant slots claimed by register.",
+           f->hc.registers);
+    FAMILY(out, files, n, H, "vigil_heartbeat_unregisters_total", "counter", "Owners gone by unregister.",
+           f->hc.unregisters);
+    FAMILY(out, files, n, H, "vigil_heartbeat_reclaims_total", "counter",
+           "Owners vacated by failover, stale or dead.", f->hc.reclaims);
+    FAMILY(out, files, n, H, "vigil_heartbeat_repairs_total", "counter",
+           "Slots repaired after their writer died mid-change.", f->hc.repairs);
     FAMILY(out, files, n, B, "vigil_barrier_epoch", "gauge", "The round now gathering.", f->bs.epoch);
-    FAMILY(out, files, n, B, "vigil_barrier_releases_total", "counter", "Rounds released.", f->bs.epoch);
+    FAMILY(out, files, n, B, "vigil_barrier_releases_total", "counter", "Rounds released (the epoch).",
+           f->bs.epoch);
+    FAMILY(out, files, n, B, "vigil_barrier_withdrawals_total", "counter",
+           "Arrivals withdrawn by waiters that timed out.", f->bs.withdrawals);
     FAMILY(out, files, n, B, "vigil_barrier_arrived", "gauge", "Arrivals in the gathering round, bound and unbound.",
            f->bs.arrived);
     FAMILY(out, files, n, B, "vigil_barrier_sleepers", "gauge", "Waiters asleep in the kernel.", f->bs.sleepers);
@@ -209,6 +230,12 @@ static void print_all(FILE *out, const struct file_state *files, size_t n)
             }
         }
     }
+    FAMILY(out, files, n, L, "vigil_leases_handovers_total", "counter",
+           "Acquisitions: fencing tokens handed out.", f->lc.handovers);
+    FAMILY(out, files, n, L, "vigil_leases_renewals_refused_total", "counter", "Renewals refused (lease lost).",
+           f->lc.renewals_refused);
+    FAMILY(out, files, n, L, "vigil_leases_expiries_total", "counter",
+           "Acquisitions that took over an expired lease.", f->lc.expiries);
 }
 
 /* Writes DIR/vigil.prom whole or not at all: a temporary file beside it,
@@ -292,9 +319,9 @@ const struct tool_cmd tool_cmd_export = {
             "slot and entry counts by state, epochs, the leader's term and slot, and\n"
             "each file's counters of structural events (registers, unregisters,\n"
             "reclaims, repairs, leader changes, barrier releases and withdrawals,\n"
-            "lease acquisitions, hand-overs, refused renewals, expiries). Every\n"
-            "sample is labelled with its file; no label names a pid. Files are\n"
-            "opened read-only.\n"
+            "lease hand-overs, refused renewals, expiries). Every sample is\n"
+            "labelled with its file; no label names a pid. Files are opened\n"
+            "read-only.\n"
             "\n"
             "options:\n"
             "  --grace G        epochs a slot may miss before it is stale (default 5)\n"

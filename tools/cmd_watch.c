@@ -6,7 +6,8 @@
  * stale and wedged slots are coloured unless NO_COLOR is set; into a pipe
  * or a file each view is appended, followed by a blank line, and flushed
  * at once, with no escape codes. --json prints one JSON document per line
- * and interval. A file replaced under the watch is said so; one truncated
+ * and interval. Each view ends with the file's counters of structural
+ * events and their rates per second since the view before. A file replaced under the watch is said so; one truncated
  * under it ends the watch with a message, never a silent exit.
  */
 #define _GNU_SOURCE
@@ -111,6 +112,11 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
     sigaction(SIGBUS, &sa, NULL);
     struct ident was;
     bool known = identity(path, &was);
+    /* The previous view's counters, for the rates; none at first and
+     * after the file was replaced. */
+    struct tool_counters prev = { 0 };
+    bool have_prev = false;
+    uint64_t prev_ms = 0;
 
     for (;;) {
         /* Render off screen first, so a redraw never shows half a table. */
@@ -122,6 +128,7 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
         struct ident now;
         if (known && identity(path, &now)) {
             if (now.dev != was.dev || now.ino != was.ino) {
+                have_prev = false;
                 if (json)
                     fprintf(stderr, "vigil: %s: replaced by another file; watching the new one\n", path);
                 else
@@ -150,19 +157,52 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
             return tool_fail_msg(path, "truncated while being watched (a peer shrank the file under its "
                                        "mapping); the watch ends");
         }
-        rc = tool_show(path, grace, json, mem, NULL);
+        struct tool_summary sum = { 0 };
+        rc = tool_show(path, grace, json, mem, &sum);
+        struct tool_counters cur;
+        int crc = rc == 0 ? tool_counters_read(path, sum.kind, &cur) : 0;
+        uint64_t now_ms = tool_now_ms();
+        if (rc == 0 && crc < 0)
+            rc = tool_fail_file(path, crc, sum.kind, false);
+        /* The counters as rates per second since the previous view. */
+        char *cbuf = NULL;
+        size_t clen = 0;
+        if (rc == 0) {
+            const struct tool_counters *was = have_prev ? &prev : NULL;
+            if (json) {
+                FILE *cm = open_memstream(&cbuf, &clen);
+                if (!cm) {
+                    rc = tool_fail(path, -errno);
+                } else {
+                    tool_counters_json(&cur, was, now_ms - prev_ms, cm);
+                    fclose(cm);
+                }
+            } else {
+                tool_counters_human(&cur, was, now_ms - prev_ms, mem);
+            }
+            prev = cur, prev_ms = now_ms, have_prev = true;
+        }
         fclose(mem);
         if (rc != 0) {
             free(buf);
+            free(cbuf);
             return rc;
         }
         if (sc.tty)
             fputs("\033[H", stdout);
         if (json) {
-            /* One document, one line: JSON strings never hold a raw newline. */
-            for (size_t i = 0; i < len; i++)
+            /* One document, one line: JSON strings never hold a raw
+             * newline. The counters go in as the document's last members,
+             * before its closing brace. */
+            char *end = memrchr(buf, '}', len);
+            for (size_t i = 0; i < len; i++) {
+                if (end && buf + i == end) {
+                    fputs(", ", stdout);
+                    fwrite(cbuf, 1, clen, stdout);
+                }
                 if (buf[i] != '\n')
                     fputc(buf[i], stdout);
+            }
             fputc('\n', stdout);
         } else {
             for (char *l = buf, *e; l < buf + len; l = e + 1) {
@@ -174,6 +214,7 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
             fputs(sc.tty ? "\033[J" : "\n", stdout); /* clear below, or end the view */
         }
         free(buf);
+        free(cbuf);
         if ((rc = tool_flush()) != 0)
             return rc;
         if (tool_sleep_ms(interval))
@@ -191,12 +232,16 @@ const struct tool_cmd tool_cmd_watch = {
             "red (no colour when NO_COLOR is set; no escape codes at all with\n"
             "TERM=dumb); otherwise each view is appended, ending with a blank line.\n"
             "A file replaced under the watch is said so; one truncated under it ends\n"
-            "the watch with a message.\n"
+            "the watch with a message. Each view ends with the file's counters of\n"
+            "structural events (registers, reclaims, repairs, leader changes;\n"
+            "barrier releases and withdrawals; lease hand-overs, refused renewals\n"
+            "and expiries) and their rates per second since the previous view.\n"
             "\n"
             "options:\n"
             "  --interval MS   time between views, 1..86400000 (default 1000)\n"
             "  --grace G       epochs a slot may miss before it is stale (default 5)\n"
-            "  --json          one JSON document (as inspect --json) per line and view\n"
+            "  --json          one JSON document per line and view: inspect --json's,\n"
+            "                  with \"counters\" and \"rates\" (null in the first view)\n"
             "  -h, --help      show this help\n",
     .run = run,
 };

@@ -147,6 +147,33 @@ int tool_show_leases(const char *path, bool json, FILE *out);
 /* Prints the occupied slots of an open heartbeat table, human form. */
 void tool_show_hb_table(const vigil_hb *hb, uint64_t grace, FILE *out, struct tool_summary *sum);
 
+/* ---- counters of structural events (counters.c) ------------------------- */
+
+#define TOOL_MAX_COUNTERS 8
+
+/* A file's counters, named as in watch --json ("registers",
+ * "leader_changes", ...), in a fixed order for each kind. */
+struct tool_counters {
+    uint32_t    kind;
+    size_t      n;
+    const char *name[TOOL_MAX_COUNTERS];
+    uint64_t    value[TOOL_MAX_COUNTERS];
+};
+
+/* Reads the counters of the file at path, of kind `kind`, through a
+ * read-only handle: 0, or a vigil / -errno error. */
+int tool_counters_read(const char *path, uint32_t kind, struct tool_counters *out);
+
+/* Two lines: "counters: registers 3, ..." and "rates /s: registers
+ * 0.50, ..." over the `ms` since `was` (NULL, another kind, or ms 0:
+ * no rates yet). */
+void tool_counters_human(const struct tool_counters *now, const struct tool_counters *was, uint64_t ms,
+                         FILE *out);
+
+/* The same as JSON members: "counters": {...}, "rates": {...} or null. */
+void tool_counters_json(const struct tool_counters *now, const struct tool_counters *was, uint64_t ms,
+                        FILE *out);
+
 /* ---- JSON (json.c) -------------------------------------------------------- */
 
 /* A JSON string of at most maxlen bytes of s (stopping at a NUL): quotes,

@@ -24,7 +24,15 @@ typedef struct vigil_barrier_state {
     uint32_t recorded;     /* per-slot arrival records of bound handles in it */
     uint64_t grace_epochs; /* grace stored at create */
     uint32_t sleepers;     /* waiters asleep in the kernel (a hint) */
+    uint64_t withdrawals;  /* arrivals withdrawn since create (vigil_barrier_stats) */
 } vigil_barrier_state;
+
+/* Counters of the barrier's events since it was created, for monitoring
+ * (vigil_hb_stats(3)). */
+typedef struct vigil_barrier_counters {
+    uint64_t releases;    /* rounds released: the epoch, so it wraps at 2^32 */
+    uint64_t withdrawals; /* arrivals withdrawn by waiters that timed out */
+} vigil_barrier_counters; /* fields may be added at the end */
 
 /*
  * The barrier's capacity is the heartbeat table's: create takes hb's, and
@@ -44,6 +52,7 @@ uint32_t vigil_barrier_epoch(const vigil_barrier *b);
 uint32_t vigil_barrier_live_peers(const vigil_barrier *b);
 int      vigil_barrier_bind(vigil_barrier *b, uint32_t slot); /* this handle's waits keep `slot` beating */
 int      vigil_barrier_peek(const char *path, vigil_barrier_state *out); /* read-only, no heartbeat table */
+int      vigil_barrier_stats(const vigil_barrier *b, vigil_barrier_counters *out);
 
 #ifdef __cplusplus
 }

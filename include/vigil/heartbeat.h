@@ -80,9 +80,10 @@ struct vigil_hb_slot {
     VIGIL_ATOMIC(uint64_t) last_seen_epoch; /*  8: epoch at the last beat */
     VIGIL_ATOMIC(uint64_t) in_flight;       /* 16: bitmap of work units */
     VIGIL_ATOMIC(uint32_t) role;            /* 24: VIGIL_ROLE_* */
-    uint32_t         reserved0;       /* 28: 0 */
+    VIGIL_ATOMIC(uint32_t) registers;       /* 28: registrations into this slot (wraps) */
     VIGIL_ATOMIC(uint64_t) start_time;      /* 32: owner's start time (/proc/<pid>/stat field 22), 0 unknown */
-    uint8_t          reserved2[8];    /* 40: 0 */
+    VIGIL_ATOMIC(uint32_t) reclaims;        /* 40: owners vacated by failover (wraps) */
+    VIGIL_ATOMIC(uint32_t) repairs;         /* 44: repairs after a writer died mid-change (wraps) */
     VIGIL_ATOMIC(uint64_t) owner_ns;        /* 48: owner's pid namespace (inode of /proc/self/ns/pid), 0 not recorded */
     VIGIL_ATOMIC(uint64_t) writer;          /* 56: the structural writer's lock word, 0 none (vigil-files(5)) */
 };
@@ -98,6 +99,7 @@ typedef struct vigil_hb {
     uint32_t                capacity;
     size_t                  map_size;
     struct vigil_failover_watch *watch; /* vigil_failover_wait's pidfds, made on first use */
+    VIGIL_ATOMIC(uintptr_t) mine;       /* registrations made through this handle (heartbeat.c) */
 } vigil_hb;
 
 int      vigil_hb_create(const char *path, uint32_t capacity, vigil_hb **out);
@@ -118,6 +120,23 @@ int      vigil_hb_clear_in_flight(vigil_hb *hb, uint32_t slot, unsigned bit);
 int      vigil_hb_set_role(vigil_hb *hb, uint32_t slot, uint32_t role);
 int      vigil_hb_snapshot(const vigil_hb *hb, uint32_t slot, vigil_slot_info *out);
 uint32_t vigil_hb_live_count(const vigil_hb *hb, uint64_t grace_epochs);
+
+/*
+ * Counters of the table's structural events since it was created, summed
+ * over its slots, for monitoring (vigil_hb_stats(3)). Each slot keeps its
+ * own 32-bit counts, bumped under the slot's writer lock, never by a beat
+ * or a mark; a count that wraps makes the sum drop, which Prometheus reads
+ * as a counter reset.
+ */
+typedef struct vigil_hb_counters {
+    uint64_t registers;      /* vacant slots claimed by vigil_hb_register */
+    uint64_t unregisters;    /* owners gone by vigil_hb_unregister: registers - reclaims - occupied */
+    uint64_t reclaims;       /* owners vacated by a failover scan or wait (stale or dead) */
+    uint64_t repairs;        /* slots repaired after their writer died mid-change */
+    uint64_t leader_changes; /* the leader term: changes of leader */
+    uint32_t occupied;       /* slots with an owner now */
+} vigil_hb_counters;         /* fields may be added at the end */
+int      vigil_hb_stats(const vigil_hb *hb, vigil_hb_counters *out);
 
 /* Liveness rule shared by every module: pid != 0 and the slot's age is at
  * most grace, as a signed difference, so a beat racing a read is live. */

@@ -92,6 +92,15 @@ int  vigil_leases_get(vigil_leases *ls, const char *key, vigil_lease_info *out);
 int  vigil_leases_acquire_wait(vigil_leases *ls, const char *key, const char *owner, uint64_t ttl_ms,
                                uint64_t timeout_ns, vigil_lease *out);
 
+/* Counters of the store's events since it was created, for monitoring
+ * (vigil_hb_stats(3)). */
+typedef struct vigil_leases_counters {
+    uint64_t handovers;        /* acquisitions: fencing tokens handed out */
+    uint64_t renewals_refused; /* renewals answered VIGIL_ELOST */
+    uint64_t expiries;         /* acquisitions that took over an expired lease */
+} vigil_leases_counters;       /* fields may be added at the end */
+int  vigil_leases_stats(const vigil_leases *ls, vigil_leases_counters *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -16,7 +16,6 @@ import json
 import mmap
 import os
 import select
-import struct
 import sys
 import time
 
@@ -70,7 +69,9 @@ def barrier(tpath: str, bpath: str, check: str, rounds: str) -> int:
         b = vigil.Barrier.open(bpath, t)
         b.bind(slot)
         shared = mmap.mmap(f.fileno(), 0)
-        peers = len(shared) // 8
+        # 8-byte words, each written by one store (struct.pack_into zeroes
+        # its bytes first: a reader could catch the 0 in between).
+        words = memoryview(shared).cast("Q")
         say(f"ready {slot}")
         r, _, _ = select.select([sys.stdin], [], [], LIMIT)
         go = sys.stdin.readline().split() if r else []
@@ -78,15 +79,22 @@ def barrier(tpath: str, bpath: str, check: str, rounds: str) -> int:
             return 1
         base, me = int(go[1]), slot
         serial = early = 0
+        first = None
         for i in range(n):
             # Say "I reached round i" where every peer can read it, then meet:
             # after the round releases, every peer must have said so too.
-            struct.pack_into("<Q", shared, me * 8, i + 1)
-            serial += b.wait(base + i, timeout=30.0)
-            seen = struct.unpack_from(f"<{peers}Q", shared, 0)
-            early += sum(1 for s in seen if s < i + 1)
-        say(json.dumps({"slot": slot, "serial": serial, "early": early, "epoch": b.epoch}))
+            words[me] = i + 1
+            got = b.wait(base + i, timeout=30.0)
+            serial += got
+            seen = words.tolist()
+            if any(s < i + 1 for s in seen):
+                early += 1
+                if first is None:
+                    first = {"round": i, "seen": seen, "serial": got, "epoch": b.epoch,
+                             "live": b.live_peers, "later": words.tolist()}
+        say(json.dumps({"slot": slot, "serial": serial, "early": early, "epoch": b.epoch, "first": first}))
         b.close()
+        words.release()
         shared.close()
         t.unregister(slot)
     return 0
