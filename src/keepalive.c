@@ -150,6 +150,10 @@ static struct timespec ts_of(uint64_t ns)
  * it had already fired, that is whether the deadline it held has passed. */
 static bool arm_timer(int fd, uint64_t at)
 {
+    /* The kernel refuses expiries past KTIME_MAX (2^63 ns); a deadline
+     * that far is never, and 2^62 ns (146 years) is never too. */
+    if (at > (UINT64_C(1) << 62))
+        at = UINT64_C(1) << 62;
     struct itimerspec it = { .it_value = at ? ts_of(at) : (struct timespec){ 0, 1 } };
     struct itimerspec old;
     if (timerfd_settime(fd, at ? TFD_TIMER_ABSTIME : 0, &it, &old) < 0)

@@ -7,6 +7,8 @@
  */
 #include "testutil.h"
 
+#include <poll.h>
+
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -363,6 +365,8 @@ static int test_args(void)
     /* A huge TTL is fine: the period saturates, stop still wakes it. */
     l.ttl_ms = UINT64_MAX;
     EXPECT_RC(vigil_keepalive_start(&port, &l, &ka), 0);
+    struct pollfd pf = { .fd = vigil_keepalive_fd(ka), .events = POLLIN };
+    EXPECT(!vigil_keepalive_lost(ka) && poll(&pf, 1, 0) == 0, "an endless TTL reads as lost");
     EXPECT_RC(vigil_keepalive_stop(ka), 0);
     EXPECT(rec_calls(&r) == 0, "renewed with an endless TTL");
     return 0;
