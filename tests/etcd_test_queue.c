@@ -325,16 +325,16 @@ static int test_etcdctl_lock_excludes(void)
     snprintf(name, sizeof(name), "%s/", key);
     vigil_lease l, l2, probe;
     EXPECT_RC(vigil_etcd_acquire(e, key, "vigil", 5000, &l), 0);
-    struct et_proc ctl;
+    struct vt_proc ctl;
     EXPECT(ET_CTL(&ctl, url, "lock", key) == 0, "spawning etcdctl lock failed");
     bool waiting = VT_WAIT_FOR(count_under(e, key) == 2, 10000);
-    bool early = et_read_until(&ctl, name, 1000); /* must not: vigil holds it */
+    bool early = vt_read_until(&ctl, name, 1000); /* must not: vigil holds it */
     EXPECT_RC(vigil_etcd_release(e, &l), 0);
-    bool got = et_read_until(&ctl, name, 15000);
+    bool got = vt_read_until(&ctl, name, 15000);
     vigil_lease_info info;
     int g = vigil_etcd_get(e, key, &info);
     int busy = vigil_etcd_acquire(e, key, "vigil", 5000, &probe);
-    int st = et_stop(&ctl, SIGTERM, 10000);
+    int st = vt_stop(&ctl, SIGTERM, 10000);
     int again = vigil_etcd_acquire(e, key, "vigil", 5000, &l2);
     EXPECT(waiting, "etcdctl lock's key never appeared under %s", key);
     EXPECT(!early, "etcdctl lock took %s while vigil held it: %s", key, ctl.buf);
@@ -362,9 +362,9 @@ static int test_etcdctl_release_wakes(void)
     const char *key = et_key("ctl-wake");
     char name[200];
     snprintf(name, sizeof(name), "%s/", key);
-    struct et_proc ctl;
+    struct vt_proc ctl;
     EXPECT(ET_CTL(&ctl, url, "lock", key) == 0, "spawning etcdctl lock failed");
-    bool got = et_read_until(&ctl, name, 15000);
+    bool got = vt_read_until(&ctl, name, 15000);
     vigil_lease_info info;
     int g = vigil_etcd_get(e, key, &info);
     struct waiter w;
@@ -372,7 +372,7 @@ static int test_etcdctl_release_wakes(void)
     bool queued = VT_WAIT_FOR(count_under(e, key) == 2, 10000);
     vt_sleep_ms(300);
     int early = atomic_load(&w.done);
-    int st = et_stop(&ctl, SIGTERM, 10000);
+    int st = vt_stop(&ctl, SIGTERM, 10000);
     bool joined = waiter_join(&w, 15000);
     EXPECT(got, "etcdctl lock did not get a free key (printed '%s')", ctl.buf);
     EXPECT_RC(g, 0);
@@ -399,10 +399,10 @@ static int test_etcdctl_elect(void)
     const char *key = et_key("ctl-elect");
     vigil_lease l;
     EXPECT_RC(vigil_etcd_acquire(e, key, "vigil-leader-1", 5000, &l), 0);
-    struct et_proc obs, cand;
+    struct vt_proc obs, cand;
     EXPECT(ET_CTL(&obs, url, "elect", "-l", key) == 0, "spawning etcdctl elect -l failed");
-    bool shown = et_read_until(&obs, "vigil-leader-1", 15000);
-    et_stop(&obs, SIGTERM, 10000);
+    bool shown = vt_read_until(&obs, "vigil-leader-1", 15000);
+    vt_stop(&obs, SIGTERM, 10000);
     EXPECT(shown, "etcdctl elect -l did not print vigil's owner; it printed '%s'", obs.buf);
     char own[200];
     vigil_etcd__own_key(key, l.id, own, sizeof(own));
@@ -410,16 +410,16 @@ static int test_etcdctl_elect(void)
 
     EXPECT(ET_CTL(&cand, url, "elect", key, "ctl-leader") == 0, "spawning etcdctl elect failed");
     bool queued = VT_WAIT_FOR(count_under(e, key) == 2, 10000);
-    bool early = et_read_until(&cand, "ctl-leader", 1000);
+    bool early = vt_read_until(&cand, "ctl-leader", 1000);
     EXPECT_RC(vigil_etcd_release(e, &l), 0);
-    bool leads = et_read_until(&cand, "ctl-leader", 15000);
+    bool leads = vt_read_until(&cand, "ctl-leader", 15000);
     vigil_lease_info info;
     int g = vigil_etcd_get(e, key, &info);
     struct waiter w;
     waiter_start(&w, key, "vigil-leader-2", 30000);
     bool w_in = VT_WAIT_FOR(count_under(e, key) == 2, 10000);
     int w_early = atomic_load(&w.done);
-    int st = et_stop(&cand, SIGTERM, 10000);
+    int st = vt_stop(&cand, SIGTERM, 10000);
     bool joined = waiter_join(&w, 15000);
     EXPECT(queued && !early, "etcdctl elect led while vigil held %s: '%s'", key, cand.buf);
     EXPECT(leads, "etcdctl elect did not lead within 15 s of vigil's resignation: '%s'", cand.buf);

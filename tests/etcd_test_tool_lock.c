@@ -33,9 +33,9 @@ static int test_with_etcdctl(void)
     const char *key = et_key("tool-ctl");
     char name[200];
     snprintf(name, sizeof(name), "%s/", key);
-    struct et_proc ctl;
+    struct vt_proc ctl;
     EXPECT(ET_CTL(&ctl, url, "lock", key) == 0, "spawning etcdctl lock failed");
-    bool held = et_read_until(&ctl, name, 15000);
+    bool held = vt_read_until(&ctl, name, 15000);
     VT_RUN("lock", "--etcd", url, "--wait", "0", key, "--", "true");
     int busy = R.rc;
     static char busy_err[sizeof(R.err)];
@@ -43,7 +43,7 @@ static int test_with_etcdctl(void)
     struct vt_proc p;
     int sp = VT_SPAWN(&p, "lock", "--etcd", url, key, "--", "sh", "-c", "echo ran $VIGIL_LEASE_TOKEN");
     bool early = sp == 0 && vt_read_until(&p, "ran", 1000);
-    int st = et_stop(&ctl, SIGTERM, 10000);
+    int st = vt_stop(&ctl, SIGTERM, 10000);
     bool ran = sp == 0 && vt_read_until(&p, "ran", 15000);
     int pst = sp == 0 ? vt_wait(p.pid, 15000) : -1;
     if (sp == 0)

@@ -137,17 +137,9 @@ static inline bool et_have_etcdctl(void)
         }                                                                     \
     } while (0)
 
-/* A running etcdctl (or any child) with stdout on a pipe. */
-struct et_proc {
-    pid_t  pid;
-    int    fd;
-    size_t len;
-    char   buf[8192];
-};
-
 /* Runs argv[0] (found on PATH) with argv, stdout to a pipe, stderr to
  * STDERR_NAME in the test's directory. 0 or -1. */
-static inline int et_spawnv(struct et_proc *p, const char *const *argv)
+static inline int et_spawnv(struct vt_proc *p, const char *const *argv)
 {
     int fds[2];
     if (pipe(fds) != 0)
@@ -178,7 +170,7 @@ static inline int et_spawnv(struct et_proc *p, const char *const *argv)
 }
 
 /* etcdctl --endpoints=URL ARGS... */
-static inline int et_ctlv(struct et_proc *p, const char *url, const char *const *args)
+static inline int et_ctlv(struct vt_proc *p, const char *url, const char *const *args)
 {
     static char ep[400];
     const char *argv[32];
@@ -193,37 +185,6 @@ static inline int et_ctlv(struct et_proc *p, const char *url, const char *const 
 }
 #define ET_CTL(p, url, ...) et_ctlv((p), (url), (const char *const[]){ __VA_ARGS__, NULL })
 
-/* Reads until the output holds needle (true) or timeout_ms passes. */
-static inline bool et_read_until(struct et_proc *p, const char *needle, unsigned timeout_ms)
-{
-    uint64_t deadline = vt_now_ms() + timeout_ms;
-    while (!strstr(p->buf, needle)) {
-        uint64_t now = vt_now_ms();
-        if (now >= deadline || p->len + 1 >= sizeof(p->buf))
-            return false;
-        struct pollfd pf = { p->fd, POLLIN, 0 };
-        if (poll(&pf, 1, (int)(deadline - now)) <= 0)
-            continue;
-        ssize_t k = read(p->fd, p->buf + p->len, sizeof(p->buf) - 1 - p->len);
-        if (k <= 0)
-            return strstr(p->buf, needle) != NULL;
-        p->len += (size_t)k;
-        p->buf[p->len] = '\0';
-    }
-    return true;
-}
-
-/* Sends sig, waits at most timeout_ms (then SIGKILL): the exit status as vt_wait. */
-static inline int et_stop(struct et_proc *p, int sig, unsigned timeout_ms)
-{
-    if (p->pid <= 0)
-        return -1;
-    kill(p->pid, sig);
-    int rc = vt_wait(p->pid, timeout_ms);
-    close(p->fd);
-    p->pid = 0;
-    return rc;
-}
 
 /* ---- a fake server ---------------------------------------------------------- */
 

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -171,6 +172,52 @@ static inline _Noreturn void vt_await_kill(void)
             vt_sleep_ms(1);                                                   \
         vt_ok_;                                                               \
     })
+
+/* ---- children with stdout on a pipe -------------------------------------- */
+
+/* A child (vigil, etcdctl, any program) whose stdout the test reads; the
+ * spawners are tooltest.h's vt_spawnv and etcd_testutil.h's et_spawnv. */
+struct vt_proc {
+    pid_t pid;
+    int   fd;
+    char  buf[1 << 16];
+    size_t len;
+};
+
+/* Reads from the child until its output holds `needle` or timeout_ms
+ * passes; true when found. */
+static inline bool vt_read_until(struct vt_proc *p, const char *needle, unsigned timeout_ms)
+{
+    uint64_t deadline = vt_now_ms() + timeout_ms;
+    while (!strstr(p->buf, needle)) {
+        uint64_t now = vt_now_ms();
+        if (now >= deadline || p->len + 1 >= sizeof(p->buf))
+            return false;
+        struct pollfd pfd = { p->fd, POLLIN, 0 };
+        if (poll(&pfd, 1, (int)(deadline - now)) <= 0)
+            continue;
+        ssize_t k = read(p->fd, p->buf + p->len, sizeof(p->buf) - 1 - p->len);
+        if (k <= 0)
+            return strstr(p->buf, needle) != NULL;
+        p->len += (size_t)k;
+        p->buf[p->len] = '\0';
+    }
+    return true;
+}
+
+/* Sends sig and waits at most timeout_ms (vt_wait kills it then); returns
+ * the exit status as vt_wait, or -1 for a child never started or already
+ * stopped. */
+static inline int vt_stop(struct vt_proc *p, int sig, unsigned timeout_ms)
+{
+    if (p->pid <= 0)
+        return -1;
+    kill(p->pid, sig);
+    int rc = vt_wait(p->pid, timeout_ms);
+    close(p->fd);
+    p->pid = 0;
+    return rc;
+}
 
 /* ---- fresh files ---------------------------------------------------------- */
 

@@ -103,15 +103,8 @@ static inline int vt_count_lines(const char *s)
     return n;
 }
 
-/* A child running vigil with stdout on a pipe, for the long-running
- * commands: the test reads lines as they come, then signals it. */
-struct vt_proc {
-    pid_t pid;
-    int   fd;
-    char  buf[1 << 16];
-    size_t len;
-};
-
+/* vigil with stdout on a pipe (struct vt_proc, testutil.h), for the
+ * long-running commands: the test reads lines as they come, then signals it. */
 static inline int vt_spawnv(struct vt_proc *p, const char *const *args)
 {
     const char *argv[64];
@@ -144,35 +137,6 @@ static inline int vt_spawnv(struct vt_proc *p, const char *const *args)
 }
 #define VT_SPAWN(p, ...) vt_spawnv((p), (const char *const[]){ __VA_ARGS__, NULL })
 
-/* Reads from the child until its output holds `needle` or timeout_ms
- * passes; true when found. */
-static inline bool vt_read_until(struct vt_proc *p, const char *needle, unsigned timeout_ms)
-{
-    uint64_t deadline = vt_now_ms() + timeout_ms;
-    while (!strstr(p->buf, needle)) {
-        uint64_t now = vt_now_ms();
-        if (now >= deadline || p->len + 1 >= sizeof(p->buf))
-            return false;
-        struct pollfd pfd = { p->fd, POLLIN, 0 };
-        if (poll(&pfd, 1, (int)(deadline - now)) <= 0)
-            continue;
-        ssize_t k = read(p->fd, p->buf + p->len, sizeof(p->buf) - 1 - p->len);
-        if (k <= 0)
-            return strstr(p->buf, needle) != NULL;
-        p->len += (size_t)k;
-        p->buf[p->len] = '\0';
-    }
-    return true;
-}
-
-/* Sends sig and waits at most timeout_ms; returns the exit status as vt_wait. */
-static inline int vt_stop(struct vt_proc *p, int sig, unsigned timeout_ms)
-{
-    kill(p->pid, sig);
-    int rc = vt_wait(p->pid, timeout_ms);
-    close(p->fd);
-    return rc;
-}
 
 /* ---- a small strict JSON reader --------------------------------------------- */
 
