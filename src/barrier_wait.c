@@ -142,7 +142,7 @@ static void wake_sleepers(vigil_barrier *b)
 /* The second half of a committed release: move the state from any value
  * at `epoch` to (epoch + 1, 0). Whoever finds the gate committed does it,
  * so a committer killed halfway leaves no one stuck. */
-static int finish(vigil_barrier *b, uint32_t epoch)
+static void finish(vigil_barrier *b, uint32_t epoch)
 {
     struct vigil_barrier_header *h = b->hdr;
     /* seq_cst (so acquire and release): each arrival's writes before the
@@ -151,13 +151,12 @@ static int finish(vigil_barrier *b, uint32_t epoch)
     uint64_t s = atomic_load_explicit(&h->state, memory_order_seq_cst);
     for (unsigned tries = 0; st_epoch(s) == epoch; tries++) {
         if (tries >= CAS_TRIES)
-            return VIGIL_EBUSY;
+            return; /* a peer rewriting the word in a loop: the waits time out */
         if (atomic_compare_exchange_weak_explicit(&h->state, &s, st_make(epoch + 1, 0),
                                                   memory_order_seq_cst, memory_order_seq_cst))
             break;
     }
     wake_sleepers(b);
-    return 0;
 }
 
 enum gate_look { GATE_OPEN, GATE_DONE, GATE_PAST };

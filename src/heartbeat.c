@@ -327,6 +327,25 @@ static enum claim claim_vacant(vigil_hb *hb, uint32_t i, uint32_t pid, uint64_t 
     return vigil_slot_unlock(s, v) == 0 ? CLAIMED : LOST;
 }
 
+/* One attempt at every slot: true with *slot claimed (and noted in mine);
+ * *locked_vacant says whether a vacant slot's lock was held. */
+static bool register_pass(vigil_hb *hb, uint32_t pid, uint64_t start, _Atomic uint64_t *mine, uint32_t *slot,
+                          bool *locked_vacant)
+{
+    *locked_vacant = false;
+    for (uint32_t i = 0; i < hb->capacity; i++) {
+        enum claim c = claim_vacant(hb, i, pid, start);
+        if (c == CLAIMED) {
+            if (mine) /* relaxed: a note for this handle's own unregister */
+                atomic_store_explicit(&mine[i], mine_word(pid, start), memory_order_relaxed);
+            *slot = i;
+            return true;
+        }
+        *locked_vacant |= c == LOCKED;
+    }
+    return false;
+}
+
 int vigil_hb_register(vigil_hb *hb, uint32_t pid, uint32_t *slot)
 {
     if (!hb || !slot)
@@ -336,17 +355,9 @@ int vigil_hb_register(vigil_hb *hb, uint32_t pid, uint32_t *slot)
     uint64_t start = start_time_of(pid);
 
     _Atomic uint64_t *mine = mine_of(hb, true);
-    bool locked_vacant = false;
-    for (uint32_t i = 0; i < hb->capacity; i++) {
-        enum claim c = claim_vacant(hb, i, pid, start);
-        if (c == CLAIMED) {
-            if (mine) /* relaxed: a note for this handle's own unregister */
-                atomic_store_explicit(&mine[i], mine_word(pid, start), memory_order_relaxed);
-            *slot = i;
-            return 0;
-        }
-        locked_vacant |= c == LOCKED;
-    }
+    bool locked_vacant;
+    if (register_pass(hb, pid, start, mine, slot, &locked_vacant))
+        return 0;
     /*
      * A vacant slot whose lock was held for a moment (a failover scan
      * taking its stray bits, a registrant that found it taken) may be
@@ -360,17 +371,8 @@ int vigil_hb_register(vigil_hb *hb, uint32_t pid, uint32_t *slot)
     for (unsigned pass = 0; locked_vacant && vigil_now_ns() < deadline; pass++) {
         struct timespec ts = { 0, (long)(pass < 10 ? 100000u << (pass / 2) : 2000000u) };
         nanosleep(&ts, NULL);
-        locked_vacant = false;
-        for (uint32_t i = 0; i < hb->capacity; i++) {
-            enum claim c = claim_vacant(hb, i, pid, start);
-            if (c == CLAIMED) {
-                if (mine)
-                    atomic_store_explicit(&mine[i], mine_word(pid, start), memory_order_relaxed);
-                *slot = i;
-                return 0;
-            }
-            locked_vacant |= c == LOCKED;
-        }
+        if (register_pass(hb, pid, start, mine, slot, &locked_vacant))
+            return 0;
     }
     return VIGIL_EFULL;
 }

@@ -362,7 +362,7 @@ int vigil_keepalive_stop(vigil_keepalive *ka)
          * and condition variable may be in any state the fork caught them
          * in. Only our own copies are freed; the parent's renewer, timer
          * and page go on untouched. */
-        int rc = is_lost(ka) || atomic_load_explicit(&ka->sh->stopped, memory_order_acquire) ? VIGIL_ELOST : 0;
+        int rc = vigil_keepalive_lost(ka) ? VIGIL_ELOST : 0;
         free_keepalive(ka);
         return rc;
     }

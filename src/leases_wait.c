@@ -51,11 +51,11 @@ void vigil_leases__wake_waiters(struct vigil_leases_entry *e)
     }
 }
 
-/* The entry bound to key, or -1; *klen its length. */
-static int64_t entry_of(const vigil_leases *ls, const char *key, size_t *klen)
+/* The entry bound to key (klen bytes), or -1. */
+static int64_t entry_of(const vigil_leases *ls, const char *key, size_t klen)
 {
     uint64_t kw[16];
-    vigil_leases__words(kw, 16, key, *klen);
+    vigil_leases__words(kw, 16, key, klen);
     return vigil_leases__find(ls, vigil_leases__hash(kw), kw);
 }
 
@@ -71,7 +71,7 @@ int vigil_leases_get(vigil_leases *ls, const char *key, vigil_lease_info *out)
         return -EINVAL;
     memset(out, 0, sizeof(*out));
     for (int round = 0; round < 8; round++) {
-        int64_t i = entry_of(ls, key, &klen);
+        int64_t i = entry_of(ls, key, klen);
         if (i < 0)
             break;
         vigil_lease_info info;
@@ -93,12 +93,12 @@ int vigil_leases_get(vigil_leases *ls, const char *key, vigil_lease_info *out)
 }
 
 /*
- * How long to sleep on entry e before trying again: until the holder's
+ * How long to sleep on an entry whose ctl is c before trying again: until the holder's
  * expiry (plus the millisecond the store rounds up by), or a millisecond
  * while a change of hands is under way, never past the deadline. 0: do
  * not sleep, try at once.
  */
-static uint64_t sleep_for(const struct vigil_leases_entry *e, uint64_t c, uint64_t now, uint64_t deadline)
+static uint64_t sleep_for(uint64_t c, uint64_t now, uint64_t deadline)
 {
     uint64_t ns;
     if (c & CTL_LOCKED)
@@ -107,7 +107,6 @@ static uint64_t sleep_for(const struct vigil_leases_entry *e, uint64_t c, uint64
         return 0;
     else
         ns = ctl_exp(c) * 1000000u - now + 1000000u;
-    (void)e;
     if (deadline != UINT64_MAX && now + ns > deadline)
         ns = deadline > now ? deadline - now : 0;
     return ns;
@@ -121,6 +120,8 @@ int vigil_leases_acquire_wait(vigil_leases *ls, const char *key, const char *own
     uint64_t start = vigil_now_ns();
     uint64_t deadline = timeout_ns == UINT64_MAX || timeout_ns > UINT64_MAX - start ? UINT64_MAX
                                                                                      : start + timeout_ns;
+    /* Bounded: acquire refuses a key that does not fit before any wait. */
+    size_t klen = strnlen(key, 128);
     unsigned quick = 0;
     for (;;) {
         int rc = vigil_leases_acquire(ls, key, owner, ttl_ms, out);
@@ -129,8 +130,7 @@ int vigil_leases_acquire_wait(vigil_leases *ls, const char *key, const char *own
         uint64_t now = vigil_now_ns();
         if (now >= deadline)
             return VIGIL_ETIMEDOUT;
-        size_t klen = strlen(key);
-        int64_t i = entry_of(ls, key, &klen);
+        int64_t i = entry_of(ls, key, klen);
         if (i < 0)
             continue; /* released and unbound meanwhile: try at once */
         struct vigil_leases_entry *e = &ls->entries[i];
@@ -138,7 +138,7 @@ int vigil_leases_acquire_wait(vigil_leases *ls, const char *key, const char *own
         uint32_t v = atomic_load_explicit(&e->wake, memory_order_seq_cst);
         atomic_fetch_add_explicit(&e->waiters, 1, memory_order_seq_cst);
         uint64_t c = atomic_load_explicit(&e->ctl, memory_order_seq_cst);
-        uint64_t ns = sleep_for(e, c, now, deadline);
+        uint64_t ns = sleep_for(c, now, deadline);
         if (ns) {
             /* A peer flipping `wake` makes FUTEX_WAIT return at once; after
              * a few of those in a row sleep out the bound instead. */
