@@ -81,9 +81,15 @@ inline is_lost(d, res) {
 }
 #endif
 
+/* mark_lost(): the latch, then re-fire the timer unless it has fired
+ * (timer_fired(): timerfd_gettime), so a readable fd never turns
+ * unreadable here. */
 inline mark_lost(old) {
     deadline = 0; ever_lost = true;   /* the store, release */
-    arm(0, old)
+    if
+    :: fired -> skip
+    :: !fired -> arm(0, old)
+    fi
 }
 
 active proctype Clock() {
@@ -113,7 +119,12 @@ active proctype Renewer() {
             :: true -> /* accepted */
                 lock();
                 to = sent + TTL;
-                arm(to, old);                /* extend(): re-arm first */
+                /* extend(): a fired timer is never re-armed; else re-arm
+                 * first (it may fire between the look and the re-arm) */
+                if
+                :: fired -> old = true
+                :: !fired -> arm(to, old)
+                fi;
                 if
                 :: from == 0 || old -> mark_lost(old); break
                 :: else ->

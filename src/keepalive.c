@@ -36,8 +36,9 @@
  * clock past the deadline CASes it to 0 (lost for good), and an accepted
  * renewal moves the deadline only by CAS from the value it started from,
  * so once lost() said true it never says false again. The renewer re-arms
- * the timer before it moves the deadline, and a timer found expired by
- * that re-arm means the lease lapsed first: lost.
+ * the timer before it moves the deadline, and never a timer that has
+ * fired: one found expired (before the re-arm, or by it) means the lease
+ * lapsed first: lost.
  *
  * FORK. A child forked while a keepalive runs inherits the handle but not
  * the renewer thread. The words above live in a MAP_SHARED page, so the
@@ -161,12 +162,25 @@ static bool arm_timer(int fd, uint64_t at)
     return old.it_value.tv_sec == 0 && old.it_value.tv_nsec == 0;
 }
 
-/* Latches the loss: deadline 0, and the fd readable. */
+/* Whether the timer has expired (the fd is readable): a one-shot timerfd
+ * that fired reads back as disarmed. An error is taken for fired. */
+static bool timer_fired(int fd)
+{
+    struct itimerspec cur;
+    if (timerfd_gettime(fd, &cur) < 0)
+        return true;
+    return cur.it_value.tv_sec == 0 && cur.it_value.tv_nsec == 0;
+}
+
+/* Latches the loss: deadline 0, and the fd readable. A timer that has
+ * already fired is left alone: re-arming it would make a readable fd
+ * unreadable for a moment. */
 static void mark_lost(vigil_keepalive *ka)
 {
     /* Release: whoever sees the loss sees the counters before it. */
     atomic_store_explicit(&ka->sh->deadline, 0, memory_order_release);
-    arm_timer(ka->timer_fd, 0);
+    if (!timer_fired(ka->timer_fd))
+        arm_timer(ka->timer_fd, 0);
 }
 
 /* lost() for anyone: the latch, or the clock past the deadline (latched
@@ -206,7 +220,10 @@ static uint64_t thread_cpu_ns(pthread_t t)
 static bool extend(vigil_keepalive *ka, uint64_t from, uint64_t sent)
 {
     uint64_t to = add_sat(sent, ka->ttl_ns);
-    if (from == 0 || arm_timer(ka->timer_fd, to))
+    /* A fired timer is never re-armed (the fd stays readable). It can
+     * still fire between the look and the re-arm: settime's old value
+     * says so, and mark_lost then re-fires it at once. */
+    if (from == 0 || timer_fired(ka->timer_fd) || arm_timer(ka->timer_fd, to))
         return false; /* the timer had fired: the lease lapsed first */
     /* acq_rel: publishes the renewal's counters like mark_lost; the CAS
      * fails if a reader latched the loss since `from` was read. */
