@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Lease keepalive internals shared with the backends (src/leases_ops.c,
- * src/etcd.c): how an acquisition tells the keepalive when it was sent. */
+ * src/etcd/etcd.c): how an acquisition tells the keepalive when it was sent. */
 #ifndef VIGIL_SRC_KEEPALIVE_INTERNAL_H
 #define VIGIL_SRC_KEEPALIVE_INTERNAL_H
 
