@@ -382,7 +382,12 @@ static int test_inspect_bad_files(void)
     memcpy(b, img, sizeof(img));
     b[8] = 9; /* version */
     write_file(bad, b, sizeof(img));
-    if (expect_bad(bad, "layout version 9"))
+    if (expect_bad(bad, "made by a newer vigil (layout version 9"))
+        return 1;
+    memcpy(b, img, sizeof(img));
+    b[8] = 3; /* a file of the layout before registration generations */
+    write_file(bad, b, sizeof(img));
+    if (expect_bad(bad, "made by an older vigil (layout version 3; this vigil reads only 4): re-create it"))
         return 1;
     memcpy(b, img, sizeof(img));
     b[12] = 77; /* kind */
