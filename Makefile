@@ -5,7 +5,7 @@ MAKEFLAGS   += --no-print-directory
 JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build demo check test bench sanitize sanitize-asan sanitize-tsan fuzz model stress chaos install clean
+.PHONY: all deps build demo check test bench sanitize sanitize-asan sanitize-tsan fuzz model stress chaos mutate install clean
 
 all: build
 
@@ -69,6 +69,12 @@ chaos: build
 # Every Promela model in model/, exhaustive unless a model says otherwise.
 model:
 	@sh model/check.sh
+
+# One small break of src/ at a time (scripts/mutants.txt), rebuilt and
+# tested in a scratch copy: each mutant's fate and the kill ratio. Not in
+# CI; NAMES="a b" for some of them, QUICK=1 to skip the whole-suite sweep.
+mutate:
+	@sh scripts/mutate.sh $(if $(QUICK),-q) $(NAMES)
 
 install: build
 	cmake --install $(BUILD) --prefix $${PREFIX:-/usr/local}
