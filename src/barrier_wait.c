@@ -469,8 +469,14 @@ static int withdraw(vigil_barrier *b, uint32_t epoch, uint32_t slot, uint32_t pi
     return VIGIL_EBUSY;
 }
 
-/* quorum 0: the all-live rule. timeout_ns UINT64_MAX: no deadline. */
-static int barrier_wait(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, uint64_t timeout_ns)
+/* quorum 0: the all-live rule. timeout_ns UINT64_MAX: no deadline.
+ * kept NULL: a timeout withdraws the arrival. Non-NULL: a wait in slices
+ * (vigil_barrier_wait_slice): *kept says the caller's arrival already
+ * stands from an earlier slice, and a slice that ends keeps it and sets
+ * *kept. To the protocol a caller between slices is a waiter paused after
+ * arriving, a case the model already covers. */
+static int barrier_wait(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, uint64_t timeout_ns,
+                        int *kept)
 {
     struct vigil_barrier_header *h = b->hdr;
     /* Relaxed: (pid, slot) is one word, so a bind racing this wait gives
@@ -484,8 +490,8 @@ static int barrier_wait(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, ui
     uint64_t s = atomic_load_explicit(&h->state, memory_order_acquire);
     if (ep_diff(my_epoch, st_epoch(s)) < 0)
         return 0;
-    if (quorum == 0 && vigil_barrier_live_peers(b) == 0)
-        return VIGIL_ENOPEERS;
+    if (quorum == 0 && !(kept && *kept) && vigil_barrier_live_peers(b) == 0)
+        return VIGIL_ENOPEERS; /* (a resumed wait goes on to judge its round) */
     if (timeout_ns != UINT64_MAX) {
         uint64_t now = vigil_now_ns();
         w.deadline = timeout_ns < UINT64_MAX - now ? now + timeout_ns : UINT64_MAX - 1;
@@ -520,7 +526,12 @@ static int barrier_wait(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, ui
      * failure: a released round's writes come with the return of 0.
      * seq_cst: the judgements' loads of the state are ordered against it.
      */
-    if (w.slot != VIGIL_BARRIER_UNBOUND) {
+    if (kept && *kept) {
+        /* Arrived in an earlier slice: the record or the count stands. */
+        if (w.slot != VIGIL_BARRIER_UNBOUND && !still_ours(b, &w))
+            return VIGIL_EVACANT;
+        s = atomic_load_explicit(&h->state, memory_order_seq_cst);
+    } else if (w.slot != VIGIL_BARRIER_UNBOUND) {
         if (!still_ours(b, &w))
             return VIGIL_EVACANT;
         barrier_hook(BP_RECORDING);
@@ -544,6 +555,8 @@ static int barrier_wait(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, ui
                 return VIGIL_EBUSY;
         }
     }
+    if (kept)
+        *kept = 1;
 
     /* Judge the round, then wait for a change and judge again. Only an
      * arrival (judged by the arriver) or a peer leaving the live set (seen
@@ -568,6 +581,8 @@ static int barrier_wait(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, ui
              * just completed. */
             if (try_release(b, my_epoch, quorum) == 1)
                 return VIGIL_SERIAL;
+            if (kept)
+                return VIGIL_ETIMEDOUT; /* the slice ends; the arrival stays */
             return withdraw(b, my_epoch, w.slot, w.pid);
         }
     }
@@ -587,7 +602,7 @@ int vigil_barrier_wait(vigil_barrier *b, uint32_t my_epoch)
 {
     if (!b)
         return -EINVAL;
-    return barrier_wait(b, my_epoch, 0, UINT64_MAX);
+    return barrier_wait(b, my_epoch, 0, UINT64_MAX, NULL);
 }
 
 int vigil_barrier_wait_quorum(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum)
@@ -596,14 +611,14 @@ int vigil_barrier_wait_quorum(vigil_barrier *b, uint32_t my_epoch, uint32_t quor
         return -EINVAL;
     if (quorum == 0)
         return VIGIL_ERANGE;
-    return barrier_wait(b, my_epoch, quorum, UINT64_MAX);
+    return barrier_wait(b, my_epoch, quorum, UINT64_MAX, NULL);
 }
 
 int vigil_barrier_wait_timeout(vigil_barrier *b, uint32_t my_epoch, uint64_t timeout_ns)
 {
     if (!b)
         return -EINVAL;
-    return barrier_wait(b, my_epoch, 0, timed(timeout_ns));
+    return barrier_wait(b, my_epoch, 0, timed(timeout_ns), NULL);
 }
 
 int vigil_barrier_wait_quorum_timeout(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum,
@@ -613,5 +628,30 @@ int vigil_barrier_wait_quorum_timeout(vigil_barrier *b, uint32_t my_epoch, uint3
         return -EINVAL;
     if (quorum == 0)
         return VIGIL_ERANGE;
-    return barrier_wait(b, my_epoch, quorum, timed(timeout_ns));
+    return barrier_wait(b, my_epoch, quorum, timed(timeout_ns), NULL);
+}
+
+int vigil_barrier_wait_slice(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, uint64_t slice_ns,
+                             int *arrived)
+{
+    if (!b || !arrived)
+        return -EINVAL;
+    int rc = barrier_wait(b, my_epoch, quorum, timed(slice_ns), arrived);
+    if (rc != VIGIL_ETIMEDOUT)
+        *arrived = 0; /* released, or an error: nothing of ours stands */
+    return rc;
+}
+
+int vigil_barrier_withdraw(vigil_barrier *b, uint32_t my_epoch, int *arrived)
+{
+    if (!b || !arrived)
+        return -EINVAL;
+    if (!*arrived)
+        return VIGIL_ETIMEDOUT; /* nothing stands: nothing to take back */
+    uint64_t bound = atomic_load_explicit(&b->bound, memory_order_relaxed); /* as in barrier_wait */
+    uint32_t slot = (uint32_t)bound, pid = (uint32_t)(bound >> 32);
+    int rc = withdraw(b, my_epoch, slot, pid);
+    if (rc == 0 || rc == VIGIL_ETIMEDOUT)
+        *arrived = 0;
+    return rc;
 }

@@ -10,15 +10,14 @@
  * later. THE WATCH, per slot (model: model/failover_wait.pml; tests:
  * test_failover_wait.c, test_failover_wait_ns.c):
  *
- *   1. Read the slot under its SeqLock at version v: pid, start time, pid
- *      namespace and registration of one registration. A slot mid-change
- *      is left for the next look; a vacant one drops its state.
+ *   1. Read the slot under its SeqLock: generation, pid, start time and
+ *      pid namespace of one registration. A slot mid-change is left for
+ *      the next look; a vacant one drops its state.
  *   2. The slot's state on this handle (pidfd, verdict) is the state of
- *      one registration, keyed by it: a slot registered again (by anyone,
- *      with any pid and start time, the same ones included) starts from
- *      nothing, so no verdict is ever carried from one registration to the
- *      next. Within one registration the version moves on with the slot
- *      (a role changed by its owner), and the state stays.
+ *      one registration, keyed by its generation (which never recurs): a
+ *      slot registered again (by anyone, with any pid and start time, the
+ *      same ones included) starts from nothing, so no verdict is ever
+ *      carried from one registration to the next.
  *   3. Only an owner of this pid namespace is watched: its recorded
  *      namespace must be ours (recorded 0, or another, and the pid number
  *      names some other process here or none: the slot is left to epochs).
@@ -35,11 +34,12 @@
  *      already exited, whoever took its pid; either way the pidfd becomes
  *      readable only once the owner is gone. So death is never guessed.
  *   6. The owner's death (the pidfd readable, or step 4 or 5) is a verdict
- *      about the registration read at version v: the claim is failover's
- *      own (vigil_failover_claim_dead), which takes the slot's writer lock
- *      only at version v, so a slot vacated or registered again meanwhile
- *      is never taken, and exactly one of any number of watchdogs and
- *      scans in any number of processes gets the bits.
+ *      about the registration read, named by its generation: the claim is
+ *      failover's own (vigil_failover_claim_dead), which takes the slot
+ *      under its writer lock only while it still holds that generation,
+ *      so a slot vacated or registered again meanwhile is never taken, and
+ *      exactly one of any number of watchdogs and scans in any number of
+ *      processes gets the bits.
  *
  * A descriptor or memory that runs out is transient: an epoll instance or
  * a pidfd that could not be made for EMFILE, ENFILE or ENOMEM (an epoll_ctl
@@ -70,11 +70,10 @@
 
 struct watched {
     int      fd;      /* pidfd, -1 none */
-    uint32_t pid;     /* the registration watched: its key, pid and start */
-    uint64_t key;
+    uint32_t pid;     /* the registration watched: gen, pid, start */
+    uint64_t gen;
     uint64_t start;
-    uint32_t version; /* the slot's version when last read as this registration */
-    bool     dead;    /* proven dead at `version`, not yet claimed */
+    bool     dead;    /* registration `gen` proven dead, not yet claimed */
     bool     epochs;  /* occupied but left to epochs, for this registration */
     bool     retry;   /* no pidfd for want of descriptors or memory: try again */
 };
@@ -89,15 +88,6 @@ struct vigil_failover_watch {
     _Atomic uint32_t watched, by_epochs, retrying;
     struct watched  w[];
 };
-
-/* The key of a slot's registration: the same for the whole of one
- * registration, different for the next (the slot's count of registrations,
- * moved by every register under the slot's writer lock, with the pid and
- * start time for good measure). Read under the SeqLock with the rest. */
-static inline uint64_t registration_key(const struct vigil_hb_slot *s)
-{
-    return atomic_load_explicit(&s->registers, memory_order_relaxed);
-}
 
 static pthread_mutex_t make_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -168,7 +158,7 @@ static bool transient(int err)
 
 /* Steps 3 to 5 for slot i, read at `v` as the registration in *x: a
  * pidfd watched, a verdict of death, epochs, or a retry. */
-static void watch_slot(struct vigil_failover_watch *w, uint32_t i, uint64_t ns, uint64_t my_ns)
+static void watch_slot(struct vigil_failover_watch *w, uint32_t i, uint32_t ns, uint32_t my_ns)
 {
     struct watched *x = &w->w[i];
     x->epochs = x->retry = false;
@@ -195,7 +185,7 @@ static void watch_slot(struct vigil_failover_watch *w, uint32_t i, uint64_t ns, 
         return;
     }
     /* Step 5: the probe's judge, every bit of the record kept. */
-    int alive = vigil_pid_judge(x->pid, x->start, UINT64_MAX, ns, UINT64_MAX);
+    int alive = vigil_pid_judge(x->pid, x->start, VIGIL_START_MASK, ns, UINT32_MAX);
     if (alive == 0) {
         close(fd);
         x->dead = true; /* exited since the open, or the pid was reused */
@@ -213,39 +203,37 @@ static void watch_slot(struct vigil_failover_watch *w, uint32_t i, uint64_t ns, 
 /* Steps 1 to 5 for every slot: the pidfds follow the table. */
 static void sync_table(vigil_hb *hb, struct vigil_failover_watch *w)
 {
-    uint64_t my_ns = vigil_self_pidns();
+    uint32_t my_ns = (uint32_t)vigil_self_pidns(); /* as register records it */
     uint32_t watched = 0, by_epochs = 0, retrying = 0;
     for (uint32_t i = 0; i < w->cap; i++) {
         struct watched *x = &w->w[i];
         const struct vigil_hb_slot *s = &hb->slots[i];
-        /* Step 1: one registration's pid, start, namespace and key. */
-        uint32_t v = atomic_load_explicit(&s->seq, memory_order_acquire);
+        /* Step 1: one registration's gen, pid, start and namespace. */
+        uint64_t v = atomic_load_explicit(&s->seq, memory_order_acquire);
         if (v & 1u) {
             watched += x->fd >= 0;
             continue; /* mid-change: the next look, or the repair */
         }
         uint32_t pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
+        uint64_t gen = vigil_gen_of(atomic_load_explicit(&s->gen, memory_order_relaxed));
         uint64_t start = atomic_load_explicit(&s->start_time, memory_order_relaxed);
-        uint64_t ns = atomic_load_explicit(&s->owner_ns, memory_order_relaxed);
-        uint64_t key = registration_key(s);
+        uint32_t ns = atomic_load_explicit(&s->owner_ns, memory_order_relaxed);
         /* The loads above complete before the version is read again; an
          * unchanged version means they are one registration's. */
         atomic_thread_fence(memory_order_acquire);
         if (atomic_load_explicit(&s->seq, memory_order_relaxed) != v)
             continue;
-        if (pid == 0) {
+        if (pid == 0 || gen == 0) {
             unwatch(w, i);
             continue;
         }
         /* Step 2: the same registration keeps its state; any other, the
          * same pid and start time included, starts from nothing. */
-        bool same = x->pid == pid && x->key == key && x->start == start &&
-                    (x->fd >= 0 || x->dead || x->epochs || x->retry);
+        bool same = x->gen == gen && x->pid == pid && (x->fd >= 0 || x->dead || x->epochs || x->retry);
         if (!same) {
             unwatch(w, i);
-            x->pid = pid, x->key = key, x->start = start;
+            x->pid = pid, x->gen = gen, x->start = start;
         }
-        x->version = v;
         if (!same || x->retry)
             watch_slot(w, i, ns, my_ns);
         watched += x->fd >= 0;
@@ -266,7 +254,7 @@ static uint32_t claim_dead(vigil_hb *hb, struct vigil_failover_watch *w, vigil_r
         struct watched *x = &w->w[i];
         if (!x->dead)
             continue;
-        if (vigil_failover_claim_dead(hb, i, x->version, x->pid, &out[n]) == 1) {
+        if (vigil_failover_claim_dead(hb, i, x->gen, &out[n]) == 1) {
             if (why)
                 why[n] = VIGIL_RECLAIM_EXITED;
             n++;
