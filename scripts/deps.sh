@@ -22,6 +22,9 @@ have_pc libsystemd || need="$need libsystemd-dev"
 /usr/bin/python3 -c 'import cffi' 2>/dev/null || need="$need python3-cffi"
 /usr/bin/python3 -c 'import pytest' 2>/dev/null || need="$need python3-pytest"
 /usr/bin/python3 -c 'import pytest_asyncio' 2>/dev/null || need="$need python3-pytest-asyncio"
+# Debian's cargo (and its rustc, 1.63: the Rust crate's MSRV), not a rustup
+# toolchain that may be on PATH: no crate registry is reachable here.
+[ -x /usr/bin/cargo ] || need="$need cargo"
 
 [ -z "$need" ] && exit 0
 if [ "$(id -u)" -eq 0 ] && have_cmd apt-get; then
