@@ -10,7 +10,7 @@
  * later. A pid is a name that can be reused, so a pidfd is trusted only
  * once it is known to name the slot's owner:
  *
- *   1. Read the slot under its SeqLock at version v: pid, start time and
+ *   1. Read the slot under its SeqLock: generation, pid, start time and
  *      pid namespace of one registration. A slot mid-change is left for
  *      the next look; a vacant one drops its pidfd.
  *   2. Open a pidfd for the pid. ESRCH: no such process, the owner is
@@ -20,10 +20,10 @@
  *      equal to the slot's, it is the owner, and the pidfd is watched;
  *      different, the owner is dead and its pid reused.
  *   4. The owner's death (the pidfd readable, or step 2 or 3) is a verdict
- *      about the registration read at version v: the claim is failover's
- *      own (vigil_failover_claim_dead), which takes the slot's writer lock
- *      only at version v, so a slot vacated or registered again meanwhile
- *      is never taken, and exactly one of any number of watchdogs and
+ *      about the registration read, named by its generation: the claim is
+ *      failover's own (vigil_failover_claim_dead), which takes the slot
+ *      under its writer lock only while it still holds that generation,
+ *      so a slot vacated or registered again meanwhile is never taken, and exactly one of any number of watchdogs and
  *      scans in any number of processes gets the bits.
  *
  * A slot whose owner cannot be watched is left to epochs and counted as
@@ -54,10 +54,10 @@
 
 struct watched {
     int      fd;      /* pidfd, -1 none */
-    uint32_t pid;     /* the registration watched: pid, start, version */
+    uint32_t pid;     /* the registration watched: pid, start, gen */
     uint64_t start;
-    uint32_t version;
-    bool     dead;    /* proven dead at `version`, not yet claimed */
+    uint64_t gen;
+    bool     dead;    /* registration `gen` proven dead, not yet claimed */
     bool     epochs;  /* occupied but left to epochs */
 };
 
@@ -143,12 +143,13 @@ static void sync_table(vigil_hb *hb, struct vigil_failover_watch *w)
         struct watched *x = &w->w[i];
         const struct vigil_hb_slot *s = &hb->slots[i];
         /* Step 1: one registration's pid, start and namespace, or none. */
-        uint32_t v = atomic_load_explicit(&s->seq, memory_order_acquire);
+        uint64_t v = atomic_load_explicit(&s->seq, memory_order_acquire);
         if (v & 1u) {
             watched += x->fd >= 0;
             continue; /* mid-change: the next look, or the repair */
         }
         uint32_t pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
+        uint64_t gen = vigil_gen_of(atomic_load_explicit(&s->gen, memory_order_relaxed));
         uint64_t start = atomic_load_explicit(&s->start_time, memory_order_relaxed);
         uint64_t ns = atomic_load_explicit(&s->owner_ns, memory_order_relaxed);
         /* The loads above complete before the version is read again; an
@@ -160,14 +161,14 @@ static void sync_table(vigil_hb *hb, struct vigil_failover_watch *w)
             unwatch(w, i);
             continue;
         }
-        if (x->pid == pid && x->start == start && (x->fd >= 0 || x->dead || x->epochs)) {
-            x->version = v; /* the same owner, its slot merely beaten or changed by itself */
+        if (x->gen == gen && x->pid == pid && (x->fd >= 0 || x->dead || x->epochs)) {
+            /* the same registration, its slot merely beaten or changed by itself */
             watched += x->fd >= 0;
             by_epochs += x->epochs;
             continue;
         }
         unwatch(w, i);
-        x->pid = pid, x->start = start, x->version = v;
+        x->pid = pid, x->start = start, x->gen = gen;
         if (w->epfd < 0 || ns == 0 || ns != my_ns || start == 0) {
             x->epochs = true; /* cannot be watched: epochs alone decide */
             by_epochs++;
@@ -185,7 +186,7 @@ static void sync_table(vigil_hb *hb, struct vigil_failover_watch *w)
         /* Step 3: the pidfd names whoever has the pid now. */
         uint64_t now_start;
         int err = vigil_proc_start_time(pid, &now_start);
-        if (err == -ENOENT || (err == 0 && now_start != start)) {
+        if (err == -ENOENT || (err == 0 && (now_start & VIGIL_START_MASK) != start)) {
             close(fd);
             x->dead = true; /* exited since the open, or the pid was reused */
             continue;
@@ -212,7 +213,7 @@ static uint32_t claim_dead(vigil_hb *hb, struct vigil_failover_watch *w, vigil_r
         struct watched *x = &w->w[i];
         if (!x->dead)
             continue;
-        if (vigil_failover_claim_dead(hb, i, x->version, x->pid, &out[n]) == 1) {
+        if (vigil_failover_claim_dead(hb, i, x->gen, &out[n]) == 1) {
             if (why)
                 why[n] = VIGIL_RECLAIM_EXITED;
             n++;

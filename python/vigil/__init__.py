@@ -8,8 +8,6 @@ variable VIGIL_LIBRARY (VIGIL_ETCD_LIBRARY for etcd), else the installed
 libvigil.so.0. Times are seconds as floats; errors are `vigil.Error` and
 its subclasses, or the OSError Python raises for a failed system call.
 """
-from __future__ import annotations
-
 from ._errors import (
     VIGIL_EBADFILE,
     VIGIL_EBUSY,
@@ -32,15 +30,26 @@ from ._errors import (
     Vacant,
     strerror,
 )
-from ._table import ROLE_COORDINATOR, ROLE_WORKER, Beater, HeartbeatTable, Leader, Reclaim, SlotInfo
-from ._barrier import Barrier
+from ._table import (
+    ROLE_COORDINATOR,
+    ROLE_WORKER,
+    Beater,
+    HeartbeatTable,
+    Leader,
+    Reclaim,
+    Registration,
+    Role,
+    SlotInfo,
+)
+from ._barrier import Barrier, BarrierStats
 from ._leases import Etcd, Lease, LeaseInfo, Leases, LeaseState
-from ._keepalive import Heartbeat, Keepalive, KeepaliveStats, heartbeat, keepalive
+from ._keepalive import Heartbeat, Keepalive, KeepaliveStats, LeaseLock, heartbeat, keepalive
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Barrier",
+    "BarrierStats",
     "BadFile",
     "Beater",
     "Busy",
@@ -55,6 +64,7 @@ __all__ = [
     "Leader",
     "Lease",
     "LeaseInfo",
+    "LeaseLock",
     "LeaseState",
     "Leases",
     "Lost",
@@ -63,6 +73,8 @@ __all__ = [
     "ROLE_COORDINATOR",
     "ROLE_WORKER",
     "Reclaim",
+    "Registration",
+    "Role",
     "SlotInfo",
     "Timeout",
     "Vacant",
@@ -79,3 +91,13 @@ __all__ = [
     "keepalive",
     "strerror",
 ]
+
+# Public names are shown, and pickled, as vigil.X, not vigil._module.X.
+for _name in __all__:
+    _obj = globals()[_name]
+    if getattr(_obj, "__module__", "").startswith("vigil._"):
+        try:
+            _obj.__module__ = __name__
+        except (AttributeError, TypeError):
+            pass
+del _name, _obj

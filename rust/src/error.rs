@@ -51,7 +51,9 @@ pub enum Error {
     Timeout,
     /// Nothing live to wait for (`VIGIL_ENOPEERS`).
     NoPeers,
-    /// The lease (or registration) is someone else's now (`VIGIL_ELOST`).
+    /// The lease, or the slot's registration, is someone else's now: a
+    /// refused renewal, or a call by a holder whose registration was
+    /// reclaimed (`VIGIL_ELOST`).
     Lost,
     /// Held by another owner, or in the middle of a change (`VIGIL_EBUSY`).
     Busy,

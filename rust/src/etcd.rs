@@ -1,14 +1,16 @@
 //! The etcd adapter (libvigil-etcd, feature `etcd`): the lease API across
 //! hosts on etcd v3.
 
+use std::ffi::CString;
 use std::fmt;
+use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
 use std::time::Duration;
 
 use crate::error::{check, Error, Result};
 use crate::lease::{blank_lease, Lease, LeaseInfo, LeasePort, NativePort};
 use crate::sys;
-use crate::util::{c_string, timeout_ns, ttl_ms};
+use crate::util::{c_path, c_string, timeout_ns, ttl_ms};
 
 /// A connection to etcd for leases across hosts. A key is held as etcd's
 /// own `concurrency` package holds a mutex or an election (the holder of
@@ -58,6 +60,45 @@ impl Etcd {
         let mut raw = std::ptr::null_mut();
         // SAFETY: a C string; raw is written only on success.
         check(unsafe { sys::vigil_etcd_connect(c.as_ptr(), &mut raw) })?;
+        Ok(Etcd {
+            raw: NonNull::new(raw).expect("vigil returned success and a NULL handle"),
+            endpoints: endpoints.to_string(),
+        })
+    }
+
+    /// Connects to `endpoints` with TLS, authentication, a key namespace or
+    /// time limits ([`EtcdOptions`]). A bare `host:port` is `https://`
+    /// when TLS files are given, as `etcdctl` takes it.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// let opts = vigil::EtcdOptions::new()
+    ///     .cacert("/etc/etcd/ca.pem")
+    ///     .cert("/etc/etcd/client.pem")
+    ///     .key("/etc/etcd/client-key.pem")
+    ///     .request_timeout(Duration::from_secs(2));
+    /// let etcd = vigil::Etcd::connect_with("etcd-1:2379,etcd-2:2379", &opts)?;
+    /// # Ok::<(), vigil::Error>(())
+    /// ```
+    pub fn connect_with(endpoints: &str, options: &EtcdOptions) -> Result<Etcd> {
+        let c = c_string(endpoints)?;
+        let strings = options.c_strings()?;
+        let ptr = |s: &Option<CString>| s.as_ref().map_or(std::ptr::null(), |s| s.as_ptr());
+        let ms = |d: Option<Duration>| d.map_or(0, |d| d.as_millis().clamp(1, u128::from(u32::MAX)) as u32);
+        let raw_opts = sys::vigil_etcd_options {
+            cacert: ptr(&strings[0]),
+            cert: ptr(&strings[1]),
+            key: ptr(&strings[2]),
+            user: ptr(&strings[3]),
+            password: ptr(&strings[4]),
+            namespace: ptr(&strings[5]),
+            dial_timeout_ms: ms(options.dial_timeout),
+            request_timeout_ms: ms(options.request_timeout),
+        };
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: C strings alive for the call (the library copies them);
+        // raw is written only on success.
+        check(unsafe { sys::vigil_etcd_connect_opts(c.as_ptr(), &raw_opts, &mut raw) })?;
         Ok(Etcd {
             raw: NonNull::new(raw).expect("vigil returned success and a NULL handle"),
             endpoints: endpoints.to_string(),
@@ -178,6 +219,138 @@ impl Etcd {
     /// ```
     pub fn endpoints(&self) -> &str {
         &self.endpoints
+    }
+}
+
+/// How to reach a production etcd ([`Etcd::connect_with`]): TLS files,
+/// authentication, a namespace prepended to every key, time limits. What
+/// is not set keeps [`Etcd::connect`]'s behaviour. The password is never
+/// shown by `Debug`.
+///
+/// ```
+/// let opts = vigil::EtcdOptions::new().cacert("/etc/etcd/ca.pem").user("svc", "secret");
+/// assert!(!format!("{opts:?}").contains("secret"));
+/// ```
+#[derive(Clone, Default)]
+pub struct EtcdOptions {
+    cacert: Option<PathBuf>,
+    cert: Option<PathBuf>,
+    key: Option<PathBuf>,
+    user: Option<String>,
+    password: Option<String>,
+    namespace: Option<String>,
+    dial_timeout: Option<Duration>,
+    request_timeout: Option<Duration>,
+}
+
+impl EtcdOptions {
+    /// No options: [`Etcd::connect`]'s behaviour.
+    ///
+    /// ```
+    /// let _plain = vigil::EtcdOptions::new();
+    /// ```
+    pub fn new() -> EtcdOptions {
+        EtcdOptions::default()
+    }
+
+    /// The CA certificate (PEM) to verify the servers with, instead of the
+    /// system's store.
+    ///
+    /// ```
+    /// let _o = vigil::EtcdOptions::new().cacert("/etc/etcd/ca.pem");
+    /// ```
+    pub fn cacert<P: AsRef<Path>>(mut self, path: P) -> EtcdOptions {
+        self.cacert = Some(path.as_ref().to_path_buf());
+        self
+    }
+
+    /// This client's certificate (PEM), for servers that ask for one.
+    ///
+    /// ```
+    /// let _o = vigil::EtcdOptions::new().cert("client.pem").key("client-key.pem");
+    /// ```
+    pub fn cert<P: AsRef<Path>>(mut self, path: P) -> EtcdOptions {
+        self.cert = Some(path.as_ref().to_path_buf());
+        self
+    }
+
+    /// The private key (PEM) of [`cert`](Self::cert).
+    ///
+    /// ```
+    /// let _o = vigil::EtcdOptions::new().cert("client.pem").key("client-key.pem");
+    /// ```
+    pub fn key<P: AsRef<Path>>(mut self, path: P) -> EtcdOptions {
+        self.key = Some(path.as_ref().to_path_buf());
+        self
+    }
+
+    /// etcd authentication as `user` with `password`.
+    ///
+    /// ```
+    /// let _o = vigil::EtcdOptions::new().user("svc", "secret");
+    /// ```
+    pub fn user(mut self, user: &str, password: &str) -> EtcdOptions {
+        self.user = Some(user.to_string());
+        self.password = Some(password.to_string());
+        self
+    }
+
+    /// A prefix put before every key, so several tenants share one etcd.
+    ///
+    /// ```
+    /// let _o = vigil::EtcdOptions::new().namespace("/team-a/");
+    /// ```
+    pub fn namespace(mut self, prefix: &str) -> EtcdOptions {
+        self.namespace = Some(prefix.to_string());
+        self
+    }
+
+    /// The limit to connect to one endpoint (whole ms; default 1 s).
+    ///
+    /// ```
+    /// let _o = vigil::EtcdOptions::new().dial_timeout(std::time::Duration::from_millis(200));
+    /// ```
+    pub fn dial_timeout(mut self, limit: Duration) -> EtcdOptions {
+        self.dial_timeout = Some(limit);
+        self
+    }
+
+    /// The limit for a whole request to one endpoint (whole ms; default 3 s).
+    ///
+    /// ```
+    /// let _o = vigil::EtcdOptions::new().request_timeout(std::time::Duration::from_secs(2));
+    /// ```
+    pub fn request_timeout(mut self, limit: Duration) -> EtcdOptions {
+        self.request_timeout = Some(limit);
+        self
+    }
+
+    fn c_strings(&self) -> Result<[Option<CString>; 6]> {
+        let path = |p: &Option<PathBuf>| p.as_deref().map(c_path).transpose();
+        let text = |t: &Option<String>| t.as_deref().map(c_string).transpose();
+        Ok([
+            path(&self.cacert)?,
+            path(&self.cert)?,
+            path(&self.key)?,
+            text(&self.user)?,
+            text(&self.password)?,
+            text(&self.namespace)?,
+        ])
+    }
+}
+
+impl fmt::Debug for EtcdOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EtcdOptions")
+            .field("cacert", &self.cacert)
+            .field("cert", &self.cert)
+            .field("key", &self.key)
+            .field("user", &self.user)
+            .field("password", &self.password.as_ref().map(|_| "(set)"))
+            .field("namespace", &self.namespace)
+            .field("dial_timeout", &self.dial_timeout)
+            .field("request_timeout", &self.request_timeout)
+            .finish()
     }
 }
 

@@ -479,6 +479,33 @@ impl HeartbeatTable {
         unsafe { sys::vigil_hb_live_count(self.raw(), grace_epochs) }
     }
 
+    /// Whether the registration this handle made into `slot` still holds
+    /// it: `false` when it was never registered through this handle, was
+    /// unregistered, or was reclaimed by a watchdog (and perhaps registered
+    /// again by another process). A registration is named by the slot's
+    /// generation, which never recurs, so a recycled pid never passes for
+    /// a dead owner. Two loads, no system call: cheap enough to ask before
+    /// each unit of work. [`Error::OutOfRange`](crate::Error::OutOfRange)
+    /// past the table's end.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("vigil-doc-owned-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// let table = vigil::HeartbeatTable::create(dir.join("t"), 4)?;
+    /// let slot = table.register()?.into_slot();
+    /// assert!(table.owned(slot)?);
+    /// for _ in 0..3 { table.tick(); }
+    /// table.failover_scan(1)?; // a watchdog takes the stale slot
+    /// assert!(!table.owned(slot)?);
+    /// assert!(matches!(table.mark(slot, 0), Err(vigil::Error::Lost) | Err(vigil::Error::Vacant)));
+    /// # drop(table); std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn owned(&self, slot: u32) -> Result<bool> {
+        // SAFETY: an open handle; C checks the slot.
+        check(unsafe { sys::vigil_hb_owned(self.raw(), slot) }).map(|rc| rc == 1)
+    }
+
     /// Counters of the table's structural events since it was created.
     ///
     /// ```
@@ -526,10 +553,14 @@ impl fmt::Debug for HeartbeatTable {
 
 /// A slot registered through a [`HeartbeatTable`], vacated when dropped.
 ///
-/// Dropping it (or [`unregister`](Self::unregister)) leaves alone a slot
-/// whose registration was reclaimed by a watchdog and taken by another
-/// process meanwhile. [`into_slot`](Self::into_slot) keeps the slot
-/// registered past the guard.
+/// A registration can be lost without its holder knowing: a process
+/// stopped (SIGSTOP, a long pause) past the grace window is reclaimed by a
+/// watchdog, and its slot may be registered again by another. Every change
+/// it then tries (unregister, role, and marks as the library fences them)
+/// is [`Error::Lost`](crate::Error::Lost) and leaves the successor's slot
+/// alone; [`is_owned`](Self::is_owned) asks first, cheaply. Dropping the
+/// guard unregisters and ignores that answer; [`into_slot`](Self::into_slot)
+/// keeps the slot registered past the guard.
 ///
 /// ```
 /// # let dir = std::env::temp_dir().join(format!("vigil-doc-registration-{}", std::process::id()));
@@ -678,8 +709,25 @@ impl<'t> Registration<'t> {
         self.table.snapshot(self.slot)
     }
 
+    /// Whether this registration still holds its slot ([`HeartbeatTable::owned`]).
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("vigil-doc-isowned-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// let table = vigil::HeartbeatTable::create(dir.join("t"), 4)?;
+    /// let me = table.register()?;
+    /// assert!(me.is_owned());
+    /// # drop(me); drop(table); std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn is_owned(&self) -> bool {
+        self.table.owned(self.slot).unwrap_or(false)
+    }
+
     /// Unregisters now, saying how it went (dropping the guard does the
-    /// same and ignores the result).
+    /// same and ignores the result): [`Error::Lost`](crate::Error::Lost)
+    /// when the registration was reclaimed meanwhile (the slot is left to
+    /// its new owner).
     ///
     /// ```
     /// # let dir = std::env::temp_dir().join(format!("vigil-doc-regunreg-{}", std::process::id()));

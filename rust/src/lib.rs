@@ -107,7 +107,7 @@ mod util;
 pub use barrier::{Barrier, BarrierCounters, BarrierState, WaitOutcome};
 pub use error::{Error, Result};
 #[cfg(feature = "etcd")]
-pub use etcd::Etcd;
+pub use etcd::{Etcd, EtcdOptions};
 pub use failover::{Election, FailoverWatchInfo, Leader, Reclaim, ReclaimReason};
 pub use heartbeat::{Beater, HeartbeatCounters, HeartbeatTable, Registration, Role, SlotInfo};
 pub use keepalive::{with_keepalive, Keepalive, KeepaliveStats};

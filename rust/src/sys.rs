@@ -91,18 +91,21 @@ pub struct vigil_etcd {
 /// Declares each struct and, for the checks, its C name, size and offsets.
 macro_rules! shared_structs {
     ($(
+        $(@cfg($cfg:meta))?
         $(#[$meta:meta])*
         $cname:literal => struct $name:ident : $size:literal {
             $($field:ident : $ty:ty = $off:literal),* $(,)?
         }
     )*) => {
         $(
+            $(#[cfg($cfg)])?
             $(#[$meta])*
             #[repr(C)]
             #[derive(Clone, Copy)]
             pub struct $name {
                 $(pub $field: $ty),*
             }
+            $(#[cfg($cfg)])?
             const _: () = assert!(
                 std::mem::size_of::<$name>() == $size,
                 concat!("size of ", $cname, " differs from the headers' (sys.rs)")
@@ -115,6 +118,8 @@ macro_rules! shared_structs {
         pub fn layouts() -> Vec<Layout> {
             let mut all = Vec::new();
             $(
+                $(#[cfg($cfg)])?
+                {
                 let u = std::mem::MaybeUninit::<$name>::uninit();
                 let base = u.as_ptr();
                 all.push(Layout {
@@ -132,6 +137,7 @@ macro_rules! shared_structs {
                         )
                     ),*],
                 });
+                }
             )*
             all
         }
@@ -234,6 +240,17 @@ shared_structs! {
         capacity: u32 = 8,
         size: u64 = 16,
     }
+    @cfg(feature = "etcd")
+    "struct vigil_etcd_options" => struct vigil_etcd_options: 56 {
+        cacert: *const c_char = 0,
+        cert: *const c_char = 8,
+        key: *const c_char = 16,
+        user: *const c_char = 24,
+        password: *const c_char = 32,
+        namespace: *const c_char = 40,
+        dial_timeout_ms: u32 = 48,
+        request_timeout_ms: u32 = 52,
+    }
 }
 
 /// The constants above, by their C names, for the layout check.
@@ -275,6 +292,7 @@ extern "C" {
     pub fn vigil_hb_set_role(hb: *mut vigil_hb, slot: u32, role: u32) -> c_int;
     pub fn vigil_hb_snapshot(hb: *const vigil_hb, slot: u32, out: *mut vigil_slot_info) -> c_int;
     pub fn vigil_hb_live_count(hb: *const vigil_hb, grace_epochs: u64) -> u32;
+    pub fn vigil_hb_owned(hb: *const vigil_hb, slot: u32) -> c_int;
     pub fn vigil_hb_stats(hb: *const vigil_hb, out: *mut vigil_hb_counters) -> c_int;
     pub fn vigil_hb_beater(hb: *mut vigil_hb, slot: u32) -> vigil_beater;
 
@@ -373,6 +391,11 @@ extern "C" {
 #[cfg(feature = "etcd")]
 extern "C" {
     pub fn vigil_etcd_connect(endpoints: *const c_char, out: *mut *mut vigil_etcd) -> c_int;
+    pub fn vigil_etcd_connect_opts(
+        endpoints: *const c_char,
+        opts: *const vigil_etcd_options,
+        out: *mut *mut vigil_etcd,
+    ) -> c_int;
     pub fn vigil_etcd_close(e: *mut vigil_etcd);
     pub fn vigil_etcd_acquire(
         e: *mut vigil_etcd,
