@@ -5,21 +5,29 @@ MAKEFLAGS   += --no-print-directory
 JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build demo check test bench sanitize sanitize-asan sanitize-tsan fuzz model stress chaos mutate install clean
+.PHONY: all deps deps-build build demo check test bench sanitize sanitize-asan sanitize-tsan fuzz model stress chaos mutate install clean
 
 all: build
 
-deps:
-	@sh scripts/deps.sh
+# Missing Debian packages, installed when root (scripts/deps.sh): deps-build
+# what the build needs, deps that and what the tests use. Neither leaves a
+# system service started.
+deps-build:
+	@sh scripts/deps.sh build
 
-build: deps
+deps:
+	@sh scripts/deps.sh check
+
+build: deps-build
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
 
 demo: build
 	@if [ -x $(BUILD)/vigil ]; then $(BUILD)/vigil demo; else $(BUILD)/examples/demo; fi
 
-check: build
+# deps first, then the build (never both at once under -j: one apt-get).
+check: deps
+	@$(MAKE) build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 300
 
 test: check
@@ -31,7 +39,7 @@ STRESS ?= 30
 stress: build
 	cd $(BUILD) && ctest -L procs --repeat until-fail:$(STRESS) --stop-on-failure --output-on-failure -j $(JOBS) --timeout 600
 
-bench: deps
+bench: deps-build
 	cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DVIGIL_TESTS=OFF >/dev/null
 	cmake --build build-bench -j $(JOBS)
 	@set -e; for b in build-bench/bench/bench_*; do echo "== $$b"; $$b; echo; done

@@ -30,7 +30,19 @@
  *   if anyone withdrew since g was loaded. The committer then moves the
  *   state to (E + 1, 0) and gets VIGIL_SERIAL. Anyone who finds the gate
  *   committed at its epoch finishes that move (a committer killed between
- *   the two leaves no one stuck).
+ *   the two leaves no one stuck). A finisher gets 0: the round's
+ *   VIGIL_SERIAL was the committer's, so when the committer dies between
+ *   its commit and its return nobody gets it for that round (a committer
+ *   only paused still returns it when it resumes, and so must be the only
+ *   one that can).
+ *
+ *   Ahead. A caller waiting for a later round than the state's (it called
+ *   with my_epoch > E) neither arrives at nor judges round E, but it
+ *   looks at the gate on every wake and finishes a committed round E like
+ *   a waiter of E. So whoever waits, at whatever round, a committed round
+ *   is finished: with the committer and every waiter of E killed, the
+ *   callers ahead move the state on (model/barrier.pml, run `ahead`; the
+ *   steps before, which only slept, are its `ahead_old` counterexample).
  *
  *   Withdrawal. A waiter that times out first takes its arrival back
  *   (clears its record, or takes 1 off the count), then bumps the gate's
@@ -187,6 +199,19 @@ static enum gate_look gate_load(vigil_barrier *b, uint32_t epoch, uint64_t *g)
             v = st_make(epoch, 0);
     }
     return GATE_PAST; /* a peer rewriting the word in a loop */
+}
+
+/* For a caller ahead of the barrier, which neither arrives at nor judges
+ * the round `epoch`: finishes it if its release is committed (a committer
+ * killed between its gate CAS and its state move). True when it did. */
+static bool finish_committed(vigil_barrier *b, uint32_t epoch)
+{
+    /* seq_cst, as gate_load's: the commit is seen in the total order. */
+    uint64_t g = atomic_load_explicit(&b->hdr->gate, memory_order_seq_cst);
+    if (st_epoch(g) != epoch || !(st_arrived(g) & GATE_COMMITTED))
+        return false;
+    finish(b, epoch);
+    return true;
 }
 
 /* Judges the round and commits it if complete. Returns 1 when this caller
@@ -473,11 +498,16 @@ static int barrier_wait(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, ui
     }
 
     /* Early: the barrier has not reached my_epoch yet. Sleep through the
-     * releases before it; nothing is counted until the round is ours. */
+     * releases before it; nothing is counted until the round is ours. A
+     * round before ours whose release was committed by a caller killed
+     * before it moved the state is finished here, as any waiter of that
+     * round would (THE PROTOCOL, "Ahead"). */
     while (ep_diff(my_epoch, st_epoch(s)) > 0) {
         bool timed_out;
         w.spun = 1; /* no point spinning for a whole round */
         s = await_change(b, &w, st_epoch(s), &timed_out);
+        if (ep_diff(my_epoch, st_epoch(s)) > 0 && finish_committed(b, st_epoch(s)))
+            s = atomic_load_explicit(&h->state, memory_order_acquire);
         if (ep_diff(my_epoch, st_epoch(s)) < 0)
             return 0;
         if (timed_out && st_epoch(s) != my_epoch)

@@ -697,6 +697,43 @@ static int test_usage_lines_agree(void)
     return 0;
 }
 
+/* vigil(1) documents every option every command's --help lists, and the
+ * commands' usage lines' placeholders (DURATION, not MS). */
+static int test_man_page_agrees(void)
+{
+    static char man[1 << 17];
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/man/man1/vigil.1", VIGIL_SOURCE_DIR);
+    vt_slurp(path, man, sizeof(man));
+    EXPECT(man[0], "%s: missing", path);
+    EXPECT(!strstr(man, "\\fIMS\\fP") && !strstr(man, "\" MS\""), "vigil(1) still calls a duration MS");
+    VT_RUN("--help");
+    static char overview[sizeof(R.out)];
+    memcpy(overview, R.out, sizeof(overview));
+    int checked = 0;
+    for (char *line = strtok(overview, "\n"); line; line = strtok(NULL, "\n")) {
+        char name[32];
+        if (sscanf(line, "  vigil %31s", name) != 1)
+            continue;
+        VT_RUN(name, "--help");
+        char *opts = strstr(R.out, "\noptions:\n");
+        for (char *o = opts ? strstr(opts, "\n  --") : NULL; o; o = strstr(o + 1, "\n  --")) {
+            char opt[48], want[64];
+            if (sscanf(o + 5, "%47[a-z0-9-]", opt) != 1)
+                continue;
+            /* groff writes a dash as \- */
+            size_t n = 0;
+            n += (size_t)snprintf(want + n, sizeof(want) - n, "\\-\\-");
+            for (const char *c = opt; *c && n + 3 < sizeof(want); c++)
+                n += (size_t)snprintf(want + n, sizeof(want) - n, *c == '-' ? "\\-" : "%c", *c);
+            EXPECT(strstr(man, want), "vigil %s --%s is not in vigil(1)", name, opt);
+            checked++;
+        }
+    }
+    EXPECT(checked > 20, "only %d options checked", checked);
+    return 0;
+}
+
 /* --version and -V: the version and the layout it reads, exit 0. */
 static int test_version(void)
 {
@@ -716,5 +753,5 @@ static int test_version(void)
 VT_MAIN(VT_CASE(test_help), VT_CASE(test_usage_errors), VT_CASE(test_create),
         VT_CASE(test_inspect_human), VT_CASE(test_inspect_json), VT_CASE(test_inspect_bad_files),
         VT_CASE(test_tick_count), VT_CASE(test_tick_logs_changes), VT_CASE(test_tick_stops_on_signal), VT_CASE(test_watch),
-        VT_CASE(test_usage_lines_agree), VT_CASE(test_version), VT_CASE(test_permission_errors),
+        VT_CASE(test_usage_lines_agree), VT_CASE(test_man_page_agrees), VT_CASE(test_version), VT_CASE(test_permission_errors),
         VT_CASE(test_inspect_check))

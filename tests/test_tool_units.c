@@ -7,7 +7,8 @@
  * space, finer than a millisecond, past the range) is a usage error whose
  * message names the units; every duration in a --help names its unit;
  * `vigil lock --ttl 1s` works and a bare `--ttl 10` is warned about; a
- * count given a unit (--grace 5s) is told it is a count.
+ * count given a unit (--grace 5s) is told it is a count; the systemd
+ * units in examples/ run with the options they give.
  */
 #include "tooltest.h"
 
@@ -115,4 +116,71 @@ static int test_lock_ttl(void)
     return 0;
 }
 
-VT_MAIN(VT_CASE(test_accepted), VT_CASE(test_refused), VT_CASE(test_help_names_units), VT_CASE(test_lock_ttl))
+/* The systemd units in examples/ run: each vigil command line they hold
+ * (ExecStartPre, ExecStart, continuation lines joined) is run with the
+ * built tool on a table in the test's directory, the group swapped for
+ * one this test has, the ticker stopped after a tick and the watchdog
+ * after one look. A unit with a wrong option would fail here, not on a
+ * user's host. */
+static int run_unit_line(char *line, const char *table, bool *ran)
+{
+    char *at = strstr(line, "/usr/local/bin/vigil ");
+    if (!at)
+        return 0;
+    const char *args[32];
+    size_t n = 0;
+    char gid[16];
+    snprintf(gid, sizeof(gid), "%u", (unsigned)getegid());
+    bool prev_group = false;
+    char *save;
+    for (char *tok = strtok_r(at + strlen("/usr/local/bin/vigil "), " \t\\", &save); tok && n < 28;
+         tok = strtok_r(NULL, " \t\\", &save)) {
+        if (strcmp(tok, "/run/vigil/pool.hb") == 0)
+            tok = (char *)table;
+        else if (prev_group)
+            tok = gid;
+        prev_group = strcmp(tok, "--group") == 0;
+        args[n++] = tok;
+    }
+    if (n && strcmp(args[0], "tick") == 0)
+        args[n++] = "--count", args[n++] = "1";
+    if (n && strcmp(args[0], "failover") == 0)
+        args[n++] = "--once";
+    args[n] = NULL;
+    vt_runv(10000, args);
+    EXPECT(R.rc == 0, "examples: 'vigil %s ...' exited %d: %s", args[0], R.rc, R.err);
+    *ran = true;
+    return 0;
+}
+
+static int test_example_units(void)
+{
+    static const char *const units[] = { "vigil-tick.service", "vigil-failover.service" };
+    const char *table = vt_path("pool.hb");
+    int lines = 0;
+    for (size_t u = 0; u < sizeof(units) / sizeof(units[0]); u++) {
+        char path[1024], text[1 << 14];
+        snprintf(path, sizeof(path), "%s/examples/%s", VIGIL_SOURCE_DIR, units[u]);
+        vt_slurp(path, text, sizeof(text));
+        EXPECT(text[0], "%s: missing or empty", path);
+        /* Continuation lines joined: "\\\n" becomes spaces. */
+        for (char *c = text; (c = strstr(c, "\\\n"));)
+            c[0] = ' ', c[1] = ' ';
+        char *save;
+        for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+            if (strncmp(l, "ExecStart", 9) != 0)
+                continue;
+            char copy[2048];
+            snprintf(copy, sizeof(copy), "%s", l);
+            bool ran = false;
+            if (run_unit_line(copy, table, &ran) != 0)
+                return 1;
+            lines += ran;
+        }
+    }
+    EXPECT(lines == 3, "expected 3 vigil command lines in the units (create, tick, failover), ran %d", lines);
+    return 0;
+}
+
+VT_MAIN(VT_CASE(test_accepted), VT_CASE(test_refused), VT_CASE(test_help_names_units), VT_CASE(test_lock_ttl),
+        VT_CASE(test_example_units))
