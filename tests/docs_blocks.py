@@ -42,6 +42,8 @@ changes what is done with it; several directives are separated by ';':
   <!-- check: file NAME -->         the block is written to NAME in the
                                     document's directory for the blocks after it
   <!-- check: args A B ... -->      a C program's arguments
+  <!-- check: same-as PATH -->      the block is the repository's file PATH, word
+                                    for word (then checked as its language says)
   <!-- check: before COMMAND -->    a shell command run first (to make the
                                     files a block opens, say), in the open
 
@@ -299,6 +301,14 @@ def do_block(env: Env, block: Block, work: str, n: int) -> Outcome:
         if not d["no-run"]:
             return Outcome(block, "no-run without a reason", False)
         return Outcome(block, f"not run: {d['no-run']}", True)
+    if "same-as" in d:
+        try:
+            with open(os.path.join(env.source, d["same-as"]), encoding="utf-8") as f:
+                original = f.read()
+        except OSError as e:
+            return Outcome(block, f"same-as {d['same-as']}: {e.strerror}", False)
+        if original.rstrip() != block.text.rstrip():
+            return Outcome(block, f"differs from {d['same-as']}: copy the file again", False)
     text = relocate(block.text, work)
     if "etcd" in d:
         if not env.etcd:
