@@ -408,20 +408,15 @@ int vigil_agent_run(vigil_agent *a, int timeout_ms, vigil_agent_event *ev, uint3
 {
     if (!a || (max && !ev))
         return -EINVAL;
-    uint64_t start = gnow_ns();
-    uint32_t done = 0;
+    uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : gnow_ns() + (uint64_t)timeout_ms * 1000000;
     for (;;) {
         int next_ms;
-        done += revoke_due(a, ev ? ev + done : NULL, max - done, &next_ms);
+        uint32_t done = revoke_due(a, ev, max, &next_ms);
         if (done > 0)
             return (int)done;
-        int wait = timeout_ms;
-        if (timeout_ms >= 0) {
-            uint64_t spent = (gnow_ns() - start) / 1000000;
-            if (spent >= (uint64_t)timeout_ms)
-                return 0;
-            wait = timeout_ms - (int)spent;
-        }
+        /* One look at the fds at least, even with no time to wait. */
+        uint64_t now = gnow_ns();
+        int wait = deadline == UINT64_MAX ? -1 : now >= deadline ? 0 : (int)((deadline - now) / 1000000 + 1);
         if (next_ms >= 0 && (wait < 0 || next_ms < wait))
             wait = next_ms;
         struct epoll_event evs[32];
@@ -444,7 +439,9 @@ int vigil_agent_run(vigil_agent *a, int timeout_ms, vigil_agent_event *ev, uint3
         int rc = dir ? on_dir(a) : 0;
         if (rc < 0)
             return rc;
-        if (n == 0 && timeout_ms >= 0 && (gnow_ns() - start) / 1000000 >= (uint64_t)timeout_ms && next_ms != 0)
+        if (n > 0)
+            continue; /* what they made due is revoked at the top */
+        if (gnow_ns() >= deadline && next_ms != 0)
             return 0;
     }
 }
