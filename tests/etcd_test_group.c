@@ -81,22 +81,6 @@ static int test_bad_args(void)
     return 0;
 }
 
-/* The next event within timeout_ms, waiting on the watch's fd. */
-static int next_event(vigil_group_watcher *w, vigil_group_event *ev, unsigned timeout_ms)
-{
-    uint64_t deadline = vt_now_ms() + timeout_ms;
-    for (;;) {
-        int rc = vigil_group_watch_next(w, ev);
-        if (rc != 0)
-            return rc;
-        uint64_t now = vt_now_ms();
-        if (now >= deadline)
-            return 0;
-        struct pollfd p = { vigil_group_watch_fd(w), POLLIN, 0 };
-        poll(&p, 1, (int)(deadline - now));
-    }
-}
-
 static int test_watch(void)
 {
     const char *url;
@@ -110,7 +94,7 @@ static int test_watch(void)
     vigil_group_watcher *w = NULL;
     EXPECT_RC(vigil_group_watch(we, g, &w), 0);
     vigil_group_event ev;
-    EXPECT_RC(next_event(w, &ev, 5000), 1);
+    EXPECT_RC(gt_next_event(w, &ev, 5000), 1);
     EXPECT(ev.type == VIGIL_GROUP_JOIN && ev.initial && strcmp(ev.member.name, "first") == 0,
            "initial event: type %u initial %u '%s'", ev.type, ev.initial, ev.member.name);
     EXPECT_RC(vigil_group_watch_next(w, &ev), 0);
@@ -118,7 +102,7 @@ static int test_watch(void)
     EXPECT(poll(&p, 1, 0) == 0, "the fd readable with nothing queued");
     b = gt_join(e, g, "second", TTL, NULL);
     EXPECT(b, "join failed");
-    EXPECT_RC(next_event(w, &ev, 10000), 1);
+    EXPECT_RC(gt_next_event(w, &ev, 10000), 1);
     vigil_group_member_info sb;
     vigil_group_self(b, &sb);
     EXPECT(ev.type == VIGIL_GROUP_JOIN && !ev.initial && strcmp(ev.member.name, "second") == 0 &&
@@ -126,13 +110,13 @@ static int test_watch(void)
            "join event: type %u '%s' rev %llu (joined at %llu)", ev.type, ev.member.name,
            (unsigned long long)ev.revision, (unsigned long long)sb.revision);
     EXPECT_RC(vigil_group_leave(a), 0);
-    EXPECT_RC(next_event(w, &ev, 10000), 1);
+    EXPECT_RC(gt_next_event(w, &ev, 10000), 1);
     EXPECT(ev.type == VIGIL_GROUP_LEAVE && strcmp(ev.member.name, "first") == 0 && ev.revision > sb.revision,
            "leave event: type %u '%s'", ev.type, ev.member.name);
     /* A round's release puts a name again: no membership event. */
     EXPECT_RC(vigil_group_barrier_wait(b, 0, 10000000000ull), VIGIL_SERIAL);
     EXPECT_RC(vigil_group_leave(b), 0);
-    EXPECT_RC(next_event(w, &ev, 10000), 1);
+    EXPECT_RC(gt_next_event(w, &ev, 10000), 1);
     EXPECT(ev.type == VIGIL_GROUP_LEAVE && strcmp(ev.member.name, "second") == 0, "after a round: type %u '%s'",
            ev.type, ev.member.name);
     vigil_group_watch_close(w);

@@ -42,6 +42,34 @@ static inline int gt_count(vigil_etcd *e, const char *group)
     return vigil_group_members(e, group, NULL, 0);
 }
 
+/* The next event within timeout_ms, waiting on the watch's fd. */
+static inline int gt_next_event(vigil_group_watcher *w, vigil_group_event *ev, unsigned timeout_ms)
+{
+    uint64_t deadline = vt_now_ms() + timeout_ms;
+    for (;;) {
+        int rc = vigil_group_watch_next(w, ev);
+        if (rc != 0)
+            return rc;
+        uint64_t now = vt_now_ms();
+        if (now >= deadline)
+            return 0;
+        struct pollfd p = { vigil_group_watch_fd(w), POLLIN, 0 };
+        poll(&p, 1, (int)(deadline - now));
+    }
+}
+
+/* The next event about name (others skipped), within timeout_ms. */
+static inline int gt_event_of(vigil_group_watcher *w, const char *name, vigil_group_event *ev, unsigned timeout_ms)
+{
+    uint64_t deadline = vt_now_ms() + timeout_ms;
+    for (;;) {
+        uint64_t now = vt_now_ms();
+        int rc = gt_next_event(w, ev, now < deadline ? (unsigned)(deadline - now) : 0);
+        if (rc != 1 || strcmp(ev->member.name, name) == 0)
+            return rc;
+    }
+}
+
 /* ---- a member in a child process, driven by one-line commands ------------------ */
 
 /*
