@@ -59,7 +59,7 @@ char **tool_env_with(const char *const *add, const char *const *drop)
     return env;
 }
 
-int tool_child_start(struct tool_child *c, char **argv, char **env)
+int tool_child_block(struct tool_child *c)
 {
     sigset_t set;
     sigemptyset(&set);
@@ -74,14 +74,16 @@ int tool_child_start(struct tool_child *c, char **argv, char **env)
         sigprocmask(SIG_SETMASK, &c->old, NULL);
         return err;
     }
+    return 0;
+}
+
+int tool_child_start(struct tool_child *c, char **argv, char **env)
+{
     pid_t parent = getpid();
     fflush(NULL);
     c->pid = fork();
-    if (c->pid < 0) {
-        int err = -errno;
-        tool_child_end(c);
-        return err;
-    }
+    if (c->pid < 0)
+        return -errno;
     if (c->pid == 0) {
         /* CMD without us is no member: it is told to end if we die. */
         prctl(PR_SET_PDEATHSIG, SIGTERM);

@@ -22,8 +22,13 @@ struct tool_child {
 /* Notes the fds open now (call first thing): CMD inherits these only. */
 void tool_child_note_fds(void);
 
-/* Blocks the signals it waits for, then forks and execs argv with env
- * (NULL: ours). CMD gets SIGTERM if the tool dies first. 0, or -errno. */
+/* Blocks the signals the wait takes (in every thread made after: call it
+ * before any) and opens the signalfd. 0, or -errno. */
+int tool_child_block(struct tool_child *c);
+
+/* Forks and execs argv with env (NULL: ours), with the signal mask as it
+ * was before tool_child_block. CMD gets SIGTERM if the tool dies first.
+ * 0, or -errno. */
 int tool_child_start(struct tool_child *c, char **argv, char **env);
 
 /* Waits for CMD. lost_fd readable (POLLIN) is a loss: *lost set, CMD gets
@@ -31,7 +36,8 @@ int tool_child_start(struct tool_child *c, char **argv, char **env);
  * reports it (128 + n for signal n), or -errno. */
 int tool_child_wait(struct tool_child *c, int lost_fd, uint64_t kill_after_ms, int *status, bool *lost);
 
-/* Closes the signalfd and restores the signal mask. */
+/* Closes the signalfd and restores the signal mask (after the threads
+ * made since tool_child_block are gone). */
 void tool_child_end(struct tool_child *c);
 
 /* environ less every variable named in drop, with add (NAME=VALUE

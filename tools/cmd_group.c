@@ -152,21 +152,27 @@ static int join_run(const struct tool_cmd *cmd, int argc, char **argv)
         snprintf(name, sizeof(name), "%.*s%s", (int)(sizeof(name) - 1 - (size_t)pl), host, pid);
     }
     tool_child_note_fds();
+    /* Before the keepalive's thread: a SIGTERM must come to the wait, not
+     * end the tool by its default action in another thread. */
+    struct tool_child c = { .sfd = -1 };
+    if ((rc = tool_child_block(&c)) < 0)
+        return group_fail(group, "signalfd: %s", strerror(-rc));
     vigil_etcd *e = NULL;
-    if ((rc = connect_etcd(group, etcd, &e)) != 0)
+    if ((rc = connect_etcd(group, etcd, &e)) != 0) {
+        tool_child_end(&c);
         return rc;
+    }
     struct vigil_group_options o = { .dir = dir, .host = NULL };
     vigil_group_member *m = NULL;
     rc = vigil_group_join_opts(e, group, name, ttl, &o, &m);
-    if (rc == VIGIL_EBUSY) {
-        group_fail(group, "the name '%s' is a live member's", name);
-        vigil_etcd_close(e);
-        return EXIT_NOT_JOINED;
-    }
     if (rc < 0) {
-        group_fail(group, "join as '%s' on %s: %s", name, etcd, vigil_strerror(rc));
+        if (rc == VIGIL_EBUSY)
+            group_fail(group, "the name '%s' is a live member's", name);
+        else
+            group_fail(group, "join as '%s' on %s: %s", name, etcd, vigil_strerror(rc));
         vigil_etcd_close(e);
-        return EXIT_RUNTIME;
+        tool_child_end(&c);
+        return rc == VIGIL_EBUSY ? EXIT_NOT_JOINED : EXIT_RUNTIME;
     }
     vigil_group_member_info self;
     vigil_group_self(m, &self);
@@ -177,7 +183,6 @@ static int join_run(const struct tool_cmd *cmd, int argc, char **argv)
     const char *const add[] = { eg, em, et, NULL };
     const char *const drop[] = { "VIGIL_GROUP", "VIGIL_MEMBER", "VIGIL_GROUP_TERM", NULL };
     char **env = tool_env_with(add, drop);
-    struct tool_child c = { .sfd = -1 };
     int status = EXIT_RUNTIME;
     bool lost = false;
     if (!env)
@@ -261,12 +266,12 @@ static int watch_run(const struct tool_cmd *cmd, int argc, char **argv)
     vigil_etcd *e = NULL;
     if ((rc = connect_etcd(group, etcd, &e)) != 0)
         return rc;
+    tool_catch_stop_signals(); /* before the watcher's thread, which inherits the mask */
     vigil_group_watcher *w = NULL;
     if ((rc = vigil_group_watch(e, group, &w)) < 0) {
         vigil_etcd_close(e);
         return group_fail(group, "watch on %s: %s", etcd, vigil_strerror(rc));
     }
-    tool_catch_stop_signals();
     sigset_t stop;
     sigemptyset(&stop);
     sigaddset(&stop, SIGINT);
