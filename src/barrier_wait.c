@@ -30,7 +30,19 @@
  *   if anyone withdrew since g was loaded. The committer then moves the
  *   state to (E + 1, 0) and gets VIGIL_SERIAL. Anyone who finds the gate
  *   committed at its epoch finishes that move (a committer killed between
- *   the two leaves no one stuck).
+ *   the two leaves no one stuck). A finisher gets 0: the round's
+ *   VIGIL_SERIAL was the committer's, so when the committer dies between
+ *   its commit and its return nobody gets it for that round (a committer
+ *   only paused still returns it when it resumes, and so must be the only
+ *   one that can).
+ *
+ *   Ahead. A caller waiting for a later round than the state's (it called
+ *   with my_epoch > E) neither arrives at nor judges round E, but it
+ *   looks at the gate on every wake and finishes a committed round E like
+ *   a waiter of E. So whoever waits, at whatever round, a committed round
+ *   is finished: with the committer and every waiter of E killed, the
+ *   callers ahead move the state on (model/barrier.pml, run `ahead`; the
+ *   steps before, which only slept, are its `ahead_old` counterexample).
  *
  *   Withdrawal. A waiter that times out first takes its arrival back
  *   (clears its record, or takes 1 off the count), then bumps the gate's
@@ -187,6 +199,19 @@ static enum gate_look gate_load(vigil_barrier *b, uint32_t epoch, uint64_t *g)
             v = st_make(epoch, 0);
     }
     return GATE_PAST; /* a peer rewriting the word in a loop */
+}
+
+/* For a caller ahead of the barrier, which neither arrives at nor judges
+ * the round `epoch`: finishes it if its release is committed (a committer
+ * killed between its gate CAS and its state move). True when it did. */
+static bool finish_committed(vigil_barrier *b, uint32_t epoch)
+{
+    /* seq_cst, as gate_load's: the commit is seen in the total order. */
+    uint64_t g = atomic_load_explicit(&b->hdr->gate, memory_order_seq_cst);
+    if (st_epoch(g) != epoch || !(st_arrived(g) & GATE_COMMITTED))
+        return false;
+    finish(b, epoch);
+    return true;
 }
 
 /* Judges the round and commits it if complete. Returns 1 when this caller
@@ -444,8 +469,14 @@ static int withdraw(vigil_barrier *b, uint32_t epoch, uint32_t slot, uint32_t pi
     return VIGIL_EBUSY;
 }
 
-/* quorum 0: the all-live rule. timeout_ns UINT64_MAX: no deadline. */
-static int barrier_wait(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, uint64_t timeout_ns)
+/* quorum 0: the all-live rule. timeout_ns UINT64_MAX: no deadline.
+ * kept NULL: a timeout withdraws the arrival. Non-NULL: a wait in slices
+ * (vigil_barrier_wait_slice): *kept says the caller's arrival already
+ * stands from an earlier slice, and a slice that ends keeps it and sets
+ * *kept. To the protocol a caller between slices is a waiter paused after
+ * arriving, a case the model already covers. */
+static int barrier_wait(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, uint64_t timeout_ns,
+                        int *kept)
 {
     struct vigil_barrier_header *h = b->hdr;
     /* Relaxed: (pid, slot) is one word, so a bind racing this wait gives
@@ -459,19 +490,24 @@ static int barrier_wait(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, ui
     uint64_t s = atomic_load_explicit(&h->state, memory_order_acquire);
     if (ep_diff(my_epoch, st_epoch(s)) < 0)
         return 0;
-    if (quorum == 0 && vigil_barrier_live_peers(b) == 0)
-        return VIGIL_ENOPEERS;
+    if (quorum == 0 && !(kept && *kept) && vigil_barrier_live_peers(b) == 0)
+        return VIGIL_ENOPEERS; /* (a resumed wait goes on to judge its round) */
     if (timeout_ns != UINT64_MAX) {
         uint64_t now = vigil_now_ns();
         w.deadline = timeout_ns < UINT64_MAX - now ? now + timeout_ns : UINT64_MAX - 1;
     }
 
     /* Early: the barrier has not reached my_epoch yet. Sleep through the
-     * releases before it; nothing is counted until the round is ours. */
+     * releases before it; nothing is counted until the round is ours. A
+     * round before ours whose release was committed by a caller killed
+     * before it moved the state is finished here, as any waiter of that
+     * round would (THE PROTOCOL, "Ahead"). */
     while (ep_diff(my_epoch, st_epoch(s)) > 0) {
         bool timed_out;
         w.spun = 1; /* no point spinning for a whole round */
         s = await_change(b, &w, st_epoch(s), &timed_out);
+        if (ep_diff(my_epoch, st_epoch(s)) > 0 && finish_committed(b, st_epoch(s)))
+            s = atomic_load_explicit(&h->state, memory_order_acquire);
         if (ep_diff(my_epoch, st_epoch(s)) < 0)
             return 0;
         if (timed_out && st_epoch(s) != my_epoch)
@@ -490,7 +526,12 @@ static int barrier_wait(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, ui
      * failure: a released round's writes come with the return of 0.
      * seq_cst: the judgements' loads of the state are ordered against it.
      */
-    if (w.slot != VIGIL_BARRIER_UNBOUND) {
+    if (kept && *kept) {
+        /* Arrived in an earlier slice: the record or the count stands. */
+        if (w.slot != VIGIL_BARRIER_UNBOUND && !still_ours(b, &w))
+            return VIGIL_EVACANT;
+        s = atomic_load_explicit(&h->state, memory_order_seq_cst);
+    } else if (w.slot != VIGIL_BARRIER_UNBOUND) {
         if (!still_ours(b, &w))
             return VIGIL_EVACANT;
         barrier_hook(BP_RECORDING);
@@ -514,6 +555,8 @@ static int barrier_wait(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, ui
                 return VIGIL_EBUSY;
         }
     }
+    if (kept)
+        *kept = 1;
 
     /* Judge the round, then wait for a change and judge again. Only an
      * arrival (judged by the arriver) or a peer leaving the live set (seen
@@ -538,6 +581,8 @@ static int barrier_wait(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, ui
              * just completed. */
             if (try_release(b, my_epoch, quorum) == 1)
                 return VIGIL_SERIAL;
+            if (kept)
+                return VIGIL_ETIMEDOUT; /* the slice ends; the arrival stays */
             return withdraw(b, my_epoch, w.slot, w.pid);
         }
     }
@@ -557,7 +602,7 @@ int vigil_barrier_wait(vigil_barrier *b, uint32_t my_epoch)
 {
     if (!b)
         return -EINVAL;
-    return barrier_wait(b, my_epoch, 0, UINT64_MAX);
+    return barrier_wait(b, my_epoch, 0, UINT64_MAX, NULL);
 }
 
 int vigil_barrier_wait_quorum(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum)
@@ -566,14 +611,14 @@ int vigil_barrier_wait_quorum(vigil_barrier *b, uint32_t my_epoch, uint32_t quor
         return -EINVAL;
     if (quorum == 0)
         return VIGIL_ERANGE;
-    return barrier_wait(b, my_epoch, quorum, UINT64_MAX);
+    return barrier_wait(b, my_epoch, quorum, UINT64_MAX, NULL);
 }
 
 int vigil_barrier_wait_timeout(vigil_barrier *b, uint32_t my_epoch, uint64_t timeout_ns)
 {
     if (!b)
         return -EINVAL;
-    return barrier_wait(b, my_epoch, 0, timed(timeout_ns));
+    return barrier_wait(b, my_epoch, 0, timed(timeout_ns), NULL);
 }
 
 int vigil_barrier_wait_quorum_timeout(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum,
@@ -583,5 +628,30 @@ int vigil_barrier_wait_quorum_timeout(vigil_barrier *b, uint32_t my_epoch, uint3
         return -EINVAL;
     if (quorum == 0)
         return VIGIL_ERANGE;
-    return barrier_wait(b, my_epoch, quorum, timed(timeout_ns));
+    return barrier_wait(b, my_epoch, quorum, timed(timeout_ns), NULL);
+}
+
+int vigil_barrier_wait_slice(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, uint64_t slice_ns,
+                             int *arrived)
+{
+    if (!b || !arrived)
+        return -EINVAL;
+    int rc = barrier_wait(b, my_epoch, quorum, timed(slice_ns), arrived);
+    if (rc != VIGIL_ETIMEDOUT)
+        *arrived = 0; /* released, or an error: nothing of ours stands */
+    return rc;
+}
+
+int vigil_barrier_withdraw(vigil_barrier *b, uint32_t my_epoch, int *arrived)
+{
+    if (!b || !arrived)
+        return -EINVAL;
+    if (!*arrived)
+        return VIGIL_ETIMEDOUT; /* nothing stands: nothing to take back */
+    uint64_t bound = atomic_load_explicit(&b->bound, memory_order_relaxed); /* as in barrier_wait */
+    uint32_t slot = (uint32_t)bound, pid = (uint32_t)(bound >> 32);
+    int rc = withdraw(b, my_epoch, slot, pid);
+    if (rc == 0 || rc == VIGIL_ETIMEDOUT)
+        *arrived = 0;
+    return rc;
 }

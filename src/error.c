@@ -7,7 +7,8 @@ const char *vigil_strerror(int err)
 {
     switch (err) {
     case VIGIL_EFULL:     return "no vacant slot";
-    case VIGIL_EBADFILE:  return "not a vigil file of this kind, wrong version, or size disagrees with header";
+    case VIGIL_EBADFILE:  return "not a vigil file of this kind, made by another vigil version (an older one's "
+                                 "file must be re-created), or size disagrees with header";
     case VIGIL_ECAPACITY: return "file's capacity differs from the one asked for";
     case VIGIL_ERANGE:    return "slot, bit, quorum or argument out of range";
     case VIGIL_EVACANT:   return "slot is vacant";

@@ -198,7 +198,7 @@ int vigil_leader_elect(vigil_hb *hb, uint64_t grace_epochs, vigil_leader *out)
     }
     struct vigil_hb_slot *ls = &hb->slots[best_slot];
     if (atomic_load_explicit(&ls->role, memory_order_relaxed) != VIGIL_ROLE_COORDINATOR) {
-        uint32_t v;
+        uint64_t v;
         /* Under the slot's lock its owner cannot change, so the role goes
          * to the process judged and not to one that re-registered the slot
          * in between. A slot wedged mid-change cannot be locked; it is

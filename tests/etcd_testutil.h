@@ -90,6 +90,126 @@ static inline int et_script(const char *cmd, const char *state, const char *arg)
     return vt_wait(pid, 60000);
 }
 
+/* ---- the cluster and the TLS server (tests/etcd_cluster.sh) ------------------ */
+
+/* A test whose source calls et_cluster() gets the 3-member cluster fixture
+ * (etcd3), one that calls et_tls() the mutual-TLS server (etcd_tls); see
+ * tests/CMakeLists.txt. */
+
+/* Reads a line of STATE/name into buf: 0, or -1. */
+static inline int et_state_line(const char *state, const char *name, char *buf, size_t cap)
+{
+    char p[1100];
+    snprintf(p, sizeof(p), "%s/%s", state, name);
+    FILE *f = fopen(p, "r");
+    if (!f)
+        return -1;
+    if (!fgets(buf, (int)cap, f))
+        buf[0] = '\0';
+    fclose(f);
+    buf[strcspn(buf, "\r\n")] = '\0';
+    return buf[0] ? 0 : -1;
+}
+
+/* The shared 3-member cluster: 0 and its endpoints (every member's client
+ * URL, comma-separated), VT_SKIP, or 1. */
+static inline int et_cluster(const char **endpoints)
+{
+    static char buf[1000];
+    static int rc = -1;
+    if (rc < 0)
+        rc = et_read_endpoints(getenv("VIGIL_ETCD3_STATE"), buf, sizeof(buf));
+    *endpoints = buf;
+    return rc;
+}
+
+/* Member i's (1..n) client URL in the cluster whose state is in env
+ * (a static buffer per call, four in turn; "" when unknown). */
+static inline const char *et_member_in(const char *env, int i)
+{
+    static char bufs[4][300];
+    static unsigned next;
+    char *b = bufs[next++ % 4], name[32];
+    const char *state = getenv(env);
+    snprintf(name, sizeof(name), "%d/endpoint", i);
+    if (!state || et_state_line(state, name, b, sizeof(bufs[0])) < 0)
+        b[0] = '\0';
+    return b;
+}
+#define et_member(i) et_member_in("VIGIL_ETCD3_STATE", (i))
+
+/* `sh etcd_cluster.sh cmd STATE [member [arg]]` on the cluster whose state
+ * is in env, bounded to 60 s: its exit status (-1 when it could not run).
+ * With out, its stdout's first line goes there (e.g. the leader). */
+static inline int et_cluster_run(const char *env, const char *cmd, int member, const char *arg, char *out,
+                                 size_t cap)
+{
+    const char *script = getenv("VIGIL_ETCD_CLUSTER_SCRIPT"), *state = getenv(env);
+    if (!script || !*script || !state || !*state) {
+        fprintf(stderr, "VIGIL_ETCD_CLUSTER_SCRIPT or %s not set\n", env);
+        return -1;
+    }
+    char m[16];
+    snprintf(m, sizeof(m), "%d", member);
+    int fds[2] = { -1, -1 };
+    if (out && pipe(fds) != 0)
+        return -1;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        if (out) {
+            dup2(fds[1], 1);
+            close(fds[0]);
+            close(fds[1]);
+        }
+        execlp("sh", "sh", script, cmd, state, member > 0 ? m : arg, member > 0 ? arg : NULL, (char *)NULL);
+        _exit(127);
+    }
+    if (out) {
+        close(fds[1]);
+        size_t n = 0;
+        struct pollfd pf = { fds[0], POLLIN, 0 };
+        while (n + 1 < cap && poll(&pf, 1, 60000) > 0) {
+            ssize_t r = read(fds[0], out + n, cap - 1 - n);
+            if (r <= 0)
+                break;
+            n += (size_t)r;
+        }
+        out[n] = '\0';
+        out[strcspn(out, "\r\n")] = '\0';
+        close(fds[0]);
+    }
+    return vt_wait(pid, 60000);
+}
+#define et_cluster_do(cmd, member, arg) et_cluster_run("VIGIL_ETCD3_STATE", (cmd), (member), (arg), NULL, 0)
+
+/* The cluster's leader (1..n), or -1. */
+static inline int et_cluster_leader(void)
+{
+    char buf[32];
+    if (et_cluster_run("VIGIL_ETCD3_STATE", "leader", 0, NULL, buf, sizeof(buf)) != 0)
+        return -1;
+    return atoi(buf) > 0 ? atoi(buf) : -1;
+}
+
+/* The mutual-TLS server: 0 with its endpoint and the directory of its
+ * certificates (ca.pem, client.pem, client-key.pem, other-ca.pem, ...),
+ * VT_SKIP, or 1. */
+static inline int et_tls(const char **endpoint, const char **certs)
+{
+    static char buf[300], dir[1100];
+    static int rc = -1;
+    const char *state = getenv("VIGIL_ETCD_TLS_STATE");
+    if (rc < 0)
+        rc = et_read_endpoints(state, buf, sizeof(buf));
+    snprintf(dir, sizeof(dir), "%s/certs", state ? state : "");
+    *endpoint = buf;
+    *certs = dir;
+    return rc;
+}
+
 /* A connected handle, or exit: the tests cannot go on without one. */
 static inline vigil_etcd *et_connect(const char *url)
 {

@@ -17,7 +17,7 @@
  * pid nobody has), alive (this very process, as a paused writer would
  * be), or in another pid namespace. Returns the odd version. */
 enum vt_writer { VT_WRITER_DEAD, VT_WRITER_ALIVE, VT_WRITER_ELSEWHERE };
-static inline uint32_t vt_wedge(vigil_hb *hb, uint32_t slot, enum vt_writer who)
+static inline uint64_t vt_wedge(vigil_hb *hb, uint32_t slot, enum vt_writer who)
 {
     uint64_t w = who == VT_WRITER_ALIVE ? vigil_self_lock_word()
                  : who == VT_WRITER_DEAD ? vigil_lock_word_of((uint32_t)vt_unused_pid(), vigil_self_pidns(), 0)

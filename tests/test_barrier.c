@@ -759,6 +759,29 @@ static int test_finish_after_dead_committer(void)
     return 0;
 }
 
+/* Issue 17.1: a caller ahead of the barrier (waiting for round 1, or 2,
+ * while the state is at 0) finishes a round 0 whose committer died after
+ * its commit, with no waiter of round 0 left to do it; the finisher gets
+ * 0 for round 0, and its own round is waited for as any. */
+static int test_ahead_finishes_dead_committer(void)
+{
+    vigil_hb *hb = fresh_hb("ahead.hb", 4);
+    vigil_barrier *b = fresh_barrier("ahead.b", hb, 5);
+    reg(hb, 1910);
+    atomic_store(&b->hdr->gate, (uint64_t)0 << 32 | GATE_COMMITTED); /* round 0 decided, state not moved */
+    EXPECT_RC(vigil_barrier_wait_quorum_timeout(b, 1, 1, 5 * SEC), VIGIL_SERIAL);
+    EXPECT(vigil_barrier_epoch(b) == 2, "expected round 0 finished and round 1 released: epoch %u",
+           vigil_barrier_epoch(b));
+    /* Two rounds ahead: round 2 committed and left; round 3 has nobody. */
+    atomic_store(&b->hdr->gate, (uint64_t)2 << 32 | GATE_COMMITTED);
+    EXPECT_RC(vigil_barrier_wait_timeout(b, 4, 50 * MS), VIGIL_ETIMEDOUT);
+    EXPECT(vigil_barrier_epoch(b) == 3, "expected round 2 finished by the caller at round 4: epoch %u",
+           vigil_barrier_epoch(b));
+    vigil_barrier_close(b);
+    vigil_hb_close(hb);
+    return 0;
+}
+
 /* Records a peer scribbled (stamped for this round, no count behind them,
  * wrong pids, slots out of use) make no wait fail or hang: the timed ones
  * time out (a record with a wrong pid counts for no one), and a bound caller
@@ -896,5 +919,6 @@ VT_MAIN(VT_CASE(test_single_peer_release), VT_CASE(test_multi_peer_arrival),
         VT_CASE(test_wrong_kind_refused), VT_CASE(test_create_rules), VT_CASE(test_bind),
         VT_CASE(test_scribbled_header), VT_CASE(test_dead_after_arriving_unbound),
         VT_CASE(test_dead_after_arriving_bound), VT_CASE(test_mixed_bound_unbound),
-        VT_CASE(test_finish_after_dead_committer), VT_CASE(test_scribbled_records),
+        VT_CASE(test_finish_after_dead_committer), VT_CASE(test_ahead_finishes_dead_committer),
+        VT_CASE(test_scribbled_records),
         VT_CASE(test_live_rule_matches_heartbeat), VT_CASE(test_threads_share_handle))

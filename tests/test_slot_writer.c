@@ -58,7 +58,7 @@ static int stopped_at(int point, bool kill_it)
     snprintf(name, sizeof(name), "w%d%d.hb", point, kill_it);
     vigil_hb *hb = vt_hb_fresh(name, 1);
     memset(sh, 0, sizeof(*sh));
-    uint32_t v0 = atomic_load(&hb->slots[0].seq);
+    uint64_t v0 = atomic_load(&hb->slots[0].seq);
     atomic_store(&sh->point, point);
     pid_t kid = registrant(name);
     EXPECT(VT_WAIT_FOR(atomic_load(&sh->parked), 20000), "the registrant never reached point %d", point);
@@ -71,30 +71,30 @@ static int stopped_at(int point, bool kill_it)
         /* Dead: the first scan proves it and repairs the slot (the probe
          * also vacates it when the dead registrant got to store its pid). */
         EXPECT(vigil_failover_scan_probe(hb, 2, out, 1) >= 0, "scan failed");
-        uint32_t v = atomic_load(&hb->slots[0].seq);
+        uint64_t v = atomic_load(&hb->slots[0].seq);
         EXPECT(atomic_load(&hb->slots[0].writer) == 0 && v % 2 == 0 && v > v0,
-               "point %d: not repaired: version %u (was %u), writer %#llx", point, v, v0,
+               "point %d: not repaired: version %u (was %u), writer %#llx", point, (unsigned)v, (unsigned)v0,
                (unsigned long long)atomic_load(&hb->slots[0].writer));
         uint32_t s;
         EXPECT_RC(vigil_hb_register(hb, 4242, &s), 0);
         EXPECT(atomic_load(&hb->slots[0].seq) > v, "version went backwards");
     } else {
         /* Paused: many epochs and scans later, nobody has touched it. */
-        uint32_t v = atomic_load(&hb->slots[0].seq);
+        uint64_t v = atomic_load(&hb->slots[0].seq);
         for (int e = 0; e < 20; e++) {
             vigil_hb_tick(hb);
             vigil_failover_scan(hb, 2, out, 1);
             vigil_failover_scan_probe(hb, 2, out, 1);
         }
         EXPECT(atomic_load(&hb->slots[0].seq) == v, "point %d: version moved under a paused writer: %u to %u",
-               point, v, atomic_load(&hb->slots[0].seq));
+               point, (unsigned)v, (unsigned)atomic_load(&hb->slots[0].seq));
         kill(kid, SIGCONT);
         EXPECT(vt_wait(kid, 20000) == 0, "registrant failed");
         EXPECT(atomic_load(&sh->rc) - 1000 == 0 && atomic_load(&sh->slot) == 0, "register gave %d",
                atomic_load(&sh->rc) - 1000);
-        uint32_t after = atomic_load(&hb->slots[0].seq);
+        uint64_t after = atomic_load(&hb->slots[0].seq);
         EXPECT(after == v0 + 2 && atomic_load(&hb->slots[0].writer) == 0,
-               "after the paused register: version %u (from %u), writer %#llx", after, v0,
+               "after the paused register: version %u (from %u), writer %#llx", (unsigned)after, (unsigned)v0,
                (unsigned long long)atomic_load(&hb->slots[0].writer));
         EXPECT(atomic_load(&hb->slots[0].pid) == (uint32_t)kid, "the slot is not the registrant's");
     }
@@ -128,7 +128,7 @@ static int test_killed_writer_repaired(void)
 static int test_version_wrap(void)
 {
     vigil_hb *hb = vt_hb_fresh("wrap.hb", 2);
-    atomic_store(&hb->slots[0].seq, UINT32_MAX - 3);
+    atomic_store(&hb->slots[0].seq, UINT64_MAX - 3);
     for (int i = 0; i < 4; i++) {
         uint32_t s;
         EXPECT_RC(vigil_hb_register(hb, 100 + i, &s), 0);
@@ -137,22 +137,23 @@ static int test_version_wrap(void)
         EXPECT(info.pid == 100u + i, "pid %u across the wrap", info.pid);
         EXPECT_RC(vigil_hb_unregister(hb, s), 0);
     }
-    EXPECT(atomic_load(&hb->slots[0].seq) == 12, "version %u after 8 changes from 2^32 - 4",
-           atomic_load(&hb->slots[0].seq));
+    EXPECT(atomic_load(&hb->slots[0].seq) == 12, "version %llu after 8 changes from 2^64 - 4",
+           (unsigned long long)atomic_load(&hb->slots[0].seq));
     /* A live writer's odd version at the wrap: never repaired. */
-    atomic_store(&hb->slots[1].seq, UINT32_MAX - 1);
-    uint32_t v = vt_wedge(hb, 1, VT_WRITER_ALIVE);
+    atomic_store(&hb->slots[1].seq, UINT64_MAX - 1);
+    uint64_t v = vt_wedge(hb, 1, VT_WRITER_ALIVE);
     vigil_reclaim out[2];
     for (int e = 0; e < 5; e++) {
         vigil_hb_tick(hb);
         EXPECT_RC(vigil_failover_scan(hb, 1, out, 2), 0);
     }
-    EXPECT(atomic_load(&hb->slots[1].seq) == v && v == UINT32_MAX, "version %u", atomic_load(&hb->slots[1].seq));
+    EXPECT(atomic_load(&hb->slots[1].seq) == v && v == UINT64_MAX, "version %llu",
+           (unsigned long long)atomic_load(&hb->slots[1].seq));
     /* A dead one's: repaired across the wrap, to 1 then 2. */
     atomic_store(&hb->slots[1].writer, vigil_lock_word_of((uint32_t)vt_unused_pid(), vigil_self_pidns(), 0));
     EXPECT(vigil_failover_scan(hb, 1, out, 2) >= 0, "scan");
-    EXPECT(atomic_load(&hb->slots[1].seq) == 2 && atomic_load(&hb->slots[1].writer) == 0, "version %u",
-           atomic_load(&hb->slots[1].seq));
+    EXPECT(atomic_load(&hb->slots[1].seq) == 2 && atomic_load(&hb->slots[1].writer) == 0, "version %llu",
+           (unsigned long long)atomic_load(&hb->slots[1].seq));
     vigil_hb_close(hb);
     return 0;
 }

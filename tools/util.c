@@ -144,9 +144,13 @@ int tool_fail_file(const char *path, int err, uint32_t want, bool writing)
     }
     if (rc < 0)
         return tool_fail_file(path, rc, want, false);
-    if (fi.version != VIGIL_LAYOUT_VERSION)
-        return tool_fail_msg(path, "layout version %u, this vigil reads version %u", fi.version,
+    if (fi.version < VIGIL_LAYOUT_VERSION)
+        return tool_fail_msg(path, "made by an older vigil (layout version %u; this vigil reads only %u): "
+                                   "re-create it with this vigil once nothing uses it", fi.version,
                              VIGIL_LAYOUT_VERSION);
+    if (fi.version != VIGIL_LAYOUT_VERSION)
+        return tool_fail_msg(path, "made by a newer vigil (layout version %u; this vigil reads only %u): "
+                                   "use that vigil", fi.version, VIGIL_LAYOUT_VERSION);
     const char *kind = tool_kind_name(fi.kind);
     if (!kind)
         return tool_fail_msg(path, "unknown kind %u (1 heartbeat, 2 barrier, 3 leases)", fi.kind);

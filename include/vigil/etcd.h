@@ -16,6 +16,20 @@ extern "C" {
 
 typedef struct vigil_etcd vigil_etcd;
 int  vigil_etcd_connect(const char *endpoints, vigil_etcd **out); /* "http://127.0.0.1:2379[,...]" */
+
+/* How to reach a production etcd (vigil_etcd_connect_opts(3)). Every field
+ * may be NULL or 0: today's behaviour. */
+struct vigil_etcd_options {
+    const char *cacert, *cert, *key;   /* PEM files; NULL: system CA store, no client certificate */
+    const char *user, *password;       /* etcd auth; NULL: none */
+#ifdef __cplusplus
+    const char *namespace_;            /* C++: the same field, under a name C++ allows */
+#else
+    const char *namespace;             /* prepended to every key; NULL: none */
+#endif
+    uint32_t    dial_timeout_ms, request_timeout_ms; /* 0: defaults */
+};
+int  vigil_etcd_connect_opts(const char *endpoints, const struct vigil_etcd_options *opts, vigil_etcd **out);
 void vigil_etcd_close(vigil_etcd *e);
 int  vigil_etcd_acquire(vigil_etcd *e, const char *key, const char *owner, uint64_t ttl_ms, vigil_lease *out);
 int  vigil_etcd_renew(vigil_etcd *e, const vigil_lease *lease);

@@ -73,19 +73,22 @@ struct vigil_hb_header {
     VIGIL_ATOMIC(uint64_t) elect_intent;/* 56: leader change in progress: ((term & 0x7ff) << 53) | (pid << 21) | (slot + 1), 0 none */
 };
 
-/* One slot, offsets relative to 64 + slot * 64. */
+/* One slot, offsets relative to 64 + slot * 64 (vigil-files(5)). Two
+ * pairs are 16-byte aligned because each is changed by one 16-byte
+ * compare-and-swap: {in_flight, gen} (a mark that names the registration
+ * it belongs to) and {writer, seq} (THE SLOT WRITER LOCK). */
 struct vigil_hb_slot {
     VIGIL_ALIGNAS(64) VIGIL_ATOMIC(uint32_t) pid; /*  0: owner, 0 = vacant */
-    VIGIL_ATOMIC(uint32_t) seq;             /*  4: SeqLock version, odd during a structural change */
+    VIGIL_ATOMIC(uint32_t) role;            /*  4: VIGIL_ROLE_* */
     VIGIL_ATOMIC(uint64_t) last_seen_epoch; /*  8: epoch at the last beat */
-    VIGIL_ATOMIC(uint64_t) in_flight;       /* 16: bitmap of work units */
-    VIGIL_ATOMIC(uint32_t) role;            /* 24: VIGIL_ROLE_* */
-    VIGIL_ATOMIC(uint32_t) registers;       /* 28: registrations into this slot (wraps) */
-    VIGIL_ATOMIC(uint64_t) start_time;      /* 32: owner's start time (/proc/<pid>/stat field 22), 0 unknown */
-    VIGIL_ATOMIC(uint32_t) reclaims;        /* 40: owners vacated by failover (wraps) */
-    VIGIL_ATOMIC(uint32_t) repairs;         /* 44: repairs after a writer died mid-change (wraps) */
-    VIGIL_ATOMIC(uint64_t) owner_ns;        /* 48: owner's pid namespace (inode of /proc/self/ns/pid), 0 not recorded */
-    VIGIL_ATOMIC(uint64_t) writer;          /* 56: the structural writer's lock word, 0 none (vigil-files(5)) */
+    VIGIL_ALIGNAS(16) VIGIL_ATOMIC(uint64_t) in_flight; /* 16: bitmap of work units */
+    VIGIL_ATOMIC(uint64_t) gen;             /* 24: registration generation (vigil-files(5)) */
+    VIGIL_ALIGNAS(16) VIGIL_ATOMIC(uint64_t) writer; /* 32: the structural writer's lock word */
+    VIGIL_ATOMIC(uint64_t) seq;             /* 40: SeqLock version, odd during a structural change */
+    VIGIL_ATOMIC(uint32_t) start_time;      /* 48: low 32 bits of the owner's start time, 0 unknown */
+    VIGIL_ATOMIC(uint32_t) owner_ns;        /* 52: owner's pid namespace (inode of /proc/self/ns/pid), 0 not recorded */
+    VIGIL_ATOMIC(uint32_t) reclaims;        /* 56: owners vacated by failover (wraps) */
+    VIGIL_ATOMIC(uint32_t) repairs;         /* 60: repairs after a writer died mid-change (wraps) */
 };
 
 VIGIL_STATIC_ASSERT(sizeof(struct vigil_hb_header) == 64, "header is one cache line");
@@ -99,7 +102,7 @@ typedef struct vigil_hb {
     uint32_t                capacity;
     size_t                  map_size;
     struct vigil_failover_watch *watch; /* vigil_failover_wait's pidfds, made on first use */
-    VIGIL_ATOMIC(uintptr_t) mine;       /* registrations made through this handle (heartbeat.c) */
+    VIGIL_ATOMIC(uint64_t) *mine;       /* per slot, the generation this handle registered there, 0 none */
 } vigil_hb;
 
 int      vigil_hb_create(const char *path, uint32_t capacity, vigil_hb **out);
@@ -120,6 +123,16 @@ int      vigil_hb_clear_in_flight(vigil_hb *hb, uint32_t slot, unsigned bit);
 int      vigil_hb_set_role(vigil_hb *hb, uint32_t slot, uint32_t role);
 int      vigil_hb_snapshot(const vigil_hb *hb, uint32_t slot, vigil_slot_info *out);
 uint32_t vigil_hb_live_count(const vigil_hb *hb, uint64_t grace_epochs);
+
+/*
+ * Does the registration this handle made into `slot` still hold it? 1 yes,
+ * 0 no (never registered through this handle, unregistered, or reclaimed
+ * by failover and perhaps registered again by someone else), VIGIL_ERANGE,
+ * -EINVAL. A registration is named by the slot's generation, which never
+ * recurs, so a recycled pid never answers 1 for a dead owner's slot. Two
+ * loads, no system call: cheap enough to ask before each unit of work.
+ */
+int      vigil_hb_owned(const vigil_hb *hb, uint32_t slot);
 
 /*
  * Counters of the table's structural events since it was created, summed

@@ -52,12 +52,21 @@ struct vigil_etcd {
     long               connect_ms; /* for the watch streams' own connections */
     unsigned           prefix[VIGIL_ETCD_MAX_ENDPOINTS];
     char               urls[VIGIL_ETCD_MAX_ENDPOINTS][VIGIL_ETCD_URL_MAX];
+    /* The connection options, copied (vigil_etcd_connect_opts): the TLS
+     * files for every connection, the watch streams' too. */
+    char              *cacert, *cert, *key;
 };
 
 /* ---- endpoints ----------------------------------------------------------- */
 
 int vigil_etcd__parse_endpoints(const char *spec, char (*urls)[VIGIL_ETCD_URL_MAX],
                                 unsigned max, unsigned *n)
+{
+    return vigil_etcd__parse_endpoints_as(spec, false, urls, max, n);
+}
+
+int vigil_etcd__parse_endpoints_as(const char *spec, bool tls, char (*urls)[VIGIL_ETCD_URL_MAX],
+                                   unsigned max, unsigned *n)
 {
     if (!spec || !urls || !n)
         return -EINVAL;
@@ -78,7 +87,7 @@ int vigil_etcd__parse_endpoints(const char *spec, char (*urls)[VIGIL_ETCD_URL_MA
         for (const char *q = a; q < b; q++)
             if ((unsigned char)*q <= ' ' || *q == 0x7f || *q == '?' || *q == '#')
                 return -EINVAL;
-        const char *host = a, *scheme = "http://";
+        const char *host = a, *scheme = tls ? "https://" : "http://";
         for (const char *q = a; q + 3 <= b; q++) {
             if (memcmp(q, "://", 3) == 0) {
                 size_t sl = (size_t)(q - a);
@@ -224,6 +233,20 @@ void vigil_etcd__curl_setup(void *curl, long connect_ms)
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
 }
 
+/* The TLS files of e's options on a curl handle of e's: the CA bundle that
+ * verifies the servers (else the system's), the client certificate and
+ * its key. */
+void vigil_etcd__curl_tls(vigil_etcd *e, void *curl)
+{
+    CURL *c = curl;
+    if (e->cacert)
+        curl_easy_setopt(c, CURLOPT_CAINFO, e->cacert);
+    if (e->cert)
+        curl_easy_setopt(c, CURLOPT_SSLCERT, e->cert);
+    if (e->key)
+        curl_easy_setopt(c, CURLOPT_SSLKEY, e->key);
+}
+
 /* ---- the request loop ---------------------------------------------------- */
 
 void vigil_etcd__lock(vigil_etcd *e)
@@ -307,21 +330,61 @@ const char *vigil_etcd__current_endpoint(vigil_etcd *e)
 
 /* ---- the handle ---------------------------------------------------------- */
 
+static void free_handle(vigil_etcd *e)
+{
+    if (e->curl)
+        curl_easy_cleanup(e->curl);
+    curl_slist_free_all(e->headers);
+    free(e->reply.p);
+    free(e->cacert);
+    free(e->cert);
+    free(e->key);
+    free(e);
+}
+
+/* A copy of an option's string: 0 (NULL or "" stays NULL), or -ENOMEM. */
+static int copy_opt(const char *s, char **out)
+{
+    *out = NULL;
+    if (!s || !*s)
+        return 0;
+    return (*out = strdup(s)) ? 0 : -ENOMEM;
+}
+
 int vigil_etcd_connect(const char *endpoints, vigil_etcd **out)
 {
+    return vigil_etcd_connect_opts(endpoints, NULL, out);
+}
+
+int vigil_etcd_connect_opts(const char *endpoints, const struct vigil_etcd_options *opts, vigil_etcd **out)
+{
+    static const struct vigil_etcd_options none;
     if (!endpoints || !out)
         return -EINVAL;
+    const struct vigil_etcd_options *o = opts ? opts : &none;
+    if ((o->user && *o->user) || (o->namespace && *o->namespace))
+        return -ENOTSUP; /* authentication and namespaces: not yet */
+    if (o->password && *o->password && !(o->user && *o->user))
+        return -EINVAL; /* a password without a user */
     vigil_etcd *e = calloc(1, sizeof(*e));
     if (!e)
         return -ENOMEM;
-    int rc = vigil_etcd__parse_endpoints(endpoints, e->urls, VIGIL_ETCD_MAX_ENDPOINTS, &e->n);
+    /* A bare host:port is https:// when TLS files are given, as etcdctl
+     * takes it. */
+    bool tls = (o->cacert && *o->cacert) || (o->cert && *o->cert);
+    int rc = vigil_etcd__parse_endpoints_as(endpoints, tls, e->urls, VIGIL_ETCD_MAX_ENDPOINTS, &e->n);
+    if (rc == 0 && (o->key && *o->key) && !(o->cert && *o->cert))
+        rc = -EINVAL; /* a key without its certificate */
+    if (rc == 0 && ((rc = copy_opt(o->cacert, &e->cacert)) < 0 || (rc = copy_opt(o->cert, &e->cert)) < 0 ||
+                    (rc = copy_opt(o->key, &e->key)) < 0))
+        rc = -ENOMEM;
     if (rc < 0) {
-        free(e);
+        free_handle(e);
         return rc;
     }
     pthread_once(&curl_once, curl_init);
     if (curl_init_rc != CURLE_OK) {
-        free(e);
+        free_handle(e);
         return -ENOMEM;
     }
     struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
@@ -330,21 +393,22 @@ int vigil_etcd_connect(const char *endpoints, vigil_etcd **out)
     e->reply.cap = 4096;
     e->reply.p = malloc(e->reply.cap);
     e->curl = curl_easy_init();
+    if (!h2)
+        curl_slist_free_all(h);
     if (!h2 || !e->reply.p || !e->curl || pthread_mutex_init(&e->lock, NULL) != 0) {
-        if (e->curl)
-            curl_easy_cleanup(e->curl);
-        curl_slist_free_all(e->headers);
-        free(e->reply.p);
-        free(e);
+        free_handle(e);
         return -ENOMEM;
     }
     CURL *c = e->curl;
     vigil_etcd__curl_setup(c, CONNECT_MS_DEFAULT);
+    vigil_etcd__curl_tls(e, c);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &e->reply);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, e->headers);
     e->connect_ms = CONNECT_MS_DEFAULT;
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)TOTAL_MS_DEFAULT);
+    if (o->dial_timeout_ms || o->request_timeout_ms)
+        vigil_etcd_set_timeout(e, o->dial_timeout_ms, o->request_timeout_ms);
     *out = e;
     return 0;
 }
@@ -353,11 +417,8 @@ void vigil_etcd_close(vigil_etcd *e)
 {
     if (!e)
         return;
-    curl_easy_cleanup(e->curl);
-    curl_slist_free_all(e->headers);
-    free(e->reply.p);
     pthread_mutex_destroy(&e->lock);
-    free(e);
+    free_handle(e);
 }
 
 int vigil_etcd_set_timeout(vigil_etcd *e, uint32_t connect_ms, uint32_t total_ms)

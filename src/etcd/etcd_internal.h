@@ -31,6 +31,9 @@ int vigil_etcd__b64(const void *in, size_t n, char *out, size_t cap);
  * endpoints or a URL past VIGIL_ETCD_URL_MAX - 1 bytes. */
 int vigil_etcd__parse_endpoints(const char *spec, char (*urls)[VIGIL_ETCD_URL_MAX],
                                 unsigned max, unsigned *n);
+/* The same, a bare host:port getting https:// when tls. */
+int vigil_etcd__parse_endpoints_as(const char *spec, bool tls, char (*urls)[VIGIL_ETCD_URL_MAX],
+                                   unsigned max, unsigned *n);
 
 /* The gRPC status code of an error reply, mapped to a vigil result:
  * 5 NotFound on a lease is VIGIL_ELOST (the caller decides, lease says so),
@@ -191,6 +194,10 @@ void vigil_etcd__watch_close(struct vigil_etcd_watch *w);
 /* The options every curl handle of the adapter has (a CURL *): no signals,
  * no proxy, no redirects, http(s) only, sockets close-on-exec. */
 void vigil_etcd__curl_setup(void *curl, long connect_ms);
+
+/* The TLS files of e's options (CA bundle, client certificate and key) on
+ * a curl handle. */
+void vigil_etcd__curl_tls(vigil_etcd *e, void *curl);
 
 /* For the watch: the URL of path (a "v3/" path) on e's current endpoint,
  * and e's connect timeout. */

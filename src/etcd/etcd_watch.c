@@ -139,6 +139,7 @@ int vigil_etcd__watch_open(vigil_etcd *e, const char *key_b64, int64_t rev, stru
     /* As the handle's own connection (etcd_http.c), but no total timeout:
      * the stream lasts. */
     vigil_etcd__curl_setup(c, connect_ms);
+    vigil_etcd__curl_tls(e, c);
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_COPYPOSTFIELDS, body);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, w->headers);
