@@ -206,7 +206,7 @@ fn compat_errors_and_attach() {
     let again = compat::HeartbeatTable::create(dir.path("hb"), 2).unwrap();
     assert_eq!(again.snapshot(0).unwrap().pid, 1);
     let hb = Arc::new(again);
-    let b = EpochBarrier::create(dir.path("b"), hb.clone(), 5).unwrap();
+    let b = EpochBarrier::create(dir.path("b"), hb, 5).unwrap();
     assert_eq!(b.wait_quorum_timeout(0, 3, Duration::from_millis(5)), Err(BarrierError::Timeout));
     assert!(matches!(b.wait_quorum(0, 0), Err(BarrierError::IoError(_))));
     b.flush().unwrap();
