@@ -6,6 +6,12 @@
  * counters end in _total, times are in seconds, and no label carries a
  * pid (pids churn; a series per process would never end). Every file is
  * opened read-only and only looked at.
+ *
+ * A file that cannot be read (missing, unreadable, not a vigil file) hides
+ * none of the others: vigil_file_up{file=...} is 1 for each file read and
+ * 0 for each that was not, whose reason goes to stderr; the others' series
+ * are printed as ever, and the exit status is 1 (0 when every file was
+ * read), with --textfile too, whose file is written all the same.
  */
 #define _GNU_SOURCE
 #include "vigil.h"
@@ -22,6 +28,7 @@
  * each with every file's sample under one HELP and TYPE. */
 struct file_state {
     const char *path;
+    bool        up;       /* read; otherwise kind is 0 and only vigil_file_up is printed */
     uint32_t    kind, capacity;
     /* heartbeat */
     uint64_t epoch, term;
@@ -164,6 +171,10 @@ static void head(FILE *out, const char *name, const char *type, const char *help
 static void print_all(FILE *out, const struct file_state *files, size_t n)
 {
     const uint32_t H = VIGIL_KIND_HEARTBEAT, B = VIGIL_KIND_BARRIER, L = VIGIL_KIND_LEASES;
+    head(out, "vigil_file_up", "gauge", "1 when the file was read, 0 when it could not be (missing, unreadable, "
+                                        "not a vigil file).");
+    for (size_t i = 0; i < n; i++)
+        sample(out, "vigil_file_up", files[i].path, NULL, NULL, files[i].up);
     FAMILY(out, files, n, H, "vigil_heartbeat_capacity", "gauge", "Slots in the heartbeat table.", f->capacity);
     {
         bool any = false;
@@ -286,11 +297,22 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
     struct file_state *files = calloc(npos, sizeof(*files));
     if (!files)
         return tool_fail("export", -ENOMEM);
+    /* Each file once: a second sample of the same series is not valid
+     * exposition. */
+    size_t n = 0;
+    bool all_up = true;
     for (size_t i = 0; i < npos; i++) {
-        files[i].path = pos[i];
-        if ((rc = read_file(&files[i], grace)) != 0) {
-            free(files);
-            return rc;
+        bool dup = false;
+        for (size_t k = 0; k < n && !dup; k++)
+            dup = strcmp(files[k].path, pos[i]) == 0;
+        if (dup)
+            continue;
+        struct file_state *f = &files[n++];
+        f->path = pos[i];
+        f->up = read_file(f, grace) == 0; /* the reason is on stderr */
+        if (!f->up) {
+            *f = (struct file_state){ .path = pos[i] };
+            all_up = false;
         }
     }
     char *buf = NULL;
@@ -300,7 +322,7 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
         free(files);
         return tool_fail("export", -errno);
     }
-    print_all(mem, files, npos);
+    print_all(mem, files, n);
     fclose(mem);
     free(files);
     if (dir)
@@ -308,7 +330,7 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
     else
         rc = fwrite(buf, 1, len, stdout) == len ? tool_flush() : tool_fail("stdout", -EIO);
     free(buf);
-    return rc;
+    return rc != EXIT_OK ? rc : all_up ? EXIT_OK : EXIT_RUNTIME;
 }
 
 const struct tool_cmd tool_cmd_export = {
@@ -321,7 +343,10 @@ const struct tool_cmd tool_cmd_export = {
             "reclaims, repairs, leader changes, barrier releases and withdrawals,\n"
             "lease hand-overs, refused renewals, expiries). Every sample is\n"
             "labelled with its file; no label names a pid. Files are opened\n"
-            "read-only.\n"
+            "read-only. vigil_file_up{file=...} is 1 for each FILE read, 0 for one\n"
+            "that could not be (missing, unreadable, not a vigil file: the reason\n"
+            "on stderr), which hides none of the others. Exit status 0 when every\n"
+            "FILE was read, 1 when one was not (the rest exported all the same).\n"
             "\n"
             "options:\n"
             "  --grace G        epochs a slot may miss before it is stale (default 5)\n"
