@@ -56,6 +56,19 @@
  *   counted this caller, with no time-based escape. The gate, the state,
  *   the records: every access in this argument is seq_cst, so one total
  *   order decides each pair.
+ *
+ *   Orders only an argument protects. x86-64 compiles every load the same
+ *   whatever its order, and every read-modify-write as a locked, fully
+ *   fenced instruction, so on the machines the tests run on these orders
+ *   could be weakened with no test failing; each is argued where it
+ *   stands: the Dekker pair of `sleepers` and the state (sleep_once,
+ *   wake_sleepers); the stamp's seq_cst load in the tally against an
+ *   arrival's CAS (the first paragraph above); the gen-stamp-gen read of a
+ *   record (rec_gen_at) and the slot's SeqLock snapshot (slot_look), whose
+ *   acquire orders keep the three loads, and the fields before the second
+ *   version load, in program order; and the acquire loads of the record
+ *   before the registration check in arrive_bound. make mutate lists
+ *   their weakenings as argued, naming the place.
  */
 #define _GNU_SOURCE
 #include "barrier_internal.h"
@@ -114,6 +127,10 @@ static inline struct slot_look slot_look(const struct vigil_hb_slot *s)
         l.pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
         l.seen = atomic_load_explicit(&s->last_seen_epoch, memory_order_relaxed);
         l.gen = vigil_gen_of(atomic_load_explicit(&s->gen, memory_order_relaxed));
+        /* ONLY AN ARGUMENT PROTECTS THIS FENCE (no instruction on x86-64,
+         * which keeps loads in order): without it a weaker processor may
+         * read the second version before the fields, and take a newcomer's
+         * pid with its predecessor's gen for one snapshot. */
         atomic_thread_fence(memory_order_acquire);
         if (!(v & 1u) && atomic_load_explicit(&s->seq, memory_order_relaxed) == v)
             return l;
@@ -190,6 +207,10 @@ static void wake_sleepers(vigil_barrier *b)
      * that leaves it high costs a useless syscall, one that zeroes it
      * leaves a sleeper to wake at the end of its slice.
      */
+    /* seq_cst: the other half of sleep_once's Dekker pair; ONLY THE
+     * ARGUMENT there protects it (a plain mov on x86-64 whatever the order;
+     * an acquire load on aarch64 could be satisfied before our CAS of the
+     * state is visible, and miss a sleeper that missed our release). */
     if (atomic_load_explicit(&h->sleepers, memory_order_seq_cst) != 0) {
         atomic_fetch_add_explicit(&h->wake, 1, memory_order_seq_cst);
         futex_wake_all(&h->wake);
@@ -416,7 +437,21 @@ static uint64_t next_slice(vigil_barrier *b, struct waiter *w, uint64_t now)
 static void sleep_once(vigil_barrier *b, uint32_t epoch, uint64_t ns)
 {
     struct vigil_barrier_header *h = b->hdr;
-    /* See wake_sleepers for the pairing of these three seq_cst accesses. */
+    /*
+     * See wake_sleepers for the pairing of these three seq_cst accesses.
+     * ONLY THE ARGUMENT PROTECTS THESE ORDERS: on x86-64 a locked add is a
+     * full fence whatever its order, and every load is a plain mov, so a
+     * relaxed add of `sleepers` or a weaker load of the state compile to
+     * the same code and no test here can fail. The argument: this is a
+     * Dekker pair (we write `sleepers` then read the state; the releaser
+     * writes the state then reads `sleepers`), which needs both writes
+     * before both reads in one total order, that is seq_cst on all four.
+     * With the add relaxed, a processor that keeps stores in a buffer
+     * (aarch64, POWER) may let our state load pass it: we see the old
+     * epoch, the releaser sees no sleeper, nobody bumps `wake`, and we
+     * sleep through the release until the slice ends (bounded, but a lost
+     * wake). make mutate lists it as argued (barrier_sleepers_relaxed).
+     */
     uint32_t v = atomic_load_explicit(&h->wake, memory_order_seq_cst);
     atomic_fetch_add_explicit(&h->sleepers, 1, memory_order_seq_cst);
     if (st_epoch(atomic_load_explicit(&h->state, memory_order_seq_cst)) == epoch)
