@@ -5,7 +5,7 @@ MAKEFLAGS   += --no-print-directory
 JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps deps-build build demo check test bench sanitize sanitize-asan sanitize-tsan fuzz model stress chaos mutate install clean
+.PHONY: all deps deps-build build demo check test bench sanitize sanitize-asan sanitize-tsan fuzz model stress chaos mutate rust-doc install clean
 
 all: build
 
@@ -73,6 +73,13 @@ fuzz: deps
 SECONDS ?= 60
 chaos: build
 	CHAOS_SECONDS=$(SECONDS) $(BUILD)/tests/chaos
+
+# The Rust crate's slower half (make check runs its unit and multi-process
+# tests): every example in its documentation, the documentation with
+# warnings as errors, and clippy where installed (Debian's rust-clippy).
+rust-doc: deps
+	@$(MAKE) build
+	cd $(BUILD) && sh $(CURDIR)/rust/run.sh "$$PWD" $(CURDIR) $$([ -f libvigil-etcd.so ] && echo etcd) doc
 
 # Every Promela model in model/, exhaustive unless a model says otherwise.
 model:

@@ -7,7 +7,8 @@
 #          libraries the build links (libcurl, cJSON, libsystemd). No
 #          package of this set runs a service. `make build`, `make demo`.
 #   check  (the default) the build's needs and what the tests use: etcd and
-#          etcdctl, spin, promtool (prometheus), Python with cffi and pytest.
+#          etcdctl, spin, promtool (prometheus), Python with cffi and pytest,
+#          Debian's cargo.
 #          `make check`, the sanitizer builds.
 #
 # No install leaves a system service started: apt-get runs under a
@@ -53,6 +54,10 @@ if [ "$set_name" = check ]; then
     have_py cffi || need="$need python3-cffi"
     have_py pytest || need="$need python3-pytest"
     have_py pytest_asyncio || need="$need python3-pytest-asyncio"
+    # Debian's cargo (and its rustc, 1.63: the Rust crate's MSRV) for the
+    # crate's tests, not a rustup toolchain that may be on PATH: no crate
+    # registry is reachable here.
+    [ -x "$root/usr/bin/cargo" ] || need="$need cargo"
 fi
 
 [ -z "$need" ] && exit 0

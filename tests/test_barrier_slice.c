@@ -42,21 +42,48 @@ static uint64_t withdrawals(const vigil_barrier *b)
     return c.withdrawals;
 }
 
+/* Two registered slots of this process and two handles on one barrier:
+ * `a` waits in slices, `other` is the second peer. */
+struct peers {
+    vigil_hb *hb;
+    vigil_barrier *a, *other;
+    const char *name;
+};
+
+static struct peers two_peers(const char *name, bool bound)
+{
+    char hbname[64];
+    snprintf(hbname, sizeof(hbname), "%s.hb", name);
+    struct peers p = { .hb = vt_hb_fresh(hbname, 4), .name = name };
+    uint32_t s1, s2;
+    if (vigil_hb_register(p.hb, (uint32_t)getpid(), &s1) < 0 || vigil_hb_register(p.hb, (uint32_t)getpid(), &s2) < 0) {
+        fprintf(stderr, "%s: register failed\n", name);
+        exit(1);
+    }
+    p.a = barrier_at(name, p.hb, true);
+    p.other = barrier_at(name, p.hb, false);
+    if (bound && (vigil_barrier_bind(p.a, s1) < 0 || vigil_barrier_bind(p.other, s2) < 0)) {
+        fprintf(stderr, "%s: bind failed\n", name);
+        exit(1);
+    }
+    return p;
+}
+
+static void peers_close(struct peers *p)
+{
+    vigil_barrier_close(p->a);
+    vigil_barrier_close(p->other);
+    vigil_hb_close(p->hb);
+}
+
 /* Three slices end with the round gathering: one arrival stands, nothing
  * is counted as withdrawn; a second peer then releases the round over the
  * caller between slices, whose next slice returns 0 and clears *arrived. */
 static int slices_keep_the_arrival(bool bound)
 {
     const char *bn = bound ? "keep_bound.b" : "keep_unbound.b";
-    vigil_hb *hb = vt_hb_fresh(bound ? "keep_bound.hb" : "keep_unbound.hb", 4);
-    uint32_t s1, s2;
-    EXPECT_RC(vigil_hb_register(hb, (uint32_t)getpid(), &s1), 0);
-    EXPECT_RC(vigil_hb_register(hb, (uint32_t)getpid(), &s2), 0);
-    vigil_barrier *a = barrier_at(bn, hb, true), *other = barrier_at(bn, hb, false);
-    if (bound) {
-        EXPECT_RC(vigil_barrier_bind(a, s1), 0);
-        EXPECT_RC(vigil_barrier_bind(other, s2), 0);
-    }
+    struct peers p = two_peers(bn, bound);
+    vigil_barrier *a = p.a, *other = p.other;
     uint32_t e = vigil_barrier_epoch(a);
     int arrived = 0;
     for (int i = 0; i < 3; i++) {
@@ -74,9 +101,7 @@ static int slices_keep_the_arrival(bool bound)
     EXPECT(arrived == 0, "after the release: arrived %d, want 0", arrived);
     EXPECT(vigil_barrier_epoch(a) == e + 1, "epoch %u, want %u", vigil_barrier_epoch(a), e + 1);
     EXPECT(withdrawals(a) == 0, "withdrawals %llu, want 0", (unsigned long long)withdrawals(a));
-    vigil_barrier_close(a);
-    vigil_barrier_close(other);
-    vigil_hb_close(hb);
+    peers_close(&p);
     return 0;
 }
 
@@ -88,15 +113,8 @@ static int test_slices_keep_an_unbound_arrival(void) { return slices_keep_the_ar
 static int withdraw_takes_it_back(bool bound)
 {
     const char *bn = bound ? "wd_bound.b" : "wd_unbound.b";
-    vigil_hb *hb = vt_hb_fresh(bound ? "wd_bound.hb" : "wd_unbound.hb", 4);
-    uint32_t s1, s2;
-    EXPECT_RC(vigil_hb_register(hb, (uint32_t)getpid(), &s1), 0);
-    EXPECT_RC(vigil_hb_register(hb, (uint32_t)getpid(), &s2), 0);
-    vigil_barrier *a = barrier_at(bn, hb, true), *other = barrier_at(bn, hb, false);
-    if (bound) {
-        EXPECT_RC(vigil_barrier_bind(a, s1), 0);
-        EXPECT_RC(vigil_barrier_bind(other, s2), 0);
-    }
+    struct peers p = two_peers(bn, bound);
+    vigil_barrier *a = p.a, *other = p.other;
     uint32_t e = vigil_barrier_epoch(a);
     int arrived = 0;
     EXPECT_RC(vigil_barrier_wait_slice(a, e, 0, 1 * MS, &arrived), VIGIL_ETIMEDOUT);
@@ -111,9 +129,7 @@ static int withdraw_takes_it_back(bool bound)
     EXPECT(withdrawals(a) == 1, "a second withdraw counted: %llu", (unsigned long long)withdrawals(a));
     EXPECT_RC(vigil_barrier_wait_timeout(other, e, 5 * MS), VIGIL_ETIMEDOUT);
     EXPECT(vigil_barrier_epoch(a) == e, "released without the withdrawn caller");
-    vigil_barrier_close(a);
-    vigil_barrier_close(other);
-    vigil_hb_close(hb);
+    peers_close(&p);
     return 0;
 }
 
@@ -123,13 +139,8 @@ static int test_withdraw_unbound(void) { return withdraw_takes_it_back(false); }
 /* A round released between a slice and the withdraw: the caller passed it. */
 static int test_withdraw_after_release_is_void(void)
 {
-    vigil_hb *hb = vt_hb_fresh("void.hb", 4);
-    uint32_t s1, s2;
-    EXPECT_RC(vigil_hb_register(hb, (uint32_t)getpid(), &s1), 0);
-    EXPECT_RC(vigil_hb_register(hb, (uint32_t)getpid(), &s2), 0);
-    vigil_barrier *a = barrier_at("void.b", hb, true), *other = barrier_at("void.b", hb, false);
-    EXPECT_RC(vigil_barrier_bind(a, s1), 0);
-    EXPECT_RC(vigil_barrier_bind(other, s2), 0);
+    struct peers p = two_peers("void.b", true);
+    vigil_barrier *a = p.a, *other = p.other;
     uint32_t e = vigil_barrier_epoch(a);
     int arrived = 0;
     EXPECT_RC(vigil_barrier_wait_slice(a, e, 0, 1 * MS, &arrived), VIGIL_ETIMEDOUT);
@@ -137,9 +148,7 @@ static int test_withdraw_after_release_is_void(void)
     EXPECT_RC(vigil_barrier_withdraw(a, e, &arrived), 0);
     EXPECT(arrived == 0 && withdrawals(a) == 0, "arrived %d withdrawals %llu, want 0 0", arrived,
            (unsigned long long)withdrawals(a));
-    vigil_barrier_close(a);
-    vigil_barrier_close(other);
-    vigil_hb_close(hb);
+    peers_close(&p);
     return 0;
 }
 

@@ -224,7 +224,7 @@ static int test_two_watchdogs_exactly_once(void)
     /* let both print what they took, then stop them */
     vt_read_until(&a, "never", 200);
     vt_read_until(&b, "never", 200);
-    int ra = vt_stop(&a, SIGTERM, 10000), rb = vt_stop(&b, SIGINT, 10000);
+    int ra = vt_stop_tool(&a, SIGTERM, 10000), rb = vt_stop_tool(&b, SIGINT, 10000);
     EXPECT(ra == 0 && rb == 0, "expected both to exit 0, got %d and %d", ra, rb);
     for (int round = 0; round < 3; round++) {
         for (int i = 0; i < N; i++) {

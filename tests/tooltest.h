@@ -139,6 +139,28 @@ static inline int vt_spawnv(struct vt_proc *p, const char *const *args)
 #define VT_SPAWN(p, ...) vt_spawnv((p), (const char *const[]){ __VA_ARGS__, NULL })
 
 
+/* Whether process pid has sig blocked (/proc/PID/status, SigBlk). */
+static inline bool vt_sig_blocked(pid_t pid, int sig)
+{
+    char path[64], text[4096];
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    vt_slurp(path, text, sizeof(text));
+    const char *b = strstr(text, "\nSigBlk:");
+    unsigned long long mask;
+    return b && sscanf(b + 8, "%llx", &mask) == 1 && (mask >> (sig - 1) & 1);
+}
+
+/* Stops a long-running vigil command with sig (SIGINT or SIGTERM) once it
+ * is ready to take it: the tool blocks its stop signals as it starts, and
+ * one sent before that kills it (exit 128 + sig) instead of ending it
+ * cleanly. A command that printed something has; one that may have found
+ * nothing to say (a second watchdog) is waited for here, bounded. */
+static inline int vt_stop_tool(struct vt_proc *p, int sig, unsigned timeout_ms)
+{
+    VT_WAIT_FOR(vt_sig_blocked(p->pid, sig), timeout_ms);
+    return vt_stop(p, sig, timeout_ms);
+}
+
 /* ---- running the tool as an unprivileged user --------------------------- */
 
 /*

@@ -25,16 +25,23 @@ struct tick_state {
  * this log exists to avoid. */
 #define SHARED_SAY_MS UINT64_C(3600000)
 
+/* One pass over the slots, word by word: a ticker's log needs counts, not
+ * consistent snapshots, and a table of 2^20 slots is read once per tick. */
 static struct tick_state look(const vigil_hb *hb, uint64_t grace)
 {
     struct tick_state st = { 0 };
-    uint32_t occupied = 0;
+    uint64_t epoch = vigil_hb_epoch(hb);
     for (uint32_t i = 0; i < vigil_hb_capacity(hb); i++) {
-        /* Relaxed: a look at one word, as a snapshot's first load is. */
-        occupied += atomic_load_explicit(&hb->slots[i].pid, memory_order_relaxed) != 0;
+        /* Relaxed: looks, each word as a snapshot's own load of it is. */
+        uint32_t pid = atomic_load_explicit(&hb->slots[i].pid, memory_order_relaxed);
+        if (!pid)
+            continue;
+        uint64_t seen = atomic_load_explicit(&hb->slots[i].last_seen_epoch, memory_order_relaxed);
+        if (vigil_hb_is_live_at(pid, seen, epoch, grace))
+            st.live++;
+        else
+            st.stale++;
     }
-    st.live = vigil_hb_live_count(hb, grace);
-    st.stale = occupied > st.live ? occupied - st.live : 0;
     return st;
 }
 

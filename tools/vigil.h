@@ -40,7 +40,8 @@ struct tool_cmd {
 };
 
 extern const struct tool_cmd tool_cmd_create, tool_cmd_inspect, tool_cmd_watch,
-    tool_cmd_tick, tool_cmd_failover, tool_cmd_demo, tool_cmd_lock, tool_cmd_ls, tool_cmd_export;
+    tool_cmd_tick, tool_cmd_failover, tool_cmd_demo, tool_cmd_lock, tool_cmd_ls, tool_cmd_export,
+    tool_cmd_group, tool_cmd_agent;
 
 /* ---- arguments (opts.c) --------------------------------------------------- */
 

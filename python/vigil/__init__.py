@@ -3,10 +3,21 @@
 
 A binding of the C library libvigil (and libvigil-etcd for `Etcd`) through
 cffi: the protocols are the library's, shared with every C process that
-maps the same files. The library is the one named by the environment
-variable VIGIL_LIBRARY (VIGIL_ETCD_LIBRARY for etcd), else the installed
-libvigil.so.0. Times are seconds as floats; errors are `vigil.Error` and
-its subclasses, or the OSError Python raises for a failed system call.
+maps the same files.
+
+    with vigil.HeartbeatTable.open("/run/vigil/pool.hb") as table, table.registered() as slot:
+        table.mark(slot, 3); table.beat(slot)            # a worker
+    with vigil.Leases.open("/run/vigil/locks.ls") as store:
+        with store.lock("report", "worker-7", ttl=10.0) as lease:
+            write_report(fencing_token=lease.token)      # a lease kept alive for the block
+
+`HeartbeatTable` (slots, beats, failover, leader election), `Barrier`
+(phases that count only live peers), `Leases` and `Etcd` (leases with
+fencing tokens, `lock()`, async twins), `keepalive` and `heartbeat` (a
+held lease kept alive, sync and asyncio). Times are seconds as floats;
+errors are `vigil.Error` and its subclasses, or the OSError Python raises
+for a failed system call. The library is found by the dynamic loader
+(LD_LIBRARY_PATH), or named by VIGIL_LIBRARY (VIGIL_ETCD_LIBRARY for etcd).
 """
 from ._errors import (
     VIGIL_EBADFILE,

@@ -139,15 +139,6 @@ class Barrier(_Handle):
         `timeout` seconds pass (the arrival is then withdrawn: it never
         helps release a round it left); NoPeers when nobody is live."""
         q = self._quorum(quorum)
-        ptr = self._ptr
-        if timeout is None and ptr and _SLICED:
-            # The common case in one C call: a round that releases within a slice.
-            arrived = _take_cell()
-            rc = lib.vigil_barrier_wait_slice(ptr, epoch & _MASK, q, _SLICE_NS, arrived)
-            if rc != VIGIL_ETIMEDOUT:
-                _give_cell(arrived)  # cleared by the call: nothing of ours stands
-                return rc == 1 if rc >= 0 else check(rc, self.path) == 1
-            return self._wait(epoch & _MASK, q, None, None, arrived=arrived)
         if timeout is not None:
             _util.seconds(timeout, "timeout")
         return self._wait(epoch & _MASK, q, timeout, None)
@@ -171,13 +162,14 @@ class Barrier(_Handle):
             raise
 
     def _wait(self, my_epoch: int, quorum: int, timeout: Optional[float],
-              gone: Optional[threading.Event], slice_max: float = _SLICE, arrived: Any = None) -> bool:
+              gone: Optional[threading.Event], slice_max: float = _SLICE) -> bool:
+        """The wait, in slices that keep the arrival; any exception between
+        two of them (Ctrl-C, the handle closed) withdraws it."""
         if not _SLICED:
             return self._wait_withdrawing(my_epoch, quorum, timeout, gone, slice_max)
         ptr = self._p()
-        if arrived is None:
-            arrived = _take_cell()
-        slice_ns = int(slice_max * 1e9)
+        arrived = _take_cell()
+        slice_ns = _SLICE_NS if slice_max == _SLICE else int(slice_max * 1e9)
         deadline = None if timeout is None else time.monotonic() + timeout
         try:
             while True:
@@ -185,7 +177,7 @@ class Barrier(_Handle):
                     slice_ns = min(slice_ns, max(0, int((deadline - time.monotonic()) * 1e9)))
                 rc = lib.vigil_barrier_wait_slice(ptr, my_epoch, quorum, slice_ns, arrived)
                 if rc != VIGIL_ETIMEDOUT:
-                    return check(rc, self.path) == 1
+                    return rc == 1 if rc >= 0 else check(rc, self.path) == 1
                 if (deadline is not None and time.monotonic() >= deadline) or (gone is not None and gone.is_set()):
                     rc = lib.vigil_barrier_withdraw(ptr, my_epoch, arrived)
                     if rc != VIGIL_ETIMEDOUT:
