@@ -32,8 +32,9 @@ const char *vigil_strerror(int err);
 
 /* The layout version every vigil file carries at offset 8; open refuses
  * any other (VIGIL_EBADFILE). 2: the slot writer word, the barrier's
- * release gate and the counters (vigil-files(5)). */
-#define VIGIL_LAYOUT_VERSION 3u
+ * release gate and the counters; 4: registrations named by a generation
+ * that never recurs, and lock words that never recur (vigil-files(5)). */
+#define VIGIL_LAYOUT_VERSION 4u
 
 /* The kinds of vigil file; the value is stored at offset 12 of the header. */
 enum vigil_kind {
