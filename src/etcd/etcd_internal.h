@@ -294,7 +294,7 @@ struct cJSON *vigil_etcd__parse_whole(const char *body, size_t len);
 
 /* ---- what etcd.c lends the wait (etcd_wait.c) -------------------------- */
 
-/* CLOCK_MONOTONIC in ns, the keepalive's clock. */
+/* The lease clock in ns (CLOCK_BOOTTIME, keepalive_internal.h), the keepalive's. */
 uint64_t vigil_etcd__now_ns(void);
 
 /* The txn "our key still hangs on this lease at the token's revision",
