@@ -183,10 +183,11 @@ shared_structs! {
         pid: u32 = 4,
         term: u64 = 8,
     }
-    "vigil_failover_watch_info" => struct vigil_failover_watch_info: 12 {
+    "vigil_failover_watch_info" => struct vigil_failover_watch_info: 16 {
         pidfds: u32 = 0,
         watched: u32 = 4,
         by_epochs: u32 = 8,
+        retrying: u32 = 12,
     }
     "vigil_barrier_state" => struct vigil_barrier_state: 40 {
         capacity: u32 = 0,
