@@ -61,15 +61,22 @@ for p in $pids; do wait "$p"; done
 if [ -f "$libdir/pkgconfig/vigil-etcd.pc" ]; then
     cat > "$tmp/etcd.c" <<'C'
 #include <vigil/etcd.h>
+#include <vigil/group.h>
 int main(void)
 {
     vigil_etcd *e = 0;
     /* Links and runs: connecting needs no server, it only parses. */
     int rc = vigil_etcd_connect("http://127.0.0.1:1", &e);
+    vigil_group_watch_close(0);
     vigil_etcd_close(e);
-    return rc == 0 ? 0 : 1;
+    return rc == 0 && vigil_group_leave(0) == 0 ? 0 : 1;
 }
 C
+    for cxx in g++ clang++; do # the groups' header as C++17 too
+        command -v "$cxx" >/dev/null 2>&1 || continue
+        "$cxx" -std=c++17 -Wall -Wextra -Werror -x c++ -fsyntax-only "$tmp/etcd.c" \
+            $(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --cflags vigil-etcd)
+    done
     "$cc" -o "$tmp/etcd" "$tmp/etcd.c" \
         $(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --cflags --libs vigil-etcd) -Wl,-rpath,"$libdir"
     "$tmp/etcd"
