@@ -42,34 +42,6 @@ enum { EXIT_NOT_JOINED = 75, EXIT_LOST = 79 };
 
 #define GROUP_MAX_TTL_MS UINT64_C(86400000) /* a day */
 
-/* "500ms", "10s", "1.5s", "2m", "1h"; a bare number is ms. 0, or -1. */
-static int parse_ms(const char *s, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    if (!s || !((*s >= '0' && *s <= '9') || *s == '.'))
-        return -1;
-    double v = strtod(s, &end);
-    if (errno || end == s || v < 0)
-        return -1;
-    double scale = 1;
-    if (strcmp(end, "ms") == 0 || *end == '\0')
-        scale = 1;
-    else if (strcmp(end, "s") == 0)
-        scale = 1e3;
-    else if (strcmp(end, "m") == 0)
-        scale = 60e3;
-    else if (strcmp(end, "h") == 0)
-        scale = 3600e3;
-    else
-        return -1;
-    double ms = v * scale;
-    if (ms > (double)GROUP_MAX_TTL_MS || ms != ms)
-        return -1;
-    *out = (uint64_t)(ms + 0.5);
-    return 0;
-}
-
 static const struct tool_cmd join_cmd, watch_cmd, ls_cmd;
 
 #ifdef VIGIL_HAVE_ETCD
@@ -105,13 +77,15 @@ static int check_name(const struct tool_cmd *cmd, const char *what, const char *
 
 static int join_run(const struct tool_cmd *cmd, int argc, char **argv)
 {
-    const char *etcd = NULL, *name_opt = NULL, *ttl_s = NULL, *dir = NULL, *kill_s = NULL;
+    const char *etcd = NULL, *name_opt = NULL, *dir = NULL;
+    uint64_t ttl = 10000, kill_after = 5000;
+    /* Durations as every command of the tool reads them (duration.c). */
     const struct tool_opt opts[] = {
         { "etcd", OPT_STR, 0, 0, NULL, NULL, &etcd },
         { "name", OPT_STR, 0, 0, NULL, NULL, &name_opt },
-        { "ttl", OPT_STR, 0, 0, NULL, NULL, &ttl_s },
+        { "ttl", OPT_MS, 1, GROUP_MAX_TTL_MS, &ttl, NULL, NULL },
         { "dir", OPT_STR, 0, 0, NULL, NULL, &dir },
-        { "kill-after", OPT_STR, 0, 0, NULL, NULL, &kill_s },
+        { "kill-after", OPT_MS, 0, GROUP_MAX_TTL_MS, &kill_after, NULL, NULL },
     };
     int dd = 1;
     while (dd < argc && strcmp(argv[dd], "--") != 0)
@@ -121,17 +95,12 @@ static int join_run(const struct tool_cmd *cmd, int argc, char **argv)
     int rc = tool_parse(cmd, dd, argv, opts, sizeof(opts) / sizeof(opts[0]), pos, 0, 1, &npos);
     if (rc != TOOL_GO)
         return rc;
-    uint64_t ttl = 10000, kill_after = 5000;
     if (!etcd)
         return tool_usage_error(cmd, "missing --etcd ENDPOINTS");
     if (npos == 0)
         return tool_usage_error(cmd, "missing GROUP");
     if (dd + 1 >= argc)
         return tool_usage_error(cmd, dd == argc ? "missing '--' and CMD after GROUP" : "missing CMD after '--'");
-    if (ttl_s && (parse_ms(ttl_s, &ttl) < 0 || ttl < 1))
-        return tool_usage_error(cmd, "--ttl: not a duration from 1ms to 24h: '%s'", ttl_s);
-    if (kill_s && parse_ms(kill_s, &kill_after) < 0)
-        return tool_usage_error(cmd, "--kill-after: not a duration up to 24h: '%s'", kill_s);
     const char *group = pos[0];
     if ((rc = check_name(cmd, "GROUP", group, VIGIL_GROUP_MAX)) != TOOL_GO)
         return rc;
@@ -418,6 +387,8 @@ static const struct tool_cmd join_cmd = {
             "                       which ends it the moment this process dies (default\n"
             "                       $VIGIL_DIR)\n"
             "  --kill-after DURATION  from SIGTERM to SIGKILL on a loss (default 5s)\n"
+            "                       (a DURATION: 500ms, 10s, 1.5s, 2m; a number alone is\n"
+            "                       milliseconds)\n"
             "  -h, --help           show this help\n"
             "\n"
             "exit status: CMD's own (128 + n if it died of signal n), 75 the name is a\n"
