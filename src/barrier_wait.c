@@ -6,8 +6,9 @@
  *
  * The release rule, per SPEC: live = live slots of the heartbeat table;
  * rec_live = records stamped with this epoch whose slot is still live and
- * still owned by the pid that arrived; unbound = the state word's count,
- * which only unbound handles add to. A round releases when
+ * still holds the registration that arrived (THE RECORD, src/barrier.c);
+ * unbound = the state word's count, which only unbound handles add to. A
+ * round releases when
  *     live - rec_live <= unbound       (wait)
  *     unbound + rec_live >= quorum     (wait_quorum)
  * With no bound handle this is the reference's `arrived >= live`; with
@@ -19,9 +20,10 @@
  * counterexamples; tests: test_barrier_procs.c, test_barrier.c).
  *
  *   Arrival. Unbound: one CAS adding 1 to the state's count at the epoch.
- *   Bound: one store of the record (epoch, pid), and nothing else, so no
- *   kill can leave half an arrival: before the store it has not arrived,
- *   after it the record stands for it until its heartbeat lapses.
+ *   Bound: one 16-byte CAS of the record to (epoch, gen), and nothing
+ *   else, so no kill can leave half an arrival: before the CAS it has not
+ *   arrived, after it the record stands for it until its heartbeat lapses
+ *   or its registration is reclaimed.
  *
  *   Judgement and commit. The gate word is (epoch, COMMITTED, withdrawals).
  *   A judge loads the gate g first (installing (E, 0) over an older
@@ -90,28 +92,64 @@ static void futex_wake_all(_Atomic uint32_t *word)
 
 struct tally {
     uint32_t live;     /* live slots (only for the all-live rule) */
-    uint32_t rec_live; /* records stamped with the epoch, slot live and owned by the recorded pid */
+    uint32_t rec_live; /* records stamped with the epoch, slot live and still the registration that arrived */
 };
 
+/* A slot's pid, last beat and registration as one SeqLock snapshot; gen 0
+ * when the slot stayed mid-change for a few looks (then no record counts
+ * for it, and its liveness is the words as read). */
+struct slot_look {
+    uint32_t pid;
+    uint64_t seen, gen;
+};
+
+static inline struct slot_look slot_look(const struct vigil_hb_slot *s)
+{
+    struct slot_look l = { 0, 0, 0 };
+    for (unsigned tries = 0; tries < 4; tries++) {
+        /* As vigil_slot_read: an unchanged even version around the loads
+         * says no structural writer overlapped them (a beat may have, and
+         * is a moment's liveness anyway). */
+        uint64_t v = atomic_load_explicit(&s->seq, memory_order_acquire);
+        l.pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
+        l.seen = atomic_load_explicit(&s->last_seen_epoch, memory_order_relaxed);
+        l.gen = vigil_gen_of(atomic_load_explicit(&s->gen, memory_order_relaxed));
+        atomic_thread_fence(memory_order_acquire);
+        if (!(v & 1u) && atomic_load_explicit(&s->seq, memory_order_relaxed) == v)
+            return l;
+    }
+    l.gen = 0;
+    return l;
+}
+
 /* One pass over the records and, for the all-live rule, the whole table.
- * The heartbeat words are relaxed: liveness is a moment's estimate. */
+ * The heartbeat words are relaxed: liveness is a moment's estimate. A
+ * slot without a record of the round costs its stamp's load and, for the
+ * all-live rule, the two words of its liveness, as before records named
+ * registrations; only a stamped record costs the gen loads and the
+ * slot's SeqLock snapshot. */
 static void tally(const vigil_barrier *b, uint32_t epoch, bool all, struct tally *t)
 {
     const struct vigil_hb_slot *s = b->hb->slots;
     struct live_rule lr = live_rule(b);
     uint32_t live = 0, rec_live = 0;
     for (uint32_t i = 0; i < b->capacity; i++) {
-        /* seq_cst: against the arrival's store, so that of two bound
+        /* seq_cst: against the arrival's CAS, so that of two bound
          * arrivals judging at once at least one sees the other's record,
          * and against the withdrawal's clear (see THE PROTOCOL). */
-        uint64_t r = atomic_load_explicit(&b->records[i], memory_order_seq_cst);
-        uint32_t stamped = st_epoch(r) == epoch && st_arrived(r) != 0;
-        if (!all && !stamped)
+        bool stamped = atomic_load_explicit(&b->records[i].ep, memory_order_seq_cst) == rec_make(epoch);
+        if (!stamped) {
+            if (all) {
+                uint32_t pid = atomic_load_explicit(&s[i].pid, memory_order_relaxed);
+                live += is_live(lr, pid, atomic_load_explicit(&s[i].last_seen_epoch, memory_order_relaxed));
+            }
             continue;
-        uint32_t pid = atomic_load_explicit(&s[i].pid, memory_order_relaxed);
-        uint32_t lv = is_live(lr, pid, atomic_load_explicit(&s[i].last_seen_epoch, memory_order_relaxed));
+        }
+        uint64_t g = rec_gen_at(&b->records[i], epoch);
+        struct slot_look l = slot_look(&s[i]);
+        uint32_t lv = is_live(lr, l.pid, l.seen);
         live += lv;
-        rec_live += stamped & lv & (st_arrived(r) == pid);
+        rec_live += lv & (g != 0 && g == l.gen);
     }
     t->live = live, t->rec_live = rec_live;
 }
@@ -252,7 +290,7 @@ static int try_release(vigil_barrier *b, uint32_t epoch, uint32_t quorum)
 
 struct waiter {
     uint32_t slot;      /* bound slot or VIGIL_BARRIER_UNBOUND */
-    uint32_t pid;       /* the slot's owner when it was bound */
+    uint64_t gen;       /* the registration bound, 0 unbound */
     uint64_t deadline;  /* monotonic ns; UINT64_MAX = none */
     unsigned spun;      /* the spin and yield phases are done */
     uint64_t slice;     /* the last sleep's length */
@@ -261,13 +299,57 @@ struct waiter {
     unsigned quiet;     /* wakes in a row that found no release */
 };
 
-/* A bound waiter is alive: it beats its slot, but only while the slot is
- * still the one it bound (a slot reclaimed and re-registered by another
- * process is not ours to keep alive). */
+/* A bound waiter is alive: it beats its slot, but only while the slot
+ * still holds the registration it bound (a slot reclaimed and registered
+ * again, by anyone, is not ours to keep alive). vigil_slot_gen is seq_cst:
+ * checked after our record's CAS, it is ordered against a reclaim's
+ * locked change of the gen (heartbeat_internal.h). */
 static inline bool still_ours(const vigil_barrier *b, const struct waiter *w)
 {
-    /* Relaxed: a moment's check, like the liveness rule's loads. */
-    return atomic_load_explicit(&b->hb->slots[w->slot].pid, memory_order_relaxed) == w->pid;
+    return vigil_slot_gen(&b->hb->slots[w->slot]) == w->gen;
+}
+
+/* The binding of the handle now: one word, so a bind racing a wait gives
+ * one whole binding or the other. Relaxed: nothing travels with it. */
+static inline void bound_of(const vigil_barrier *b, uint32_t *slot, uint64_t *gen)
+{
+    uint64_t bound = atomic_load_explicit(&b->bound, memory_order_relaxed);
+    *gen = bound >> BOUND_SLOT_BITS;
+    *slot = *gen ? (uint32_t)(bound & ((UINT64_C(1) << BOUND_SLOT_BITS) - 1)) : VIGIL_BARRIER_UNBOUND;
+}
+
+/*
+ * A bound arrival (THE RECORD, src/barrier.c): one 16-byte CAS of the
+ * record to (epoch, gen), from the value last read, made only once the
+ * slot has been seen to hold our registration after that value was read.
+ * Had the value been a later registration's record, that registration
+ * would have existed before the check, and the check would have failed
+ * (a slot's gen never returns to an old one); and a record that changes
+ * after the read fails the CAS. So a stale handle never writes over its
+ * successor's record. 0 arrived; VIGIL_ELOST when our registration is
+ * gone (before the CAS: nothing written; after it: the record names a gen
+ * no judge counts); VIGIL_EBUSY when a peer kept rewriting the record.
+ */
+static int arrive_bound(vigil_barrier *b, const struct waiter *w, uint32_t epoch)
+{
+    vigil_barrier_record *r = &b->records[w->slot];
+    /* Acquire: both read before the check below. A torn pair only fails
+     * the CAS, which then gives the record whole. */
+    uint64_t ep = atomic_load_explicit(&r->ep, memory_order_acquire);
+    uint64_t g = atomic_load_explicit(&r->gen, memory_order_acquire);
+    for (unsigned tries = 0;; tries++) {
+        if (!still_ours(b, w))
+            return VIGIL_ELOST;
+        if (tries == 0)
+            barrier_hook(BP_RECORDING); /* checked, not yet recorded */
+        if (rec_cas(r, &ep, &g, rec_make(epoch), w->gen))
+            break;
+        if (tries >= CAS_TRIES)
+            return VIGIL_EBUSY;
+    }
+    barrier_hook(BP_RECORDED);
+    /* Reclaimed while we arrived: our record counts for no one; say so. */
+    return still_ours(b, w) ? 0 : VIGIL_ELOST;
 }
 
 static inline void keep_beating(vigil_barrier *b, const struct waiter *w)
@@ -417,15 +499,16 @@ static uint64_t await_change(vigil_barrier *b, struct waiter *w, uint32_t epoch,
  * counts it, so it stands in for no one. The release resets the count to
  * 0 and stale records stop matching the new epoch.
  */
-static int withdraw(vigil_barrier *b, uint32_t epoch, uint32_t slot, uint32_t pid)
+static int withdraw(vigil_barrier *b, uint32_t epoch, uint32_t slot, uint64_t gen)
 {
     struct vigil_barrier_header *h = b->hdr;
+    barrier_hook(BP_WITHDRAWING);
     if (slot != VIGIL_BARRIER_UNBOUND) {
-        uint64_t mine = st_make(epoch, pid);
-        /* seq_cst: before the gate's bump in the total order. Failure
-         * relaxed: a record not ours stays. */
-        atomic_compare_exchange_strong_explicit(&b->records[slot], &mine, 0,
-                                                memory_order_seq_cst, memory_order_relaxed);
+        /* Our own (epoch, gen) to (0, gen), keeping the gen (a record's
+         * never decreases). A locked CAS, so before the gate's bump in the
+         * total order; failing, the record is not ours and stays. */
+        uint64_t ep = rec_make(epoch), g = gen;
+        rec_cas(&b->records[slot], &ep, &g, 0, gen);
     } else {
         /* Acquire on failure too: a new epoch seen here is a return of 0,
          * the barrier passed, and the releaser's writes must come with it. */
@@ -479,11 +562,8 @@ static int barrier_wait(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, ui
                         int *kept)
 {
     struct vigil_barrier_header *h = b->hdr;
-    /* Relaxed: (pid, slot) is one word, so a bind racing this wait gives
-     * one whole pair or the other; nothing else travels with it. */
-    uint64_t bound = atomic_load_explicit(&b->bound, memory_order_relaxed);
-    struct waiter w = { .slot = (uint32_t)bound, .pid = (uint32_t)(bound >> 32),
-                        .deadline = UINT64_MAX };
+    struct waiter w = { .deadline = UINT64_MAX };
+    bound_of(b, &w.slot, &w.gen);
     keep_beating(b, &w);
 
     /* An epoch that has already passed returns at once. */
@@ -517,9 +597,10 @@ static int barrier_wait(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, ui
     w.slice = 0;
 
     /*
-     * Arrival (THE PROTOCOL). A slot that is no longer the bound owner's
-     * (vacated by failover, say) is VIGIL_EVACANT before anything is
-     * counted. Unbound: one CAS adding 1 at our epoch; failing means
+     * Arrival (THE PROTOCOL). A slot that no longer holds the bound
+     * registration (vacated by failover, say, and perhaps registered
+     * again) is VIGIL_ELOST, and nothing of its successor's is touched.
+     * Bound: arrive_bound. Unbound: one CAS adding 1 at our epoch; failing means
      * another caller arrived, withdrew or released in between, retry with
      * the value it left. Release: the caller's writes before the barrier
      * travel with the count to whoever releases the round; acquire on
@@ -529,16 +610,15 @@ static int barrier_wait(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, ui
     if (kept && *kept) {
         /* Arrived in an earlier slice: the record or the count stands. */
         if (w.slot != VIGIL_BARRIER_UNBOUND && !still_ours(b, &w))
-            return VIGIL_EVACANT;
+            return VIGIL_ELOST;
         s = atomic_load_explicit(&h->state, memory_order_seq_cst);
     } else if (w.slot != VIGIL_BARRIER_UNBOUND) {
-        if (!still_ours(b, &w))
-            return VIGIL_EVACANT;
-        barrier_hook(BP_RECORDING);
-        /* seq_cst: see tally; it is also the release that hands our
-         * writes before the barrier to the judge that counts the record. */
-        atomic_store_explicit(&b->records[w.slot], st_make(my_epoch, w.pid), memory_order_seq_cst);
-        barrier_hook(BP_RECORDED);
+        /* The CAS is seq_cst (see tally); it is also the release that
+         * hands our writes before the barrier to the judge that counts
+         * the record. */
+        int err = arrive_bound(b, &w, my_epoch);
+        if (err < 0)
+            return err;
         s = atomic_load_explicit(&h->state, memory_order_seq_cst);
     } else {
         for (unsigned tries = 0;; tries++) {
@@ -576,6 +656,11 @@ static int barrier_wait(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, ui
         lost = 0;
         bool timed_out;
         s = await_change(b, &w, my_epoch, &timed_out);
+        /* Reclaimed while we waited (stalled past the grace window, say):
+         * a stale actor, told. Our record names a gen no judge counts any
+         * more, so there is nothing to take back. */
+        if (st_epoch(s) == my_epoch && w.slot != VIGIL_BARRIER_UNBOUND && !still_ours(b, &w))
+            return VIGIL_ELOST;
         if (timed_out && st_epoch(s) == my_epoch) {
             /* Judge once more: the deadline does not hide a round that has
              * just completed. */
@@ -583,7 +668,7 @@ static int barrier_wait(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, ui
                 return VIGIL_SERIAL;
             if (kept)
                 return VIGIL_ETIMEDOUT; /* the slice ends; the arrival stays */
-            return withdraw(b, my_epoch, w.slot, w.pid);
+            return withdraw(b, my_epoch, w.slot, w.gen);
         }
     }
 }
@@ -648,9 +733,10 @@ int vigil_barrier_withdraw(vigil_barrier *b, uint32_t my_epoch, int *arrived)
         return -EINVAL;
     if (!*arrived)
         return VIGIL_ETIMEDOUT; /* nothing stands: nothing to take back */
-    uint64_t bound = atomic_load_explicit(&b->bound, memory_order_relaxed); /* as in barrier_wait */
-    uint32_t slot = (uint32_t)bound, pid = (uint32_t)(bound >> 32);
-    int rc = withdraw(b, my_epoch, slot, pid);
+    uint32_t slot;
+    uint64_t gen;
+    bound_of(b, &slot, &gen); /* as in barrier_wait */
+    int rc = withdraw(b, my_epoch, slot, gen);
     if (rc == 0 || rc == VIGIL_ETIMEDOUT)
         *arrived = 0;
     return rc;

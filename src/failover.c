@@ -33,10 +33,10 @@
  *
  *   1. Filter without writing: seq even, pid != 0, stale (relaxed loads;
  *      an acquire fence only once the slot needs acting on).
- *   2. Take the slot's writer lock (`writer` by CAS, then seq from even
- *      v to v + 1). Of all racing watchdogs (and registrants, and
- *      unregister) exactly one takes it; the losers skip the slot for
- *      this scan.
+ *   2. Take the slot's writer lock (one 16-byte compare-and-swap of
+ *      {writer, seq} from {any, even v} to {our word, v + 1}). Of all
+ *      racing watchdogs (and registrants, and unregister) exactly one
+ *      takes it; the losers skip the slot for this scan.
  *   3. Under the lock, re-read gen, pid and last_seen_epoch: the
  *      registration judged (named by its generation, which never recurs)
  *      must still hold the slot, and a beat may have landed since step 1
@@ -45,13 +45,13 @@
  *   4. Claim by CAS on pid, from the pid judged to 0. No vigil writer moves
  *      pid without the lock, so this fails only against a peer writing the
  *      file outside the protocol; then the slot is left alone.
- *   5. Take the bits with exchange(in_flight, 0). The pid is cleared first
- *      so a still-running owner's mark_in_flight (which checks pid) stops
- *      adding bits as early as possible; a mark that raced past its check
- *      lands on the now vacant slot and a later scan hands it over with
- *      pid 0 (see STRAY BITS), so a bit is never taken twice nor dropped
- *      by the scan.
- *   6. Clear the rest, release the lock with v + 2.
+ *   5. Take the bits and end the registration in one 16-byte swap of
+ *      {in_flight, gen} to {0, gen | VIGIL_GEN_VACANT} (THE FENCE, in
+ *      <vigil/heartbeat.h>): every mark or clear the owner makes after it,
+ *      however stale, fails and is told VIGIL_ELOST, so no bit lands in
+ *      the vacant slot or a successor's, and every one before it is in
+ *      the bits handed over: a bit is never taken twice nor dropped.
+ *   6. Clear the rest, release the lock with a store of v + 2.
  *
  * An entry is written only for a slot actually vacated, and a slot is
  * vacated only while there is room for its entry: with max entries
@@ -59,34 +59,38 @@
  *
  * THE REPAIR (a writer died holding the lock; model: model/slot.pml):
  *
- *   A writer killed between its lock and its unlock leaves `writer`
- *   naming it, and seq odd if it got that far: snapshots give VIGIL_EBUSY
- *   and nobody can lock the slot. A scan that finds `writer` held looks
- *   at the process it names (vigil_lock_holder_dead: same pid namespace,
- *   and gone or another process by its start time):
+ *   A writer killed between its lock and its unlock leaves the version
+ *   odd and `writer` naming it: snapshots give VIGIL_EBUSY and nobody can
+ *   lock the slot. A scan that finds the version odd reads the holding
+ *   {writer, seq} as one (vigil_pair_read), then looks at the process it
+ *   names (vigil_lock_holder_dead: same pid namespace, and gone, or
+ *   another process by its start time, or one that maps no part of the
+ *   table):
  *
  *   - alive, or not provably dead (another namespace, unknown): leave it.
  *     A writer that is only paused (SIGSTOP, a long preemption) resumes
  *     and finishes its own change; nothing ever moves the version under
  *     it, so it never goes backwards.
- *   - dead: CAS `writer` from its word to ours (one of the racing
- *     scanners wins), then move seq to the next odd value (v + 2 if odd,
- *     v + 1 if even), so readers keep away. Under that lock the slot is
- *     judged as in the claim: a stale, dead or vacant slot is vacated and
- *     its bits handed over (an entry with pid 0 if the pid was already
- *     cleared by a scanner killed between steps 4 and 5); a live slot
- *     keeps its owner and bits. The unlock moves seq to the next even
- *     value and frees `writer`.
+ *   - dead: take the lock over by one 16-byte swap from exactly the
+ *     holding read to {our word, odd + 2} (one of the racing scanners
+ *     wins; one that judged and then stalled fails once the lock has
+ *     changed hands, even to a process with the dead one's very word,
+ *     since the version names the holding: LOCK PAIRS, proc_internal.h).
+ *     Under that lock the slot is judged as in the claim: a stale, dead
+ *     or vacant slot is vacated and its bits handed over (with pid 0 if
+ *     the pid was already cleared by a writer killed after it); a live
+ *     slot keeps its owner and bits. The unlock stores the next even
+ *     version.
  *
  *   So the version only grows, and a repair never happens under a writer
  *   that can come back. (The design before, which repaired by time once
  *   the version had stayed odd past grace, let a paused writer store its
  *   unlock over the repair's: model/slot_old.pml.)
  *
- * STRAY BITS: a vacant slot (seq even, pid 0) with in_flight != 0 holds
- * marks that an owner made after it was vacated. The scan takes them under
- * the lock as above and reports them with pid 0. (A register that takes
- * the slot first clears them; that race is the heartbeat table's.)
+ * STRAY BITS: since THE FENCE a vacant slot never gains a bit through
+ * vigil; one that holds some anyway (written by a peer outside the
+ * protocol) has them taken under the lock as above and reported with
+ * pid 0, or cleared by the next register.
  *
  * A watchdog killed between step 5 and returning loses the entries it
  * took: the scan hands bits to its caller's memory, and a caller that must
@@ -129,8 +133,8 @@ static bool probed_dead(const struct scan *sc, const struct vigil_hb_slot *s, ui
 static bool vacate_locked(struct vigil_hb_slot *s, uint32_t pid, uint64_t *bits)
 {
     uint32_t expect = pid;
-    /* Relaxed: the lock's acquire CAS already ordered us after the last
-     * writer, and the unlock's release publishes the vacancy. */
+    /* Relaxed: the lock's swap already ordered us after the last writer,
+     * and the unlock's release publishes the vacancy. */
     if (!atomic_compare_exchange_strong_explicit(&s->pid, &expect, 0, memory_order_relaxed,
                                                  memory_order_relaxed))
         return false;
@@ -140,14 +144,19 @@ static bool vacate_locked(struct vigil_hb_slot *s, uint32_t pid, uint64_t *bits)
      * count (registers - reclaims - occupied) go below zero. */
     if (pid != 0)
         atomic_fetch_add_explicit(&s->reclaims, 1, memory_order_relaxed);
-    /* The registration is over: its generation is marked vacant, so it
-     * names nothing live again (REGISTRATIONS AND THEIR GENERATIONS).
-     * Relaxed: published by the unlock, as every field. */
-    uint64_t word = atomic_load_explicit(&s->gen, memory_order_relaxed);
-    atomic_store_explicit(&s->gen, word | VIGIL_GEN_VACANT, memory_order_relaxed);
-    /* Acquire: pairs with mark_in_flight's release, so the caller that
-     * gets a bit also sees what the owner recorded about the unit. */
-    *bits = atomic_exchange_explicit(&s->in_flight, 0, memory_order_acquire);
+    /* Step 5, THE FENCE's other half (<vigil/heartbeat.h>): the bits are
+     * taken and the generation marked vacant in one swap of the pair, so
+     * every mark or clear the owner makes after it, however stale, fails
+     * and is told VIGIL_ELOST, and every one before it is in the bits
+     * handed over. It can fail only against the owner's own marks (the
+     * bits moved), and is then tried again with what it read. A full
+     * barrier: acquire for what the owner recorded about each unit before
+     * marking it. */
+    uint64_t b = atomic_load_explicit(&s->in_flight, memory_order_relaxed);
+    uint64_t g = atomic_load_explicit(&s->gen, memory_order_relaxed);
+    while (!vigil__cas16(&s->in_flight, &b, &g, 0, g | VIGIL_GEN_VACANT))
+        ;
+    *bits = b;
     atomic_store_explicit(&s->role, VIGIL_ROLE_WORKER, memory_order_relaxed);
     atomic_store_explicit(&s->last_seen_epoch, 0, memory_order_relaxed);
     atomic_store_explicit(&s->start_time, 0, memory_order_relaxed);
@@ -184,29 +193,25 @@ static void claim(struct scan *sc, uint32_t i, uint64_t gen, uint32_t pid, bool 
         take = now_gen == gen && now_pid == pid && (dead || stale_at(sc, pid, seen));
     if (take && vacate_locked(s, now_pid, &bits))
         emit(sc, i, pid, bits);
-    /* A failed unlock means a peer outside the protocol took the slot
-     * over: the bits were taken all the same and are handed over once. */
     vigil_slot_unlock(s, lv);
 }
 
-/* THE REPAIR, for a slot whose `writer` was read as w. */
-static void repair(struct scan *sc, uint32_t i, uint64_t w)
+/* THE REPAIR, for a slot whose version was read odd. */
+static void repair(struct scan *sc, uint32_t i)
 {
     struct vigil_hb_slot *s = &sc->hb->slots[i];
+    uint64_t w, odd;
+    /* The holding first, then the judgement (LOCK PAIRS): a writer that
+     * took the lock before this read existed then, so "dead" covers it,
+     * and one that takes it after has another version. */
+    if (!vigil_pair_read(&s->writer, &w, &odd) || !(odd & 1u))
+        return; /* moving, or finished meanwhile */
     if (!vigil_lock_holder_dead(w, sc->hb->hdr))
         return; /* alive, paused, or out of sight: its change is its own */
-    uint64_t expect = w;
-    /* Acquire, as a lock acquisition: the fields read below are at least
-     * as new as whatever the dead writer managed to store. */
-    if (!atomic_compare_exchange_strong_explicit(&s->writer, &expect, vigil_self_lock_word(),
-                                                 memory_order_acquire, memory_order_relaxed))
-        return; /* another scanner repairs it */
+    slot_hook(SP_JUDGED);
     uint64_t lv;
-    if (vigil_slot_lock_version(s, &lv) < 0) {
-        /* Release: as an unlock. */
-        atomic_store_explicit(&s->writer, 0, memory_order_release);
-        return;
-    }
+    if (vigil_slot_take_over(s, w, odd, &lv) < 0)
+        return; /* another scanner repairs it, or it changed hands */
     /* Relaxed: a statistic, published by the unlock below. */
     atomic_fetch_add_explicit(&s->repairs, 1, memory_order_relaxed);
     uint32_t pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
@@ -247,19 +252,16 @@ static int scan_table(vigil_hb *hb, uint64_t grace_epochs, vigil_reclaim *out, u
         uint64_t v = atomic_load_explicit(&s->seq, memory_order_relaxed);
         uint32_t pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
         uint64_t seen = atomic_load_explicit(&s->last_seen_epoch, memory_order_relaxed);
-        uint64_t writer = atomic_load_explicit(&s->writer, memory_order_relaxed);
-        if (!writer && !(v & 1u) && vigil_hb_is_live_at(pid, seen, epoch, grace_epochs) && !probe)
+        if (!(v & 1u) && vigil_hb_is_live_at(pid, seen, epoch, grace_epochs) && !probe)
             continue;
         /* Acquire: the loads below are at least as new as the unlock that
          * wrote v; the version read again after them tells whether they
          * all belong to version v's registration. */
         atomic_thread_fence(memory_order_acquire);
-        if (writer) {
-            repair(&sc, i, writer);
+        if (v & 1u) {
+            repair(&sc, i);
             continue;
         }
-        if (v & 1u)
-            continue; /* odd with no writer: only a scribble; left alone */
         pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
         uint64_t gen = vigil_gen_of(atomic_load_explicit(&s->gen, memory_order_relaxed));
         uint64_t bits = atomic_load_explicit(&s->in_flight, memory_order_relaxed);

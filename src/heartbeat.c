@@ -62,6 +62,9 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <time.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 /* 2^20 slots is a 64 MiB file; far past any pool on one host. */
 const struct vigil_layout vigil_hb_layout = {
@@ -73,51 +76,14 @@ const struct vigil_layout vigil_hb_layout = {
 
 void (*vigil_slot_hook)(int point);
 
-int vigil_slot_lock_version(struct vigil_hb_slot *s, uint64_t *version)
+/* THE SLOT WRITER LOCK's slow paths; the take and the unlock are inline
+ * (heartbeat_internal.h). */
+int vigil_slot_take_over(struct vigil_hb_slot *s, uint64_t w, uint64_t odd, uint64_t *version)
 {
-    uint64_t v = atomic_load_explicit(&s->seq, memory_order_relaxed);
-    /* Odd only after a writer died mid-change (a repair's take-over): the
-     * next odd value keeps readers away and moves the version on. Relaxed
-     * CAS: `writer`'s acquire CAS already ordered us after the previous
-     * writer; the fence below orders the fields after it. */
-    uint64_t odd = v & 1u ? v + 2u : v + 1u;
-    if (!atomic_compare_exchange_strong_explicit(&s->seq, &v, odd, memory_order_relaxed,
-                                                 memory_order_relaxed))
-        return VIGIL_EBUSY; /* only a peer outside the protocol moves it */
-    /* The odd version must be visible before any field changes: a reader
-     * that sees a new field value then re-reads the version after its
-     * acquire fence, and this fence makes that re-read see the odd one. */
-    atomic_thread_fence(memory_order_release);
-    *version = odd - 1u;
-    slot_hook(SP_LOCKED);
-    return 0;
-}
-
-int vigil_slot_try_lock(struct vigil_hb_slot *s, uint64_t *version)
-{
-    if (atomic_load_explicit(&s->writer, memory_order_relaxed) != 0 ||
-        (atomic_load_explicit(&s->seq, memory_order_relaxed) & 1u))
+    uint64_t held;
+    if (!vigil_pair_take_over(&s->writer, w, odd, vigil_self_lock_word(), &held))
         return VIGIL_EBUSY;
-    uint64_t free_word = 0, me = vigil_self_lock_word();
-    /* Acquire: the fields read under the lock are at least as new as the
-     * ones the previous writer published with its releasing unlock. */
-    if (!atomic_compare_exchange_strong_explicit(&s->writer, &free_word, me, memory_order_acquire,
-                                                 memory_order_relaxed))
-        return VIGIL_EBUSY;
-    slot_hook(SP_WRITER_TAKEN);
-    uint64_t v = atomic_load_explicit(&s->seq, memory_order_relaxed);
-    if (v & 1u) {
-        /* Odd with `writer` free: a scribble; leave the slot to repair.
-         * Release: as any unlock. */
-        atomic_store_explicit(&s->writer, 0, memory_order_release);
-        return VIGIL_EBUSY;
-    }
-    /* A store, not a CAS: holding `writer`, no vigil writer moves seq. */
-    atomic_store_explicit(&s->seq, v + 1u, memory_order_relaxed);
-    /* As in vigil_slot_lock_version: the odd version before any field. */
-    atomic_thread_fence(memory_order_release);
-    *version = v;
-    slot_hook(SP_LOCKED);
+    vigil_slot_locked(version, held);
     return 0;
 }
 
@@ -130,28 +96,6 @@ int vigil_slot_lock(struct vigil_hb_slot *s, uint64_t *version)
         if (!vigil_backoff(attempt, &deadline))
             return VIGIL_EBUSY;
     }
-}
-
-int vigil_slot_unlock(struct vigil_hb_slot *s, uint64_t version)
-{
-    slot_hook(SP_FIELDS_WRITTEN);
-    uint64_t odd = version + 1u;
-    uint64_t me = vigil_self_lock_word();
-    /* Release: every field written under the lock is visible to whoever
-     * sees the new even version. A version that moved means the slot was
-     * taken over: leave it, and `writer` with it. */
-    if (!atomic_compare_exchange_strong_explicit(&s->seq, &odd, version + 2u, memory_order_release,
-                                                 memory_order_relaxed))
-        return VIGIL_ELOST;
-    /* A store: the version was still ours just now, and a take-over moves
-     * `writer` before the version (THE REPAIR), so `writer` is ours too;
-     * only a process judged dead is taken over. The load is a check
-     * against a peer outside the protocol. Release: the next writer's
-     * acquire CAS sees our fields. */
-    if (atomic_load_explicit(&s->writer, memory_order_relaxed) != me)
-        return VIGIL_ELOST;
-    atomic_store_explicit(&s->writer, 0, memory_order_release);
-    return 0;
 }
 
 static int hb_init(void *base, size_t size, uint32_t capacity, void *arg)
@@ -187,10 +131,25 @@ static int hb_wrap(struct vigil_map *m, vigil_hb **out)
     return 0;
 }
 
+/* Every change to a slot's identity is a 16-byte compare-and-swap
+ * (vigil__cas16): a table is not opened for writing on a processor
+ * without one (x86-64 processors before 2006 lack cmpxchg16b). */
+static bool cpu_has_cas16(void)
+{
+#if defined(__x86_64__)
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_CMPXCHG16B);
+#else
+    return true;
+#endif
+}
+
 int vigil_hb_create_mode(const char *path, uint32_t capacity, unsigned mode, vigil_hb **out)
 {
     if (!out)
         return -EINVAL;
+    if (!cpu_has_cas16())
+        return -ENOTSUP;
     struct vigil_map m;
     int err = vigil_map_create(path, &vigil_hb_layout, capacity, mode, hb_init, NULL, &m);
     return err < 0 ? err : hb_wrap(&m, out);
@@ -205,6 +164,8 @@ int vigil_hb_open(const char *path, uint32_t capacity, vigil_hb **out)
 {
     if (!out)
         return -EINVAL;
+    if (!cpu_has_cas16())
+        return -ENOTSUP;
     struct vigil_map m;
     int err = vigil_map_open(path, &vigil_hb_layout, capacity, &m);
     return err < 0 ? err : hb_wrap(&m, out);
@@ -252,38 +213,40 @@ uint64_t vigil_hb_epoch(const vigil_hb *hb)
     return atomic_load_explicit(&hb->hdr->epoch, memory_order_acquire);
 }
 
+/* What register stamps into a slot, worked out once per call. */
+struct registrant {
+    uint32_t pid;
+    uint32_t start; /* low 32 bits of the owner's start time, 0 unknown */
+    uint32_t ns;    /* the registrant's pid namespace, 0 not recorded */
+    uint64_t me;    /* this process's lock word, for the slot's lock */
+};
+
 /* The owner's start time, against PID reuse, its low 32 bits as a slot
- * keeps it. A process nearly always registers itself, and its own start
- * time is cached (proc.c), so the common register makes no system call;
- * other pids go to /proc. */
-static uint32_t start_time_of(uint32_t pid)
+ * keeps it, and the registrant's namespace. A process nearly always
+ * registers itself, and its own identity is cached (proc.c), so the
+ * common register makes no system call; other pids go to /proc. */
+static void registrant_of(uint32_t pid, struct registrant *r)
 {
-    if (pid == vigil_self_pid())
-        return (uint32_t)vigil_self_start_time();
-    uint64_t start;
-    if (vigil_proc_start_time(pid, &start) < 0)
-        return 0; /* unknown: probe will answer "unknown", never "dead" */
-    return (uint32_t)start;
+    struct vigil_self_id self;
+    vigil_self_id(&self);
+    uint64_t start = self.start;
+    if (pid != self.pid && vigil_proc_start_time(pid, &start) < 0)
+        start = 0; /* unknown: probe will answer "unknown", never "dead" */
+    /* procfs inode numbers are 32-bit: one that is not is no namespace a
+     * slot can name (0, not recorded). */
+    *r = (struct registrant){ .pid = pid, .start = (uint32_t)start,
+                              .ns = self.ns <= UINT32_MAX ? (uint32_t)self.ns : 0, .me = self.lock };
 }
 
-/* This process's pid namespace as a slot keeps it: procfs inode numbers
- * are 32-bit, so one that is not is no namespace we can name (0). */
-static uint32_t pidns_word(void)
-{
-    uint64_t ns = vigil_self_pidns();
-    return ns <= UINT32_MAX ? (uint32_t)ns : 0;
-}
-
-enum claim { CLAIMED, OCCUPIED, LOCKED, LOST };
+enum claim { CLAIMED, OCCUPIED, LOCKED };
 
 /* How long vigil_hb_register looks again at vacant slots whose lock is
  * held before it calls the table full: the whole call's budget. */
 #define REGISTER_BUDGET_NS (100u * 1000000u)
 
-/* Claims slot i for pid if it is vacant, with one attempt at its lock;
- * on CLAIMED *gen is the new registration's generation. */
-static enum claim claim_vacant(vigil_hb *hb, uint32_t i, uint32_t pid, uint32_t start, uint32_t ns,
-                               uint64_t *gen)
+/* Claims slot i for r if it is vacant, with one attempt at its lock; on
+ * CLAIMED *gen is the new registration's generation. */
+static enum claim claim_vacant(vigil_hb *hb, uint32_t i, const struct registrant *r, uint64_t *gen)
 {
     struct vigil_hb_slot *s = &hb->slots[i];
     uint64_t v;
@@ -293,7 +256,7 @@ static enum claim claim_vacant(vigil_hb *hb, uint32_t i, uint32_t pid, uint32_t 
     /* Taking the lock is the claim: of any number of racing registrants
      * exactly one holds it, and only that one may fill the slot. A loser
      * moves on to the next slot. */
-    if (vigil_slot_try_lock(s, &v) < 0)
+    if (vigil_slot_try_lock_as(s, r->me, &v) < 0)
         return LOCKED;
     uint64_t word = atomic_load_explicit(&s->gen, memory_order_relaxed);
     uint64_t last = word & ~VIGIL_GEN_VACANT;
@@ -308,29 +271,30 @@ static enum claim claim_vacant(vigil_hb *hb, uint32_t i, uint32_t pid, uint32_t 
     atomic_store_explicit(&s->last_seen_epoch, epoch, memory_order_relaxed);
     atomic_store_explicit(&s->in_flight, 0, memory_order_relaxed);
     atomic_store_explicit(&s->role, VIGIL_ROLE_WORKER, memory_order_relaxed);
-    atomic_store_explicit(&s->start_time, start, memory_order_relaxed);
+    atomic_store_explicit(&s->start_time, r->start, memory_order_relaxed);
     /* The pid means something only in the registrant's pid namespace; a
      * prober elsewhere answers "unknown" rather than "dead". */
-    atomic_store_explicit(&s->owner_ns, ns, memory_order_relaxed);
+    atomic_store_explicit(&s->owner_ns, r->ns, memory_order_relaxed);
     /* The new registration's name, one past the last: it never recurs.
-     * Relaxed, as every field under the lock: the unlock publishes it. */
+     * Relaxed, as every field under the lock: the unlock publishes it.
+     * After in_flight's zero: a stale mark can match neither word, and
+     * the bitmap is empty before any mark can name this generation. */
     *gen = last + 1;
     atomic_store_explicit(&s->gen, last + 1, memory_order_relaxed);
-    atomic_store_explicit(&s->pid, pid, memory_order_relaxed);
-    /* Failing means the slot was taken over under us (only by a peer
-     * outside the protocol): not ours, and left alone. */
-    return vigil_slot_unlock(s, v) == 0 ? CLAIMED : LOST;
+    slot_hook(SP_GEN_WRITTEN);
+    atomic_store_explicit(&s->pid, r->pid, memory_order_relaxed);
+    vigil_slot_unlock(s, v);
+    return CLAIMED;
 }
 
 /* One attempt at every slot: true with *slot claimed (and noted in the
  * handle); *locked_vacant says whether a vacant slot's lock was held. */
-static bool register_pass(vigil_hb *hb, uint32_t pid, uint32_t start, uint32_t ns, uint32_t *slot,
-                          bool *locked_vacant)
+static bool register_pass(vigil_hb *hb, const struct registrant *r, uint32_t *slot, bool *locked_vacant)
 {
     *locked_vacant = false;
     for (uint32_t i = 0; i < hb->capacity; i++) {
         uint64_t gen;
-        enum claim c = claim_vacant(hb, i, pid, start, ns, &gen);
+        enum claim c = claim_vacant(hb, i, r, &gen);
         if (c == CLAIMED) {
             /* Relaxed: the handle's own note (vigil_hb_mine). */
             atomic_store_explicit(&hb->mine[i], gen, memory_order_relaxed);
@@ -348,10 +312,11 @@ int vigil_hb_register(vigil_hb *hb, uint32_t pid, uint32_t *slot)
         return -EINVAL;
     if (pid == 0)
         return VIGIL_ERANGE;
-    uint32_t start = start_time_of(pid), ns = pidns_word();
+    struct registrant r;
+    registrant_of(pid, &r);
 
     bool locked_vacant;
-    if (register_pass(hb, pid, start, ns, slot, &locked_vacant))
+    if (register_pass(hb, &r, slot, &locked_vacant))
         return 0;
     /*
      * A vacant slot whose lock was held for a moment (a failover scan
@@ -366,7 +331,7 @@ int vigil_hb_register(vigil_hb *hb, uint32_t pid, uint32_t *slot)
     for (unsigned pass = 0; locked_vacant && vigil_now_ns() < deadline; pass++) {
         struct timespec ts = { 0, (long)(pass < 10 ? 100000u << (pass / 2) : 2000000u) };
         nanosleep(&ts, NULL);
-        if (register_pass(hb, pid, start, ns, slot, &locked_vacant))
+        if (register_pass(hb, &r, slot, &locked_vacant))
             return 0;
     }
     return VIGIL_EFULL;
@@ -383,7 +348,10 @@ int vigil_hb_register(vigil_hb *hb, uint32_t pid, uint32_t *slot)
  */
 static int may_change(const vigil_hb *hb, uint32_t slot, uint64_t gen)
 {
-    uint64_t mine = vigil_hb_mine(hb, slot);
+    /* Relaxed: the handle's own note (vigil_hb_mine). */
+    uint64_t mine = atomic_load_explicit(&hb->mine[slot], memory_order_relaxed);
+    if (mine & VIGIL_GEN_VACANT)
+        return VIGIL_EVACANT; /* unregistered through this handle */
     if (mine != 0)
         return gen == mine ? 0 : VIGIL_ELOST;
     return gen != 0 ? 0 : VIGIL_EVACANT;
@@ -412,16 +380,24 @@ int vigil_hb_unregister(vigil_hb *hb, uint32_t slot)
         vigil_slot_unlock(s, v);
         return err;
     }
-    /* Relaxed: the handle's own note. */
-    atomic_store_explicit(&hb->mine[slot], 0, memory_order_relaxed);
+    /* Relaxed: the handle's own note; the top bit keeps this handle's
+     * later calls about the slot from acting on a successor's. */
+    if (atomic_load_explicit(&hb->mine[slot], memory_order_relaxed) != 0)
+        atomic_store_explicit(&hb->mine[slot], word | VIGIL_GEN_VACANT, memory_order_relaxed);
     atomic_store_explicit(&s->pid, 0, memory_order_relaxed);
+    /* The gen first: from this store on, the owner's other threads' marks
+     * fail (THE FENCE); one that landed before it is dropped with the
+     * rest of the bits, as unregister drops in-flight work. Plain stores
+     * beside their swaps: each is one atomic word, and the swap of the
+     * pair is atomic against both. */
     atomic_store_explicit(&s->gen, word | VIGIL_GEN_VACANT, memory_order_relaxed);
     atomic_store_explicit(&s->in_flight, 0, memory_order_relaxed);
     atomic_store_explicit(&s->role, VIGIL_ROLE_WORKER, memory_order_relaxed);
     atomic_store_explicit(&s->last_seen_epoch, 0, memory_order_relaxed);
     atomic_store_explicit(&s->start_time, 0, memory_order_relaxed);
     atomic_store_explicit(&s->owner_ns, 0, memory_order_relaxed);
-    return vigil_slot_unlock(s, v);
+    vigil_slot_unlock(s, v);
+    return 0;
 }
 
 int vigil_hb_owned(const vigil_hb *hb, uint32_t slot)
@@ -430,13 +406,13 @@ int vigil_hb_owned(const vigil_hb *hb, uint32_t slot)
         return -EINVAL;
     if (slot >= hb->capacity)
         return VIGIL_ERANGE;
-    uint64_t mine = vigil_hb_mine(hb, slot);
+    uint64_t mine = vigil_hb_mine(hb, slot); /* 0 when unregistered through hb */
     return mine != 0 && vigil_slot_gen(&hb->slots[slot]) == mine;
 }
 
 /* The exported functions behind the header's macros (the parentheses
- * keep the macros from expanding here); the protocol is told at the
- * inline body in <vigil/heartbeat.h>. */
+ * keep the macros from expanding here); THE FENCE is told at the inline
+ * body in <vigil/heartbeat.h>. */
 int (vigil_hb_mark_in_flight)(vigil_hb *hb, uint32_t slot, unsigned bit)
 {
     return vigil_hb_in_flight_inline(hb, slot, bit, true);
@@ -445,6 +421,25 @@ int (vigil_hb_mark_in_flight)(vigil_hb *hb, uint32_t slot, unsigned bit)
 int (vigil_hb_clear_in_flight)(vigil_hb *hb, uint32_t slot, unsigned bit)
 {
     return vigil_hb_in_flight_inline(hb, slot, bit, false);
+}
+
+/* A mark through a handle that holds no registration of the slot: the
+ * fence is taken against whichever registration holds it now, so the
+ * mark lands in one registration's bitmap, never in a vacant slot. */
+int vigil__hb_in_flight_unowned(vigil_hb *hb, uint32_t slot, uint64_t mask, bool set)
+{
+    if (atomic_load_explicit(&hb->mine[slot], memory_order_relaxed) != 0)
+        return VIGIL_EVACANT; /* unregistered through this handle: not its to change */
+    struct vigil_hb_slot *s = &hb->slots[slot];
+    uint64_t bits = atomic_load_explicit(&s->in_flight, memory_order_relaxed);
+    uint64_t word = atomic_load_explicit(&s->gen, memory_order_relaxed);
+    for (;;) {
+        uint64_t gen = vigil_gen_of(word);
+        if (gen == 0)
+            return VIGIL_EVACANT;
+        if (vigil__cas16(&s->in_flight, &bits, &word, set ? bits | mask : bits & ~mask, gen))
+            return 0;
+    }
 }
 
 int vigil_hb_set_role(vigil_hb *hb, uint32_t slot, uint32_t role)
@@ -463,8 +458,8 @@ int vigil_hb_set_role(vigil_hb *hb, uint32_t slot, uint32_t role)
     err = may_change(hb, slot, vigil_gen_of(atomic_load_explicit(&s->gen, memory_order_relaxed)));
     if (err == 0)
         atomic_store_explicit(&s->role, role, memory_order_relaxed);
-    int unlock = vigil_slot_unlock(s, v);
-    return err < 0 ? err : unlock;
+    vigil_slot_unlock(s, v);
+    return err;
 }
 
 int vigil_hb_snapshot(const vigil_hb *hb, uint32_t slot, vigil_slot_info *out)

@@ -14,6 +14,11 @@ the built Python package importable. What each kind of block gets:
            gives and run; a fragment is compiled as a function's body
   python   run with the built package (placeholders such as do_work() come
            from tests/docs_stubs.py)
+  rust     type-checked (cargo check, offline; not run) against the crate
+           in rust/, as a program of a cargo project whose target directory
+           stays in the build directory; a snippet becomes the body of a
+           main returning a Result, after the placeholders of
+           tests/docs_stubs.rs
   sh       run with bash -e
   ini      a systemd unit (`file NAME.service`): checked by systemd-analyze
            verify, with the installed vigil's path replaced by the build's;
@@ -42,6 +47,7 @@ changes what is done with it; several directives are separated by ';':
   <!-- check: file NAME -->         the block is written to NAME in the
                                     document's directory for the blocks after it
   <!-- check: args A B ... -->      a C program's arguments
+  <!-- check: timeout SECONDS -->   a longer bound than the default 120 s
   <!-- check: same-as PATH -->      the block is the repository's file PATH, word
                                     for word (then checked as its language says)
   <!-- check: before COMMAND -->    a shell command run first (to make the
@@ -70,7 +76,7 @@ CHECK = re.compile(r"^\s*<!--\s*check:\s*(.*?)\s*-->\s*$")
 RELOCATE = re.compile(r"(?<![\w./-])(/run/vigil(?![\w.-])/?|/dev/shm(?![\w.-])/?|/run/)")
 ENDPOINTS = re.compile(r"https?://[\w.-]+:2379(?:,https?://[\w.-]+:2379)*")
 LINK = re.compile(r"\]\(([^)\s#]+)(?:#[^)]*)?\)")
-TIMEOUT = 60.0
+TIMEOUT = 120.0  # seconds a block may take, unless it says more (a loaded machine is slow)
 
 
 @dataclass
@@ -324,6 +330,7 @@ def do_block(env: Env, block: Block, work: str, n: int) -> Outcome:
         if status != 0:
             return Outcome(block, f"its `before` command failed (status {status})", False, 0.0, out)
     forever = float(d["forever"]) if "forever" in d else None
+    limit = float(d.get("timeout", TIMEOUT))
     want = int(d.get("status", "0"))
     started = time.monotonic()
     lang = block.lang
@@ -343,7 +350,7 @@ def do_block(env: Env, block: Block, work: str, n: int) -> Outcome:
         if "compile" in d or not re.search(r"\bmain\s*\(", text):
             why = d.get("compile") or "a fragment"
             return Outcome(block, f"compiled ({why})", True, time.monotonic() - started)
-        status, out = run([exe] + d.get("args", "").split(), vars_, work, TIMEOUT, forever)
+        status, out = run([exe] + d.get("args", "").split(), vars_, work, limit, forever)
         return finish(block, "compiled and ran", status, want, forever, out, started)
     if lang == "python":
         if env.python is None:
@@ -356,10 +363,12 @@ def do_block(env: Env, block: Block, work: str, n: int) -> Outcome:
             return finish(block, f"byte-compiled ({d['compile']})", status, 0, None, out, started)
         boot = ("import runpy, sys, os; exec(open(os.environ['VIGIL_DOCS_STUBS']).read(), "
                 "{'__name__': 'docs_stubs'}); runpy.run_path(sys.argv[1], run_name='__main__')")
-        status, out = run([env.python, "-c", boot, src], vars_, work, TIMEOUT, forever)
+        status, out = run([env.python, "-c", boot, src], vars_, work, limit, forever)
         return finish(block, "ran", status, want, forever, out, started)
+    if lang == "rust":
+        return rust_block(env, block, text, work, n, started)
     if lang in ("sh", "bash", "shell"):
-        status, out = run(["bash", "-e", "-c", text], vars_, work, TIMEOUT, forever)
+        status, out = run(["bash", "-e", "-c", text], vars_, work, limit, forever)
         return finish(block, "ran", status, want, forever, out, started)
     if lang == "ini":
         if "file" not in d:
@@ -410,6 +419,39 @@ def do_block(env: Env, block: Block, work: str, n: int) -> Outcome:
         return Outcome(block, "text: nothing to run", True)
     return Outcome(block, f"a block of language {lang or '(none)'}: give it one the runner knows, "
                           f"or `<!-- check: no-run: why -->`", False)
+
+
+def rust_block(env: Env, block: Block, text: str, work: str, n: int, started: float) -> Outcome:
+    """Compile a Rust block against the crate (cargo, offline)."""
+    cargo = next((c for c in ("/usr/bin/cargo", shutil.which("cargo")) if c and os.access(c, os.X_OK)), None)
+    if cargo is None:
+        return Outcome(block, "skipped: no cargo here (apt-get install cargo)", True)
+    project = os.path.join(work, f"rust{n}")
+    os.makedirs(os.path.join(project, "src"))
+    features = ', features = ["etcd"]' if os.path.exists(os.path.join(env.build, "libvigil-etcd.so.0")) else ""
+    with open(os.path.join(project, "Cargo.toml"), "w") as f:
+        f.write(f'[package]\nname = "docs-block-{n}"\nversion = "0.0.0"\nedition = "2021"\n\n'
+                f'[dependencies]\nvigil = {{ path = "{os.path.join(env.source, "rust")}"{features} }}\n')
+    if re.search(r"\bfn\s+main\s*\(", text):
+        program = text
+    else:
+        lines = text.splitlines()
+        uses = [ln for ln in lines if ln.startswith("use ")]
+        body = [ln for ln in lines if not ln.startswith("use ")]
+        with open(os.path.join(env.source, "tests", "docs_stubs.rs")) as f:
+            stubs = f.read()
+        program = ("#![allow(unused, non_upper_case_globals, clippy::all)]\n" + "\n".join(uses) + "\n" + stubs +
+                   "\nfn main() -> Result<(), Box<dyn std::error::Error>> {\n" + "\n".join(body) +
+                   "\n    Ok(())\n}\n")
+    with open(os.path.join(project, "src", "main.rs"), "w") as f:
+        f.write(program)
+    vars_ = env.vars(work)
+    vars_.update(CARGO_TARGET_DIR=os.path.join(env.build, "docs-rust-target"), VIGIL_LIB_DIR=env.build,
+                 VIGIL_INCLUDE_DIR=os.path.join(env.source, "include"), CARGO_TERM_COLOR="never",
+                 PATH="/usr/bin:" + vars_["PATH"] if cargo == "/usr/bin/cargo" else vars_["PATH"])
+    status, out = run([cargo, "check", "--offline", "--quiet", "--manifest-path",
+                       os.path.join(project, "Cargo.toml")], vars_, work, 600.0)
+    return finish(block, "compiled against the crate (cargo check)", status, 0, None, out, started)
 
 
 def finish(block: Block, what: str, status: Optional[int], want: int, forever: Optional[float],

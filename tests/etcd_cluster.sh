@@ -21,10 +21,16 @@
 #   etcd_cluster.sh leader  STATE       prints the leader's I (bounded)
 #   etcd_cluster.sh certs   DIR         with openssl: ca.pem, server.pem and
 #                                       server-key.pem (127.0.0.1, localhost),
-#                                       client.pem and client-key.pem (CN
-#                                       vigil-client), other-ca.pem (a CA
-#                                       nobody signed with)
+#                                       client.pem and client-key.pem (no
+#                                       CommonName: etcd 3.4's gateway
+#                                       refuses one with a CN while auth is
+#                                       on), client-cn.pem and
+#                                       client-cn-key.pem (CN vigil-client),
+#                                       other-ca.pem (a CA nobody signed
+#                                       with)
 #
+# ETCD_ARGS at start: more etcd flags for every member (words split at
+# spaces), kept for restarts; e.g. --auth-token-ttl=2.
 # ETCD_TLS=DIR at start: clients speak https only, with the server's
 # certificate from DIR (made there first when missing, as by certs) and
 # --client-cert-auth --trusted-ca-file DIR/ca.pem (peers stay on http). Tuned for tests: election timeout 500 ms (minimum
@@ -75,6 +81,8 @@ launch() { # member dir
         --initial-cluster-state new \
         --election-timeout 500 --heartbeat-interval 50 \
         --logger zap --log-outputs stderr --log-level warn
+    # shellcheck disable=SC2046 # the extra flags are words
+    [ -s "$state/args" ] && set -- "$@" $(cat "$state/args")
     if [ -f "$state/tls" ]; then
         t=$(cat "$state/tls")
         set -- "$@" --cert-file "$t/server.pem" --key-file "$t/server-key.pem" \
@@ -135,6 +143,7 @@ start)
     mkdir -p "$state" || die "cannot make $state"
     stop_all KILL # a cluster left by an aborted run
     rm -rf "$state"/[0-9] "$state/skip" "$state/endpoints" "$state/tls"
+    echo "${ETCD_ARGS:-}" >"$state/args"
     if ! command -v "$ETCD" >/dev/null 2>&1; then
         echo "etcd not installed (Debian: apt-get install etcd-server)" >"$state/skip"
         echo "etcd_cluster.sh: $(cat "$state/skip"); etcd tests will skip" >&2
@@ -142,7 +151,9 @@ start)
     fi
     command -v curl >/dev/null 2>&1 || die "curl is needed to see the members ready"
     if [ -n "${ETCD_TLS:-}" ]; then
-        [ -f "$ETCD_TLS/server.pem" ] || sh "$0" certs "$ETCD_TLS" || exit 1
+        for f in ca server client client-cn other-ca; do
+            [ -f "$ETCD_TLS/$f.pem" ] || { sh "$0" certs "$ETCD_TLS" || exit 1; break; }
+        done
         (cd "$ETCD_TLS" && pwd) >"$state/tls"
     fi
     echo "$n" >"$state/n"
@@ -246,9 +257,15 @@ certs)
         done
         printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n' >server.ext
         printf 'extendedKeyUsage=clientAuth\n' >client.ext
-        for who in server client; do
-            cn=$([ $who = server ] && echo vigil-server || echo vigil-client)
-            q openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=$cn" -keyout "$who-key.pem" -out "$who.csr"
+        cp client.ext client-cn.ext
+        for who in server client client-cn; do
+            case $who in
+            server) subj="/CN=vigil-server" ;;
+            client) subj="/O=vigil test client" ;;
+            client-cn) subj="/CN=vigil-client" ;;
+            esac
+            q openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "$subj" \
+                -keyout "$who-key.pem" -out "$who.csr"
             q openssl x509 -req -in "$who.csr" -CA ca.pem -CAkey ca-key.pem -CAcreateserial -days 2 \
                 -extfile "$who.ext" -out "$who.pem"
         done

@@ -232,6 +232,49 @@ static inline const char *et_key(const char *name)
     return b;
 }
 
+/* ---- asking etcd directly --------------------------------------------------- */
+
+/* How many keys are under KEY/ (-1 if etcd could not be asked). */
+static inline int et_count_under(vigil_etcd *e, const char *key)
+{
+    char k[VIGIL_ETCD_KEY_MAX + 1], pfx[VIGIL_ETCD_KEY_B64], end[VIGIL_ETCD_KEY_B64], body[2 * VIGIL_ETCD_KEY_B64 + 100];
+    long http;
+    const char *reply;
+    size_t len;
+    int n = snprintf(k, sizeof(k), "%s/", key);
+    vigil_etcd__b64(k, (size_t)n, pfx, sizeof(pfx));
+    k[n - 1] = '0';
+    vigil_etcd__b64(k, (size_t)n, end, sizeof(end));
+    snprintf(body, sizeof(body), "{\"key\":\"%s\",\"range_end\":\"%s\",\"count_only\":true}", pfx, end);
+    if (vigil_etcd__request(e, "v3/kv/range", body, &http, &reply, &len) < 0 || http != 200)
+        return -1;
+    const char *c = strstr(reply, "\"count\":\"");
+    return c ? atoi(c + 9) : 0;
+}
+
+
+/* The sum of etcd's started counters for these gRPC methods, from its
+ * /metrics; -1 if it could not be read. */
+static inline long long et_grpc_started(vigil_etcd *e, const char *const *methods)
+{
+    long http;
+    const char *reply;
+    size_t len;
+    if (vigil_etcd__request(e, "metrics", NULL, &http, &reply, &len) < 0 || http != 200)
+        return -1;
+    long long sum = 0;
+    for (; *methods; methods++) {
+        char pat[128];
+        snprintf(pat, sizeof(pat), "grpc_server_started_total{grpc_method=\"%s\",", *methods);
+        const char *p = strstr(reply, pat);
+        if (!p)
+            return -1;
+        p = strchr(p, '}');
+        sum += p ? atoll(p + 1) : 0;
+    }
+    return sum;
+}
+
 /* ---- etcd's own client, for interoperation ----------------------------------- */
 
 /* Is etcdctl on PATH? */
@@ -304,6 +347,78 @@ static inline int et_ctlv(struct vt_proc *p, const char *url, const char *const 
     return et_spawnv(p, argv);
 }
 #define ET_CTL(p, url, ...) et_ctlv((p), (url), (const char *const[]){ __VA_ARGS__, NULL })
+
+/* The TLS server's users once auth is on (et_tls_auth). */
+#define ET_ROOT_PW  "vigil-root-pw"
+#define ET_USER     "vigil"
+#define ET_USER_PW  "vigil-pw"
+#define ET_USER_PFX "vigil-test/" /* what ET_USER may read and write */
+
+/* etcdctl on the TLS server at url with the client certificate in certs,
+ * as user ("NAME:PASSWORD", or NULL for none), ARGS... */
+static inline int et_tls_ctlv(struct vt_proc *p, const char *url, const char *certs, const char *user,
+                              const char *const *args)
+{
+    static char ep[400], ca[1200], cert[1200], key[1200], us[200];
+    const char *argv[40];
+    size_t n = 0;
+    snprintf(ep, sizeof(ep), "--endpoints=%s", url);
+    snprintf(ca, sizeof(ca), "--cacert=%s/ca.pem", certs);
+    snprintf(cert, sizeof(cert), "--cert=%s/client.pem", certs);
+    snprintf(key, sizeof(key), "--key=%s/client-key.pem", certs);
+    argv[n++] = "etcdctl";
+    argv[n++] = ep;
+    argv[n++] = ca;
+    argv[n++] = cert;
+    argv[n++] = key;
+    if (user) {
+        snprintf(us, sizeof(us), "--user=%s", user);
+        argv[n++] = us;
+    }
+    for (size_t i = 0; args[i] && n < 39; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    return et_spawnv(p, argv);
+}
+#define ET_TLS_CTL(p, url, certs, user, ...) \
+    et_tls_ctlv((p), (url), (certs), (user), (const char *const[]){ __VA_ARGS__, NULL })
+
+/* Runs etcdctl (as et_tls_ctlv) to its end, bounded: its exit status. */
+static inline int et_tls_ctl_run(const char *url, const char *certs, const char *user, const char *const *args)
+{
+    struct vt_proc p;
+    if (et_tls_ctlv(&p, url, certs, user, args) != 0)
+        return -1;
+    vt_read_until(&p, "\x01", 15000); /* all it says, until it closes */
+    int st = vt_wait(p.pid, 15000);
+    close(p.fd);
+    return st;
+}
+#define ET_TLS_RUN(url, certs, user, ...) \
+    et_tls_ctl_run((url), (certs), (user), (const char *const[]){ __VA_ARGS__, NULL })
+
+/* etcd auth on the TLS server, as `etcdctl auth enable` turns it on:
+ * users root and ET_USER (read and write under ET_USER_PFX), then auth
+ * enabled; or off again. Whatever a run before left is set right first.
+ * 0, or the failing step's exit status. */
+static inline int et_tls_auth(const char *url, const char *certs, bool on)
+{
+    const char *root = "root:" ET_ROOT_PW;
+    (void)ET_TLS_RUN(url, certs, root, "auth", "disable"); /* a run before may have left it on */
+    if (!on)
+        return 0;
+    (void)ET_TLS_RUN(url, certs, NULL, "user", "add", root);
+    (void)ET_TLS_RUN(url, certs, NULL, "user", "grant-role", "root", "root");
+    (void)ET_TLS_RUN(url, certs, NULL, "user", "add", ET_USER ":" ET_USER_PW);
+    (void)ET_TLS_RUN(url, certs, NULL, "role", "add", "vigil-rw");
+    int st = ET_TLS_RUN(url, certs, NULL, "role", "grant-permission", "vigil-rw", "--prefix=true", "readwrite",
+                        ET_USER_PFX);
+    if (st == 0)
+        st = ET_TLS_RUN(url, certs, NULL, "user", "grant-role", ET_USER, "vigil-rw");
+    if (st == 0)
+        st = ET_TLS_RUN(url, certs, NULL, "auth", "enable");
+    return st;
+}
 
 
 /* ---- a fake server ---------------------------------------------------------- */

@@ -177,15 +177,45 @@ static int test_generations_and_owned(void)
            (unsigned long long)vigil_slot_gen(&b->slots[t]));
     EXPECT_RC(vigil_hb_owned(a, s), 0);
     EXPECT_RC(vigil_hb_owned(b, t), 1);
+    EXPECT_RC(vigil_hb_mark_in_flight(b, t, 5), 0);
+    /* The stale holder: every call that would change the slot is told. */
+    EXPECT_RC(vigil_hb_clear_in_flight(a, s, 5), VIGIL_ELOST);
+    EXPECT_RC(vigil_hb_mark_in_flight(a, s, 7), VIGIL_ELOST);
+    EXPECT_RC((vigil_hb_clear_in_flight)(a, s, 5), VIGIL_ELOST); /* the exported functions too */
+    EXPECT_RC((vigil_hb_mark_in_flight)(a, s, 7), VIGIL_ELOST);
     EXPECT_RC(vigil_hb_set_role(a, s, VIGIL_ROLE_COORDINATOR), VIGIL_ELOST);
     EXPECT_RC(vigil_hb_unregister(a, s), VIGIL_ELOST);
     EXPECT_RC(vigil_hb_unregister(a, s), VIGIL_ELOST); /* told again, never let loose */
     vigil_slot_info info;
     EXPECT_RC(vigil_hb_snapshot(b, t, &info), 0);
-    EXPECT(info.pid == 11 && info.role == VIGIL_ROLE_WORKER, "the successor was changed: pid %u role %u",
-           info.pid, info.role);
+    EXPECT(info.pid == 11 && info.role == VIGIL_ROLE_WORKER && info.in_flight == (1u << 5),
+           "the successor was changed: pid %u role %u bits %#llx", info.pid, info.role,
+           (unsigned long long)info.in_flight);
+    /* A handle that registered nothing there (a supervisor's) marks
+     * whichever registration holds the slot, and nothing in a vacant one. */
+    vigil_hb *c;
+    EXPECT_RC(vigil_hb_open(vt_path("gen.hb"), 0, &c), 0);
+    EXPECT_RC(vigil_hb_mark_in_flight(c, t, 9), 0);
+    EXPECT_RC(vigil_hb_clear_in_flight(c, t, 9), 0);
+    EXPECT_RC(vigil_hb_mark_in_flight(c, 1 - t, 9), VIGIL_EVACANT);
+    EXPECT_RC(vigil_hb_snapshot(b, t, &info), 0);
+    EXPECT(info.in_flight == (1u << 5), "bits %#llx after the supervisor's mark and clear",
+           (unsigned long long)info.in_flight);
+    vigil_hb_close(c);
     EXPECT_RC(vigil_hb_set_role(b, t, VIGIL_ROLE_COORDINATOR), 0);
     EXPECT_RC(vigil_hb_unregister(b, t), 0);
+    /* Unregistered through b, then registered through a: b's calls about
+     * the slot change nothing of a's. */
+    EXPECT_RC(vigil_hb_register(a, 14, &s), 0);
+    EXPECT(s == t, "expected slot %u again, got %u", t, s);
+    EXPECT_RC(vigil_hb_mark_in_flight(b, t, 1), VIGIL_EVACANT);
+    EXPECT_RC(vigil_hb_set_role(b, t, VIGIL_ROLE_COORDINATOR), VIGIL_EVACANT);
+    EXPECT_RC(vigil_hb_unregister(b, t), VIGIL_EVACANT);
+    EXPECT_RC(vigil_hb_snapshot(a, s, &info), 0);
+    EXPECT(info.pid == 14 && info.in_flight == 0 && info.role == VIGIL_ROLE_WORKER,
+           "a's registration was changed through b: pid %u bits %#llx role %u", info.pid,
+           (unsigned long long)info.in_flight, info.role);
+    EXPECT_RC(vigil_hb_unregister(a, s), 0);
 
     /* A retired slot: its last generation is the largest a name keeps. */
     atomic_store(&a->slots[0].gen, VIGIL_GEN_VACANT | VIGIL_GEN_MAX);

@@ -10,6 +10,7 @@
  * per revoke; SIGINT or SIGTERM end it.
  */
 #define _GNU_SOURCE
+#include "etcd_opts.h"
 #include "vigil.h"
 
 #include <errno.h>
@@ -51,10 +52,12 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
 {
     const char *etcd = NULL, *dir = NULL;
     bool json = false;
+    struct tool_etcd_flags flags = { 0 };
     const struct tool_opt opts[] = {
         { "etcd", OPT_STR, 0, 0, NULL, NULL, &etcd },
         { "dir", OPT_STR, 0, 0, NULL, NULL, &dir },
         { "json", OPT_FLAG, 0, 0, NULL, &json, NULL },
+        TOOL_ETCD_OPTS(&flags),
     };
     size_t npos = 0;
     int rc = tool_parse(cmd, argc, argv, opts, sizeof(opts) / sizeof(opts[0]), NULL, 0, 0, &npos);
@@ -66,8 +69,12 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
         return tool_usage_error(cmd, "missing --dir DIR");
     vigil_etcd *e = NULL;
     vigil_agent *a = NULL;
-    if ((rc = vigil_etcd_connect(etcd, &e)) < 0)
-        return tool_fail_msg(dir, "etcd endpoints '%s': %s", etcd, vigil_strerror(rc));
+    struct vigil_etcd_options o;
+    if ((rc = tool_etcd_options(cmd, &flags, &o)) == TOOL_GO)
+        rc = tool_etcd_connect(dir, etcd, &o, &e);
+    tool_etcd_flags_free(&flags);
+    if (rc != TOOL_GO && rc != 0)
+        return rc;
     /* A request is bounded well under any TTL: a revoke that hangs on a
      * frozen member goes to the next one. */
     vigil_etcd_set_timeout(e, 500, 1000);
@@ -126,7 +133,7 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
 
 const struct tool_cmd tool_cmd_agent = {
     .name = "agent",
-    .synopsis = "--etcd ENDPOINTS --dir DIR [--json]",
+    .synopsis = "--etcd ENDPOINTS --dir DIR [--json] " TOOL_ETCD_SYNOPSIS,
     .summary = "end a group member's etcd lease the moment its process dies",
     .help = "The host's agent: every member started with the same --dir DIR (or\n"
             "VIGIL_DIR) records its etcd lease under DIR, and the agent revokes it the\n"
@@ -142,6 +149,7 @@ const struct tool_cmd tool_cmd_agent = {
             "  --dir DIR         the directory the members record their leases in\n"
             "  --json            one JSON object per line: {\"event\": \"ready\"|\"revoked\"|\n"
             "                    \"gone\"|\"failed\", \"lease\", \"pid\", \"group\", \"name\", \"error\"}\n"
+            TOOL_ETCD_HELP
             "  -h, --help        show this help\n",
     .run = run,
 };

@@ -21,6 +21,7 @@
  */
 #define _GNU_SOURCE
 #include "child.h"
+#include "etcd_opts.h"
 #include "vigil.h"
 
 #include <errno.h>
@@ -59,10 +60,20 @@ static int group_fail(const char *group, const char *fmt, ...)
     return EXIT_RUNTIME;
 }
 
-static int connect_etcd(const char *group, const char *endpoints, vigil_etcd **e)
+/* Connects with the connection flags (and their ETCDCTL_* variables):
+ * 0, or the exit status after saying why not. */
+static int connect_etcd(const struct tool_cmd *cmd, const char *group, const char *endpoints,
+                        struct tool_etcd_flags *flags, vigil_etcd **e)
 {
-    int rc = vigil_etcd_connect(endpoints, e);
-    return rc < 0 ? group_fail(group, "etcd endpoints '%s': %s", endpoints, vigil_strerror(rc)) : 0;
+    struct vigil_etcd_options o;
+    int rc = tool_etcd_options(cmd, flags, &o);
+    if (rc == TOOL_GO) {
+        char what[VIGIL_GROUP_MAX + 8];
+        snprintf(what, sizeof(what), "group %s", group);
+        rc = tool_etcd_connect(what, endpoints, &o, e);
+    }
+    tool_etcd_flags_free(flags); /* the handle has its own copies */
+    return rc;
 }
 
 /* A group or member name the library takes: 0, or the usage error. */
@@ -79,13 +90,15 @@ static int join_run(const struct tool_cmd *cmd, int argc, char **argv)
 {
     const char *etcd = NULL, *name_opt = NULL, *dir = NULL;
     uint64_t ttl = 10000, kill_after = 5000;
+    struct tool_etcd_flags flags = { 0 };
     /* Durations as every command of the tool reads them (duration.c). */
     const struct tool_opt opts[] = {
         { "etcd", OPT_STR, 0, 0, NULL, NULL, &etcd },
         { "name", OPT_STR, 0, 0, NULL, NULL, &name_opt },
-        { "ttl", OPT_MS, 1, GROUP_MAX_TTL_MS, &ttl, NULL, NULL },
+        { "ttl", OPT_MS, 1000, GROUP_MAX_TTL_MS, &ttl, NULL, NULL },
         { "dir", OPT_STR, 0, 0, NULL, NULL, &dir },
         { "kill-after", OPT_MS, 0, GROUP_MAX_TTL_MS, &kill_after, NULL, NULL },
+        TOOL_ETCD_OPTS(&flags),
     };
     int dd = 1;
     while (dd < argc && strcmp(argv[dd], "--") != 0)
@@ -127,7 +140,7 @@ static int join_run(const struct tool_cmd *cmd, int argc, char **argv)
     if ((rc = tool_child_block(&c)) < 0)
         return group_fail(group, "signalfd: %s", strerror(-rc));
     vigil_etcd *e = NULL;
-    if ((rc = connect_etcd(group, etcd, &e)) != 0) {
+    if ((rc = connect_etcd(cmd, group, etcd, &flags, &e)) != 0) {
         tool_child_end(&c);
         return rc;
     }
@@ -216,9 +229,11 @@ static int watch_run(const struct tool_cmd *cmd, int argc, char **argv)
 {
     const char *etcd = NULL;
     bool json = false;
+    struct tool_etcd_flags flags = { 0 };
     const struct tool_opt opts[] = {
         { "etcd", OPT_STR, 0, 0, NULL, NULL, &etcd },
         { "json", OPT_FLAG, 0, 0, NULL, &json, NULL },
+        TOOL_ETCD_OPTS(&flags),
     };
     const char *pos[1];
     size_t npos = 0;
@@ -233,7 +248,7 @@ static int watch_run(const struct tool_cmd *cmd, int argc, char **argv)
         return rc;
     const char *group = pos[0];
     vigil_etcd *e = NULL;
-    if ((rc = connect_etcd(group, etcd, &e)) != 0)
+    if ((rc = connect_etcd(cmd, group, etcd, &flags, &e)) != 0)
         return rc;
     tool_catch_stop_signals(); /* before the watcher's thread, which inherits the mask */
     vigil_group_watcher *w = NULL;
@@ -279,9 +294,11 @@ static int ls_run(const struct tool_cmd *cmd, int argc, char **argv)
 {
     const char *etcd = NULL;
     bool json = false;
+    struct tool_etcd_flags flags = { 0 };
     const struct tool_opt opts[] = {
         { "etcd", OPT_STR, 0, 0, NULL, NULL, &etcd },
         { "json", OPT_FLAG, 0, 0, NULL, &json, NULL },
+        TOOL_ETCD_OPTS(&flags),
     };
     const char *pos[1];
     size_t npos = 0;
@@ -296,7 +313,7 @@ static int ls_run(const struct tool_cmd *cmd, int argc, char **argv)
         return rc;
     const char *group = pos[0];
     vigil_etcd *e = NULL;
-    if ((rc = connect_etcd(group, etcd, &e)) != 0)
+    if ((rc = connect_etcd(cmd, group, etcd, &flags, &e)) != 0)
         return rc;
     vigil_group_member_info *m = NULL;
     int n = 0;
@@ -369,7 +386,8 @@ static int no_etcd(const struct tool_cmd *cmd, int argc, char **argv)
 
 static const struct tool_cmd join_cmd = {
     .name = "group join",
-    .synopsis = "GROUP --etcd ENDPOINTS [--name NAME] [--ttl DURATION] [--dir DIR] [--kill-after DURATION] -- CMD [ARG...]",
+    .synopsis = "GROUP --etcd ENDPOINTS [--name NAME] [--ttl DURATION] [--dir DIR] [--kill-after DURATION] "
+                TOOL_ETCD_SYNOPSIS " -- CMD [ARG...]",
     .summary = "run a command as a member of a group",
     .help = "Joins GROUP on etcd, runs CMD while the membership is kept alive, and\n"
             "leaves when CMD exits, with CMD's exit status. CMD gets VIGIL_GROUP,\n"
@@ -381,7 +399,7 @@ static const struct tool_cmd join_cmd = {
             "  --etcd ENDPOINTS     etcd, e.g. http://10.0.0.1:2379,http://10.0.0.2:2379\n"
             "  --name NAME          the member's name, 1 to 63 bytes (default host:pid);\n"
             "                       one live member per name\n"
-            "  --ttl DURATION       the membership's lease, e.g. 10s (default 10s; whole\n"
+            "  --ttl DURATION       the membership's lease, 1s..24h (default 10s; whole\n"
             "                       seconds, etcd's minimum applying)\n"
             "  --dir DIR            record the lease under DIR for `vigil agent --dir DIR`,\n"
             "                       which ends it the moment this process dies (default\n"
@@ -389,6 +407,7 @@ static const struct tool_cmd join_cmd = {
             "  --kill-after DURATION  from SIGTERM to SIGKILL on a loss (default 5s)\n"
             "                       (a DURATION: 500ms, 10s, 1.5s, 2m; a number alone is\n"
             "                       milliseconds)\n"
+            TOOL_ETCD_HELP
             "  -h, --help           show this help\n"
             "\n"
             "exit status: CMD's own (128 + n if it died of signal n), 75 the name is a\n"
@@ -399,7 +418,7 @@ static const struct tool_cmd join_cmd = {
 
 static const struct tool_cmd watch_cmd = {
     .name = "group watch",
-    .synopsis = "GROUP --etcd ENDPOINTS [--json]",
+    .synopsis = "GROUP --etcd ENDPOINTS [--json] " TOOL_ETCD_SYNOPSIS,
     .summary = "print a group's membership changes as they happen",
     .help = "Prints one line per change of GROUP's membership, flushed at once, until\n"
             "SIGINT or SIGTERM; the members live at the start come first, as joins.\n"
@@ -408,13 +427,14 @@ static const struct tool_cmd watch_cmd = {
             "  --etcd ENDPOINTS  etcd, e.g. http://10.0.0.1:2379\n"
             "  --json            one JSON object per line: {\"event\": \"join\"|\"leave\",\n"
             "                    \"name\", \"pid\", \"host\", \"revision\", \"time\"}\n"
+            TOOL_ETCD_HELP
             "  -h, --help        show this help\n",
     .run = watch_run,
 };
 
 static const struct tool_cmd ls_cmd = {
     .name = "group ls",
-    .synopsis = "GROUP --etcd ENDPOINTS [--json]",
+    .synopsis = "GROUP --etcd ENDPOINTS [--json] " TOOL_ETCD_SYNOPSIS,
     .summary = "list a group's live members",
     .help = "Lists GROUP's live members, lowest join revision first: the first is\n"
             "the leader, its join revision the term.\n"
@@ -424,6 +444,7 @@ static const struct tool_cmd ls_cmd = {
             "  --json            one JSON document: {\"group\", \"leader\", \"term\",\n"
             "                    \"members\": [{\"name\", \"host\", \"pid\", \"revision\",\n"
             "                    \"lease\", \"vigil\"}]}\n"
+            TOOL_ETCD_HELP
             "  -h, --help        show this help\n",
     .run = ls_run,
 };

@@ -74,15 +74,20 @@ int tool_etcd_options(const struct tool_cmd *cmd, struct tool_etcd_flags *f, str
 
 const char *tool_etcd_reason(vigil_etcd *e, int err)
 {
+    static char buf[512];
     (void)e;
-    switch (err) {
-    case -EACCES:
-        return "authentication failed or permission denied (see --user and --password)";
-    case -ENOTSUP:
-        return "this vigil does not support that etcd option yet";
-    default:
+    const char *why = vigil_etcd_errmsg();
+    if (err == -EACCES && !*why)
+        why = "etcd refused: authentication failed or permission denied (see --user and --password)";
+    if (!*why)
         return vigil_strerror(err);
-    }
+    /* The library's reason names the cause (the TLS step, authentication,
+     * the file); the code's text is added where it says more. */
+    if (err == -EACCES || err == VIGIL_ETLS || strstr(why, vigil_strerror(err)))
+        snprintf(buf, sizeof(buf), "%s", why);
+    else
+        snprintf(buf, sizeof(buf), "%s (%s)", vigil_strerror(err), why);
+    return buf;
 }
 
 int tool_etcd_connect(const char *what, const char *endpoints, const struct vigil_etcd_options *o,

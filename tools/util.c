@@ -234,8 +234,7 @@ int tool_slot_look(const vigil_hb *hb, uint32_t i, vigil_slot_info *info, bool *
     const struct vigil_hb_slot *s = &hb->slots[i];
     *busy = false;
     for (int k = 0; k < 4; k++) {
-        if (!(atomic_load_explicit(&s->seq, memory_order_relaxed) & 1u) &&
-            atomic_load_explicit(&s->writer, memory_order_relaxed) == 0) {
+        if (!(atomic_load_explicit(&s->seq, memory_order_relaxed) & 1u)) {
             int rc = vigil_hb_snapshot(hb, i, info);
             if (rc != VIGIL_EBUSY)
                 return rc;

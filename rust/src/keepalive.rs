@@ -35,13 +35,16 @@ use crate::sys;
 /// # let dir = std::env::temp_dir().join(format!("vigil-doc-ka-{}", std::process::id()));
 /// # std::fs::create_dir_all(&dir)?;
 /// let store = vigil::Leases::create(dir.join("leases"), 16)?;
-/// let lease = store.acquire("report", "me", Duration::from_millis(60))?;
-/// {
-///     let ka = vigil::Keepalive::start(&store, &lease)?;
-///     std::thread::sleep(Duration::from_millis(150)); // well past one TTL
-///     assert!(!ka.is_lost());
-///     ka.stop()?;
+/// let lease = store.acquire("report", "me", Duration::from_secs(3))?;
+/// let ka = vigil::Keepalive::start(&store, &lease)?;
+/// for part in 0..3 {
+///     if ka.is_lost() {
+///         break; // someone else may hold it now: stop acting
+///     }
+///     // ... part of the report, fenced with lease.token() ...
+/// #   let _ = part;
 /// }
+/// ka.stop()?;
 /// store.release(&lease)?; // no renewal can land after this
 /// # drop(store); std::fs::remove_dir_all(&dir)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -269,11 +272,11 @@ pub struct KeepaliveStats {
 /// # let dir = std::env::temp_dir().join(format!("vigil-doc-withka-{}", std::process::id()));
 /// # std::fs::create_dir_all(&dir)?;
 /// let store = vigil::Leases::create(dir.join("leases"), 16)?;
-/// let lease = store.acquire("nightly", "me", Duration::from_millis(60))?;
+/// let lease = store.acquire("nightly", "me", Duration::from_secs(3))?;
 /// let rows = vigil::with_keepalive(&store, &lease, |ka| -> vigil::Result<u32> {
 ///     let mut done = 0;
 ///     while done < 10 && !ka.is_lost() {
-///         std::thread::sleep(Duration::from_millis(15)); // a long job, past the TTL
+///         std::thread::sleep(Duration::from_millis(5)); // a step of a long job
 ///         done += 1;
 ///     }
 ///     Ok(done)

@@ -262,7 +262,10 @@ pub struct LeasesCounters {
 /// let lease = store.acquire("k", "me", Duration::from_millis(30))?;
 /// let port = Counting(AtomicU32::new(0));
 /// let ka = vigil::Keepalive::start(&port, &lease)?;
-/// while !ka.is_lost() { std::thread::sleep(Duration::from_millis(5)); }
+/// for _ in 0..2000 {
+///     if ka.is_lost() { break; }
+///     std::thread::sleep(Duration::from_millis(5));
+/// }
 /// assert!(matches!(ka.stop(), Err(vigil::Error::Lost)));
 /// # drop(store); std::fs::remove_dir_all(&dir)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())

@@ -629,8 +629,12 @@ static int wait_round(vigil_group_member *m, uint64_t r, uint64_t deadline, vigi
     struct round_state st;
     int64_t rev = 0;
     int rc = arrive(m, r, &st, &rev);
-    if (rc == 1)
-        return outcome(m, r, &st, info);
+    if (rc == 1) {
+        /* Released before this call arrived: 0, as for a round passed (a
+         * serial named in its record went to the call that was counted). */
+        rc = outcome(m, r, &st, info);
+        return rc == VIGIL_SERIAL ? 0 : rc;
+    }
     if (rc < 0)
         return rc;
     char kn[GKEY_MAX];
