@@ -5,7 +5,9 @@
 # crate's MSRV) are preferred when installed; exit 77 (CTest's skip) when
 # there is no cargo at all.
 #
-# Usage: run.sh BUILD_DIR SOURCE_DIR [etcd] [doc] [-- CARGO_TEST_ARGS...]
+# Usage: run.sh BUILD_DIR SOURCE_DIR [etcd] [build|doc] [-- CARGO_TEST_ARGS...]
+#   build      compile the crate, its tests and examples (CTest's rust_build,
+#              so that the test's own time limit is the tests')
 #   (default)  the unit, multi-process and etcd tests; the examples built
 #   doc        every example in the documentation (cargo test --doc), the
 #              documentation with warnings as errors, and clippy with
@@ -20,10 +22,12 @@ if [ "${1:-}" = etcd ]; then
     shift
 fi
 mode=check
-if [ "${1:-}" = doc ]; then
-    mode=doc
+case "${1:-}" in
+build|doc)
+    mode=$1
     shift
-fi
+    ;;
+esac
 [ "${1:-}" = -- ] && shift
 
 if [ -x /usr/bin/cargo ]; then
@@ -49,6 +53,10 @@ export CARGO_TARGET_DIR VIGIL_LIB_DIR VIGIL_INCLUDE_DIR LD_LIBRARY_PATH VIGIL_LI
 "$cargo" --version
 rustc --version
 manifest=$src/rust/Cargo.toml
+if [ $mode = build ]; then
+    # shellcheck disable=SC2086
+    exec "$cargo" test --offline --manifest-path "$manifest" $features --lib --tests --examples --no-run "$@"
+fi
 if [ $mode = check ]; then
     # shellcheck disable=SC2086
     exec "$cargo" test --offline --manifest-path "$manifest" $features --lib --tests --examples "$@"

@@ -201,7 +201,7 @@ static int test_inspect_human(void)
 
     /* a leader and its term, as the header holds them */
     atomic_store(&hb->hdr->term, 7);
-    atomic_store(&hb->hdr->leader, (uint64_t)1002 << 32 | (s[1] + 1));
+    atomic_store(&hb->hdr->leader, vigil_slot_gen(&hb->slots[s[1]]) << 21 | (s[1] + 1));
     VT_RUN("inspect", f);
     EXPECT(strstr(R.out, "leader: slot 1, pid 1002, term 7"), "leader not shown:\n%s", R.out);
 

@@ -473,6 +473,10 @@ const struct tool_cmd tool_cmd_group = {
             "`vigil group SUBCOMMAND --help` tells more. The leader is the member with\n"
             "the lowest join revision; `etcdctl elect -l GROUP/members` names it too.\n"
             "A host's `vigil agent --dir DIR` ends a member's lease the moment its\n"
-            "process dies, so other hosts see it gone at once (else at its TTL).\n",
+            "process dies, so other hosts see it gone at once (else at its TTL).\n"
+            "\n"
+            "options:\n"
+            "  --etcd ENDPOINTS  etcd, e.g. http://10.0.0.1:2379 (every subcommand)\n"
+            "  -h, --help        show this help\n",
     .run = run,
 };

@@ -171,27 +171,42 @@ fn main() {
     let hbs = hb.to_str().unwrap();
     let (beats, regs) = (BEATS.to_string(), REGISTERS.to_string());
 
-    let (mut c_beat, mut r_beat, mut c_reg, mut r_reg, mut c_round, mut r_round) =
-        (f64::INFINITY, f64::INFINITY, f64::INFINITY, f64::INFINITY, f64::INFINITY, f64::INFINITY);
+    // Alternating runs: C then Rust, back to back, RUNS times. Each figure
+    // is the best of its runs; each ratio the median of the runs' own
+    // ratios (a run's two halves share the machine's mood).
+    const RUNS: u32 = 5;
+    let mut fig: [(Vec<f64>, Vec<f64>); 3] = Default::default();
     let mut bare = f64::INFINITY;
-    for run in 0..3 {
-        c_beat = c_beat.min(c_figure(&peer, &["beat", hbs, &beats]));
-        r_beat = r_beat.min(rust_beat(&table));
+    for run in 0..RUNS {
+        fig[0].0.push(c_figure(&peer, &["beat", hbs, &beats]));
+        fig[0].1.push(rust_beat(&table));
         bare = bare.min(bare_pair());
-        c_reg = c_reg.min(c_figure(&peer, &["register", hbs, &regs]));
-        r_reg = r_reg.min(rust_register(&table));
-        c_round = c_round.min(round(&dir, run * 2, Some(&peer), rounds));
-        r_round = r_round.min(round(&dir, run * 2 + 1, None, rounds));
+        fig[1].0.push(c_figure(&peer, &["register", hbs, &regs]));
+        fig[1].1.push(rust_register(&table));
+        fig[2].0.push(round(&dir, run * 2, Some(&peer), rounds));
+        fig[2].1.push(round(&dir, run * 2 + 1, None, rounds));
         spin_loop();
     }
-    println!("vigil Rust crate vs C, same run (best of 3 alternating runs, each best of 5 inside)");
-    println!("  hardware: bare acquire load + release store      {bare:8.3} ns");
-    println!("  beat (Beater / vigil_beater_beat, inline)   Rust {r_beat:8.3} ns   C {c_beat:8.3} ns   ratio {:.2}", r_beat / c_beat);
-    println!("  register + unregister                       Rust {r_reg:8.1} ns   C {c_reg:8.1} ns   ratio {:.2}", r_reg / c_reg);
-    println!(
-        "  barrier round, {GROUP} processes ({rounds} rounds)     Rust {:8.2} us   C {:8.2} us   ratio {:.2}",
-        r_round / 1000.0,
-        c_round / 1000.0,
-        r_round / c_round
-    );
+    let best = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
+    let median_ratio = |(c, r): &(Vec<f64>, Vec<f64>)| {
+        let mut q: Vec<f64> = r.iter().zip(c).map(|(r, c)| r / c).collect();
+        q.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        q[q.len() / 2]
+    };
+    println!("vigil Rust crate vs C, same run ({RUNS} alternating runs; best figures, median of the runs' ratios)");
+    println!("  hardware: bare acquire load + release store        {bare:9.3} ns");
+    let names = [
+        ("beat (Beater / vigil_beater_beat, inline)", "ns", 1.0),
+        ("register + unregister", "ns", 1.0),
+        ("barrier round, 4 processes", "us", 1000.0),
+    ];
+    for (i, (name, unit, scale)) in names.iter().enumerate() {
+        let (c, r) = (best(&fig[i].0) / scale, best(&fig[i].1) / scale);
+        println!(
+            "  {name:<42} Rust {r:9.3} {unit}   C {c:9.3} {unit}   ratio {:.2} (best {:.2})",
+            median_ratio(&fig[i]),
+            r / c
+        );
+    }
+    println!("  (barrier: {rounds} rounds after the start gate, the slowest member's time per round)");
 }

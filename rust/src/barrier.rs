@@ -120,6 +120,7 @@ impl RawBarrier {
         self.0.as_ptr()
     }
 
+    #[inline]
     pub(crate) fn wait(&self, epoch: u32, quorum: Option<u32>, timeout: Option<Duration>) -> Result<WaitOutcome> {
         let b = self.ptr();
         // SAFETY: an open handle.
@@ -349,6 +350,7 @@ impl<'t> Barrier<'t> {
     /// # drop(barrier); drop(me); drop(table); std::fs::remove_dir_all(&dir)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[inline]
     pub fn wait(&self, epoch: u32) -> Result<WaitOutcome> {
         self.raw.wait(epoch, None, None)
     }
@@ -368,6 +370,7 @@ impl<'t> Barrier<'t> {
     /// # drop(barrier); drop(table); std::fs::remove_dir_all(&dir)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[inline]
     pub fn wait_quorum(&self, epoch: u32, quorum: u32) -> Result<WaitOutcome> {
         self.raw.wait(epoch, Some(quorum), None)
     }

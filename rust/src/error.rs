@@ -127,6 +127,7 @@ impl Error {
 const EIO: i32 = 5;
 
 /// `Ok(rc)` for `rc >= 0`, the error otherwise.
+#[inline]
 pub(crate) fn check(rc: c_int) -> Result<c_int> {
     if rc >= 0 {
         Ok(rc)

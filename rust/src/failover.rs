@@ -110,8 +110,12 @@ pub struct FailoverWatchInfo {
     pub pidfds: u32,
     /// Slots whose owner's exit wakes the wait at once.
     pub watched: u32,
-    /// Occupied slots left to epochs alone.
+    /// Occupied slots left to epochs alone (an owner in another pid
+    /// namespace, or of none recorded).
     pub by_epochs: u32,
+    /// Occupied slots on epochs only until a pidfd can be made (the
+    /// process was out of descriptors or memory; tried again at every look).
+    pub retrying: u32,
 }
 
 fn reclaims(raw: &[sys::vigil_reclaim], why: Option<&[u32]>) -> Vec<Reclaim> {
@@ -243,7 +247,7 @@ impl HeartbeatTable {
         // SAFETY: an open handle; out has room for a longer struct.
         check(unsafe { sys::vigil_failover_wait_info(self.raw(), &mut out.value) })?;
         let v = out.value;
-        Ok(FailoverWatchInfo { pidfds: v.pidfds, watched: v.watched, by_epochs: v.by_epochs })
+        Ok(FailoverWatchInfo { pidfds: v.pidfds, watched: v.watched, by_epochs: v.by_epochs, retrying: v.retrying })
     }
 
     /// Makes the lowest live pid the coordinator ([`Role::Coordinator`](crate::Role))

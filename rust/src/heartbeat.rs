@@ -187,6 +187,7 @@ impl HeartbeatTable {
         }
     }
 
+    #[inline]
     pub(crate) fn raw(&self) -> *mut sys::vigil_hb {
         self.raw.as_ptr()
     }
@@ -250,6 +251,7 @@ impl HeartbeatTable {
     /// # drop(table); std::fs::remove_dir_all(&dir)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[inline]
     pub fn register(&self) -> Result<Registration<'_>> {
         self.register_pid(std::process::id())
     }
@@ -267,6 +269,7 @@ impl HeartbeatTable {
     /// # drop(r); drop(table); std::fs::remove_dir_all(&dir)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[inline]
     pub fn register_pid(&self, pid: u32) -> Result<Registration<'_>> {
         let mut slot = 0u32;
         // SAFETY: an open handle; slot is written only on success.
@@ -288,6 +291,7 @@ impl HeartbeatTable {
     /// # drop(table); std::fs::remove_dir_all(&dir)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[inline]
     pub fn unregister(&self, slot: u32) -> Result<()> {
         // SAFETY: an open handle; C checks the slot's range.
         check(unsafe { sys::vigil_hb_unregister(self.raw(), slot) }).map(drop)
@@ -336,6 +340,7 @@ impl HeartbeatTable {
     /// # drop(me); drop(table); std::fs::remove_dir_all(&dir)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[inline]
     pub fn beater(&self, slot: u32) -> Beater<'_> {
         // SAFETY: an open handle; the words live as long as it (or for
         // ever, for the library's sink).
@@ -357,6 +362,7 @@ impl HeartbeatTable {
     /// # drop(table); std::fs::remove_dir_all(&dir)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[inline]
     pub fn tick(&self) -> u64 {
         // SAFETY: an open handle.
         unsafe { sys::vigil_hb_tick(self.raw()) }
@@ -373,6 +379,7 @@ impl HeartbeatTable {
     /// # drop(table); std::fs::remove_dir_all(&dir)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[inline]
     pub fn epoch(&self) -> u64 {
         // SAFETY: an open handle.
         unsafe { sys::vigil_hb_epoch(self.raw()) }
@@ -395,6 +402,7 @@ impl HeartbeatTable {
     /// # drop(table); std::fs::remove_dir_all(&dir)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[inline]
     pub fn mark(&self, slot: u32, bit: u32) -> Result<()> {
         // SAFETY: an open handle; C checks slot and bit.
         check(unsafe { sys::vigil_hb_mark_in_flight(self.raw(), slot, bit) }).map(drop)
@@ -413,6 +421,7 @@ impl HeartbeatTable {
     /// # drop(table); std::fs::remove_dir_all(&dir)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[inline]
     pub fn clear(&self, slot: u32, bit: u32) -> Result<()> {
         // SAFETY: an open handle; C checks slot and bit.
         check(unsafe { sys::vigil_hb_clear_in_flight(self.raw(), slot, bit) }).map(drop)
@@ -501,6 +510,7 @@ impl HeartbeatTable {
     /// # drop(table); std::fs::remove_dir_all(&dir)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[inline]
     pub fn owned(&self, slot: u32) -> Result<bool> {
         // SAFETY: an open handle; C checks the slot.
         check(unsafe { sys::vigil_hb_owned(self.raw(), slot) }).map(|rc| rc == 1)
@@ -592,6 +602,7 @@ impl<'t> Registration<'t> {
     /// # drop(table); std::fs::remove_dir_all(&dir)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[inline]
     pub fn slot(&self) -> u32 {
         self.slot
     }
@@ -641,6 +652,7 @@ impl<'t> Registration<'t> {
     /// # drop(me); drop(table); std::fs::remove_dir_all(&dir)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[inline]
     pub fn beater(&self) -> Beater<'t> {
         self.table.beater(self.slot)
     }
@@ -657,6 +669,7 @@ impl<'t> Registration<'t> {
     /// # drop(me); drop(table); std::fs::remove_dir_all(&dir)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[inline]
     pub fn mark(&self, bit: u32) -> Result<()> {
         self.table.mark(self.slot, bit)
     }
@@ -674,6 +687,7 @@ impl<'t> Registration<'t> {
     /// # drop(me); drop(table); std::fs::remove_dir_all(&dir)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[inline]
     pub fn clear(&self, bit: u32) -> Result<()> {
         self.table.clear(self.slot, bit)
     }
@@ -738,6 +752,7 @@ impl<'t> Registration<'t> {
     /// # drop(table); std::fs::remove_dir_all(&dir)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[inline]
     pub fn unregister(mut self) -> Result<()> {
         self.armed = false;
         self.table.unregister(self.slot)
@@ -757,6 +772,7 @@ impl<'t> Registration<'t> {
     /// # drop(table); std::fs::remove_dir_all(&dir)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[inline]
     pub fn into_slot(mut self) -> u32 {
         self.armed = false;
         self.slot
@@ -764,6 +780,7 @@ impl<'t> Registration<'t> {
 }
 
 impl Drop for Registration<'_> {
+    #[inline]
     fn drop(&mut self) {
         if self.armed {
             let _ = self.table.unregister(self.slot);

@@ -113,6 +113,11 @@ pub use heartbeat::{Beater, HeartbeatCounters, HeartbeatTable, Registration, Rol
 pub use keepalive::{with_keepalive, Keepalive, KeepaliveStats};
 pub use lease::{Lease, LeaseInfo, LeasePort, LeaseState, Leases, LeasesCounters, NativePort};
 
+/// The Rust programs of README.md, run as doc tests (`make rust-doc`).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 #[cfg(test)]
 mod tests {
     use super::*;
