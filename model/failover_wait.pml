@@ -6,7 +6,9 @@
  * by a process with the same pid and the same start tick.
  *
  * CHECK carry     |                      | -DSAFETY | -m100000 | clean
- * CHECK carry_old | -DOLD_KEY            | -DSAFETY | -m100000 | error
+ * CHECK carry_old | -DOLD_KEY -DOLD_CLAIM | -DSAFETY | -m100000 | error
+ * CHECK carry_key | -DOLD_CLAIM          | -DSAFETY | -m100000 | clean
+ * CHECK carry_claim | -DOLD_KEY          | -DSAFETY | -m100000 | clean
  * CHECK proc      | -DFOREIGN_PROC       | -DSAFETY | -m100000 | clean
  * CHECK proc_old  | -DFOREIGN_PROC -DOLD_JUDGE | -DSAFETY | -m100000 | error
  * CHECK emfile    | -DEMFILE -DLTL -DNOCLAIMER     | | -a -f -m100000 | clean
@@ -24,9 +26,15 @@
  * choice `skip`), and the next wait starts at the read again.
  *
  * carry, carry_old (issue 17.5): the state is keyed by the registration
- *   (gen); keyed by (pid, start time), as before, W carries P1's verdict
- *   to P2's registration and claims it at P2's version: a live worker
- *   reclaimed.
+ *   (gen), and the claim takes the slot only while it holds the gen the
+ *   verdict was about (vigil_failover_claim_dead). carry_old is the steps
+ *   before issue 17, state keyed by (pid, start time) and the claim made
+ *   at the version last read with the pid: W carries P1's verdict to P2's
+ *   registration and claims it at P2's version, a live worker reclaimed.
+ *   Each fix alone is enough: carry_key (the keyed state, the old claim)
+ *   and carry_claim (the old key, the claim by gen) are clean too, which
+ *   is why no test with real processes can see the old key alone any
+ *   more (make mutate: failover_wait_verdict_carried).
  * proc, proc_old (issue 17.4): /proc is another pid namespace's, so the
  *   start time read for pid 7 is another process's. The judge answers
  *   "unknown" and W watches the pidfd; the old steps took the other start
@@ -88,16 +96,23 @@ byte claimed;         /* ghost: registrations claimed, as a set of bits */
 ltl seen { <> (claimed & 2) }
 #endif
 
-/* vigil_failover_claim_dead(slot, v, p): the writer lock only at version
- * v, the pid still p; vacate. The claim must take a dead registration. */
-#define CLAIM(v, p) \
+/* vigil_failover_claim_dead(slot, g, p): under the writer lock, only
+ * while the slot holds registration g (and pid p); vacate. OLD_CLAIM: at
+ * version v, the pid still p, as before issue 17. A claim must take a
+ * dead registration. */
+#ifdef OLD_CLAIM
+#define HOLDS(v, g, p) (ver == v && spid == p)
+#else
+#define HOLDS(v, g, p) (sgen == g && spid == p)
+#endif
+#define CLAIM(v, g, p) \
     atomic { \
         if \
-        :: ver == v && spid == p -> \
+        :: HOLDS(v, g, p) -> \
             assert(!alive[sgen]); \
             claimed = claimed | (1 << sgen); \
             spid = 0; sstart = 0; sgen = 0; ver = ver + 2 \
-        :: !(ver == v && spid == p) \
+        :: !HOLDS(v, g, p) \
         fi }
 
 /* P1 lives, then dies; P2 is born with its pid once the slot is free and
@@ -134,11 +149,11 @@ end_w:
  * its own): the owner's process dead. */
 active proctype other()
 {
-    byte v, p;
+    byte v, g, p;
 end_c:
     do
-    :: atomic { (ver & 1) == 0 && sgen != 0 && !alive[sgen] -> v = ver; p = spid };
-       CLAIM(v, p); v = 0; p = 0
+    :: atomic { (ver & 1) == 0 && sgen != 0 && !alive[sgen] -> v = ver; g = sgen; p = spid };
+       CLAIM(v, g, p); v = 0; g = 0; p = 0
     od
 }
 #endif
@@ -206,7 +221,7 @@ judge:
 claim:
         /* claim_dead, or the wait stops here with max entries written */
         if
-        :: dead -> CLAIM(st_ver, st_pid);
+        :: dead -> CLAIM(st_ver, st_gen, st_pid);
            st_pid = 0; st_start = 0; st_gen = 0; fd = 0; dead = false; watching = false
 #ifndef LTL
         :: dead -> skip     /* max reached: the next wait claims, or not */
