@@ -50,7 +50,9 @@ static void die(const char *what, int rc)
     exit(1);
 }
 
-/* A worker: registers, marks a unit, says so, and waits to be killed. */
+/* A worker: registers, marks a unit, says so, and beats every millisecond
+ * until it is killed (a worker that did not beat would go stale and be
+ * reclaimed by epochs before its kill). */
 static pid_t spawn_worker(void)
 {
     int p[2];
@@ -64,8 +66,11 @@ static pid_t spawn_worker(void)
         char c = 1;
         if (write(p[1], &c, 1) != 1)
             _exit(4);
-        for (;;)
-            pause();
+        for (;;) {
+            vigil_hb_beat(hb, s);
+            struct timespec ts = { 0, 1000000 };
+            nanosleep(&ts, NULL);
+        }
     }
     close(p[1]);
     char c;
@@ -176,6 +181,10 @@ int main(void)
            "goal: median under 1 ms (%s), p99 under 5 ms (%s)\n",
            med[M_WAIT] / med[M_FLOOR], med[M_EPOCHS] / med[M_WAIT], bench_verdict(med[M_WAIT] < 1000.0),
            bench_verdict(p99[M_WAIT] < 5000.0));
+    if (p99[M_FLOOR] >= 5000.0)
+        printf("the floor's own p99 is %.1f ms in this run: a p99 under 5 ms is past what this machine's\n"
+               "scheduler gave anyone just now (p99 ratio to the floor: %.2fx)\n",
+               p99[M_FLOOR] / 1000.0, p99[M_WAIT] / p99[M_FLOOR]);
     vigil_hb_close(hb);
     return 0;
 }

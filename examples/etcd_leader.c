@@ -40,6 +40,11 @@
 
 #define TTL_MS  5000
 #define WORK_MS 1000 /* the leader's duty cycle */
+/* A request is worth nothing to a lease once a renewal period (0.32 TTL)
+ * has gone by: bound each well below a third of the TTL
+ * (vigil_etcd_set_timeout(3)), so that a hung member costs one short
+ * attempt before the next endpoint answers, never the lease. */
+#define REQUEST_MS (TTL_MS / 5)
 
 /* The leader's work: here a line a second, tagged with the term as every
  * write of a real leader would be. */
@@ -100,9 +105,10 @@ int main(int argc, char **argv)
         snprintf(name, sizeof(name), "%s:%d", host, (int)getpid());
     }
     vigil_etcd *e = NULL;
-    int rc = vigil_etcd_connect(argv[1], &e);
+    struct vigil_etcd_options o = { .dial_timeout_ms = REQUEST_MS / 2, .request_timeout_ms = REQUEST_MS };
+    int rc = vigil_etcd_connect_opts(argv[1], &o, &e);
     if (rc < 0) {
-        fprintf(stderr, "%s: %s\n", argv[1], vigil_strerror(rc));
+        fprintf(stderr, "%s: %s %s\n", argv[1], vigil_strerror(rc), vigil_etcd_errmsg());
         return 1;
     }
     /* SIGINT and SIGTERM: while campaigning they end the program (nothing
@@ -118,7 +124,7 @@ int main(int argc, char **argv)
         vigil_lease l;
         rc = vigil_etcd_acquire_wait(e, key, name, TTL_MS, UINT64_MAX, &l);
         if (rc < 0) {
-            fprintf(stderr, "%s: campaign: %s\n", key, vigil_strerror(rc));
+            fprintf(stderr, "%s: campaign: %s %s\n", key, vigil_strerror(rc), vigil_etcd_errmsg());
             sleep(1); /* etcd unreachable: try again */
             continue;
         }

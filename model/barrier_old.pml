@@ -27,6 +27,16 @@
  * Every step may instead be the process's death (K below); Spin's
  * interleaving pauses any process for any length of time.
  */
+/*
+ * What this model leaves out, and why that is safe: it exists to fail.
+ * It keeps the old protocol's steps that carry its two flaws (the judge's
+ * load then CAS on the state word, the bound arrival's count then record)
+ * and abstracts the rest as barrier.pml does (no futex sleep, liveness as
+ * the environment's choice, one step per slot's tally). An abstraction
+ * that only removes behaviours could hide a flaw but never invent one, so
+ * each counterexample it finds is one the old C had: both were reproduced
+ * with real processes (test_barrier_kill.c).
+ */
 #define N 3
 #define X 2
 #define bit(p) (1 << (p))

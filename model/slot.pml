@@ -1,131 +1,177 @@
 /*
- * The heartbeat slot's writer lock and its repair, as they are now
- * (src/heartbeat_internal.h, THE SLOT WRITER LOCK; src/heartbeat.c
- * vigil_slot_try_lock, vigil_slot_lock_version, vigil_slot_unlock,
- * claim_vacant, vigil_hb_unregister; include/vigil/heartbeat.h
- * vigil_hb_in_flight_inline; src/failover.c scan_table, claim, repair,
- * vacate_locked).
+ * A heartbeat slot: registrations named by their generation, THE FENCE on
+ * marks and clears, and THE SLOT WRITER LOCK with its repair, as they are
+ * now (src/heartbeat_internal.h: REGISTRATIONS AND THEIR GENERATIONS, THE
+ * SLOT WRITER LOCK; src/proc_internal.h: LOCK PAIRS; src/heartbeat.c:
+ * claim_vacant, may_change, vigil_hb_unregister, vigil_hb_set_role;
+ * include/vigil/heartbeat.h: THE FENCE, vigil_hb_in_flight_inline;
+ * src/failover.c: scan_table, claim, repair, vacate_locked).
  *
- * One slot. Registrants register and mark their work unit (R1 unit 1, R2
- * unit 2), and R1 unregisters (UNREG); one failover scanner scans it
- * twice, or two scanners once each. Any
- * process is killed at any step (K) and from then on provably dead
- * (vigil_lock_holder_dead); any is paused for any length (every
- * interleaving), and a paused or preempted owner may look stale to a
- * scanner at any moment (its heartbeat lapsed), so a scanner may judge
- * any owner stale, at any read: the stale claim, which also covers the
- * probe's "dead".
+ * One slot. Any process is killed at any step (K) and from then on dead;
+ * any is paused for any length (every interleaving), and a paused or
+ * preempted owner may look stale to a scanner at any moment, so a scanner
+ * may judge any owner stale at any read (the stale claim, which also
+ * stands for the probe's "dead").
  *
- * CHECK two_reg  |                                   | -DSAFETY | -m100000 | clean
- * CHECK two_scan | -DSCANNERS=2 -DUNREG              | -DSAFETY | -m100000 | clean
- * CHECK unreg    | -DUNREG                           | -DSAFETY | -m100000 | error
- * CHECK unregfix | -DUNREG -DUNREG_OWNCHECK          | -DSAFETY | -m100000 | clean
+ * What hid issue 17's bugs is here: names that recur. R2's pid may be R1's
+ * (SAME_PID: a pid of another namespace, or recycled), and R2's lock word
+ * may be R1's (SAME_WORD: R1's pid recycled by R2 in the same clock tick;
+ * R2 then starts only once R1 is dead). And a unit handed to a successor
+ * in the same slot: R1 marks unit 1, may be failed over while it works,
+ * and R2 registers into the slot and marks the same bit; R1, stale, then
+ * clears its unit, sets its role and unregisters.
  *
- * two_reg: R1, R2 and one scanner. two_scan: R1, who then unregisters,
- * and two scanners racing. (R1, R2 and two scanners: 29 million states,
- * a minute; clean, but left out of `make model` for its time.)
- * unreg: a finding, the C before its fix. vigil_hb_unregister took a slot
- *   index and cleared whatever registration the slot held. R1, stalled past its grace just
- *   before it unregisters, is failed over and the slot registered again
- *   by R2; R1's unregister then vacates R2's registration and drops R2's
- *   unit. No caller can avoid it: the stall can come after any check it
- *   makes. unregfix: the C now (src/heartbeat.c, mine_of and
- *   vigil_hb_unregister): the check under the lock that the slot still
- *   holds the caller's registration (pid and start time), clean.
+ * CHECK fence     | -DSAME_PID                    | -DSAFETY | -m100000 | clean
+ * CHECK clear_old | -DSAME_PID -DOLD_CLEAR        | -DSAFETY | -m100000 | error
+ * CHECK fence_old | -DSAME_PID -DOLD_STEPS        | -DSAFETY | -m100000 | error
+ * CHECK aba       | -DABA -DSAME_WORD             | -DSAFETY | -m100000 | clean
+ * CHECK aba_old   | -DABA -DSAME_WORD -DOLD_TAKEOVER | -DSAFETY | -m100000 | error
+ * CHECK two_scan  | -DABA -DSCAN2                 | -DSAFETY | -m100000 | clean
+ *
+ * fence: R1 (register, mark 1, clear 1, set_role, unregister), R2 with
+ *   R1's pid (register once the slot is vacant, mark 1), one scanner
+ *   scanning twice. clear_old: the clear as it was before issue 17 (pid
+ *   != 0 checked, then fetch_and): Spin finds R1 failed over while it
+ *   worked, R2 registered into the slot and marking the same bit, and
+ *   R1's stale clear removing R2's unit (issue 17.3). fence_old: every
+ *   step as it was (mark, clear and set_role checked the pid, then wrote;
+ *   unregister checked pid and start time, the same for a recurring
+ *   pid): Spin finds a stale change to the successor.
+ * aba: R1 killed anywhere in its register, R2 with R1's lock word
+ *   starting after R1 died, two scanners scanning once each: a repair's
+ *   take-over judged R1 dead and is paused; the other scanner repairs; R2
+ *   takes the lock. aba_old: the take-over from the word alone (the C
+ *   before issue 17 took `writer` by a compare-and-swap from the word it
+ *   judged): Spin finds the paused scanner robbing R2 (issue 17.6).
+ * two_scan: the same without recurring words, two scanners racing to
+ *   repair and claim.
  *
  * Safety (asserts):
  *   - the version never goes backwards (every store to seq is checked);
+ *   - a writer's lock is taken over only from a dead holder;
  *   - a registrant's pid lands only on a vacant slot, and no two
- *     registrants own the slot at once (owned: register returned 0 and
- *     nothing vacated it since);
- *   - a writer's lock is taken over only from a dead writer;
- *   - a unit is handed to a scanner at most once, and when everyone is
- *     done every marked unit was handed over, is still in the slot, or
- *     was dropped by its owner's unregister or by a register over stray
- *     bits (the heartbeat table's documented race, failover.c STRAY BITS).
+ *     registrations hold the slot at once;
+ *   - every change a registrant makes to the slot (a mark, a clear, its
+ *     role, its unregister) lands while the slot holds its own
+ *     registration: a stale one changes nothing of a successor's;
+ *   - a registration is vacated once, and when everyone is done every
+ *     unit a registrant marked and did not clear itself is in the slot,
+ *     was handed to a scanner with that registration, or was dropped by
+ *     its own unregister.
+ *
+ * WHAT THIS MODEL LEAVES OUT, AND WHY THAT IS SAFE
+ *
+ *   - One slot and two registrations. Slots share nothing but the epoch
+ *     and the mapping: every protocol step names one slot, so two slots
+ *     interleave as independent copies of this one. Two registrations
+ *     are the fewest that let one be the other's stale predecessor and
+ *     successor; a third would be a successor's successor, the same step
+ *     again with a gen one higher.
+ *   - Generations do not wrap (a byte; 2 registrations). In the C a gen
+ *     is below 2^43 and a slot whose gen reaches that is retired, so no
+ *     gen recurs (heartbeat_internal.h).
+ *   - The version does not wrap: 64 bits rising one per change.
+ *   - Each 16-byte compare-and-swap is one atomic step, as the hardware
+ *     makes it (lock cmpxchg16b; ldaxp/stlxp that stores even on a
+ *     mismatch). The loads that guess a swap's expected value are left
+ *     out: a wrong guess only fails the swap, which then retries with
+ *     the values it read, and a retry reads no older value.
+ *   - Memory order. Spin interleaves whole steps, sequentially
+ *     consistent. The C keeps the orders this relies on by argument,
+ *     told beside each: the swaps are full barriers; the release fence
+ *     after the lock's swap orders the odd version before the fields
+ *     (vigil_slot_locked); the unlock is a release store; a SeqLock
+ *     reader's acquire fence keeps its field loads before its second load
+ *     of the version (vigil_slot_read). Orders on fields written under the
+ *     lock are relaxed: the lock orders them. A relaxed load can only make
+ *     a guess stale, which a swap catches.
+ *   - The judge of "dead" is an oracle: a word is dead when no live,
+ *     started process has it. The real judge (vigil_lock_holder_dead) can
+ *     only err towards "alive" (another namespace, an unreadable /proc),
+ *     which is a wait, never a robbery; and as here it judges a word after
+ *     the holding was read, so a process with that word that took the lock
+ *     before the read is covered by the verdict (it existed) and one that
+ *     took it after has another version.
+ *   - Snapshots, beats and live counts are left out: they write no word a
+ *     writer reads under the lock except last_seen_epoch, whose every
+ *     value the nondeterministic "stale or not" of the scanner covers.
+ *   - Registrants do not retry after VIGIL_EFULL more than twice, and R2
+ *     registers only once the slot is vacant: the rest is the same steps
+ *     on a slot already held, which fail at the pid filter.
  */
 #define NONE 0
 #define R1 1
 #define R2 2
 #define S1 3
 #define S2 4
-#ifndef SCANNERS
-#define SCANNERS 1
-#endif
-#ifndef REGS
-#define REGS (3 - SCANNERS)
-#endif
-#define NPROC (REGS + SCANNERS)
-#define unit(r) (r)             /* R1 marks bit 1, R2 bit 2 */
+#define NPROC 4
+#define U 1                     /* the unit: bit 1, for both registrants */
+#define VAC 64                  /* VIGIL_GEN_VACANT */
+#define OCCUPIED(g) ((g) != 0 && (g) < VAC)
 
-byte seq;               /* slot offset 4: SeqLock version */
-byte writer;            /* slot offset 56: the writer's lock word, here its id */
+#ifdef SAME_PID
+#define PID_R2 1                /* R2's pid is R1's */
+#else
+#define PID_R2 2
+#endif
+#ifdef SAME_WORD
+#define WORD_R2 1               /* R2's lock word is R1's */
+#else
+#define WORD_R2 2
+#endif
+#define PID_OF(r) ((r) == R1 -> 1 : PID_R2)
+#define WORD_OF(p) ((p) == R1 -> 1 : ((p) == R2 -> WORD_R2 : (p)))
+
+byte seq;               /* slot offset 40: SeqLock version, odd while locked */
+byte writer;            /* slot offset 32: lock word of the holder, or of the last one */
 byte owner;             /* slot offset 0: pid, 0 vacant */
+byte gen;               /* slot offset 24: 0, g occupied, VAC + g vacant */
 byte bits;              /* slot offset 16: in_flight */
-bool killed[5];
+byte role;              /* slot offset 4 */
+bool killed[NPROC + 1];
+bool started[NPROC + 1];
 
 /* ghost */
-bool owned[3];          /* the slot holds r's registration (from its pid store) */
-byte marked;            /* units marked */
-byte reported;          /* units handed to scanners */
-byte dropped;           /* units dropped by unregister or a register over strays */
+byte holder;            /* the process holding the lock, NONE while free */
+byte cur;               /* whose registration holds the slot, NONE */
+byte mygen[3];          /* the gen each registrant's handle noted */
+bool vacated[3];        /* registration r was vacated (by a scanner) */
+byte marked[3];         /* units r marked and did not clear itself */
+byte handed[3];         /* units handed to a scanner with r's registration */
+byte dropped[3];        /* units dropped by r's own unregister */
 byte done;              /* processes finished or dead */
 
-/* Killed here, or not. */
 #define K(me) if :: skip :: killed[me] = true; goto out fi
 
 /* Every store to seq: versions only grow (no wrap in this model). */
 #define SET_SEQ(to) assert((to) > seq); seq = (to)
 
-/* vigil_slot_try_lock: the filter (writer free, seq even), the CAS of
- * writer 0 -> me, the load of seq; odd: release writer, EBUSY; else the
- * store of v + 1 (a store: holding writer, no vigil writer moves seq).
- * ok false: EBUSY, nothing held. */
+/* The judge (vigil_lock_holder_dead): dead when no started process that
+ * is alive has the word. */
+#define ALIVE_WITH(w, p) (WORD_OF(p) == (w) && started[p] && !killed[p])
+#define DEAD(w) !(ALIVE_WITH(w, R1) || ALIVE_WITH(w, R2) || ALIVE_WITH(w, S1) || ALIVE_WITH(w, S2))
+
+/* vigil_pair_take as vigil_slot_try_lock: {any, even} -> {me, odd}. */
 inline try_lock(me, v, ok) {
     atomic {
         if
-        :: writer == NONE && seq % 2 == 0 -> writer = me; ok = true
-        :: !(writer == NONE && seq % 2 == 0) -> ok = false
+        :: seq % 2 == 0 -> v = seq; SET_SEQ(v + 1); writer = WORD_OF(me); holder = me; ok = true
+        :: else -> ok = false
         fi
-    };
-    if
-    :: ok ->
-        K(me);
-        /* the load and the store as one step: holding writer, no other
-         * process moves seq (a repairer only once we are dead) */
-        atomic {
-            v = seq;
-            if
-            :: v % 2 == 0 -> SET_SEQ(v + 1)
-            :: v % 2 == 1 -> ok = false     /* a scribble: writer released below */
-            fi
-        };
-        if :: !ok -> K(me); writer = NONE :: else fi
-    :: else
-    fi
+    }
 }
 
-/* vigil_slot_unlock: CAS seq v + 1 -> v + 2 (failing: VIGIL_ELOST, touch
- * nothing more), the check that writer is still me, the store of 0. */
-inline unlock(me, v, ok) {
-    atomic {
-        if
-        :: seq == v + 1 -> SET_SEQ(v + 2); ok = true
-        :: seq != v + 1 -> ok = false
-        fi
-    };
-    if
-    :: ok ->
-        K(me);
-        atomic { if :: writer == me -> writer = NONE :: writer != me -> ok = false fi }
-    :: else
-    fi
+/* vigil_slot_unlock: the release store of v + 2. Only the holder moves an
+ * odd version, so it is a store. */
+inline unlock(me, v) {
+    atomic { assert(holder == me && seq == v + 1); SET_SEQ(v + 2); holder = NONE }
 }
 
-/* claim_vacant, then the marking of our unit */
+/* claim_vacant: the pid filter, the lock, the checks under it, in_flight
+ * 0, the gen, the pid, the unlock. */
 inline register(me, v, ok) {
     if
-    :: owner != NONE -> ok = false          /* OCCUPIED (the filter) */
+    :: owner != NONE -> ok = false
     :: owner == NONE ->
         K(me);
         try_lock(me, v, ok);
@@ -133,51 +179,115 @@ inline register(me, v, ok) {
         :: ok ->
             K(me);
             if
-            :: owner != NONE -> unlock(me, v, ok); ok = false  /* taken meanwhile */
-            :: owner == NONE ->
+            :: owner != NONE || OCCUPIED(gen) -> unlock(me, v); ok = false
+            :: else ->
                 K(me);
-                atomic { dropped = dropped | bits; bits = 0 }  /* in_flight = 0 */
+#ifndef OLD_MARK
+                atomic { assert(bits == 0); bits = 0 };   /* in_flight = 0: nothing stray since the fence */
+#else
+                bits = 0;                                 /* in_flight = 0: stray bits dropped */
+#endif
                 K(me);
-                atomic { assert(owner == NONE); owner = me; owned[me] = true };
+                atomic { assert(cur == NONE); gen = gen % VAC + 1; mygen[me] = gen; cur = me };
                 K(me);
-                unlock(me, v, ok)
+                atomic { assert(owner == NONE); owner = PID_OF(me) };
+                K(me);
+                unlock(me, v)
             fi
         :: else
         fi
     fi
 }
 
-/* vigil_hb_in_flight_inline: the pid check, then fetch_or */
+/* A change by registrant `me` landing on the slot: it must be its own.
+ * The steps before issue 17 could land on a slot vacated meanwhile,
+ * which was accepted then (a stray bit, a role register resets): they
+ * are held only to never landing on a successor's. */
+#define MINE(me) assert(cur == me)
+#define NOT_ANOTHERS(me) assert(cur == me || cur == NONE)
+
+#ifdef OLD_STEPS
+#define OLD_MARK
+#define OLD_CLEAR
+#define OLD_ROLE
+#define OLD_UNREG
+#endif
+
+/* THE FENCE: one 16-byte swap of {in_flight, gen} against the handle's
+ * gen. Before issue 17 (OLD_MARK, OLD_CLEAR): the pid checked, then the
+ * bitmap's fetch_or or fetch_and; a mark that landed on a slot vacated
+ * meanwhile was a stray bit, taken by the next scan or dropped by the
+ * next register (accepted then), but one that lands on a successor's
+ * registration is the bug. */
+#ifndef OLD_MARK
+inline mark(me) {
+    atomic { if :: gen == mygen[me] -> MINE(me); bits = bits | U; marked[me] = marked[me] | U :: else fi }
+}
+#else
 inline mark(me) {
     if
     :: owner != NONE ->
         K(me);
-        atomic { bits = bits | unit(me); marked = marked | unit(me) }
-    :: owner == NONE                        /* VIGIL_EVACANT */
+        atomic { NOT_ANOTHERS(me); bits = bits | U; if :: cur == me -> marked[me] = marked[me] | U :: else fi }
+    :: else
     fi
 }
+#endif
+#ifndef OLD_CLEAR
+inline clear(me) {
+    atomic { if :: gen == mygen[me] -> MINE(me); bits = bits & ~U; marked[me] = marked[me] & ~U :: else fi }
+}
+#else
+inline clear(me) {
+    if
+    :: owner != NONE -> K(me); atomic { NOT_ANOTHERS(me); bits = bits & ~U; marked[me] = marked[me] & ~U }
+    :: else
+    fi
+}
+#endif
+/* vigil_hb_set_role: the gen checked under the lock; before issue 17
+ * (OLD_ROLE) the pid checked, then the store. */
+#ifndef OLD_ROLE
+inline set_role(me, v, ok) {
+    try_lock(me, v, ok);
+    if
+    :: ok -> K(me);
+        atomic { if :: gen == mygen[me] -> MINE(me); role = 1 :: else fi };
+        K(me); unlock(me, v)
+    :: else
+    fi
+}
+#else
+inline set_role(me, v, ok) {
+    if
+    :: owner != NONE -> K(me); atomic { NOT_ANOTHERS(me); role = 1 }
+    :: else
+    fi
+}
+#endif
+/* vigil_hb_unregister: the gen checked under the lock; before issue 17
+ * (OLD_UNREG) pid and start time, the same for a recurring pid. */
+#ifndef OLD_UNREG
+#define MAY_CHANGE(me) (gen == mygen[me])
+#else
+#define MAY_CHANGE(me) (owner == PID_OF(me))
+#endif
 
-/* vigil_hb_unregister: lock, pid 0 -> EVACANT, else clear pid and
- * in_flight, unlock */
 inline unregister(me, v, ok) {
     try_lock(me, v, ok);
     if
     :: ok ->
         K(me);
         if
-        :: owner == NONE -> unlock(me, v, ok)
-#ifdef UNREG_OWNCHECK
-        :: owner != NONE && owner != me -> unlock(me, v, ok)  /* not ours: EVACANT */
-        :: owner == me ->
-#else
-        :: owner != NONE ->
-#endif
-            atomic {
-                assert(owner == me);        /* only its own registration */
-                owner = NONE; owned[me] = false;
-                dropped = dropped | bits; bits = 0 };
+        :: MAY_CHANGE(me) && owner != NONE ->
+            atomic { MINE(me); owner = NONE };
             K(me);
-            unlock(me, v, ok)
+            atomic { gen = (gen % VAC) + VAC; dropped[me] = dropped[me] | bits; bits = 0; cur = NONE };
+            K(me);
+            role = 0;
+            K(me);
+            unlock(me, v)
+        :: else -> unlock(me, v)  /* VIGIL_ELOST or VIGIL_EVACANT */
         fi
     :: else
     fi
@@ -186,6 +296,14 @@ inline unregister(me, v, ok) {
 proctype Registrant(byte me) {
     byte v, tries;
     bool ok;
+#ifdef SAME_WORD
+    /* R1's pid recycled: R2 exists only once R1 is dead */
+    if :: me == R2 -> end_wait: (killed[R1]) :: else fi;
+#else
+    /* R2 registers into the slot R1 left (failed over, or unregistered) */
+    if :: me == R2 -> end_vacant: (mygen[R1] != 0 && owner == NONE) :: else fi;
+#endif
+    started[me] = true;
     do
     :: tries < 2 ->
         tries++;
@@ -193,98 +311,117 @@ proctype Registrant(byte me) {
         if :: ok -> break :: else fi
     :: else -> goto out
     od;
+#ifndef ABA
     K(me);
     mark(me);
-    K(me);
-#ifdef UNREG
-    if :: me == R1 -> unregister(me, v, ok) :: else fi;
+    if
+    :: me == R1 ->
+        K(me);
+        clear(me);              /* R1's unit done: possibly stale */
+        K(me);
+        set_role(me, v, ok);
+        K(me);
+        unregister(me, v, ok)
+    :: else
+    fi;
 #endif
 out:
     atomic { done++ }
 }
 
-/* vacate_locked: CAS pid p -> 0, exchange in_flight with 0, hand over */
-inline vacate(p) {
-    atomic {
-        if
-        :: owner == p ->
-            owner = NONE;
-            if :: p != NONE -> owned[p] = false :: else fi;
-            assert((reported & bits) == 0); /* each unit handed over once */
-            reported = reported | bits; bits = 0
-        :: owner != p
-        fi
-    }
+/* vacate_locked: the pid by compare-and-swap, then {in_flight, gen} by one
+ * swap: the bits handed over, the gen marked vacant. */
+inline vacate(p, g) {
+    atomic { if :: owner == p -> owner = NONE; ok = true :: else -> ok = false fi };
+    if
+    :: ok ->
+        K(me);
+        atomic {
+            if
+            :: cur != NONE ->
+                assert(!vacated[cur]); vacated[cur] = true;
+                handed[cur] = handed[cur] | bits
+            :: else
+            fi;
+            bits = 0; gen = (gen % VAC) + VAC; cur = NONE
+        };
+        K(me);
+        role = 0
+    :: else
+    fi
 }
 
 proctype Scanner(byte me) {
-    byte v, w, p, lv, round;
+    byte v, w, g, p, lv, round;
     bool ok;
+    started[me] = true;
     do
-    :: round < 3 - SCANNERS ->           /* two scans, or one each of two */
+#if defined(ABA)
+    :: round < 1 ->
+#else
+    :: round < 2 ->
+#endif
         round++;
-        /* scan_table's filter: seq, pid, writer (one step), then the pid
-         * again after the acquire fence */
+        /* scan_table's filter and vigil_pair_read: the version and the
+         * writer as one moment had them; pid and gen after the fence */
         atomic { v = seq; w = writer };
         K(me);
-        p = owner;
         if
-        :: w != NONE ->
-            /* repair: only a holder vigil_lock_holder_dead proves dead */
+        :: v % 2 == 1 ->
+            /* THE REPAIR: judged after the holding was read */
             if
-            :: killed[w] ->
-                K(me);
+            :: DEAD(w) ->
+                K(me);              /* SP_JUDGED */
                 atomic {
+#ifdef OLD_TAKEOVER
+                    if :: writer == w && seq % 2 == 1 -> ok = true :: else -> ok = false fi;
+#else
+                    if :: writer == w && seq == v -> ok = true :: else -> ok = false fi;
+#endif
                     if
-                    :: writer == w -> assert(killed[w]); writer = me; ok = true
-                    :: writer != w -> ok = false
+                    :: ok -> assert(killed[holder]); holder = me; writer = WORD_OF(me);
+                        lv = seq + 1; SET_SEQ(seq + 2)
+                    :: else
                     fi
                 };
                 if
                 :: ok ->
                     K(me);
-                    /* vigil_slot_lock_version: odd v -> v + 2, even v -> v + 1
-                     * (load and CAS as one step: holding writer, we alone
-                     * move seq) */
-                    atomic {
-                        lv = seq - seq % 2;  /* the unlock's v */
-                        if :: seq % 2 == 1 -> SET_SEQ(seq + 2); lv = lv + 2 :: else -> SET_SEQ(seq + 1) fi
-                    };
-                    K(me);
-                    /* judged under the lock: vacant, stale or dead: vacate */
+                    /* judged under the lock: vacant or stale/dead: vacate;
+                     * or live: keeps its slot */
                     p = owner;
-                    if :: vacate(p) :: p != NONE -> skip /* live: keeps its slot */ fi;
+                    if :: vacate(p, 0) :: p != NONE -> skip fi;
                     K(me);
-                    unlock(me, lv, ok)
+                    unlock(me, lv)
                 :: else
                 fi
-            :: else                         /* alive, or not yet judged dead */
+            :: else                 /* alive, or not judged dead */
             fi
-        :: w == NONE && v % 2 == 1          /* odd with no writer: a scribble */
-        :: w == NONE && v % 2 == 0 && p == NONE && bits == 0
-        :: w == NONE && v % 2 == 0 && (p != NONE || bits != 0) ->
-            /* claim: stray bits (p == 0), or an owner judged stale */
+        :: v % 2 == 0 ->
+            atomic { p = owner; g = gen };
             if
-            :: skip                         /* judged live */
-            :: K(me);
-                try_lock(me, lv, ok);
+            :: p != NONE && OCCUPIED(g) ->
                 if
-                :: ok && lv != v -> unlock(me, lv, ok)   /* changed since judged */
-                :: ok && lv == v ->
-                    K(me);
-                    /* take if still that pid, and (an owner) still stale */
+                :: skip                     /* judged live */
+                :: K(me);
+                    /* THE CLAIM: locked, then only the registration judged */
+                    try_lock(me, lv, ok);
                     if
-                    :: p == NONE && owner == NONE && bits != 0 -> vacate(NONE)
-                    :: p != NONE && owner == p -> vacate(p)
-                    :: skip                 /* nothing to take, or a late beat */
-                    fi;
-                    K(me);
-                    unlock(me, lv, ok)
-                :: else
+                    :: ok ->
+                        K(me);
+                        if
+                        :: gen == g && owner == p -> vacate(p, g)
+                        :: else                   /* changed, or a late beat */
+                        fi;
+                        K(me);
+                        unlock(me, lv)
+                    :: else
+                    fi
                 fi
+            :: else
             fi
         fi;
-        v = 0; w = 0; p = 0; lv = 0; ok = false
+        v = 0; w = 0; g = 0; p = 0; lv = 0; ok = false
     :: else -> break
     od;
 out:
@@ -294,19 +431,24 @@ out:
 init {
     atomic {
         run Registrant(R1);
-        if :: REGS == 2 -> run Registrant(R2) :: else fi;
+        run Registrant(R2);
         run Scanner(S1);
-        if :: SCANNERS == 2 -> run Scanner(S2) :: else fi
+#if defined(ABA) && (defined(SCAN2) || defined(SAME_WORD))
+        run Scanner(S2)
+#else
+        done++
+#endif
     }
 }
 
 active proctype Invariants() {
 end:
     do
-    :: atomic { owned[R1] && owned[R2] -> assert(false) }  /* two registrations */
     :: atomic { done == NPROC ->
-        /* every marked unit handed over, still in the slot, or dropped */
-        assert((marked & ~(reported | bits | dropped)) == 0);
+        /* every unit a registrant marked and did not finish is in the
+         * slot, handed over with its registration, or dropped by it */
+        assert((marked[R1] & ~(handed[R1] | dropped[R1] | (cur == R1 -> bits : 0))) == 0);
+        assert((marked[R2] & ~(handed[R2] | dropped[R2] | (cur == R2 -> bits : 0))) == 0);
         break }
     od
 }

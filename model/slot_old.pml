@@ -14,6 +14,19 @@
  * model/slot.pml is the protocol that replaced it, clean.
  *
  * CHECK safety | | -DSAFETY | -m100000 | error
+ *
+ * WHAT THIS MODEL LEAVES OUT, AND WHY THAT IS SAFE
+ *
+ * It is a counterexample, kept to show that the model of the design it
+ * stands for can fail: whatever it leaves out can only hide more errors,
+ * never make this one appear. Left out: the in-flight bits and marks
+ * (the flaw is in the version and the owner alone), pids and lock words
+ * that recur (the old lock had no word; issue 17's recurring names are
+ * slot.pml's fence_old, clear_old and aba_old runs), more than one
+ * repair, memory order (steps are sequentially consistent, which only
+ * removes interleavings), and the epochs (the scanner's second look at
+ * the same odd version stands for "past grace", the only use it made of
+ * time).
  */
 
 #define NONE 0

@@ -1,39 +1,120 @@
 #!/bin/sh
-# Installs what the build and the tests need and is missing, from Debian's
+# scripts/deps.sh [build|check]: installs what is missing from Debian's
 # packages, when run as root; otherwise says what is missing and carries on
 # (the etcd adapter and its tests are then skipped, never faked).
+#
+#   build  what the build needs: a compiler, make, cmake, pkg-config and the
+#          libraries the build links (libcurl, cJSON, libsystemd). No
+#          package of this set runs a service. `make build`, `make demo`.
+#   check  (the default) the build's needs and what the tests use: etcd and
+#          etcdctl, spin, promtool (prometheus), Python with cffi and pytest,
+#          Debian's cargo.
+#          `make check`, the sanitizer builds.
+#
+# No install leaves a system service started: apt-get runs under a
+# policy-rc.d that denies every start (put back as it was afterwards), and
+# the services of the packages installed now are then disabled and, where
+# systemd runs, stopped. etcd-server and prometheus are test tools here,
+# not services of this host: a system etcd on 2379 would also stand in the
+# way of the test cluster.
+#
+# For the test of this script (tests/deps_policy.sh) alone: VIGIL_DEPS_ROOT
+# prefixes the system paths it writes or looks at, VIGIL_DEPS_APT replaces
+# apt-get.
 set -u
+set_name=${1:-check}
+case "$set_name" in
+build|check) ;;
+*) echo "usage: scripts/deps.sh [build|check]" >&2; exit 2 ;;
+esac
+root=${VIGIL_DEPS_ROOT:-}
+apt=${VIGIL_DEPS_APT:-apt-get}
 need=""
 have_cmd() { command -v "$1" >/dev/null 2>&1; }
 have_pc() { pkg-config --exists "$1" 2>/dev/null; }
+py="$root/usr/bin/python3" # Debian's, which python/tests/run.sh prefers
+have_py() { "$py" -c "import $1" 2>/dev/null; }
 
+# ---- what the build needs ----------------------------------------------------
 have_cmd cc || need="$need gcc libc6-dev"
 have_cmd make || need="$need make"
 have_cmd cmake || need="$need cmake"
 have_cmd pkg-config || need="$need pkg-config"
 have_pc libcurl || need="$need libcurl4-openssl-dev"
 have_pc libcjson || need="$need libcjson-dev"
-have_cmd etcd || need="$need etcd-server"
-have_cmd etcdctl || need="$need etcd-client"
-have_cmd spin || need="$need spin"
-have_cmd promtool || need="$need prometheus"
 have_pc libsystemd || need="$need libsystemd-dev"
-[ -x /usr/bin/python3 ] || need="$need python3"
-/usr/bin/python3 -c 'import cffi' 2>/dev/null || need="$need python3-cffi"
-/usr/bin/python3 -c 'import pytest' 2>/dev/null || need="$need python3-pytest"
-/usr/bin/python3 -c 'import pytest_asyncio' 2>/dev/null || need="$need python3-pytest-asyncio"
+
+# ---- what the tests use --------------------------------------------------------
+if [ "$set_name" = check ]; then
+    have_cmd etcd || need="$need etcd-server"
+    have_cmd etcdctl || need="$need etcd-client"
+    have_cmd spin || need="$need spin"
+    have_cmd promtool || need="$need prometheus"
+    [ -x "$py" ] || need="$need python3"
+    have_py cffi || need="$need python3-cffi"
+    have_py pytest || need="$need python3-pytest"
+    have_py pytest_asyncio || need="$need python3-pytest-asyncio"
+    # Debian's cargo (and its rustc, 1.63: the Rust crate's MSRV) for the
+    # crate's tests, not a rustup toolchain that may be on PATH: no crate
+    # registry is reachable here.
+    [ -x "$root/usr/bin/cargo" ] || need="$need cargo"
+fi
 
 [ -z "$need" ] && exit 0
-if [ "$(id -u)" -eq 0 ] && have_cmd apt-get; then
-    echo "deps: installing$need"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq >/dev/null 2>&1 || true
-    # shellcheck disable=SC2086
-    apt-get install -y -qq --no-install-recommends $need >/dev/null 2>&1 || {
-        echo "deps: apt-get install$need failed" >&2
-        exit 1
-    }
-else
+if [ "$(id -u)" -ne 0 ] || ! have_cmd "$apt"; then
     echo "deps: missing$need (run as root to install them); continuing without" >&2
+    exit 0
 fi
+
+# ---- installing, with every service start denied ----------------------------
+policy="$root/usr/sbin/policy-rc.d"
+saved="$root/usr/sbin/policy-rc.d.vigil-deps-saved"
+restore() {
+    if [ -e "$saved" ] || [ -L "$saved" ]; then
+        mv -f "$saved" "$policy"
+    else
+        rm -f "$policy"
+    fi
+}
+if [ -e "$policy" ] || [ -L "$policy" ]; then
+    mv -f "$policy" "$saved" || exit 1
+fi
+trap restore EXIT
+trap 'exit 130' INT TERM
+mkdir -p "$root/usr/sbin"
+printf '#!/bin/sh\n# scripts/deps.sh: no service starts while vigil installs its dependencies\nexit 101\n' >"$policy"
+chmod 755 "$policy"
+
+echo "deps: installing$need"
+export DEBIAN_FRONTEND=noninteractive
+"$apt" update -qq >/dev/null 2>&1 || true
+# shellcheck disable=SC2086
+"$apt" install -y -qq --no-install-recommends $need >/dev/null 2>&1 || {
+    echo "deps: apt-get install$need failed" >&2
+    exit 1
+}
+
+# ---- and none left enabled or running -----------------------------------------
+# The units and init scripts of the packages installed now: a package's
+# postinst enables them for the next boot even when its start was denied.
+for pkg in $need; do
+    dpkg -L "$pkg" 2>/dev/null | while read -r f; do
+        case "$f" in
+        */systemd/system/*.service)
+            unit=${f##*/}
+            case "$unit" in *@.service) continue ;; esac
+            if [ -d "$root/run/systemd/system" ]; then
+                systemctl disable --now "$unit" >/dev/null 2>&1 || true
+            elif have_cmd systemctl; then
+                systemctl disable "$unit" >/dev/null 2>&1 || true
+            fi
+            echo "deps: $pkg: $unit disabled (a test tool here, not a service)"
+            ;;
+        /etc/init.d/*)
+            [ -d "$root/run/systemd/system" ] || ! have_cmd update-rc.d ||
+                update-rc.d "${f##*/}" disable >/dev/null 2>&1 || true
+            ;;
+        esac
+    done
+done
 exit 0

@@ -2,12 +2,12 @@
 /*
  * The epoch barrier: a cross-process phase barrier over a heartbeat table.
  *
- * File layout (kind 2), size 64 + capacity * 8, capacity = the heartbeat
+ * File layout (kind 2), size 64 + capacity * 16, capacity = the heartbeat
  * table's (at most 2^20). All integers host byte order, naturally aligned.
  *
  *   offset size field
  *    0     8   magic "\177VIGIL\r\n"
- *    8     4   layout version (3)
+ *    8     4   layout version (4)
  *   12     4   kind: 2 (barrier)
  *   16     4   capacity: slots, equal to the heartbeat table's
  *   20     4   flags: 0
@@ -20,12 +20,41 @@
  *              by setting the bit, a withdrawal bumps the count
  *   56     8   withdrawals (atomic): counter of arrivals withdrawn by
  *              waiters that timed out, since create; wraps at 2^64
- *   64 + 8i 8  record of slot i (atomic): (epoch << 32) | pid of the slot's
- *              owner, the whole arrival of a handle bound to slot i,
- *              cleared when it withdraws; pid 0 = none
+ *   64+16i 16  record of slot i, 16-byte aligned, written whole by one
+ *              16-byte compare-and-swap (THE RECORD, below):
+ *                +0 8  ep: (epoch << 32) | 1, the arrival at that round;
+ *                      0 none (never, or withdrawn)
+ *                +8 8  gen: the registration (the heartbeat slot's gen)
+ *                      whose arrival it is; never decreases
+ *
+ * THE RECORD names a registration, never a pid (model: model/barrier.pml,
+ * runs recur and recur_old; tests: test_barrier_identity.c). A pid is
+ * recycled, and a slot reclaimed from a dead or stalled owner is
+ * registered again, perhaps by a process with the same pid: a record of
+ * (epoch, pid) counted that newcomer as arrived. A gen never recurs
+ * (heartbeat_internal.h). So:
+ *
+ *   - A handle is bound to a registration: bind reads the slot's gen.
+ *   - Its arrival is one 16-byte CAS of the record to (epoch, gen), from
+ *     the value last read, made only after the slot was seen, after that
+ *     read, to hold the bound gen still; else it is VIGIL_ELOST and the
+ *     record is left as it is. A value naming a later registration would
+ *     mean the check came after that registration began, and failed; a
+ *     record changed after the read fails the CAS. So a stale handle that
+ *     checked, stalled, and resumes after its slot went to a newcomer
+ *     either fails (the newcomer arrived: ELOST) or writes a record naming
+ *     its own, gone, gen, which counts for no one and which the
+ *     newcomer's arrival replaces. A record's gen therefore never
+ *     decreases (short of a peer scribbling the file).
+ *   - A judge counts a record stamped with the round only if the gen it
+ *     names is the slot's gen now and the slot is live, the slot's pid,
+ *     last beat and gen read as one SeqLock snapshot (so a newcomer's
+ *     liveness is never joined to its predecessor's gen), the record read
+ *     gen, stamp, gen (rec_gen_at: as good as one 16-byte load).
+ *   - A withdrawal is a CAS of its own (epoch, gen) to (0, gen).
  *
  * A round is an epoch of the state word. An unbound arrival is one CAS
- * adding 1 to the count, a bound one the store of its record. A release
+ * adding 1 to the count, a bound one the CAS of its record. A release
  * is committed by one CAS on the gate, which fails after any withdrawal
  * since the judgement began, then the state moves to (epoch + 1, 0); the
  * committer gets VIGIL_SERIAL. The protocol and its proof are told in
@@ -40,6 +69,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -62,18 +94,36 @@ uint32_t vigil_barrier_epoch(const vigil_barrier *b)
     return st_epoch(atomic_load_explicit(&b->hdr->state, memory_order_acquire));
 }
 
+bool vigil_barrier_cas16_ok(void)
+{
+#if defined(__x86_64__)
+    unsigned a, bx, c, d;
+    return __get_cpuid(1, &a, &bx, &c, &d) && (c & bit_CMPXCHG16B);
+#else
+    return true; /* the build refused a target without it */
+#endif
+}
+
 int vigil_barrier_bind(vigil_barrier *b, uint32_t slot)
 {
     if (!b)
         return -EINVAL;
     if (slot >= b->capacity)
         return VIGIL_ERANGE;
-    /* Relaxed: the owner of the moment, checked again by every wait. */
-    uint32_t pid = atomic_load_explicit(&b->hb->slots[slot].pid, memory_order_relaxed);
-    if (pid == 0)
+    if (!vigil_barrier_cas16_ok())
+        return -ENOTSUP; /* no records here: unbound handles still work */
+    /* The registration the slot holds now: this handle's own, when it
+     * registered the slot (a slot registered again since is not ours);
+     * else whoever's it is (a supervisor binding for a worker). Checked
+     * again at every arrival. */
+    uint64_t gen = vigil_slot_gen(&b->hb->slots[slot]);
+    if (gen == 0)
         return VIGIL_EVACANT;
+    uint64_t mine = vigil_hb_mine(b->hb, slot);
+    if (mine != 0 && mine != gen)
+        return VIGIL_ELOST;
     /* Relaxed: one word read whole by the waits; nothing travels with it. */
-    atomic_store_explicit(&b->bound, st_make(pid, slot), memory_order_relaxed);
+    atomic_store_explicit(&b->bound, gen << BOUND_SLOT_BITS | slot, memory_order_relaxed);
     vigil_hb_beat(b->hb, slot);
     return 0;
 }
@@ -119,7 +169,7 @@ static int barrier_wrap(struct vigil_map *m, vigil_hb *hb, uint64_t grace, vigil
                sizeof(grace));
     }
     b->grace = grace;
-    atomic_init(&b->bound, st_make(0, VIGIL_BARRIER_UNBOUND));
+    atomic_init(&b->bound, 0);
     b->avx2 = vigil_barrier_use_avx2();
     atomic_init(&b->tick_ns, 0);
     *out = b;
@@ -199,10 +249,8 @@ int vigil_barrier_peek(const char *path, vigil_barrier_state *out)
     uint32_t recorded = 0;
     /* Relaxed, here and for sleepers: a snapshot to look at, through
      * which nothing else is read. */
-    for (uint32_t i = 0; i < cap; i++) {
-        uint64_t r = atomic_load_explicit(&rec[i], memory_order_relaxed);
-        recorded += st_epoch(r) == st_epoch(s) && st_arrived(r) != 0;
-    }
+    for (uint32_t i = 0; i < cap; i++)
+        recorded += atomic_load_explicit(&rec[i].ep, memory_order_relaxed) == rec_make(st_epoch(s));
     out->capacity = cap;
     out->epoch = st_epoch(s);
     out->arrived = st_arrived(s) + recorded; /* the count holds the unbound only */

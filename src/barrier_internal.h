@@ -24,18 +24,29 @@ struct vigil_barrier_header {
 };
 _Static_assert(sizeof(struct vigil_barrier_header) == 64, "barrier header is one cache line");
 
-/* Record of slot i at 64 + i * 8: (epoch << 32) | pid of the bound
- * handle's slot owner when it arrived; pid 0 = no record. */
-typedef _Atomic uint64_t vigil_barrier_record;
+/* Record of slot i at 64 + i * 16, THE RECORD in src/barrier.c: the
+ * arrival of the slot's registration `gen` at round `epoch`. One 16-byte
+ * compare-and-swap writes both words (rec_cas). */
+typedef struct vigil_barrier_record {
+    _Alignas(16) _Atomic uint64_t ep; /* (epoch << 32) | REC_ARRIVED; 0 none (withdrawn, or never) */
+    _Atomic uint64_t              gen; /* the registration that wrote it; never decreases */
+} vigil_barrier_record;
+_Static_assert(sizeof(vigil_barrier_record) == 16, "a record is 16 bytes");
+
+#define REC_ARRIVED 1u
 
 #define VIGIL_BARRIER_UNBOUND UINT32_MAX
+/* The handle's binding, one word: (gen << BOUND_SLOT_BITS) | slot, gen 0
+ * unbound. A gen fits in VIGIL_GEN_BITS (43) and a slot in 21 bits. */
+#define BOUND_SLOT_BITS 21
+_Static_assert(VIGIL_GEN_BITS + BOUND_SLOT_BITS <= 64, "a binding is one word");
 
 /* The gate's low half: bit 31 says the round's release is decided, the
  * other 31 bits count withdrawals from the round (barrier_wait.c). */
 #define GATE_COMMITTED (UINT32_C(1) << 31)
 
 /* Test hook, called at the points below when set (tests only). */
-enum { BP_JUDGED = 1, BP_COMMITTED, BP_RECORDING, BP_RECORDED, BP_WITHDRAWN };
+enum { BP_JUDGED = 1, BP_COMMITTED, BP_RECORDING, BP_RECORDED, BP_WITHDRAWN, BP_WITHDRAWING, BP_START_READ };
 extern void (*vigil_barrier_hook)(int point);
 static inline void barrier_hook(int point)
 {
@@ -64,8 +75,7 @@ struct vigil_barrier {
     size_t                       map_size;
     uint32_t                     capacity;  /* this process's copy, checked at open */
     uint64_t                     grace;     /* the handle's grace: stored or overridden */
-    _Atomic uint64_t             bound;     /* (slot owner's pid << 32) | slot, or
-                                               VIGIL_BARRIER_UNBOUND in the low half */
+    _Atomic uint64_t             bound;     /* (gen << BOUND_SLOT_BITS) | slot, 0 unbound */
     _Atomic uint64_t             tick_ns;   /* learnt heartbeat tick interval, 0 unknown */
     bool                         avx2;      /* the live scan may use AVX2 */
 };
@@ -108,6 +118,60 @@ static inline uint32_t is_live(struct live_rule r, uint32_t pid, uint64_t seen)
 /* Whether the live scan may use AVX2 here (barrier_live.c); asked once
  * per handle at open. */
 bool vigil_barrier_use_avx2(void);
+
+/* ---- records ------------------------------------------------------------ */
+
+static inline uint64_t rec_make(uint32_t epoch) { return st_make(epoch, REC_ARRIVED); }
+
+/*
+ * One compare-and-swap of a whole record: if it holds (*ep, *gen), it
+ * becomes (new_ep, new_gen) and true; else *ep, *gen get what it holds.
+ * lock cmpxchg16b on x86-64 (seq_cst, as every locked instruction), which
+ * every x86-64 processor since 2006 has (vigil_barrier_cas16_ok says so at
+ * bind); elsewhere the compiler's 16-byte __sync builtin, which the
+ * processors vigil builds for have lock-free. A kill lands before or after
+ * it, never inside: an arrival is this one instruction.
+ */
+#if defined(__x86_64__)
+__attribute__((target("cx16")))
+#elif !defined(__GCC_HAVE_SYNC_COMPARE_AND_SWAP_16)
+#error "the barrier's records need a lock-free 16-byte compare-and-swap"
+#endif
+static inline bool rec_cas(vigil_barrier_record *r, uint64_t *ep, uint64_t *gen, uint64_t new_ep, uint64_t new_gen)
+{
+    typedef unsigned __int128 u128;
+    /* Host byte order is little-endian on every target above: ep, the
+     * word at the lower address, is the low half. */
+    u128 old = (u128)*gen << 64 | *ep, nw = (u128)new_gen << 64 | new_ep;
+    u128 cur = __sync_val_compare_and_swap((u128 *)(void *)r, old, nw);
+    if (cur == old)
+        return true;
+    *ep = (uint64_t)cur, *gen = (uint64_t)(cur >> 64);
+    return false;
+}
+
+/* Whether this processor has the 16-byte compare-and-swap rec_cas uses. */
+bool vigil_barrier_cas16_ok(void);
+
+/*
+ * The registration whose arrival at `epoch` record r holds, or 0: the gen
+ * word read on both sides of the stamp. A record's gen never decreases
+ * (no arrival writes over a later registration's record, a withdrawal
+ * keeps the gen: THE RECORD in src/barrier.c), so the same gen read before
+ * and after means every write in between was that registration's, and
+ * the stamp read between them is one of its own: three 8-byte loads give
+ * what one 16-byte load would. The
+ * stamp's load is seq_cst (THE PROTOCOL); the first gen load is acquire
+ * so the stamp is read after it, the second is relaxed, after the stamp's
+ * load, which is an acquire.
+ */
+static inline uint64_t rec_gen_at(const vigil_barrier_record *r, uint32_t epoch)
+{
+    uint64_t g1 = atomic_load_explicit(&r->gen, memory_order_acquire);
+    uint64_t ep = atomic_load_explicit(&r->ep, memory_order_seq_cst);
+    uint64_t g2 = atomic_load_explicit(&r->gen, memory_order_relaxed);
+    return ep == rec_make(epoch) && g1 == g2 ? g1 : 0;
+}
 
 /* How long a waiter spins (pause instructions, about 30 ns each here) and
  * how many times it yields before it sleeps in the kernel. Chosen with

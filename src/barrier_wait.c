@@ -6,8 +6,9 @@
  *
  * The release rule, per SPEC: live = live slots of the heartbeat table;
  * rec_live = records stamped with this epoch whose slot is still live and
- * still owned by the pid that arrived; unbound = the state word's count,
- * which only unbound handles add to. A round releases when
+ * still holds the registration that arrived (THE RECORD, src/barrier.c);
+ * unbound = the state word's count, which only unbound handles add to. A
+ * round releases when
  *     live - rec_live <= unbound       (wait)
  *     unbound + rec_live >= quorum     (wait_quorum)
  * With no bound handle this is the reference's `arrived >= live`; with
@@ -19,9 +20,10 @@
  * counterexamples; tests: test_barrier_procs.c, test_barrier.c).
  *
  *   Arrival. Unbound: one CAS adding 1 to the state's count at the epoch.
- *   Bound: one store of the record (epoch, pid), and nothing else, so no
- *   kill can leave half an arrival: before the store it has not arrived,
- *   after it the record stands for it until its heartbeat lapses.
+ *   Bound: one 16-byte CAS of the record to (epoch, gen), and nothing
+ *   else, so no kill can leave half an arrival: before the CAS it has not
+ *   arrived, after it the record stands for it until its heartbeat lapses
+ *   or its registration is reclaimed.
  *
  *   Judgement and commit. The gate word is (epoch, COMMITTED, withdrawals).
  *   A judge loads the gate g first (installing (E, 0) over an older
@@ -30,7 +32,19 @@
  *   if anyone withdrew since g was loaded. The committer then moves the
  *   state to (E + 1, 0) and gets VIGIL_SERIAL. Anyone who finds the gate
  *   committed at its epoch finishes that move (a committer killed between
- *   the two leaves no one stuck).
+ *   the two leaves no one stuck). A finisher gets 0: the round's
+ *   VIGIL_SERIAL was the committer's, so when the committer dies between
+ *   its commit and its return nobody gets it for that round (a committer
+ *   only paused still returns it when it resumes, and so must be the only
+ *   one that can).
+ *
+ *   Ahead. A caller waiting for a later round than the state's (it called
+ *   with my_epoch > E) neither arrives at nor judges round E, but it
+ *   looks at the gate on every wake and finishes a committed round E like
+ *   a waiter of E. So whoever waits, at whatever round, a committed round
+ *   is finished: with the committer and every waiter of E killed, the
+ *   callers ahead move the state on (model/barrier.pml, run `ahead`; the
+ *   steps before, which only slept, are its `ahead_old` counterexample).
  *
  *   Withdrawal. A waiter that times out first takes its arrival back
  *   (clears its record, or takes 1 off the count), then bumps the gate's
@@ -42,6 +56,19 @@
  *   counted this caller, with no time-based escape. The gate, the state,
  *   the records: every access in this argument is seq_cst, so one total
  *   order decides each pair.
+ *
+ *   Orders only an argument protects. x86-64 compiles every load the same
+ *   whatever its order, and every read-modify-write as a locked, fully
+ *   fenced instruction, so on the machines the tests run on these orders
+ *   could be weakened with no test failing; each is argued where it
+ *   stands: the Dekker pair of `sleepers` and the state (sleep_once,
+ *   wake_sleepers); the stamp's seq_cst load in the tally against an
+ *   arrival's CAS (the first paragraph above); the gen-stamp-gen read of a
+ *   record (rec_gen_at) and the slot's SeqLock snapshot (slot_look), whose
+ *   acquire orders keep the three loads, and the fields before the second
+ *   version load, in program order; and the acquire loads of the record
+ *   before the registration check in arrive_bound. make mutate lists
+ *   their weakenings as argued, naming the place.
  */
 #define _GNU_SOURCE
 #include "barrier_internal.h"
@@ -78,42 +105,89 @@ static void futex_wake_all(_Atomic uint32_t *word)
 
 struct tally {
     uint32_t live;     /* live slots (only for the all-live rule) */
-    uint32_t rec_live; /* records stamped with the epoch, slot live and owned by the recorded pid */
+    uint32_t rec_live; /* records stamped with the epoch, slot live and still the registration that arrived */
 };
 
+/* A slot's pid, last beat and registration as one SeqLock snapshot; gen 0
+ * when the slot stayed mid-change for a few looks (then no record counts
+ * for it, and its liveness is the words as read). */
+struct slot_look {
+    uint32_t pid;
+    uint64_t seen, gen;
+};
+
+static inline struct slot_look slot_look(const struct vigil_hb_slot *s)
+{
+    struct slot_look l = { 0, 0, 0 };
+    for (unsigned tries = 0; tries < 4; tries++) {
+        /* As vigil_slot_read: an unchanged even version around the loads
+         * says no structural writer overlapped them (a beat may have, and
+         * is a moment's liveness anyway). */
+        uint64_t v = atomic_load_explicit(&s->seq, memory_order_acquire);
+        l.pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
+        l.seen = atomic_load_explicit(&s->last_seen_epoch, memory_order_relaxed);
+        l.gen = vigil_gen_of(atomic_load_explicit(&s->gen, memory_order_relaxed));
+        /* ONLY AN ARGUMENT PROTECTS THIS FENCE (no instruction on x86-64,
+         * which keeps loads in order): without it a weaker processor may
+         * read the second version before the fields, and take a newcomer's
+         * pid with its predecessor's gen for one snapshot. */
+        atomic_thread_fence(memory_order_acquire);
+        if (!(v & 1u) && atomic_load_explicit(&s->seq, memory_order_relaxed) == v)
+            return l;
+    }
+    l.gen = 0;
+    return l;
+}
+
 /* One pass over the records and, for the all-live rule, the whole table.
- * The heartbeat words are relaxed: liveness is a moment's estimate. */
+ * The heartbeat words are relaxed: liveness is a moment's estimate. A
+ * slot without a record of the round costs its stamp's load and, for the
+ * all-live rule, the two words of its liveness, as before records named
+ * registrations; only a stamped record costs the gen loads and the
+ * slot's SeqLock snapshot. */
 static void tally(const vigil_barrier *b, uint32_t epoch, bool all, struct tally *t)
 {
     const struct vigil_hb_slot *s = b->hb->slots;
     struct live_rule lr = live_rule(b);
     uint32_t live = 0, rec_live = 0;
     for (uint32_t i = 0; i < b->capacity; i++) {
-        /* seq_cst: against the arrival's store, so that of two bound
+        /* seq_cst: against the arrival's CAS, so that of two bound
          * arrivals judging at once at least one sees the other's record,
          * and against the withdrawal's clear (see THE PROTOCOL). */
-        uint64_t r = atomic_load_explicit(&b->records[i], memory_order_seq_cst);
-        uint32_t stamped = st_epoch(r) == epoch && st_arrived(r) != 0;
-        if (!all && !stamped)
+        bool stamped = atomic_load_explicit(&b->records[i].ep, memory_order_seq_cst) == rec_make(epoch);
+        if (!stamped) {
+            if (all) {
+                uint32_t pid = atomic_load_explicit(&s[i].pid, memory_order_relaxed);
+                live += is_live(lr, pid, atomic_load_explicit(&s[i].last_seen_epoch, memory_order_relaxed));
+            }
             continue;
-        uint32_t pid = atomic_load_explicit(&s[i].pid, memory_order_relaxed);
-        uint32_t lv = is_live(lr, pid, atomic_load_explicit(&s[i].last_seen_epoch, memory_order_relaxed));
+        }
+        uint64_t g = rec_gen_at(&b->records[i], epoch);
+        struct slot_look l = slot_look(&s[i]);
+        uint32_t lv = is_live(lr, l.pid, l.seen);
         live += lv;
-        rec_live += stamped & lv & (st_arrived(r) == pid);
+        rec_live += lv & (g != 0 && g == l.gen);
     }
     t->live = live, t->rec_live = rec_live;
 }
 
-/* Whether state s (at its epoch) satisfies the release rule; quorum 0 is
- * the all-live rule. */
-static bool complete(const vigil_barrier *b, uint64_t s, uint32_t quorum)
+/* The release rule a waiter judges by: quorum 0 and all, the all-live
+ * rule (wait); a quorum alone (wait_quorum); both, the start's (a quorum
+ * of participants, and no live peer left out: vigil_barrier_start). */
+struct rule {
+    uint32_t quorum;
+    bool     all;
+};
+
+/* Whether state s (at its epoch) satisfies rule r. */
+static bool complete(const vigil_barrier *b, uint64_t s, struct rule r)
 {
     uint32_t unbound = st_arrived(s);
     struct tally t;
-    tally(b, st_epoch(s), quorum == 0, &t);
-    if (quorum)
-        return (uint64_t)unbound + t.rec_live >= quorum;
-    return t.live - t.rec_live <= unbound;
+    tally(b, st_epoch(s), r.all, &t);
+    if (r.quorum && (uint64_t)unbound + t.rec_live < r.quorum)
+        return false;
+    return !r.all || t.live - t.rec_live <= unbound;
 }
 
 /* ---- the gate and the release ------------------------------------------- */
@@ -133,6 +207,10 @@ static void wake_sleepers(vigil_barrier *b)
      * that leaves it high costs a useless syscall, one that zeroes it
      * leaves a sleeper to wake at the end of its slice.
      */
+    /* seq_cst: the other half of sleep_once's Dekker pair; ONLY THE
+     * ARGUMENT there protects it (a plain mov on x86-64 whatever the order;
+     * an acquire load on aarch64 could be satisfied before our CAS of the
+     * state is visible, and miss a sleeper that missed our release). */
     if (atomic_load_explicit(&h->sleepers, memory_order_seq_cst) != 0) {
         atomic_fetch_add_explicit(&h->wake, 1, memory_order_seq_cst);
         futex_wake_all(&h->wake);
@@ -189,10 +267,23 @@ static enum gate_look gate_load(vigil_barrier *b, uint32_t epoch, uint64_t *g)
     return GATE_PAST; /* a peer rewriting the word in a loop */
 }
 
+/* For a caller ahead of the barrier, which neither arrives at nor judges
+ * the round `epoch`: finishes it if its release is committed (a committer
+ * killed between its gate CAS and its state move). True when it did. */
+static bool finish_committed(vigil_barrier *b, uint32_t epoch)
+{
+    /* seq_cst, as gate_load's: the commit is seen in the total order. */
+    uint64_t g = atomic_load_explicit(&b->hdr->gate, memory_order_seq_cst);
+    if (st_epoch(g) != epoch || !(st_arrived(g) & GATE_COMMITTED))
+        return false;
+    finish(b, epoch);
+    return true;
+}
+
 /* Judges the round and commits it if complete. Returns 1 when this caller
  * released the round, 0 when the round is not complete, -1 when the round
  * has passed or the gate moved under the judgement (look again). */
-static int try_release(vigil_barrier *b, uint32_t epoch, uint32_t quorum)
+static int try_release(vigil_barrier *b, uint32_t epoch, struct rule rule)
 {
     struct vigil_barrier_header *h = b->hdr;
     uint64_t g;
@@ -209,7 +300,7 @@ static int try_release(vigil_barrier *b, uint32_t epoch, uint32_t quorum)
     uint64_t s = atomic_load_explicit(&h->state, memory_order_seq_cst);
     if (st_epoch(s) != epoch)
         return -1;
-    if (!complete(b, s, quorum))
+    if (!complete(b, s, rule))
         return 0;
     barrier_hook(BP_JUDGED);
     /* The commit. Of all callers racing to commit a round exactly one CAS
@@ -227,7 +318,7 @@ static int try_release(vigil_barrier *b, uint32_t epoch, uint32_t quorum)
 
 struct waiter {
     uint32_t slot;      /* bound slot or VIGIL_BARRIER_UNBOUND */
-    uint32_t pid;       /* the slot's owner when it was bound */
+    uint64_t gen;       /* the registration bound, 0 unbound */
     uint64_t deadline;  /* monotonic ns; UINT64_MAX = none */
     unsigned spun;      /* the spin and yield phases are done */
     uint64_t slice;     /* the last sleep's length */
@@ -236,13 +327,57 @@ struct waiter {
     unsigned quiet;     /* wakes in a row that found no release */
 };
 
-/* A bound waiter is alive: it beats its slot, but only while the slot is
- * still the one it bound (a slot reclaimed and re-registered by another
- * process is not ours to keep alive). */
+/* A bound waiter is alive: it beats its slot, but only while the slot
+ * still holds the registration it bound (a slot reclaimed and registered
+ * again, by anyone, is not ours to keep alive). vigil_slot_gen is seq_cst:
+ * checked after our record's CAS, it is ordered against a reclaim's
+ * locked change of the gen (heartbeat_internal.h). */
 static inline bool still_ours(const vigil_barrier *b, const struct waiter *w)
 {
-    /* Relaxed: a moment's check, like the liveness rule's loads. */
-    return atomic_load_explicit(&b->hb->slots[w->slot].pid, memory_order_relaxed) == w->pid;
+    return vigil_slot_gen(&b->hb->slots[w->slot]) == w->gen;
+}
+
+/* The binding of the handle now: one word, so a bind racing a wait gives
+ * one whole binding or the other. Relaxed: nothing travels with it. */
+static inline void bound_of(const vigil_barrier *b, uint32_t *slot, uint64_t *gen)
+{
+    uint64_t bound = atomic_load_explicit(&b->bound, memory_order_relaxed);
+    *gen = bound >> BOUND_SLOT_BITS;
+    *slot = *gen ? (uint32_t)(bound & ((UINT64_C(1) << BOUND_SLOT_BITS) - 1)) : VIGIL_BARRIER_UNBOUND;
+}
+
+/*
+ * A bound arrival (THE RECORD, src/barrier.c): one 16-byte CAS of the
+ * record to (epoch, gen), from the value last read, made only once the
+ * slot has been seen to hold our registration after that value was read.
+ * Had the value been a later registration's record, that registration
+ * would have existed before the check, and the check would have failed
+ * (a slot's gen never returns to an old one); and a record that changes
+ * after the read fails the CAS. So a stale handle never writes over its
+ * successor's record. 0 arrived; VIGIL_ELOST when our registration is
+ * gone (before the CAS: nothing written; after it: the record names a gen
+ * no judge counts); VIGIL_EBUSY when a peer kept rewriting the record.
+ */
+static int arrive_bound(vigil_barrier *b, const struct waiter *w, uint32_t epoch)
+{
+    vigil_barrier_record *r = &b->records[w->slot];
+    /* Acquire: both read before the check below. A torn pair only fails
+     * the CAS, which then gives the record whole. */
+    uint64_t ep = atomic_load_explicit(&r->ep, memory_order_acquire);
+    uint64_t g = atomic_load_explicit(&r->gen, memory_order_acquire);
+    for (unsigned tries = 0;; tries++) {
+        if (!still_ours(b, w))
+            return VIGIL_ELOST;
+        if (tries == 0)
+            barrier_hook(BP_RECORDING); /* checked, not yet recorded */
+        if (rec_cas(r, &ep, &g, rec_make(epoch), w->gen))
+            break;
+        if (tries >= CAS_TRIES)
+            return VIGIL_EBUSY;
+    }
+    barrier_hook(BP_RECORDED);
+    /* Reclaimed while we arrived: our record counts for no one; say so. */
+    return still_ours(b, w) ? 0 : VIGIL_ELOST;
 }
 
 static inline void keep_beating(vigil_barrier *b, const struct waiter *w)
@@ -302,7 +437,21 @@ static uint64_t next_slice(vigil_barrier *b, struct waiter *w, uint64_t now)
 static void sleep_once(vigil_barrier *b, uint32_t epoch, uint64_t ns)
 {
     struct vigil_barrier_header *h = b->hdr;
-    /* See wake_sleepers for the pairing of these three seq_cst accesses. */
+    /*
+     * See wake_sleepers for the pairing of these three seq_cst accesses.
+     * ONLY THE ARGUMENT PROTECTS THESE ORDERS: on x86-64 a locked add is a
+     * full fence whatever its order, and every load is a plain mov, so a
+     * relaxed add of `sleepers` or a weaker load of the state compile to
+     * the same code and no test here can fail. The argument: this is a
+     * Dekker pair (we write `sleepers` then read the state; the releaser
+     * writes the state then reads `sleepers`), which needs both writes
+     * before both reads in one total order, that is seq_cst on all four.
+     * With the add relaxed, a processor that keeps stores in a buffer
+     * (aarch64, POWER) may let our state load pass it: we see the old
+     * epoch, the releaser sees no sleeper, nobody bumps `wake`, and we
+     * sleep through the release until the slice ends (bounded, but a lost
+     * wake). make mutate lists it as argued (barrier_sleepers_relaxed).
+     */
     uint32_t v = atomic_load_explicit(&h->wake, memory_order_seq_cst);
     atomic_fetch_add_explicit(&h->sleepers, 1, memory_order_seq_cst);
     if (st_epoch(atomic_load_explicit(&h->state, memory_order_seq_cst)) == epoch)
@@ -392,15 +541,16 @@ static uint64_t await_change(vigil_barrier *b, struct waiter *w, uint32_t epoch,
  * counts it, so it stands in for no one. The release resets the count to
  * 0 and stale records stop matching the new epoch.
  */
-static int withdraw(vigil_barrier *b, uint32_t epoch, uint32_t slot, uint32_t pid)
+static int withdraw(vigil_barrier *b, uint32_t epoch, uint32_t slot, uint64_t gen)
 {
     struct vigil_barrier_header *h = b->hdr;
+    barrier_hook(BP_WITHDRAWING);
     if (slot != VIGIL_BARRIER_UNBOUND) {
-        uint64_t mine = st_make(epoch, pid);
-        /* seq_cst: before the gate's bump in the total order. Failure
-         * relaxed: a record not ours stays. */
-        atomic_compare_exchange_strong_explicit(&b->records[slot], &mine, 0,
-                                                memory_order_seq_cst, memory_order_relaxed);
+        /* Our own (epoch, gen) to (0, gen), keeping the gen (a record's
+         * never decreases). A locked CAS, so before the gate's bump in the
+         * total order; failing, the record is not ours and stays. */
+        uint64_t ep = rec_make(epoch), g = gen;
+        rec_cas(&b->records[slot], &ep, &g, 0, gen);
     } else {
         /* Acquire on failure too: a new epoch seen here is a return of 0,
          * the barrier passed, and the releaser's writes must come with it. */
@@ -444,36 +594,52 @@ static int withdraw(vigil_barrier *b, uint32_t epoch, uint32_t slot, uint32_t pi
     return VIGIL_EBUSY;
 }
 
-/* quorum 0: the all-live rule. timeout_ns UINT64_MAX: no deadline. */
-static int barrier_wait(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, uint64_t timeout_ns)
+/* rule: what releases the round (struct rule). timeout_ns UINT64_MAX: no deadline.
+ * kept NULL: a timeout withdraws the arrival. Non-NULL: a wait in slices
+ * (vigil_barrier_wait_slice): *kept says the caller's arrival already
+ * stands from an earlier slice, and a slice that ends keeps it and sets
+ * *kept. To the protocol a caller between slices is a waiter paused after
+ * arriving, a case the model already covers. passed, if not NULL, is set
+ * when the call returns 0 because the round passed before the caller's
+ * arrival was in it (vigil_barrier_start then tries the next). */
+static int barrier_wait(vigil_barrier *b, uint32_t my_epoch, struct rule rule, uint64_t timeout_ns,
+                        int *kept, bool *passed)
 {
     struct vigil_barrier_header *h = b->hdr;
-    /* Relaxed: (pid, slot) is one word, so a bind racing this wait gives
-     * one whole pair or the other; nothing else travels with it. */
-    uint64_t bound = atomic_load_explicit(&b->bound, memory_order_relaxed);
-    struct waiter w = { .slot = (uint32_t)bound, .pid = (uint32_t)(bound >> 32),
-                        .deadline = UINT64_MAX };
+    struct waiter w = { .deadline = UINT64_MAX };
+    bound_of(b, &w.slot, &w.gen);
     keep_beating(b, &w);
 
     /* An epoch that has already passed returns at once. */
     uint64_t s = atomic_load_explicit(&h->state, memory_order_acquire);
-    if (ep_diff(my_epoch, st_epoch(s)) < 0)
+    if (ep_diff(my_epoch, st_epoch(s)) < 0) {
+        if (passed)
+            *passed = true;
         return 0;
-    if (quorum == 0 && vigil_barrier_live_peers(b) == 0)
-        return VIGIL_ENOPEERS;
+    }
+    if (rule.quorum == 0 && !(kept && *kept) && vigil_barrier_live_peers(b) == 0)
+        return VIGIL_ENOPEERS; /* (a resumed wait goes on to judge its round) */
     if (timeout_ns != UINT64_MAX) {
         uint64_t now = vigil_now_ns();
         w.deadline = timeout_ns < UINT64_MAX - now ? now + timeout_ns : UINT64_MAX - 1;
     }
 
     /* Early: the barrier has not reached my_epoch yet. Sleep through the
-     * releases before it; nothing is counted until the round is ours. */
+     * releases before it; nothing is counted until the round is ours. A
+     * round before ours whose release was committed by a caller killed
+     * before it moved the state is finished here, as any waiter of that
+     * round would (THE PROTOCOL, "Ahead"). */
     while (ep_diff(my_epoch, st_epoch(s)) > 0) {
         bool timed_out;
         w.spun = 1; /* no point spinning for a whole round */
         s = await_change(b, &w, st_epoch(s), &timed_out);
-        if (ep_diff(my_epoch, st_epoch(s)) < 0)
+        if (ep_diff(my_epoch, st_epoch(s)) > 0 && finish_committed(b, st_epoch(s)))
+            s = atomic_load_explicit(&h->state, memory_order_acquire);
+        if (ep_diff(my_epoch, st_epoch(s)) < 0) {
+            if (passed)
+                *passed = true;
             return 0;
+        }
         if (timed_out && st_epoch(s) != my_epoch)
             return VIGIL_ETIMEDOUT;
     }
@@ -481,28 +647,38 @@ static int barrier_wait(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, ui
     w.slice = 0;
 
     /*
-     * Arrival (THE PROTOCOL). A slot that is no longer the bound owner's
-     * (vacated by failover, say) is VIGIL_EVACANT before anything is
-     * counted. Unbound: one CAS adding 1 at our epoch; failing means
+     * Arrival (THE PROTOCOL). A slot that no longer holds the bound
+     * registration (vacated by failover, say, and perhaps registered
+     * again) is VIGIL_ELOST, and nothing of its successor's is touched.
+     * Bound: arrive_bound. Unbound: one CAS adding 1 at our epoch; failing means
      * another caller arrived, withdrew or released in between, retry with
      * the value it left. Release: the caller's writes before the barrier
      * travel with the count to whoever releases the round; acquire on
      * failure: a released round's writes come with the return of 0.
      * seq_cst: the judgements' loads of the state are ordered against it.
      */
-    if (w.slot != VIGIL_BARRIER_UNBOUND) {
-        if (!still_ours(b, &w))
-            return VIGIL_EVACANT;
-        barrier_hook(BP_RECORDING);
-        /* seq_cst: see tally; it is also the release that hands our
-         * writes before the barrier to the judge that counts the record. */
-        atomic_store_explicit(&b->records[w.slot], st_make(my_epoch, w.pid), memory_order_seq_cst);
-        barrier_hook(BP_RECORDED);
+    if (kept && *kept) {
+        /* Arrived in an earlier slice: the record or the count stands. */
+        if (w.slot != VIGIL_BARRIER_UNBOUND && !still_ours(b, &w))
+            return VIGIL_ELOST;
         s = atomic_load_explicit(&h->state, memory_order_seq_cst);
+    } else if (w.slot != VIGIL_BARRIER_UNBOUND) {
+        /* The CAS is seq_cst (see tally); it is also the release that
+         * hands our writes before the barrier to the judge that counts
+         * the record. */
+        int err = arrive_bound(b, &w, my_epoch);
+        if (err < 0)
+            return err;
+        s = atomic_load_explicit(&h->state, memory_order_seq_cst);
+        if (passed && st_epoch(s) != my_epoch)
+            *passed = true; /* released while we were arriving */
     } else {
         for (unsigned tries = 0;; tries++) {
-            if (st_epoch(s) != my_epoch)
+            if (st_epoch(s) != my_epoch) {
+                if (passed)
+                    *passed = true;
                 return 0; /* released while we were arriving */
+            }
             if (st_arrived(s) == UINT32_MAX)
                 return -EOVERFLOW; /* only a scribbled file gets here */
             if (atomic_compare_exchange_weak_explicit(&h->state, &s, s + 1, memory_order_seq_cst,
@@ -514,6 +690,8 @@ static int barrier_wait(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, ui
                 return VIGIL_EBUSY;
         }
     }
+    if (kept)
+        *kept = 1;
 
     /* Judge the round, then wait for a change and judge again. Only an
      * arrival (judged by the arriver) or a peer leaving the live set (seen
@@ -522,7 +700,7 @@ static int barrier_wait(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, ui
     for (;;) {
         if (st_epoch(s) != my_epoch)
             return 0;
-        int r = try_release(b, my_epoch, quorum);
+        int r = try_release(b, my_epoch, rule);
         if (r == 1)
             return VIGIL_SERIAL;
         s = atomic_load_explicit(&h->state, memory_order_acquire);
@@ -533,12 +711,19 @@ static int barrier_wait(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, ui
         lost = 0;
         bool timed_out;
         s = await_change(b, &w, my_epoch, &timed_out);
+        /* Reclaimed while we waited (stalled past the grace window, say):
+         * a stale actor, told. Our record names a gen no judge counts any
+         * more, so there is nothing to take back. */
+        if (st_epoch(s) == my_epoch && w.slot != VIGIL_BARRIER_UNBOUND && !still_ours(b, &w))
+            return VIGIL_ELOST;
         if (timed_out && st_epoch(s) == my_epoch) {
             /* Judge once more: the deadline does not hide a round that has
              * just completed. */
-            if (try_release(b, my_epoch, quorum) == 1)
+            if (try_release(b, my_epoch, rule) == 1)
                 return VIGIL_SERIAL;
-            return withdraw(b, my_epoch, w.slot, w.pid);
+            if (kept)
+                return VIGIL_ETIMEDOUT; /* the slice ends; the arrival stays */
+            return withdraw(b, my_epoch, w.slot, w.gen);
         }
     }
 }
@@ -557,7 +742,7 @@ int vigil_barrier_wait(vigil_barrier *b, uint32_t my_epoch)
 {
     if (!b)
         return -EINVAL;
-    return barrier_wait(b, my_epoch, 0, UINT64_MAX);
+    return barrier_wait(b, my_epoch, (struct rule){ 0, true }, UINT64_MAX, NULL, NULL);
 }
 
 int vigil_barrier_wait_quorum(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum)
@@ -566,14 +751,14 @@ int vigil_barrier_wait_quorum(vigil_barrier *b, uint32_t my_epoch, uint32_t quor
         return -EINVAL;
     if (quorum == 0)
         return VIGIL_ERANGE;
-    return barrier_wait(b, my_epoch, quorum, UINT64_MAX);
+    return barrier_wait(b, my_epoch, (struct rule){ quorum, false }, UINT64_MAX, NULL, NULL);
 }
 
 int vigil_barrier_wait_timeout(vigil_barrier *b, uint32_t my_epoch, uint64_t timeout_ns)
 {
     if (!b)
         return -EINVAL;
-    return barrier_wait(b, my_epoch, 0, timed(timeout_ns));
+    return barrier_wait(b, my_epoch, (struct rule){ 0, true }, timed(timeout_ns), NULL, NULL);
 }
 
 int vigil_barrier_wait_quorum_timeout(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum,
@@ -583,5 +768,72 @@ int vigil_barrier_wait_quorum_timeout(vigil_barrier *b, uint32_t my_epoch, uint3
         return -EINVAL;
     if (quorum == 0)
         return VIGIL_ERANGE;
-    return barrier_wait(b, my_epoch, quorum, timed(timeout_ns));
+    return barrier_wait(b, my_epoch, (struct rule){ quorum, false }, timed(timeout_ns), NULL, NULL);
+}
+
+int vigil_barrier_wait_slice(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, uint64_t slice_ns,
+                             int *arrived)
+{
+    if (!b || !arrived)
+        return -EINVAL;
+    int rc = barrier_wait(b, my_epoch, (struct rule){ quorum, quorum == 0 }, timed(slice_ns), arrived, NULL);
+    if (rc != VIGIL_ETIMEDOUT)
+        *arrived = 0; /* released, or an error: nothing of ours stands */
+    return rc;
+}
+
+int vigil_barrier_withdraw(vigil_barrier *b, uint32_t my_epoch, int *arrived)
+{
+    if (!b || !arrived)
+        return -EINVAL;
+    if (!*arrived)
+        return VIGIL_ETIMEDOUT; /* nothing stands: nothing to take back */
+    uint32_t slot;
+    uint64_t gen;
+    bound_of(b, &slot, &gen); /* as in barrier_wait */
+    int rc = withdraw(b, my_epoch, slot, gen);
+    if (rc == 0 || rc == VIGIL_ETIMEDOUT)
+        *arrived = 0;
+    return rc;
+}
+
+/*
+ * The safe start of a group (THE START): every member calls it once, then
+ * waits rounds *first_round, *first_round + 1, ... A member that simply
+ * waited from round 0 could see early rounds released before the last
+ * member had registered (a peer not yet registered is not live), and then
+ * count rounds apart from the others. Here the round the barrier is at is
+ * waited by two rules at once: a quorum of `participants`, so it releases
+ * only once that many have arrived at it, and the all-live rule, so a
+ * caller that joins a group already under way never releases the group's
+ * round before every live member has come to it. Every member leaves it
+ * knowing the same next round. A round that passed before the caller's arrival was in it
+ * (more callers than participants, or a member joining a group already
+ * under way) is not a start: the caller tries the round the barrier is at
+ * now, so whatever it returns, it is in step with the others.
+ */
+int vigil_barrier_start(vigil_barrier *b, uint32_t participants, uint64_t timeout_ns, uint32_t *first_round)
+{
+    if (!b || !first_round)
+        return -EINVAL;
+    if (participants == 0)
+        return VIGIL_ERANGE;
+    uint64_t now = vigil_now_ns();
+    uint64_t deadline = timeout_ns == UINT64_MAX || timeout_ns > UINT64_MAX - 1 - now ? UINT64_MAX : now + timeout_ns;
+    for (unsigned tries = 0;; tries++) {
+        uint32_t e = vigil_barrier_epoch(b);
+        barrier_hook(BP_START_READ);
+        now = vigil_now_ns();
+        uint64_t left = deadline == UINT64_MAX ? UINT64_MAX : deadline > now ? deadline - now : 0;
+        bool passed = false;
+        int rc = barrier_wait(b, e, (struct rule){ participants, true }, timed(left), NULL, &passed);
+        if (rc < 0)
+            return rc;
+        if (!passed) {
+            *first_round = e + 1;
+            return rc;
+        }
+        if (tries >= CAS_TRIES)
+            return VIGIL_EBUSY; /* a peer moving the epoch in a loop */
+    }
 }

@@ -7,7 +7,8 @@ const char *vigil_strerror(int err)
 {
     switch (err) {
     case VIGIL_EFULL:     return "no vacant slot";
-    case VIGIL_EBADFILE:  return "not a vigil file of this kind, wrong version, or size disagrees with header";
+    case VIGIL_EBADFILE:  return "not a vigil file of this kind, made by another vigil version (an older one's "
+                                 "file must be re-created), or size disagrees with header";
     case VIGIL_ECAPACITY: return "file's capacity differs from the one asked for";
     case VIGIL_ERANGE:    return "slot, bit, quorum or argument out of range";
     case VIGIL_EVACANT:   return "slot is vacant";
@@ -15,6 +16,7 @@ const char *vigil_strerror(int err)
     case VIGIL_ENOPEERS:  return "nothing live to wait for";
     case VIGIL_ELOST:     return "lease refused: the scope is someone else's now";
     case VIGIL_EBUSY:     return "held by another owner, or in the middle of a change";
+    case VIGIL_ETLS:      return "TLS: the server's certificate failed verification";
     }
     if (err >= 0)
         return "success";

@@ -11,16 +11,19 @@
  *       24     8  epoch          read once per scan: the scan's "now"
  *   slot
  *        0     4  pid            owner, 0 = vacant; the claim clears it by CAS
- *        4     4  seq            SeqLock version (heartbeat_internal.h)
+ *        4     4  role           reset to worker on vacate
  *        8     8  last_seen_epoch
  *       16     8  in_flight      taken by one atomic exchange with 0
- *       24     4  role           reset to worker on vacate
- *       32     8  start_time     cleared on vacate
- *       40     4  reclaims       counter, +1 for each owner vacated
- *       44     4  repairs        counter, +1 for each repair of a dead writer's slot
- *       48     8  owner_ns       cleared on vacate
- *       56     8  writer         the structural writer's lock word, 0 none
+ *       24     8  gen            the registration (heartbeat_internal.h): the
+ *                                claim takes only the one judged, and marks
+ *                                it vacant
+ *       32     8  writer         the structural writer's lock word
  *                                (THE SLOT WRITER LOCK, heartbeat_internal.h)
+ *       40     8  seq            SeqLock version
+ *       48     4  start_time     cleared on vacate
+ *       52     4  owner_ns       cleared on vacate
+ *       56     4  reclaims       counter, +1 for each owner vacated
+ *       60     4  repairs        counter, +1 for each repair of a dead writer's slot
  *
  * A slot is stale when pid != 0 and epoch - last_seen_epoch > grace as a
  * signed difference (vigil_hb_is_live_at); a live slot is never vacated
@@ -30,24 +33,25 @@
  *
  *   1. Filter without writing: seq even, pid != 0, stale (relaxed loads;
  *      an acquire fence only once the slot needs acting on).
- *   2. Take the slot's writer lock (`writer` by CAS, then seq from the
- *      even v just read to v + 1). Of all racing watchdogs (and
- *      registrants, and unregister) exactly one takes it; the losers skip
- *      the slot for this scan. The lock must be taken at the very version
- *      the filter read, so what was judged is what is claimed.
- *   3. Under the lock, re-read pid and last_seen_epoch: a beat may have
- *      landed since step 1 (beats do not take the lock). Still stale and
- *      still that pid, or let it go.
+ *   2. Take the slot's writer lock (one 16-byte compare-and-swap of
+ *      {writer, seq} from {any, even v} to {our word, v + 1}). Of all
+ *      racing watchdogs (and registrants, and unregister) exactly one
+ *      takes it; the losers skip the slot for this scan.
+ *   3. Under the lock, re-read gen, pid and last_seen_epoch: the
+ *      registration judged (named by its generation, which never recurs)
+ *      must still hold the slot, and a beat may have landed since step 1
+ *      (beats do not take the lock). Still that registration and still
+ *      stale, or let it go.
  *   4. Claim by CAS on pid, from the pid judged to 0. No vigil writer moves
  *      pid without the lock, so this fails only against a peer writing the
  *      file outside the protocol; then the slot is left alone.
- *   5. Take the bits with exchange(in_flight, 0). The pid is cleared first
- *      so a still-running owner's mark_in_flight (which checks pid) stops
- *      adding bits as early as possible; a mark that raced past its check
- *      lands on the now vacant slot and a later scan hands it over with
- *      pid 0 (see STRAY BITS), so a bit is never taken twice nor dropped
- *      by the scan.
- *   6. Clear the rest, release the lock with v + 2.
+ *   5. Take the bits and end the registration in one 16-byte swap of
+ *      {in_flight, gen} to {0, gen | VIGIL_GEN_VACANT} (THE FENCE, in
+ *      <vigil/heartbeat.h>): every mark or clear the owner makes after it,
+ *      however stale, fails and is told VIGIL_ELOST, so no bit lands in
+ *      the vacant slot or a successor's, and every one before it is in
+ *      the bits handed over: a bit is never taken twice nor dropped.
+ *   6. Clear the rest, release the lock with a store of v + 2.
  *
  * An entry is written only for a slot actually vacated, and a slot is
  * vacated only while there is room for its entry: with max entries
@@ -55,34 +59,38 @@
  *
  * THE REPAIR (a writer died holding the lock; model: model/slot.pml):
  *
- *   A writer killed between its lock and its unlock leaves `writer`
- *   naming it, and seq odd if it got that far: snapshots give VIGIL_EBUSY
- *   and nobody can lock the slot. A scan that finds `writer` held looks
- *   at the process it names (vigil_lock_holder_dead: same pid namespace,
- *   and gone or another process by its start time):
+ *   A writer killed between its lock and its unlock leaves the version
+ *   odd and `writer` naming it: snapshots give VIGIL_EBUSY and nobody can
+ *   lock the slot. A scan that finds the version odd reads the holding
+ *   {writer, seq} as one (vigil_pair_read), then looks at the process it
+ *   names (vigil_lock_holder_dead: same pid namespace, and gone, or
+ *   another process by its start time, or one that maps no part of the
+ *   table):
  *
  *   - alive, or not provably dead (another namespace, unknown): leave it.
  *     A writer that is only paused (SIGSTOP, a long preemption) resumes
  *     and finishes its own change; nothing ever moves the version under
  *     it, so it never goes backwards.
- *   - dead: CAS `writer` from its word to ours (one of the racing
- *     scanners wins), then move seq to the next odd value (v + 2 if odd,
- *     v + 1 if even), so readers keep away. Under that lock the slot is
- *     judged as in the claim: a stale, dead or vacant slot is vacated and
- *     its bits handed over (an entry with pid 0 if the pid was already
- *     cleared by a scanner killed between steps 4 and 5); a live slot
- *     keeps its owner and bits. The unlock moves seq to the next even
- *     value and frees `writer`.
+ *   - dead: take the lock over by one 16-byte swap from exactly the
+ *     holding read to {our word, odd + 2} (one of the racing scanners
+ *     wins; one that judged and then stalled fails once the lock has
+ *     changed hands, even to a process with the dead one's very word,
+ *     since the version names the holding: LOCK PAIRS, proc_internal.h).
+ *     Under that lock the slot is judged as in the claim: a stale, dead
+ *     or vacant slot is vacated and its bits handed over (with pid 0 if
+ *     the pid was already cleared by a writer killed after it); a live
+ *     slot keeps its owner and bits. The unlock stores the next even
+ *     version.
  *
  *   So the version only grows, and a repair never happens under a writer
  *   that can come back. (The design before, which repaired by time once
  *   the version had stayed odd past grace, let a paused writer store its
  *   unlock over the repair's: model/slot_old.pml.)
  *
- * STRAY BITS: a vacant slot (seq even, pid 0) with in_flight != 0 holds
- * marks that an owner made after it was vacated. The scan takes them under
- * the lock as above and reports them with pid 0. (A register that takes
- * the slot first clears them; that race is the heartbeat table's.)
+ * STRAY BITS: since THE FENCE a vacant slot never gains a bit through
+ * vigil; one that holds some anyway (written by a peer outside the
+ * protocol) has them taken under the lock as above and reported with
+ * pid 0, or cleared by the next register.
  *
  * A watchdog killed between step 5 and returning loses the entries it
  * took: the scan hands bits to its caller's memory, and a caller that must
@@ -117,7 +125,7 @@ static bool probed_dead(const struct scan *sc, const struct vigil_hb_slot *s, ui
         return false;
     uint64_t start = atomic_load_explicit(&s->start_time, memory_order_relaxed);
     uint64_t ns = atomic_load_explicit(&s->owner_ns, memory_order_relaxed);
-    return vigil_pid_judge(pid, start, UINT64_MAX, ns, UINT64_MAX) == 0;
+    return vigil_pid_judge(pid, start, VIGIL_START_MASK, ns, UINT32_MAX) == 0;
 }
 
 /* With the slot's writer lock held: steps 4 to 6 but the unlock. Returns
@@ -125,8 +133,8 @@ static bool probed_dead(const struct scan *sc, const struct vigil_hb_slot *s, ui
 static bool vacate_locked(struct vigil_hb_slot *s, uint32_t pid, uint64_t *bits)
 {
     uint32_t expect = pid;
-    /* Relaxed: the lock's acquire CAS already ordered us after the last
-     * writer, and the unlock's release publishes the vacancy. */
+    /* Relaxed: the lock's swap already ordered us after the last writer,
+     * and the unlock's release publishes the vacancy. */
     if (!atomic_compare_exchange_strong_explicit(&s->pid, &expect, 0, memory_order_relaxed,
                                                  memory_order_relaxed))
         return false;
@@ -136,9 +144,19 @@ static bool vacate_locked(struct vigil_hb_slot *s, uint32_t pid, uint64_t *bits)
      * count (registers - reclaims - occupied) go below zero. */
     if (pid != 0)
         atomic_fetch_add_explicit(&s->reclaims, 1, memory_order_relaxed);
-    /* Acquire: pairs with mark_in_flight's release, so the caller that
-     * gets a bit also sees what the owner recorded about the unit. */
-    *bits = atomic_exchange_explicit(&s->in_flight, 0, memory_order_acquire);
+    /* Step 5, THE FENCE's other half (<vigil/heartbeat.h>): the bits are
+     * taken and the generation marked vacant in one swap of the pair, so
+     * every mark or clear the owner makes after it, however stale, fails
+     * and is told VIGIL_ELOST, and every one before it is in the bits
+     * handed over. It can fail only against the owner's own marks (the
+     * bits moved), and is then tried again with what it read. A full
+     * barrier: acquire for what the owner recorded about each unit before
+     * marking it. */
+    uint64_t b = atomic_load_explicit(&s->in_flight, memory_order_relaxed);
+    uint64_t g = atomic_load_explicit(&s->gen, memory_order_relaxed);
+    while (!vigil__cas16(&s->in_flight, &b, &g, 0, g | VIGIL_GEN_VACANT))
+        ;
+    *bits = b;
     atomic_store_explicit(&s->role, VIGIL_ROLE_WORKER, memory_order_relaxed);
     atomic_store_explicit(&s->last_seen_epoch, 0, memory_order_relaxed);
     atomic_store_explicit(&s->start_time, 0, memory_order_relaxed);
@@ -151,53 +169,49 @@ static void emit(struct scan *sc, uint32_t slot, uint32_t pid, uint64_t bits)
     sc->out[sc->n++] = (vigil_reclaim){ .slot = slot, .pid = pid, .in_flight = bits };
 }
 
-/* Steps 2 to 6 for a slot the filter judged, at version v, to be stale
- * (or provably dead, or vacant with stray bits). */
-static void claim(struct scan *sc, uint32_t i, uint32_t v, uint32_t pid, bool dead)
+/* Steps 2 to 6 for a slot the filter judged to hold registration `gen`
+ * of `pid` and to be stale (or its owner provably dead), or (gen 0,
+ * pid 0) to be vacant with stray bits. */
+static void claim(struct scan *sc, uint32_t i, uint64_t gen, uint32_t pid, bool dead)
 {
     struct vigil_hb_slot *s = &sc->hb->slots[i];
-    uint32_t lv;
+    uint64_t lv;
     if (vigil_slot_try_lock(s, &lv) < 0)
         return; /* another writer holds it: this scan leaves the slot */
-    if (lv != v) {
-        vigil_slot_unlock(s, lv); /* changed since it was judged */
-        return;
-    }
+    /* Under the lock the registration cannot change: the one judged is
+     * the one taken, or nothing is. */
+    uint64_t now_gen = vigil_gen_of(atomic_load_explicit(&s->gen, memory_order_relaxed));
     uint32_t now_pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
     uint64_t seen = atomic_load_explicit(&s->last_seen_epoch, memory_order_relaxed);
     uint64_t bits = 0;
     bool take;
     if (pid == 0)
-        take = now_pid == 0 && atomic_load_explicit(&s->in_flight, memory_order_relaxed) != 0;
+        take = now_pid == 0 && now_gen == 0 && atomic_load_explicit(&s->in_flight, memory_order_relaxed) != 0;
     else
         /* A dead owner cannot beat, so its verdict survives a late beat;
          * a stale one must still be stale under the lock. */
-        take = now_pid == pid && (dead || stale_at(sc, pid, seen));
+        take = now_gen == gen && now_pid == pid && (dead || stale_at(sc, pid, seen));
     if (take && vacate_locked(s, now_pid, &bits))
         emit(sc, i, pid, bits);
-    /* A failed unlock means a peer outside the protocol took the slot
-     * over: the bits were taken all the same and are handed over once. */
     vigil_slot_unlock(s, lv);
 }
 
-/* THE REPAIR, for a slot whose `writer` was read as w. */
-static void repair(struct scan *sc, uint32_t i, uint64_t w)
+/* THE REPAIR, for a slot whose version was read odd. */
+static void repair(struct scan *sc, uint32_t i)
 {
     struct vigil_hb_slot *s = &sc->hb->slots[i];
+    uint64_t w, odd;
+    /* The holding first, then the judgement (LOCK PAIRS): a writer that
+     * took the lock before this read existed then, so "dead" covers it,
+     * and one that takes it after has another version. */
+    if (!vigil_pair_read(&s->writer, &w, &odd) || !(odd & 1u))
+        return; /* moving, or finished meanwhile */
     if (!vigil_lock_holder_dead(w, sc->hb->hdr))
         return; /* alive, paused, or out of sight: its change is its own */
-    uint64_t expect = w;
-    /* Acquire, as a lock acquisition: the fields read below are at least
-     * as new as whatever the dead writer managed to store. */
-    if (!atomic_compare_exchange_strong_explicit(&s->writer, &expect, vigil_self_lock_word(),
-                                                 memory_order_acquire, memory_order_relaxed))
-        return; /* another scanner repairs it */
-    uint32_t lv;
-    if (vigil_slot_lock_version(s, &lv) < 0) {
-        /* Release: as an unlock. */
-        atomic_store_explicit(&s->writer, 0, memory_order_release);
-        return;
-    }
+    slot_hook(SP_JUDGED);
+    uint64_t lv;
+    if (vigil_slot_take_over(s, w, odd, &lv) < 0)
+        return; /* another scanner repairs it, or it changed hands */
     /* Relaxed: a statistic, published by the unlock below. */
     atomic_fetch_add_explicit(&s->repairs, 1, memory_order_relaxed);
     uint32_t pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
@@ -235,40 +249,46 @@ static int scan_table(vigil_hb *hb, uint64_t grace_epochs, vigil_reclaim *out, u
          * slot that needs nothing (version even, occupied, live) costs no
          * more than that; whatever is decided from here is decided again
          * under the lock, so a stale read here only skips or retries. */
-        uint32_t v = atomic_load_explicit(&s->seq, memory_order_relaxed);
+        uint64_t v = atomic_load_explicit(&s->seq, memory_order_relaxed);
         uint32_t pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
         uint64_t seen = atomic_load_explicit(&s->last_seen_epoch, memory_order_relaxed);
-        uint64_t writer = atomic_load_explicit(&s->writer, memory_order_relaxed);
-        if (!writer && !(v & 1u) && vigil_hb_is_live_at(pid, seen, epoch, grace_epochs) && !probe)
+        if (!(v & 1u) && vigil_hb_is_live_at(pid, seen, epoch, grace_epochs) && !probe)
             continue;
         /* Acquire: the loads below are at least as new as the unlock that
-         * wrote v, so they belong to version v's registration; claim()
-         * then locks only at v, so nothing changed in between. */
+         * wrote v; the version read again after them tells whether they
+         * all belong to version v's registration. */
         atomic_thread_fence(memory_order_acquire);
-        if (writer) {
-            repair(&sc, i, writer);
+        if (v & 1u) {
+            repair(&sc, i);
             continue;
         }
-        if (v & 1u)
-            continue; /* odd with no writer: only a scribble; left alone */
         pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
-        if (pid == 0) {
-            if (atomic_load_explicit(&s->in_flight, memory_order_relaxed) != 0)
-                claim(&sc, i, v, 0, false);
-            continue;
-        }
+        uint64_t gen = vigil_gen_of(atomic_load_explicit(&s->gen, memory_order_relaxed));
+        uint64_t bits = atomic_load_explicit(&s->in_flight, memory_order_relaxed);
         seen = atomic_load_explicit(&s->last_seen_epoch, memory_order_relaxed);
-        if (stale_at(&sc, pid, seen))
-            claim(&sc, i, v, pid, false);
-        else if (probed_dead(&sc, s, pid))
-            claim(&sc, i, v, pid, true);
+        bool dead = !stale_at(&sc, pid, seen) && probed_dead(&sc, s, pid);
+        /* As vigil_slot_read: the loads (and the probe's start time and
+         * namespace) are one registration's if the version is still v.
+         * If not, the slot changed: the next scan looks again. */
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&s->seq, memory_order_relaxed) != v)
+            continue;
+        if (pid == 0) {
+            if (bits != 0)
+                claim(&sc, i, 0, 0, false);
+        } else if (dead || stale_at(&sc, pid, seen)) {
+            claim(&sc, i, gen, pid, dead);
+        }
     }
     return (int)sc.n;
 }
 
-int vigil_failover_claim_dead(vigil_hb *hb, uint32_t slot, uint32_t version, uint32_t pid, vigil_reclaim *out)
+int vigil_failover_claim_dead(vigil_hb *hb, uint32_t slot, uint64_t gen, vigil_reclaim *out)
 {
-    if (slot >= hb->capacity || pid == 0)
+    if (slot >= hb->capacity || gen == 0)
+        return 0;
+    uint32_t pid = atomic_load_explicit(&hb->slots[slot].pid, memory_order_relaxed);
+    if (pid == 0)
         return 0;
     struct scan sc = {
         .hb = hb,
@@ -277,9 +297,10 @@ int vigil_failover_claim_dead(vigil_hb *hb, uint32_t slot, uint32_t version, uin
         .out = out,
         .max = 1,
     };
-    /* THE CLAIM, steps 2 to 6, with the verdict "dead" made at `version`:
-     * the lock is taken only at that version, so nothing changed since. */
-    claim(&sc, slot, version, pid, true);
+    /* THE CLAIM, steps 2 to 6, with the verdict "dead" made about
+     * registration `gen`: claim() takes the slot only while it still
+     * holds that registration (and this pid), so nothing changed since. */
+    claim(&sc, slot, gen, pid, true);
     return (int)sc.n;
 }
 

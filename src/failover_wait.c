@@ -7,32 +7,48 @@
  * occupied slot and sleeps in epoll on all of them at once; a pidfd
  * becomes readable when its process has exited (every thread of it), so
  * the watchdog wakes within microseconds of a kill -9, not a grace window
- * later. A pid is a name that can be reused, so a pidfd is trusted only
- * once it is known to name the slot's owner:
+ * later. THE WATCH, per slot (model: model/failover_wait.pml; tests:
+ * test_failover_wait.c, test_failover_wait_ns.c):
  *
- *   1. Read the slot under its SeqLock at version v: pid, start time and
+ *   1. Read the slot under its SeqLock: generation, pid, start time and
  *      pid namespace of one registration. A slot mid-change is left for
- *      the next look; a vacant one drops its pidfd.
- *   2. Open a pidfd for the pid. ESRCH: no such process, the owner is
+ *      the next look; a vacant one drops its state.
+ *   2. The slot's state on this handle (pidfd, verdict) is the state of
+ *      one registration, keyed by its generation (which never recurs): a
+ *      slot registered again (by anyone, with any pid and start time, the
+ *      same ones included) starts from nothing, so no verdict is ever
+ *      carried from one registration to the next.
+ *   3. Only an owner of this pid namespace is watched: its recorded
+ *      namespace must be ours (recorded 0, or another, and the pid number
+ *      names some other process here or none: the slot is left to epochs).
+ *   4. Open a pidfd for the pid. ESRCH: no such process, the owner is
  *      dead. Otherwise the pidfd names the process that has the pid now,
- *      and it keeps naming that process whatever happens to the pid.
- *   3. Read that process's start time (/proc/<pid>/stat) after the open:
- *      equal to the slot's, it is the owner, and the pidfd is watched;
- *      different, the owner is dead and its pid reused.
- *   4. The owner's death (the pidfd readable, or step 2 or 3) is a verdict
- *      about the registration read at version v: the claim is failover's
- *      own (vigil_failover_claim_dead), which takes the slot's writer lock
- *      only at version v, so a slot vacated or registered again meanwhile
- *      is never taken, and exactly one of any number of watchdogs and
- *      scans in any number of processes gets the bits.
+ *      and keeps naming it whatever happens to the pid.
+ *   5. Judge the owner as vigil_hb_probe does, vigil_pid_judge with the
+ *      recorded start time and namespace: 0, dead (exited, or its pid
+ *      reused: another start time, read from a /proc that is provably
+ *      ours); 1 or unknown (a /proc of another namespace, unreadable),
+ *      watch the pidfd. Watching is safe whatever the judge could not
+ *      tell: the pidfd was opened after the registration was read, in the
+ *      owner's namespace, so it names the owner or, if the owner had
+ *      already exited, whoever took its pid; either way the pidfd becomes
+ *      readable only once the owner is gone. So death is never guessed.
+ *   6. The owner's death (the pidfd readable, or step 4 or 5) is a verdict
+ *      about the registration read, named by its generation: the claim is
+ *      failover's own (vigil_failover_claim_dead), which takes the slot
+ *      under its writer lock only while it still holds that generation,
+ *      so a slot vacated or registered again meanwhile is never taken, and
+ *      exactly one of any number of watchdogs and scans in any number of
+ *      processes gets the bits.
  *
- * A slot whose owner cannot be watched is left to epochs and counted as
- * such (vigil_failover_wait_info): no pidfds (a kernel before 5.3), an
- * owner in another pid namespace or of none recorded (its pid names
- * nothing here), no start time recorded (a pidfd could name a stranger).
- * Never is a slot called dead by a guess. Every wait also wakes every
- * WAIT_SLICE_NS to pick up slots registered or vacated meanwhile and to
- * run the epoch scan, which takes the stale slots.
+ * A descriptor or memory that runs out is transient: an epoll instance or
+ * a pidfd that could not be made for EMFILE, ENFILE or ENOMEM (an epoll_ctl
+ * for ENOMEM or ENOSPC) is tried again at the next look, and the slot
+ * waits on epochs meanwhile (vigil_failover_wait_info counts it as
+ * retrying). Only a kernel without pidfds (ENOSYS) turns them off for
+ * good. Every wait also wakes every WAIT_SLICE_NS to pick up slots
+ * registered or vacated meanwhile and to run the epoch scan, which takes
+ * the stale slots.
  */
 #define _GNU_SOURCE
 #include <vigil/failover.h>
@@ -54,20 +70,22 @@
 
 struct watched {
     int      fd;      /* pidfd, -1 none */
-    uint32_t pid;     /* the registration watched: pid, start, version */
+    uint32_t pid;     /* the registration watched: gen, pid, start */
+    uint64_t gen;
     uint64_t start;
-    uint32_t version;
-    bool     dead;    /* proven dead at `version`, not yet claimed */
-    bool     epochs;  /* occupied but left to epochs */
+    bool     dead;    /* registration `gen` proven dead, not yet claimed */
+    bool     epochs;  /* occupied but left to epochs, for this registration */
+    bool     retry;   /* no pidfd for want of descriptors or memory: try again */
 };
 
 struct vigil_failover_watch {
-    pthread_mutex_t mu;   /* one wait at a time on a handle */
-    int             epfd; /* -1: no pidfds here, epochs alone */
+    pthread_mutex_t mu;        /* one wait at a time on a handle */
+    int             epfd;      /* -1: none yet (retried), or no pidfds here */
+    bool            no_pidfds; /* the kernel has none: epochs alone, for good */
     uint32_t        cap;
     /* Counts of the last look, read by vigil_failover_wait_info without
      * the lock (a wait may hold it for long): relaxed, each a figure. */
-    _Atomic uint32_t watched, by_epochs;
+    _Atomic uint32_t watched, by_epochs, retrying;
     struct watched  w[];
 };
 
@@ -108,15 +126,14 @@ static struct vigil_failover_watch *watch_of(vigil_hb *hb)
             w->cap = hb->capacity;
             for (uint32_t i = 0; i < w->cap; i++)
                 w->w[i].fd = -1;
-            w->epfd = epoll_create1(EPOLL_CLOEXEC);
-            /* A kernel without pidfds: say so once, rely on epochs. */
+            /* A kernel without pidfds: said once, epochs for good. The
+             * epoll instance is made at the first look (and again at every
+             * look until it can be). */
             int probe = pidfd_open_((uint32_t)getpid());
-            if (probe < 0 && errno == ENOSYS && w->epfd >= 0) {
-                close(w->epfd);
-                w->epfd = -1;
-            }
+            w->no_pidfds = probe < 0 && errno == ENOSYS;
             if (probe >= 0)
                 close(probe);
+            w->epfd = -1;
             hb->watch = w;
         }
     }
@@ -134,76 +151,101 @@ static void unwatch(struct vigil_failover_watch *w, uint32_t i)
     *x = (struct watched){ .fd = -1 };
 }
 
-/* Steps 1 to 3 for every slot: the pidfds follow the table. */
+static bool transient(int err)
+{
+    return err == EMFILE || err == ENFILE || err == ENOMEM || err == ENOSPC;
+}
+
+/* Steps 3 to 5 for slot i, read at `v` as the registration in *x: a
+ * pidfd watched, a verdict of death, epochs, or a retry. */
+static void watch_slot(struct vigil_failover_watch *w, uint32_t i, uint32_t ns, uint32_t my_ns)
+{
+    struct watched *x = &w->w[i];
+    x->epochs = x->retry = false;
+    /* Step 3: a pid of another namespace, or of none recorded, names
+     * nothing that can be judged here. */
+    if (w->no_pidfds || ns == 0 || my_ns == 0 || ns != my_ns) {
+        x->epochs = true;
+        return;
+    }
+    if (w->epfd < 0) {
+        w->epfd = epoll_create1(EPOLL_CLOEXEC);
+        if (w->epfd < 0) {
+            x->retry = transient(errno), x->epochs = !x->retry;
+            return;
+        }
+    }
+    /* Step 4. */
+    int fd = pidfd_open_(x->pid);
+    if (fd < 0) {
+        if (errno == ESRCH)
+            x->dead = true;
+        else
+            x->retry = transient(errno), x->epochs = !x->retry;
+        return;
+    }
+    /* Step 5: the probe's judge, every bit of the record kept. */
+    int alive = vigil_pid_judge(x->pid, x->start, VIGIL_START_MASK, ns, UINT32_MAX);
+    if (alive == 0) {
+        close(fd);
+        x->dead = true; /* exited since the open, or the pid was reused */
+        return;
+    }
+    struct epoll_event ev = { .events = EPOLLIN, .data.u32 = i };
+    if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        x->retry = transient(errno), x->epochs = !x->retry;
+        close(fd);
+        return;
+    }
+    x->fd = fd;
+}
+
+/* Steps 1 to 5 for every slot: the pidfds follow the table. */
 static void sync_table(vigil_hb *hb, struct vigil_failover_watch *w)
 {
-    uint64_t my_ns = vigil_self_pidns();
-    uint32_t watched = 0, by_epochs = 0;
+    uint32_t my_ns = (uint32_t)vigil_self_pidns(); /* as register records it */
+    uint32_t watched = 0, by_epochs = 0, retrying = 0;
     for (uint32_t i = 0; i < w->cap; i++) {
         struct watched *x = &w->w[i];
         const struct vigil_hb_slot *s = &hb->slots[i];
-        /* Step 1: one registration's pid, start and namespace, or none. */
-        uint32_t v = atomic_load_explicit(&s->seq, memory_order_acquire);
+        /* Step 1: one registration's gen, pid, start and namespace. */
+        uint64_t v = atomic_load_explicit(&s->seq, memory_order_acquire);
         if (v & 1u) {
             watched += x->fd >= 0;
             continue; /* mid-change: the next look, or the repair */
         }
         uint32_t pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
+        uint64_t gen = vigil_gen_of(atomic_load_explicit(&s->gen, memory_order_relaxed));
         uint64_t start = atomic_load_explicit(&s->start_time, memory_order_relaxed);
-        uint64_t ns = atomic_load_explicit(&s->owner_ns, memory_order_relaxed);
+        uint32_t ns = atomic_load_explicit(&s->owner_ns, memory_order_relaxed);
         /* The loads above complete before the version is read again; an
          * unchanged version means they are one registration's. */
         atomic_thread_fence(memory_order_acquire);
         if (atomic_load_explicit(&s->seq, memory_order_relaxed) != v)
             continue;
-        if (pid == 0) {
+        if (pid == 0 || gen == 0) {
             unwatch(w, i);
             continue;
         }
-        if (x->pid == pid && x->start == start && (x->fd >= 0 || x->dead || x->epochs)) {
-            x->version = v; /* the same owner, its slot merely beaten or changed by itself */
-            watched += x->fd >= 0;
-            by_epochs += x->epochs;
-            continue;
+        /* Step 2: the same registration keeps its state; any other, the
+         * same pid and start time included, starts from nothing. */
+        bool same = x->gen == gen && x->pid == pid && (x->fd >= 0 || x->dead || x->epochs || x->retry);
+        if (!same) {
+            unwatch(w, i);
+            x->pid = pid, x->gen = gen, x->start = start;
         }
-        unwatch(w, i);
-        x->pid = pid, x->start = start, x->version = v;
-        if (w->epfd < 0 || ns == 0 || ns != my_ns || start == 0) {
-            x->epochs = true; /* cannot be watched: epochs alone decide */
-            by_epochs++;
-            continue;
-        }
-        /* Step 2. */
-        int fd = pidfd_open_(pid);
-        if (fd < 0) {
-            if (errno == ESRCH)
-                x->dead = true;
-            else
-                x->epochs = true, by_epochs++;
-            continue;
-        }
-        /* Step 3: the pidfd names whoever has the pid now. */
-        uint64_t now_start;
-        int err = vigil_proc_start_time(pid, &now_start);
-        if (err == -ENOENT || (err == 0 && now_start != start)) {
-            close(fd);
-            x->dead = true; /* exited since the open, or the pid was reused */
-            continue;
-        }
-        struct epoll_event ev = { .events = EPOLLIN, .data.u32 = i };
-        if (err < 0 || epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
-            close(fd);
-            x->epochs = true, by_epochs++;
-            continue;
-        }
-        x->fd = fd;
-        watched++;
+        if (!same || x->retry)
+            watch_slot(w, i, ns, my_ns);
+        watched += x->fd >= 0;
+        by_epochs += x->epochs;
+        retrying += x->retry;
     }
     atomic_store_explicit(&w->watched, watched, memory_order_relaxed);
     atomic_store_explicit(&w->by_epochs, by_epochs, memory_order_relaxed);
+    atomic_store_explicit(&w->retrying, retrying, memory_order_relaxed);
 }
 
-/* Step 4 for every slot proven dead; returns the entries written. */
+/* Step 6 for every slot proven dead; returns the entries written. */
 static uint32_t claim_dead(vigil_hb *hb, struct vigil_failover_watch *w, vigil_reclaim *out, uint32_t *why,
                            uint32_t max)
 {
@@ -212,7 +254,7 @@ static uint32_t claim_dead(vigil_hb *hb, struct vigil_failover_watch *w, vigil_r
         struct watched *x = &w->w[i];
         if (!x->dead)
             continue;
-        if (vigil_failover_claim_dead(hb, i, x->version, x->pid, &out[n]) == 1) {
+        if (vigil_failover_claim_dead(hb, i, x->gen, &out[n]) == 1) {
             if (why)
                 why[n] = VIGIL_RECLAIM_EXITED;
             n++;
@@ -306,9 +348,10 @@ int vigil_failover_wait_info(const vigil_hb *hb, vigil_failover_watch_info *out)
     pthread_mutex_unlock(&make_lock);
     vigil_failover_watch_info info = { 0 };
     if (w) {
-        info.pidfds = w->epfd >= 0; /* set once, before the handle could see w */
+        info.pidfds = !w->no_pidfds; /* set once, before the handle could see w */
         info.watched = atomic_load_explicit(&w->watched, memory_order_relaxed);
         info.by_epochs = atomic_load_explicit(&w->by_epochs, memory_order_relaxed);
+        info.retrying = atomic_load_explicit(&w->retrying, memory_order_relaxed);
     } else {
         int probe = pidfd_open_((uint32_t)getpid());
         info.pidfds = probe >= 0;

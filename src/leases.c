@@ -246,7 +246,11 @@ int vigil_leases_entry(const vigil_leases *ls, uint32_t index, vigil_lease_info 
             info.state = VIGIL_LEASE_RELEASED;
         } else if (unexpired(exp, now)) {
             info.state = VIGIL_LEASE_HELD;
-            info.expires_in_ms = (int64_t)((exp * 1000000u - now + 999999u) / 1000000u);
+            /* Whole ms, rounded down and at least 1 while held: as the
+             * etcd backend tells etcd's whole seconds. */
+            info.expires_in_ms = (int64_t)((exp * 1000000u - now) / 1000000u);
+            if (info.expires_in_ms == 0)
+                info.expires_in_ms = 1;
         } else {
             info.state = VIGIL_LEASE_EXPIRED;
             info.expires_in_ms = -(int64_t)((now - exp * 1000000u) / 1000000u);

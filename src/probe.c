@@ -7,12 +7,12 @@
  *
  *   offset  size  field
  *        0     4  pid           owner, 0 = vacant
- *        4     4  seq           SeqLock version; pid, start_time and owner_ns
+ *       40     8  seq           SeqLock version; pid, start_time and owner_ns
  *                               are read together under it
- *       32     8  start_time    owner's start time, /proc/<pid>/stat field 22
- *                               (clock ticks since boot), stamped by register;
- *                               0 = unknown
- *       48     8  owner_ns      owner's pid namespace, the inode of
+ *       48     4  start_time    low 32 bits of the owner's start time,
+ *                               /proc/<pid>/stat field 22 (clock ticks since
+ *                               boot), stamped by register; 0 = unknown
+ *       52     4  owner_ns      owner's pid namespace, the inode of
  *                               /proc/<pid>/ns/pid; 0 = not recorded: the
  *                               pid may be any namespace's, so the verdict
  *                               is "unknown" (-EREMOTE), never "dead"
@@ -22,7 +22,8 @@
  *   vacant slot                           VIGIL_EVACANT
  *   slot mid-change past the retry budget VIGIL_EBUSY
  *   otherwise                             vigil_pid_judge(pid, start_time,
- *                                         owner_ns), every bit kept: 1 alive,
+ *                                         owner_ns), every bit kept (32 each):
+ *                                         1 alive,
  *                                         0 provably dead, < 0 unknown (the
  *                                         pid verdicts are told in proc.c)
  */
@@ -48,5 +49,5 @@ int vigil_hb_probe(const vigil_hb *hb, uint32_t slot)
         return err;
     if (w.info.pid == 0)
         return VIGIL_EVACANT;
-    return vigil_pid_judge(w.info.pid, w.start_time, UINT64_MAX, w.owner_ns, UINT64_MAX);
+    return vigil_pid_judge(w.info.pid, w.start_time, VIGIL_START_MASK, w.owner_ns, UINT32_MAX);
 }

@@ -22,6 +22,7 @@
 #define _GNU_SOURCE
 #include "proc_internal.h"
 
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -365,6 +366,25 @@ uint64_t vigil_lock_word_of(uint32_t pid, uint64_t ns_inode, uint64_t start)
            (uint64_t)vigil_pidns_code(ns_inode) << VIGIL_LOCK_NS_SHIFT | (start & VIGIL_LOCK_START_MASK);
 }
 
+void vigil_self_id(struct vigil_self_id *out)
+{
+    struct self_cache *c = cache();
+    if (c) {
+        /* Relaxed, as every cached word: each is this process's constant. */
+        uint64_t pid = atomic_load_explicit(&c->pid, memory_order_relaxed);
+        uint64_t start = atomic_load_explicit(&c->start, memory_order_relaxed);
+        uint64_t ns = atomic_load_explicit(&c->ns, memory_order_relaxed);
+        uint64_t lock = atomic_load_explicit(&c->lock, memory_order_relaxed);
+        if (__builtin_expect((pid & start & ns & SELF_VALID) && lock != 0, 1)) {
+            *out = (struct vigil_self_id){ (uint32_t)(pid & ~SELF_VALID), start & ~SELF_VALID,
+                                           ns & ~SELF_VALID, lock };
+            return;
+        }
+    }
+    *out = (struct vigil_self_id){ vigil_self_pid(), vigil_self_start_time(), vigil_self_pidns(),
+                                   vigil_self_lock_word() };
+}
+
 uint64_t vigil_self_lock_word(void)
 {
     /* Cached whole: every slot lock and unlock asks for it. Relaxed, as
@@ -470,4 +490,35 @@ bool vigil_lock_judge(struct vigil_lock_wait *wait, uint64_t w, const void *mapp
     if (look)
         wait->mapped_word = w; /* alive, or mapped: not asked again for this word */
     return false;
+}
+
+/* ---- lock pairs (the take and the release are inline) --------------------- */
+
+bool vigil_pair_read(const _Atomic uint64_t *pair, uint64_t *word, uint64_t *seq)
+{
+    /* seq, word, seq: the word only changes together with seq (a take or a
+     * take-over), so an unchanged seq around it gives the two as one
+     * moment had them. Acquire and the fence: the word's load stays
+     * between the two loads of seq. */
+    uint64_t s1 = atomic_load_explicit(&pair[1], memory_order_acquire);
+    uint64_t w = atomic_load_explicit(&pair[0], memory_order_relaxed);
+    atomic_thread_fence(memory_order_acquire);
+    if (atomic_load_explicit(&pair[1], memory_order_relaxed) != s1)
+        return false;
+    *word = w;
+    *seq = s1;
+    return true;
+}
+
+bool vigil_pair_take_over(_Atomic uint64_t *pair, uint64_t w, uint64_t s, uint64_t me, uint64_t *held)
+{
+    /* From exactly the holding judged: of several waiters one wins, and a
+     * lock that changed hands since it was read (even to a holder with
+     * the same word) has another seq, so the swap fails. Full barrier, as
+     * vigil_pair_take. */
+    uint64_t want = s + 2u;
+    if (!(s & 1u) || !vigil__cas16(pair, &w, &s, me, want))
+        return false;
+    *held = want;
+    return true;
 }

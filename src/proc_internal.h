@@ -10,8 +10,11 @@
 #ifndef VIGIL_SRC_PROC_INTERNAL_H
 #define VIGIL_SRC_PROC_INTERNAL_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+
+#include <vigil/heartbeat.h> /* vigil__cas16, VIGIL_EBUSY */
 
 #include "spin_internal.h"
 
@@ -35,6 +38,14 @@ int vigil_proc_start_time(uint32_t pid, uint64_t *out);
 uint32_t vigil_self_pid(void);
 uint64_t vigil_self_start_time(void);
 uint64_t vigil_self_pidns(void);
+
+/* All of it at once, for register (one call on its path, not four):
+ * pid, start time, pid namespace and lock word (vigil_self_lock_word). */
+struct vigil_self_id {
+    uint32_t pid;
+    uint64_t start, ns, lock;
+};
+void vigil_self_id(struct vigil_self_id *out);
 
 /*
  * Is process `pid` the one that was recorded? 1 alive, 0 provably dead,
@@ -134,5 +145,66 @@ int vigil_proc_maps_file(uint32_t pid, const void *mapping);
 /* vigil_lock_holder_dead for a waiter: the look at the holder's mappings
  * is made once per word a wait meets, not at every judgement. */
 bool vigil_lock_judge(struct vigil_lock_wait *wait, uint64_t w, const void *mapping);
+
+/*
+ * LOCK PAIRS (models: model/slot.pml, model/election.pml): a lock in a
+ * shared file that a waiter takes over from a dead holder without ever
+ * robbing a live one, even one whose lock word equals the dead one's (the
+ * dead holder's pid recycled, the new process started in the same clock
+ * tick, or its start tag colliding). Two 64-bit words, 16-byte aligned:
+ * `word`, the lock word of the holder (of the last holder once free), and
+ * `seq` right after it, odd while the lock is held.
+ *
+ *   take:      {w, even s} -> {me, s + 1}, one 16-byte compare-and-swap;
+ *   release:   seq = s + 1, one release store: while seq is odd only its
+ *              holder moves it (a take-over happens only to the dead);
+ *   take over: read {w, odd s} as one (seq, word, seq again, unchanged),
+ *              judge w dead, then {w, s} -> {me, s + 2}, one 16-byte
+ *              compare-and-swap.
+ *
+ * seq rises at every take and take-over and never goes back (64 bits),
+ * so (w, s) names one holding for the life of the file: a take-over
+ * whose holder was judged dead fails if the lock changed hands after it
+ * was read, whatever word the new holder wrote. The read must come before
+ * the judgement: a holder that took the lock before the read existed then,
+ * so a judgement of "dead" made after the read covers it.
+ *
+ * vigil_pair_take: 0 and *held (the odd seq now held), or VIGIL_EBUSY.
+ * vigil_pair_read: true with the pair as one moment had it.
+ * vigil_pair_take_over: true and *held, false when {w, s} is gone.
+ * `pair` is the word; the seq is pair[1].
+ */
+static inline int vigil_pair_take(_Atomic uint64_t *pair, uint64_t me, uint64_t *held)
+{
+    /* Relaxed: guesses for the swap, which compares them. */
+    uint64_t s = atomic_load_explicit(&pair[1], memory_order_relaxed);
+    uint64_t w = atomic_load_explicit(&pair[0], memory_order_relaxed);
+    while (!(s & 1u)) {
+        uint64_t want = s + 1u;
+        /* A full barrier: acquire for what the last holder wrote before
+         * its release, and the odd seq ordered before the stores the
+         * holder makes next (a SeqLock writer's fields come after its
+         * odd version; on aarch64 see the fence in vigil_slot_lock). */
+        if (vigil__cas16(pair, &w, &s, me, want)) {
+            *held = want;
+            return 0;
+        }
+        /* {w, s} is what the pair holds now: taken (s odd), or a free
+         * lock that moved on since the guess, tried again. */
+    }
+    return VIGIL_EBUSY;
+}
+
+static inline void vigil_pair_release(_Atomic uint64_t *pair, uint64_t held)
+{
+    /* Release: whatever the holder wrote is visible to whoever sees the
+     * even seq (the next taker's swap, a SeqLock reader's load). A store,
+     * not a swap: while seq is odd only its holder moves it, since only a
+     * holder proven dead is taken over. */
+    atomic_store_explicit(&pair[1], held + 1u, memory_order_release);
+}
+
+bool vigil_pair_read(const _Atomic uint64_t *pair, uint64_t *word, uint64_t *seq);
+bool vigil_pair_take_over(_Atomic uint64_t *pair, uint64_t w, uint64_t s, uint64_t me, uint64_t *held);
 
 #endif

@@ -29,31 +29,9 @@ die() {
 [ -n "$cmd" ] && [ -n "$state" ] ||
     die "usage: etcd_server.sh start|stop|pause|resume|freeze|thaw STATE_DIR"
 
-# A port in 20000..59999 that no socket of any state holds (tcp and tcp6).
-free_port() {
-    tries=0
-    while [ $tries -lt 100 ]; do
-        tries=$((tries + 1))
-        r=$(od -An -N2 -tu2 /dev/urandom | tr -d ' ')
-        p=$((20000 + r % 40000))
-        [ "$p" = "${1:-}" ] && continue
-        hex=$(printf '%04X' "$p")
-        if ! cat /proc/net/tcp /proc/net/tcp6 2>/dev/null |
-            awk -v h=":$hex" 'index($2, h) == length($2) - 4 { f = 1 } END { exit !f }'; then
-            echo "$p"
-            return 0
-        fi
-    done
-    return 1
-}
+. "$(dirname "$0")/etcd_lib.sh"
 
-# Is STATE/pid a live etcd (not a reused pid)?
-running() {
-    [ -f "$state/pid" ] || return 1
-    pid=$(cat "$state/pid")
-    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
-    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q etcd
-}
+running() { etcd_alive "$state/pid"; }
 
 launch() {
     port=$(cat "$state/port")
@@ -94,23 +72,7 @@ wait_ready() {
 }
 
 # Stops the server with a signal, bounded: TERM gets 10 s, then KILL.
-halt() {
-    sig=${1:-TERM}
-    running || return 0
-    pid=$(cat "$state/pid")
-    kill -"$sig" "$pid" 2>/dev/null
-    kill -CONT "$pid" 2>/dev/null # a frozen server must run to die of TERM
-    i=0
-    while kill -0 "$pid" 2>/dev/null && [ $i -lt 100 ]; do
-        i=$((i + 1))
-        sleep 0.1
-    done
-    if kill -0 "$pid" 2>/dev/null; then
-        kill -KILL "$pid" 2>/dev/null
-        sleep 0.2
-    fi
-    rm -f "$state/pid"
-}
+halt() { etcd_halt "$state/pid" "${1:-TERM}"; }
 
 case "$cmd" in
 start)

@@ -286,7 +286,7 @@ static int test_queue_bodies(void)
     EXPECT_RC(vigil_etcd__body_pred(buf, sizeof(buf), "k2", LID, 1), VIGIL_ERANGE);
     EXPECT_RC(vigil_etcd__body_watch(buf, sizeof(buf), "azIvMTIzNA==", 5), 0);
     EXPECT(strcmp(buf, "{\"create_request\":{\"key\":\"azIvMTIzNA==\",\"start_revision\":\"5\","
-                       "\"filters\":[\"NOPUT\"]}}") == 0, "watch body: %s", buf);
+                       "\"progress_notify\":true,\"filters\":[\"NOPUT\"]}}") == 0, "watch body: %s", buf);
     /* The longest key: its own key and ranges still fit. */
     char longkey[128];
     memset(longkey, 'K', 127);
@@ -351,7 +351,10 @@ static int test_parse_queue(void)
 
     EXPECT_RC(vigil_etcd__parse_watch(P(WATCH_CREATED)), VIGIL_ETCD_WATCH_NOTHING);
     EXPECT_RC(vigil_etcd__parse_watch(P(WATCH_DELETE)), VIGIL_ETCD_WATCH_DELETED);
-    EXPECT_RC(vigil_etcd__parse_watch(P("{\"result\":{" HDR ",\"events\":[{\"kv\":{}}]}}")), VIGIL_ETCD_WATCH_NOTHING);
+    EXPECT_RC(vigil_etcd__parse_watch(P("{\"result\":{" HDR ",\"events\":[{\"kv\":{}}]}}")), VIGIL_ETCD_WATCH_PUT);
+    EXPECT_RC(vigil_etcd__parse_watch(P("{\"result\":{" HDR ",\"created\":true,\"canceled\":true,\"cancel_reason\":"
+                                        "\"rpc error: code = Unauthenticated desc = etcdserver: invalid auth token\"}}")),
+              -EACCES);
     EXPECT_RC(vigil_etcd__parse_watch(P("{\"result\":{" HDR ",\"canceled\":true}}")), VIGIL_ETCD_WATCH_CANCELED);
     EXPECT_RC(vigil_etcd__parse_watch(P("{\"result\":{" HDR ",\"compact_revision\":\"9\"}}")), VIGIL_ETCD_WATCH_CANCELED);
     EXPECT_RC(vigil_etcd__parse_watch(P("{\"error\":{\"grpc_code\":14,\"message\":\"no leader\"}}")), -EAGAIN);
@@ -687,7 +690,30 @@ static int test_fake_hostile(void)
     return 0;
 }
 
+/* Issue 19: a wait of 500 ms against a server that says nothing (each
+ * request held 1.5 s, then dropped) ends with VIGIL_ETIMEDOUT when its
+ * time is up, not with a request's own -ETIMEDOUT after the handle's 3 s. */
+static int test_wait_bounded_by_time_left(void)
+{
+    static const struct et_reply script[] = { { ET_HANG, 0, NULL }, { ET_HANG, 0, NULL }, { ET_HANG, 0, NULL } };
+    struct et_fake f;
+    EXPECT_RC(et_fake_start(&f, script, 3), 0);
+    vigil_etcd *e = et_connect(f.url);
+    vigil_lease l;
+    uint64_t t0 = vt_now_ms();
+    int rc = vigil_etcd_acquire_wait(e, "k", "w", 2000, 500 * 1000000ull, &l);
+    uint64_t took = vt_now_ms() - t0;
+    vigil_etcd_close(e);
+    et_fake_stop(&f);
+    EXPECT_RC(rc, VIGIL_ETIMEDOUT);
+    /* Not a timing: 1.5 s is how long the server holds a request, so a
+     * wait that waited one out took that long at least. */
+    EXPECT(took < 1500, "a 500 ms wait on a silent server took %llu ms", (unsigned long long)took);
+    printf("500 ms wait against a silent server: VIGIL_ETIMEDOUT after %llu ms\n", (unsigned long long)took);
+    return 0;
+}
+
 VT_MAIN(VT_CASE(test_base64), VT_CASE(test_endpoints), VT_CASE(test_arguments), VT_CASE(test_parse_grant),
         VT_CASE(test_parse_acquire), VT_CASE(test_queue_bodies), VT_CASE(test_parse_queue), VT_CASE(test_parse_keepalive), VT_CASE(test_parse_txn_revoke),
         VT_CASE(test_parse_hostile), VT_CASE(test_unreachable), VT_CASE(test_fake_cycle),
-        VT_CASE(test_fake_endpoints), VT_CASE(test_fake_prefix), VT_CASE(test_fake_hostile))
+        VT_CASE(test_fake_endpoints), VT_CASE(test_fake_prefix), VT_CASE(test_fake_hostile), VT_CASE(test_wait_bounded_by_time_left))

@@ -26,24 +26,6 @@ static const char *url;
             return need_rc_;                                                  \
     } while (0)
 
-/* How many keys are under KEY/ (-1 if etcd could not be asked). */
-static int count_under(vigil_etcd *e, const char *key)
-{
-    char k[200], pfx[300], end[300], body[700];
-    long http;
-    const char *reply;
-    size_t len;
-    int n = snprintf(k, sizeof(k), "%s/", key);
-    vigil_etcd__b64(k, (size_t)n, pfx, sizeof(pfx));
-    k[n - 1] = '0';
-    vigil_etcd__b64(k, (size_t)n, end, sizeof(end));
-    snprintf(body, sizeof(body), "{\"key\":\"%s\",\"range_end\":\"%s\",\"count_only\":true}", pfx, end);
-    if (vigil_etcd__request(e, "v3/kv/range", body, &http, &reply, &len) < 0 || http != 200)
-        return -1;
-    const char *c = strstr(reply, "\"count\":\"");
-    return c ? atoi(c + 9) : 0;
-}
-
 /* The etcd key of the waiter that is not `not_id` under KEY/ (for an
  * operator's delete), or "" . */
 static const char *other_key(vigil_etcd *e, const char *key, int64_t not_id)
@@ -151,7 +133,7 @@ static int test_get(void)
     /* A waiter's key behind the holder changes nothing. */
     vigil_lease busy;
     EXPECT_RC(vigil_etcd_acquire(e, key, "other", 3000, &busy), VIGIL_EBUSY);
-    EXPECT(count_under(e, key) == 1, "a refused acquire left a waiter key (%d keys under it)", count_under(e, key));
+    EXPECT(et_count_under(e, key) == 1, "a refused acquire left a waiter key (%d keys under it)", et_count_under(e, key));
     EXPECT_RC(vigil_etcd_get(e, key, &info), 0);
     EXPECT(strcmp(info.owner, "getter") == 0, "get after a refused acquire: owner %s", info.owner);
     EXPECT_RC(vigil_etcd_release(e, &l), 0);
@@ -178,7 +160,7 @@ static int test_wait_timeout(void)
     EXPECT_RC(vigil_etcd_acquire(e, key, "holder", 5000, &l), 0);
     EXPECT_RC(vigil_etcd_acquire_wait(e, key, "w", 3000, 0, &w), VIGIL_ETIMEDOUT);
     EXPECT_RC(vigil_etcd_acquire_wait(e, key, "w", 3000, 300 * 1000000ull, &w), VIGIL_ETIMEDOUT);
-    EXPECT(count_under(e, key) == 1, "a timed-out waiter left its key (%d keys)", count_under(e, key));
+    EXPECT(et_count_under(e, key) == 1, "a timed-out waiter left its key (%d keys)", et_count_under(e, key));
     EXPECT_RC(vigil_etcd_release(e, &l), 0);
     /* Free: at once, whatever the timeout. */
     EXPECT_RC(vigil_etcd_acquire_wait(e, key, "w", 3000, 0, &w), 0);
@@ -191,31 +173,10 @@ static int test_wait_timeout(void)
     return 0;
 }
 
-/* The sum of etcd's started counters for these gRPC methods, from its
- * /metrics; -1 if it could not be read. */
-static long long grpc_started(vigil_etcd *e, const char *const *methods)
-{
-    long http;
-    const char *reply;
-    size_t len;
-    if (vigil_etcd__request(e, "metrics", NULL, &http, &reply, &len) < 0 || http != 200)
-        return -1;
-    long long sum = 0;
-    for (; *methods; methods++) {
-        char pat[128];
-        snprintf(pat, sizeof(pat), "grpc_server_started_total{grpc_method=\"%s\",", *methods);
-        const char *p = strstr(reply, pat);
-        if (!p)
-            return -1;
-        p = strchr(p, '}');
-        sum += p ? atoll(p + 1) : 0;
-    }
-    return sum;
-}
-
 /* A waiter sleeps on its watch: while nothing changes under the key, etcd
- * serves no read, txn or new watch for it; a release wakes it, with a
- * greater token. */
+ * serves no read and no new watch for it, and no txn but the one look a
+ * renewal makes (every 0.32 TTL: the re-check that does not trust the
+ * watch alone); a release wakes it, with a greater token. */
 static int test_wait_woken(void)
 {
     NEED_ETCD();
@@ -223,22 +184,28 @@ static int test_wait_woken(void)
     const char *key = et_key("woken");
     vigil_lease l;
     EXPECT_RC(vigil_etcd_acquire(e, key, "holder", 6000, &l), 0);
-    static const char *const watch[] = { "Watch", NULL }, *const kv[] = { "Range", "Txn", "Watch", NULL };
-    long long w0 = grpc_started(e, watch);
+    static const char *const watch[] = { "Watch", NULL }, *const kv[] = { "Range", "Watch", NULL },
+                             *const txn[] = { "Txn", NULL };
+    long long w0 = et_grpc_started(e, watch);
     struct waiter w;
     waiter_start(&w, key, "waiter", 30000);
     /* Queued, looked, and watching: from then on it only listens. */
-    bool queued = VT_WAIT_FOR(grpc_started(e, watch) > w0, 10000) && count_under(e, key) == 2;
-    long long before = grpc_started(e, kv);
+    bool queued = VT_WAIT_FOR(et_grpc_started(e, watch) > w0, 10000) && et_count_under(e, key) == 2;
+    long long before = et_grpc_started(e, kv), t_before = et_grpc_started(e, txn);
+    uint64_t t0 = vt_now_ms();
     vt_sleep_ms(1500); /* an idle stretch: a poller would ask within it */
-    long long after = grpc_started(e, kv);
+    long long after = et_grpc_started(e, kv), t_after = et_grpc_started(e, txn);
+    long long looks_max = (long long)((vt_now_ms() - t0) / 960 + 1); /* one a renewal of a 3 s TTL */
     int early = atomic_load(&w.done);
     EXPECT_RC(vigil_etcd_release(e, &l), 0);
     bool joined = waiter_join(&w, 15000);
     EXPECT(queued, "the waiter's key never appeared under %s", key);
     EXPECT(!early, "acquire_wait returned %d while the key was held", w.rc);
     EXPECT(before >= 0 && after == before,
-           "etcd served %lld reads, txns or watches while the waiter waited and nothing changed", after - before);
+           "etcd served %lld reads or watches while the waiter waited and nothing changed", after - before);
+    EXPECT(t_before >= 0 && t_after - t_before <= looks_max,
+           "etcd served %lld txns while the waiter waited and nothing changed (one a renewal: at most %lld)",
+           t_after - t_before, looks_max);
     EXPECT(joined, "acquire_wait did not return within 15 s of the release");
     EXPECT_RC(w.rc, 0);
     EXPECT(w.lease.token > l.token, "waiter's token %llu not above the holder's %llu",
@@ -260,16 +227,16 @@ static int test_wait_queue(void)
     EXPECT_RC(vigil_etcd_acquire(e, key, "A", 6000, &a), 0);
     struct waiter b, c;
     waiter_start(&b, key, "B", 1500);
-    bool b_in = VT_WAIT_FOR(count_under(e, key) == 2, 10000);
+    bool b_in = VT_WAIT_FOR(et_count_under(e, key) == 2, 10000);
     waiter_start(&c, key, "C", 30000);
-    bool c_in = VT_WAIT_FOR(count_under(e, key) == 3, 10000);
+    bool c_in = VT_WAIT_FOR(et_count_under(e, key) == 3, 10000);
     bool b_out = waiter_join(&b, 15000);
     bool c_early = atomic_load(&c.done);
-    EXPECT(b_in && c_in, "the waiters' keys did not appear (%d keys)", count_under(e, key));
+    EXPECT(b_in && c_in, "the waiters' keys did not appear (%d keys)", et_count_under(e, key));
     EXPECT(b_out, "B did not give up within 15 s of its 1.5 s timeout");
     EXPECT_RC(b.rc, VIGIL_ETIMEDOUT);
     EXPECT(!c_early, "C returned %d while A held the key", c.rc);
-    EXPECT(count_under(e, key) == 2, "B left its key (%d keys)", count_under(e, key));
+    EXPECT(et_count_under(e, key) == 2, "B left its key (%d keys)", et_count_under(e, key));
     EXPECT_RC(vigil_etcd_release(e, &a), 0);
     EXPECT(waiter_join(&c, 15000), "C did not get the key within 15 s of A's release");
     EXPECT_RC(c.rc, 0);
@@ -295,7 +262,7 @@ static int test_wait_place_deleted(void)
     EXPECT_RC(vigil_etcd_acquire(e, key, "A", 6000, &a), 0);
     struct waiter b;
     waiter_start(&b, key, "B", 30000);
-    bool in = VT_WAIT_FOR(count_under(e, key) == 2, 10000);
+    bool in = VT_WAIT_FOR(et_count_under(e, key) == 2, 10000);
     const char *bk = other_key(e, key, a.id);
     int del = bk[0] ? delete_b64(e, bk) : -ENOENT;
     EXPECT_RC(vigil_etcd_release(e, &a), 0);
@@ -327,7 +294,7 @@ static int test_etcdctl_lock_excludes(void)
     EXPECT_RC(vigil_etcd_acquire(e, key, "vigil", 5000, &l), 0);
     struct vt_proc ctl;
     EXPECT(ET_CTL(&ctl, url, "lock", key) == 0, "spawning etcdctl lock failed");
-    bool waiting = VT_WAIT_FOR(count_under(e, key) == 2, 10000);
+    bool waiting = VT_WAIT_FOR(et_count_under(e, key) == 2, 10000);
     bool early = vt_read_until(&ctl, name, 1000); /* must not: vigil holds it */
     EXPECT_RC(vigil_etcd_release(e, &l), 0);
     bool got = vt_read_until(&ctl, name, 15000);
@@ -369,7 +336,7 @@ static int test_etcdctl_release_wakes(void)
     int g = vigil_etcd_get(e, key, &info);
     struct waiter w;
     waiter_start(&w, key, "vigil", 30000);
-    bool queued = VT_WAIT_FOR(count_under(e, key) == 2, 10000);
+    bool queued = VT_WAIT_FOR(et_count_under(e, key) == 2, 10000);
     vt_sleep_ms(300);
     int early = atomic_load(&w.done);
     int st = vt_stop(&ctl, SIGTERM, 10000);
@@ -409,7 +376,7 @@ static int test_etcdctl_elect(void)
     EXPECT(strstr(obs.buf, own), "etcdctl elect -l named %s, not vigil's key %s", obs.buf, own);
 
     EXPECT(ET_CTL(&cand, url, "elect", key, "ctl-leader") == 0, "spawning etcdctl elect failed");
-    bool queued = VT_WAIT_FOR(count_under(e, key) == 2, 10000);
+    bool queued = VT_WAIT_FOR(et_count_under(e, key) == 2, 10000);
     bool early = vt_read_until(&cand, "ctl-leader", 1000);
     EXPECT_RC(vigil_etcd_release(e, &l), 0);
     bool leads = vt_read_until(&cand, "ctl-leader", 15000);
@@ -417,7 +384,7 @@ static int test_etcdctl_elect(void)
     int g = vigil_etcd_get(e, key, &info);
     struct waiter w;
     waiter_start(&w, key, "vigil-leader-2", 30000);
-    bool w_in = VT_WAIT_FOR(count_under(e, key) == 2, 10000);
+    bool w_in = VT_WAIT_FOR(et_count_under(e, key) == 2, 10000);
     int w_early = atomic_load(&w.done);
     int st = vt_stop(&cand, SIGTERM, 10000);
     bool joined = waiter_join(&w, 15000);

@@ -8,7 +8,9 @@
  * renewal ever succeeds for a lease once someone else holds the key:
  * with the holder running (lost locally), with it frozen across the
  * restart (it is refused, and its release cannot touch the new holder's
- * key), and with the server frozen (timeouts, then recovery).
+ * key), and with the server frozen (timeouts, then recovery). A waiter
+ * with no deadline waits on through an outage of 3 x TTL and ends
+ * holding the key.
  */
 #include "etcd_testutil.h"
 
@@ -339,5 +341,70 @@ static int test_frozen_server_keepalive_lost(void)
     return 0;
 }
 
+/* Issue 19's outage: etcd down for 3 x TTL under a waiter with no
+ * deadline (UINT64_MAX), its holder killed meanwhile. The waiter rides it
+ * out (no error while etcd is away, nor when it comes back) and ends
+ * holding the key once etcd is back and the dead holder's lease lapses. */
+static int test_wait_through_outage(void)
+{
+    NEED_SERVER();
+    const char *key = et_key("outage");
+    enum { TTL = 2000 };
+    int fa[2], fb[2];
+    EXPECT(pipe(fa) == 0 && pipe(fb) == 0, "pipe: %s", strerror(errno));
+    fflush(NULL);
+    struct vt_proc a = { .pid = fork() };
+    if (a.pid == 0) {
+        vigil_etcd *e = et_connect(url);
+        vigil_lease l;
+        int rc = vigil_etcd_acquire(e, key, "holder", TTL, &l);
+        dprintf(fa[1], "held %d %llu\n", rc, (unsigned long long)l.token);
+        vt_await_kill();
+    }
+    a.fd = fa[0];
+    close(fa[1]);
+    bool held = vt_read_until(&a, "\n", 10000) && strstr(a.buf, "held 0 ");
+    struct vt_proc b = { .pid = held ? fork() : -1 };
+    if (b.pid == 0) {
+        vigil_etcd *e = et_connect(url);
+        vigil_etcd_set_timeout(e, 300, 500);
+        vigil_lease l;
+        int rc = vigil_etcd_acquire_wait(e, key, "waiter", TTL, UINT64_MAX, &l);
+        dprintf(fb[1], "got %d %llu\n", rc, rc == 0 ? (unsigned long long)l.token : 0ull);
+        if (rc == 0)
+            rc = vigil_etcd_release(e, &l);
+        _exit(rc == 0 ? 0 : 1);
+    }
+    b.fd = fb[0];
+    close(fb[1]);
+    vigil_etcd *e = et_connect(url);
+    bool queued = b.pid > 0 && VT_WAIT_FOR(et_count_under(e, key) == 2, 10000);
+    vigil_etcd_close(e);
+    int down = queued ? et_script("pause", state, "TERM") : -1;
+    kill(a.pid, SIGKILL); /* the holder dies while etcd is away */
+    vt_wait(a.pid, 5000);
+    close(a.fd);
+    bool early = vt_read_until(&b, "\n", 3 * TTL); /* the outage: 3 x TTL */
+    int up = et_script("resume", state, NULL);
+    uint64_t t0 = vt_now_ms();
+    bool got = early || vt_read_until(&b, "\n", 20000);
+    uint64_t took = vt_now_ms() - t0;
+    int st = b.pid > 0 ? vt_wait(b.pid, 10000) : -1;
+    close(b.fd);
+    unsigned long long ta = 0, tb = 0;
+    int rc = -1;
+    sscanf(a.buf, "held %*d %llu", &ta);
+    EXPECT(held, "the holder did not get the key: '%s'", a.buf);
+    EXPECT(queued, "the waiter never queued");
+    EXPECT(down == 0 && up == 0, "etcd_server.sh pause / resume exited %d / %d", down, up);
+    EXPECT(!early, "the waiter gave up while etcd was away: '%s'", b.buf);
+    EXPECT(got && sscanf(b.buf, "got %d %llu", &rc, &tb) == 2 && rc == 0 && tb > ta,
+           "after an outage of 3 x TTL the waiter did not end holding the key: '%s'", b.buf);
+    EXPECT(st == 0, "the waiter exited %d", st);
+    printf("outage of %d ms under a waiter (TTL %d ms, no deadline): held the key %llu ms after etcd came back\n",
+           3 * TTL, TTL, (unsigned long long)took);
+    return 0;
+}
+
 VT_MAIN(VT_CASE(test_restart_term), VT_CASE(test_restart_kill), VT_CASE(test_frozen_holder),
-        VT_CASE(test_frozen_server), VT_CASE(test_frozen_server_keepalive_lost))
+        VT_CASE(test_frozen_server), VT_CASE(test_frozen_server_keepalive_lost), VT_CASE(test_wait_through_outage))

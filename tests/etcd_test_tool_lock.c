@@ -6,7 +6,8 @@
  * exclude each other (--wait 0 gives 75 while etcdctl holds, a waiting
  * vigil lock runs once etcdctl lets go); and on a server of the test's
  * own, SIGSTOPped under a running CMD, the lease is lost locally within
- * about its TTL: CMD is killed and vigil lock exits 79.
+ * about its TTL: CMD is killed and vigil lock exits 79. The etcd
+ * connection flags: usage errors, and the ETCDCTL_* variables.
  */
 #include "etcd_testutil.h"
 #include "locktest.h"
@@ -54,6 +55,45 @@ static int test_with_etcdctl(void)
     EXPECT(!early, "vigil lock's CMD ran while etcdctl held the lock: '%s'", p.buf);
     EXPECT(st == 0, "etcdctl lock exited %d on SIGTERM", st);
     EXPECT(ran && pst == 0, "vigil lock after etcdctl let go: exit %d, '%s'", pst, p.buf);
+    return 0;
+}
+
+/* The connection flags (tools/etcd_opts.c): what does not make sense is a
+ * usage error naming the flag, before anything is asked of etcd; the
+ * ETCDCTL_* variables stand in for absent flags. */
+static int test_connection_flags_usage(void)
+{
+    NEED_ETCD();
+    static const struct {
+        const char *env, *val, *flag, *arg, *want;
+    } cases[] = {
+        { NULL, NULL, "--password", "pw", "--password without --user" },
+        { "ETCDCTL_PASSWORD", "pw", NULL, NULL, "--password without --user" },
+        { NULL, NULL, "--user", "bob", "no password" },
+        { "ETCDCTL_USER", "bob", NULL, NULL, "no password" },
+        { NULL, NULL, "--user", ":pw", "empty name" },
+        { NULL, NULL, "--key", "k.pem", "--key without --cert" },
+        { "ETCDCTL_KEY", "k.pem", NULL, NULL, "--key without --cert" },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        if (cases[i].env)
+            setenv(cases[i].env, cases[i].val, 1);
+        if (cases[i].flag)
+            VT_RUN("lock", "--etcd", url, cases[i].flag, cases[i].arg, "k", "--", "true");
+        else
+            VT_RUN("lock", "--etcd", url, "k", "--", "true");
+        if (cases[i].env)
+            unsetenv(cases[i].env);
+        EXPECT(R.rc == 2 && strstr(R.err, cases[i].want), "case %zu (%s%s%s): expected exit 2 and '%s', got %d, '%s'",
+               i, cases[i].env ? cases[i].env : cases[i].flag, cases[i].env ? "=" : " ",
+               cases[i].env ? cases[i].val : cases[i].arg, cases[i].want, R.rc, R.err);
+    }
+    VT_RUN("lock", "--store", vt_path("s.leases"), "--cacert", "ca.pem", "k", "--", "true");
+    EXPECT(R.rc == 2 && strstr(R.err, "--etcd"), "--cacert with --store: expected exit 2, got %d, '%s'", R.rc, R.err);
+    setenv("ETCDCTL_USER", "", 1); /* empty: absent */
+    VT_RUN("lock", "--etcd", url, "--wait", "0", et_key("flags-plain"), "--", "true");
+    unsetenv("ETCDCTL_USER");
+    EXPECT(R.rc == 0, "an empty ETCDCTL_USER is absent: expected exit 0, got %d, '%s'", R.rc, R.err);
     return 0;
 }
 
@@ -108,4 +148,5 @@ static int test_lost_under_frozen_etcd(void)
     return 0;
 }
 
-VT_MAIN(VT_CASE(test_two_never_overlap), VT_CASE(test_with_etcdctl), VT_CASE(test_lost_under_frozen_etcd))
+VT_MAIN(VT_CASE(test_two_never_overlap), VT_CASE(test_with_etcdctl), VT_CASE(test_connection_flags_usage),
+        VT_CASE(test_lost_under_frozen_etcd))

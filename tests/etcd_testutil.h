@@ -90,6 +90,126 @@ static inline int et_script(const char *cmd, const char *state, const char *arg)
     return vt_wait(pid, 60000);
 }
 
+/* ---- the cluster and the TLS server (tests/etcd_cluster.sh) ------------------ */
+
+/* A test whose source calls et_cluster() gets the 3-member cluster fixture
+ * (etcd3), one that calls et_tls() the mutual-TLS server (etcd_tls); see
+ * tests/CMakeLists.txt. */
+
+/* Reads a line of STATE/name into buf: 0, or -1. */
+static inline int et_state_line(const char *state, const char *name, char *buf, size_t cap)
+{
+    char p[1100];
+    snprintf(p, sizeof(p), "%s/%s", state, name);
+    FILE *f = fopen(p, "r");
+    if (!f)
+        return -1;
+    if (!fgets(buf, (int)cap, f))
+        buf[0] = '\0';
+    fclose(f);
+    buf[strcspn(buf, "\r\n")] = '\0';
+    return buf[0] ? 0 : -1;
+}
+
+/* The shared 3-member cluster: 0 and its endpoints (every member's client
+ * URL, comma-separated), VT_SKIP, or 1. */
+static inline int et_cluster(const char **endpoints)
+{
+    static char buf[1000];
+    static int rc = -1;
+    if (rc < 0)
+        rc = et_read_endpoints(getenv("VIGIL_ETCD3_STATE"), buf, sizeof(buf));
+    *endpoints = buf;
+    return rc;
+}
+
+/* Member i's (1..n) client URL in the cluster whose state is in env
+ * (a static buffer per call, four in turn; "" when unknown). */
+static inline const char *et_member_in(const char *env, int i)
+{
+    static char bufs[4][300];
+    static unsigned next;
+    char *b = bufs[next++ % 4], name[32];
+    const char *state = getenv(env);
+    snprintf(name, sizeof(name), "%d/endpoint", i);
+    if (!state || et_state_line(state, name, b, sizeof(bufs[0])) < 0)
+        b[0] = '\0';
+    return b;
+}
+#define et_member(i) et_member_in("VIGIL_ETCD3_STATE", (i))
+
+/* `sh etcd_cluster.sh cmd STATE [member [arg]]` on the cluster whose state
+ * is in env, bounded to 60 s: its exit status (-1 when it could not run).
+ * With out, its stdout's first line goes there (e.g. the leader). */
+static inline int et_cluster_run(const char *env, const char *cmd, int member, const char *arg, char *out,
+                                 size_t cap)
+{
+    const char *script = getenv("VIGIL_ETCD_CLUSTER_SCRIPT"), *state = getenv(env);
+    if (!script || !*script || !state || !*state) {
+        fprintf(stderr, "VIGIL_ETCD_CLUSTER_SCRIPT or %s not set\n", env);
+        return -1;
+    }
+    char m[16];
+    snprintf(m, sizeof(m), "%d", member);
+    int fds[2] = { -1, -1 };
+    if (out && pipe(fds) != 0)
+        return -1;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        if (out) {
+            dup2(fds[1], 1);
+            close(fds[0]);
+            close(fds[1]);
+        }
+        execlp("sh", "sh", script, cmd, state, member > 0 ? m : arg, member > 0 ? arg : NULL, (char *)NULL);
+        _exit(127);
+    }
+    if (out) {
+        close(fds[1]);
+        size_t n = 0;
+        struct pollfd pf = { fds[0], POLLIN, 0 };
+        while (n + 1 < cap && poll(&pf, 1, 60000) > 0) {
+            ssize_t r = read(fds[0], out + n, cap - 1 - n);
+            if (r <= 0)
+                break;
+            n += (size_t)r;
+        }
+        out[n] = '\0';
+        out[strcspn(out, "\r\n")] = '\0';
+        close(fds[0]);
+    }
+    return vt_wait(pid, 60000);
+}
+#define et_cluster_do(cmd, member, arg) et_cluster_run("VIGIL_ETCD3_STATE", (cmd), (member), (arg), NULL, 0)
+
+/* The cluster's leader (1..n), or -1. */
+static inline int et_cluster_leader(void)
+{
+    char buf[32];
+    if (et_cluster_run("VIGIL_ETCD3_STATE", "leader", 0, NULL, buf, sizeof(buf)) != 0)
+        return -1;
+    return atoi(buf) > 0 ? atoi(buf) : -1;
+}
+
+/* The mutual-TLS server: 0 with its endpoint and the directory of its
+ * certificates (ca.pem, client.pem, client-key.pem, other-ca.pem, ...),
+ * VT_SKIP, or 1. */
+static inline int et_tls(const char **endpoint, const char **certs)
+{
+    static char buf[300], dir[1100];
+    static int rc = -1;
+    const char *state = getenv("VIGIL_ETCD_TLS_STATE");
+    if (rc < 0)
+        rc = et_read_endpoints(state, buf, sizeof(buf));
+    snprintf(dir, sizeof(dir), "%s/certs", state ? state : "");
+    *endpoint = buf;
+    *certs = dir;
+    return rc;
+}
+
 /* A connected handle, or exit: the tests cannot go on without one. */
 static inline vigil_etcd *et_connect(const char *url)
 {
@@ -110,6 +230,49 @@ static inline const char *et_key(const char *name)
     char *b = bufs[next++ % 4];
     snprintf(b, sizeof(bufs[0]), "vigil-test/%d/%u/%s", (int)getpid(), next, name);
     return b;
+}
+
+/* ---- asking etcd directly --------------------------------------------------- */
+
+/* How many keys are under KEY/ (-1 if etcd could not be asked). */
+static inline int et_count_under(vigil_etcd *e, const char *key)
+{
+    char k[VIGIL_ETCD_KEY_MAX + 1], pfx[VIGIL_ETCD_KEY_B64], end[VIGIL_ETCD_KEY_B64], body[2 * VIGIL_ETCD_KEY_B64 + 100];
+    long http;
+    const char *reply;
+    size_t len;
+    int n = snprintf(k, sizeof(k), "%s/", key);
+    vigil_etcd__b64(k, (size_t)n, pfx, sizeof(pfx));
+    k[n - 1] = '0';
+    vigil_etcd__b64(k, (size_t)n, end, sizeof(end));
+    snprintf(body, sizeof(body), "{\"key\":\"%s\",\"range_end\":\"%s\",\"count_only\":true}", pfx, end);
+    if (vigil_etcd__request(e, "v3/kv/range", body, &http, &reply, &len) < 0 || http != 200)
+        return -1;
+    const char *c = strstr(reply, "\"count\":\"");
+    return c ? atoi(c + 9) : 0;
+}
+
+
+/* The sum of etcd's started counters for these gRPC methods, from its
+ * /metrics; -1 if it could not be read. */
+static inline long long et_grpc_started(vigil_etcd *e, const char *const *methods)
+{
+    long http;
+    const char *reply;
+    size_t len;
+    if (vigil_etcd__request(e, "metrics", NULL, &http, &reply, &len) < 0 || http != 200)
+        return -1;
+    long long sum = 0;
+    for (; *methods; methods++) {
+        char pat[128];
+        snprintf(pat, sizeof(pat), "grpc_server_started_total{grpc_method=\"%s\",", *methods);
+        const char *p = strstr(reply, pat);
+        if (!p)
+            return -1;
+        p = strchr(p, '}');
+        sum += p ? atoll(p + 1) : 0;
+    }
+    return sum;
 }
 
 /* ---- etcd's own client, for interoperation ----------------------------------- */
@@ -184,6 +347,78 @@ static inline int et_ctlv(struct vt_proc *p, const char *url, const char *const 
     return et_spawnv(p, argv);
 }
 #define ET_CTL(p, url, ...) et_ctlv((p), (url), (const char *const[]){ __VA_ARGS__, NULL })
+
+/* The TLS server's users once auth is on (et_tls_auth). */
+#define ET_ROOT_PW  "vigil-root-pw"
+#define ET_USER     "vigil"
+#define ET_USER_PW  "vigil-pw"
+#define ET_USER_PFX "vigil-test/" /* what ET_USER may read and write */
+
+/* etcdctl on the TLS server at url with the client certificate in certs,
+ * as user ("NAME:PASSWORD", or NULL for none), ARGS... */
+static inline int et_tls_ctlv(struct vt_proc *p, const char *url, const char *certs, const char *user,
+                              const char *const *args)
+{
+    static char ep[400], ca[1200], cert[1200], key[1200], us[200];
+    const char *argv[40];
+    size_t n = 0;
+    snprintf(ep, sizeof(ep), "--endpoints=%s", url);
+    snprintf(ca, sizeof(ca), "--cacert=%s/ca.pem", certs);
+    snprintf(cert, sizeof(cert), "--cert=%s/client.pem", certs);
+    snprintf(key, sizeof(key), "--key=%s/client-key.pem", certs);
+    argv[n++] = "etcdctl";
+    argv[n++] = ep;
+    argv[n++] = ca;
+    argv[n++] = cert;
+    argv[n++] = key;
+    if (user) {
+        snprintf(us, sizeof(us), "--user=%s", user);
+        argv[n++] = us;
+    }
+    for (size_t i = 0; args[i] && n < 39; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    return et_spawnv(p, argv);
+}
+#define ET_TLS_CTL(p, url, certs, user, ...) \
+    et_tls_ctlv((p), (url), (certs), (user), (const char *const[]){ __VA_ARGS__, NULL })
+
+/* Runs etcdctl (as et_tls_ctlv) to its end, bounded: its exit status. */
+static inline int et_tls_ctl_run(const char *url, const char *certs, const char *user, const char *const *args)
+{
+    struct vt_proc p;
+    if (et_tls_ctlv(&p, url, certs, user, args) != 0)
+        return -1;
+    vt_read_until(&p, "\x01", 15000); /* all it says, until it closes */
+    int st = vt_wait(p.pid, 15000);
+    close(p.fd);
+    return st;
+}
+#define ET_TLS_RUN(url, certs, user, ...) \
+    et_tls_ctl_run((url), (certs), (user), (const char *const[]){ __VA_ARGS__, NULL })
+
+/* etcd auth on the TLS server, as `etcdctl auth enable` turns it on:
+ * users root and ET_USER (read and write under ET_USER_PFX), then auth
+ * enabled; or off again. Whatever a run before left is set right first.
+ * 0, or the failing step's exit status. */
+static inline int et_tls_auth(const char *url, const char *certs, bool on)
+{
+    const char *root = "root:" ET_ROOT_PW;
+    (void)ET_TLS_RUN(url, certs, root, "auth", "disable"); /* a run before may have left it on */
+    if (!on)
+        return 0;
+    (void)ET_TLS_RUN(url, certs, NULL, "user", "add", root);
+    (void)ET_TLS_RUN(url, certs, NULL, "user", "grant-role", "root", "root");
+    (void)ET_TLS_RUN(url, certs, NULL, "user", "add", ET_USER ":" ET_USER_PW);
+    (void)ET_TLS_RUN(url, certs, NULL, "role", "add", "vigil-rw");
+    int st = ET_TLS_RUN(url, certs, NULL, "role", "grant-permission", "vigil-rw", "--prefix=true", "readwrite",
+                        ET_USER_PFX);
+    if (st == 0)
+        st = ET_TLS_RUN(url, certs, NULL, "user", "grant-role", ET_USER, "vigil-rw");
+    if (st == 0)
+        st = ET_TLS_RUN(url, certs, NULL, "auth", "enable");
+    return st;
+}
 
 
 /* ---- a fake server ---------------------------------------------------------- */

@@ -484,7 +484,7 @@ static int test_wrong_kind_refused(void)
     vigil_barrier *b = fresh_barrier("kind.b", hb, 5), *x = NULL;
     vigil_hb *y = NULL;
     vigil_barrier_state st;
-    /* Same size, so only the kind tells them apart: 64 + 1 * 64 vs 64 + 8 * 8. */
+    /* Same size, so only the kind tells them apart: 64 + 1 * 64 vs 64 + 4 * 16. */
     vigil_hb *hb1 = fresh_hb("kind1.hb", 1), *hb8 = fresh_hb("kind8.hb", 8);
     vigil_barrier *b8 = fresh_barrier("kind8.b", hb8, 5);
     EXPECT_RC(vigil_barrier_open(vt_path("kind.hb"), hb, 0, &x), VIGIL_EBADFILE);
@@ -495,7 +495,7 @@ static int test_wrong_kind_refused(void)
     EXPECT(x == NULL && y == NULL, "a refused open wrote its output");
     vigil_file_info fi;
     EXPECT_RC(vigil_file_probe(vt_path("kind.b"), &fi), 0);
-    EXPECT(fi.kind == VIGIL_KIND_BARRIER && fi.capacity == 4 && fi.size == 64 + 4 * 8,
+    EXPECT(fi.kind == VIGIL_KIND_BARRIER && fi.capacity == 4 && fi.size == 64 + 4 * 16,
            "probe: kind %u capacity %u size %llu", fi.kind, fi.capacity, (unsigned long long)fi.size);
 
     /* Truncated, extended, wrong version, missing, symlink, FIFO. */
@@ -578,7 +578,8 @@ static int test_bind(void)
     vigil_slot_info info;
     EXPECT_RC(vigil_hb_snapshot(hb, s, &info), 0);
     EXPECT(info.last_seen_epoch == vigil_hb_epoch(hb), "wait did not beat the bound slot");
-    /* A slot that changed hands is not ours: no beat, no arrival. */
+    /* A slot that changed hands is not ours: no beat, no arrival, and the
+     * caller is told its registration is gone. */
     EXPECT_RC(vigil_hb_unregister(hb, s), 0);
     EXPECT_RC(vigil_barrier_wait(b, 1), VIGIL_ENOPEERS);
     EXPECT(reg(hb, 1301) == s, "slot not reused");
@@ -586,7 +587,7 @@ static int test_bind(void)
     for (int i = 0; i < 4; i++)
         vigil_hb_tick(hb);
     vigil_hb_beat(hb, other); /* a live peer, so the wait gets past ENOPEERS */
-    EXPECT_RC(vigil_barrier_wait_timeout(b, 1, MS), VIGIL_EVACANT);
+    EXPECT_RC(vigil_barrier_wait_timeout(b, 1, MS), VIGIL_ELOST);
     EXPECT(vigil_barrier_live_peers(b) == 1, "a handle bound to the old owner beat the new one's slot");
     EXPECT(peek("bind.b").arrived == 0, "a refused bound wait arrived");
     vigil_barrier_close(b);
@@ -759,11 +760,34 @@ static int test_finish_after_dead_committer(void)
     return 0;
 }
 
+/* Issue 17.1: a caller ahead of the barrier (waiting for round 1, or 2,
+ * while the state is at 0) finishes a round 0 whose committer died after
+ * its commit, with no waiter of round 0 left to do it; the finisher gets
+ * 0 for round 0, and its own round is waited for as any. */
+static int test_ahead_finishes_dead_committer(void)
+{
+    vigil_hb *hb = fresh_hb("ahead.hb", 4);
+    vigil_barrier *b = fresh_barrier("ahead.b", hb, 5);
+    reg(hb, 1910);
+    atomic_store(&b->hdr->gate, (uint64_t)0 << 32 | GATE_COMMITTED); /* round 0 decided, state not moved */
+    EXPECT_RC(vigil_barrier_wait_quorum_timeout(b, 1, 1, 5 * SEC), VIGIL_SERIAL);
+    EXPECT(vigil_barrier_epoch(b) == 2, "expected round 0 finished and round 1 released: epoch %u",
+           vigil_barrier_epoch(b));
+    /* Two rounds ahead: round 2 committed and left; round 3 has nobody. */
+    atomic_store(&b->hdr->gate, (uint64_t)2 << 32 | GATE_COMMITTED);
+    EXPECT_RC(vigil_barrier_wait_timeout(b, 4, 50 * MS), VIGIL_ETIMEDOUT);
+    EXPECT(vigil_barrier_epoch(b) == 3, "expected round 2 finished by the caller at round 4: epoch %u",
+           vigil_barrier_epoch(b));
+    vigil_barrier_close(b);
+    vigil_hb_close(hb);
+    return 0;
+}
+
 /* Records a peer scribbled (stamped for this round, no count behind them,
- * wrong pids, slots out of use) make no wait fail or hang: the timed ones
- * time out (a record with a wrong pid counts for no one), and a bound caller
- * that is the only live peer still releases
- * the round by itself. */
+ * registrations that never were, slots out of use) make no wait fail or
+ * hang: the timed ones time out (a record naming another registration
+ * counts for no one), and a bound caller that is the only live peer still
+ * releases the round by itself. */
 static int test_scribbled_records(void)
 {
     enum { CAP = 8 };
@@ -771,8 +795,10 @@ static int test_scribbled_records(void)
     vigil_barrier *b = fresh_barrier("srec.b", hb, 5);
     uint32_t me = reg(hb, 2000);
     reg(hb, 2001);
-    for (uint32_t i = 0; i < CAP; i++)
-        atomic_store(&b->records[i], (uint64_t)0 << 32 | (9000 + i));
+    for (uint32_t i = 0; i < CAP; i++) {
+        atomic_store(&b->records[i].gen, 9000 + i);
+        atomic_store(&b->records[i].ep, rec_make(0));
+    }
     EXPECT(peek("srec.b").recorded == CAP, "recorded %u", peek("srec.b").recorded);
     EXPECT_RC(vigil_barrier_wait_timeout(b, 0, MS), VIGIL_ETIMEDOUT);
     EXPECT_RC(vigil_barrier_wait_quorum_timeout(b, 0, 2, MS), VIGIL_ETIMEDOUT);
@@ -781,8 +807,10 @@ static int test_scribbled_records(void)
     EXPECT_RC(vigil_hb_unregister(hb, 1), 0);
     EXPECT_RC(vigil_barrier_bind(b, me), 0);
     EXPECT_RC(vigil_barrier_wait(b, 0), VIGIL_SERIAL);
-    for (uint32_t i = 0; i < CAP; i++)
-        atomic_store(&b->records[i], (uint64_t)1 << 32 | (9000 + i));
+    for (uint32_t i = 0; i < CAP; i++) {
+        atomic_store(&b->records[i].gen, 9000 + i);
+        atomic_store(&b->records[i].ep, rec_make(1));
+    }
     EXPECT_RC(vigil_barrier_wait_quorum(b, 1, 1), VIGIL_SERIAL);
     vigil_barrier_close(b);
     vigil_hb_close(hb);
@@ -896,5 +924,6 @@ VT_MAIN(VT_CASE(test_single_peer_release), VT_CASE(test_multi_peer_arrival),
         VT_CASE(test_wrong_kind_refused), VT_CASE(test_create_rules), VT_CASE(test_bind),
         VT_CASE(test_scribbled_header), VT_CASE(test_dead_after_arriving_unbound),
         VT_CASE(test_dead_after_arriving_bound), VT_CASE(test_mixed_bound_unbound),
-        VT_CASE(test_finish_after_dead_committer), VT_CASE(test_scribbled_records),
+        VT_CASE(test_finish_after_dead_committer), VT_CASE(test_ahead_finishes_dead_committer),
+        VT_CASE(test_scribbled_records),
         VT_CASE(test_live_rule_matches_heartbeat), VT_CASE(test_threads_share_handle))

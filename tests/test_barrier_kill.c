@@ -9,7 +9,10 @@
  *   stale judgement must not release the round (model/barrier_old.pml's
  *   counterexample, the same interleaving);
  * - a bound arrival killed just before and just after its record: the
- *   round still waits for every live peer.
+ *   round still waits for every live peer;
+ * - a committer killed between its commit and its state move while the
+ *   only other waiter is ahead of the barrier (issue 17.1): the waiter
+ *   ahead finishes the committed round and goes on to its own.
  *
  * Every moment is decided by the test: children stop themselves at a hook
  * (SIGSTOP, seen by waitpid) or wait there to be killed; the heartbeat
@@ -253,6 +256,94 @@ static int killed_arrival(int point)
 static int test_killed_before_record(void) { return killed_arrival(BP_RECORDING); }
 static int test_killed_after_record(void) { return killed_arrival(BP_RECORDED); }
 
+/*
+ * Issue 17.1, with grace 2: C (bound) waits for round 1 while the barrier
+ * is at round 0. A and B wait_quorum(0, 2); A is killed once it has
+ * arrived, B once it has committed round 0 and before it moves the state.
+ * Nobody waits at round 0 any more: C must finish round 0, then wait for
+ * round 1, which releases with C alone once A and B have aged out.
+ */
+struct ahead_role {
+    uint32_t epoch, quorum;
+    int      park; /* the hook point this child is killed at, 0 none */
+};
+static const struct ahead_role *ahead_me;
+
+static void ahead_hook(int point)
+{
+    if (ahead_me && point == ahead_me->park) {
+        atomic_store(&sh->parked, atomic_load(&sh->parked) + 1);
+        vt_await_kill();
+    }
+}
+
+static int ahead_child(int idx, const struct ahead_role *role)
+{
+    vigil_hb *hb = hb_of("ah.hb");
+    vigil_barrier *b;
+    uint32_t slot;
+    if (vigil_barrier_open(vt_path("ah.b"), hb, 0, &b) < 0 || vigil_hb_register(hb, (uint32_t)getpid(), &slot) < 0 ||
+        vigil_barrier_bind(b, slot) < 0)
+        return 91;
+    atomic_store(&sh->slot[idx], slot);
+    atomic_fetch_add(&sh->ready, 1);
+    ahead_me = role;
+    vigil_barrier_hook = ahead_hook;
+    if (!VT_WAIT_FOR((vigil_hb_beat(hb, slot), atomic_load(&sh->go[idx]) >= 1), 60000))
+        return 92;
+    int rc = role->quorum ? vigil_barrier_wait_quorum(b, role->epoch, role->quorum) : vigil_barrier_wait(b, role->epoch);
+    atomic_store(&sh->rc[idx], rc + 1000);
+    VT_WAIT_FOR((vigil_hb_beat(hb, slot), atomic_load(&sh->go[idx]) >= 3), 60000);
+    return 0;
+}
+
+static int test_ahead_finishes_killed_commit(void)
+{
+    enum { A, B, C };
+    static const struct ahead_role roles[3] = {
+        [A] = { 0, 2, BP_RECORDED }, [B] = { 0, 2, BP_COMMITTED }, [C] = { 1, 0, 0 },
+    };
+    make_files("ah.hb", "ah.b", 2);
+    memset(sh, 0, sizeof(*sh));
+    pid_t kid[3];
+    for (int i = 0; i < 3; i++) {
+        fflush(NULL);
+        kid[i] = fork();
+        if (kid[i] == 0)
+            _exit(ahead_child(i, &roles[i]));
+    }
+    EXPECT(VT_WAIT_FOR(atomic_load(&sh->ready) == 3, 20000), "children never registered");
+    atomic_store(&sh->go[C], 1);
+    EXPECT(VT_WAIT_FOR(peek("ah.b").sleepers >= 1, 20000), "C never went to sleep ahead of the barrier");
+    atomic_store(&sh->go[A], 1);
+    EXPECT(VT_WAIT_FOR(atomic_load(&sh->parked) == 1, 20000), "A never arrived");
+    kill(kid[A], SIGKILL);
+    EXPECT(vt_wait(kid[A], 20000) == 128 + SIGKILL, "A not killed");
+    atomic_store(&sh->go[B], 1);
+    EXPECT(VT_WAIT_FOR(atomic_load(&sh->parked) == 2, 20000), "B never committed round 0");
+    kill(kid[B], SIGKILL);
+    EXPECT(vt_wait(kid[B], 20000) == 128 + SIGKILL, "B not killed");
+    /* Round 0 is committed and nobody waits at it: C must finish it. */
+    EXPECT(VT_WAIT_FOR(peek("ah.b").epoch >= 1, 20000),
+           "round 0, committed by a killed B, was never finished: C, waiting ahead, left it (epoch %u)",
+           peek("ah.b").epoch);
+    /* Round 1: A and B age out (C beats on every wake), then C releases it. */
+    vigil_hb *hb = hb_of("ah.hb");
+    uint32_t cs = atomic_load(&sh->slot[C]);
+    for (int t = 0; t < 4; t++) {
+        uint64_t e = vigil_hb_tick(hb);
+        EXPECT(VT_WAIT_FOR(atomic_load(&hb->slots[cs].last_seen_epoch) >= e, 20000), "C stopped beating");
+    }
+    EXPECT(VT_WAIT_FOR(atomic_load(&sh->rc[C]) != 0, 20000), "C's round 1 never released");
+    EXPECT(result(C) == VIGIL_SERIAL, "C: expected VIGIL_SERIAL for round 1, got %d (%s)", result(C),
+           vigil_strerror(result(C)));
+    EXPECT(peek("ah.b").epoch == 2, "epoch %u", peek("ah.b").epoch);
+    atomic_store(&sh->go[C], 3);
+    EXPECT(vt_wait(kid[C], 20000) == 0, "C");
+    vigil_hb_close(hb);
+    return 0;
+}
+
 int main(void)
 {
     sh = vt_shared(sizeof(*sh));
@@ -260,6 +351,7 @@ int main(void)
         VT_CASE(test_stale_judgement_after_withdrawal),
         VT_CASE(test_killed_before_record),
         VT_CASE(test_killed_after_record),
+        VT_CASE(test_ahead_finishes_killed_commit),
     };
     return vt_run(cases, sizeof(cases) / sizeof(cases[0]));
 }

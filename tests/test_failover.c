@@ -71,8 +71,8 @@ static int test_stale_reclaimed_once(void)
     EXPECT_RC(vigil_hb_snapshot(hb, a, &info), VIGIL_EVACANT);
     EXPECT(info.in_flight == 0 && info.role == VIGIL_ROLE_WORKER,
            "vacated slot kept bits %#llx or role %u", (unsigned long long)info.in_flight, info.role);
-    EXPECT(atomic_load(&hb->slots[a].start_time) == 0 && atomic_load(&hb->slots[a].writer) == 0,
-           "vacated slot kept its start time or its writer");
+    EXPECT(atomic_load(&hb->slots[a].start_time) == 0 && atomic_load(&hb->slots[a].seq) % 2 == 0,
+           "vacated slot kept its start time or stayed locked");
     EXPECT_RC(vigil_hb_snapshot(hb, b, &info), 0);
     EXPECT(info.pid == 12 && info.in_flight == (1u << 5), "live slot changed: pid %u bits %#llx",
            info.pid, (unsigned long long)info.in_flight);
@@ -162,14 +162,14 @@ static int test_wedged_repaired(void)
     EXPECT_RC(vigil_hb_register(hb, 21, &s), 0);
     EXPECT_RC(vigil_hb_mark_in_flight(hb, s, 3), 0);
     EXPECT_RC(vigil_hb_mark_in_flight(hb, s, 9), 0);
-    uint32_t v = vt_wedge(hb, s, VT_WRITER_DEAD);
+    uint64_t v = vt_wedge(hb, s, VT_WRITER_DEAD);
     vigil_slot_info info;
     EXPECT_RC(vigil_hb_snapshot(hb, s, &info), VIGIL_EBUSY);
     vigil_reclaim out[4];
     EXPECT_RC(vigil_failover_scan(hb, 2, out, 4), 0);
-    EXPECT(atomic_load(&hb->slots[s].seq) == v + 3 && atomic_load(&hb->slots[s].writer) == 0,
-           "expected version %u and no writer after the repair, got %u, %#llx", v + 3,
-           atomic_load(&hb->slots[s].seq), (unsigned long long)atomic_load(&hb->slots[s].writer));
+    EXPECT(atomic_load(&hb->slots[s].seq) == v + 3 && atomic_load(&hb->slots[s].writer) == vigil_self_lock_word(),
+           "expected version %llu and the repairer as last writer, got %llu, %#llx", (unsigned long long)v + 3,
+           (unsigned long long)atomic_load(&hb->slots[s].seq), (unsigned long long)atomic_load(&hb->slots[s].writer));
     EXPECT_RC(vigil_hb_snapshot(hb, s, &info), 0);
     EXPECT(info.pid == 21 && info.in_flight == ((1u << 3) | (1u << 9)), "live owner lost: pid %u bits %#llx",
            info.pid, (unsigned long long)info.in_flight);
@@ -195,8 +195,8 @@ static int test_wedged_by_live_writer_kept(void)
     uint32_t s, o;
     EXPECT_RC(vigil_hb_register(hb, 31, &s), 0);
     EXPECT_RC(vigil_hb_register(hb, 32, &o), 0);
-    uint32_t v = vt_wedge(hb, s, VT_WRITER_ALIVE);
-    uint32_t vo = vt_wedge(hb, o, VT_WRITER_ELSEWHERE);
+    uint64_t v = vt_wedge(hb, s, VT_WRITER_ALIVE);
+    uint64_t vo = vt_wedge(hb, o, VT_WRITER_ELSEWHERE);
     vigil_reclaim out[2];
     for (int e = 0; e < 10; e++) {
         vt_hb_tick_keep(hb, 1, 0);
@@ -204,29 +204,46 @@ static int test_wedged_by_live_writer_kept(void)
         EXPECT_RC(vigil_failover_scan_probe(hb, 1, out, 2), 0);
     }
     EXPECT(atomic_load(&hb->slots[s].seq) == v && atomic_load(&hb->slots[o].seq) == vo,
-           "a live writer's slot was repaired: versions %u, %u", atomic_load(&hb->slots[s].seq),
-           atomic_load(&hb->slots[o].seq));
-    EXPECT_RC(vigil_slot_unlock(&hb->slots[s], v - 1), 0); /* the paused writer resumes */
-    EXPECT(atomic_load(&hb->slots[s].seq) == v + 1 && atomic_load(&hb->slots[s].writer) == 0,
-           "unlock gave version %u", atomic_load(&hb->slots[s].seq));
+           "a live writer's slot was repaired: versions %llu, %llu", (unsigned long long)atomic_load(&hb->slots[s].seq),
+           (unsigned long long)atomic_load(&hb->slots[o].seq));
+    vigil_slot_unlock(&hb->slots[s], v - 1); /* the paused writer resumes */
+    EXPECT(atomic_load(&hb->slots[s].seq) == v + 1 && atomic_load(&hb->slots[s].writer) == vigil_self_lock_word(),
+           "unlock gave version %llu", (unsigned long long)atomic_load(&hb->slots[s].seq));
     vigil_hb_close(hb);
     return 0;
 }
 
-/* A slot taken over under a writer (by a peer outside the protocol; vigil
- * itself only takes over the dead): the writer's unlock fails, reports
- * VIGIL_ELOST, and leaves the version and `writer` as the taker set them. */
-static int test_unlock_after_takeover_fails(void)
+/*
+ * Issue 17.6, the take-over's ABA, in one process: a writer whose lock
+ * word w is judged dead leaves the slot locked at {w, odd}; a scanner
+ * reads that holding and judges it; meanwhile the slot is repaired and
+ * locked again by a writer with the very same word w (a recycled pid in
+ * the same clock tick). The take-over from the holding read must fail:
+ * the version it names is gone. The lock stays the new writer's, whose
+ * unlock then moves the version on.
+ */
+static int test_take_over_names_one_holding(void)
 {
-    vigil_hb *hb = vt_hb_fresh("takeover.hb", 2);
+    vigil_hb *hb = vt_hb_fresh("aba.hb", 1);
     struct vigil_hb_slot *s = &hb->slots[0];
-    uint32_t v;
-    EXPECT_RC(vigil_slot_try_lock(s, &v), 0);
-    atomic_store(&s->writer, UINT64_C(0x8000000000000123));
-    atomic_store(&s->seq, v + 3);
-    EXPECT_RC(vigil_slot_unlock(s, v), VIGIL_ELOST);
-    EXPECT(atomic_load(&s->seq) == v + 3 && atomic_load(&s->writer) == UINT64_C(0x8000000000000123),
-           "the failed unlock touched the slot: version %u", atomic_load(&s->seq));
+    uint64_t v = vt_wedge(hb, 0, VT_WRITER_DEAD);
+    uint64_t w, odd;
+    EXPECT(vigil_pair_read(&s->writer, &w, &odd) && odd == v && (odd & 1u), "read %llu, wedged at %llu",
+           (unsigned long long)odd, (unsigned long long)v);
+    vigil_reclaim out[1];
+    EXPECT_RC(vigil_failover_scan(hb, 2, out, 1), 0); /* another scanner repairs it */
+    uint64_t held;
+    EXPECT_RC(vigil_pair_take(&s->writer, w, &held), 0); /* the newcomer, with the same word */
+    uint64_t lv;
+    EXPECT_RC(vigil_slot_take_over(s, w, odd, &lv), VIGIL_EBUSY);
+    EXPECT(atomic_load(&s->writer) == w && atomic_load(&s->seq) == held, "the newcomer was robbed: %#llx at %llu",
+           (unsigned long long)atomic_load(&s->writer), (unsigned long long)atomic_load(&s->seq));
+    /* From the holding as it is now, a take-over would succeed: the
+     * version, not the word, is what failed the stale one. */
+    EXPECT_RC(vigil_slot_take_over(s, w, held, &lv), 0);
+    vigil_slot_unlock(s, lv);
+    EXPECT(atomic_load(&s->seq) == held + 3, "version %llu after the take-over's unlock",
+           (unsigned long long)atomic_load(&s->seq));
     vigil_hb_close(hb);
     return 0;
 }
@@ -256,7 +273,8 @@ static int test_wedged_vacant(void)
  * model/slot.pml's unreg finding: a worker stalled past its grace is
  * failed over and its slot registered again by another process; the
  * worker's late unregister must not vacate the newcomer. It gets
- * VIGIL_EVACANT and the newcomer keeps its slot and its unit. A handle
+ * VIGIL_ELOST (its registration is gone) and the newcomer keeps its slot
+ * and its unit. A handle
  * that registered nothing there (a supervisor's) still unregisters it.
  */
 static int test_late_unregister_after_failover(void)
@@ -272,7 +290,8 @@ static int test_late_unregister_after_failover(void)
     EXPECT_RC(vigil_hb_register(other, 72, &t), 0);
     EXPECT(t == s, "the newcomer got slot %u, not %u", t, s);
     EXPECT_RC(vigil_hb_mark_in_flight(other, t, 5), 0);
-    EXPECT_RC(vigil_hb_unregister(worker, s), VIGIL_EVACANT);
+    EXPECT_RC(vigil_hb_unregister(worker, s), VIGIL_ELOST);
+    EXPECT_RC(vigil_hb_unregister(worker, s), VIGIL_ELOST); /* and again: never taken for a supervisor's */
     vigil_slot_info info;
     EXPECT_RC(vigil_hb_snapshot(other, t, &info), 0);
     EXPECT(info.pid == 72 && info.in_flight == (1u << 5), "the newcomer lost its slot: pid %u bits %#llx",
@@ -423,7 +442,7 @@ static int test_threaded_scanners(void)
 
 VT_MAIN(VT_CASE(test_scan_args), VT_CASE(test_live_untouched), VT_CASE(test_stale_reclaimed_once),
         VT_CASE(test_grace_boundary), VT_CASE(test_max_limits), VT_CASE(test_stray_bits),
-        VT_CASE(test_wedged_repaired), VT_CASE(test_wedged_by_live_writer_kept), VT_CASE(test_unlock_after_takeover_fails),
+        VT_CASE(test_wedged_repaired), VT_CASE(test_wedged_by_live_writer_kept), VT_CASE(test_take_over_names_one_holding),
         VT_CASE(test_wedged_vacant), VT_CASE(test_late_unregister_after_failover),
         VT_CASE(test_wedged_waits_for_room), VT_CASE(test_scan_probe),
         VT_CASE(test_threaded_scanners))

@@ -184,14 +184,14 @@ static int test_racing_repairers(void)
         }
         /* Stale, and wedged by a writer that died: the watchdogs race to
          * prove it dead, repair and vacate it. */
-        uint32_t v = vt_wedge(hb, s, VT_WRITER_DEAD);
+        uint64_t v = vt_wedge(hb, s, VT_WRITER_DEAD);
         pid_t dogs[WATCHDOGS];
         EXPECT(spawn_watchdogs(path, sh, dogs, false), "round %d: watchdogs not ready", round);
         vt_gate_arm(&sh->gate, 0);
         if (check_watchdogs(sh, dogs, round, 2000 + round, want))
             return 1;
-        EXPECT(atomic_load(&hb->slots[s].seq) == v + 3, "round %d: expected version %u, got %u", round,
-               v + 3, atomic_load(&hb->slots[s].seq));
+        EXPECT(atomic_load(&hb->slots[s].seq) == v + 3, "round %d: expected version %llu, got %llu", round,
+               (unsigned long long)v + 3, (unsigned long long)atomic_load(&hb->slots[s].seq));
         vigil_slot_info info;
         EXPECT_RC(vigil_hb_snapshot(hb, keep, &info), 0);
         EXPECT(info.pid == 1000u + round, "round %d: live slot lost", round);

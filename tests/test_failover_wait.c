@@ -5,13 +5,19 @@
  * slot is reclaimed as "stale"; a pid reused by a stranger is the owner's
  * death; an owner in another pid namespace, or a process whose main thread
  * exited while another runs, is never called dead; slots registered while
- * the wait sleeps are watched; and several watchdogs waiting at once in
- * different processes reclaim every killed worker exactly once. Kills are
- * decided by the test, waits are bounded, nothing is timed.
+ * the wait sleeps are watched; several watchdogs waiting at once in
+ * different processes reclaim every killed worker exactly once; a slot
+ * recorded in another pid namespace is never judged by its pid here
+ * (issue 17.4), and a wait that ran out of descriptors watches again once
+ * it has them (issue 17.7). Kills are decided by the test, waits are
+ * bounded, nothing is timed. The cases that need a pid namespace and pid
+ * recycling are in test_failover_wait_ns.c.
  */
 #include "hbtest.h"
 
+#include <fcntl.h>
 #include <pthread.h>
+#include <sys/resource.h>
 
 struct worker {
     pid_t    pid;
@@ -202,6 +208,112 @@ static int test_registered_while_waiting(void)
     return 0;
 }
 
+/* Issue 17.4's mutant: slots recorded in another pid namespace, with a
+ * start time, whose pid names nothing here or another process here, are
+ * left to epochs: a pid of another namespace is never judged here. */
+static int test_foreign_namespace_never_judged(void)
+{
+    vigil_hb *hb = vt_hb_fresh("foreign.hb", 4);
+    pid_t kid = fork();
+    if (kid == 0)
+        vt_await_kill();
+    uint32_t nobody, stranger;
+    EXPECT_RC(vigil_hb_register(hb, (uint32_t)vt_unused_pid(), &nobody), 0);
+    EXPECT_RC(vigil_hb_register(hb, (uint32_t)kid, &stranger), 0);
+    for (uint32_t s = 0; s < 2; s++) {
+        uint32_t slot = s ? stranger : nobody;
+        /* As the registrant's own namespace wrote them: its inode, and a
+         * start time that is not this pid's process's here. */
+        atomic_store(&hb->slots[slot].owner_ns, vigil_self_pidns() + 1);
+        atomic_store(&hb->slots[slot].start_time, 424242);
+    }
+    vigil_reclaim r[4];
+    int n = vigil_failover_wait(hb, 1000, 50000000u, r, 4);
+    vigil_failover_watch_info info;
+    int irc = vigil_failover_wait_info(hb, &info);
+    kill(kid, SIGKILL);
+    waitpid(kid, NULL, 0);
+    EXPECT(n == 0, "a slot of another pid namespace was reclaimed (%d, slot %u) by a pid that means nothing here", n,
+           n > 0 ? r[0].slot : 0);
+    EXPECT(irc == 0 && info.by_epochs == 2 && info.watched == 0,
+           "expected both foreign slots left to epochs, got by_epochs %u watched %u", info.by_epochs, info.watched);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+/* The lowest descriptor number free now: a soft RLIMIT_NOFILE at it makes
+ * the next epoll_create1 or pidfd_open fail with EMFILE. */
+static rlim_t lowest_free_fd(void)
+{
+    int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0)
+        close(fd);
+    return fd < 0 ? 0 : (rlim_t)fd;
+}
+
+static int out_of_fds_body(void)
+{
+    const char *path = vt_path("emfile.hb");
+    vigil_hb *hb = vt_hb_fresh_at(path, 8);
+    struct worker w1, w2;
+    EXPECT(spawn_worker(path, 0x1, &w1) == 0, "worker 1 did not start");
+    struct rlimit old;
+    EXPECT(getrlimit(RLIMIT_NOFILE, &old) == 0, "getrlimit");
+    vigil_reclaim r[4];
+    uint32_t why[4];
+    vigil_failover_watch_info info;
+
+    /* 1. The first wait on the handle cannot make its epoll instance. */
+    struct rlimit low = { lowest_free_fd(), old.rlim_max };
+    EXPECT(setrlimit(RLIMIT_NOFILE, &low) == 0, "setrlimit");
+    int n = vigil_failover_wait(hb, 1000000, 20000000u, r, 4);
+    int irc = vigil_failover_wait_info(hb, &info);
+    setrlimit(RLIMIT_NOFILE, &old);
+    EXPECT(n == 0, "out of descriptors: %d", n);
+    EXPECT(irc == 0 && info.pidfds == 1 && info.retrying == 1 && info.watched == 0,
+           "out of descriptors: expected pidfds 1 (the kernel has them), retrying 1, watched 0; got %u %u %u",
+           info.pidfds, info.retrying, info.watched);
+    /* With descriptors again, a death is seen at once, before any tick. */
+    kill(w1.pid, SIGKILL);
+    waitpid(w1.pid, NULL, 0);
+    n = vigil_failover_wait_why(hb, 1000000, 30000000000ull, r, why, 4);
+    EXPECT(n == 1 && r[0].slot == w1.slot && why[0] == VIGIL_RECLAIM_EXITED && vigil_hb_epoch(hb) == 0,
+           "after EMFILE on epoll_create1: expected slot %u reclaimed as exited, got %d entries (why %u)", w1.slot, n,
+           n > 0 ? why[0] : 0);
+
+    /* 2. The epoll instance exists; the pidfd of a new owner cannot be made. */
+    EXPECT(spawn_worker(path, 0x2, &w2) == 0, "worker 2 did not start");
+    low.rlim_cur = lowest_free_fd();
+    EXPECT(setrlimit(RLIMIT_NOFILE, &low) == 0, "setrlimit");
+    n = vigil_failover_wait(hb, 1000000, 20000000u, r, 4);
+    irc = vigil_failover_wait_info(hb, &info);
+    setrlimit(RLIMIT_NOFILE, &old);
+    EXPECT(n == 0 && irc == 0 && info.retrying == 1, "out of descriptors for a pidfd: n %d retrying %u", n,
+           info.retrying);
+    kill(w2.pid, SIGKILL);
+    waitpid(w2.pid, NULL, 0);
+    n = vigil_failover_wait_why(hb, 1000000, 30000000000ull, r, why, 4);
+    EXPECT(n == 1 && r[0].slot == w2.slot && why[0] == VIGIL_RECLAIM_EXITED,
+           "after EMFILE on pidfd_open: expected slot %u reclaimed as exited, got %d entries", w2.slot, n);
+    EXPECT_RC(vigil_failover_wait_info(hb, &info), 0);
+    EXPECT(info.retrying == 0, "retrying %u", info.retrying);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+/* Issue 17.7: EMFILE once never turns pidfds off for good. In a child, so
+ * that the lowered limit never outlives the case. */
+static int test_out_of_fds_retried(void)
+{
+    fflush(NULL);
+    pid_t kid = fork();
+    if (kid == 0)
+        _exit(out_of_fds_body());
+    int st = vt_wait(kid, 120000);
+    EXPECT(st == 0, "the case failed in its child (status %d; its message is above)", st);
+    return 0;
+}
+
 /* Three watchdog processes wait on one table while workers are killed:
  * every slot is reclaimed exactly once, by one of them. */
 enum { DOGS = 3, KILLED = 6 };
@@ -263,4 +375,5 @@ static int test_three_watchdogs_exactly_once(void)
 
 VT_MAIN(VT_CASE(test_killed_reclaimed_before_any_tick), VT_CASE(test_timeout_and_stale),
         VT_CASE(test_reused_and_foreign), VT_CASE(test_main_thread_exited_is_alive),
-        VT_CASE(test_registered_while_waiting), VT_CASE(test_three_watchdogs_exactly_once))
+        VT_CASE(test_registered_while_waiting), VT_CASE(test_three_watchdogs_exactly_once),
+        VT_CASE(test_foreign_namespace_never_judged), VT_CASE(test_out_of_fds_retried))

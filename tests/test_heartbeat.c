@@ -136,6 +136,97 @@ static int test_roles(void)
     return 0;
 }
 
+/*
+ * A registration is (slot, gen): the generation rises at every register
+ * into a slot, a handle knows the ones it made (vigil_hb_mine), and
+ * vigil_hb_owned answers for them. A holder whose registration was failed
+ * over and registered again by another is told VIGIL_ELOST by set_role
+ * and unregister, and changes nothing of its successor's; a retired slot
+ * (its generations spent) is never registered again.
+ */
+static int test_generations_and_owned(void)
+{
+    vigil_hb *a = vt_hb_fresh("gen.hb", 2), *b;
+    EXPECT_RC(vigil_hb_open(vt_path("gen.hb"), 0, &b), 0);
+    uint32_t s, t;
+    EXPECT(vigil_slot_gen(&a->slots[0]) == 0, "a new slot names a registration");
+    EXPECT_RC(vigil_hb_owned(a, 0), 0);
+    EXPECT_RC(vigil_hb_register(a, 11, &s), 0);
+    EXPECT(vigil_slot_gen(&a->slots[s]) == 1 && vigil_hb_mine(a, s) == 1 && vigil_hb_mine(b, s) == 0,
+           "gen %llu, mine %llu / %llu", (unsigned long long)vigil_slot_gen(&a->slots[s]),
+           (unsigned long long)vigil_hb_mine(a, s), (unsigned long long)vigil_hb_mine(b, s));
+    EXPECT_RC(vigil_hb_owned(a, s), 1);
+    EXPECT_RC(vigil_hb_owned(b, s), 0); /* registered through another handle */
+    EXPECT_RC(vigil_hb_owned(a, 2), VIGIL_ERANGE);
+    EXPECT_RC(vigil_hb_owned(NULL, 0), -EINVAL);
+    EXPECT_RC(vigil_hb_unregister(a, s), 0);
+    EXPECT_RC(vigil_hb_owned(a, s), 0);
+    EXPECT(vigil_slot_gen(&a->slots[s]) == 0 && atomic_load(&a->slots[s].gen) == (VIGIL_GEN_VACANT | 1),
+           "vacated gen word %#llx", (unsigned long long)atomic_load(&a->slots[s].gen));
+
+    /* Registered again: generation 2. Then stalled past its grace, failed
+     * over, and the slot registered by b: generation 3, b's. */
+    EXPECT_RC(vigil_hb_register(a, 11, &s), 0);
+    EXPECT(vigil_hb_mine(a, s) == 2, "second registration is gen %llu", (unsigned long long)vigil_hb_mine(a, s));
+    vt_hb_tick_keep(a, 3, 0);
+    vigil_reclaim out[2];
+    EXPECT_RC(vigil_failover_scan(b, 2, out, 2), 1);
+    EXPECT_RC(vigil_hb_owned(a, s), 0);
+    EXPECT_RC(vigil_hb_register(b, 11, &t), 0); /* the same pid, even */
+    EXPECT(t == s && vigil_slot_gen(&b->slots[t]) == 3, "successor in slot %u gen %llu", t,
+           (unsigned long long)vigil_slot_gen(&b->slots[t]));
+    EXPECT_RC(vigil_hb_owned(a, s), 0);
+    EXPECT_RC(vigil_hb_owned(b, t), 1);
+    EXPECT_RC(vigil_hb_mark_in_flight(b, t, 5), 0);
+    /* The stale holder: every call that would change the slot is told. */
+    EXPECT_RC(vigil_hb_clear_in_flight(a, s, 5), VIGIL_ELOST);
+    EXPECT_RC(vigil_hb_mark_in_flight(a, s, 7), VIGIL_ELOST);
+    EXPECT_RC((vigil_hb_clear_in_flight)(a, s, 5), VIGIL_ELOST); /* the exported functions too */
+    EXPECT_RC((vigil_hb_mark_in_flight)(a, s, 7), VIGIL_ELOST);
+    EXPECT_RC(vigil_hb_set_role(a, s, VIGIL_ROLE_COORDINATOR), VIGIL_ELOST);
+    EXPECT_RC(vigil_hb_unregister(a, s), VIGIL_ELOST);
+    EXPECT_RC(vigil_hb_unregister(a, s), VIGIL_ELOST); /* told again, never let loose */
+    vigil_slot_info info;
+    EXPECT_RC(vigil_hb_snapshot(b, t, &info), 0);
+    EXPECT(info.pid == 11 && info.role == VIGIL_ROLE_WORKER && info.in_flight == (1u << 5),
+           "the successor was changed: pid %u role %u bits %#llx", info.pid, info.role,
+           (unsigned long long)info.in_flight);
+    /* A handle that registered nothing there (a supervisor's) marks
+     * whichever registration holds the slot, and nothing in a vacant one. */
+    vigil_hb *c;
+    EXPECT_RC(vigil_hb_open(vt_path("gen.hb"), 0, &c), 0);
+    EXPECT_RC(vigil_hb_mark_in_flight(c, t, 9), 0);
+    EXPECT_RC(vigil_hb_clear_in_flight(c, t, 9), 0);
+    EXPECT_RC(vigil_hb_mark_in_flight(c, 1 - t, 9), VIGIL_EVACANT);
+    EXPECT_RC(vigil_hb_snapshot(b, t, &info), 0);
+    EXPECT(info.in_flight == (1u << 5), "bits %#llx after the supervisor's mark and clear",
+           (unsigned long long)info.in_flight);
+    vigil_hb_close(c);
+    EXPECT_RC(vigil_hb_set_role(b, t, VIGIL_ROLE_COORDINATOR), 0);
+    EXPECT_RC(vigil_hb_unregister(b, t), 0);
+    /* Unregistered through b, then registered through a: b's calls about
+     * the slot change nothing of a's. */
+    EXPECT_RC(vigil_hb_register(a, 14, &s), 0);
+    EXPECT(s == t, "expected slot %u again, got %u", t, s);
+    EXPECT_RC(vigil_hb_mark_in_flight(b, t, 1), VIGIL_EVACANT);
+    EXPECT_RC(vigil_hb_set_role(b, t, VIGIL_ROLE_COORDINATOR), VIGIL_EVACANT);
+    EXPECT_RC(vigil_hb_unregister(b, t), VIGIL_EVACANT);
+    EXPECT_RC(vigil_hb_snapshot(a, s, &info), 0);
+    EXPECT(info.pid == 14 && info.in_flight == 0 && info.role == VIGIL_ROLE_WORKER,
+           "a's registration was changed through b: pid %u bits %#llx role %u", info.pid,
+           (unsigned long long)info.in_flight, info.role);
+    EXPECT_RC(vigil_hb_unregister(a, s), 0);
+
+    /* A retired slot: its last generation is the largest a name keeps. */
+    atomic_store(&a->slots[0].gen, VIGIL_GEN_VACANT | VIGIL_GEN_MAX);
+    EXPECT_RC(vigil_hb_register(a, 12, &s), 0);
+    EXPECT(s == 1, "registered into the retired slot 0 (got slot %u)", s);
+    EXPECT_RC(vigil_hb_register(a, 13, &s), VIGIL_EFULL);
+    vigil_hb_close(b);
+    vigil_hb_close(a);
+    return 0;
+}
+
 static int test_snapshot_args(void)
 {
     vigil_hb *hb = vt_hb_fresh("snap.hb", 2);
@@ -300,6 +391,6 @@ static int test_threads_register(void)
 }
 
 VT_MAIN(VT_CASE(test_register), VT_CASE(test_table_full), VT_CASE(test_beat_advances_last_seen),
-        VT_CASE(test_unregister_reuse), VT_CASE(test_in_flight_mark_clear), VT_CASE(test_roles),
+        VT_CASE(test_unregister_reuse), VT_CASE(test_in_flight_mark_clear), VT_CASE(test_roles), VT_CASE(test_generations_and_owned),
         VT_CASE(test_snapshot_args), VT_CASE(test_live_count_grace), VT_CASE(test_wedged_slot),
         VT_CASE(test_scribbled_header), VT_CASE(test_strerror), VT_CASE(test_threads_register))

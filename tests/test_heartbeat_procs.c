@@ -431,10 +431,10 @@ static int check_table(const char *path, uint32_t *vacant, uint32_t *busy)
                         (unsigned long long)info.last_seen_epoch);
                 return 6;
             }
-            /* Vacant but locked by a writer killed before it moved the
-             * version (THE SLOT WRITER LOCK): wedged until failover
-             * proves it dead, like an odd version. */
-            if (atomic_load(&hb->slots[i].writer) != 0)
+            /* Vacant but locked since by a writer killed mid-change
+             * (THE SLOT WRITER LOCK): wedged until failover proves it
+             * dead. */
+            if (atomic_load(&hb->slots[i].seq) & 1u)
                 ++*busy;
             else
                 ++*vacant;

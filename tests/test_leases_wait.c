@@ -38,7 +38,7 @@ static int test_get(void)
     EXPECT_RC(vigil_leases_acquire(ls, "k", "alice", 5000, &l), 0);
     EXPECT_RC(vigil_leases_get(ls, "k", &info), 0);
     EXPECT(strcmp(info.key, "k") == 0 && strcmp(info.owner, "alice") == 0 && info.token == l.token &&
-               info.ttl_ms == 5000 && info.expires_in_ms > 0 && info.expires_in_ms <= 5001 && /* rounded up to the ms */
+               info.ttl_ms == 5000 && info.expires_in_ms > 0 && info.expires_in_ms <= 5001 && /* whole ms, rounded down */
                info.state == VIGIL_LEASE_HELD && info.pid == (uint32_t)getpid(),
            "held: %s %s token %llu ttl %llu left %lld state %u pid %u", info.key, info.owner,
            (unsigned long long)info.token, (unsigned long long)info.ttl_ms, (long long)info.expires_in_ms,

@@ -64,6 +64,8 @@ static int test_signatures(void)
     SAME(vigil_leader_is, bool (*)(const vigil_hb *, uint32_t, uint64_t));
     SAME(vigil_hb_probe, int (*)(const vigil_hb *, uint32_t));
     SAME(vigil_failover_wait, int (*)(vigil_hb *, uint64_t, uint64_t, vigil_reclaim *, uint32_t));
+    /* The third round: identity and staleness. */
+    SAME(vigil_hb_owned, int (*)(const vigil_hb *, uint32_t));
 
     /* Beyond SPEC, the counters of structural events (vigil_hb_stats(3)). */
     SAME(vigil_hb_stats, int (*)(const vigil_hb *, vigil_hb_counters *));

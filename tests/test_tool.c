@@ -3,9 +3,10 @@
  * Description: the vigil tool, run as a program: exit codes 0/1/2 and
  * --help for every command, strict numbers, create, inspect (human and
  * JSON, exact keys and values, counters past 2^53), corrupt and missing
- * files described and never a crash, tick --count, and watch and tick
- * ended by SIGTERM and SIGINT with exit 0 and their lines seen through a
- * pipe as they happen.
+ * files described and never a crash, tick --count (its log of changes
+ * only, --verbose and --quiet) and a running ticker logging each change
+ * of the table as it comes, and watch and tick ended by SIGTERM and
+ * SIGINT with exit 0 and their lines seen through a pipe as they happen.
  */
 #include "tooltest.h"
 #include "hbtest.h"
@@ -200,7 +201,7 @@ static int test_inspect_human(void)
 
     /* a leader and its term, as the header holds them */
     atomic_store(&hb->hdr->term, 7);
-    atomic_store(&hb->hdr->leader, (uint64_t)1002 << 32 | (s[1] + 1));
+    atomic_store(&hb->hdr->leader, vigil_slot_gen(&hb->slots[s[1]]) << 21 | (s[1] + 1));
     VT_RUN("inspect", f);
     EXPECT(strstr(R.out, "leader: slot 1, pid 1002, term 7"), "leader not shown:\n%s", R.out);
 
@@ -381,7 +382,12 @@ static int test_inspect_bad_files(void)
     memcpy(b, img, sizeof(img));
     b[8] = 9; /* version */
     write_file(bad, b, sizeof(img));
-    if (expect_bad(bad, "layout version 9"))
+    if (expect_bad(bad, "made by a newer vigil (layout version 9"))
+        return 1;
+    memcpy(b, img, sizeof(img));
+    b[8] = 3; /* a file of the layout before registration generations */
+    write_file(bad, b, sizeof(img));
+    if (expect_bad(bad, "made by an older vigil (layout version 3; this vigil reads only 4): re-create it"))
         return 1;
     memcpy(b, img, sizeof(img));
     b[12] = 77; /* kind */
@@ -463,52 +469,38 @@ static int test_inspect_check(void)
  * file is. Run as an unprivileged user (root reads everything): skipped
  * when this test is not root and so cannot become one, or when that user
  * cannot reach the built tool. */
+static int permission_errors_as_user(void *arg)
+{
+    const char *const *paths = arg;
+    vt_runv(10000, (const char *const[]){ "inspect", paths[0], NULL });
+    bool inspect_ok = R.rc == 1 && strstr(R.err, "no read permission (mode 0600, owner uid 0") &&
+                      strstr(R.err, "running as uid 65534") && vt_count_lines(R.err) == 1;
+    if (!inspect_ok)
+        fprintf(stderr, "inspect as nobody: exit %d, '%s'\n", R.rc, R.err);
+    vt_runv(10000, (const char *const[]){ "tick", paths[0], "--count", "1", NULL });
+    bool tick_ok = R.rc == 1 && strstr(R.err, "no read and write permission");
+    if (!tick_ok)
+        fprintf(stderr, "tick as nobody: exit %d, '%s'\n", R.rc, R.err);
+    /* Read permission alone is enough to look. */
+    vt_runv(10000, (const char *const[]){ "inspect", paths[1], NULL });
+    bool look_ok = R.rc == 0;
+    if (!look_ok)
+        fprintf(stderr, "inspect of a 0444 table as nobody: exit %d, '%s'\n", R.rc, R.err);
+    return inspect_ok && tick_ok && look_ok ? 0 : 1;
+}
+
 static int test_permission_errors(void)
 {
-    if (geteuid() != 0)
-        return VT_SKIP;
-    const char *f = vt_path("private.hb");
+    static char f[512], readable[512];
+    snprintf(f, sizeof(f), "%s", vt_path("private.hb"));
     vigil_hb_close(make_hb(f, 2));
-    char readable[512];
     snprintf(readable, sizeof(readable), "%s", vt_path("readable.hb"));
     vigil_hb_close(make_hb(readable, 2));
-    EXPECT(chmod(readable, 0444) == 0, "chmod");
-    char scratch[sizeof(vt_dir)];
-    if (snprintf(scratch, sizeof(scratch), "%.200s/nobody", vt_tmpdir()) >= (int)sizeof(scratch))
-        return VT_SKIP;
-    EXPECT(mkdir(scratch, 0777) == 0 && chmod(scratch, 0777) == 0, "mkdir: %s", strerror(errno));
-    EXPECT(chmod(vt_tmpdir(), 0711) == 0 && chmod(f, 0600) == 0, "chmod: %s", strerror(errno));
-    pid_t kid = fork();
-    if (kid == 0) {
-        if (setgid(65534) != 0 || setuid(65534) != 0)
-            _exit(77);
-        /* A build tree under a directory closed to others (a clone in a
-         * mktemp -d) cannot be run by nobody at all: nothing to test. */
-        if (access(VIGIL_TOOL, X_OK) != 0)
-            _exit(77);
-        memcpy(vt_dir, scratch, sizeof(vt_dir)); /* where it may write the tool's output */
-        vt_runv(10000, (const char *const[]){ "inspect", f, NULL });
-        bool inspect_ok = R.rc == 1 && strstr(R.err, "no read permission (mode 0600, owner uid 0") &&
-                          strstr(R.err, "running as uid 65534") && vt_count_lines(R.err) == 1;
-        if (!inspect_ok)
-            fprintf(stderr, "inspect as nobody: exit %d, '%s'\n", R.rc, R.err);
-        vt_runv(10000, (const char *const[]){ "tick", f, "--count", "1", NULL });
-        bool tick_ok = R.rc == 1 && strstr(R.err, "no read and write permission");
-        if (!tick_ok)
-            fprintf(stderr, "tick as nobody: exit %d, '%s'\n", R.rc, R.err);
-        /* Read permission alone is enough to look. */
-        vt_runv(10000, (const char *const[]){ "inspect", readable, NULL });
-        bool look_ok = R.rc == 0;
-        if (!look_ok)
-            fprintf(stderr, "inspect of a 0444 table as nobody: exit %d, '%s'\n", R.rc, R.err);
-        _exit(inspect_ok && tick_ok && look_ok ? 0 : 1);
-    }
-    int st = vt_wait(kid, 30000);
-    chmod(vt_tmpdir(), 0700);
-    if (st == 77)
-        return VT_SKIP;
-    EXPECT(st == 0, "permission errors did not say which permission (child exited %d)", st);
-    return 0;
+    EXPECT(chmod(readable, 0444) == 0 && chmod(f, 0600) == 0, "chmod: %s", strerror(errno));
+    static const char *paths[2] = { f, readable };
+    int rc = vt_as_nobody(permission_errors_as_user, paths);
+    EXPECT(rc == 0 || rc == VT_SKIP, "permission errors did not say which permission");
+    return rc;
 }
 
 static int test_tick_count(void)
@@ -520,18 +512,71 @@ static int test_tick_count(void)
     EXPECT_EXIT(0, "tick --count 5");
     EXPECT(vigil_hb_epoch(hb) == 6, "expected epoch 1 + 5 = 6, got %llu",
            (unsigned long long)vigil_hb_epoch(hb));
-    EXPECT(strcmp(R.out, "epoch 2\nepoch 3\nepoch 4\nepoch 5\nepoch 6\n") == 0,
-           "expected epochs 2..6 one a line, got '%s'", R.out);
-    VT_RUN("tick", f, "--count=1");
-    EXPECT_EXIT(0, "tick --count 1");
-    EXPECT(vigil_hb_epoch(hb) == 7, "expected epoch 7, got %llu", (unsigned long long)vigil_hb_epoch(hb));
+    /* Changes only: the start and the end, nothing in between. */
+    EXPECT(strcmp(R.out, "epoch 2: ticking every 1ms (grace 5): 0 live, 0 stale\n"
+                         "epoch 6: stopped after 5 ticks\n") == 0,
+           "expected a start line and a stop line, got '%s'", R.out);
+    VT_RUN("tick", f, "--count", "5", "--interval", "1ms", "--verbose");
+    EXPECT_EXIT(0, "tick --count 5 --verbose");
+    EXPECT(strstr(R.out, "epoch 8\nepoch 9\nepoch 10\nepoch 11\nepoch 11: stopped after 5 ticks\n"),
+           "--verbose: expected every epoch one a line, got '%s'", R.out);
+    VT_RUN("tick", f, "--count=1", "--quiet");
+    EXPECT_EXIT(0, "tick --count 1 --quiet");
+    EXPECT(!R.out[0] && !R.err[0], "--quiet printed '%s' / '%s'", R.out, R.err);
+    EXPECT(vigil_hb_epoch(hb) == 12, "expected epoch 12, got %llu", (unsigned long long)vigil_hb_epoch(hb));
+    VT_RUN("tick", f, "--count=1", "--quiet", "--verbose");
+    EXPECT_EXIT(2, "tick --quiet --verbose");
     vigil_hb_close(hb);
 
     VT_RUN("tick", vt_path("none.hb"), "--count", "1");
     EXPECT_EXIT(1, "tick of a missing file");
     EXPECT(strstr(R.err, strerror(ENOENT)), "expected ENOENT, got '%s'", R.err);
+    VT_RUN("tick", vt_path("none.hb"), "--count", "1", "--quiet");
+    EXPECT_EXIT(1, "tick --quiet of a missing file");
+    EXPECT(strstr(R.err, strerror(ENOENT)), "--quiet hid the error: '%s'", R.err);
     VT_RUN("tick", vt_path("text"), "--count", "1");
     EXPECT_EXIT(1, "tick of a text file");
+    return 0;
+}
+
+/* A running ticker logs the table's changes as they happen and nothing
+ * in between: a slot registering, the slot going stale, another ticker
+ * joining. The test makes each change itself and reads the line it
+ * brings; the lines stay few however many epochs pass. */
+static int test_tick_logs_changes(void)
+{
+    const char *f = vt_path("tick-log.hb");
+    vigil_hb *hb = make_hb(f, 4);
+    struct vt_proc p;
+    EXPECT(VT_SPAWN(&p, "tick", f, "--interval", "1ms", "--grace", "2") == 0, "spawn");
+    bool started = vt_read_until(&p, "0 live, 0 stale\n", 10000);
+    uint32_t s;
+    EXPECT_RC(vigil_hb_register(hb, (uint32_t)getpid(), &s), 0);
+    /* never beaten: live for 2 epochs, then stale */
+    bool live = vt_read_until(&p, "1 live, 0 stale (was 0 live, 0 stale)\n", 10000);
+    bool stale = vt_read_until(&p, "0 live, 1 stale (was 1 live, 0 stale)\n", 10000);
+    uint64_t e0 = vigil_hb_epoch(hb);
+    bool many = VT_WAIT_FOR(vigil_hb_epoch(hb) >= e0 + 50, 10000);
+    /* A second ticker on the same table: said once, not per epoch. */
+    struct vt_proc q;
+    EXPECT(VT_SPAWN(&q, "tick", f, "--interval", "1ms", "--quiet") == 0, "spawn the second ticker");
+    bool shared = vt_read_until(&p, "another process ticks this table too", 10000);
+    uint64_t e1 = vigil_hb_epoch(hb);
+    bool more = VT_WAIT_FOR(vigil_hb_epoch(hb) >= e1 + 50, 10000);
+    int rq = vt_stop(&q, SIGTERM, 10000);
+    kill(p.pid, SIGTERM);
+    bool stopped = vt_read_until(&p, ": stopped after ", 10000);
+    int rc = vt_stop(&p, SIGTERM, 10000);
+    EXPECT(started && live && stale, "the ticker did not log the slot's changes:\n%s", p.buf);
+    EXPECT(many && more, "the tickers stopped ticking");
+    EXPECT(shared, "the ticker did not say another ticked the table too:\n%s", p.buf);
+    const char *once = strstr(p.buf, "another process");
+    EXPECT(!strstr(once + 1, "another process"), "another ticker said more than once:\n%s", p.buf);
+    EXPECT(rc == 0 && rq == 0, "expected exit 0 on SIGTERM, got %d and %d", rc, rq);
+    EXPECT(stopped, "no stop line:\n%s", p.buf);
+    EXPECT(vt_count_lines(p.buf) <= 5, "expected a handful of lines over %llu epochs, got %d:\n%s",
+           (unsigned long long)vigil_hb_epoch(hb), vt_count_lines(p.buf), p.buf);
+    vigil_hb_close(hb);
     return 0;
 }
 
@@ -553,17 +598,17 @@ static int test_tick_stops_on_signal(void)
 {
     const char *f = vt_path("tick-sig.hb");
     vigil_hb *hb = make_hb(f, 2);
-    if (stops_cleanly((const char *const[]){ "tick", f, "--interval", "3600000", NULL }, "epoch 1\n",
+    if (stops_cleanly((const char *const[]){ "tick", f, "--interval", "3600000", NULL }, "epoch 1: ticking every 1h",
                       SIGTERM))
         return 1;
-    if (stops_cleanly((const char *const[]){ "tick", f, "--interval", "3600000", NULL }, "epoch 2\n",
+    if (stops_cleanly((const char *const[]){ "tick", f, "--interval", "1h", NULL }, "epoch 2: ticking every 1h",
                       SIGINT))
         return 1;
     EXPECT(vigil_hb_epoch(hb) == 2, "expected one tick per run, epoch %llu",
            (unsigned long long)vigil_hb_epoch(hb));
     /* a quick ticker keeps printing, one line per tick */
     struct vt_proc p;
-    EXPECT(VT_SPAWN(&p, "tick", f, "--interval", "2") == 0, "spawn");
+    EXPECT(VT_SPAWN(&p, "tick", f, "--interval", "2", "--verbose") == 0, "spawn");
     bool seen = vt_read_until(&p, "epoch 6\n", 10000);
     int rc = vt_stop(&p, SIGTERM, 10000);
     EXPECT(seen && rc == 0, "fast ticker: saw '%s', exit %d", p.buf, rc);
@@ -598,21 +643,52 @@ static int test_watch(void)
     return 0;
 }
 
+/* The commands `vigil --help` lists, in its order, a command with
+ * sub-commands ("group join|watch|ls") as one entry each ("group join"):
+ * how many (at most max). */
+static int overview_commands(char names[][32], int max)
+{
+    if (VT_RUN("--help") != 0)
+        return 0;
+    int n = 0;
+    for (const char *l = R.out; l && *l && n < max; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        char cmd[16], sub[64];
+        int k = sscanf(l, "  vigil %15s %63s", cmd, sub);
+        if (k < 1)
+            continue;
+        if (k < 2 || !strchr(sub, '|') || sub[0] < 'a' || sub[0] > 'z') {
+            snprintf(names[n++], 32, "%s", cmd);
+            continue;
+        }
+        for (char *save, *t = strtok_r(sub, "|", &save); t && n < max; t = strtok_r(NULL, "|", &save))
+            snprintf(names[n++], 32, "%s %.14s", cmd, t);
+    }
+    return n;
+}
+
+/* `vigil NAME --help`, NAME one word or a command and a sub-command. */
+static int run_help(const char *name)
+{
+    char first[32];
+    const char *space = strchr(name, ' ');
+    if (!space)
+        return VT_RUN(name, "--help");
+    snprintf(first, sizeof(first), "%.*s", (int)(space - name), name);
+    return VT_RUN(first, space + 1, "--help");
+}
+
 /* Every command's usage line names exactly the options its help lists,
  * and an option the help gives a default for is bracketed as optional. */
 static int test_usage_lines_agree(void)
 {
-    VT_RUN("--help");
-    EXPECT_EXIT(0, "vigil --help");
-    static char overview[sizeof(R.out)];
-    memcpy(overview, R.out, sizeof(overview));
+    char names[32][32];
+    int ncmds = overview_commands(names, 32);
+    EXPECT(ncmds > 5, "vigil --help listed %d commands", ncmds);
     int checked = 0;
-    for (char *line = strtok(overview, "\n"); line; line = strtok(NULL, "\n")) {
-        char name[32];
-        if (sscanf(line, "  vigil %31s", name) != 1)
-            continue;
+    for (int c = 0; c < ncmds; c++) {
+        const char *name = names[c];
         static char help[sizeof(R.out)];
-        VT_RUN(name, "--help");
+        run_help(name);
         EXPECT_EXIT(0, name);
         memcpy(help, R.out, sizeof(help));
         char *usage = strstr(help, "usage: vigil ");
@@ -652,6 +728,40 @@ static int test_usage_lines_agree(void)
     return 0;
 }
 
+/* vigil(1) documents every option every command's --help lists, and the
+ * commands' usage lines' placeholders (DURATION, not MS). */
+static int test_man_page_agrees(void)
+{
+    static char man[1 << 17];
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/man/man1/vigil.1", VIGIL_SOURCE_DIR);
+    vt_slurp(path, man, sizeof(man));
+    EXPECT(man[0], "%s: missing", path);
+    EXPECT(!strstr(man, "\\fIMS\\fP") && !strstr(man, "\" MS\""), "vigil(1) still calls a duration MS");
+    char names[32][32];
+    int ncmds = overview_commands(names, 32);
+    int checked = 0;
+    for (int c = 0; c < ncmds; c++) {
+        const char *name = names[c];
+        run_help(name);
+        char *opts = strstr(R.out, "\noptions:\n");
+        for (char *o = opts ? strstr(opts, "\n  --") : NULL; o; o = strstr(o + 1, "\n  --")) {
+            char opt[48], want[64];
+            if (sscanf(o + 5, "%47[a-z0-9-]", opt) != 1)
+                continue;
+            /* groff writes a dash as \- */
+            size_t n = 0;
+            n += (size_t)snprintf(want + n, sizeof(want) - n, "\\-\\-");
+            for (const char *c = opt; *c && n + 3 < sizeof(want); c++)
+                n += (size_t)snprintf(want + n, sizeof(want) - n, *c == '-' ? "\\-" : "%c", *c);
+            EXPECT(strstr(man, want), "vigil %s --%s is not in vigil(1)", name, opt);
+            checked++;
+        }
+    }
+    EXPECT(checked > 20, "only %d options checked", checked);
+    return 0;
+}
+
 /* --version and -V: the version and the layout it reads, exit 0. */
 static int test_version(void)
 {
@@ -670,6 +780,6 @@ static int test_version(void)
 
 VT_MAIN(VT_CASE(test_help), VT_CASE(test_usage_errors), VT_CASE(test_create),
         VT_CASE(test_inspect_human), VT_CASE(test_inspect_json), VT_CASE(test_inspect_bad_files),
-        VT_CASE(test_tick_count), VT_CASE(test_tick_stops_on_signal), VT_CASE(test_watch),
-        VT_CASE(test_usage_lines_agree), VT_CASE(test_version), VT_CASE(test_permission_errors),
+        VT_CASE(test_tick_count), VT_CASE(test_tick_logs_changes), VT_CASE(test_tick_stops_on_signal), VT_CASE(test_watch),
+        VT_CASE(test_usage_lines_agree), VT_CASE(test_man_page_agrees), VT_CASE(test_version), VT_CASE(test_permission_errors),
         VT_CASE(test_inspect_check))

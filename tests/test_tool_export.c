@@ -5,7 +5,9 @@
  * a file label on every sample and no pid label), each file's counters
  * of structural events with their values, valid by `promtool
  * check metrics` where promtool is installed, and --textfile writing
- * DIR/vigil.prom whole, with nothing left beside it.
+ * DIR/vigil.prom whole, with nothing left beside it; a missing,
+ * unreadable or foreign file hides none of the others, vigil_file_up
+ * saying which were read and the exit status 1.
  */
 #include "tooltest.h"
 
@@ -157,4 +159,89 @@ static int test_export_textfile(void)
     return 0;
 }
 
-VT_MAIN(VT_CASE(test_export_kinds), VT_CASE(test_export_textfile))
+/* A missing file, a file that is no vigil file, a file named twice: each
+ * hides nothing of the others; vigil_file_up says which were read; the
+ * exit status is 1; the text is valid exposition, and --textfile writes
+ * it all the same. */
+static int test_export_missing(void)
+{
+    const char *a = vt_path("a.hb"), *missing = vt_path("missing.hb"), *text = vt_path("notes.txt");
+    vigil_hb *hb = vt_hb_fresh_at(a, 4);
+    uint32_t s;
+    EXPECT_RC(vigil_hb_register(hb, (uint32_t)getpid(), &s), 0);
+    FILE *f = fopen(text, "w");
+    EXPECT(f && fputs("not a vigil file, but long enough to hold a whole header of sixty-four bytes\n", f) >= 0 &&
+               fclose(f) == 0, "write notes");
+    VT_RUN("export", missing, a, text, a);
+    EXPECT_EXIT(1, "export with a missing file");
+    double v;
+    char want[700];
+    snprintf(want, sizeof(want), "vigil_file_up{file=\"%s\"}", a);
+    EXPECT(value_of(R.out, want, &v) && v == 1, "expected %s 1:\n%s", want, R.out);
+    snprintf(want, sizeof(want), "vigil_file_up{file=\"%s\"}", missing);
+    EXPECT(value_of(R.out, want, &v) && v == 0, "expected %s 0:\n%s", want, R.out);
+    snprintf(want, sizeof(want), "vigil_file_up{file=\"%s\"}", text);
+    EXPECT(value_of(R.out, want, &v) && v == 0, "expected %s 0:\n%s", want, R.out);
+    snprintf(want, sizeof(want), "vigil_heartbeat_slots{file=\"%s\",state=\"live\"}", a);
+    EXPECT(value_of(R.out, want, &v) && v == 1, "a missing file hid a.hb's series:\n%s", R.out);
+    snprintf(want, sizeof(want), "{file=\"%s\"", missing);
+    const char *first = strstr(R.out, want);
+    EXPECT(first && !strstr(first + 1, want), "the missing file has series besides vigil_file_up:\n%s", R.out);
+    snprintf(want, sizeof(want), "vigil_heartbeat_capacity{file=\"%s\"}", a);
+    first = strstr(R.out, want);
+    EXPECT(first && !strstr(first + 1, want), "a file named twice was exported twice:\n%s", R.out);
+    EXPECT(strstr(R.out, "# TYPE vigil_file_up gauge\n"), "no TYPE for vigil_file_up:\n%s", R.out);
+    EXPECT(vt_count_lines(R.err) == 2 && strstr(R.err, strerror(ENOENT)) && strstr(R.err, "not a vigil file"),
+           "expected one line per file not read, got '%s'", R.err);
+    int pt = promtool(R.out);
+    EXPECT(pt != 1, "promtool rejected the exposition:\n%s", R.out);
+
+    char dir[600], prom[700], got[1 << 14];
+    snprintf(dir, sizeof(dir), "%s/tf", vt_tmpdir());
+    EXPECT(mkdir(dir, 0755) == 0, "mkdir");
+    VT_RUN("export", a, missing, "--textfile", dir);
+    EXPECT_EXIT(1, "export --textfile with a missing file");
+    snprintf(prom, sizeof(prom), "%s/vigil.prom", dir);
+    vt_slurp(prom, got, sizeof(got));
+    snprintf(want, sizeof(want), "vigil_file_up{file=\"%s\"} 0", missing);
+    EXPECT(strstr(got, want) && strstr(got, "vigil_heartbeat_capacity"), "vigil.prom: '%s'", got);
+
+    VT_RUN("export", a);
+    EXPECT_EXIT(0, "export of one good file");
+    snprintf(want, sizeof(want), "vigil_file_up{file=\"%s\"} 1\n", a);
+    EXPECT(strstr(R.out, want) && !R.err[0], "'%s' / '%s'", R.out, R.err);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+/* As a user who may not read one of the files: that file is down, the
+ * readable one exported. */
+static int export_as_user(void *arg)
+{
+    const char *const *paths = arg;
+    VT_RUN("export", paths[0], paths[1]);
+    char up[700], down[700];
+    snprintf(up, sizeof(up), "vigil_file_up{file=\"%s\"} 1\n", paths[0]);
+    snprintf(down, sizeof(down), "vigil_file_up{file=\"%s\"} 0\n", paths[1]);
+    if (R.rc != 1 || !strstr(R.out, up) || !strstr(R.out, down) || !strstr(R.out, "vigil_heartbeat_epoch") ||
+        !strstr(R.err, "no read permission")) {
+        fprintf(stderr, "export as nobody: exit %d:\n%s\n%s\n", R.rc, R.out, R.err);
+        return 1;
+    }
+    return 0;
+}
+
+static int test_export_unreadable(void)
+{
+    static char readable[512], closed[512];
+    snprintf(readable, sizeof(readable), "%s", vt_path("readable.hb"));
+    snprintf(closed, sizeof(closed), "%s", vt_path("closed.hb"));
+    vigil_hb_close(vt_hb_fresh_at(readable, 2));
+    vigil_hb_close(vt_hb_fresh_at(closed, 2));
+    EXPECT(chmod(readable, 0644) == 0, "chmod");
+    static const char *paths[2] = { readable, closed };
+    return vt_as_nobody(export_as_user, paths);
+}
+
+VT_MAIN(VT_CASE(test_export_kinds), VT_CASE(test_export_textfile), VT_CASE(test_export_missing),
+        VT_CASE(test_export_unreadable))

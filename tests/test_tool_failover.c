@@ -4,7 +4,10 @@
  * JSON (exact keys and values, one object a line) and human form, the
  * long-running watchdog printing reclaims through a pipe as they happen
  * and ending on SIGTERM with exit 0, two watchdog processes racing over
- * the same stale slots with every slot reclaimed exactly once.
+ * the same stale slots with every slot reclaimed exactly once; --exec:
+ * the CMD's environment per reclaim, its failure logged while the others
+ * run, a hung CMD killed at its timeout without holding up the reclaims,
+ * and the queued CMDs run on SIGTERM.
  */
 #include "tooltest.h"
 
@@ -221,7 +224,7 @@ static int test_two_watchdogs_exactly_once(void)
     /* let both print what they took, then stop them */
     vt_read_until(&a, "never", 200);
     vt_read_until(&b, "never", 200);
-    int ra = vt_stop(&a, SIGTERM, 10000), rb = vt_stop(&b, SIGINT, 10000);
+    int ra = vt_stop_tool(&a, SIGTERM, 10000), rb = vt_stop_tool(&b, SIGINT, 10000);
     EXPECT(ra == 0 && rb == 0, "expected both to exit 0, got %d and %d", ra, rb);
     for (int round = 0; round < 3; round++) {
         for (int i = 0; i < N; i++) {
@@ -240,5 +243,140 @@ static int test_two_watchdogs_exactly_once(void)
     return 0;
 }
 
+/* vigil with stdout on a pipe and stderr into a file, for reading what a
+ * running watchdog logs. */
+static int spawn_logged(struct vt_proc *p, const char *errfile, const char *const *args)
+{
+    int efd = open(errfile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int saved = dup(2);
+    dup2(efd, 2);
+    int rc = vt_spawnv(p, args);
+    dup2(saved, 2);
+    close(saved);
+    close(efd);
+    return rc;
+}
+
+/* Reads a file until it holds `needle`; false after timeout_ms. */
+static bool file_has(const char *path, const char *needle, char *buf, size_t len, unsigned timeout_ms)
+{
+    return VT_WAIT_FOR((vt_slurp(path, buf, len), strstr(buf, needle) != NULL), timeout_ms);
+}
+
+/* What the CMD of --exec sees: one line per reclaim, written by the CMD
+ * itself from its environment, in reclaim order; its stdout kept out of
+ * the JSON stream; its failure logged with the units, the others run
+ * all the same; --once then exits 1. */
+static int test_exec_env(void)
+{
+    const char *f = vt_path("exec.hb"), *out = vt_path("exec.out");
+    vigil_hb *hb = make_hb(f, 4);
+    uint32_t s[3];
+    stale_table(hb, s);
+    setenv("HOOK_OUT", out, 1);
+    setenv("VIGIL_RECLAIM_UNITS", "inherited-must-not-show", 1);
+    VT_RUN("failover", f, "--grace", "2", "--once", "--json", "--epochs-only", "--exec",
+           "echo \"$VIGIL_RECLAIM_SLOT|$VIGIL_RECLAIM_PID|$VIGIL_RECLAIM_UNITS|$VIGIL_RECLAIM_REASON|"
+           "$VIGIL_RECLAIM_IN_FLIGHT|$VIGIL_RECLAIM_EPOCH|$VIGIL_RECLAIM_FILE\" >> \"$HOOK_OUT\"; "
+           "echo noise-on-stdout; [ \"$VIGIL_RECLAIM_PID\" != 503 ] || exit 3");
+    unsetenv("VIGIL_RECLAIM_UNITS");
+    unsetenv("HOOK_OUT");
+    EXPECT_EXIT(1, "failover --once --exec with one CMD failing");
+    char got[4096], want[4096];
+    vt_slurp(out, got, sizeof(got));
+    snprintf(want, sizeof(want), "%u|501|1,40|stale|0x10000000002|5|%s\n%u|503||stale|0x0|5|%s\n", s[0], f, s[2], f);
+    EXPECT(strcmp(got, want) == 0, "the CMDs saw:\n%s\nexpected:\n%s", got, want);
+    EXPECT(vt_count_lines(R.out) == 2 && !strstr(R.out, "noise"), "CMD's stdout reached the JSON stream:\n%s", R.out);
+    for (char *l = R.out; *l; l = strchr(l, '\n') + 1) {
+        char line[512];
+        snprintf(line, sizeof(line), "%.*s", (int)(strchr(l, '\n') - l), l);
+        EXPECT(vj_parse(line), "not JSON (%s): %s", vj_error, line);
+    }
+    snprintf(want, sizeof(want), "vigil: %s: --exec for slot %u (pid 503, stale, units none): exited with status 3\n",
+             f, s[2]);
+    EXPECT(strstr(R.err, want) && strstr(R.err, "noise-on-stdout"), "expected '%s' in stderr, got '%s'", want, R.err);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+/* A CMD that hangs is killed at --exec-timeout and logged; the CMDs
+ * queued behind it run, and the watchdog goes on reclaiming meanwhile. */
+static int test_exec_hung(void)
+{
+    const char *f = vt_path("hung.hb"), *out = vt_path("hung.out"), *err = vt_path("hung.err");
+    vigil_hb *hb = make_hb(f, 4);
+    setenv("HOOK_OUT", out, 1);
+    struct vt_proc p;
+    int sp = spawn_logged(&p, err, (const char *const[]){ "failover", f, "--grace", "1", "--interval", "5ms",
+        "--epochs-only", "--exec-timeout", "300ms", "--exec",
+        "echo \"start $VIGIL_RECLAIM_PID\" >> \"$HOOK_OUT\"; [ \"$VIGIL_RECLAIM_PID\" != 701 ] || exec sleep 1000; "
+        "echo \"done $VIGIL_RECLAIM_PID $VIGIL_RECLAIM_UNITS\" >> \"$HOOK_OUT\"", NULL });
+    unsetenv("HOOK_OUT");
+    EXPECT(sp == 0, "spawn");
+    uint32_t a, b, c;
+    EXPECT_RC(vigil_hb_register(hb, 701, &a), 0);
+    EXPECT_RC(vigil_hb_register(hb, 702, &b), 0);
+    vigil_hb_mark_in_flight(hb, b, 6);
+    vigil_hb_tick(hb);
+    vigil_hb_tick(hb);
+    char buf[4096], ebuf[4096];
+    /* 701's CMD hangs; the watchdog still reclaims 703 meanwhile. */
+    bool hung = file_has(out, "start 701", buf, sizeof(buf), 10000);
+    EXPECT_RC(vigil_hb_register(hb, 703, &c), 0);
+    vigil_hb_tick(hb);
+    vigil_hb_tick(hb);
+    bool reclaimed = vt_read_until(&p, "pid 703", 10000);
+    bool killed = file_has(err, "ran past --exec-timeout 300ms and was killed", ebuf, sizeof(ebuf), 10000);
+    bool after = file_has(out, "done 703", buf, sizeof(buf), 10000);
+    int rc = vt_stop(&p, SIGTERM, 10000);
+    EXPECT(hung && reclaimed, "the watchdog stopped reclaiming behind a hung CMD:\n%s\n%s", buf, p.buf);
+    char want[96];
+    snprintf(want, sizeof(want), "--exec for slot %u (pid 701, stale, units none): ran past", a);
+    EXPECT(killed && strstr(ebuf, want), "the hung CMD was not logged: '%s'", ebuf);
+    EXPECT(after && strstr(buf, "done 702 6\n") && strstr(buf, "done 702") < strstr(buf, "done 703") &&
+               !strstr(buf, "done 701"),
+           "the queued CMDs did not run in order after the hung one:\n%s", buf);
+    EXPECT(rc == 0, "expected exit 0 on SIGTERM, got %d", rc);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+/* SIGTERM while a CMD runs and another waits: both still run before the
+ * watchdog exits 0, so a reclaim made is never dropped by a restart. */
+static int test_exec_runs_on_stop(void)
+{
+    const char *f = vt_path("drain.hb"), *out = vt_path("drain.out"), *gate = vt_path("drain.gate");
+    vigil_hb *hb = make_hb(f, 4);
+    setenv("HOOK_OUT", out, 1);
+    setenv("HOOK_GATE", gate, 1);
+    struct vt_proc p;
+    int sp = VT_SPAWN(&p, "failover", f, "--grace", "1", "--interval", "5ms", "--epochs-only", "--exec",
+                      "echo \"start $VIGIL_RECLAIM_PID\" >> \"$HOOK_OUT\"; "
+                      "while [ ! -e \"$HOOK_GATE\" ]; do sleep 0.01; done; echo \"done $VIGIL_RECLAIM_PID\" >> \"$HOOK_OUT\"");
+    unsetenv("HOOK_OUT");
+    unsetenv("HOOK_GATE");
+    EXPECT(sp == 0, "spawn");
+    uint32_t a, b;
+    EXPECT_RC(vigil_hb_register(hb, 801, &a), 0);
+    EXPECT_RC(vigil_hb_register(hb, 802, &b), 0);
+    vigil_hb_tick(hb);
+    vigil_hb_tick(hb);
+    char buf[4096];
+    bool both = vt_read_until(&p, "pid 802", 10000);
+    bool first = file_has(out, "start 80", buf, sizeof(buf), 10000);
+    kill(p.pid, SIGTERM);
+    int fd = open(gate, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    close(fd);
+    int st = vt_wait(p.pid, 20000);
+    close(p.fd);
+    vt_slurp(out, buf, sizeof(buf));
+    EXPECT(both && first, "the reclaims or the first CMD never came: '%s' / '%s'", p.buf, buf);
+    EXPECT(strstr(buf, "done 801") && strstr(buf, "done 802"), "a CMD was dropped on SIGTERM:\n%s", buf);
+    EXPECT(st == 0, "expected exit 0, got %d", st);
+    vigil_hb_close(hb);
+    return 0;
+}
+
 VT_MAIN(VT_CASE(test_usage), VT_CASE(test_killed_worker_exited), VT_CASE(test_once_json), VT_CASE(test_once_human),
-        VT_CASE(test_watchdog_runs), VT_CASE(test_two_watchdogs_exactly_once))
+        VT_CASE(test_watchdog_runs), VT_CASE(test_two_watchdogs_exactly_once), VT_CASE(test_exec_env),
+        VT_CASE(test_exec_hung), VT_CASE(test_exec_runs_on_stop))

@@ -112,7 +112,7 @@ static int test_not_acquired(void)
            "expected one line naming the key and its holder, got '%s'", R.err);
     VT_RUN("lock", "--store", s, "--wait", "200", "busy", "--", "touch", marker);
     EXPECT_EXIT(75, "--wait 200 on a held key");
-    EXPECT(vt_count_lines(R.err) == 1 && strstr(R.err, "within 200 ms"), "stderr: '%s'", R.err);
+    EXPECT(vt_count_lines(R.err) == 1 && strstr(R.err, "within 200ms"), "stderr: '%s'", R.err);
     EXPECT(access(marker, F_OK) != 0, "CMD ran without the lease");
     EXPECT_RC(vigil_leases_release(ls, &held), 0);
     vigil_leases_close(ls);
@@ -190,7 +190,7 @@ static int lost_with(const char *cmd_script, const char *kill_after, int *exit_s
     int efd = open(vt_path("lock.stderr"), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     int saved = dup(2);
     dup2(efd, 2); /* the spawned tool's stderr, to read its one line */
-    int sp = VT_SPAWN(&p, "lock", "--store", s, "--ttl", "300", "--kill-after", kill_after, "lost", "--", "sh", "-c",
+    int sp = VT_SPAWN(&p, "lock", "--store", s, "--ttl", "300ms", "--kill-after", kill_after, "lost", "--", "sh", "-c",
                       cmd_script);
     dup2(saved, 2);
     close(saved);

@@ -4,7 +4,8 @@
  * files of a directory (and only those: not a symlink, not a text file,
  * not a subdirectory), with their kind, capacity, occupied and live
  * counts and owner, in text and JSON; a missing directory named on the
- * command line is an error, the default ones are skipped.
+ * command line is an error, the default ones are skipped; as a user who
+ * may not read a file, it is still listed, marked unreadable.
  */
 #include "tooltest.h"
 
@@ -96,4 +97,52 @@ static int test_ls_defaults(void)
     return 0;
 }
 
-VT_MAIN(VT_CASE(test_ls_dir), VT_CASE(test_ls_defaults))
+/* As a user who may not read them, ls still lists the files of a size a
+ * vigil file can have, marked unreadable with their owner, beside the
+ * ones it can read; a file of another size it cannot read stays out. */
+static int ls_as_user(void *arg)
+{
+    const char *dir = arg;
+    VT_RUN("ls", dir, "--json");
+    struct vj *doc = R.rc == 0 ? vj_parse(R.out) : NULL;
+    if (!doc || vj_count(doc) != 2) {
+        fprintf(stderr, "ls --json as nobody: exit %d, expected 2 entries:\n%s\n%s\n", R.rc, R.out, R.err);
+        return 1;
+    }
+    const struct vj *mine = find_path(doc, "/open.hb"), *theirs = find_path(doc, "/closed.hb");
+    const struct vj *rd = mine ? vj_get(mine, "readable") : NULL, *nrd = theirs ? vj_get(theirs, "readable") : NULL;
+    if (!rd || rd->type != VJ_BOOL || !rd->b || !vj_is_str(vj_get(mine, "kind"), "heartbeat") || !nrd ||
+        nrd->type != VJ_BOOL || nrd->b || vj_get(theirs, "kind")->type != VJ_NULL ||
+        vj_get(theirs, "capacity")->type != VJ_NULL || !vj_is_str(vj_get(theirs, "owner"), "root")) {
+        fprintf(stderr, "ls --json as nobody: wrong entries:\n%s\n", R.out);
+        return 1;
+    }
+    VT_RUN("ls", dir);
+    if (R.rc != 0 || vt_count_lines(R.out) != 3 || !strstr(R.out, "unreadable") || !strstr(R.out, "closed.hb") ||
+        strstr(R.out, "closed.txt")) {
+        fprintf(stderr, "ls as nobody: exit %d:\n%s\n%s\n", R.rc, R.out, R.err);
+        return 1;
+    }
+    return 0;
+}
+
+static int test_ls_unreadable(void)
+{
+    static char dir[512];
+    snprintf(dir, sizeof(dir), "%s/shared", vt_tmpdir());
+    EXPECT(mkdir(dir, 0755) == 0 && chmod(dir, 0755) == 0, "mkdir");
+    char open_hb[600], closed_hb[600], closed_txt[600];
+    snprintf(open_hb, sizeof(open_hb), "%s/open.hb", dir);
+    snprintf(closed_hb, sizeof(closed_hb), "%s/closed.hb", dir);
+    snprintf(closed_txt, sizeof(closed_txt), "%s/closed.txt", dir);
+    vigil_hb_close(vt_hb_fresh_at(open_hb, 2));
+    vigil_hb_close(vt_hb_fresh_at(closed_hb, 2)); /* 0600, root's */
+    EXPECT(chmod(open_hb, 0644) == 0, "chmod");
+    FILE *f = fopen(closed_txt, "w");
+    EXPECT(f && fputs("71 bytes, a size no vigil file has (64 + 8k), that only root may read.\n", f) >= 0 &&
+               fclose(f) == 0 && chmod(closed_txt, 0600) == 0,
+           "write closed.txt");
+    return vt_as_nobody(ls_as_user, dir);
+}
+
+VT_MAIN(VT_CASE(test_ls_dir), VT_CASE(test_ls_defaults), VT_CASE(test_ls_unreadable))

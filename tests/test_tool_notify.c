@@ -4,7 +4,8 @@
  * listens on, as systemd would: READY=1 first, WATCHDOG=1 at each interval
  * while enough slots are live, and none once they are not. Every message
  * carries a STATUS= line with the scan's number and live count, so the
- * test follows the watchdog's own intervals and never a clock.
+ * test follows the watchdog's own intervals and never a clock. The start
+ * grace: --min-live not judged until first met (or --start-grace 0).
  */
 #include "tooltest.h"
 
@@ -78,4 +79,79 @@ static int test_sd_notify(void)
     return 0;
 }
 
-VT_MAIN(VT_CASE(test_sd_notify))
+/* The start grace: on a table whose workers are not up yet, --min-live
+ * is not judged (WATCHDOG=1, STATUS says starting) until it is first met;
+ * from then on it is, and a worker going stale stops WATCHDOG=1. With
+ * --start-grace 0 an empty table is unhealthy from the first message. */
+static int test_start_grace(void)
+{
+    const char *f = vt_path("start.hb");
+    vigil_hb *hb = vt_hb_fresh_at(f, 4);
+    int sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%.90s/notify2", vt_tmpdir()) >= (int)sizeof(sa.sun_path))
+        return VT_SKIP;
+    EXPECT(sock >= 0 && bind(sock, (struct sockaddr *)&sa, sizeof(sa)) == 0, "bind: %s", strerror(errno));
+    setenv("NOTIFY_SOCKET", sa.sun_path, 1);
+    struct vt_proc p;
+    int sp = VT_SPAWN(&p, "failover", f, "--grace", "3", "--interval", "10ms", "--sd-notify", "--min-live", "2",
+                      "--start-grace", "1h");
+    unsetenv("NOTIFY_SOCKET");
+    EXPECT(sp == 0, "spawn");
+    char msg[512];
+    EXPECT(recv_msg(sock, msg, sizeof(msg), 10000), "no message from the watchdog");
+    EXPECT(strstr(msg, "READY=1") && strstr(msg, "WATCHDOG=1") && strstr(msg, "starting: 0 live"),
+           "an empty table in its start grace: '%s'", msg);
+    /* The workers come up one by one: still starting with one. */
+    uint32_t a, b;
+    EXPECT_RC(vigil_hb_register(hb, (uint32_t)getpid(), &a), 0);
+    bool one = false;
+    for (int i = 0; i < 2000 && !one; i++) {
+        EXPECT(recv_msg(sock, msg, sizeof(msg), 10000), "no message");
+        one = strstr(msg, "starting: 1 live") != NULL;
+        EXPECT(strstr(msg, "WATCHDOG=1"), "no WATCHDOG=1 while starting: '%s'", msg);
+    }
+    EXPECT(one, "never saw one live worker: '%s'", msg);
+    EXPECT_RC(vigil_hb_register(hb, (uint32_t)getpid(), &b), 0);
+    bool up = false;
+    for (int i = 0; i < 2000 && !up; i++) {
+        EXPECT(recv_msg(sock, msg, sizeof(msg), 10000), "no message");
+        up = strstr(msg, ": 2 live") && !strstr(msg, "starting");
+    }
+    EXPECT(up && strstr(msg, "WATCHDOG=1"), "never healthy with two live: '%s'", msg);
+    /* Met once, judged from now on: one goes stale, no more WATCHDOG=1. */
+    for (int i = 0; i < 5; i++) {
+        vigil_hb_tick(hb);
+        vigil_hb_beat(hb, a);
+    }
+    bool down = false;
+    for (int i = 0; i < 2000 && !down; i++) {
+        EXPECT(recv_msg(sock, msg, sizeof(msg), 10000), "no message");
+        down = strstr(msg, ": 1 live") != NULL;
+    }
+    EXPECT(down && !strstr(msg, "WATCHDOG=1") && !strstr(msg, "starting"),
+           "below --min-live after the start: '%s'", msg);
+    int st = vt_stop(&p, SIGTERM, 10000);
+    EXPECT(st == 0, "exit %d on SIGTERM", st);
+
+    /* --start-grace 0: judged at once. */
+    const char *g = vt_path("nograce.hb");
+    vigil_hb_close(vt_hb_fresh_at(g, 4));
+    setenv("NOTIFY_SOCKET", sa.sun_path, 1);
+    sp = VT_SPAWN(&p, "failover", g, "--interval", "10ms", "--sd-notify", "--min-live", "1", "--start-grace", "0");
+    unsetenv("NOTIFY_SOCKET");
+    EXPECT(sp == 0, "spawn");
+    bool first = false;
+    for (int i = 0; i < 2000 && !first; i++) {
+        EXPECT(recv_msg(sock, msg, sizeof(msg), 10000), "no message");
+        first = strstr(msg, "READY=1") != NULL; /* the old watchdog's last messages may come first */
+    }
+    st = vt_stop(&p, SIGTERM, 10000);
+    close(sock);
+    EXPECT(first && !strstr(msg, "WATCHDOG=1") && strstr(msg, "scan 0: 0 live"), "--start-grace 0: '%s'", msg);
+    EXPECT(st == 0, "exit %d on SIGTERM", st);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+VT_MAIN(VT_CASE(test_sd_notify), VT_CASE(test_start_grace))

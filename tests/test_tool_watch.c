@@ -3,7 +3,7 @@
  * Description: vigil watch as an operator sees it. On a terminal (a
  * pseudo-terminal the test holds, 60 columns wide) stale slots are
  * coloured and every line fits the width; NO_COLOR takes the colour away
- * and TERM=dumb every escape code; --json gives one JSON document per
+ * and TERM=dumb every escape code, lines still cut to the width; --json gives one JSON document per
  * line, with the file's counters and their rates (null in the first
  * view, above zero in the first one after new registrations); the human
  * view ends with them too; a file truncated under the watch ends it with
@@ -115,6 +115,12 @@ static int test_terminal_colour_and_width(void)
     rc = watch_on_pty(f, 60, "TERM=dumb", NULL, "1 stale", out, sizeof(out));
     EXPECT(rc == 0, "watch with TERM=dumb:\n%s", out);
     EXPECT(!strchr(out, '\033'), "escape codes with TERM=dumb:\n%s", out);
+    /* A dumb terminal wraps as badly as any: lines are cut all the same. */
+    EXPECT(widest(out) <= 60, "a line of %zu columns on a 60-column dumb terminal:\n%s", widest(out), out);
+    /* and they are cut, not merely short: the same view is wider on 200 */
+    rc = watch_on_pty(f, 200, "TERM=dumb", NULL, "1 stale", out, sizeof(out));
+    EXPECT(rc == 0 && widest(out) > 60, "the view is no wider than 60 columns on a 200-column terminal (%zu)",
+           widest(out));
     vigil_hb_close(hb);
     return 0;
 }

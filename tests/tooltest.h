@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <grp.h>
 #include <sys/stat.h>
 
 #ifndef VIGIL_TOOL
@@ -137,6 +138,63 @@ static inline int vt_spawnv(struct vt_proc *p, const char *const *args)
 }
 #define VT_SPAWN(p, ...) vt_spawnv((p), (const char *const[]){ __VA_ARGS__, NULL })
 
+
+/* Whether process pid has sig blocked (/proc/PID/status, SigBlk). */
+static inline bool vt_sig_blocked(pid_t pid, int sig)
+{
+    char path[64], text[4096];
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    vt_slurp(path, text, sizeof(text));
+    const char *b = strstr(text, "\nSigBlk:");
+    unsigned long long mask;
+    return b && sscanf(b + 8, "%llx", &mask) == 1 && (mask >> (sig - 1) & 1);
+}
+
+/* Stops a long-running vigil command with sig (SIGINT or SIGTERM) once it
+ * is ready to take it: the tool blocks its stop signals as it starts, and
+ * one sent before that kills it (exit 128 + sig) instead of ending it
+ * cleanly. A command that printed something has; one that may have found
+ * nothing to say (a second watchdog) is waited for here, bounded. */
+static inline int vt_stop_tool(struct vt_proc *p, int sig, unsigned timeout_ms)
+{
+    VT_WAIT_FOR(vt_sig_blocked(p->pid, sig), timeout_ms);
+    return vt_stop(p, sig, timeout_ms);
+}
+
+/* ---- running the tool as an unprivileged user --------------------------- */
+
+/*
+ * Runs body(arg) in a forked child that has become nobody (uid and gid
+ * 65534), whose own scratch directory (for the tool's captured output)
+ * is made for it: 0 when body returned 0, 1 when it failed, VT_SKIP when
+ * this test is not root (root reads everything: nothing to test) or
+ * nobody cannot run the built tool (a build tree under a directory
+ * closed to others). The test's directory is opened to others (0711,
+ * search only) meanwhile; files in it keep their own modes.
+ */
+static inline int vt_as_nobody(int (*body)(void *), void *arg)
+{
+    if (geteuid() != 0)
+        return VT_SKIP;
+    char scratch[sizeof(vt_dir)];
+    if (snprintf(scratch, sizeof(scratch), "%.200s/nobody", vt_tmpdir()) >= (int)sizeof(scratch))
+        return VT_SKIP;
+    if ((mkdir(scratch, 0777) != 0 && errno != EEXIST) || chmod(scratch, 0777) != 0 || chmod(vt_tmpdir(), 0711) != 0)
+        return 1;
+    fflush(NULL);
+    pid_t kid = fork();
+    if (kid == 0) {
+        if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0)
+            _exit(VT_SKIP);
+        if (access(VIGIL_TOOL, X_OK) != 0)
+            _exit(VT_SKIP);
+        memcpy(vt_dir, scratch, sizeof(vt_dir)); /* where it may write the tool's output */
+        _exit(body(arg) == 0 ? 0 : 1);
+    }
+    int st = vt_wait(kid, 60000);
+    chmod(vt_tmpdir(), 0700);
+    return st == VT_SKIP ? VT_SKIP : st == 0 ? 0 : 1;
+}
 
 /* ---- a small strict JSON reader --------------------------------------------- */
 

@@ -1,41 +1,230 @@
 /* SPDX-License-Identifier: MIT */
-/* vigil create FILE --capacity N: make a heartbeat table. */
+/*
+ * vigil create FILE [--kind heartbeat|barrier|leases] [--capacity N]
+ * [--table T] [--grace G] [--mode OCTAL] [--group NAME]: make a vigil
+ * file. A heartbeat table or a lease store takes --capacity; a barrier
+ * takes its heartbeat table (--table), whose capacity it shares, and the
+ * grace it stores.
+ *
+ * With --group the file must appear with its group and mode already set,
+ * never first as the creator's group: it is made under a temporary name
+ * beside FILE (mode 0600), given its group, then its mode, then linked to
+ * FILE without replacing anything there (renameat2 RENAME_NOREPLACE where
+ * the filesystem has no hard links). A creator killed on the way leaves
+ * at most a ".FILE.vigil-create.XXXXXX" beside it, never FILE half made.
+ */
+#define _GNU_SOURCE
 #include "vigil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* 0..0777 in octal digits (a leading 0 or not): the permission bits alone. */
+static int parse_mode(const char *s, unsigned *out)
+{
+    if (!*s || strlen(s) > 4)
+        return -1;
+    unsigned v = 0;
+    for (const char *p = s; *p; p++) {
+        if (*p < '0' || *p > '7')
+            return -1;
+        v = v * 8 + (unsigned)(*p - '0');
+    }
+    if (v > 0777)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* A group by name, or by number when no group has that name. */
+static int parse_group(const char *s, gid_t *out)
+{
+    struct group gr, *res = NULL;
+    char buf[4096];
+    if (getgrnam_r(s, &gr, buf, sizeof(buf), &res) == 0 && res) {
+        *out = res->gr_gid;
+        return 0;
+    }
+    uint64_t v;
+    if (tool_parse_u64(s, &v) == 0 && v < (gid_t)-1) {
+        *out = (gid_t)v;
+        return 0;
+    }
+    return -1;
+}
+
+struct spec {
+    uint32_t    kind;
+    uint32_t    capacity;
+    uint64_t    grace;
+    const char *table;
+    unsigned    mode;
+};
+
+/* Makes the file at path with sp->mode, setting sp->capacity to what it
+ * holds: 0, a negative error about path, or EXIT_RUNTIME after printing
+ * what was wrong with the barrier's table. */
+static int make(const char *path, struct spec *sp)
+{
+    int rc;
+    if (sp->kind == VIGIL_KIND_HEARTBEAT) {
+        vigil_hb *hb;
+        if ((rc = vigil_hb_create_mode(path, sp->capacity, sp->mode, &hb)) < 0)
+            return rc;
+        vigil_hb_close(hb);
+    } else if (sp->kind == VIGIL_KIND_LEASES) {
+        vigil_leases *ls;
+        if ((rc = vigil_leases_create_mode(path, sp->capacity, sp->mode, &ls)) < 0)
+            return rc;
+        vigil_leases_close(ls);
+    } else {
+        /* Read permission on the table is enough: the barrier only takes
+         * its capacity now; its waiters open the table themselves. */
+        vigil_hb *hb;
+        if ((rc = vigil_hb_open_readonly(sp->table, 0, &hb)) < 0)
+            return tool_fail_file(sp->table, rc, VIGIL_KIND_HEARTBEAT, false);
+        vigil_barrier *b;
+        sp->capacity = vigil_hb_capacity(hb);
+        rc = vigil_barrier_create_mode(path, hb, sp->grace, sp->mode, &b);
+        if (rc == 0)
+            vigil_barrier_close(b);
+        vigil_hb_close(hb);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* The --group way: a temporary name, its group, its mode, then FILE. */
+static int make_with_group(const char *path, struct spec *sp, gid_t gid, const char *group)
+{
+    char tmp[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    int dirlen = slash ? (int)(slash - path + 1) : 0;
+    const char *base = slash ? slash + 1 : path;
+    unsigned rnd = (unsigned)getpid() ^ (unsigned)tool_now_ms() * 2654435761u;
+    if (snprintf(tmp, sizeof(tmp), "%.*s.%s.vigil-create.%08x", dirlen, path, base, rnd) >= (int)sizeof(tmp))
+        return tool_fail_msg(path, "path too long");
+    unsigned mode = sp->mode;
+    sp->mode = 0600;
+    int rc = make(tmp, sp);
+    sp->mode = mode;
+    if (rc == EXIT_RUNTIME)
+        return rc;
+    if (rc < 0)
+        return tool_fail(path, rc);
+    if (chown(tmp, (uid_t)-1, gid) != 0) {
+        int err = errno;
+        unlink(tmp);
+        if (err == EPERM)
+            return tool_fail_msg(path, "cannot give it to group %s: %s (uid %u is not a member, and not root)", group,
+                                 strerror(err), (unsigned)geteuid());
+        return tool_fail_msg(path, "cannot give it to group %s: %s", group, strerror(err));
+    }
+    if (chmod(tmp, mode) != 0) {
+        int err = -errno;
+        unlink(tmp);
+        return tool_fail(path, err);
+    }
+    if (link(tmp, path) == 0) {
+        unlink(tmp);
+        return 0;
+    }
+    int err = errno;
+    if (err == EPERM || err == ENOSYS || err == EOPNOTSUPP || err == EMLINK) {
+        /* No hard links here: a rename that never replaces. */
+        if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) == 0)
+            return 0;
+        err = errno;
+    }
+    unlink(tmp);
+    return tool_fail(path, -err);
+}
 
 static int run(const struct tool_cmd *cmd, int argc, char **argv)
 {
-    uint64_t capacity = 0;
-    bool have_capacity = false;
+    uint64_t capacity = 0, grace = TOOL_DEFAULT_GRACE;
+    bool have_capacity = false, have_grace = false;
+    const char *kind = "heartbeat", *table = NULL, *mode_s = NULL, *group = NULL;
     const struct tool_opt opts[] = {
         { "capacity", OPT_U64, 1, TOOL_MAX_CAPACITY, &capacity, &have_capacity, NULL },
+        { "kind", OPT_STR, 0, 0, NULL, NULL, &kind },
+        { "table", OPT_STR, 0, 0, NULL, NULL, &table },
+        { "grace", OPT_U64, 0, TOOL_MAX_GRACE, &grace, &have_grace, NULL },
+        { "mode", OPT_STR, 0, 0, NULL, NULL, &mode_s },
+        { "group", OPT_STR, 0, 0, NULL, NULL, &group },
     };
     const char *pos[1];
     size_t npos;
-    int rc = tool_parse(cmd, argc, argv, opts, 1, pos, 1, 1, &npos);
+    int rc = tool_parse(cmd, argc, argv, opts, sizeof(opts) / sizeof(opts[0]), pos, 1, 1, &npos);
     if (rc != TOOL_GO)
         return rc;
-    if (!have_capacity)
-        return tool_usage_error(cmd, "--capacity is required");
+    struct spec sp = { .capacity = (uint32_t)capacity, .grace = grace, .table = table, .mode = 0600 };
+    if (strcmp(kind, "heartbeat") == 0)
+        sp.kind = VIGIL_KIND_HEARTBEAT;
+    else if (strcmp(kind, "barrier") == 0)
+        sp.kind = VIGIL_KIND_BARRIER;
+    else if (strcmp(kind, "leases") == 0)
+        sp.kind = VIGIL_KIND_LEASES;
+    else
+        return tool_usage_error(cmd, "--kind: heartbeat, barrier or leases, not '%s'", kind);
+    if (sp.kind == VIGIL_KIND_BARRIER) {
+        if (!table)
+            return tool_usage_error(cmd, "--kind barrier needs --table T, the heartbeat table it counts peers in");
+        if (have_capacity)
+            return tool_usage_error(cmd, "--capacity does not apply to a barrier: it has its table's");
+    } else {
+        if (!have_capacity)
+            return tool_usage_error(cmd, "--capacity is required");
+        if (table || have_grace)
+            return tool_usage_error(cmd, "--%s applies to --kind barrier only", table ? "table" : "grace");
+    }
+    if (mode_s && parse_mode(mode_s, &sp.mode) < 0)
+        return tool_usage_error(cmd, "--mode: permission bits in octal, 0..0777 (e.g. 0660), not '%s'", mode_s);
+    gid_t gid = 0;
+    if (group && parse_group(group, &gid) < 0)
+        return tool_usage_error(cmd, "--group: no group named '%s'", group);
 
-    vigil_hb *hb;
-    int err = vigil_hb_create(pos[0], (uint32_t)capacity, &hb);
-    if (err < 0)
-        return tool_fail(pos[0], err);
-    vigil_hb_close(hb);
-    printf("%s: heartbeat table, capacity %llu, %llu bytes\n", pos[0],
-           (unsigned long long)capacity, (unsigned long long)(64 + capacity * 64));
+    if (group) {
+        if ((rc = make_with_group(pos[0], &sp, gid, group)) != 0)
+            return rc;
+    } else if ((rc = make(pos[0], &sp)) != 0) {
+        return rc == EXIT_RUNTIME ? rc : tool_fail(pos[0], rc);
+    }
+    uint64_t rec = sp.kind == VIGIL_KIND_HEARTBEAT ? 64 : sp.kind == VIGIL_KIND_BARRIER ? 8 : 256;
+    printf("%s: %s, capacity %u, mode %04o%s%s, %llu bytes\n", pos[0],
+           sp.kind == VIGIL_KIND_HEARTBEAT ? "heartbeat table" : sp.kind == VIGIL_KIND_BARRIER ? "barrier" : "lease store",
+           sp.capacity, sp.mode, group ? ", group " : "", group ? group : "",
+           (unsigned long long)(64 + sp.capacity * rec));
     return tool_flush();
 }
 
 const struct tool_cmd tool_cmd_create = {
     .name = "create",
-    .synopsis = "FILE --capacity N",
-    .summary = "make a heartbeat table",
-    .help = "Makes a heartbeat table of N slots (1..1048576) at FILE, mode 0600.\n"
-            "Never replaces anything: an existing FILE is an error.\n"
+    .synopsis = "FILE [--kind KIND] [--capacity N] [--table T] [--grace G] [--mode OCTAL] [--group NAME]",
+    .summary = "make a heartbeat table, a barrier or a lease store",
+    .help = "Makes a vigil file at FILE: by default a heartbeat table of N slots\n"
+            "(1..1048576). Never replaces anything: an existing FILE is an error. The\n"
+            "file appears whole, with its mode and group already set.\n"
             "\n"
             "options:\n"
-            "  --capacity N   number of slots, one per process (required)\n"
-            "  -h, --help     show this help\n",
+            "  --kind KIND     heartbeat, barrier or leases (default heartbeat)\n"
+            "  --capacity N    slots (heartbeat) or entries (leases), 1..1048576;\n"
+            "                  required for those two kinds\n"
+            "  --table T       barrier: the heartbeat table whose live peers it counts\n"
+            "                  (its capacity is the table's); required for a barrier\n"
+            "  --grace G       barrier: the grace in epochs it stores (default 5)\n"
+            "  --mode OCTAL    permission bits, e.g. 0660 for a group of processes\n"
+            "                  (default 0600; the umask does not apply)\n"
+            "  --group NAME    the file's group, by name or number (default: the\n"
+            "                  creator's); needs root or membership of the group\n"
+            "  -h, --help      show this help\n",
     .run = run,
 };

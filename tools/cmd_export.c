@@ -6,8 +6,16 @@
  * counters end in _total, times are in seconds, and no label carries a
  * pid (pids churn; a series per process would never end). Every file is
  * opened read-only and only looked at.
+ *
+ * A file that cannot be read (missing, unreadable, not a vigil file) hides
+ * none of the others: vigil_file_up{file=...} is 1 for each file read and
+ * 0 for each that was not, whose reason goes to stderr; the others' series
+ * are printed as ever, and the exit status is 1 (0 when every file was
+ * read), with --textfile too, whose file is written all the same.
  */
 #define _GNU_SOURCE
+#include "etcd_opts.h"
+#include "export_group.h"
 #include "vigil.h"
 
 #include <errno.h>
@@ -22,6 +30,7 @@
  * each with every file's sample under one HELP and TYPE. */
 struct file_state {
     const char *path;
+    bool        up;       /* read; otherwise kind is 0 and only vigil_file_up is printed */
     uint32_t    kind, capacity;
     /* heartbeat */
     uint64_t epoch, term;
@@ -164,6 +173,10 @@ static void head(FILE *out, const char *name, const char *type, const char *help
 static void print_all(FILE *out, const struct file_state *files, size_t n)
 {
     const uint32_t H = VIGIL_KIND_HEARTBEAT, B = VIGIL_KIND_BARRIER, L = VIGIL_KIND_LEASES;
+    head(out, "vigil_file_up", "gauge", "1 when the file was read, 0 when it could not be (missing, unreadable, "
+                                        "not a vigil file).");
+    for (size_t i = 0; i < n; i++)
+        sample(out, "vigil_file_up", files[i].path, NULL, NULL, files[i].up);
     FAMILY(out, files, n, H, "vigil_heartbeat_capacity", "gauge", "Slots in the heartbeat table.", f->capacity);
     {
         bool any = false;
@@ -273,24 +286,46 @@ static int write_textfile(const char *dir, const char *text, size_t len)
 static int run(const struct tool_cmd *cmd, int argc, char **argv)
 {
     uint64_t grace = TOOL_DEFAULT_GRACE;
-    const char *dir = NULL;
+    const char *dir = NULL, *etcd = NULL, *groups = NULL;
+    struct tool_etcd_flags flags = { 0 };
     const struct tool_opt opts[] = {
         { "grace", OPT_U64, 0, TOOL_MAX_GRACE, &grace, NULL, NULL },
         { "textfile", OPT_STR, 0, 0, NULL, NULL, &dir },
+        { "etcd", OPT_STR, 0, 0, NULL, NULL, &etcd }, /* groups on etcd: export_group.c */
+        { "group", OPT_STR, 0, 0, NULL, NULL, &groups },
+        TOOL_ETCD_OPTS(&flags),
     };
     const char *pos[64];
     size_t npos;
-    int rc = tool_parse(cmd, argc, argv, opts, 2, pos, 1, 64, &npos);
+    int rc = tool_parse(cmd, argc, argv, opts, sizeof(opts) / sizeof(opts[0]), pos, 0, 64, &npos);
     if (rc != TOOL_GO)
         return rc;
-    struct file_state *files = calloc(npos, sizeof(*files));
+    if (!etcd != !groups)
+        return tool_usage_error(cmd, "--etcd ENDPOINTS and --group GROUP go together");
+    if (npos == 0 && !groups)
+        return tool_usage_error(cmd, "missing FILE (or --etcd ENDPOINTS --group GROUP)");
+    struct vigil_etcd_options eo;
+    if (groups && (rc = tool_etcd_options(cmd, &flags, &eo)) != TOOL_GO)
+        return rc;
+    struct file_state *files = calloc(npos + 1, sizeof(*files));
     if (!files)
         return tool_fail("export", -ENOMEM);
+    /* Each file once: a second sample of the same series is not valid
+     * exposition. */
+    size_t n = 0;
+    bool all_up = true;
     for (size_t i = 0; i < npos; i++) {
-        files[i].path = pos[i];
-        if ((rc = read_file(&files[i], grace)) != 0) {
-            free(files);
-            return rc;
+        bool dup = false;
+        for (size_t k = 0; k < n && !dup; k++)
+            dup = strcmp(files[k].path, pos[i]) == 0;
+        if (dup)
+            continue;
+        struct file_state *f = &files[n++];
+        f->path = pos[i];
+        f->up = read_file(f, grace) == 0; /* the reason is on stderr */
+        if (!f->up) {
+            *f = (struct file_state){ .path = pos[i] };
+            all_up = false;
         }
     }
     char *buf = NULL;
@@ -300,7 +335,11 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
         free(files);
         return tool_fail("export", -errno);
     }
-    print_all(mem, files, npos);
+    if (n)
+        print_all(mem, files, n);
+    if (groups && tool_export_groups(mem, etcd, groups, &eo, &all_up) != EXIT_OK)
+        all_up = false;
+    tool_etcd_flags_free(&flags);
     fclose(mem);
     free(files);
     if (dir)
@@ -308,12 +347,12 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
     else
         rc = fwrite(buf, 1, len, stdout) == len ? tool_flush() : tool_fail("stdout", -EIO);
     free(buf);
-    return rc;
+    return rc != EXIT_OK ? rc : all_up ? EXIT_OK : EXIT_RUNTIME;
 }
 
 const struct tool_cmd tool_cmd_export = {
     .name = "export",
-    .synopsis = "FILE... [--grace G] [--textfile DIR]",
+    .synopsis = "FILE... [--grace G] [--textfile DIR] [--etcd ENDPOINTS --group GROUP[,GROUP...] " TOOL_ETCD_SYNOPSIS "]",
     .summary = "Prometheus text exposition of the files' state and counters",
     .help = "Prints the state of each FILE (any kind) in Prometheus' text format:\n"
             "slot and entry counts by state, epochs, the leader's term and slot, and\n"
@@ -321,13 +360,21 @@ const struct tool_cmd tool_cmd_export = {
             "reclaims, repairs, leader changes, barrier releases and withdrawals,\n"
             "lease hand-overs, refused renewals, expiries). Every sample is\n"
             "labelled with its file; no label names a pid. Files are opened\n"
-            "read-only.\n"
+            "read-only. vigil_file_up{file=...} is 1 for each FILE read, 0 for one\n"
+            "that could not be (missing, unreadable, not a vigil file: the reason\n"
+            "on stderr), which hides none of the others. Exit status 0 when every\n"
+            "FILE was read, 1 when one was not (the rest exported all the same).\n"
             "\n"
             "options:\n"
             "  --grace G        epochs a slot may miss before it is stale (default 5)\n"
             "  --textfile DIR   write DIR/vigil.prom atomically instead (a temporary\n"
             "                   file renamed over it), for node_exporter's textfile\n"
             "                   collector\n"
+            "  --etcd ENDPOINTS etcd, for --group\n"
+            "  --group GROUP[,GROUP...]  also each vigil group on etcd: vigil_group_up,\n"
+            "                   _members, _units{state=free|owned|done}, _round,\n"
+            "                   _leader_term (FILE is then optional)\n"
+            TOOL_ETCD_HELP
             "  -h, --help       show this help\n",
     .run = run,
 };

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * vigil failover FILE [--grace G] [--interval MS] [--once] [--json]: the
- * watchdog. Every interval it runs vigil_failover_scan, which vacates each
- * slot stale past the grace window and hands over its in-flight bits,
- * exactly once among any number of watchdogs scanning the same table. It
- * prints each reclaim as it happens; it does not tick.
+ * vigil failover FILE [--grace G] [--interval DURATION] [--once] [--json]
+ * [--exec CMD]: the watchdog. It waits on the owners' pidfds
+ * (vigil_failover_wait) or, with --epochs-only, scans every interval
+ * (vigil_failover_scan); either vacates each dead or stale slot and hands
+ * over its in-flight bits, exactly once among any number of watchdogs on
+ * the same table. It prints each reclaim as it happens, and with --exec
+ * hands the units on to CMD (reclaim_exec.c); it does not tick.
  */
 #define _GNU_SOURCE
 #include "vigil.h"
@@ -40,7 +42,7 @@ static const char *reason_name(uint32_t why)
  * otherwise; until nothing is left (a call returns at most 64). Returns 0
  * or EXIT_RUNTIME; *total counts the entries. */
 static int reclaim(const char *path, vigil_hb *hb, uint64_t grace, bool json, bool epochs_only, uint64_t wait_ns,
-                   unsigned *total)
+                   struct tool_hooks *hooks, unsigned *total)
 {
     vigil_reclaim r[64];
     uint32_t why[64];
@@ -77,6 +79,11 @@ static int reclaim(const char *path, vigil_hb *hb, uint64_t grace, bool json, bo
         int rc = tool_flush();
         if (rc != 0)
             return rc;
+        /* After the lines are out: the log holds every reclaim's units
+         * before anything is done with them. */
+        for (int i = 0; hooks && i < n; i++)
+            tool_hooks_add(hooks, &r[i], why[i], epoch);
+        tool_hooks_poll(hooks);
         if (n < 64)
             return 0;
         wait_ns = 0; /* more may be waiting: take them at once */
@@ -84,10 +91,11 @@ static int reclaim(const char *path, vigil_hb *hb, uint64_t grace, bool json, bo
 }
 
 /* --once: one look, reporting nothing found. */
-static int scan(const char *path, vigil_hb *hb, uint64_t grace, bool json, bool once, bool epochs_only)
+static int scan(const char *path, vigil_hb *hb, uint64_t grace, bool json, bool once, bool epochs_only,
+                struct tool_hooks *hooks)
 {
     unsigned total = 0;
-    int rc = reclaim(path, hb, grace, json, epochs_only, 0, &total);
+    int rc = reclaim(path, hb, grace, json, epochs_only, 0, hooks, &total);
     if (rc != 0)
         return rc;
     if (once && !json && total == 0)
@@ -105,8 +113,7 @@ struct health {
     uint64_t *odd_since; /* the epoch at which it was first seen */
 };
 
-static bool healthy(const vigil_hb *hb, struct health *h, uint64_t grace, uint64_t min_live, uint32_t *live,
-                    uint32_t *wedged)
+static void look_health(const vigil_hb *hb, struct health *h, uint64_t grace, uint32_t *live, uint32_t *wedged)
 {
     uint64_t epoch = vigil_hb_epoch(hb);
     *live = vigil_hb_live_count(hb, grace);
@@ -123,25 +130,58 @@ static bool healthy(const vigil_hb *hb, struct health *h, uint64_t grace, uint64
             (*wedged)++;
         }
     }
-    return *live >= min_live && *wedged == 0;
+}
+
+/* The start grace: --min-live is not judged until it has been met once
+ * or start_grace has passed since the watchdog started, so that a
+ * WatchdogSec= shorter than the workers' start does not restart the
+ * service before they are up. A wedged slot is judged at once. */
+struct start {
+    uint64_t since_ms, grace_ms;
+    bool     met;
+};
+
+static void notify_health(const vigil_hb *hb, struct health *h, struct start *st, uint64_t grace, uint64_t min_live,
+                          uint64_t n)
+{
+    uint32_t live, wedged;
+    look_health(hb, h, grace, &live, &wedged);
+    st->met |= live >= min_live;
+    uint64_t up = tool_now_ms() - st->since_ms;
+    bool starting = !st->met && up < st->grace_ms;
+    bool ok = wedged == 0 && (live >= min_live || starting);
+    char msg[200], left[32] = "";
+    if (starting)
+        tool_format_ms(st->grace_ms - up, left, sizeof(left));
+    /* WATCHDOG=1 only while the table is healthy: systemd's WatchdogSec=
+     * then restarts the service when it is not. */
+    snprintf(msg, sizeof(msg), "%s%sSTATUS=scan %llu: %s%u live%s%s%s, %u wedged, epoch %llu", n == 0 ? "READY=1\n" : "",
+             ok ? "WATCHDOG=1\n" : "", (unsigned long long)n, starting ? "starting: " : "", live,
+             starting ? " (start grace: " : "", left, starting ? " left)" : "", wedged,
+             (unsigned long long)vigil_hb_epoch(hb));
+    tool_sd_notify(msg);
 }
 
 static int run(const struct tool_cmd *cmd, int argc, char **argv)
 {
-    uint64_t grace = TOOL_DEFAULT_GRACE, interval = 1000, min_live = 1;
+    uint64_t grace = TOOL_DEFAULT_GRACE, interval = 1000, min_live = 1, start_grace = 60000, exec_timeout = 60000;
     bool once = false, json = false, notify = false, epochs_only = false;
+    const char *exec = NULL;
     const struct tool_opt opts[] = {
         { "grace", OPT_U64, 0, TOOL_MAX_GRACE, &grace, NULL, NULL },
-        { "interval", OPT_U64, 1, TOOL_MAX_INTERVAL_MS, &interval, NULL, NULL },
+        { "interval", OPT_MS, 1, TOOL_MAX_INTERVAL_MS, &interval, NULL, NULL },
         { "once", OPT_FLAG, 0, 0, NULL, &once, NULL },
         { "json", OPT_FLAG, 0, 0, NULL, &json, NULL },
         { "sd-notify", OPT_FLAG, 0, 0, NULL, &notify, NULL },
         { "min-live", OPT_U64, 0, TOOL_MAX_CAPACITY, &min_live, NULL, NULL },
+        { "start-grace", OPT_MS, 0, TOOL_MAX_INTERVAL_MS, &start_grace, NULL, NULL },
         { "epochs-only", OPT_FLAG, 0, 0, NULL, &epochs_only, NULL },
+        { "exec", OPT_STR, 0, 0, NULL, NULL, &exec },
+        { "exec-timeout", OPT_MS, 1, TOOL_MAX_INTERVAL_MS, &exec_timeout, NULL, NULL },
     };
     const char *pos[1];
     size_t npos;
-    int rc = tool_parse(cmd, argc, argv, opts, 7, pos, 1, 1, &npos);
+    int rc = tool_parse(cmd, argc, argv, opts, sizeof(opts) / sizeof(opts[0]), pos, 1, 1, &npos);
     if (rc != TOOL_GO)
         return rc;
     vigil_hb *hb;
@@ -149,21 +189,28 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
         return rc;
     tool_catch_stop_signals();
     struct health h = { 0 };
+    struct tool_hooks *hooks = NULL;
+    if (exec && (rc = tool_hooks_new(exec, pos[0], exec_timeout, &hooks)) < 0) {
+        vigil_hb_close(hb);
+        return tool_fail(pos[0], rc);
+    }
     if (notify) {
         h.odd_v = calloc(vigil_hb_capacity(hb), sizeof(*h.odd_v));
         h.odd_since = calloc(vigil_hb_capacity(hb), sizeof(*h.odd_since));
         if (!h.odd_v || !h.odd_since) {
-            vigil_hb_close(hb);
-            return tool_fail(pos[0], -ENOMEM);
+            rc = tool_fail(pos[0], -ENOMEM);
+            goto out;
         }
     }
     if (once) {
-        rc = scan(pos[0], hb, grace, json, once, epochs_only);
+        rc = scan(pos[0], hb, grace, json, once, epochs_only, hooks);
         goto out;
     }
+    struct start st = { tool_now_ms(), start_grace, false };
     for (uint64_t n = 0;; n++) {
         /* One interval: reclaims as they come (a death wakes the wait at
-         * once), looking at the stop signals every STOP_LOOK_MS. */
+         * once), looking at the stop signals and the CMDs of --exec every
+         * STOP_LOOK_MS. */
         uint64_t end = tool_now_ms() + interval;
         bool stop = false;
         for (;;) {
@@ -171,30 +218,28 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
             uint64_t left = end > now ? end - now : 0;
             uint64_t slice = left < STOP_LOOK_MS ? left : STOP_LOOK_MS;
             unsigned total = 0;
-            if ((rc = reclaim(pos[0], hb, grace, json, epochs_only, slice * 1000000u, &total)) != 0)
+            if ((rc = reclaim(pos[0], hb, grace, json, epochs_only, slice * 1000000u, hooks, &total)) != 0)
                 goto out;
             if (epochs_only ? tool_sleep_ms(slice) : tool_sleep_ms(0)) {
                 stop = true;
                 break;
             }
+            tool_hooks_poll(hooks);
             if (tool_now_ms() >= end)
                 break;
         }
-        if (notify) {
-            /* WATCHDOG=1 only while the table is healthy: systemd's
-             * WatchdogSec= then restarts the service when it is not. */
-            uint32_t live, wedged;
-            bool ok = healthy(hb, &h, grace, min_live, &live, &wedged);
-            char msg[160];
-            snprintf(msg, sizeof(msg), "%s%sSTATUS=scan %llu: %u live, %u wedged, epoch %llu", n == 0 ? "READY=1\n" : "",
-                     ok ? "WATCHDOG=1\n" : "", (unsigned long long)n, live, wedged,
-                     (unsigned long long)vigil_hb_epoch(hb));
-            tool_sd_notify(msg);
-        }
+        if (notify)
+            notify_health(hb, &h, &st, grace, min_live, n);
         if (stop)
             break;
     }
 out:
+    /* Stopped or done: the reclaims already made still get their CMDs
+     * (each bounded by --exec-timeout; a second stop signal cuts it short). */
+    tool_hooks_drain(hooks);
+    if (rc == 0 && once && tool_hooks_failed(hooks) > 0)
+        rc = EXIT_RUNTIME;
+    tool_hooks_free(hooks);
     free(h.odd_v);
     free(h.odd_since);
     vigil_hb_close(hb);
@@ -203,7 +248,8 @@ out:
 
 const struct tool_cmd tool_cmd_failover = {
     .name = "failover",
-    .synopsis = "FILE [--grace G] [--interval MS] [--once] [--json] [--epochs-only] [--sd-notify] [--min-live N]",
+    .synopsis = "FILE [--grace G] [--interval DURATION] [--once] [--json] [--epochs-only] [--exec CMD] "
+                "[--exec-timeout DURATION] [--sd-notify] [--min-live N] [--start-grace DURATION]",
     .summary = "watchdog",
     .help = "The watchdog of the heartbeat table FILE. It holds a pidfd for the owner\n"
             "of every occupied slot and reclaims a slot the moment its owner dies\n"
@@ -218,18 +264,36 @@ const struct tool_cmd tool_cmd_failover = {
             "\n"
             "options:\n"
             "  --grace G       epochs a slot may miss before it is reclaimed (default 5)\n"
-            "  --interval MS   time between health reports (--sd-notify) and, with\n"
-            "                  --epochs-only, between scans, 1..86400000 (default 1000)\n"
+            "  --interval DURATION  time between health reports (--sd-notify) and,\n"
+            "                  with --epochs-only, between scans, 1ms..24h (default\n"
+            "                  1s); a number alone is milliseconds\n"
             "  --once          look once and exit; says so when there was nothing\n"
             "  --json          one JSON object per reclaim and line: {\"slot\": i,\n"
             "                  \"pid\": p, \"in_flight\": \"0x..\", \"reason\": \"exited\"\n"
             "                  or \"stale\", \"epoch\": e, \"time\": \"2026-12-02T10:00:00.000Z\"}\n"
             "  --epochs-only   no pidfds: scan every interval and reclaim by epochs alone\n"
+            "  --exec CMD      run CMD (with /bin/sh -c) once per reclaim, with\n"
+            "                  VIGIL_RECLAIM_SLOT, VIGIL_RECLAIM_PID, VIGIL_RECLAIM_UNITS\n"
+            "                  (the in-flight bits as a comma list, e.g. 1,40),\n"
+            "                  VIGIL_RECLAIM_REASON (exited or stale), VIGIL_RECLAIM_FILE,\n"
+            "                  VIGIL_RECLAIM_IN_FLIGHT and VIGIL_RECLAIM_EPOCH in its\n"
+            "                  environment; one at a time, in reclaim order, never\n"
+            "                  holding up the watchdog; its stdout goes to stderr; a\n"
+            "                  failure is logged on stderr with the units\n"
+            "  --exec-timeout DURATION  a CMD running longer gets SIGTERM, its process\n"
+            "                  group SIGKILL 5s later, 1ms..24h (default 60s)\n"
             "  --sd-notify     tell systemd: READY=1 once running, then each interval\n"
             "                  WATCHDOG=1 while at least N slots are live and none is\n"
             "                  wedged past the grace window (so WatchdogSec= restarts\n"
             "                  the service when its workers stall), and STATUS=\n"
             "  --min-live N    live slots --sd-notify needs for WATCHDOG=1 (default 1)\n"
-            "  -h, --help      show this help\n",
+            "  --start-grace DURATION  --min-live is not judged until it is first met\n"
+            "                  or this long after the start, 0..24h (default 60s)\n"
+            "  -h, --help      show this help\n"
+            "\n"
+            "On SIGINT or SIGTERM the CMDs of reclaims already made still run (each\n"
+            "bounded by --exec-timeout); a second signal kills the running one and\n"
+            "logs the rest as not run. With --once the exit status is 1 when a CMD\n"
+            "failed.\n",
     .run = run,
 };

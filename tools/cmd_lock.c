@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * vigil lock (--store FILE | --etcd ENDPOINTS) [--ttl MS] [--wait MS]
- * [--owner NAME] [--kill-after MS] KEY -- CMD [ARG...]: runs CMD while
+ * vigil lock (--store FILE | --etcd ENDPOINTS) [--ttl DURATION] [--wait
+ * DURATION] [--owner NAME] [--kill-after DURATION] KEY -- CMD [ARG...]: runs CMD while
  * holding KEY's lease, as flock(1), `etcdctl lock` and `consul lock` do,
  * with fencing: CMD gets the token in VIGIL_LEASE_TOKEN.
  *
@@ -18,6 +18,7 @@
  * executable 126, as the shells and env(1) say.
  */
 #define _GNU_SOURCE
+#include "etcd_opts.h"
 #include "vigil.h"
 
 #include <errno.h>
@@ -78,7 +79,8 @@ struct backend {
 #endif
 };
 
-static int backend_open(struct backend *b, const char *store, const char *etcd, const char *key, uint64_t ttl)
+static int backend_open(struct backend *b, const char *store, const char *etcd, const char *key, uint64_t ttl,
+                        const struct tool_cmd *cmd, struct tool_etcd_flags *flags)
 {
     int rc;
     if (store) {
@@ -93,9 +95,11 @@ static int backend_open(struct backend *b, const char *store, const char *etcd, 
     }
     b->where = etcd;
 #ifdef VIGIL_HAVE_ETCD
-    rc = vigil_etcd_connect(etcd, &b->e);
-    if (rc < 0)
-        return lock_fail(key, "etcd endpoints '%s': %s", etcd, vigil_strerror(rc));
+    struct vigil_etcd_options o;
+    if ((rc = tool_etcd_options(cmd, flags, &o)) != TOOL_GO)
+        return rc;
+    if ((rc = tool_etcd_connect(key, etcd, &o, &b->e)) != 0)
+        return rc;
     /* A request is bounded by a beat (ttl / 3): one that takes longer is
      * of no use to the lease, and on a loss to a silent server the
      * keepalive's stop and the release each wait out at most that. */
@@ -103,7 +107,7 @@ static int backend_open(struct backend *b, const char *store, const char *etcd, 
     vigil_etcd_set_timeout(b->e, (uint32_t)(total < 1000 ? total : 1000), (uint32_t)total);
     return 0;
 #else
-    (void)rc;
+    (void)rc, (void)cmd, (void)flags;
     return lock_fail(key, "this vigil was built without the etcd adapter (libcurl and cJSON)");
 #endif
 }
@@ -142,6 +146,17 @@ static int backend_release(struct backend *b, const vigil_lease *l)
         return vigil_etcd_release(b->e, l);
 #endif
     return vigil_leases_release(b->ls, l);
+}
+
+/* Why a call on the backend failed, in a user's words. */
+static const char *backend_reason(struct backend *b, int err)
+{
+#ifdef VIGIL_HAVE_ETCD
+    if (b->e)
+        return tool_etcd_reason(b->e, err);
+#endif
+    (void)b;
+    return vigil_strerror(err);
 }
 
 /* The keepalive's port: its renew is the backend's renew. */
@@ -285,8 +300,10 @@ static int not_acquired(struct backend *b, const char *key, uint64_t wait_ms, bo
     char holder[160] = "";
     if (backend_get(b, key, &info) == 0)
         snprintf(holder, sizeof(holder), ": held by '%s' (token %" PRIu64 ")", info.owner, info.token);
+    char within[32];
+    tool_format_ms(wait_ms, within, sizeof(within));
     if (waited)
-        lock_fail(key, "not acquired within %" PRIu64 " ms%s", wait_ms, holder);
+        lock_fail(key, "not acquired within %s%s", within, holder);
     else
         lock_fail(key, "not acquired (--wait 0)%s", holder);
     return EXIT_NOT_ACQUIRED;
@@ -294,16 +311,18 @@ static int not_acquired(struct backend *b, const char *key, uint64_t wait_ms, bo
 
 static int run(const struct tool_cmd *cmd, int argc, char **argv)
 {
-    const char *store = NULL, *etcd = NULL, *owner_opt = NULL;
+    const char *store = NULL, *etcd = NULL, *owner_opt = NULL, *ttl_text = NULL;
     uint64_t ttl = 10000, wait_ms = 0, kill_after = 5000;
     bool have_wait = false;
+    struct tool_etcd_flags flags = { 0 };
     const struct tool_opt opts[] = {
         { "store", OPT_STR, 0, 0, NULL, NULL, &store },
         { "etcd", OPT_STR, 0, 0, NULL, NULL, &etcd },
-        { "ttl", OPT_U64, 3, LOCK_MAX_TTL_MS, &ttl, NULL, NULL },
-        { "wait", OPT_U64, 0, LOCK_MAX_WAIT_MS, &wait_ms, &have_wait, NULL },
+        { "ttl", OPT_MS, 3, LOCK_MAX_TTL_MS, &ttl, NULL, &ttl_text },
+        { "wait", OPT_MS, 0, LOCK_MAX_WAIT_MS, &wait_ms, &have_wait, NULL },
         { "owner", OPT_STR, 0, 0, NULL, NULL, &owner_opt },
-        { "kill-after", OPT_U64, 0, LOCK_MAX_TTL_MS, &kill_after, NULL, NULL },
+        { "kill-after", OPT_MS, 0, LOCK_MAX_TTL_MS, &kill_after, NULL, NULL },
+        TOOL_ETCD_OPTS(&flags),
     };
     /* KEY before "--", CMD after it: the options end at the first "--". */
     int dd = 1;
@@ -316,10 +335,18 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
         return rc;
     if (!store == !etcd)
         return tool_usage_error(cmd, "exactly one of --store FILE and --etcd ENDPOINTS");
+    if (store && tool_etcd_flags_given(&flags))
+        return tool_usage_error(cmd, "the etcd connection flags (--cacert ... --namespace) go with --etcd");
     if (npos == 0)
         return tool_usage_error(cmd, "missing KEY");
     if (dd + 1 >= argc)
         return tool_usage_error(cmd, dd == argc ? "missing '--' and CMD after KEY" : "missing CMD after '--'");
+    /* flock(1) and etcdctl take seconds: a bare --ttl under a second was
+     * most likely meant as seconds. Said, not refused: "--ttl 500ms"
+     * (any unit) is the way to mean it and silence this. */
+    if (ttl_text && tool_duration_bare(ttl_text) && ttl < 1000)
+        fprintf(stderr, "vigil lock: warning: --ttl %s is %sms (a number alone is milliseconds); for seconds "
+                        "write --ttl %ss\n", ttl_text, ttl_text, ttl_text);
     const char *key = pos[0];
     if (!*key || strlen(key) >= sizeof(((vigil_lease *)0)->key))
         return tool_usage_error(cmd, "KEY: 1 to 127 bytes, not %zu", strlen(key));
@@ -340,7 +367,9 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
 
     note_inherited();
     struct backend b = { 0 };
-    if ((rc = backend_open(&b, store, etcd, key, ttl)) != 0)
+    rc = backend_open(&b, store, etcd, key, ttl, cmd, &flags);
+    tool_etcd_flags_free(&flags); /* the handle has its own copies */
+    if (rc != 0)
         return rc;
     vigil_lease lease;
     rc = backend_acquire(&b, key, owner, ttl, timeout_ns, &lease);
@@ -351,7 +380,7 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
     }
     if (rc < 0) {
         backend_close(&b);
-        return lock_fail(key, "acquire on %s: %s", b.where, vigil_strerror(rc));
+        return lock_fail(key, "acquire on %s: %s", b.where, backend_reason(&b, rc));
     }
 
     /* Held from here: every way out releases. */
@@ -404,7 +433,7 @@ release:;
                   o.lost ? "; CMD was sent SIGTERM" : "");
         exit_rc = EXIT_LOST;
     } else if (rel < 0 && rel != VIGIL_ELOST) {
-        lock_fail(key, "release on %s: %s (the lease lapses within its TTL)", b.where, vigil_strerror(rel));
+        lock_fail(key, "release on %s: %s (the lease lapses within its TTL)", b.where, backend_reason(&b, rel));
     }
     if (sfd >= 0)
         close(sfd);
@@ -415,7 +444,8 @@ release:;
 
 const struct tool_cmd tool_cmd_lock = {
     .name = "lock",
-    .synopsis = "(--store FILE | --etcd ENDPOINTS) [--ttl MS] [--wait MS] [--owner NAME] [--kill-after MS] KEY -- CMD [ARG...]",
+    .synopsis = "(--store FILE | --etcd ENDPOINTS) [--ttl DURATION] [--wait DURATION] [--owner NAME] [--kill-after DURATION] "
+                TOOL_ETCD_SYNOPSIS " KEY -- CMD [ARG...]",
     .summary = "run a command while holding a lease",
     .help = "Acquires the lease KEY, waiting for it up to --wait, runs CMD while the\n"
             "lease is kept alive, and releases it after CMD exits. CMD gets\n"
@@ -430,11 +460,18 @@ const struct tool_cmd tool_cmd_lock = {
             "  --store FILE      the lease store FILE on this host (made when missing)\n"
             "  --etcd ENDPOINTS  etcd, e.g. http://10.0.0.1:2379,http://10.0.0.2:2379;\n"
             "                    KEY is shared with `etcdctl lock KEY`\n"
-            "  --ttl MS          the lease's TTL, 3..86400000 (default 10000)\n"
-            "  --wait MS         give up after MS (default: wait for ever; 0: do not wait)\n"
+            "  --ttl DURATION    the lease's TTL, 3ms..24h (default 10s)\n"
+            "  --wait DURATION   give up after that long (default: wait for ever; 0: do\n"
+            "                    not wait)\n"
             "  --owner NAME      the holder's name, at most 63 bytes (default host:pid)\n"
-            "  --kill-after MS   from SIGTERM to SIGKILL on a loss (default 5000)\n"
+            "  --kill-after DURATION  from SIGTERM to SIGKILL on a loss, 0..24h\n"
+            "                    (default 5s)\n"
+            TOOL_ETCD_HELP
             "  -h, --help        show this help\n"
+            "\n"
+            "A DURATION is a number with a unit: 500ms, 10s, 1.5s, 2m, 1h (also ns, us,\n"
+            "d, and sums such as 1m30s); a number alone is milliseconds, so --ttl 10\n"
+            "is 10ms (and warned about: write --ttl 10s for seconds).\n"
             "\n"
             "exit status: CMD's own (128 + n if it died of signal n), 75 KEY not\n"
             "acquired within --wait, 79 the lease was lost while CMD ran, 126/127 CMD\n"

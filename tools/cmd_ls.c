@@ -5,7 +5,11 @@
  * /run/vigil, $XDG_RUNTIME_DIR and the current directory, each looked at
  * once (not recursively); a directory that does not exist is skipped. A
  * file is listed when it starts with vigil's magic; symlinks are never
- * followed. Every file is opened read-only and only looked at.
+ * followed. Every file is opened read-only and only looked at. A file
+ * this user may not read is listed too, marked unreadable, when its size
+ * is one a vigil file can have (a 64-byte header and 8-byte multiples):
+ * hiding it would tell a user there is nothing where a table they cannot
+ * use is, which is the one thing they need to know.
  */
 #define _GNU_SOURCE
 #include "vigil.h"
@@ -26,6 +30,7 @@ struct entry {
     int64_t  occupied, live; /* -1: does not apply, or could not be read */
     uid_t    uid;
     int      err;            /* why the counts are missing, 0 none */
+    bool     readable;       /* false: only its name, owner and size are known */
 };
 
 /* Occupied and live: slots for a heartbeat table (live by grace), bound
@@ -77,9 +82,18 @@ static bool probe(const char *path, struct entry *e, uint64_t grace)
         return false;
     vigil_file_info fi;
     int rc = vigil_file_probe(path, &fi);
+    if ((rc == -EACCES || rc == -EPERM) && (st.st_size - 64) % 8 == 0) {
+        memset(e, 0, sizeof(*e));
+        snprintf(e->path, sizeof(e->path), "%s", path);
+        e->uid = st.st_uid;
+        e->err = rc;
+        e->occupied = e->live = -1;
+        return true;
+    }
     if (rc < 0)
-        return false; /* no magic, or unreadable: not ours to list */
+        return false; /* no magic: not ours to list */
     memset(e, 0, sizeof(*e));
+    e->readable = true;
     snprintf(e->path, sizeof(e->path), "%s", path);
     e->kind = fi.kind;
     e->version = fi.version;
@@ -119,6 +133,13 @@ static void print_entry(const struct entry *e, bool json, bool first)
     if (json) {
         fputs(first ? "\n  {\"path\": " : ",\n  {\"path\": ", stdout);
         json_str(stdout, e->path, sizeof(e->path));
+        if (!e->readable) {
+            fputs(", \"kind\": null, \"version\": null, \"capacity\": null, \"occupied\": null, \"live\": null, "
+                  "\"owner\": ", stdout);
+            json_str(stdout, who, sizeof(who));
+            printf(", \"uid\": %u, \"readable\": false}", (unsigned)e->uid);
+            return;
+        }
         if (kind)
             printf(", \"kind\": \"%s\"", kind);
         else
@@ -126,10 +147,14 @@ static void print_entry(const struct entry *e, bool json, bool first)
         printf(", \"version\": %u, \"capacity\": %u, \"occupied\": %s, \"live\": %s, \"owner\": ", e->version,
                e->capacity, e->occupied < 0 ? "null" : occ, e->live < 0 ? "null" : live);
         json_str(stdout, who, sizeof(who));
-        printf(", \"uid\": %u}", (unsigned)e->uid);
+        printf(", \"uid\": %u, \"readable\": true}", (unsigned)e->uid);
         return;
     }
     char kbuf[32];
+    if (!e->readable) {
+        printf("%-12s %8s %8s %8s  %-10s ", "unreadable", "-", "-", "-", who);
+        goto path;
+    }
     if (!kind)
         snprintf(kbuf, sizeof(kbuf), "kind %u", e->kind);
     else if (e->version != VIGIL_LAYOUT_VERSION)
@@ -137,6 +162,7 @@ static void print_entry(const struct entry *e, bool json, bool first)
     else
         snprintf(kbuf, sizeof(kbuf), "%s", kind);
     printf("%-12s %8u %8s %8s  %-10s ", kbuf, e->capacity, occ, live, who);
+path:;
     /* A name can hold anything, escape sequences included: printed as is
      * only when every byte is plain printable ASCII, else as a JSON string. */
     bool plain = true;
@@ -243,12 +269,15 @@ const struct tool_cmd tool_cmd_ls = {
             "kind, capacity, occupied and live counts, the owner and the path. A\n"
             "heartbeat table counts occupied and live slots; a lease store bound\n"
             "entries and unexpired leases; a barrier this round's arrivals and bound\n"
-            "records. Each file is opened read-only and only looked at.\n"
+            "records. Each file is opened read-only and only looked at. A file this\n"
+            "user may not read, of a size a vigil file can have, is listed with its\n"
+            "owner, marked unreadable (its kind and counts unknown).\n"
             "\n"
             "options:\n"
             "  --grace G   epochs a slot may miss before it is not live (default 5)\n"
             "  --json      a JSON array of {\"path\", \"kind\", \"version\", \"capacity\",\n"
-            "              \"occupied\", \"live\", \"owner\", \"uid\"} instead\n"
+            "              \"occupied\", \"live\", \"owner\", \"uid\", \"readable\"}\n"
+            "              instead (null where unreadable)\n"
             "  -h, --help  show this help\n",
     .run = run,
 };

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * vigil watch FILE [--interval MS] [--grace G] [--json]: inspect's view,
- * refreshed. On a terminal (and TERM is not "dumb") the screen is redrawn
- * in place, each line cut to the terminal's width instead of wrapping, and
- * stale and wedged slots are coloured unless NO_COLOR is set; into a pipe
+ * vigil watch FILE [--interval DURATION] [--grace G] [--json]: inspect's
+ * view, refreshed. On a terminal each line is cut to the terminal's width
+ * instead of wrapping; unless TERM is "dumb" the screen is also redrawn in
+ * place, and stale and wedged slots are coloured unless NO_COLOR is set
+ * (TERM=dumb: each view appended, no escape codes); into a pipe
  * or a file each view is appended, followed by a blank line, and flushed
  * at once, with no escape codes. --json prints one JSON document per line
  * and interval. Each view ends with the file's counters of structural
@@ -29,15 +30,19 @@ struct screen {
     unsigned width;  /* 0: do not cut */
 };
 
+/* A terminal gets lines cut to its width whatever TERM says: a dumb
+ * terminal wraps as badly as any. Only the escape codes (redrawing in
+ * place, colour) need a TERM that is not "dumb". */
 static struct screen screen_of(void)
 {
     struct screen sc = { 0 };
     const char *term = getenv("TERM");
-    sc.tty = isatty(STDOUT_FILENO) && !(term && strcmp(term, "dumb") == 0);
+    bool terminal = isatty(STDOUT_FILENO);
+    sc.tty = terminal && !(term && strcmp(term, "dumb") == 0);
     const char *nc = getenv("NO_COLOR");
     sc.colour = sc.tty && !(nc && *nc);
     struct winsize ws;
-    if (sc.tty && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+    if (terminal && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
         sc.width = ws.ws_col;
     return sc;
 }
@@ -93,7 +98,7 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
     uint64_t interval = 1000, grace = TOOL_DEFAULT_GRACE;
     bool json = false;
     const struct tool_opt opts[] = {
-        { "interval", OPT_U64, 1, TOOL_MAX_INTERVAL_MS, &interval, NULL, NULL },
+        { "interval", OPT_MS, 1, TOOL_MAX_INTERVAL_MS, &interval, NULL, NULL },
         { "grace", OPT_U64, 0, TOOL_MAX_GRACE, &grace, NULL, NULL },
         { "json", OPT_FLAG, 0, 0, NULL, &json, NULL },
     };
@@ -148,8 +153,9 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
             char stamp[32] = "";
             if (localtime_r(&now, &tm))
                 strftime(stamp, sizeof(stamp), "%H:%M:%S", &tm);
-            fprintf(mem, "vigil watch %s, every %llu ms, %s%s\n", path, (unsigned long long)interval, stamp,
-                    sc.tty ? " (Ctrl-C ends)" : "");
+            char every[32];
+            tool_format_ms(interval, every, sizeof(every));
+            fprintf(mem, "vigil watch %s, every %s, %s%s\n", path, every, stamp, sc.tty ? " (Ctrl-C ends)" : "");
         }
         if (sigsetjmp(bus_jump, 1) != 0) {
             fclose(mem);
@@ -224,13 +230,14 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
 
 const struct tool_cmd tool_cmd_watch = {
     .name = "watch",
-    .synopsis = "FILE [--interval MS] [--grace G] [--json]",
+    .synopsis = "FILE [--interval DURATION] [--grace G] [--json]",
     .summary = "live refreshing view",
-    .help = "Shows FILE as `vigil inspect` does, again every MS milliseconds, until\n"
-            "SIGINT or SIGTERM (then exits 0). On a terminal the view is redrawn in\n"
-            "place, lines cut to its width, stale slots in yellow and wedged ones in\n"
-            "red (no colour when NO_COLOR is set; no escape codes at all with\n"
-            "TERM=dumb); otherwise each view is appended, ending with a blank line.\n"
+    .help = "Shows FILE as `vigil inspect` does, again every DURATION, until SIGINT\n"
+            "or SIGTERM (then exits 0). On a terminal lines are cut to its width and\n"
+            "the view is redrawn in place, stale slots in yellow and wedged ones in\n"
+            "red (no colour when NO_COLOR is set; with TERM=dumb no escape codes at\n"
+            "all, each view appended); otherwise each view is appended, ending with\n"
+            "a blank line.\n"
             "A file replaced under the watch is said so; one truncated under it ends\n"
             "the watch with a message. Each view ends with the file's counters of\n"
             "structural events (registers, reclaims, repairs, leader changes;\n"
@@ -238,10 +245,12 @@ const struct tool_cmd tool_cmd_watch = {
             "and expiries) and their rates per second since the previous view.\n"
             "\n"
             "options:\n"
-            "  --interval MS   time between views, 1..86400000 (default 1000)\n"
-            "  --grace G       epochs a slot may miss before it is stale (default 5)\n"
-            "  --json          one JSON document per line and view: inspect --json's,\n"
-            "                  with \"counters\" and \"rates\" (null in the first view)\n"
-            "  -h, --help      show this help\n",
+            "  --interval DURATION  time between views, 1ms..24h (default 1s): 500ms,\n"
+            "                       2s; a number alone is milliseconds\n"
+            "  --grace G            epochs a slot may miss before it is stale (default 5)\n"
+            "  --json               one JSON document per line and view: inspect\n"
+            "                       --json's, with \"counters\" and \"rates\" (null in\n"
+            "                       the first view)\n"
+            "  -h, --help           show this help\n",
     .run = run,
 };

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Argument parsing for the subcommands: long options only (plus -h), strict
- * numbers, and one clear line for every usage error. Not getopt_long: it
+ * numbers, durations with units (duration.c), and one clear line for
+ * every usage error. Not getopt_long: it
  * accepts abbreviations and prints its own messages, and a usage error here
  * must say exactly what was wrong and exit 2.
  */
@@ -56,15 +57,46 @@ static const struct tool_opt *find_opt(const struct tool_opt *opts, size_t nopts
     return NULL;
 }
 
-static int set_value(const struct tool_cmd *cmd, const struct tool_opt *o, const char *arg)
+static int set_count(const struct tool_cmd *cmd, const struct tool_opt *o, const char *arg)
 {
-    uint64_t v;
-    if (tool_parse_u64(arg, &v) < 0)
+    uint64_t v, ns;
+    if (tool_parse_u64(arg, &v) < 0) {
+        /* "--grace 5s": a count (of epochs, slots, ticks) is not a time. */
+        if (tool_parse_duration(arg, 1, &ns, NULL) == 0)
+            return tool_usage_error(cmd, "--%s is a count, not a duration: '%s' (write a plain number)", o->name,
+                                    arg);
         return tool_usage_error(cmd, "--%s: not a non-negative decimal number: '%s'", o->name, arg);
+    }
     if (v < o->min || v > o->max)
         return tool_usage_error(cmd, "--%s: %s out of range (%llu..%llu)", o->name, arg,
                                 (unsigned long long)o->min, (unsigned long long)o->max);
     *o->value = v;
+    return TOOL_GO;
+}
+
+/* A duration: every message names the units, and what a bare number is. */
+static int set_duration(const struct tool_cmd *cmd, const struct tool_opt *o, const char *arg)
+{
+    uint64_t ms;
+    const char *why;
+    char lo[32], hi[32];
+    tool_format_ms(o->min, lo, sizeof(lo));
+    tool_format_ms(o->max, hi, sizeof(hi));
+    if (tool_parse_ms(arg, &ms, &why) < 0)
+        return tool_usage_error(cmd, "--%s: '%s' is not a duration (%s): write 500ms, 10s, 1.5s, 2m or 1h "
+                                     "(units ns, us, ms, s, m, h, d); a number alone is milliseconds",
+                                o->name, arg, why);
+    if (ms < o->min || ms > o->max) {
+        char got[32];
+        tool_format_ms(ms, got, sizeof(got));
+        bool same = strcmp(got, arg) == 0;
+        return tool_usage_error(cmd, "--%s: %s%s%s%s is out of range, %s..%s%s", o->name, arg, same ? "" : " (",
+                                same ? "" : got, same ? "" : ")", lo, hi,
+                                tool_duration_bare(arg) ? "; a number alone is milliseconds" : "");
+    }
+    *o->value = ms;
+    if (o->str)
+        *o->str = arg;
     return TOOL_GO;
 }
 
@@ -120,7 +152,7 @@ int tool_parse(const struct tool_cmd *cmd, int argc, char **argv, const struct t
             *o->str = arg;
             continue;
         }
-        int rc = set_value(cmd, o, arg);
+        int rc = o->type == OPT_MS ? set_duration(cmd, o, arg) : set_count(cmd, o, arg);
         if (rc != TOOL_GO)
             return rc;
     }

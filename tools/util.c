@@ -144,9 +144,13 @@ int tool_fail_file(const char *path, int err, uint32_t want, bool writing)
     }
     if (rc < 0)
         return tool_fail_file(path, rc, want, false);
-    if (fi.version != VIGIL_LAYOUT_VERSION)
-        return tool_fail_msg(path, "layout version %u, this vigil reads version %u", fi.version,
+    if (fi.version < VIGIL_LAYOUT_VERSION)
+        return tool_fail_msg(path, "made by an older vigil (layout version %u; this vigil reads only %u): "
+                                   "re-create it with this vigil once nothing uses it", fi.version,
                              VIGIL_LAYOUT_VERSION);
+    if (fi.version != VIGIL_LAYOUT_VERSION)
+        return tool_fail_msg(path, "made by a newer vigil (layout version %u; this vigil reads only %u): "
+                                   "use that vigil", fi.version, VIGIL_LAYOUT_VERSION);
     const char *kind = tool_kind_name(fi.kind);
     if (!kind)
         return tool_fail_msg(path, "unknown kind %u (1 heartbeat, 2 barrier, 3 leases)", fi.kind);
@@ -230,8 +234,7 @@ int tool_slot_look(const vigil_hb *hb, uint32_t i, vigil_slot_info *info, bool *
     const struct vigil_hb_slot *s = &hb->slots[i];
     *busy = false;
     for (int k = 0; k < 4; k++) {
-        if (!(atomic_load_explicit(&s->seq, memory_order_relaxed) & 1u) &&
-            atomic_load_explicit(&s->writer, memory_order_relaxed) == 0) {
+        if (!(atomic_load_explicit(&s->seq, memory_order_relaxed) & 1u)) {
             int rc = vigil_hb_snapshot(hb, i, info);
             if (rc != VIGIL_EBUSY)
                 return rc;

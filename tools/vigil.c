@@ -11,6 +11,7 @@
 static const struct tool_cmd *const commands[] = {
     &tool_cmd_create, &tool_cmd_inspect, &tool_cmd_watch,
     &tool_cmd_tick,   &tool_cmd_failover, &tool_cmd_demo,    &tool_cmd_lock, &tool_cmd_ls, &tool_cmd_export,
+    &tool_cmd_group,  &tool_cmd_agent,
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 

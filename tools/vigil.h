@@ -40,19 +40,22 @@ struct tool_cmd {
 };
 
 extern const struct tool_cmd tool_cmd_create, tool_cmd_inspect, tool_cmd_watch,
-    tool_cmd_tick, tool_cmd_failover, tool_cmd_demo, tool_cmd_lock, tool_cmd_ls, tool_cmd_export;
+    tool_cmd_tick, tool_cmd_failover, tool_cmd_demo, tool_cmd_lock, tool_cmd_ls, tool_cmd_export,
+    tool_cmd_group, tool_cmd_agent;
 
 /* ---- arguments (opts.c) --------------------------------------------------- */
 
-enum tool_opt_type { OPT_FLAG, OPT_U64, OPT_STR };
+/* OPT_MS: a duration (duration.c), stored in milliseconds; a bare number
+ * is milliseconds. */
+enum tool_opt_type { OPT_FLAG, OPT_U64, OPT_STR, OPT_MS };
 
 struct tool_opt {
     const char        *name;  /* without the leading "--" */
     enum tool_opt_type type;
-    uint64_t           min, max; /* OPT_U64: inclusive range */
-    uint64_t          *value;    /* OPT_U64: written when given */
+    uint64_t           min, max; /* OPT_U64, OPT_MS: inclusive range (OPT_MS in ms) */
+    uint64_t          *value;    /* OPT_U64, OPT_MS: written when given */
     bool              *seen;     /* optional: set when given */
-    const char       **str;      /* OPT_STR: the argument, when given */
+    const char       **str;      /* OPT_STR: the argument, when given; OPT_MS: optional, the text as given */
 };
 
 /*
@@ -65,6 +68,24 @@ struct tool_opt {
  */
 int tool_parse(const struct tool_cmd *cmd, int argc, char **argv, const struct tool_opt *opts,
                size_t nopts, const char **pos, size_t npos_min, size_t npos_max, size_t *npos);
+
+/* ---- durations (duration.c) ------------------------------------------------ */
+
+/* A duration: one or more NUMBER[.FRACTION]UNIT terms with no space
+ * ("500ms", "1.5s", "1h30m"; units ns, us or µs, ms, s or sec, m or min,
+ * h, d), or a bare whole number in units of bare_unit_ns. Writes *ns; 0,
+ * or -1 with *why (when not NULL) saying what was wrong. */
+int tool_parse_duration(const char *s, uint64_t bare_unit_ns, uint64_t *ns, const char **why);
+
+/* The same in whole milliseconds, a bare number being milliseconds: a
+ * duration finer than that (1500us) is an error, never rounded. */
+int tool_parse_ms(const char *s, uint64_t *ms, const char **why);
+
+/* True when s is a bare number (digits alone, no unit). */
+bool tool_duration_bare(const char *s);
+
+/* ms as the tool prints a duration: "250ms", "1.5s", "10s", "2m", "24h". */
+void tool_format_ms(uint64_t ms, char *buf, size_t len);
 
 /* Strict decimal: digits only, no overflow. 0 ok, -1 otherwise. */
 int tool_parse_u64(const char *s, uint64_t *out);
@@ -120,6 +141,26 @@ uint64_t tool_now_ms(void);
  * by a writer past a short look, VIGIL_EBUSY with *busy set and its words
  * read one by one. Never waits long: a table of wedged slots reads fast. */
 int tool_slot_look(const vigil_hb *hb, uint32_t i, vigil_slot_info *info, bool *busy);
+
+/* ---- failover --exec (reclaim_exec.c) -------------------------------------- */
+
+/* The CMDs of failover --exec: queued per reclaim, run one at a time by
+ * /bin/sh -c with the reclaim in their environment, never waited on by
+ * the watchdog, each bounded by timeout_ms (then SIGTERM, SIGKILL to its
+ * process group 5 s later); a failure is logged on stderr with its units. */
+struct tool_hooks;
+int      tool_hooks_new(const char *cmd, const char *file, uint64_t timeout_ms, struct tool_hooks **out);
+void     tool_hooks_free(struct tool_hooks *h);                  /* NULL is fine */
+/* Queues one reclaim's CMD; 0, or -ENOMEM (logged, and counted failed). */
+int      tool_hooks_add(struct tool_hooks *h, const vigil_reclaim *r, uint32_t why, uint64_t epoch);
+/* Reaps a finished CMD, enforces the timeout, starts the next: call it
+ * often (the watchdog does at each of its short waits). NULL: nothing. */
+void     tool_hooks_poll(struct tool_hooks *h);
+bool     tool_hooks_busy(const struct tool_hooks *h);
+/* Runs the queue to its end; a stop signal meanwhile kills the running
+ * CMD and logs the queued ones as not run. */
+void     tool_hooks_drain(struct tool_hooks *h);
+unsigned tool_hooks_failed(const struct tool_hooks *h);  /* CMDs that failed, timed out or never ran */
 
 /* ---- systemd (notify.c) ---------------------------------------------------- */
 

@@ -52,7 +52,32 @@ uint32_t vigil_barrier_epoch(const vigil_barrier *b);
 uint32_t vigil_barrier_live_peers(const vigil_barrier *b);
 int      vigil_barrier_bind(vigil_barrier *b, uint32_t slot); /* this handle's waits keep `slot` beating */
 int      vigil_barrier_peek(const char *path, vigil_barrier_state *out); /* read-only, no heartbeat table */
+
+/*
+ * The safe start of a group of `participants` (vigil_barrier_start(3)):
+ * waits until that many callers have arrived at one round and writes the
+ * round after it, the first each member then waits (and the next ones in
+ * turn). VIGIL_SERIAL to the caller that released the start round, 0 to
+ * the others; VIGIL_ETIMEDOUT (the arrival withdrawn) after timeout_ns,
+ * UINT64_MAX for none. Waiting from round 0 without it miscounts rounds
+ * when members start at different times.
+ */
+int      vigil_barrier_start(vigil_barrier *b, uint32_t participants, uint64_t timeout_ns, uint32_t *first_round);
 int      vigil_barrier_stats(const vigil_barrier *b, vigil_barrier_counters *out);
+
+/*
+ * A wait in slices, for a caller that must get control back now and then
+ * (a binding that runs signal handlers, a cancellable task): as
+ * vigil_barrier_wait_quorum_timeout (quorum 0: the all-live rule), but a
+ * slice that ends with the round still gathering keeps the arrival,
+ * returns VIGIL_ETIMEDOUT and sets *arrived; call again with the same
+ * *arrived (start at 0) to wait on, or vigil_barrier_withdraw to leave.
+ * Any other return clears *arrived. Only real withdrawals are counted in
+ * vigil_barrier_stats.
+ */
+int      vigil_barrier_wait_slice(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, uint64_t slice_ns,
+                                  int *arrived);
+int      vigil_barrier_withdraw(vigil_barrier *b, uint32_t my_epoch, int *arrived);
 
 #ifdef __cplusplus
 }

@@ -26,6 +26,7 @@ extern "C" {
 #define VIGIL_ENOPEERS  (-1007) /* nothing live to wait for */
 #define VIGIL_ELOST     (-1008) /* lease refused: the scope is someone else's now */
 #define VIGIL_EBUSY     (-1009) /* held by another owner, or in the middle of a change */
+#define VIGIL_ETLS      (-1010) /* TLS: the server's certificate failed verification (etcd adapter) */
 
 /* Never NULL, also for -errno and for codes vigil does not know. */
 const char *vigil_strerror(int err);

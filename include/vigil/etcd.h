@@ -16,6 +16,24 @@ extern "C" {
 
 typedef struct vigil_etcd vigil_etcd;
 int  vigil_etcd_connect(const char *endpoints, vigil_etcd **out); /* "http://127.0.0.1:2379[,...]" */
+
+/* How to reach a production etcd (vigil_etcd_connect_opts(3)). Every field
+ * may be NULL or 0: today's behaviour. */
+struct vigil_etcd_options {
+    const char *cacert, *cert, *key;   /* PEM files; NULL: system CA store, no client certificate */
+    const char *user, *password;       /* etcd auth; NULL: none */
+#ifdef __cplusplus
+    const char *namespace_;            /* C++: the same field, under a name C++ allows */
+#else
+    const char *namespace;             /* prepended to every key; NULL: none */
+#endif
+    uint32_t    dial_timeout_ms, request_timeout_ms; /* 0: defaults */
+};
+int  vigil_etcd_connect_opts(const char *endpoints, const struct vigil_etcd_options *opts, vigil_etcd **out);
+/* Why the last vigil_etcd_* call that failed on this thread failed, in a
+ * line (etcd's own message, libcurl's, or the option at fault); "" when
+ * there is nothing to add to vigil_strerror. Never NULL. */
+const char *vigil_etcd_errmsg(void);
 void vigil_etcd_close(vigil_etcd *e);
 int  vigil_etcd_acquire(vigil_etcd *e, const char *key, const char *owner, uint64_t ttl_ms, vigil_lease *out);
 int  vigil_etcd_renew(vigil_etcd *e, const vigil_lease *lease);
@@ -29,6 +47,47 @@ int  vigil_etcd_get(vigil_etcd *e, const char *key, vigil_lease_info *out);
  * UINT64_MAX waits for ever): waits on a watch, never polls. */
 int  vigil_etcd_acquire_wait(vigil_etcd *e, const char *key, const char *owner, uint64_t ttl_ms,
                              uint64_t timeout_ns, vigil_lease *out);
+/*
+ * Election parity with etcd's concurrency package (Session, Election).
+ *
+ * A session is one lease, kept alive by a keepalive of its own, under
+ * which several keys are held (concurrency.NewSession, and a Mutex or an
+ * Election on it): each key is KEY/<the session's lease in hex>, held and
+ * queued as vigil_etcd_acquire holds one. Closing the session revokes the
+ * lease, and every key held in it goes. Its fd turns readable once the
+ * lease is lost (refused, or not renewed for a TTL), and with it every key.
+ */
+typedef struct vigil_etcd_session vigil_etcd_session;
+int     vigil_etcd_session_open(vigil_etcd *e, uint64_t ttl_ms, vigil_etcd_session **out);
+int     vigil_etcd_session_close(vigil_etcd_session *s); /* 0, VIGIL_ELOST if it was lost; NULL is fine */
+int64_t vigil_etcd_session_lease(const vigil_etcd_session *s);
+int     vigil_etcd_session_fd(const vigil_etcd_session *s); /* POLLIN once the session's lease is lost */
+bool    vigil_etcd_session_lost(const vigil_etcd_session *s);
+/* As vigil_etcd_acquire and vigil_etcd_acquire_wait, under the session's
+ * lease (out->id): VIGIL_EBUSY, VIGIL_ETIMEDOUT; VIGIL_ELOST once the
+ * session is lost. */
+int     vigil_etcd_session_acquire(vigil_etcd_session *s, const char *key, const char *owner, vigil_lease *out);
+int     vigil_etcd_session_acquire_wait(vigil_etcd_session *s, const char *key, const char *owner,
+                                        uint64_t timeout_ns, vigil_lease *out);
+/* Gives the key up and keeps its lease (Election.Resign): 0, or
+ * VIGIL_ELOST when the key was no longer ours. */
+int     vigil_etcd_resign(vigil_etcd *e, const vigil_lease *lease);
+/* Changes the value (the owner) while holding, the token staying
+ * (Election.Proclaim): 0 and lease->owner updated, or VIGIL_ELOST. */
+int     vigil_etcd_proclaim(vigil_etcd *e, vigil_lease *lease, const char *owner);
+
+/* The holder of key and every change to it (Election.Observe): the fd is
+ * readable while a change waits to be read; next gives the oldest, a
+ * vigil_lease_info in the state VIGIL_LEASE_HELD (owner, token, TTL) or
+ * VIGIL_LEASE_VACANT, waiting up to timeout_ns (0: not at all; UINT64_MAX:
+ * for ever) before VIGIL_ETIMEDOUT. The first change is the state at the
+ * start. Close the observer before its handle. */
+typedef struct vigil_etcd_observer vigil_etcd_observer;
+int  vigil_etcd_observe(vigil_etcd *e, const char *key, vigil_etcd_observer **out);
+int  vigil_etcd_observer_fd(const vigil_etcd_observer *o);
+int  vigil_etcd_observer_next(vigil_etcd_observer *o, vigil_lease_info *out, uint64_t timeout_ns);
+void vigil_etcd_observer_close(vigil_etcd_observer *o); /* NULL is fine */
+
 /* Per-request limits for this handle (defaults 1000 ms to connect, 3000 ms
  * in all; 0 keeps the default). Each endpoint tried costs at most total_ms. */
 int  vigil_etcd_set_timeout(vigil_etcd *e, uint32_t connect_ms, uint32_t total_ms);

@@ -57,11 +57,14 @@ int vigil_failover_wait_why(vigil_hb *hb, uint64_t grace_epochs, uint64_t timeou
 /* What the last wait on hb could watch: pidfds is 0 where the kernel has
  * none (every slot then waits out its epochs); watched the slots whose
  * owner's exit wakes the wait, by_epochs the occupied slots left to epochs
- * (an owner in another pid namespace, or recorded without a start time). */
+ * (an owner in another pid namespace, or of none recorded), retrying the
+ * occupied slots waiting on epochs only until a pidfd can be made (the
+ * process was out of descriptors or memory: tried again at every look). */
 typedef struct vigil_failover_watch_info {
     uint32_t pidfds;
     uint32_t watched;
     uint32_t by_epochs;
+    uint32_t retrying;
 } vigil_failover_watch_info; /* fields may be added at the end */
 int vigil_failover_wait_info(const vigil_hb *hb, vigil_failover_watch_info *out);
 

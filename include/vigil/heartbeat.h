@@ -28,8 +28,6 @@
 #define VIGIL_STATIC_ASSERT(c, m) static_assert(c, m)
 #define VIGIL__LOAD(p, mo)       (p)->load(std::memory_order_##mo)
 #define VIGIL__STORE(p, v, mo)   (p)->store((v), std::memory_order_##mo)
-#define VIGIL__OR(p, v, mo)      (p)->fetch_or((v), std::memory_order_##mo)
-#define VIGIL__AND(p, v, mo)     (p)->fetch_and((v), std::memory_order_##mo)
 static_assert(sizeof(std::atomic<uint64_t>) == sizeof(uint64_t) &&
                   alignof(std::atomic<uint64_t>) == alignof(uint64_t) &&
                   std::atomic<uint64_t>::is_always_lock_free,
@@ -46,9 +44,94 @@ extern "C" {
 #define VIGIL_STATIC_ASSERT(c, m) _Static_assert(c, m)
 #define VIGIL__LOAD(p, mo)       atomic_load_explicit((p), memory_order_##mo)
 #define VIGIL__STORE(p, v, mo)   atomic_store_explicit((p), (v), memory_order_##mo)
-#define VIGIL__OR(p, v, mo)      atomic_fetch_or_explicit((p), (v), memory_order_##mo)
-#define VIGIL__AND(p, v, mo)     atomic_fetch_and_explicit((p), (v), memory_order_##mo)
 #endif
+
+/*
+ * vigil__cas16: one compare-and-swap of a 16-byte aligned pair of 64-bit
+ * words, {lo at p, hi at p + 8}, as a single atomic step: if the pair
+ * holds {*lo, *hi} it becomes {nlo, nhi} and the call returns true; if
+ * not it returns false with {*lo, *hi} set to what the pair held. It is
+ * a full barrier, as a seq_cst read-modify-write of both words: a
+ * lock-prefixed cmpxchg16b on x86-64, an acquire-release exclusive pair
+ * on aarch64 (which also stores back what it read when the comparison
+ * fails, so that even then the pair was read as one).
+ *
+ * vigil changes two words together this way where a stale process must
+ * be fenced by a name that never recurs: a slot's {in_flight, gen} (a
+ * mark names the registration it is for) and {writer, seq} (THE SLOT
+ * WRITER LOCK), the header's {term, leader} and {elect_lock, elect_seq}
+ * (vigil-files(5)). Under ThreadSanitizer it is the compiler's atomic
+ * builtin, which TSan understands (an asm statement it cannot see); on
+ * other targets the builtin too, where the compiler inlines a lock-free
+ * one (a call into libatomic may take a lock that other processes cannot
+ * see, so such a target is refused here).
+ */
+__extension__ typedef unsigned __int128 vigil__u128;
+
+#if defined(__has_feature)
+#define VIGIL__HAS_FEATURE(x) __has_feature(x)
+#else
+#define VIGIL__HAS_FEATURE(x) 0
+#endif
+#if defined(__SANITIZE_THREAD__) || VIGIL__HAS_FEATURE(thread_sanitizer)
+#define VIGIL__CAS16_TSAN 1
+#if defined(__clang__) && defined(__has_include)
+#if __has_include(<sanitizer/tsan_interface_atomic.h>)
+#include <sanitizer/tsan_interface_atomic.h>
+#define VIGIL__CAS16_TSAN_CALL 1 /* clang lowers a 16-byte builtin before TSan sees it */
+#endif
+#endif
+#elif !defined(__x86_64__) && !defined(__aarch64__) && !defined(__GCC_HAVE_SYNC_COMPARE_AND_SWAP_16)
+#error "vigil needs a lock-free 16-byte compare-and-swap: x86-64, aarch64, or a target the compiler inlines one for"
+#endif
+
+static inline bool vigil__cas16(void *p, uint64_t *lo, uint64_t *hi, uint64_t nlo, uint64_t nhi)
+{
+#if defined(VIGIL__CAS16_TSAN_CALL)
+    __tsan_atomic128 e = (__tsan_atomic128)(((vigil__u128)*hi << 64) | *lo);
+    __tsan_atomic128 n = (__tsan_atomic128)(((vigil__u128)nhi << 64) | nlo);
+    bool ok = __tsan_atomic128_compare_exchange_strong((volatile __tsan_atomic128 *)p, &e, n,
+                                                       __tsan_memory_order_seq_cst,
+                                                       __tsan_memory_order_seq_cst) != 0;
+    *lo = (uint64_t)e;
+    *hi = (uint64_t)((vigil__u128)e >> 64);
+    return ok;
+#elif defined(VIGIL__CAS16_TSAN) || (!defined(__x86_64__) && !defined(__aarch64__))
+    vigil__u128 e = ((vigil__u128)*hi << 64) | *lo;
+    bool ok = __atomic_compare_exchange_n((vigil__u128 *)p, &e, ((vigil__u128)nhi << 64) | nlo, false,
+                                          __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+    *lo = (uint64_t)e;
+    *hi = (uint64_t)(e >> 64);
+    return ok;
+#elif defined(__x86_64__)
+    bool ok;
+    __asm__ __volatile__("lock cmpxchg16b %1"
+                         : "=@ccz"(ok), "+m"(*(volatile vigil__u128 *)p), "+a"(*lo), "+d"(*hi)
+                         : "b"(nlo), "c"(nhi)
+                         : "memory");
+    return ok;
+#else /* aarch64: the exclusive pair, storing back on a mismatch so the read was one */
+    uint64_t olo, ohi;
+    uint32_t fail;
+    __asm__ __volatile__("1: ldaxp %0, %1, %3\n"
+                         "   cmp   %0, %4\n"
+                         "   ccmp  %1, %5, #0, eq\n"
+                         "   b.ne  2f\n"
+                         "   stlxp %w2, %6, %7, %3\n"
+                         "   cbnz  %w2, 1b\n"
+                         "   b     3f\n"
+                         "2: stlxp %w2, %0, %1, %3\n"
+                         "   cbnz  %w2, 1b\n"
+                         "3:\n"
+                         : "=&r"(olo), "=&r"(ohi), "=&r"(fail), "+Q"(*(volatile vigil__u128 *)p)
+                         : "r"(*lo), "r"(*hi), "r"(nlo), "r"(nhi)
+                         : "cc", "memory");
+    bool ok = olo == *lo && ohi == *hi;
+    *lo = olo;
+    *hi = ohi;
+    return ok;
+#endif
+}
 
 enum { VIGIL_ROLE_WORKER = 0, VIGIL_ROLE_COORDINATOR = 1 };
 
@@ -67,25 +150,28 @@ struct vigil_hb_header {
     uint32_t         capacity;   /* 16: number of slots */
     uint32_t         flags;      /* 20: 0 */
     VIGIL_ATOMIC(uint64_t) epoch;      /* 24: global epoch, ticked by the watchdog */
-    VIGIL_ATOMIC(uint64_t) term;       /* 32: leader term, +1 on each change of leader */
-    VIGIL_ATOMIC(uint64_t) leader;     /* 40: (pid << 32) | (slot + 1), 0 = none */
-    VIGIL_ATOMIC(uint64_t) elect_lock; /* 48: 0 free, else the elector's lock word (vigil-files(5)) */
-    VIGIL_ATOMIC(uint64_t) elect_intent;/* 56: leader change in progress: ((term & 0x7ff) << 53) | (pid << 21) | (slot + 1), 0 none */
+    VIGIL_ALIGNAS(16) VIGIL_ATOMIC(uint64_t) term; /* 32: leader term, +1 on each change of leader */
+    VIGIL_ATOMIC(uint64_t) leader;     /* 40: (gen << 21) | (slot + 1) of the leader's registration, 0 = none */
+    VIGIL_ALIGNAS(16) VIGIL_ATOMIC(uint64_t) elect_lock; /* 48: the elector's lock word (vigil-files(5)) */
+    VIGIL_ATOMIC(uint64_t) elect_seq;  /* 56: odd while the election lock is held */
 };
 
-/* One slot, offsets relative to 64 + slot * 64. */
+/* One slot, offsets relative to 64 + slot * 64 (vigil-files(5)). Two
+ * pairs are 16-byte aligned because each is changed by one 16-byte
+ * compare-and-swap: {in_flight, gen} (a mark that names the registration
+ * it belongs to) and {writer, seq} (THE SLOT WRITER LOCK). */
 struct vigil_hb_slot {
     VIGIL_ALIGNAS(64) VIGIL_ATOMIC(uint32_t) pid; /*  0: owner, 0 = vacant */
-    VIGIL_ATOMIC(uint32_t) seq;             /*  4: SeqLock version, odd during a structural change */
+    VIGIL_ATOMIC(uint32_t) role;            /*  4: VIGIL_ROLE_* */
     VIGIL_ATOMIC(uint64_t) last_seen_epoch; /*  8: epoch at the last beat */
-    VIGIL_ATOMIC(uint64_t) in_flight;       /* 16: bitmap of work units */
-    VIGIL_ATOMIC(uint32_t) role;            /* 24: VIGIL_ROLE_* */
-    VIGIL_ATOMIC(uint32_t) registers;       /* 28: registrations into this slot (wraps) */
-    VIGIL_ATOMIC(uint64_t) start_time;      /* 32: owner's start time (/proc/<pid>/stat field 22), 0 unknown */
-    VIGIL_ATOMIC(uint32_t) reclaims;        /* 40: owners vacated by failover (wraps) */
-    VIGIL_ATOMIC(uint32_t) repairs;         /* 44: repairs after a writer died mid-change (wraps) */
-    VIGIL_ATOMIC(uint64_t) owner_ns;        /* 48: owner's pid namespace (inode of /proc/self/ns/pid), 0 not recorded */
-    VIGIL_ATOMIC(uint64_t) writer;          /* 56: the structural writer's lock word, 0 none (vigil-files(5)) */
+    VIGIL_ALIGNAS(16) VIGIL_ATOMIC(uint64_t) in_flight; /* 16: bitmap of work units */
+    VIGIL_ATOMIC(uint64_t) gen;             /* 24: registration generation (vigil-files(5)) */
+    VIGIL_ALIGNAS(16) VIGIL_ATOMIC(uint64_t) writer; /* 32: the structural writer's lock word */
+    VIGIL_ATOMIC(uint64_t) seq;             /* 40: SeqLock version, odd during a structural change */
+    VIGIL_ATOMIC(uint32_t) start_time;      /* 48: low 32 bits of the owner's start time, 0 unknown */
+    VIGIL_ATOMIC(uint32_t) owner_ns;        /* 52: owner's pid namespace (inode of /proc/self/ns/pid), 0 not recorded */
+    VIGIL_ATOMIC(uint32_t) reclaims;        /* 56: owners vacated by failover (wraps) */
+    VIGIL_ATOMIC(uint32_t) repairs;         /* 60: repairs after a writer died mid-change (wraps) */
 };
 
 VIGIL_STATIC_ASSERT(sizeof(struct vigil_hb_header) == 64, "header is one cache line");
@@ -99,7 +185,8 @@ typedef struct vigil_hb {
     uint32_t                capacity;
     size_t                  map_size;
     struct vigil_failover_watch *watch; /* vigil_failover_wait's pidfds, made on first use */
-    VIGIL_ATOMIC(uintptr_t) mine;       /* registrations made through this handle (heartbeat.c) */
+    VIGIL_ATOMIC(uint64_t) *mine;       /* per slot: the generation this handle registered there; 0 none;
+                                         * with the top bit set, unregistered through this handle */
 } vigil_hb;
 
 int      vigil_hb_create(const char *path, uint32_t capacity, vigil_hb **out);
@@ -120,6 +207,16 @@ int      vigil_hb_clear_in_flight(vigil_hb *hb, uint32_t slot, unsigned bit);
 int      vigil_hb_set_role(vigil_hb *hb, uint32_t slot, uint32_t role);
 int      vigil_hb_snapshot(const vigil_hb *hb, uint32_t slot, vigil_slot_info *out);
 uint32_t vigil_hb_live_count(const vigil_hb *hb, uint64_t grace_epochs);
+
+/*
+ * Does the registration this handle made into `slot` still hold it? 1 yes,
+ * 0 no (never registered through this handle, unregistered, or reclaimed
+ * by failover and perhaps registered again by someone else), VIGIL_ERANGE,
+ * -EINVAL. A registration is named by the slot's generation, which never
+ * recurs, so a recycled pid never answers 1 for a dead owner's slot. Two
+ * loads, no system call: cheap enough to ask before each unit of work.
+ */
+int      vigil_hb_owned(const vigil_hb *hb, uint32_t slot);
 
 /*
  * Counters of the table's structural events since it was created, summed
@@ -188,34 +285,56 @@ static inline void vigil_beater_beat(vigil_beater b)
 
 /*
  * mark_in_flight and clear_in_flight are on a worker's hot path too (once
- * per unit of work) and are one fetch_or / fetch_and each, so direct calls
- * go to this inline body through the macros below; the library still
- * exports both as functions (for function pointers and other languages),
- * as libc does with getc.
+ * per unit of work), so direct calls go to this inline body through the
+ * macros below; the library still exports both as functions (for function
+ * pointers and other languages), as libc does with getc.
  *
- * Release on both: a watchdog that takes a bit (acquire exchange) also
- * sees what the worker recorded about the unit before marking it, and a
- * unit's results are published before it stops being in flight, so
- * nobody reclaims and redoes finished work unseen. The vacancy check is
- * a relaxed load: only the slot's owner marks its bits, and a mark that
- * races the slot being vacated under it (a failover taking a slot whose
- * owner it judged dead) can leave a stray bit in a vacant slot, which
- * register clears before anyone owns the slot again.
+ * THE FENCE (model: model/slot.pml). A mark names the registration it is
+ * for: the bitmap and the slot's gen (the registration's generation,
+ * which never recurs) sit side by side, and the mark changes the bitmap
+ * only together with a check that gen is still the one this handle
+ * registered, in one 16-byte compare-and-swap of the pair (vigil__cas16).
+ * A failover that vacates the slot takes the bits and marks the gen
+ * vacant in one such step, so a holder stopped anywhere in here, even
+ * between its loads and its swap, and resumed after its slot was
+ * reclaimed and registered again, fails the swap and is told VIGIL_ELOST:
+ * its stale mark or clear never lands in a successor's bitmap. A swap
+ * that fails only because the bits moved (another thread of the owner
+ * marking) is retried with the bits it read.
+ *
+ * The swap is a full barrier, so it is release on both calls: a watchdog
+ * that takes a bit also sees what the worker recorded about the unit
+ * before marking it, and a unit's results are published before it stops
+ * being in flight, so nobody reclaims and redoes finished work unseen.
+ * The two loads before it are relaxed: they only guess what the swap
+ * compares, and a wrong guess fails it.
+ *
+ * A slot this handle did not register (a supervisor's handle acting on a
+ * worker's slot) has no registration to check against: such a call goes
+ * out of line to vigil__hb_in_flight_unowned, which marks whichever
+ * registration holds the slot, VIGIL_EVACANT when none. A slot the handle
+ * registered and then unregistered gives VIGIL_EVACANT there too, whoever
+ * holds it now.
  */
+int vigil__hb_in_flight_unowned(vigil_hb *hb, uint32_t slot, uint64_t mask, bool set);
+
 static inline int vigil_hb_in_flight_inline(vigil_hb *hb, uint32_t slot, unsigned bit, bool set)
 {
     if (!hb)
         return -EINVAL;
     if (slot >= hb->capacity || bit >= 64)
         return VIGIL_ERANGE;
-    struct vigil_hb_slot *s = &hb->slots[slot];
-    if (VIGIL__LOAD(&s->pid, relaxed) == 0)
-        return VIGIL_EVACANT;
     uint64_t m = UINT64_C(1) << bit;
-    if (set)
-        VIGIL__OR(&s->in_flight, m, release);
-    else
-        VIGIL__AND(&s->in_flight, ~m, release);
+    uint64_t gen = VIGIL__LOAD(&hb->mine[slot], relaxed);
+    if ((int64_t)gen <= 0) /* none made here, or unregistered since (the top bit) */
+        return vigil__hb_in_flight_unowned(hb, slot, m, set);
+    struct vigil_hb_slot *s = &hb->slots[slot];
+    uint64_t bits = VIGIL__LOAD(&s->in_flight, relaxed), g = gen;
+    while (!vigil__cas16(&s->in_flight, &bits, &g, set ? bits | m : bits & ~m, gen)) {
+        if (g != gen)
+            return VIGIL_ELOST; /* reclaimed: the slot is not this registration's */
+        /* only the bits moved: bits holds them now */
+    }
     return 0;
 }
 #define vigil_hb_mark_in_flight(hb, slot, bit)  vigil_hb_in_flight_inline((hb), (slot), (bit), true)

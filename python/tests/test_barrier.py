@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import threading
 
 import pytest
@@ -156,3 +157,47 @@ async def test_more_async_waits_than_the_default_executor_has_threads(tmp):
         e = b.epoch
         got = await asyncio.wait_for(asyncio.gather(*(h.wait_async(e, timeout=20) for h in handles)), 30)
         assert sorted(got) == [False] * (n - 1) + [True]
+
+
+def test_slices_are_not_counted_as_withdrawals(pool):
+    t, b = pool
+    s1, s2 = t.register(), t.register()
+    b.bind(s1)
+    other = vigil.Barrier.open(b.path, t)
+    other.bind(s2)
+    e = b.epoch
+    before = b.stats()
+    # A wait of several slices, released by the other peer: nothing withdrawn.
+    threading.Timer(0.6, lambda: other.wait(e, timeout=20)).start()
+    b.wait(e, timeout=20)
+    # A wait of several slices that times out: withdrawn once.
+    with pytest.raises(vigil.Timeout):
+        b.wait(e + 1, timeout=0.6)
+    after = b.stats()
+    assert after.withdrawals - before.withdrawals == 1
+    assert after.releases - before.releases == 1
+
+
+def test_an_exception_between_slices_withdraws_the_arrival(pool):
+    t, b = pool
+    s1, s2 = t.register(), t.register()
+    b.bind(s1)
+    e = b.epoch
+    before = b.stats().withdrawals
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.3)
+        with pytest.raises(KeyboardInterrupt):
+            b.wait(e, timeout=20)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    assert b.stats().withdrawals == before + 1
+    other = vigil.Barrier.open(b.path, t)
+    other.bind(s2)
+    with pytest.raises(vigil.Timeout):  # the interrupted wait has left: s2 alone cannot release
+        other.wait(e, timeout=0.05)

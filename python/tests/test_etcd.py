@@ -117,4 +117,77 @@ async def test_heartbeat_knows_an_etcd_loss(etcd):
         async with vigil.heartbeat(etcd, lease) as hb:
             with vigil.Etcd(etcd.endpoints) as other:
                 other.release(lease)  # as if an operator took it: the next renewal is refused
-            await asyncio.wait_for(hb.wait_lost(), 15)
+            await asyncio.wait_for(hb._event.wait(), 15)  # known, but not read: raised on exit
+
+
+def test_lock_on_etcd(etcd):
+    key = _key("job")
+    with etcd.lock(key, "py", ttl=1.0) as lease:
+        with pytest.raises(vigil.Busy):
+            etcd.acquire(key, "rival", 1.0)
+        time.sleep(1.5)  # past the TTL: kept alive
+        assert etcd.get(key).token == lease.token
+    assert etcd.get(key) is None
+
+
+@pytest.mark.asyncio
+async def test_async_acquire_and_lock_on_etcd(etcd):
+    key = _key("job")
+    lease = await etcd.acquire_async(key, "py", 2.0)
+    waiter = asyncio.ensure_future(etcd.acquire_wait_async(key, "second", 2.0, timeout=20))
+    await asyncio.sleep(0.2)
+    assert not waiter.done()
+    await asyncio.get_running_loop().run_in_executor(None, etcd.release, lease)
+    got = await asyncio.wait_for(waiter, 20)
+    assert got.owner == "second" and got.token > lease.token
+    etcd.release(got)
+    async with etcd.lock(key, "py", ttl=2.0) as held:
+        assert etcd.get(key).token == held.token
+    assert etcd.get(key) is None
+
+
+@pytest.mark.asyncio
+async def test_a_cancelled_etcd_wait_ends_at_once_and_gives_the_key_back(etcd):
+    key = _key("job")
+    held = etcd.acquire(key, "first", 2.0)
+    waiter = asyncio.ensure_future(etcd.acquire_wait_async(key, "second", 2.0, timeout=20))
+    await asyncio.sleep(0.2)
+    started = time.monotonic()
+    waiter.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    assert time.monotonic() - started < 1.0
+    etcd.release(held)
+    # The abandoned wait gets its turn, then gives the key up at once.
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            mine = etcd.acquire(key, "third", 1.0)
+            break
+        except vigil.Busy:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.05)
+    etcd.release(mine)
+
+
+def test_production_options(etcd):
+    """The keywords reach the C options: a namespace prefixes the keys
+    (seen from a handle without one), a CA bundle that is not there is
+    FileNotFoundError at once naming it, a password without a user or a
+    key without a certificate an OSError; user and password on a server
+    without auth are spoken without a token, as clientv3 does."""
+    ns = f"vigil-py-ns/{os.getpid()}/"
+    key = _key("spaced")
+    with vigil.Etcd(etcd.endpoints, namespace=ns, user="nobody", password="pw", timeout=3.0) as spaced:
+        lease = spaced.acquire(key, "py", 2.0)
+        assert lease.key == key
+        assert etcd.get(ns + key).owner == "py"
+        assert etcd.get(key) is None
+        spaced.release(lease)
+    with pytest.raises(FileNotFoundError) as info:
+        vigil.Etcd(etcd.endpoints, cacert="/nonexistent/ca.pem")
+    assert "/nonexistent/ca.pem" in str(info.value)
+    with pytest.raises(OSError):
+        vigil.Etcd(etcd.endpoints, password="pw")
+    with pytest.raises(OSError):
+        vigil.Etcd(etcd.endpoints, key="/nonexistent/key.pem")

@@ -67,7 +67,7 @@ class Recorder:
         self.log.append((self._now(), "renew"))
         return self._outcome()
 
-    def release(self):
+    def release(self, lease=None):
         assert self.in_flight == 0, "a renewal was in flight at release"
         self.log.append((self._now(), "release"))
 
@@ -110,14 +110,37 @@ def test_three_lost_renewals_lose_it_by_local_expiry():
     port = Recorder(ConnectionError(), ConnectionError(), ConnectionError())
 
     async def main():
-        with pytest.raises(vigil.Lost):
-            async with vigil.heartbeat(port, FakeLease()) as hb:
-                await asyncio.wait_for(hb.wait_lost(), 10)
-                assert asyncio.get_running_loop().time() == pytest.approx(TTL)
-                await asyncio.sleep(3.0)
+        async with vigil.heartbeat(port, FakeLease()) as hb:
+            await asyncio.wait_for(hb.wait_lost(), 10)  # told: the exit raises nothing
+            assert asyncio.get_running_loop().time() == pytest.approx(TTL)
+            await asyncio.sleep(3.0)
 
     run_virtual(main())
     assert len(port.renewals()) == 3  # nothing after the loss
+
+
+def test_an_untold_loss_is_raised_on_exit():
+    port = Recorder(False)
+
+    async def main():
+        with pytest.raises(vigil.Lost):
+            async with vigil.heartbeat(port, FakeLease()):
+                await asyncio.sleep(3.0)  # never looks
+
+    run_virtual(main())
+
+
+def test_the_readme_example_returns_quietly_when_it_sees_the_loss():
+    port = Recorder(False)
+
+    async def consolidate(leases, lease):
+        async with vigil.heartbeat(leases, lease) as hb:
+            await asyncio.sleep(3.0)
+            if hb.lost:
+                return "stopped"
+        return "done"
+
+    assert run_virtual(consolidate(port, FakeLease())) == "stopped"
 
 
 @pytest.mark.parametrize("refusal", [False, vigil.Lost()])
@@ -125,10 +148,9 @@ def test_a_refusal_stops_it_for_good(refusal):
     port = Recorder(True, refusal)
 
     async def main():
-        with pytest.raises(vigil.Lost):
-            async with vigil.heartbeat(port, FakeLease()) as hb:
-                await asyncio.sleep(5.0)
-                assert hb.lost
+        async with vigil.heartbeat(port, FakeLease()) as hb:
+            await asyncio.sleep(5.0)
+            assert hb.lost
 
     run_virtual(main())
     assert len(port.renewals()) == 2
@@ -150,10 +172,9 @@ def test_local_expiry_fires_while_a_renewal_hangs_in_the_port():
     port = Recorder("hang")
 
     async def main():
-        with pytest.raises(vigil.Lost):
-            async with vigil.heartbeat(port, FakeLease()) as hb:
-                await asyncio.wait_for(hb.wait_lost(), 10)
-                assert asyncio.get_running_loop().time() == pytest.approx(TTL)
+        async with vigil.heartbeat(port, FakeLease()) as hb:
+            await asyncio.wait_for(hb.wait_lost(), 10)
+            assert asyncio.get_running_loop().time() == pytest.approx(TTL)
 
     run_virtual(main())
     assert len(port.renewals()) == 1 and port.in_flight == 0
@@ -182,11 +203,25 @@ def test_cancellation_of_the_enclosing_task():
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        port.release()
         await asyncio.sleep(5.0)
 
     run_virtual(main())
+    # The heartbeat released it, after the renewal in flight came back.
     assert [e for _, e in port.log] == ["renew", "release"]
+
+
+def test_an_exception_releases_and_a_normal_end_does_not():
+    port = Recorder()
+
+    async def main():
+        with pytest.raises(KeyError):
+            async with vigil.heartbeat(port, FakeLease()):
+                raise KeyError("the body's")
+        async with vigil.heartbeat(port, FakeLease()):
+            pass
+
+    run_virtual(main())
+    assert [e for _, e in port.log] == ["release"]
 
 
 def test_a_port_without_renew():
@@ -221,11 +256,10 @@ async def test_a_real_lease_is_kept_past_its_ttl(store):
 async def test_a_real_loss_is_known_in_the_loop(store):
     lease = store.acquire("job", "me", 0.3)
     started = time.monotonic()
-    with pytest.raises(vigil.Lost):
-        async with vigil.heartbeat(store, lease) as hb:
-            store.release(lease)  # the next renewal is refused
-            await asyncio.wait_for(hb.wait_lost(), 10)
-            assert hb.lost
+    async with vigil.heartbeat(store, lease) as hb:
+        store.release(lease)  # the next renewal is refused
+        await asyncio.wait_for(hb.wait_lost(), 10)
+        assert hb.lost
     assert time.monotonic() - started < 10
 
 
@@ -253,6 +287,9 @@ async def test_cancelled_over_a_real_store_leaves_nothing_renewing(store):
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    store.release(lease)
+    assert store.get("job") is None  # released by the cancellation, not left to its TTL
+    store.release(lease)  # the caller's own release after it is quiet
     await asyncio.sleep(0.5)  # a stray renewal would have resurrected it
     assert store.get("job") is None
+    with pytest.raises(vigil.Lost):
+        store.release(lease)  # once: a second is the usual Lost

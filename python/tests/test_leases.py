@@ -115,20 +115,30 @@ def test_keepalive_loss_raises_lost_on_exit_and_the_body_wins(store):
     with pytest.raises(vigil.Lost):
         with vigil.keepalive(store, lease) as ka:
             store.release(lease)  # as if someone took it: the next renewal is refused
-            deadline = time.monotonic() + 10
-            while not ka.lost:
-                assert time.monotonic() < deadline
-                time.sleep(0.01)
+            _until_lost(ka)  # without reading ka.lost: the loss is untold
     assert not ka.running and ka.lost
     lease = store.acquire("job", "me", 0.3)
     with pytest.raises(KeyError):
         with vigil.keepalive(store, lease) as ka:
             store.release(lease)
-            deadline = time.monotonic() + 10
-            while not ka.lost:
-                assert time.monotonic() < deadline
-                time.sleep(0.01)
+            _until_lost(ka)
             raise KeyError("the body's own")
+
+
+def _until_lost(ka):
+    deadline = time.monotonic() + 10
+    while not ka.stats().lost:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+
+
+def test_keepalive_loss_seen_by_the_block_is_not_raised_again(store):
+    lease = store.acquire("job", "me", 0.3)
+    with vigil.keepalive(store, lease) as ka:
+        store.release(lease)
+        _until_lost(ka)
+        assert ka.lost  # told: the exit raises nothing
+    assert not ka.running
 
 
 def test_keepalive_fd_becomes_readable_on_loss(store):
@@ -140,7 +150,7 @@ def test_keepalive_fd_becomes_readable_on_loss(store):
             assert select.select([fd], [], [], 0)[0] == []
             store.release(lease)
             assert select.select([fd], [], [], 10)[0] == [fd]
-            assert ka.lost
+            assert ka.stats().lost
 
 
 def test_keepalive_through_a_python_port(store):
@@ -154,10 +164,7 @@ def test_keepalive_through_a_python_port(store):
     lease = store.acquire("job", "me", 1.0)
     with pytest.raises(vigil.Lost):
         with vigil.keepalive(Port(), lease) as ka:
-            deadline = time.monotonic() + 10
-            while not ka.lost:
-                assert time.monotonic() < deadline
-                time.sleep(0.005)
+            _until_lost(ka)
             n = len(calls)
             time.sleep(0.7)  # two periods
             assert len(calls) == n  # lost: never again

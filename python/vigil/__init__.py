@@ -3,13 +3,22 @@
 
 A binding of the C library libvigil (and libvigil-etcd for `Etcd`) through
 cffi: the protocols are the library's, shared with every C process that
-maps the same files. The library is the one named by the environment
-variable VIGIL_LIBRARY (VIGIL_ETCD_LIBRARY for etcd), else the installed
-libvigil.so.0. Times are seconds as floats; errors are `vigil.Error` and
-its subclasses, or the OSError Python raises for a failed system call.
-"""
-from __future__ import annotations
+maps the same files.
 
+    with vigil.HeartbeatTable.open("/run/vigil/pool.hb") as table, table.registered() as slot:
+        table.mark(slot, 3); table.beat(slot)            # a worker
+    with vigil.Leases.open("/run/vigil/locks.ls") as store:
+        with store.lock("report", "worker-7", ttl=10.0) as lease:
+            write_report(fencing_token=lease.token)      # a lease kept alive for the block
+
+`HeartbeatTable` (slots, beats, failover, leader election), `Barrier`
+(phases that count only live peers), `Leases` and `Etcd` (leases with
+fencing tokens, `lock()`, async twins), `keepalive` and `heartbeat` (a
+held lease kept alive, sync and asyncio). Times are seconds as floats;
+errors are `vigil.Error` and its subclasses, or the OSError Python raises
+for a failed system call. The library is found by the dynamic loader
+(LD_LIBRARY_PATH), or named by VIGIL_LIBRARY (VIGIL_ETCD_LIBRARY for etcd).
+"""
 from ._errors import (
     VIGIL_EBADFILE,
     VIGIL_EBUSY,
@@ -32,15 +41,27 @@ from ._errors import (
     Vacant,
     strerror,
 )
-from ._table import ROLE_COORDINATOR, ROLE_WORKER, Beater, HeartbeatTable, Leader, Reclaim, SlotInfo
-from ._barrier import Barrier
+from ._table import (
+    ROLE_COORDINATOR,
+    ROLE_WORKER,
+    Beater,
+    HeartbeatTable,
+    Leader,
+    Reclaim,
+    Registration,
+    Role,
+    SlotInfo,
+)
+from ._barrier import Barrier, BarrierStats
 from ._leases import Etcd, Lease, LeaseInfo, Leases, LeaseState
-from ._keepalive import Heartbeat, Keepalive, KeepaliveStats, heartbeat, keepalive
+from ._keepalive import Heartbeat, Keepalive, KeepaliveStats, LeaseLock, heartbeat, keepalive
+from ._group import Group, GroupEvent, GroupStats, GroupWatch, MemberInfo, Peer, RoundInfo, Unit
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Barrier",
+    "BarrierStats",
     "BadFile",
     "Beater",
     "Busy",
@@ -48,6 +69,10 @@ __all__ = [
     "Error",
     "Etcd",
     "Full",
+    "Group",
+    "GroupEvent",
+    "GroupStats",
+    "GroupWatch",
     "Heartbeat",
     "HeartbeatTable",
     "Keepalive",
@@ -55,16 +80,23 @@ __all__ = [
     "Leader",
     "Lease",
     "LeaseInfo",
+    "LeaseLock",
     "LeaseState",
     "Leases",
     "Lost",
+    "MemberInfo",
     "NoPeers",
     "OutOfRange",
     "ROLE_COORDINATOR",
     "ROLE_WORKER",
+    "Peer",
     "Reclaim",
+    "Registration",
+    "Role",
+    "RoundInfo",
     "SlotInfo",
     "Timeout",
+    "Unit",
     "Vacant",
     "VIGIL_EBADFILE",
     "VIGIL_EBUSY",
@@ -79,3 +111,13 @@ __all__ = [
     "keepalive",
     "strerror",
 ]
+
+# Public names are shown, and pickled, as vigil.X, not vigil._module.X.
+for _name in __all__:
+    _obj = globals()[_name]
+    if getattr(_obj, "__module__", "").startswith("vigil._"):
+        try:
+            _obj.__module__ = __name__
+        except (AttributeError, TypeError):
+            pass
+del _name, _obj

@@ -1,7 +1,5 @@
 # SPDX-License-Identifier: MIT
 """asyncio helpers shared by the barrier and the heartbeat."""
-from __future__ import annotations
-
 import asyncio
 import concurrent.futures
 import threading
@@ -22,7 +20,7 @@ def pool() -> concurrent.futures.ThreadPoolExecutor:
         return _pool
 
 
-async def finish(aw: "asyncio.Future[Any]") -> None:
+async def finish(aw: "asyncio.Future[Any]") -> None:  # noqa: UP037
     """Await `aw` to its end even if this task is cancelled meanwhile (then
     re-raise the cancellation): on the way out nothing may stay in flight."""
     cancelled = False

@@ -1,57 +1,99 @@
 # SPDX-License-Identifier: MIT
 """The epoch barrier: a phase barrier that counts only live peers."""
-from __future__ import annotations
-
 import asyncio
 import os
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any, Optional
 
-from . import _ffi
+from . import _ffi, _util
 from ._aio import finish, pool
-from ._errors import VIGIL_ERANGE, VIGIL_ETIMEDOUT, OutOfRange, Timeout, check
+from ._errors import VIGIL_ETIMEDOUT, Timeout, check
 from ._ffi import ffi, lib
-from ._table import HeartbeatTable, PathLike, _Handle
+from ._table import HeartbeatTable, _Handle
+from ._util import DEFAULT_MODE, PathLike
 
 # A wait is made of slices this long at most, so that a signal handler
-# (Ctrl-C) runs in time and an abandoned async wait leaves soon. A slice
-# that times out withdraws its arrival and the next arrives again, which the
-# barrier's rules make harmless: a round released in between is one whose
-# epoch has passed, and the next slice returns at once.
+# (Ctrl-C) runs in time and an abandoned async wait leaves soon. Between
+# two slices the arrival stands (vigil_barrier_wait_slice): to the other
+# waiters this caller is a waiter that arrived and is paused, and nothing
+# is withdrawn until the wait really ends without the round.
 _SLICE = 0.25
 _SLICE_NS = int(_SLICE * 1e9)
 _ASYNC_SLICE = 0.05  # how long a cancelled wait_async may take to leave
+_MASK = 0xFFFFFFFF
+_INT_P = ffi.typeof("int *")
+_SLICED = _ffi.has("vigil_barrier_wait_slice")
+
+# One `arrived` cell per thread, taken for a wait and given back after it
+# (ffi.new costs more than a round): a wait nested in a signal handler
+# finds the cell taken and makes its own.
+_cells = threading.local()
+
+
+def _take_cell() -> Any:
+    cell = getattr(_cells, "free", None)
+    if cell is None:
+        return ffi.new(_INT_P)
+    _cells.free = None
+    return cell
+
+
+def _give_cell(cell: Any) -> None:
+    cell[0] = 0
+    _cells.free = cell
+
+
+@dataclass(frozen=True)
+class BarrierStats:
+    """What a barrier has done since it was created (vigil_barrier_stats):
+    rounds released (the epoch, so it wraps at 2^32) and arrivals withdrawn
+    by waits that ended without their round (timeouts, cancellations)."""
+
+    releases: int
+    withdrawals: int
 
 
 class Barrier(_Handle):
-    """A barrier file (vigil_barrier) over a heartbeat table. Use `create` or `open`."""
+    """An epoch barrier (vigil_barrier) over a heartbeat table's peers: a
+    round releases when every live peer has arrived (or a quorum has), so a
+    peer killed mid-phase never deadlocks the others. Make one with
+    `create`, open it with `open`; a context manager."""
 
     _closer = lib.vigil_barrier_close
 
     def __init__(self, ptr: Any, path: bytes, table: HeartbeatTable) -> None:
+        """Not called directly: use `Barrier.create` or `Barrier.open`."""
         self._init_handle()
         self._ptr = ptr
         self.path = os.fsdecode(path)
         self.table = table  # the C handle points into the table's mapping
+        self._capacity = table.capacity  # fixed at create: checked against quorums without a call
         table._dependents.add(self)
 
     @classmethod
-    def create(
-        cls, path: PathLike, table: HeartbeatTable, grace: int, mode: int = 0o600
-    ) -> "Barrier":
-        """Make a barrier for `table`'s peers; `grace` (epochs) is stored in the file."""
+    def create(cls, path: PathLike, table: HeartbeatTable, grace: int, mode: int = DEFAULT_MODE) -> "Barrier":
+        """Make a barrier for `table`'s peers; `grace` (epochs: how long a
+        silent peer still counts as live) is stored in the file, created with
+        `mode`. FileExistsError if `path` exists."""
         p = _ffi.path_bytes(path)
+        g, md = _util.uint(grace, "grace", _util.U64_MAX), _util.mode(mode)
         out = ffi.new("vigil_barrier **")
-        check(lib.vigil_barrier_create_mode(p, table._p(), grace, mode, out), os.fsdecode(p))
+        check(lib.vigil_barrier_create_mode(p, table._p(), g, md, out), os.fsdecode(p))
         return cls(out[0], p, table)
 
     @classmethod
     def open(cls, path: PathLike, table: HeartbeatTable, grace: int = 0) -> "Barrier":
-        """Open a barrier; `grace` 0 uses the file's, another value overrides it for this handle."""
+        """Open a barrier made for `table` (CapacityMismatch for another
+        table's); `grace` 0 uses the file's, another value overrides it for
+        this handle. A file of another kind is BadFile, saying what it is."""
         p = _ffi.path_bytes(path)
+        g = _util.uint(grace, "grace", _util.U64_MAX)
         out = ffi.new("vigil_barrier **")
-        check(lib.vigil_barrier_open(p, table._p(), grace, out), os.fsdecode(p))
+        rc = lib.vigil_barrier_open(p, table._p(), g, out)
+        if rc < 0:
+            raise _util.open_error(rc, os.fsdecode(p), _util.KIND_BARRIER, table.capacity)
         return cls(out[0], p, table)
 
     def __repr__(self) -> str:
@@ -60,48 +102,58 @@ class Barrier(_Handle):
 
     @property
     def epoch(self) -> int:
-        """The round now gathering."""
+        """The round now gathering (wraps at 2^32)."""
         return lib.vigil_barrier_epoch(self._p())
 
     @property
     def live_peers(self) -> int:
+        """How many peers the all-live rule would wait for now."""
         return lib.vigil_barrier_live_peers(self._p())
 
     def bind(self, slot: int) -> None:
-        """Tie this handle to `slot`: its arrivals are recorded per slot and its
-        waits keep the slot beating."""
-        check(lib.vigil_barrier_bind(self._p(), slot))
+        """Tie this handle to `slot` (this process's registration): its
+        arrivals are recorded per slot, which makes the release rule exact,
+        and its waits keep the slot beating. One handle per slot."""
+        check(lib.vigil_barrier_bind(self._p(), _util.slot(slot, self.table.capacity)), self.path)
 
-    def wait(
-        self, epoch: int, *, quorum: Optional[int] = None, timeout: Optional[float] = None
-    ) -> bool:
-        """Arrive at round `epoch` and wait for it to release (every live peer, or
-        `quorum` of them). True for the one caller whose arrival released it;
-        Timeout once `timeout` seconds pass (the arrival is then withdrawn)."""
-        ptr = self._ptr
-        if timeout is None and ptr:
-            # The common case in one C call: a round that releases within a slice.
-            if quorum is None:
-                rc = lib.vigil_barrier_wait_timeout(ptr, epoch & 0xFFFFFFFF, _SLICE_NS)
-            elif quorum > 0:
-                rc = lib.vigil_barrier_wait_quorum_timeout(ptr, epoch & 0xFFFFFFFF, quorum, _SLICE_NS)
-            else:
-                rc = VIGIL_ERANGE
-            if rc >= 0:
-                return rc == 1
-            if rc != VIGIL_ETIMEDOUT:
-                check(rc)
-        return self._wait(epoch, quorum, timeout, None)
+    def stats(self) -> BarrierStats:
+        """Rounds released and arrivals withdrawn since the barrier was created."""
+        buf = ffi.new("vigil_py_barrier_counters *")
+        check(lib.vigil_barrier_stats(self._p(), ffi.addressof(buf, "v")), self.path)
+        return BarrierStats(buf.v.releases, buf.v.withdrawals)
 
-    async def wait_async(
-        self, epoch: int, *, quorum: Optional[int] = None, timeout: Optional[float] = None
-    ) -> bool:
+    def _quorum(self, quorum: Optional[int]) -> int:
+        if quorum is None:
+            return 0
+        cap = self._capacity
+        q = _util.uint(quorum, "quorum")
+        if not 1 <= q <= cap:
+            raise _util.out_of_range(f"quorum {q} is out of range 1..{cap} (the table has {cap} slots)")
+        return q
+
+    def wait(self, epoch: int, *, quorum: Optional[int] = None, timeout: Optional[float] = None) -> bool:
+        """Arrive at round `epoch` and wait until it releases: when every live
+        peer has arrived, or `quorum` of them (1..the table's capacity).
+        True for the one caller whose arrival released it, False for the
+        others (and at once for a round that has passed). Timeout once
+        `timeout` seconds pass (the arrival is then withdrawn: it never
+        helps release a round it left); NoPeers when nobody is live."""
+        q = self._quorum(quorum)
+        if timeout is not None:
+            _util.seconds(timeout, "timeout")
+        return self._wait(epoch & _MASK, q, timeout, None)
+
+    async def wait_async(self, epoch: int, *, quorum: Optional[int] = None,
+                         timeout: Optional[float] = None) -> bool:
         """`wait` in a worker thread, leaving the event loop free. Cancelled,
-        it withdraws the arrival (within a slice) before the cancellation
+        it withdraws the arrival (within 50 ms) before the cancellation
         completes, so the handle is free for the next wait."""
+        q = self._quorum(quorum)
+        if timeout is not None:
+            _util.seconds(timeout, "timeout")
         loop = asyncio.get_running_loop()
         gone = threading.Event()
-        fut = loop.run_in_executor(pool(), self._wait, epoch, quorum, timeout, gone, _ASYNC_SLICE)
+        fut = loop.run_in_executor(pool(), self._wait, epoch & _MASK, q, timeout, gone, _ASYNC_SLICE)
         try:
             return await asyncio.shield(fut)
         except asyncio.CancelledError:
@@ -109,18 +161,46 @@ class Barrier(_Handle):
             await finish(fut)
             raise
 
-    def _wait(
-        self,
-        epoch: int,
-        quorum: Optional[int],
-        timeout: Optional[float],
-        gone: Optional[threading.Event],
-        slice_max: float = _SLICE,
-    ) -> bool:
-        if quorum is not None and quorum <= 0:
-            raise OutOfRange(VIGIL_ERANGE, f"quorum {quorum} must be at least 1")
-        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
-        my_epoch = epoch & 0xFFFFFFFF
+    def _wait(self, my_epoch: int, quorum: int, timeout: Optional[float],
+              gone: Optional[threading.Event], slice_max: float = _SLICE) -> bool:
+        """The wait, in slices that keep the arrival; any exception between
+        two of them (Ctrl-C, the handle closed) withdraws it."""
+        if not _SLICED:
+            return self._wait_withdrawing(my_epoch, quorum, timeout, gone, slice_max)
+        ptr = self._p()
+        arrived = _take_cell()
+        slice_ns = _SLICE_NS if slice_max == _SLICE else int(slice_max * 1e9)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        try:
+            while True:
+                if deadline is not None:
+                    slice_ns = min(slice_ns, max(0, int((deadline - time.monotonic()) * 1e9)))
+                rc = lib.vigil_barrier_wait_slice(ptr, my_epoch, quorum, slice_ns, arrived)
+                if rc != VIGIL_ETIMEDOUT:
+                    return rc == 1 if rc >= 0 else check(rc, self.path) == 1
+                if (deadline is not None and time.monotonic() >= deadline) or (gone is not None and gone.is_set()):
+                    rc = lib.vigil_barrier_withdraw(ptr, my_epoch, arrived)
+                    if rc != VIGIL_ETIMEDOUT:
+                        return check(rc, self.path) == 1  # released before we could leave: passed
+                    if gone is not None and gone.is_set():
+                        return False
+                    raise Timeout(VIGIL_ETIMEDOUT, f"{self.path}: round {my_epoch}: deadline passed")
+                ptr = self._p()  # closed from another thread: ValueError, not a crash
+        except BaseException:
+            # Ctrl-C between two slices, or the handle closed: leave the round.
+            if arrived[0] and not self.closed:
+                lib.vigil_barrier_withdraw(self._ptr, my_epoch, arrived)
+            raise
+        finally:
+            if not arrived[0]:  # else the handle closed with it standing: keep it out of reuse
+                _give_cell(arrived)
+
+    def _wait_withdrawing(self, my_epoch: int, quorum: int, timeout: Optional[float],
+                          gone: Optional[threading.Event], slice_max: float) -> bool:
+        """For a libvigil without vigil_barrier_wait_slice: each slice that
+        ends withdraws and the next arrives again (harmless to the rules,
+        but counted in the withdrawals statistic)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         ptr = self._p()
         while True:
             if gone is not None and gone.is_set():
@@ -128,13 +208,16 @@ class Barrier(_Handle):
             slice_s = slice_max
             if deadline is not None:
                 slice_s = min(slice_s, max(0.0, deadline - time.monotonic()))
-            ns = _ffi.timeout_ns(slice_s)
-            if quorum is None:
+            ns = _util.timeout_ns(slice_s)
+            if quorum == 0:
                 rc = lib.vigil_barrier_wait_timeout(ptr, my_epoch, ns)
             else:
                 rc = lib.vigil_barrier_wait_quorum_timeout(ptr, my_epoch, quorum, ns)
             if rc != VIGIL_ETIMEDOUT:
-                return check(rc) == 1
+                return check(rc, self.path) == 1
             if deadline is not None and time.monotonic() >= deadline:
-                raise Timeout(VIGIL_ETIMEDOUT, f"barrier round {my_epoch}: deadline passed")
-            ptr = self._p()  # closed from another thread: ValueError, not a crash
+                raise Timeout(VIGIL_ETIMEDOUT, f"{self.path}: round {my_epoch}: deadline passed")
+            ptr = self._p()
+
+
+_util.resolve_annotations(BarrierStats, Barrier)

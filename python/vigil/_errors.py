@@ -5,10 +5,8 @@ A C call's VIGIL_E* result becomes the matching `Error` subclass, carrying
 `.code` and `.name`; a `-errno` becomes the OSError Python itself would
 raise for that errno (FileExistsError for -EEXIST, and so on).
 """
-from __future__ import annotations
-
 import os
-from typing import Dict, NoReturn, Type
+from typing import Dict, NoReturn, Optional, Tuple, Type
 
 VIGIL_EFULL = -1001
 VIGIL_EBADFILE = -1002
@@ -46,7 +44,7 @@ class Error(Exception):
     code: int
     name: str
 
-    def __init__(self, code: int, message: "str | None" = None) -> None:
+    def __init__(self, code: int, message: Optional[str] = None) -> None:
         self.code = code
         self.name = _NAMES.get(code, f"vigil error {code}")
         if message is None:
@@ -56,7 +54,8 @@ class Error(Exception):
     def __str__(self) -> str:
         return f"{self.args[0]} ({self.name})" if self.args else self.name
 
-    def __reduce__(self):  # picklable across multiprocessing
+    def __reduce__(self) -> Tuple[type, Tuple[int, Optional[str]]]:
+        """Picklable, so an error crosses multiprocessing intact."""
         return (type(self), (self.code, self.args[0] if self.args else None))
 
 
@@ -83,7 +82,7 @@ class Vacant(Error):
 class Timeout(Error, TimeoutError):
     """The deadline passed (VIGIL_ETIMEDOUT)."""
 
-    def __init__(self, code: int = VIGIL_ETIMEDOUT, message: "str | None" = None) -> None:
+    def __init__(self, code: int = VIGIL_ETIMEDOUT, message: Optional[str] = None) -> None:
         Error.__init__(self, code, message)
 
 
@@ -94,7 +93,7 @@ class NoPeers(Error):
 class Lost(Error):
     """The lease was refused: the scope is someone else's now (VIGIL_ELOST)."""
 
-    def __init__(self, code: int = VIGIL_ELOST, message: "str | None" = None) -> None:
+    def __init__(self, code: int = VIGIL_ELOST, message: Optional[str] = None) -> None:
         Error.__init__(self, code, message)
 
 
@@ -115,7 +114,7 @@ _CLASSES: Dict[int, Type[Error]] = {
 }
 
 
-def exception(code: int, what: "str | None" = None) -> BaseException:
+def exception(code: int, what: Optional[str] = None) -> BaseException:
     """The exception for a negative result `code`; `what` (a path, a key) leads the message."""
     cls = _CLASSES.get(code)
     if cls is None and -1000 < code < 0:  # vigil's own codes sit below -1000
@@ -131,12 +130,13 @@ def exception(code: int, what: "str | None" = None) -> BaseException:
     return cls(code, message)
 
 
-def check(code: int, what: "str | None" = None) -> int:
+def check(code: int, what: Optional[str] = None) -> int:
     """`code` if it is a success (>= 0), else raise what it means."""
     if code < 0:
         raise exception(code, what)
     return code
 
 
-def fail(code: int, what: "str | None" = None) -> NoReturn:
+def fail(code: int, what: Optional[str] = None) -> NoReturn:
+    """Raise what the negative result `code` means."""
     raise exception(code, what)

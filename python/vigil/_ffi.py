@@ -10,8 +10,6 @@ Functions are looked up in the library when first used, so a declaration
 the loaded library lacks (an older libvigil) costs nothing until called;
 `has(name)` says which are there.
 """
-from __future__ import annotations
-
 import ctypes.util
 import os
 import platform
@@ -79,6 +77,11 @@ ffi.cdef(
     uint32_t vigil_barrier_epoch(const vigil_barrier *b);
     uint32_t vigil_barrier_live_peers(const vigil_barrier *b);
     int      vigil_barrier_bind(vigil_barrier *b, uint32_t slot);
+    typedef struct vigil_barrier_counters { uint64_t releases; uint64_t withdrawals; } vigil_barrier_counters;
+    int      vigil_barrier_stats(const vigil_barrier *b, vigil_barrier_counters *out);
+    int      vigil_barrier_wait_slice(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, uint64_t slice_ns,
+                                      int *arrived);
+    int      vigil_barrier_withdraw(vigil_barrier *b, uint32_t my_epoch, int *arrived);
 
     /* lease.h */
     typedef struct vigil_lease {
@@ -131,11 +134,20 @@ ffi.cdef(
     int  vigil_etcd_get(vigil_etcd *e, const char *key, vigil_lease_info *out);
     int  vigil_etcd_acquire_wait(vigil_etcd *e, const char *key, const char *owner, uint64_t ttl_ms,
                                  uint64_t timeout_ns, vigil_lease *out);
+    struct vigil_etcd_options {
+        const char *cacert, *cert, *key;
+        const char *user, *password;
+        const char *namespace;
+        uint32_t    dial_timeout_ms, request_timeout_ms;
+    };
+    int  vigil_etcd_connect_opts(const char *endpoints, const struct vigil_etcd_options *opts, vigil_etcd **out);
+    const char *vigil_etcd_errmsg(void);
 
     /* Output buffers with room for fields a newer library adds at the end. */
     typedef union { vigil_slot_info v; uint8_t room[256]; } vigil_py_slot_info;
     typedef union { vigil_lease_info v; uint8_t room[1024]; } vigil_py_lease_info;
     typedef union { vigil_keepalive_info v; uint8_t room[256]; } vigil_py_keepalive_info;
+    typedef union { vigil_barrier_counters v; uint8_t room[256]; } vigil_py_barrier_counters;
     """
 )
 
@@ -143,17 +155,27 @@ UINT64_MAX = (1 << 64) - 1
 
 
 def _open(env: str, soname: str, short: str) -> Any:
-    """dlopen the library named by `env`, else the installed one."""
+    """dlopen the library named by `env`, else the installed one; when
+    neither loads, an OSError that says how to point at it."""
     path = os.environ.get(env)
     if path:
-        return ffi.dlopen(path)
+        try:
+            return ffi.dlopen(path)
+        except OSError as e:
+            raise OSError(f"{env}={path}: cannot load it ({e}); name the {soname} a vigil build "
+                          f"or install made (build/{soname}, PREFIX/lib/{soname})") from None
     try:
         return ffi.dlopen(soname)
     except OSError as e:
         found = ctypes.util.find_library(short)
-        if not found:
-            raise OSError(f"{soname} not found ({e}); install vigil or name the library in ${env}") from None
-        return ffi.dlopen(found)
+        if found:
+            return ffi.dlopen(found)
+        raise OSError(
+            f"{soname} not found ({e}). Install vigil (make install; then ldconfig for /usr/local), "
+            f"or tell Python where it is: {env}=/path/to/{soname}, or "
+            f"LD_LIBRARY_PATH=/path/to/lib (e.g. LD_LIBRARY_PATH=$HOME/.local/lib after "
+            f"make install PREFIX=$HOME/.local)"
+        ) from None
 
 
 lib = _open("VIGIL_LIBRARY", "libvigil.so.0", "vigil")
@@ -171,7 +193,7 @@ def etcd_lib() -> Any:
         return _etcd_lib
 
 
-def has(name: str, library: Any = None) -> bool:
+def has(name: str, library: Optional[Any] = None) -> bool:
     """Whether the loaded library exports `name` (a call declared above)."""
     try:
         getattr(lib if library is None else library, name)
@@ -182,27 +204,6 @@ def has(name: str, library: Any = None) -> bool:
 
 def path_bytes(path: Any) -> bytes:
     return os.fsencode(path)
-
-
-def text(value: "str | bytes", what: str) -> bytes:
-    """A key or owner as the C string it becomes; NUL inside is out of range."""
-    from ._errors import OutOfRange, VIGIL_ERANGE
-
-    raw = value.encode("utf-8") if isinstance(value, str) else bytes(value)
-    if b"\0" in raw:
-        raise OutOfRange(VIGIL_ERANGE, f"{what} contains a NUL byte")
-    return raw
-
-
-def timeout_ns(timeout: Optional[float]) -> int:
-    """Seconds (None: no deadline) as the C calls' timeout_ns."""
-    if timeout is None:
-        return UINT64_MAX
-    if timeout != timeout or timeout < 0:  # NaN or negative
-        from ._errors import OutOfRange, VIGIL_ERANGE
-
-        raise OutOfRange(VIGIL_ERANGE, f"timeout {timeout!r} is not a non-negative number of seconds")
-    return min(int(timeout * 1e9), UINT64_MAX - 1)
 
 
 # A beat is one acquire load of the epoch and one release store to the

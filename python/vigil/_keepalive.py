@@ -11,20 +11,21 @@ known at once without a Python thread per lease. For any other object with
 a `renew(lease)` method (plain or async) an asyncio task renews on the same
 schedule and with the same rules.
 """
-from __future__ import annotations
-
 import asyncio
 import errno
 import inspect
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from types import TracebackType
+from typing import Any, Callable, Optional, Tuple, Type
 
-from . import _ffi
+from . import _ffi, _leases, _util
 from ._aio import finish, pool
 from ._errors import VIGIL_ELOST, Lost, check, exception
 from ._ffi import ffi, lib
-from ._leases import _Store, c_lease
+from ._leases import Lease, _Store, c_lease
+
+ExcInfo = Tuple[Optional[Type[BaseException]], Optional[BaseException], Optional[TracebackType]]
 
 PERIOD = 0.32  # of the TTL, as the C keepalive: the renewal after two lost ones lands in time
 
@@ -63,18 +64,24 @@ def _python_port(renew: Callable[[Any], Any], lease: Any) -> Any:
 
 
 class Keepalive:
-    """A running C keepalive for one lease. `lost` says whether it was lost;
-    `fileno()` becomes readable at that moment (for select, poll, asyncio)."""
+    """A running C keepalive for one lease (`vigil.keepalive(store, lease)`).
+
+    `lost` says whether the lease was lost; `fileno()` becomes readable at
+    that moment (for select, poll, asyncio). A loss is told once: if the
+    block read `lost` as True it has been told, else the exit raises Lost."""
 
     def __init__(self, store: Any, lease: Any) -> None:
+        """Not started yet: `start()`, or enter it with `with`."""
         self.store = store
         self.lease = lease
         self._ka: Any = ffi.NULL
         self._keep: tuple = ()
         self._rc: Optional[int] = None
+        self._told = False
         self._stopping = threading.Lock()
 
     def start(self) -> "Keepalive":
+        """Start renewing at 0.32 of the lease's TTL; returns self."""
         if self._ka != ffi.NULL:
             raise RuntimeError("keepalive already running")
         port = ffi.new("vigil_lease_port *")
@@ -92,7 +99,7 @@ class Keepalive:
         clease = c_lease(self.lease) if isinstance(self.store, _Store) else _loose_c_lease(self.lease)
         out = ffi.new("vigil_keepalive **")
         check(lib.vigil_keepalive_start(port, clease, out))
-        self._ka, self._keep, self._rc = out[0], (port, clease) + keep, None
+        self._ka, self._keep, self._rc, self._told = out[0], (port, clease) + keep, None, False
         deps = getattr(self.store, "_dependents", None)
         if deps is not None:
             deps.add(self)  # closing the store stops this first
@@ -105,13 +112,23 @@ class Keepalive:
 
     @property
     def running(self) -> bool:
+        """Whether the renewer runs (started and not stopped)."""
         return self._ka != ffi.NULL
 
-    @property
-    def lost(self) -> bool:
+    def _is_lost(self) -> bool:
         if self._ka == ffi.NULL:
             return self._rc == VIGIL_ELOST
         return bool(lib.vigil_keepalive_lost(self._ka))
+
+    @property
+    def lost(self) -> bool:
+        """Whether the lease was lost (a renewal refused, or the TTL passed
+        with none accepted). Reading True counts as being told: the exit then
+        raises nothing for it."""
+        lost = self._is_lost()
+        if lost:
+            self._told = True
+        return lost
 
     def fileno(self) -> int:
         """A descriptor that polls readable once the lease is lost; valid until stop."""
@@ -120,6 +137,7 @@ class Keepalive:
         return check(lib.vigil_keepalive_fd(self._p()))
 
     def stats(self) -> KeepaliveStats:
+        """The renewer's period, renewals, failures and CPU time so far."""
         buf = ffi.new("vigil_py_keepalive_info *")
         check(lib.vigil_keepalive_stats(self._p(), ffi.addressof(buf, "v")))
         v = buf.v
@@ -136,13 +154,18 @@ class Keepalive:
                 self._keep = ()
             return self._rc if self._rc is not None else 0
 
-    close = stop
+    def close(self) -> None:
+        """`stop`, for closing code that expects close()."""
+        self.stop()
 
     def __enter__(self) -> "Keepalive":
         return self.start()
 
-    def __exit__(self, et: Any, ev: Any, tb: Any) -> None:
+    def __exit__(self, et: Optional[Type[BaseException]], ev: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
         rc = self.stop()
+        if rc == VIGIL_ELOST and self._told:
+            return
         if rc < 0 and et is None:  # the body's own exception wins
             raise exception(rc, f"lease {self.lease.key}")
 
@@ -156,38 +179,61 @@ class Keepalive:
 def keepalive(store: Any, lease: Any) -> Keepalive:
     """`with vigil.keepalive(store, lease) as ka:` renews `lease` while the block runs.
 
-    On exit the renewer is stopped and joined; then Lost is raised if the
-    lease was lost and the block raised nothing. `store` is a `Leases` or
-    `Etcd`, or any object with a plain `renew(lease)`."""
+    On exit the renewer is stopped and joined, so no renewal lands after the
+    caller releases; then Lost is raised if the lease was lost, unless the
+    block raised or already saw it (`ka.lost` read True). `store` is a
+    `Leases` or `Etcd`, or any object with a plain `renew(lease)`. The
+    lease stays held after the block: release it, or use `store.lock()`,
+    which does all three."""
     return Keepalive(store, lease)
 
 
+async def _call(fn: Callable[..., Any], *args: Any) -> Any:
+    """fn(*args), awaited if it is a coroutine function's."""
+    result = fn(*args)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
 class Heartbeat:
-    """`async with vigil.heartbeat(leases, lease) as hb:`; `hb.lost` tells the
-    body, `await hb.wait_lost()` sleeps until it is."""
+    """`async with vigil.heartbeat(leases, lease) as hb:` keeps `lease` alive
+    while the block runs. `hb.lost` tells the body (reading True counts as
+    being told), `await hb.wait_lost()` sleeps until the loss."""
 
     def __init__(self, leases: Any, lease: Any) -> None:
+        """Not started yet: enter it with `async with`."""
         self.leases = leases
         self.lease = lease
         self._lost = False
+        self._told = False
         self._event: Optional[asyncio.Event] = None
         self._task: Optional["asyncio.Task[None]"] = None
         self._ka: Optional[Keepalive] = None
         self._fd: Optional[int] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
 
-    @property
-    def lost(self) -> bool:
-        if not self._lost and self._ka is not None and self._ka.lost:
+    def _is_lost(self) -> bool:
+        if not self._lost and self._ka is not None and self._ka._is_lost():
             self._mark_lost()
         return self._lost
 
+    @property
+    def lost(self) -> bool:
+        """Whether the lease was lost. Reading True counts as being told: the
+        exit then raises nothing for it."""
+        lost = self._is_lost()
+        if lost:
+            self._told = True
+        return lost
+
     async def wait_lost(self) -> None:
-        """Return once the lease is lost (never, if it is kept to the end)."""
-        if self.lost:
-            return
-        assert self._event is not None
-        await self._event.wait()
+        """Return once the lease is lost (never, if it is kept to the end);
+        its return counts as being told."""
+        if not self._is_lost():
+            assert self._event is not None
+            await self._event.wait()
+        self._told = True
 
     def _mark_lost(self) -> None:
         self._lost = True
@@ -223,7 +269,7 @@ class Heartbeat:
         self._mark_lost()
 
     async def _poll(self, every: float) -> None:
-        while not self.lost:
+        while not self._is_lost():
             await asyncio.sleep(min(every, 0.1))
 
     async def _beat(self, renew: Callable[[Any], Any], ttl: float) -> None:
@@ -257,7 +303,8 @@ class Heartbeat:
             ok_at = started
         self._mark_lost()
 
-    async def __aexit__(self, et: Any, ev: Any, tb: Any) -> None:
+    async def _stop(self, et: Optional[Type[BaseException]]) -> None:
+        """Stop renewing, on every way out: nothing is in flight after it."""
         if self._fd is not None and self._loop is not None:
             self._loop.remove_reader(self._fd)
             self._fd = None
@@ -281,17 +328,153 @@ class Heartbeat:
                 self._mark_lost()
             elif rc < 0 and et is None:
                 raise exception(rc, f"lease {self.lease.key}")
-        if self._lost and et is None:
+
+    async def _release(self) -> None:
+        """Give the lease up for the caller, quietly (an exit by exception)."""
+        if isinstance(self.leases, _Store):
+            assert self._loop is not None
+            await finish(self._loop.run_in_executor(pool(), self.leases._release_for_you, self.lease))
+            return
+        release = getattr(self.leases, "release", None)
+        if release is not None:
+            try:
+                await _call(release, self.lease)
+            except Exception:
+                pass
+
+    def _raise_untold(self, et: Optional[Type[BaseException]]) -> None:
+        if self._lost and not self._told and et is None:
             raise Lost(VIGIL_ELOST, f"lease {getattr(self.lease, 'key', self.lease)!r} was lost")
+
+    async def __aexit__(self, et: Optional[Type[BaseException]], ev: Optional[BaseException],
+                        tb: Optional[TracebackType]) -> None:
+        try:
+            await self._stop(et)
+        finally:
+            if et is not None:
+                # The code after the block, which would release, will not run.
+                await self._release()
+        self._raise_untold(et)
 
 
 def heartbeat(leases: Any, lease: Any) -> Heartbeat:
     """`async with vigil.heartbeat(leases, lease) as hb:` renews `lease` while the block runs.
 
-    Cancelled and awaited on every way out (success, error, cancellation),
-    so no renewal is in flight when the caller releases; then Lost is raised
-    if the lease was lost and the block raised nothing."""
+    The renewal is stopped and awaited on every way out, so none is in
+    flight when the caller releases. A block left by an exception or a
+    cancellation releases the lease (the release after the block will not
+    run); a block that ends normally leaves it held, for the caller to
+    release or keep. Lost is raised on exit if the lease was lost, unless
+    the block raised or already saw it (`hb.lost` read True, or
+    `hb.wait_lost()` returned)."""
     return Heartbeat(leases, lease)
+
+
+class LeaseLock:
+    """`with store.lock(key, owner, ttl, timeout=...) as lease:`, or `async with`:
+    acquire_wait, keep the lease alive while the block runs, release it on
+    every way out. `lost` and `fileno()` are the keepalive's, while the
+    block runs; Lost is raised on exit if the lease was lost and the block
+    neither raised nor read `lost` as True."""
+
+    def __init__(self, store: Any, key: str, owner: str, ttl: float, timeout: Optional[float]) -> None:
+        """Made by `Leases.lock` and `Etcd.lock`."""
+        self.store = store
+        self.key, self.owner, self.ttl, self.timeout = key, owner, ttl, timeout
+        self.lease: Optional[Lease] = None
+        self._ka: Optional[Keepalive] = None
+        self._hb: Optional[Heartbeat] = None
+        self._lost = False
+        self._told = False
+
+    def _enter(self, lease: Lease) -> Lease:
+        self.lease, self._lost, self._told = lease, False, False
+        return lease
+
+    @property
+    def lost(self) -> bool:
+        """Whether the lease was lost; reading True counts as being told."""
+        watch: Any = self._ka if self._ka is not None else self._hb
+        lost = self._lost or (watch is not None and watch._is_lost())
+        if lost:
+            self._told = True
+        return lost
+
+    def fileno(self) -> int:
+        """A descriptor that polls readable once the lease is lost (sync use)."""
+        if self._ka is None:
+            raise ValueError("the lock is not held through `with`")
+        return self._ka.fileno()
+
+    def __enter__(self) -> Lease:
+        if self.lease is not None:
+            raise RuntimeError(f"lock {self.key!r} is already held through this object")
+        lease = self.store.acquire_wait(self.key, self.owner, self.ttl, self.timeout)
+        try:
+            self._ka = Keepalive(self.store, lease).start()
+        except BaseException:
+            self.store._release_for_you(lease)
+            raise
+        return self._enter(lease)
+
+    def __exit__(self, et: Optional[Type[BaseException]], ev: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        ka, lease, self._ka, self.lease = self._ka, self.lease, None, None
+        if ka is None or lease is None:
+            return
+        self._lost = ka.stop() == VIGIL_ELOST
+        if not self._lost:
+            try:
+                self.store.release(lease)
+            except Lost:
+                self._lost = True  # taken after the last renewal
+            except Exception:
+                if et is None:
+                    raise
+        self._raise_untold(et, lease)
+
+    async def __aenter__(self) -> Lease:
+        if self.lease is not None:
+            raise RuntimeError(f"lock {self.key!r} is already held through this object")
+        lease = await self.store.acquire_wait_async(self.key, self.owner, self.ttl, self.timeout)
+        hb = Heartbeat(self.store, lease)
+        try:
+            await hb.__aenter__()
+        except BaseException:
+            await finish(asyncio.get_running_loop().run_in_executor(pool(), self.store._release_for_you, lease))
+            raise
+        self._hb = hb
+        return self._enter(lease)
+
+    async def __aexit__(self, et: Optional[Type[BaseException]], ev: Optional[BaseException],
+                        tb: Optional[TracebackType]) -> None:
+        hb, lease, self._hb, self.lease = self._hb, self.lease, None, None
+        if hb is None or lease is None:
+            return
+        try:
+            await hb._stop(et)
+        finally:
+            self._lost = hb._lost
+            if not self._lost:
+                loop = asyncio.get_running_loop()
+                fut = loop.run_in_executor(pool(), _release_checked, self.store, lease)
+                await finish(fut)
+                try:
+                    fut.result()
+                except Lost:
+                    self._lost = True
+                except Exception:
+                    if et is None:
+                        raise
+        self._raise_untold(et, lease)
+
+    def _raise_untold(self, et: Optional[Type[BaseException]], lease: Lease) -> None:
+        if self._lost and not self._told and et is None:
+            raise Lost(VIGIL_ELOST, f"lease {lease.key!r} was lost")
+
+
+def _release_checked(store: Any, lease: Lease) -> None:
+    store.release(lease)
 
 
 def _loose_c_lease(lease: Any) -> Any:
@@ -314,3 +497,9 @@ def _ttl(lease: Any) -> float:
     if ttl is None or not ttl > 0:
         raise ValueError(f"lease {lease!r} has no positive ttl")
     return float(ttl)
+
+
+# _leases names LeaseLock for its annotations only; now it exists.
+_leases.LeaseLock = LeaseLock  # type: ignore[attr-defined]
+_util.resolve_annotations(KeepaliveStats, Keepalive, keepalive, Heartbeat, heartbeat, LeaseLock,
+                          _leases._Store, _leases.Leases, _leases.Etcd)

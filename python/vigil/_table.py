@@ -1,49 +1,83 @@
 # SPDX-License-Identifier: MIT
 """The heartbeat table: one 64-byte slot per process in a shared mapping."""
-from __future__ import annotations
-
+import enum
 import os
 import weakref
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Union
+from types import TracebackType
+from typing import Any, Dict, List, Optional, Tuple, Type, Union
 
-from . import _ffi
-from ._errors import VIGIL_ERANGE, VIGIL_EVACANT, OutOfRange, Vacant, check, exception
+from . import _ffi, _util
+from ._errors import VIGIL_ELOST, VIGIL_EVACANT, Lost, Vacant, check, exception
 from ._ffi import ffi, lib
+from ._util import DEFAULT_MODE, PathLike
 
-PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 
-ROLE_WORKER = 0
-ROLE_COORDINATOR = 1
+class Role(enum.IntEnum):
+    """A slot's role (VIGIL_ROLE_*): a worker, or the elected coordinator."""
+
+    WORKER = 0
+    COORDINATOR = 1
+
+
+ROLE_WORKER = Role.WORKER
+ROLE_COORDINATOR = Role.COORDINATOR
+
+
+def _role(value: int) -> Union[Role, int]:
+    try:
+        return Role(value)
+    except ValueError:  # a role a newer library knows
+        return value
 
 
 @dataclass(frozen=True)
 class SlotInfo:
-    """A consistent read of one slot (vigil_slot_info)."""
+    """A consistent read of one slot (vigil_slot_info): its owner's pid, its
+    role, the epoch of its last beat and its in-flight work units (a 64-bit
+    mask, bit i for unit i)."""
 
     pid: int
-    role: int
+    role: Role
     last_seen_epoch: int
     in_flight: int
+
+    @property
+    def units(self) -> List[int]:
+        """The work units in flight, as a list of bit numbers."""
+        return _units(self.in_flight)
 
 
 @dataclass(frozen=True)
 class Reclaim:
-    """A slot a failover scan vacated, with the work units it held."""
+    """A slot a failover scan vacated: the dead owner's pid and the work
+    units it held (`in_flight`, a mask; `units`, the bit numbers), now the
+    caller's to hand out again. Each is given to exactly one scanner."""
 
     slot: int
     pid: int
     in_flight: int
 
+    @property
+    def units(self) -> List[int]:
+        """The reclaimed work units, as a list of bit numbers."""
+        return _units(self.in_flight)
+
 
 @dataclass(frozen=True)
 class Leader:
-    """The coordinator after an election; `changed` when this call changed it."""
+    """The coordinator after an election: its slot, pid and term (the
+    fencing number: it grows each time leadership changes hands).
+    `changed` is True when this call changed it."""
 
     slot: int
     pid: int
     term: int
     changed: bool = False
+
+
+def _units(mask: int) -> List[int]:
+    return [i for i in range(64) if mask >> i & 1]
 
 
 class _Handle:
@@ -65,6 +99,7 @@ class _Handle:
 
     @property
     def closed(self) -> bool:
+        """Whether `close` has run: every other call then raises ValueError."""
         return self._ptr == ffi.NULL
 
     def close(self) -> None:
@@ -76,11 +111,12 @@ class _Handle:
         ptr, self._ptr = self._ptr, ffi.NULL
         type(self)._closer(ptr)
 
-    def __enter__(self):
+    def __enter__(self) -> Any:
         self._p()
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, et: Optional[Type[BaseException]], ev: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
         self.close()
 
     def __del__(self) -> None:
@@ -90,7 +126,7 @@ class _Handle:
             pass
 
 
-def _words(raw: Any) -> "tuple[Any, Any]":
+def _words(raw: Any) -> Tuple[Any, Any]:
     """The beater's two words as the cheapest handles Python has on them:
     8-byte memoryviews, each access one aligned 8-byte load or store."""
     return (memoryview(ffi.buffer(raw.epoch, 8)).cast("Q"), memoryview(ffi.buffer(raw.seen, 8)).cast("Q"))
@@ -104,6 +140,7 @@ class Beater:
     __slots__ = ("_raw", "_epoch", "_seen", "__weakref__")
 
     def __init__(self, raw: Any) -> None:
+        """Not made directly: `HeartbeatTable.beater(slot)`."""
         self._arm(raw)
 
     def _arm(self, raw: Any) -> None:
@@ -113,11 +150,13 @@ class Beater:
     if _ffi.atomic_store is None:  # x86-64: the plain pair is the acquire/release pair
 
         def beat(self) -> None:
+            """Say the slot is alive at the current epoch: one load, one store."""
             self._seen[0] = self._epoch[0]
 
     else:
 
         def beat(self) -> None:
+            """Say the slot is alive at the current epoch: one load, one store."""
             load, store = _ffi.atomic_load, _ffi.atomic_store
             assert load is not None and store is not None
             store(self._raw.seen, load(self._raw.epoch, _ffi.ATOMIC_ACQUIRE), _ffi.ATOMIC_RELEASE)
@@ -127,38 +166,83 @@ class Beater:
         self._arm(lib.vigil_hb_beater(ffi.NULL, 0))
 
     def close(self) -> None:
+        """Make this beater inert: its beats touch no table any more."""
         self._disarm()
 
 
+class Registration:
+    """`with table.registered() as slot:`: a slot held for the block.
+
+    On exit the slot is unregistered. If a failover scan took it meanwhile
+    (this process was judged dead: stopped, or not beating), the exit
+    raises Lost, unless the block raised an exception of its own."""
+
+    def __init__(self, table: "HeartbeatTable", pid: Optional[int]) -> None:
+        """Made by `HeartbeatTable.registered`."""
+        self.table = table
+        self.pid = pid
+        self.slot: Optional[int] = None
+
+    def __enter__(self) -> int:
+        self.slot = self.table.register(self.pid)
+        return self.slot
+
+    def __exit__(self, et: Optional[Type[BaseException]], ev: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        slot, self.slot = self.slot, None
+        if slot is None or self.table.closed:
+            return
+        try:
+            self.table.unregister(slot)
+        except (Vacant, Lost) as e:
+            if et is None:
+                raise Lost(VIGIL_ELOST, f"{self.table.path}: slot {slot} was taken from this registration "
+                                        f"(reclaimed by failover)") from e
+
+
 class HeartbeatTable(_Handle):
-    """A heartbeat table file (vigil_hb). Use `create` or `open`; a context manager."""
+    """A heartbeat table (vigil_hb): one 64-byte slot per process in a file
+    every process maps. Make one with `create`, map it with `open`; a
+    context manager that closes it on exit."""
 
     _closer = lib.vigil_hb_close
 
     def __init__(self, ptr: Any, path: bytes) -> None:
+        """Not called directly: use `HeartbeatTable.create` or `HeartbeatTable.open`."""
         self._init_handle()
         self._ptr = ptr
         self.path = os.fsdecode(path)
         self._beaters: Dict[int, Beater] = {}
 
     @classmethod
-    def create(cls, path: PathLike, capacity: int, mode: int = 0o600) -> "HeartbeatTable":
-        """Make a new table of `capacity` slots; FileExistsError if `path` exists."""
+    def create(cls, path: PathLike, capacity: int, mode: int = DEFAULT_MODE) -> "HeartbeatTable":
+        """Make a new table of `capacity` slots (1..1048576), its file created
+        with `mode` (0o600: only its owner can map it); FileExistsError if
+        `path` exists."""
         p = _ffi.path_bytes(path)
+        cap, md = _util.capacity(capacity), _util.mode(mode)
         out = ffi.new("vigil_hb **")
-        check(lib.vigil_hb_create_mode(p, capacity, mode, out), os.fsdecode(p))
+        check(lib.vigil_hb_create_mode(p, cap, md, out), os.fsdecode(p))
         return cls(out[0], p)
 
     @classmethod
     def open(cls, path: PathLike, capacity: int = 0, *, readonly: bool = False) -> "HeartbeatTable":
-        """Map an existing table; `capacity` 0 takes the file's (else CapacityMismatch)."""
+        """Map an existing table; `capacity` 0 takes the file's (another value
+        must match it: CapacityMismatch). `readonly` maps it for reading only
+        (snapshots, counts, the leader), as `vigil inspect` does. A file of
+        another kind is BadFile, saying what the file is."""
         p = _ffi.path_bytes(path)
+        cap = _util.uint(capacity, "capacity", _util.MAX_CAPACITY)
         out = ffi.new("vigil_hb **")
         fn = lib.vigil_hb_open_readonly if readonly else lib.vigil_hb_open
-        check(fn(p, capacity, out), os.fsdecode(p))
+        rc = fn(p, cap, out)
+        if rc < 0:
+            raise _util.open_error(rc, os.fsdecode(p), _util.KIND_HEARTBEAT, cap)
         return cls(out[0], p)
 
     def close(self) -> None:
+        """Unmap the table; idempotent. Barriers opened on it are closed first
+        and its beaters made inert."""
         for b in self._beaters.values():
             b._disarm()
         self._beaters.clear()
@@ -170,30 +254,42 @@ class HeartbeatTable(_Handle):
 
     @property
     def capacity(self) -> int:
+        """The number of slots, fixed at create."""
         return lib.vigil_hb_capacity(self._p())
 
     @property
     def epoch(self) -> int:
+        """The global epoch: how many times the table has been ticked."""
         return lib.vigil_hb_epoch(self._p())
 
     def register(self, pid: Optional[int] = None) -> int:
-        """Claim the first vacant slot for `pid` (this process by default); Full when none."""
+        """Claim the first vacant slot for `pid` (this process by default) and
+        return its number; Full when every slot is taken."""
         out = ffi.new("uint32_t *")
-        check(lib.vigil_hb_register(self._p(), os.getpid() if pid is None else pid, out))
+        p = os.getpid() if pid is None else _util.uint(pid, "pid", low=1)
+        check(lib.vigil_hb_register(self._p(), p, out), self.path)
         return out[0]
 
+    def registered(self, pid: Optional[int] = None) -> Registration:
+        """`with table.registered() as slot:` registers on entry and
+        unregisters on exit (Lost on exit if failover took the slot meanwhile)."""
+        return Registration(self, pid)
+
     def unregister(self, slot: int) -> None:
-        self._beaters.pop(slot, None)
-        check(lib.vigil_hb_unregister(self._p(), slot))
+        """Give `slot` up (its work units with it); Vacant if nobody holds it."""
+        s = _util.slot(slot, self.capacity)
+        self._beaters.pop(s, None)
+        check(lib.vigil_hb_unregister(self._p(), s), f"{self.path}: slot {s}")
 
     def beater(self, slot: int) -> Beater:
         """A `Beater` for `slot`: the cheapest beat Python can make."""
-        b = Beater(lib.vigil_hb_beater(self._p(), slot))
+        b = Beater(lib.vigil_hb_beater(self._p(), _util.slot(slot, self.capacity)))
         self._dependents.add(b)
         return b
 
     def beat(self, slot: int) -> None:
-        """Say `slot` is alive at the current epoch; an out-of-range slot is ignored."""
+        """Say `slot` is alive at the current epoch; an out-of-range slot is
+        ignored, as by the C inline (this is the hot path: no checks)."""
         try:
             b = self._beaters[slot]
         except KeyError:
@@ -206,80 +302,103 @@ class HeartbeatTable(_Handle):
             b.beat()
 
     def tick(self) -> int:
-        """Advance the global epoch; returns the new one."""
+        """Advance the global epoch (the watchdog's job); returns the new one."""
         return lib.vigil_hb_tick(self._p())
 
     def mark(self, slot: int, bit: int) -> None:
         """Record work unit `bit` (0..63) as in flight on `slot`."""
-        check(lib.vigil_hb_mark_in_flight(self._p(), slot, _bit(bit)))
+        check(lib.vigil_hb_mark_in_flight(self._p(), _util.slot(slot, self.capacity), _bit(bit)),
+              f"{self.path}: slot {slot}")
 
     def clear(self, slot: int, bit: int) -> None:
-        """Record work unit `bit` as done."""
-        check(lib.vigil_hb_clear_in_flight(self._p(), slot, _bit(bit)))
+        """Record work unit `bit` (0..63) as done."""
+        check(lib.vigil_hb_clear_in_flight(self._p(), _util.slot(slot, self.capacity), _bit(bit)),
+              f"{self.path}: slot {slot}")
 
     def set_role(self, slot: int, role: int) -> None:
-        check(lib.vigil_hb_set_role(self._p(), slot, role))
+        """Set `slot`'s role (a `Role`); elections set it themselves."""
+        r = _util.uint(role, "role", max(Role))
+        check(lib.vigil_hb_set_role(self._p(), _util.slot(slot, self.capacity), r), f"{self.path}: slot {slot}")
 
     def snapshot(self, slot: int) -> SlotInfo:
-        """A consistent read of `slot`; Vacant if nobody holds it, Busy if it stays mid-change."""
+        """A consistent read of `slot`; Vacant if nobody holds it, Busy if it
+        stays mid-change (a writer killed in the middle: the next failover
+        scan repairs it)."""
+        s = _util.slot(slot, self.capacity)
         buf = ffi.new("vigil_py_slot_info *")
-        rc = lib.vigil_hb_snapshot(self._p(), slot, ffi.addressof(buf, "v"))
+        rc = lib.vigil_hb_snapshot(self._p(), s, ffi.addressof(buf, "v"))
         if rc == VIGIL_EVACANT:
-            raise Vacant(rc, f"slot {slot} is vacant")
-        check(rc)
+            raise Vacant(rc, f"{self.path}: slot {s} is vacant")
+        check(rc, f"{self.path}: slot {s}")
         v = buf.v
-        return SlotInfo(v.pid, v.role, v.last_seen_epoch, v.in_flight)
+        return SlotInfo(v.pid, _role(v.role), v.last_seen_epoch, v.in_flight)  # type: ignore[arg-type]
 
     def live_count(self, grace: int) -> int:
-        """Slots whose last beat is at most `grace` epochs old."""
-        return lib.vigil_hb_live_count(self._p(), grace)
+        """How many slots beat within the last `grace` epochs."""
+        return lib.vigil_hb_live_count(self._p(), _grace(grace))
 
     def failover_scan(self, grace: int, max: int = 64, *, probe: bool = False) -> List[Reclaim]:
-        """Vacate every slot stale past `grace` (and, with `probe`, every slot whose
-        owner is provably dead) and hand over its work units, exactly once."""
-        out = ffi.new("vigil_reclaim[]", max)
+        """Vacate every slot stale past `grace` epochs (and, with `probe`,
+        every slot whose owner is provably dead) and return at most `max`
+        of them with their work units, each handed to exactly one scanner."""
+        n_max = _util.uint(max, "max", low=1)
+        out = ffi.new("vigil_reclaim[]", n_max)
         fn = lib.vigil_failover_scan_probe if probe else lib.vigil_failover_scan
-        n = check(fn(self._p(), grace, out, max))
+        n = check(fn(self._p(), _grace(grace), out, n_max), self.path)
         return [Reclaim(out[i].slot, out[i].pid, out[i].in_flight) for i in range(n)]
 
     def failover_wait(self, grace: int, timeout: Optional[float] = None, max: int = 64) -> List[Reclaim]:
-        """Block until some slot can be reclaimed (stale, or its owner exited) and
-        reclaim it; [] when `timeout` seconds pass first. One wait per table at a time."""
-        out = ffi.new("vigil_reclaim[]", max)
-        n = check(lib.vigil_failover_wait(self._p(), grace, _ffi.timeout_ns(timeout), out, max))
+        """Block until some slot can be reclaimed (stale past `grace`, or its
+        owner exited: seen at once through pidfds) and reclaim it, as
+        `failover_scan`; [] when `timeout` seconds pass first (None: no
+        deadline). One wait per table handle at a time."""
+        n_max = _util.uint(max, "max", low=1)
+        out = ffi.new("vigil_reclaim[]", n_max)
+        ns = _util.timeout_ns(timeout)
+        n = check(lib.vigil_failover_wait(self._p(), _grace(grace), ns, out, n_max), self.path)
         return [Reclaim(out[i].slot, out[i].pid, out[i].in_flight) for i in range(n)]
 
     def leader_elect(self, grace: int) -> Leader:
-        """Make the lowest live pid the coordinator; NoPeers when nothing is live."""
+        """Make the lowest live pid the coordinator and return it (its term
+        grows when leadership changes hands); NoPeers when nothing is live."""
         out = ffi.new("vigil_leader *")
-        rc = check(lib.vigil_leader_elect(self._p(), grace, out))
+        rc = check(lib.vigil_leader_elect(self._p(), _grace(grace), out), self.path)
         return Leader(out.slot, out.pid, out.term, rc == 1)
 
     def leader_is(self, slot: int, grace: int) -> bool:
-        return bool(lib.vigil_leader_is(self._p(), slot, grace))
+        """Whether `slot` is the recorded leader and still live within `grace`:
+        a coordinator asks this before each act it must be leader for."""
+        return bool(lib.vigil_leader_is(self._p(), _util.slot(slot, self.capacity), _grace(grace)))
 
     def leader(self) -> Leader:
-        """The leader the last election recorded, without electing."""
+        """The leader the last election recorded, without electing (it may
+        have died since: `leader_is` says whether it holds); NoPeers when no
+        election has named one, Busy while one is installing a new leader."""
         out = ffi.new("vigil_leader *")
-        check(lib.vigil_leader_get(self._p(), out))
+        check(lib.vigil_leader_get(self._p(), out), self.path)
         return Leader(out.slot, out.pid, out.term, False)
 
     def probe(self, slot: int) -> Optional[bool]:
-        """True if `slot`'s owner is alive, False if provably dead, None if it
-        cannot tell; Vacant when nobody holds the slot."""
-        if not 0 <= slot < self.capacity:
-            raise OutOfRange(VIGIL_ERANGE, f"slot {slot} is out of range")
-        rc = lib.vigil_hb_probe(self._p(), slot)
+        """True if `slot`'s owner is alive, False if provably dead (gone, a
+        zombie, or its pid reused), None if it cannot tell (another pid
+        namespace, no /proc); Vacant when nobody holds the slot."""
+        s = _util.slot(slot, self.capacity)
+        rc = lib.vigil_hb_probe(self._p(), s)
         if rc == 1:
             return True
         if rc == 0:
             return False
         if rc == VIGIL_EVACANT:
-            raise exception(rc, f"slot {slot}")
+            raise exception(rc, f"{self.path}: slot {s}")
         return None
 
 
 def _bit(bit: int) -> int:
-    if not 0 <= bit < 64:
-        raise OutOfRange(VIGIL_ERANGE, f"bit {bit} is out of range 0..63")
-    return bit
+    return _util.uint(bit, "bit", 63)
+
+
+def _grace(grace: int) -> int:
+    return _util.uint(grace, "grace", _util.U64_MAX)
+
+
+_util.resolve_annotations(SlotInfo, Reclaim, Leader, _Handle, Beater, Registration, HeartbeatTable)

@@ -83,6 +83,7 @@ uint64_t vigil_etcd__now_ns(void)
 
 static int lease_check(const vigil_lease *l)
 {
+    vigil_etcd__why("%s", ""); /* a call's errmsg is its own */
     if (!l)
         return -EINVAL;
     size_t k = strnlen(l->key, sizeof(l->key));
@@ -104,16 +105,24 @@ static int lease_op_begin(vigil_etcd *e, const vigil_lease *lease)
     return 0;
 }
 
-/* With e's lock held: is the key still this lease's? (The txn of renew
- * and release.) */
-static int held_locked(vigil_etcd *e, const vigil_lease *lease, bool *held)
+/* With e's lock held: does our key KEY/<id hex> still hang on this lease
+ * at the token's revision? Then (then) nothing more, delete it, or put
+ * value on it (etcd_json.c). The txn of renew, release, resign, proclaim. */
+int vigil_etcd__if_held_locked(vigil_etcd *e, const vigil_lease *lease, int then, const char *value, bool *held)
 {
-    char body[2048];
+    char body[VIGIL_ETCD_REQ_MAX], full[VIGIL_ETCD_KEY_MAX];
     struct vigil_etcd_reply r;
-    int rc = vigil_etcd__body_held(body, sizeof(body), lease);
+    int rc = vigil_etcd__full_key(e, lease->key, full, sizeof(full));
+    if (rc == 0)
+        rc = vigil_etcd__body_if_held(body, sizeof(body), full, lease->token, lease->id, then, value);
     if (rc == 0 && (rc = vigil_etcd__call(e, "v3/kv/txn", body, &r)) == 0)
         rc = vigil_etcd__parse_txn(r.http, r.body, r.len, held);
     return rc;
+}
+
+static int held_locked(vigil_etcd *e, const vigil_lease *lease, bool *held)
+{
+    return vigil_etcd__if_held_locked(e, lease, VIGIL_ETCD_IF_HELD_NOTHING, NULL, held);
 }
 
 int vigil_etcd__revoke_locked(vigil_etcd *e, int64_t id)
@@ -123,7 +132,19 @@ int vigil_etcd__revoke_locked(vigil_etcd *e, int64_t id)
     int rc = vigil_etcd__body_id(body, sizeof(body), id);
     if (rc == 0)
         rc = vigil_etcd__call(e, "v3/lease/revoke", body, &r);
-    return rc < 0 ? rc : vigil_etcd__parse_revoke(r.http, r.body, r.len);
+    if (rc == 0)
+        rc = vigil_etcd__parse_revoke(r.http, r.body, r.len);
+    /* "Not found" after an attempt that may have been applied (timed out
+     * on one endpoint, answered by the next), or after a revoke of the
+     * same lease that failed that way before: most likely our own revoke,
+     * so not a loss. */
+    if (rc == VIGIL_ELOST && (e->maybe_applied || e->revoke_unsure == id))
+        rc = 0;
+    if (rc < 0 && rc != VIGIL_ELOST && e->maybe_applied)
+        e->revoke_unsure = id;
+    else if (e->revoke_unsure == id)
+        e->revoke_unsure = 0;
+    return rc;
 }
 
 int vigil_etcd__grant_locked(vigil_etcd *e, uint64_t ttl_s, int64_t *id, int64_t *granted)
@@ -136,7 +157,7 @@ int vigil_etcd__grant_locked(vigil_etcd *e, uint64_t ttl_s, int64_t *id, int64_t
     return rc;
 }
 
-static int keepalive_locked(vigil_etcd *e, int64_t id)
+int vigil_etcd__keepalive_locked(vigil_etcd *e, int64_t id)
 {
     char body[64];
     struct vigil_etcd_reply r;
@@ -150,7 +171,7 @@ static int keepalive_locked(vigil_etcd *e, int64_t id)
 int vigil_etcd__keepalive(vigil_etcd *e, int64_t id)
 {
     vigil_etcd__lock(e);
-    int rc = keepalive_locked(e, id);
+    int rc = vigil_etcd__keepalive_locked(e, id);
     vigil_etcd__unlock(e);
     return rc;
 }
@@ -158,6 +179,7 @@ int vigil_etcd__keepalive(vigil_etcd *e, int64_t id)
 int vigil_etcd__acquire_args(vigil_etcd *e, const char *key, const char *owner, uint64_t ttl_ms,
                              const vigil_lease *out, uint64_t *secs)
 {
+    vigil_etcd__why("%s", "");
     if (!e || !key || !owner || !out)
         return -EINVAL;
     size_t kl = strlen(key), ol = strlen(owner);
@@ -176,10 +198,12 @@ int vigil_etcd_acquire(vigil_etcd *e, const char *key, const char *owner, uint64
     int rc = vigil_etcd__acquire_args(e, key, owner, ttl_ms, out, &secs);
     if (rc < 0)
         return rc;
-    char body[4096];
+    char body[VIGIL_ETCD_REQ_MAX], full[VIGIL_ETCD_KEY_MAX];
     struct vigil_etcd_reply r;
     int64_t id = 0, granted = 0;
     uint64_t token = 0;
+    if ((rc = vigil_etcd__full_key(e, key, full, sizeof(full))) < 0)
+        return rc;
 
     vigil_etcd__lock(e);
     /* The lease's TTL runs from the grant's sending, not its answer: a
@@ -187,7 +211,7 @@ int vigil_etcd_acquire(vigil_etcd *e, const char *key, const char *owner, uint64
     uint64_t sent = vigil_etcd__now_ns();
     if ((rc = vigil_etcd__grant_locked(e, secs, &id, &granted)) < 0)
         goto out;
-    rc = vigil_etcd__body_acquire(body, sizeof(body), key, owner, id);
+    rc = vigil_etcd__body_acquire(body, sizeof(body), full, owner, id);
     if (rc == 0 && (rc = vigil_etcd__call(e, "v3/kv/txn", body, &r)) == 0)
         rc = vigil_etcd__parse_acquire(r.http, r.body, r.len, id, &token);
     if (rc < 0) {
@@ -195,7 +219,10 @@ int vigil_etcd_acquire(vigil_etcd *e, const char *key, const char *owner, uint64
          * with it our key (a waiter's place nobody will use). If the revoke
          * fails too, the lease lapses on its own within its TTL, never
          * renewed, and takes the key with it. */
+        char why[256];
+        vigil_etcd__why_save(why, sizeof(why));
         (void)vigil_etcd__revoke_locked(e, id);
+        vigil_etcd__why_restore(why);
         goto out;
     }
     memset(out, 0, sizeof(*out));
@@ -216,7 +243,7 @@ int vigil_etcd_renew(vigil_etcd *e, const vigil_lease *lease)
     if (rc < 0)
         return rc;
     bool held = false;
-    rc = keepalive_locked(e, lease->id);
+    rc = vigil_etcd__keepalive_locked(e, lease->id);
     /* The lease lives on; the check says our key still hangs on it. */
     if (rc == 0 && (rc = held_locked(e, lease, &held)) == 0 && !held)
         rc = VIGIL_ELOST;
@@ -237,8 +264,11 @@ int vigil_etcd_release(vigil_etcd *e, const vigil_lease *lease)
          * held and never a key someone has taken since (theirs hangs on
          * their own lease): one write where a guarded delete and a revoke
          * would take two. */
+        bool unsure = e->revoke_unsure == lease->id; /* an earlier release's revoke may have landed */
         int rv = vigil_etcd__revoke_locked(e, lease->id);
-        if (!held || rv == VIGIL_ELOST)
+        if (!held && unsure && rv == 0)
+            rc = 0; /* our key went with that revoke: released, not lost */
+        else if (!held || rv == VIGIL_ELOST)
             rc = VIGIL_ELOST; /* not ours, or lapsed between check and revoke */
         else if (rv < 0)
             rc = rv; /* the key is still there and ours: the caller may retry */
@@ -263,14 +293,23 @@ vigil_lease_port vigil_etcd_port(vigil_etcd *e)
  * key churning faster than that is reported busy, never invented). */
 int vigil_etcd_get(vigil_etcd *e, const char *key, vigil_lease_info *out)
 {
+    int64_t at;
+    return vigil_etcd__get_at(e, key, out, &at);
+}
+
+int vigil_etcd__get_at(vigil_etcd *e, const char *key, vigil_lease_info *out, int64_t *at)
+{
+    vigil_etcd__why("%s", "");
     if (!e || !key || !out)
         return -EINVAL;
     size_t kl = strlen(key);
     if (kl == 0 || kl >= sizeof(out->key))
         return VIGIL_ERANGE;
-    char body[1024], tb[64], owner[sizeof(out->owner)];
+    char body[VIGIL_ETCD_REQ_MAX], tb[64], owner[sizeof(out->owner)], full[VIGIL_ETCD_KEY_MAX];
     struct vigil_etcd_reply r;
-    int rc = vigil_etcd__body_holder(body, sizeof(body), key);
+    int rc = vigil_etcd__full_key(e, key, full, sizeof(full));
+    if (rc == 0)
+        rc = vigil_etcd__body_holder(body, sizeof(body), full);
     if (rc < 0)
         return rc;
     uint64_t rev = 0;
@@ -282,7 +321,7 @@ int vigil_etcd_get(vigil_etcd *e, const char *key, vigil_lease_info *out)
             break;
         }
         if ((rc = vigil_etcd__call(e, "v3/kv/range", body, &r)) < 0 ||
-            (rc = vigil_etcd__parse_holder(r.http, r.body, r.len, &rev, &lease, owner, sizeof(owner))) < 0)
+            (rc = vigil_etcd__parse_holder_at(r.http, r.body, r.len, &rev, &lease, owner, sizeof(owner), at)) < 0)
             break;
         if (lease == 0)
             break; /* a key put without a lease: held until someone deletes it */
@@ -304,8 +343,17 @@ int vigil_etcd_get(vigil_etcd *e, const char *key, vigil_lease_info *out)
         out->expires_in_ms = INT64_MAX;
     } else {
         out->ttl_ms = (uint64_t)granted * 1000;
-        /* etcd tells whole seconds, rounded down: under one left is still held. */
-        out->expires_in_ms = left > 0 ? left * 1000 : 1;
+        /* etcd tells whole seconds, toward zero, as the lease store tells
+         * whole ms: time left rounded down, at least 1 while held (TTL 0
+         * is under a second either side: still held, as etcd has not
+         * revoked it); a negative TTL is a lease past its expiry that etcd
+         * has not revoked yet, its key still there: expired that long ago. */
+        if (left < 0) {
+            out->state = VIGIL_LEASE_EXPIRED;
+            out->expires_in_ms = left * 1000;
+        } else {
+            out->expires_in_ms = left > 0 ? left * 1000 : 1;
+        }
     }
     return 0;
 }

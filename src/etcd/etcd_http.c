@@ -8,7 +8,16 @@
  * Endpoints are tried in turn, starting with the last one that answered; an
  * endpoint is passed over on a transport failure, a 5xx without JSON, or
  * etcd's Unavailable / DeadlineExceeded. When none answers, the last such
- * failure is the result: a transient -errno, never VIGIL_ELOST.
+ * failure is the result: a transient -errno, never VIGIL_ELOST. Every
+ * request carries require-leader (a member cut off from the leader says
+ * Unavailable at once, and the next is tried) and, with a user, the auth
+ * token (etcd_handle.c).
+ *
+ * Each attempt is bounded by the handle's limits and by those of the
+ * lock's holder (vigil_etcd__lock_until): a wait's deadline, past which
+ * nothing is sent and what is under way is cut short (VIGIL_ETIMEDOUT),
+ * and a shorter bound per attempt, so that a member that hangs costs a
+ * waiter little before the next one answers.
  *
  * Each endpoint finds its own gateway prefix (/v3/ on etcd 3.4 and later,
  * /v3beta/ on 3.3, /v3alpha/ on 3.2): a 404 without JSON moves it to the
@@ -26,91 +35,19 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
+#include <unistd.h>
 
-#define CONNECT_MS_DEFAULT 1000
-#define TOTAL_MS_DEFAULT   3000
+
+_Static_assert(sizeof(((vigil_etcd *)0)->curl_err) >= CURL_ERROR_SIZE, "libcurl's error buffer");
 
 static const char *const gateway_prefix[] = { "/v3/", "/v3beta/", "/v3alpha/" };
 #define NPREFIX (sizeof(gateway_prefix) / sizeof(gateway_prefix[0]))
-
-struct reply_buf {
-    char  *p;
-    size_t len, cap;
-    int    err; /* why the write callback refused: -EMSGSIZE or -ENOMEM */
-};
-
-struct vigil_etcd {
-    pthread_mutex_t    lock; /* held for the whole of each call: one request at a time */
-    CURL              *curl;
-    struct curl_slist *headers;
-    struct reply_buf   reply;
-    unsigned           n, cur; /* endpoints, and the one to try first */
-    long               connect_ms; /* for the watch streams' own connections */
-    unsigned           prefix[VIGIL_ETCD_MAX_ENDPOINTS];
-    char               urls[VIGIL_ETCD_MAX_ENDPOINTS][VIGIL_ETCD_URL_MAX];
-};
-
-/* ---- endpoints ----------------------------------------------------------- */
-
-int vigil_etcd__parse_endpoints(const char *spec, char (*urls)[VIGIL_ETCD_URL_MAX],
-                                unsigned max, unsigned *n)
-{
-    if (!spec || !urls || !n)
-        return -EINVAL;
-    unsigned count = 0;
-    const char *p = spec;
-    while (*p) {
-        const char *end = strchr(p, ',');
-        if (!end)
-            end = p + strlen(p);
-        const char *a = p, *b = end;
-        p = *end ? end + 1 : end;
-        while (a < b && vigil_etcd__is_space(*a))
-            a++;
-        while (b > a && vigil_etcd__is_space(b[-1]))
-            b--;
-        if (a == b)
-            continue;
-        for (const char *q = a; q < b; q++)
-            if ((unsigned char)*q <= ' ' || *q == 0x7f || *q == '?' || *q == '#')
-                return -EINVAL;
-        const char *host = a, *scheme = "http://";
-        for (const char *q = a; q + 3 <= b; q++) {
-            if (memcmp(q, "://", 3) == 0) {
-                size_t sl = (size_t)(q - a);
-                if (!((sl == 4 && strncasecmp(a, "http", 4) == 0) ||
-                      (sl == 5 && strncasecmp(a, "https", 5) == 0)))
-                    return -EINVAL;
-                host = q + 3;
-                scheme = "";
-                break;
-            }
-            if (*q == '/' || *q == ':')
-                break; /* no scheme: the first ':' is the port's */
-        }
-        while (b > host && b[-1] == '/')
-            b--;
-        if (host == b || *host == '/' || *host == ':')
-            return -EINVAL;
-        if (count == max)
-            return VIGIL_ERANGE;
-        size_t sl = strlen(scheme), len = (size_t)(b - a);
-        if (sl + len >= VIGIL_ETCD_URL_MAX)
-            return VIGIL_ERANGE;
-        memcpy(urls[count], scheme, sl);
-        memcpy(urls[count] + sl, a, len);
-        urls[count][sl + len] = '\0';
-        count++;
-    }
-    if (count == 0)
-        return -EINVAL;
-    *n = count;
-    return 0;
-}
 
 /* ---- one transfer -------------------------------------------------------- */
 
@@ -124,7 +61,7 @@ static void curl_init(void)
 
 static size_t on_write(char *data, size_t size, size_t nmemb, void *arg)
 {
-    struct reply_buf *b = arg;
+    struct vigil_etcd_reply_buf *b = arg;
     size_t n = size * nmemb; /* size is 1 by libcurl's contract */
     if (n > VIGIL_ETCD_BODY_MAX - b->len) {
         b->err = -EMSGSIZE;
@@ -148,34 +85,123 @@ static size_t on_write(char *data, size_t size, size_t nmemb, void *arg)
     return n;
 }
 
-static int curl_result(vigil_etcd *e, CURLcode c)
+/* Did the server refuse our client certificate (or the lack of one)? An
+ * OpenSSL alert about a certificate, in libcurl's words. */
+static bool cert_refused(const char *detail)
 {
-    long os = 0;
-    if (curl_easy_getinfo(e->curl, CURLINFO_OS_ERRNO, &os) != CURLE_OK || os <= 0 || os >= 4096)
-        os = 0;
-    switch (c) {
-    case CURLE_OPERATION_TIMEDOUT:    return -ETIMEDOUT;
-    case CURLE_COULDNT_CONNECT:       return os ? (int)-os : -ECONNREFUSED;
-    case CURLE_COULDNT_RESOLVE_HOST:
-    case CURLE_COULDNT_RESOLVE_PROXY: return -EHOSTUNREACH;
-    case CURLE_OUT_OF_MEMORY:         return -ENOMEM;
-    case CURLE_WRITE_ERROR:           return e->reply.err ? e->reply.err : -EIO;
-    case CURLE_SEND_ERROR:
-    case CURLE_RECV_ERROR:
-    case CURLE_GOT_NOTHING:
-    case CURLE_PARTIAL_FILE:          return os ? (int)-os : -ECONNRESET;
-    case CURLE_URL_MALFORMAT:         return -EINVAL;
-    case CURLE_UNSUPPORTED_PROTOCOL:  /* the scheme was checked: this is a reply that is not HTTP */
-    case CURLE_WEIRD_SERVER_REPLY:    return -EPROTO;
-    default:                          return os ? (int)-os : -EIO;
-    }
+    return detail && strstr(detail, "alert") &&
+           (strstr(detail, "certificate") || strstr(detail, "unknown ca") || strstr(detail, "access denied"));
 }
 
+int vigil_etcd__curl_error(int code, long os, int write_err, const char *detail)
+{
+    CURLcode c = (CURLcode)code;
+    if (os <= 0 || os >= 4096)
+        os = 0;
+    if (!detail || !*detail)
+        detail = curl_easy_strerror(c);
+    int rc;
+    switch (c) {
+    case CURLE_OPERATION_TIMEDOUT:    rc = -ETIMEDOUT; break;
+    case CURLE_COULDNT_CONNECT:       rc = os ? (int)-os : -ECONNREFUSED; break;
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY: rc = -EHOSTUNREACH; break;
+    case CURLE_OUT_OF_MEMORY:         rc = -ENOMEM; break;
+    case CURLE_WRITE_ERROR:           rc = write_err ? write_err : -EIO; break;
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+        vigil_etcd__why("TLS: the server's certificate failed verification (%s)", detail);
+        return VIGIL_ETLS;
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CRL_BADFILE:
+        vigil_etcd__why("TLS: a certificate or key file cannot be used (%s)", detail);
+        return -EINVAL;
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+        if (cert_refused(detail)) {
+            vigil_etcd__why("TLS: the server refused our client certificate (%s)", detail);
+            return -EACCES;
+        }
+        if (c == CURLE_SSL_CONNECT_ERROR) {
+            vigil_etcd__why("TLS handshake failed (%s)", detail);
+            return -EPROTO;
+        }
+        rc = os ? (int)-os : -ECONNRESET;
+        break;
+    case CURLE_GOT_NOTHING:
+    case CURLE_PARTIAL_FILE:          rc = os ? (int)-os : -ECONNRESET; break;
+    case CURLE_URL_MALFORMAT:         rc = -EINVAL; break;
+    case CURLE_UNSUPPORTED_PROTOCOL:  /* the scheme was checked: this is a reply that is not HTTP */
+    case CURLE_WEIRD_SERVER_REPLY:    rc = -EPROTO; break;
+    default:                          rc = os ? (int)-os : -EIO; break;
+    }
+    vigil_etcd__why("%s", detail);
+    return rc;
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * A TLS connection that the server drops right after the handshake, when
+ * we present no client certificate: with TLS 1.3 the server's refusal of
+ * us comes after our request left, and libcurl often sees only the
+ * closed connection. A handshake alone, capped at TLS 1.2 (where the
+ * refusal is part of the handshake), says whether that was it: -EACCES
+ * with the reason, or 0 (it was something else).
+ */
+static int tls_refuses_us(vigil_etcd *e, const char *url, long timeout_ms)
+{
+    if (e->cert || strncasecmp(url, "https://", 8) != 0)
+        return 0;
+    CURL *c = curl_easy_init();
+    if (!c)
+        return 0;
+    char err[CURL_ERROR_SIZE] = "";
+    vigil_etcd__curl_setup(c, timeout_ms);
+    vigil_etcd__curl_tls(e, c);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_CONNECT_ONLY, 1L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
+    curl_easy_setopt(c, CURLOPT_SSLVERSION, (long)(CURL_SSLVERSION_TLSv1_2 | CURL_SSLVERSION_MAX_TLSv1_2));
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, err);
+    CURLcode rc = curl_easy_perform(c);
+    curl_easy_cleanup(c);
+    if (rc != CURLE_OK && cert_refused(err)) {
+        vigil_etcd__why("TLS: the server wants a client certificate (--cert/--key) and we gave none (%s)", err);
+        return -EACCES;
+    }
+    return 0;
+}
+
+/* One attempt on one endpoint, within the handle's limits and the lock
+ * holder's: VIGIL_ETIMEDOUT when the holder's deadline cut it short. */
 static int transfer(vigil_etcd *e, const char *url, const char *body, long *http)
 {
+    long total = e->attempt_ms > 0 && e->attempt_ms < e->total_ms ? e->attempt_ms : e->total_ms;
+    bool cut = false;
+    if (e->deadline_ns != UINT64_MAX) {
+        uint64_t now = now_ns();
+        if (now >= e->deadline_ns)
+            return VIGIL_ETIMEDOUT;
+        uint64_t left = (e->deadline_ns - now + 999999) / 1000000;
+        if (left < (uint64_t)total) {
+            total = (long)left;
+            cut = true;
+        }
+    }
     e->reply.len = 0;
     e->reply.err = 0;
     e->reply.p[0] = '\0';
+    e->curl_err[0] = '\0';
+    curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, total);
+    curl_easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS, e->connect_ms < total ? e->connect_ms : total);
     curl_easy_setopt(e->curl, CURLOPT_URL, url);
     if (body) {
         curl_easy_setopt(e->curl, CURLOPT_POST, 1L);
@@ -185,8 +211,20 @@ static int transfer(vigil_etcd *e, const char *url, const char *body, long *http
         curl_easy_setopt(e->curl, CURLOPT_HTTPGET, 1L);
     }
     CURLcode c = curl_easy_perform(e->curl);
-    if (c != CURLE_OK)
-        return curl_result(e, c);
+    if (c != CURLE_OK) {
+        if (c == CURLE_OPERATION_TIMEDOUT && cut) {
+            vigil_etcd__why("%s: no answer before the deadline", url);
+            return VIGIL_ETIMEDOUT;
+        }
+        long os = 0;
+        if (curl_easy_getinfo(e->curl, CURLINFO_OS_ERRNO, &os) != CURLE_OK)
+            os = 0;
+        int rc = vigil_etcd__curl_error(c, os, e->reply.err, e->curl_err);
+        if ((c == CURLE_SEND_ERROR || c == CURLE_RECV_ERROR || c == CURLE_GOT_NOTHING) && rc != -EACCES &&
+            tls_refuses_us(e, url, total) == -EACCES)
+            rc = -EACCES;
+        return rc;
+    }
     long code = 0;
     curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &code);
     *http = code;
@@ -224,6 +262,20 @@ void vigil_etcd__curl_setup(void *curl, long connect_ms)
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
 }
 
+/* The TLS files of e's options on a curl handle of e's: the CA bundle that
+ * verifies the servers (else the system's), the client certificate and
+ * its key. */
+void vigil_etcd__curl_tls(vigil_etcd *e, void *curl)
+{
+    CURL *c = curl;
+    if (e->cacert)
+        curl_easy_setopt(c, CURLOPT_CAINFO, e->cacert);
+    if (e->cert)
+        curl_easy_setopt(c, CURLOPT_SSLCERT, e->cert);
+    if (e->key)
+        curl_easy_setopt(c, CURLOPT_SSLKEY, e->key);
+}
+
 /* ---- the request loop ---------------------------------------------------- */
 
 void vigil_etcd__lock(vigil_etcd *e)
@@ -231,15 +283,39 @@ void vigil_etcd__lock(vigil_etcd *e)
     pthread_mutex_lock(&e->lock);
 }
 
+void vigil_etcd__lock_until(vigil_etcd *e, uint64_t deadline_ns, uint32_t attempt_ms)
+{
+    pthread_mutex_lock(&e->lock);
+    vigil_etcd__bound(e, deadline_ns, attempt_ms);
+}
+
+void vigil_etcd__bound(vigil_etcd *e, uint64_t deadline_ns, uint32_t attempt_ms)
+{
+    e->deadline_ns = deadline_ns;
+    e->attempt_ms = (long)attempt_ms;
+}
+
 void vigil_etcd__unlock(vigil_etcd *e)
 {
+    e->deadline_ns = UINT64_MAX;
+    e->attempt_ms = 0;
     pthread_mutex_unlock(&e->lock);
 }
 
-int vigil_etcd__call(vigil_etcd *e, const char *path, const char *body, struct vigil_etcd_reply *r)
+/* What an error reply said, kept for vigil_etcd_errmsg. */
+static void note_error_reply(const struct vigil_etcd_reply *r)
+{
+    char msg[200];
+    if (vigil_etcd__error_of(r->body, r->len, msg, sizeof(msg)) >= 0)
+        vigil_etcd__why("etcd: %s", msg);
+}
+
+/* The endpoints in turn, from the last that answered. */
+static int call_endpoints(vigil_etcd *e, const char *path, const char *body, struct vigil_etcd_reply *r)
 {
     bool gateway = strncmp(path, "v3/", 3) == 0;
     int rc = -EHOSTUNREACH;
+    e->maybe_applied = false;
     for (unsigned k = 0; k < e->n; k++) {
         unsigned i = (e->cur + k) % e->n;
         for (;;) {
@@ -250,26 +326,69 @@ int vigil_etcd__call(vigil_etcd *e, const char *path, const char *body, struct v
                 snprintf(url, sizeof(url), "%s/%s", e->urls[i], path);
             long code = 0;
             rc = transfer(e, url, body, &code);
-            if (rc < 0)
+            if (rc < 0) {
+                /* Refused or unresolved: it never left. Anything else may
+                 * have been applied without our hearing of it. */
+                if (rc != -ECONNREFUSED && rc != -EHOSTUNREACH && rc != -ENETUNREACH && rc != VIGIL_ETLS &&
+                    rc != -EACCES && rc != -EINVAL)
+                    e->maybe_applied = true;
                 break;
+            }
             int c = vigil_etcd__classify(code, e->reply.p, e->reply.len);
             if (c == VIGIL_ETCD_NO_GATEWAY && gateway) {
                 if (++e->prefix[i] < NPREFIX)
                     continue;
                 e->prefix[i] = 0; /* start over next time: the server may change */
+                vigil_etcd__why("%s: no etcd v3 gateway there", e->urls[i]);
                 rc = -EPROTONOSUPPORT;
                 break;
             }
+            *r = (struct vigil_etcd_reply){ .http = code, .body = e->reply.p, .len = e->reply.len };
             if (c < 0) {
+                note_error_reply(r);
                 rc = c;
                 break;
             }
             e->cur = i;
-            *r = (struct vigil_etcd_reply){ .http = code, .body = e->reply.p, .len = e->reply.len };
+            /* The last word: etcd's error, or none (an endpoint that
+             * failed before this one answered is no reason any more). */
+            vigil_etcd__why("%s", "");
+            if (code < 200 || code > 299 || memmem(r->body, r->len, "\"error\"", 7))
+                note_error_reply(r);
+            if (code == 400 && memmem(r->body, r->len, "CommonName", 10) && !memchr(r->body, '{', r->len)) {
+                /* etcd 3.4's gateway refuses a client certificate that has
+                 * a CommonName while auth is enabled (the CN would bypass
+                 * the password), in a line of plain text. */
+                vigil_etcd__why("etcd's gateway refuses a client certificate with a CommonName while auth is "
+                                "enabled: use one without (%.*s)", (int)(r->len < 120 ? r->len : 120), r->body);
+                return -EACCES;
+            }
             return 0;
         }
+        if (rc == VIGIL_ETIMEDOUT || rc == VIGIL_ETLS)
+            break; /* the holder's time is up; or TLS, configured alike everywhere */
     }
     return rc;
+}
+
+int vigil_etcd__call(vigil_etcd *e, const char *path, const char *body, struct vigil_etcd_reply *r)
+{
+    int rc = vigil_etcd__auth_ready(e);
+    if (rc < 0)
+        return rc;
+    rc = call_endpoints(e, path, body, r);
+    /* An auth token etcd no longer takes (expired, or from before a change
+     * of the auth store): authenticate again, and once more the request. */
+    if (rc == 0 && vigil_etcd__auth_refused(e, r)) {
+        if ((rc = vigil_etcd__authenticate(e)) == 0)
+            rc = call_endpoints(e, path, body, r);
+    }
+    return rc;
+}
+
+int vigil_etcd__call_raw(vigil_etcd *e, const char *path, const char *body, struct vigil_etcd_reply *r)
+{
+    return call_endpoints(e, path, body, r);
 }
 
 int vigil_etcd__request(vigil_etcd *e, const char *path, const char *body,
@@ -300,78 +419,121 @@ int vigil_etcd__url(vigil_etcd *e, const char *path, char *url, size_t cap, long
     return n > 0 && (size_t)n < cap ? 0 : VIGIL_ERANGE;
 }
 
+int vigil_etcd__stream_setup(vigil_etcd *e, int ep, const char *path, void *curl, void **headers, unsigned *used)
+{
+    if (strncmp(path, "v3/", 3) != 0)
+        return -EINVAL;
+    char url[VIGIL_ETCD_URL_MAX + 64];
+    vigil_etcd__lock(e);
+    unsigned i = ep < 0 ? e->cur : (unsigned)ep % e->n;
+    int n = snprintf(url, sizeof(url), "%s%s%s", e->urls[i], gateway_prefix[e->prefix[i]], path + 3);
+    struct curl_slist *h = vigil_etcd__headers_make(e);
+    long connect_ms = e->connect_ms;
+    vigil_etcd__unlock(e);
+    if (!h)
+        return -ENOMEM;
+    if (n <= 0 || (size_t)n >= sizeof(url)) {
+        curl_slist_free_all(h);
+        return VIGIL_ERANGE;
+    }
+    vigil_etcd__curl_setup(curl, connect_ms);
+    vigil_etcd__curl_tls(e, curl);
+    curl_easy_setopt(curl, CURLOPT_URL, url);
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, NULL);
+    *headers = h;
+    *used = i;
+    return 0;
+}
+
+unsigned vigil_etcd__endpoints(vigil_etcd *e, unsigned *cur)
+{
+    vigil_etcd__lock(e);
+    unsigned n = e->n;
+    if (cur)
+        *cur = e->cur;
+    vigil_etcd__unlock(e);
+    return n;
+}
+
 const char *vigil_etcd__current_endpoint(vigil_etcd *e)
 {
     return e ? e->urls[e->cur] : NULL;
 }
 
-/* ---- the handle ---------------------------------------------------------- */
+/* ---- the handle's connection --------------------------------------------- */
 
-int vigil_etcd_connect(const char *endpoints, vigil_etcd **out)
+int vigil_etcd__curl_open(vigil_etcd *e)
 {
-    if (!endpoints || !out)
-        return -EINVAL;
-    vigil_etcd *e = calloc(1, sizeof(*e));
-    if (!e)
-        return -ENOMEM;
-    int rc = vigil_etcd__parse_endpoints(endpoints, e->urls, VIGIL_ETCD_MAX_ENDPOINTS, &e->n);
-    if (rc < 0) {
-        free(e);
-        return rc;
-    }
     pthread_once(&curl_once, curl_init);
-    if (curl_init_rc != CURLE_OK) {
-        free(e);
+    if (curl_init_rc != CURLE_OK)
         return -ENOMEM;
-    }
-    struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
-    struct curl_slist *h2 = h ? curl_slist_append(h, "Expect:") : NULL;
-    e->headers = h2 ? h2 : h;
     e->reply.cap = 4096;
     e->reply.p = malloc(e->reply.cap);
     e->curl = curl_easy_init();
-    if (!h2 || !e->reply.p || !e->curl || pthread_mutex_init(&e->lock, NULL) != 0) {
-        if (e->curl)
-            curl_easy_cleanup(e->curl);
-        curl_slist_free_all(e->headers);
-        free(e->reply.p);
-        free(e);
+    e->headers = vigil_etcd__headers_make(e);
+    if (!e->reply.p || !e->curl || !e->headers)
         return -ENOMEM;
-    }
+    e->reply.p[0] = '\0';
     CURL *c = e->curl;
-    vigil_etcd__curl_setup(c, CONNECT_MS_DEFAULT);
+    vigil_etcd__curl_setup(c, e->connect_ms);
+    vigil_etcd__curl_tls(e, c);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &e->reply);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, e->headers);
-    e->connect_ms = CONNECT_MS_DEFAULT;
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)TOTAL_MS_DEFAULT);
-    *out = e;
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, e->curl_err);
     return 0;
 }
 
-void vigil_etcd_close(vigil_etcd *e)
+void vigil_etcd__curl_close(vigil_etcd *e)
 {
-    if (!e)
-        return;
-    curl_easy_cleanup(e->curl);
+    if (e->curl)
+        curl_easy_cleanup(e->curl);
     curl_slist_free_all(e->headers);
     free(e->reply.p);
-    pthread_mutex_destroy(&e->lock);
-    free(e);
 }
 
-int vigil_etcd_set_timeout(vigil_etcd *e, uint32_t connect_ms, uint32_t total_ms)
+void *vigil_etcd__headers_make(vigil_etcd *e)
 {
-    if (!e)
-        return -EINVAL;
-    long cm = connect_ms ? (long)connect_ms : CONNECT_MS_DEFAULT;
-    long tm = total_ms ? (long)total_ms : TOTAL_MS_DEFAULT;
-    if (cm > tm)
-        cm = tm;
-    pthread_mutex_lock(&e->lock);
-    curl_easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS, cm);
-    e->connect_ms = cm;
-    curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, tm);
-    pthread_mutex_unlock(&e->lock);
+    char auth[VIGIL_ETCD_TOKEN_MAX + 32];
+    /* Require-leader, as clientv3's WithRequireLeader: a member cut off
+     * from the leader refuses at once (Unavailable: the next endpoint is
+     * tried) instead of serving a watch that will never fire. */
+    static const char *const fixed[] = { "Content-Type: application/json", "Expect:",
+                                         "Grpc-Metadata-hasleader: true" };
+    struct curl_slist *h = NULL, *n;
+    for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
+        if (!(n = curl_slist_append(h, fixed[i])))
+            goto fail;
+        h = n;
+    }
+    if (e->token[0]) {
+        snprintf(auth, sizeof(auth), "Authorization: %s", e->token);
+        if (!(n = curl_slist_append(h, auth)))
+            goto fail;
+        h = n;
+    }
+    return h;
+fail:
+    curl_slist_free_all(h);
+    return NULL;
+}
+
+void *vigil_etcd__headers_copy(vigil_etcd *e)
+{
+    vigil_etcd__lock(e);
+    void *h = vigil_etcd__headers_make(e);
+    vigil_etcd__unlock(e);
+    return h;
+}
+
+int vigil_etcd__headers_reset(vigil_etcd *e)
+{
+    struct curl_slist *h = vigil_etcd__headers_make(e);
+    if (!h)
+        return -ENOMEM;
+    curl_easy_setopt(e->curl, CURLOPT_HTTPHEADER, h);
+    curl_slist_free_all(e->headers);
+    e->headers = h;
     return 0;
 }

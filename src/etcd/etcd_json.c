@@ -118,15 +118,36 @@ int vigil_etcd__body_id(char *buf, size_t cap, int64_t id)
  * again since) and carrying our lease. */
 int vigil_etcd__body_held(char *buf, size_t cap, const vigil_lease *l)
 {
-    char own[192], kb[256];
-    if (vigil_etcd__own_key(l->key, l->id, own, sizeof(own)) < 0 ||
+    return vigil_etcd__body_if_held(buf, cap, l->key, l->token, l->id, VIGIL_ETCD_IF_HELD_NOTHING, NULL);
+}
+
+/* The same comparisons, and on success what `then` says: nothing, the
+ * deletion of our key (resign), or a put of value on it under our lease
+ * (proclaim: the create revision, the token, stays). */
+int vigil_etcd__body_if_held(char *buf, size_t cap, const char *key, uint64_t token, int64_t id, int then,
+                             const char *value)
+{
+    char own[VIGIL_ETCD_KEY_MAX + 24], kb[VIGIL_ETCD_KEY_B64], vb[96], ops[VIGIL_ETCD_KEY_B64 + 256];
+    if (vigil_etcd__own_key(key, id, own, sizeof(own)) < 0 ||
         vigil_etcd__b64(own, strlen(own), kb, sizeof(kb)) < 0)
+        return VIGIL_ERANGE;
+    ops[0] = '\0';
+    if (then == VIGIL_ETCD_IF_HELD_DELETE &&
+        fits(snprintf(ops, sizeof(ops), ",\"success\":[{\"request_delete_range\":{\"key\":\"%s\"}}]", kb),
+             sizeof(ops)) < 0)
+        return VIGIL_ERANGE;
+    if (then == VIGIL_ETCD_IF_HELD_PUT &&
+        (vigil_etcd__b64(value, strlen(value), vb, sizeof(vb)) < 0 ||
+         fits(snprintf(ops, sizeof(ops),
+                       ",\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\",\"lease\":\"%" PRId64 "\"}}]",
+                       kb, vb, id),
+              sizeof(ops)) < 0))
         return VIGIL_ERANGE;
     return fits(snprintf(buf, cap,
                          "{\"compare\":[{\"key\":\"%s\",\"target\":\"CREATE\",\"result\":\"EQUAL\","
                          "\"create_revision\":\"%" PRIu64 "\"},{\"key\":\"%s\",\"target\":\"LEASE\","
-                         "\"result\":\"EQUAL\",\"lease\":\"%" PRId64 "\"}]}",
-                         kb, l->token, kb, l->id),
+                         "\"result\":\"EQUAL\",\"lease\":\"%" PRId64 "\"}]%s}",
+                         kb, token, kb, id, ops),
                 cap);
 }
 
@@ -219,6 +240,77 @@ static bool json_error(const cJSON *root, int *code, const char **msg)
     return true;
 }
 
+/* etcd's refusals of an authenticated (or unauthenticated) request, by
+ * their messages: the codes alone do not tell them (a wrong password is
+ * InvalidArgument, as are requests that are wrong in other ways). */
+static bool auth_message(const char *msg)
+{
+    static const char *const refusals[] = {
+        "authentication failed", "user name is empty", "user name not found", "permission denied",
+        "invalid auth token", "revision of auth store is old", "auth: invalid", "root user does not",
+    };
+    for (size_t i = 0; i < sizeof(refusals) / sizeof(refusals[0]); i++)
+        if (strstr(msg, refusals[i]))
+            return true;
+    return false;
+}
+
+bool vigil_etcd__token_error(int code, const char *msg)
+{
+    return code == 16 || strstr(msg, "invalid auth token") || strstr(msg, "revision of auth store is old") ||
+           strstr(msg, "user name is empty");
+}
+
+int vigil_etcd__error_of(const char *body, size_t len, char *msg, size_t cap)
+{
+    cJSON *r = vigil_etcd__parse_whole(body, len);
+    int code;
+    const char *m;
+    int rc = -1;
+    if (cJSON_IsObject(r) && json_error(r, &code, &m)) {
+        snprintf(msg, cap, "%s", m);
+        rc = code;
+    }
+    cJSON_Delete(r);
+    return rc;
+}
+
+char *vigil_etcd__body_auth(const char *user, const char *password)
+{
+    cJSON *o = cJSON_CreateObject();
+    char *s = NULL;
+    if (o && cJSON_AddStringToObject(o, "name", user) && cJSON_AddStringToObject(o, "password", password))
+        s = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return s;
+}
+
+int vigil_etcd__parse_auth(long http, const char *body, size_t len, char *token, size_t cap)
+{
+    cJSON *r = parse_whole(body, len);
+    int code, rc = 0;
+    const char *msg;
+    if (!cJSON_IsObject(r)) {
+        rc = -EPROTO;
+    } else if (json_error(r, &code, &msg)) {
+        rc = strstr(msg, "authentication is not enabled") ? VIGIL_EVACANT
+           : auth_message(msg) || code == 3 || code == 7 || code == 16 ? -EACCES
+           : vigil_etcd__grpc_error(code, false);
+    } else {
+        const cJSON *t = field(r, "token");
+        if (http < 200 || http > 299 || !cJSON_IsString(t) || !t->valuestring[0])
+            rc = -EPROTO;
+        else if (strlen(t->valuestring) >= cap)
+            rc = VIGIL_ERANGE;
+        else if (strpbrk(t->valuestring, "\r\n"))
+            rc = -EPROTO; /* it goes into a header line */
+        else
+            strcpy(token, t->valuestring);
+    }
+    cJSON_Delete(r);
+    return rc;
+}
+
 /* The body as one JSON value and nothing after it but white space. */
 cJSON *vigil_etcd__parse_whole(const char *body, size_t len)
 {
@@ -253,6 +345,8 @@ int vigil_etcd__reply_open(long http, const char *body, size_t len, bool lease_o
         int rc = code == 0 ? -EPROTO : vigil_etcd__grpc_error(code, lease_op);
         if (lease_op && strstr(msg, "lease not found"))
             rc = VIGIL_ELOST;
+        else if (auth_message(msg))
+            rc = -EACCES;
         cJSON_Delete(r);
         return rc;
     }

@@ -19,8 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* An own key is at most 127 + 1 + 16 bytes: 192 in base64. */
-#define KEY_B64 256
+#define KEY_B64 VIGIL_ETCD_KEY_B64
 
 static int fits(int n, size_t cap)
 {
@@ -30,7 +29,7 @@ static int fits(int n, size_t cap)
 /* KEY/ and KEY0 (the range end), in base64. */
 static int prefix_b64(const char *key, char pfx[KEY_B64], char end[KEY_B64])
 {
-    char k[192];
+    char k[VIGIL_ETCD_KEY_MAX + 1];
     int n = snprintf(k, sizeof(k), "%s/", key);
     if (n <= 0 || (size_t)n >= sizeof(k) || vigil_etcd__b64(k, (size_t)n, pfx, KEY_B64) < 0)
         return VIGIL_ERANGE;
@@ -40,7 +39,7 @@ static int prefix_b64(const char *key, char pfx[KEY_B64], char end[KEY_B64])
 
 static int own_b64(const char *key, int64_t lease_id, char out[KEY_B64])
 {
-    char own[192];
+    char own[VIGIL_ETCD_KEY_MAX + 24];
     if (vigil_etcd__own_key(key, lease_id, own, sizeof(own)) < 0)
         return VIGIL_ERANGE;
     return vigil_etcd__b64(own, strlen(own), out, KEY_B64) < 0 ? VIGIL_ERANGE : 0;
@@ -55,7 +54,7 @@ int vigil_etcd__body_acquire(char *buf, size_t cap, const char *key, const char 
     if (own_b64(key, lease_id, own) < 0 || prefix_b64(key, pfx, end) < 0 ||
         vigil_etcd__b64(owner, strlen(owner), vb, sizeof(vb)) < 0)
         return VIGIL_ERANGE;
-    char first[1024];
+    char first[2 * KEY_B64 + 256];
     if (fits(snprintf(first, sizeof(first),
                       "{\"request_range\":{\"key\":\"%s\",\"range_end\":\"%s\",\"sort_order\":\"ASCEND\","
                       "\"sort_target\":\"CREATE\",\"limit\":\"1\",\"keys_only\":true}}",
@@ -108,11 +107,25 @@ int vigil_etcd__body_pred(char *buf, size_t cap, const char *key, int64_t lease_
 /* Only deletions matter to a waiter: NOPUT keeps the puts off the wire. */
 int vigil_etcd__body_watch(char *buf, size_t cap, const char *key_b64, int64_t rev)
 {
+    struct vigil_etcd_watch_spec spec = { .key_b64 = key_b64, .rev = rev, .ep = -1 };
+    return vigil_etcd__body_watch_spec(buf, cap, &spec);
+}
+
+int vigil_etcd__body_watch_spec(char *buf, size_t cap, const struct vigil_etcd_watch_spec *w)
+{
+    char end[VIGIL_ETCD_KEY_B64 + 32] = "";
+    if (w->end_b64 && fits(snprintf(end, sizeof(end), "\"range_end\":\"%s\",", w->end_b64), sizeof(end)) < 0)
+        return VIGIL_ERANGE;
     return fits(snprintf(buf, cap,
-                         "{\"create_request\":{\"key\":\"%s\",\"start_revision\":\"%" PRId64 "\","
-                         "\"filters\":[\"NOPUT\"]}}",
-                         key_b64, rev),
+                         "{\"create_request\":{\"key\":\"%s\",%s\"start_revision\":\"%" PRId64 "\","
+                         "\"progress_notify\":true%s}}",
+                         w->key_b64, end, w->rev, w->puts ? "" : ",\"filters\":[\"NOPUT\"]"),
                 cap);
+}
+
+int vigil_etcd__prefix_b64(const char *key, char *pfx, char *end)
+{
+    return prefix_b64(key, pfx, end);
 }
 
 /* ---- replies ------------------------------------------------------------- */
@@ -181,10 +194,21 @@ out:
 int vigil_etcd__parse_holder(long http, const char *body, size_t len, uint64_t *rev, int64_t *lease,
                              char *owner, size_t cap)
 {
+    return vigil_etcd__parse_holder_at(http, body, len, rev, lease, owner, cap, NULL);
+}
+
+int vigil_etcd__parse_holder_at(long http, const char *body, size_t len, uint64_t *rev, int64_t *lease,
+                                char *owner, size_t cap, int64_t *at)
+{
     cJSON *r;
     int rc = vigil_etcd__reply_open(http, body, len, false, &r);
     if (rc)
         return rc;
+    int64_t hrev = 0;
+    if (at && (vigil_etcd__json_i64(vigil_etcd__field(r, "header"), "revision", &hrev) != 1 || hrev <= 0)) {
+        cJSON_Delete(r);
+        return -EPROTO;
+    }
     const cJSON *kvs = vigil_etcd__field(r, "kvs"), *kv, *v;
     int64_t cr = 0, l = 0;
     char *tmp = NULL;
@@ -217,6 +241,8 @@ int vigil_etcd__parse_holder(long http, const char *body, size_t len, uint64_t *
     }
 out:
     cJSON_Delete(r);
+    if (at && (rc == 0 || rc == VIGIL_EVACANT))
+        *at = hrev;
     if (rc == 0) {
         /* The owner as a C string: cut to the field, and at a NUL. */
         size_t k = (size_t)n < cap - 1 ? (size_t)n : cap - 1;
@@ -238,10 +264,12 @@ int vigil_etcd__parse_ttl(long http, const char *body, size_t len, int64_t *left
         return rc == VIGIL_ELOST ? VIGIL_EVACANT : rc;
     int64_t t = 0, g = 0;
     if (!cJSON_IsObject(vigil_etcd__field(r, "header")) || vigil_etcd__json_i64(r, "TTL", &t) < 0 ||
-        vigil_etcd__json_i64(r, "grantedTTL", &g) < 0 || t < -1 || g < 0)
+        vigil_etcd__json_i64(r, "grantedTTL", &g) < 0 || g < 0 || t < -VIGIL_ETCD_MAX_TTL_S)
         rc = -EPROTO;
-    else if (t == -1)
-        rc = VIGIL_EVACANT; /* etcd's answer for a lease that is gone */
+    else if (t == -1 && g == 0)
+        rc = VIGIL_EVACANT; /* etcd's answer for a lease that is gone: TTL -1, nothing granted */
+    else if (t < 0 && g == 0)
+        rc = -EPROTO;
     cJSON_Delete(r);
     if (rc == 0) {
         *left = t;
@@ -316,7 +344,18 @@ int vigil_etcd__parse_watch(const char *msg, size_t len)
             const cJSON *t = vigil_etcd__field(ev, "type");
             if (cJSON_IsString(t) && strcmp(t->valuestring, "DELETE") == 0)
                 rc = VIGIL_ETCD_WATCH_DELETED;
+            else if (rc == 0)
+                rc = VIGIL_ETCD_WATCH_PUT; /* a put: proto3 omits its type, PUT being 0 */
         }
+    }
+    /* Refused for want of a valid token, or of permission: the reason is
+     * the only word of it (the watch was "created" and cancelled at once). */
+    const cJSON *why = vigil_etcd__field(res, "cancel_reason");
+    if (rc == 0 && cJSON_IsTrue(vigil_etcd__field(res, "canceled")) && cJSON_IsString(why) &&
+        (strstr(why->valuestring, "Unauthenticated") || strstr(why->valuestring, "PermissionDenied") ||
+         strstr(why->valuestring, "auth token") || strstr(why->valuestring, "permission denied"))) {
+        vigil_etcd__why("etcd refused the watch: %s", why->valuestring);
+        rc = -EACCES;
     }
     /* Cancelled (by the server, or because our revision was compacted
      * away): the caller looks again from a fresh revision. */

@@ -14,13 +14,34 @@
  *           then look again (the one ahead may have been a waiter that
  *           left, with the holder still there). Waiting on the stream is
  *           poll(2) on its socket: nothing is asked of etcd while nothing
- *           changes, but for the lease's keepalive every TTL / 3.
+ *           changes, but for the lease's keepalive every 0.32 TTL.
+ *
+ * A watch can fall silent without a word: its member SIGSTOPped or hung,
+ * or a proxy in front of it that sent the headers and then nothing. So
+ * the watch is a hint, never the only way to learn: at every renewal
+ * (0.32 TTL) the waiter looks again itself, through the handle's
+ * requests, which pass over an endpoint that does not answer within half
+ * a renewal period; and it moves the watch to another endpoint when the
+ * watch has not said a word (not even "created") within that time, or
+ * when the requests have left its endpoint behind. A freed key is seen
+ * within one renewal period and one such bound: under 2 x 0.32 x TTL.
+ * The watch carries require-leader (etcd_watch.c), so a member cut off
+ * from its leader refuses it, and it moves at once.
  *
  * Our lease must outlive the wait, so the waiter keeps it alive itself;
  * and once it is our turn it renews once more before returning, so the
  * caller gets a lease whose TTL runs from a request just sent, as after
- * vigil_etcd_acquire. A timeout, or any failure, revokes our lease, which
- * deletes our key: nobody is left waiting behind a waiter who left.
+ * vigil_etcd_acquire. A timeout, or a failure that ends the wait, revokes
+ * our lease (in a session: deletes our key), so nobody is left waiting
+ * behind a waiter who left.
+ *
+ * The deadline bounds every request (VIGIL_ETIMEDOUT, never a request's
+ * own -ETIMEDOUT, once it has passed). Without one (UINT64_MAX) the wait
+ * goes on through an outage of any length: our place is kept when etcd
+ * comes back with our lease alive (a restart gives leases a fresh TTL),
+ * and taken again at the back when it lapsed. Only what no retry mends ends it early: authentication or
+ * permission refused (-EACCES), TLS (VIGIL_ETLS), a reply that is not
+ * etcd's (-EPROTO), bad arguments.
  */
 #define _GNU_SOURCE
 #include "etcd_internal.h"
@@ -28,22 +49,16 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #define NS_PER_MS   1000000ull
-#define LOOK_AGAIN  1          /* watch_for_delete: the stream ended, look again */
+#define LOOK_AGAIN  1          /* the stream ended, or moves: look again */
 #define BACKOFF_MIN 50u        /* ms, after a failure, doubling ... */
 #define BACKOFF_MAX 1000u      /* ... up to this */
-
-/* Our key in the queue. */
-struct place {
-    const char *key;
-    int64_t     id;
-    int64_t     granted;    /* seconds */
-    uint64_t    rev;        /* our key's create_revision: the token, once ours */
-    uint64_t    renewed_ns; /* when the request that last kept the lease was sent */
-};
+#define ATTEMPT_MIN 200u       /* ms: the least a request of the wait gets on one endpoint */
+#define LEAVE_MS    200u       /* ms: the revoke of a waiter that leaves, past its deadline */
 
 #define now_ns vigil_etcd__now_ns
 
@@ -54,43 +69,90 @@ static void sleep_ns(uint64_t ns)
         ;
 }
 
-static uint64_t ttl_ns(const struct place *p)
+static uint64_t ttl_ns(const struct vigil_etcd_place *p)
 {
     return (uint64_t)p->granted * 1000 * NS_PER_MS;
 }
 
-/* 0 we hold the key, VIGIL_EBUSY we wait in *p, else an error (and no
- * lease left behind). */
-static int join(vigil_etcd *e, const char *key, const char *owner, uint64_t secs, struct place *p)
+/* The keepalive's beat (keepalive.c): 0.32 TTL. */
+static uint64_t period_ns(const struct vigil_etcd_place *p)
 {
-    char body[4096];
+    return ttl_ns(p) / 100 * 32;
+}
+
+/* A request of the wait on one endpoint: at most half a renewal period
+ * (at least ATTEMPT_MIN), so that a member that hangs costs one such
+ * bound before the next endpoint answers. */
+static uint32_t attempt_ms(uint64_t ttl_s)
+{
+    uint64_t ms = ttl_s * 1000 / 100 * 16;
+    return ms < ATTEMPT_MIN ? ATTEMPT_MIN : ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms;
+}
+
+bool vigil_etcd__transient(int rc)
+{
+    switch (rc) {
+    case -ECONNREFUSED: case -ECONNRESET: case -ECONNABORTED: case -ETIMEDOUT: case -EAGAIN:
+    case -EHOSTUNREACH: case -ENETUNREACH: case -ENETDOWN: case -EPIPE: case -EIO: case -ECANCELED:
+    case VIGIL_ETIMEDOUT:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* 0 we hold the key, VIGIL_EBUSY we wait in *p, else an error (and no
+ * lease of ours left behind). In a session the lease is p->id already. */
+static int join(vigil_etcd *e, const char *owner, uint64_t secs, struct vigil_etcd_place *p, uint64_t deadline)
+{
+    char body[VIGIL_ETCD_REQ_MAX];
     struct vigil_etcd_reply r;
-    p->key = key;
     p->renewed_ns = now_ns();
-    vigil_etcd__lock(e);
-    int rc = vigil_etcd__grant_locked(e, secs, &p->id, &p->granted);
+    vigil_etcd__lock_until(e, deadline, attempt_ms(secs));
+    int rc = p->shared ? 0 : vigil_etcd__grant_locked(e, secs, &p->id, &p->granted);
     if (rc == 0) {
-        rc = vigil_etcd__body_acquire(body, sizeof(body), key, owner, p->id);
+        rc = vigil_etcd__body_acquire(body, sizeof(body), p->key, owner, p->id);
         if (rc == 0 && (rc = vigil_etcd__call(e, "v3/kv/txn", body, &r)) == 0)
             rc = vigil_etcd__parse_acquire(r.http, r.body, r.len, p->id, &p->rev);
-        if (rc < 0 && rc != VIGIL_EBUSY)
+        if (rc < 0 && rc != VIGIL_EBUSY && !p->shared) {
+            char why[256];
+            vigil_etcd__why_save(why, sizeof(why));
+            vigil_etcd__bound(e, now_ns() + LEAVE_MS * NS_PER_MS, 0); /* past the deadline too */
             (void)vigil_etcd__revoke_locked(e, p->id);
+            vigil_etcd__why_restore(why);
+        }
     }
     vigil_etcd__unlock(e);
     return rc;
 }
 
-static void leave(vigil_etcd *e, const struct place *p)
+/* Leaves the queue: our lease revoked (our key goes with it), or in a
+ * session our key deleted if it is still ours. Bounded: a server that
+ * does not answer has the lease lapse, or the key go with the session. */
+static void leave(vigil_etcd *e, const struct vigil_etcd_place *p, const char *user_key)
 {
-    vigil_etcd__lock(e);
-    (void)vigil_etcd__revoke_locked(e, p->id);
+    char why[256];
+    vigil_etcd__why_save(why, sizeof(why));
+    uint64_t bound = now_ns() + LEAVE_MS * NS_PER_MS;
+    vigil_etcd__lock_until(e, bound, 0);
+    if (p->shared) {
+        vigil_lease l = { .token = p->rev, .id = p->id };
+        bool held;
+        memcpy(l.key, user_key, strlen(user_key) + 1);
+        (void)vigil_etcd__if_held_locked(e, &l, VIGIL_ETCD_IF_HELD_DELETE, NULL, &held);
+    } else {
+        (void)vigil_etcd__revoke_locked(e, p->id);
+    }
     vigil_etcd__unlock(e);
+    vigil_etcd__why_restore(why);
 }
 
-static int keep(vigil_etcd *e, struct place *p)
+static int keep(vigil_etcd *e, struct vigil_etcd_place *p, uint64_t deadline)
 {
     uint64_t t0 = now_ns();
-    int rc = vigil_etcd__keepalive(e, p->id);
+    vigil_etcd__lock_until(e, deadline, attempt_ms((uint64_t)p->granted));
+    int rc = vigil_etcd__keepalive_locked(e, p->id);
+    vigil_etcd__unlock(e);
     if (rc == 0)
         p->renewed_ns = t0;
     return rc;
@@ -98,112 +160,196 @@ static int keep(vigil_etcd *e, struct place *p)
 
 /* 0 and the key ahead of ours (base64) with the revision to watch from,
  * VIGIL_EVACANT our turn, VIGIL_ELOST our key is gone, or an error. */
-static int look(vigil_etcd *e, const struct place *p, char *pred, size_t cap, int64_t *rev)
+static int look(vigil_etcd *e, const struct vigil_etcd_place *p, char *pred, size_t cap, int64_t *rev,
+                uint64_t deadline)
 {
-    char body[2048];
+    char body[VIGIL_ETCD_REQ_MAX];
     struct vigil_etcd_reply r;
     int rc = vigil_etcd__body_pred(body, sizeof(body), p->key, p->id, p->rev);
-    vigil_etcd__lock(e);
+    vigil_etcd__lock_until(e, deadline, attempt_ms((uint64_t)p->granted));
     if (rc == 0 && (rc = vigil_etcd__call(e, "v3/kv/txn", body, &r)) == 0)
         rc = vigil_etcd__parse_pred(r.http, r.body, r.len, pred, cap, rev);
     vigil_etcd__unlock(e);
     return rc;
 }
 
-/* Watches pred from rev until it is deleted (0), the stream ends
- * (LOOK_AGAIN), the deadline passes (VIGIL_ETIMEDOUT), our lease is lost
- * (VIGIL_ELOST: refused, or not kept for a whole TTL), or an error. */
-static int watch_for_delete(vigil_etcd *e, struct place *p, const char *pred, int64_t rev, uint64_t deadline)
-{
+/* The watch on the one ahead, and what the waiter knows of it. */
+struct ahead {
     struct vigil_etcd_watch *w;
-    int rc = vigil_etcd__watch_open(e, pred, rev, &w);
-    if (rc < 0)
-        return rc;
-    uint64_t period = ttl_ns(p) / 3, next_keep = p->renewed_ns + period;
+    char                     pred[VIGIL_ETCD_KEY_B64]; /* watched key, base64 */
+    uint64_t                 opened_ns;
+    unsigned                 cur_at_open; /* where the handle's requests went when it opened */
+    int                      next_ep;     /* where the next watch goes: -1 the current endpoint */
+    unsigned                 ended;       /* cancelled or ended in a row, without news */
+};
+
+static void ahead_drop(struct ahead *a, bool move_on)
+{
+    if (a->w && move_on)
+        a->next_ep = (int)vigil_etcd__watch_endpoint(a->w) + 1; /* wraps in stream_setup */
+    vigil_etcd__watch_close(a->w);
+    a->w = NULL;
+}
+
+/* Watches pred from rev (a new watch when it is another key, or the old
+ * one moved): 0, or an error. */
+static int ahead_watch(vigil_etcd *e, struct ahead *a, const char *pred, int64_t rev)
+{
+    if (a->w && strcmp(a->pred, pred) == 0)
+        return 0;
+    ahead_drop(a, false);
+    struct vigil_etcd_watch_spec spec = { .key_b64 = pred, .rev = rev + 1, .ep = a->next_ep };
+    vigil_etcd__endpoints(e, &a->cur_at_open);
+    int rc = vigil_etcd__watch_start(e, &spec, &a->w);
+    if (rc == 0) {
+        snprintf(a->pred, sizeof(a->pred), "%s", pred);
+        a->opened_ns = now_ns();
+        a->next_ep = -1;
+    }
+    return rc;
+}
+
+/* Is the watch to be moved? It has not said a word within a request's
+ * bound; or it went where the handle's requests went, and they have left
+ * that endpoint since (it failed to answer one: hung, or gone). */
+static bool ahead_stale(vigil_etcd *e, const struct ahead *a, uint64_t bound_ns)
+{
+    if (!a->w)
+        return false;
+    if (!vigil_etcd__watch_heard(a->w) && now_ns() - a->opened_ns >= bound_ns)
+        return true;
+    unsigned cur, ep = vigil_etcd__watch_endpoint(a->w);
+    return vigil_etcd__endpoints(e, &cur) > 1 && a->cur_at_open == ep && cur != ep;
+}
+
+/* From a place in the queue to the key: 0 ours, VIGIL_ETIMEDOUT,
+ * VIGIL_ELOST (our place is gone), or an error that no retry mends. */
+static int wait_turn(vigil_etcd *e, struct vigil_etcd_place *p, uint64_t deadline)
+{
+    struct ahead a = { .w = NULL, .next_ep = -1 };
+    uint64_t period = period_ns(p), bound = (uint64_t)attempt_ms((uint64_t)p->granted) * NS_PER_MS;
+    uint64_t next_look = 0; /* at once */
+    unsigned backoff = 0;
+    int rc;
     for (;;) {
         uint64_t now = now_ns();
         if (now >= deadline) {
             rc = VIGIL_ETIMEDOUT;
             break;
         }
-        if (now >= next_keep) {
-            rc = keep(e, p);
-            if (rc == VIGIL_ELOST)
-                break;
-            if (rc < 0 && now_ns() - p->renewed_ns >= ttl_ns(p)) {
-                rc = VIGIL_ELOST; /* not kept for a whole TTL: lapsed, or about to */
-                break;
+        if (now >= next_look) {
+            /* Renew first: if it is our turn, the lease's TTL then runs
+             * from this request, and the look after it proves the key
+             * ours. Then look: the re-check that needs no watch. */
+            rc = keep(e, p, deadline);
+            if (rc == 0) {
+                char pred[VIGIL_ETCD_KEY_B64];
+                int64_t rev = 0;
+                rc = look(e, p, pred, sizeof(pred), &rev, deadline);
+                if (rc == VIGIL_EVACANT) {
+                    rc = 0;
+                    break;
+                }
+                if (rc == 0) {
+                    if (ahead_stale(e, &a, bound))
+                        ahead_drop(&a, true);
+                    if (a.w && strcmp(a.pred, pred) != 0)
+                        a.ended = 0; /* news: another one ahead */
+                    rc = ahead_watch(e, &a, pred, rev);
+                }
             }
-            /* Kept: the next at a third of the TTL; failed: retry sooner. */
-            next_keep = rc == 0 ? p->renewed_ns + period : now_ns() + period / 4;
+            if (rc == VIGIL_ELOST || (rc < 0 && !vigil_etcd__transient(rc)))
+                break;
+            if (rc < 0) {
+                /* Etcd unreachable, or the watch not to be had: ride it
+                 * out, backing off. Past a TTL unrenewed our lease has
+                 * most likely lapsed, but not surely (etcd gives every
+                 * lease a fresh TTL when a new leader takes over, as after
+                 * a restart): the keepalive that gets through says which,
+                 * kept (our place stands) or refused (a new one). */
+                backoff = !backoff ? BACKOFF_MIN : backoff * 2 > BACKOFF_MAX ? BACKOFF_MAX : backoff * 2;
+                next_look = now_ns() + backoff * NS_PER_MS;
+                ahead_drop(&a, true);
+            } else {
+                backoff = 0;
+                next_look = p->renewed_ns + period;
+            }
+        }
+        now = now_ns();
+        uint64_t until = deadline < next_look ? deadline : next_look;
+        if (a.w && !vigil_etcd__watch_heard(a.w) && a.opened_ns + bound < until)
+            until = a.opened_ns + bound; /* a watch that has said nothing yet is checked on */
+        if (until <= now)
+            continue;
+        uint64_t ms = (until - now + NS_PER_MS - 1) / NS_PER_MS;
+        if (!a.w) {
+            sleep_ns(until - now);
             continue;
         }
-        uint64_t until = deadline < next_keep ? deadline : next_keep;
-        uint64_t ms = (until - now + NS_PER_MS - 1) / NS_PER_MS;
-        rc = vigil_etcd__watch_wait(w, ms > INT_MAX ? INT_MAX : (int)ms);
+        rc = vigil_etcd__watch_wait(a.w, ms > INT_MAX ? INT_MAX : (int)ms);
         if (rc == VIGIL_ETCD_WATCH_DELETED) {
-            rc = 0;
-            break;
+            next_look = 0; /* deleted: look again at once */
+            a.ended = 0;
+        } else if (rc == VIGIL_ETCD_WATCH_CANCELED || rc < 0) {
+            /* Ended, cancelled, compacted, refused (no leader there, or
+             * the token expired: the look authenticates again): look
+             * again, and watch anew, on the next endpoint when this one
+             * failed; at once the first time, then backing off. */
+            ahead_drop(&a, rc < 0);
+            unsigned pause = a.ended++ == 0 ? 0 : BACKOFF_MIN << (a.ended < 5 ? a.ended : 5);
+            next_look = now_ns() + (uint64_t)(pause > BACKOFF_MAX ? BACKOFF_MAX : pause) * NS_PER_MS;
+        } else if (!vigil_etcd__watch_heard(a.w) && now_ns() - a.opened_ns >= bound) {
+            ahead_drop(&a, true); /* silent since it was opened: elsewhere */
+            next_look = 0;
         }
-        if (rc == VIGIL_ETCD_WATCH_CANCELED) {
-            rc = LOOK_AGAIN;
-            break;
-        }
-        if (rc < 0)
-            break;
     }
-    vigil_etcd__watch_close(w);
+    ahead_drop(&a, false);
     return rc;
 }
 
-/* From a place in the queue to the key: 0 ours, VIGIL_ETIMEDOUT,
- * VIGIL_ELOST (our place is gone), or an error. */
-static int wait_turn(vigil_etcd *e, struct place *p, uint64_t deadline)
+int vigil_etcd__queue_wait(vigil_etcd *e, struct vigil_etcd_place *p, const char *key, const char *owner,
+                           uint64_t secs, uint64_t timeout_ns)
 {
-    char pred[256];
-    int64_t rev = 0;
-    bool woke = false, ended = false;
+    uint64_t start = now_ns();
+    /* No wait at all (0) is one try, as vigil_etcd_acquire: its requests
+     * get the handle's own limits. */
+    uint64_t deadline = timeout_ns == 0 || timeout_ns == UINT64_MAX || timeout_ns > UINT64_MAX - 1 - start
+                      ? UINT64_MAX : start + timeout_ns;
+    char full[VIGIL_ETCD_KEY_MAX];
+    int rc = vigil_etcd__full_key(e, key, full, sizeof(full));
+    if (rc < 0)
+        return rc;
     unsigned backoff = 0;
+    p->key = full;
     for (;;) {
-        /* After a wake, renew first: if it is our turn, the lease's TTL
-         * then runs from this request, and the look after it proves the
-         * key ours. */
-        int rc = woke ? keep(e, p) : 0;
+        rc = join(e, owner, secs, p, deadline);
         if (rc == 0)
-            rc = look(e, p, pred, sizeof(pred), &rev);
-        if (rc == VIGIL_EVACANT)
-            return 0;
-        if (rc == 0) {
-            rc = watch_for_delete(e, p, pred, rev + 1, deadline);
-            woke = true;
-            if (rc == 0) {
-                ended = false;
-                backoff = 0;
-                continue; /* deleted: look again at once */
-            }
-            if (rc == LOOK_AGAIN && !ended) {
-                ended = true; /* cancelled, compacted: once at once, then with backoff */
-                continue;
-            }
+            break;
+        if (rc == VIGIL_EBUSY) {
+            backoff = 0;
+            rc = timeout_ns == 0 ? VIGIL_ETIMEDOUT : wait_turn(e, p, deadline);
+            if (rc == 0)
+                break;
+            leave(e, p, key); /* our key goes with our lease (in a session: deleted) */
         }
-        if (rc == VIGIL_ETIMEDOUT || rc == VIGIL_ELOST)
+        /* Our place was lost (the key deleted under us, or the lease not
+         * kept for a TTL), or etcd could not be reached to take one: a new
+         * one, at the back, while time remains. */
+        if (rc != VIGIL_ELOST && !vigil_etcd__transient(rc))
             return rc;
-        /* A failure, or a stream that keeps ending: ride it out while our
-         * lease may still live, backing off. */
-        woke = true;
+        if (p->shared && vigil_etcd__keepalive(e, p->id) == VIGIL_ELOST)
+            return VIGIL_ELOST; /* the session's lease is gone: no place can be had under it */
         uint64_t now = now_ns();
-        if (now - p->renewed_ns >= ttl_ns(p))
-            return VIGIL_ELOST;
-        if (now >= deadline)
-            return VIGIL_ETIMEDOUT;
-        backoff = !backoff ? BACKOFF_MIN : backoff * 2 > BACKOFF_MAX ? BACKOFF_MAX : backoff * 2;
-        uint64_t pause = backoff * NS_PER_MS;
-        if (deadline - now <= pause) {
-            sleep_ns(deadline - now);
-            return VIGIL_ETIMEDOUT;
+        if (now >= deadline || timeout_ns == 0)
+            return timeout_ns == 0 && rc != VIGIL_ELOST ? rc : VIGIL_ETIMEDOUT;
+        if (rc != VIGIL_ELOST) {
+            backoff = !backoff ? BACKOFF_MIN : backoff * 2 > BACKOFF_MAX ? BACKOFF_MAX : backoff * 2;
+            uint64_t pause = backoff * NS_PER_MS;
+            sleep_ns(deadline - now < pause ? deadline - now : pause);
         }
-        sleep_ns(pause);
     }
+    p->key = NULL;
+    return 0;
 }
 
 int vigil_etcd_acquire_wait(vigil_etcd *e, const char *key, const char *owner, uint64_t ttl_ms,
@@ -213,25 +359,9 @@ int vigil_etcd_acquire_wait(vigil_etcd *e, const char *key, const char *owner, u
     int rc = vigil_etcd__acquire_args(e, key, owner, ttl_ms, out, &secs);
     if (rc < 0)
         return rc;
-    uint64_t start = now_ns();
-    uint64_t deadline = timeout_ns == UINT64_MAX || timeout_ns > UINT64_MAX - 1 - start ? UINT64_MAX
-                                                                                         : start + timeout_ns;
-    struct place p;
-    for (;;) {
-        rc = join(e, key, owner, secs, &p);
-        if (rc == 0)
-            break;
-        if (rc != VIGIL_EBUSY)
-            return rc;
-        rc = timeout_ns == 0 ? VIGIL_ETIMEDOUT : wait_turn(e, &p, deadline);
-        if (rc == 0)
-            break;
-        leave(e, &p); /* our key goes with our lease */
-        /* Our place was lost (the key deleted under us, or the lease not
-         * kept for a TTL): a new one, at the back, while time remains. */
-        if (rc != VIGIL_ELOST || now_ns() >= deadline)
-            return rc == VIGIL_ELOST ? VIGIL_ETIMEDOUT : rc;
-    }
+    struct vigil_etcd_place p = { 0 };
+    if ((rc = vigil_etcd__queue_wait(e, &p, key, owner, secs, timeout_ns)) < 0)
+        return rc;
     memset(out, 0, sizeof(*out));
     memcpy(out->key, key, strlen(key));
     memcpy(out->owner, owner, strlen(owner));

@@ -11,7 +11,15 @@
  * It runs on a connection of its own (a curl multi handle, so the caller
  * waits in poll(2) on the socket with a deadline, asleep until etcd
  * speaks), while the caller keeps its lease alive through the handle's
- * usual connection.
+ * usual connection, to an endpoint the caller chooses (so that a watch on
+ * a member that went silent can move to another). It carries the
+ * handle's headers: the auth token, and require-leader, so that a member
+ * cut off from its leader refuses the watch (Unavailable) instead of
+ * keeping it open on a history that no longer moves. It asks for progress
+ * notifications, which etcd sends where its operator shortened
+ * --experimental-watch-progress-notify-interval: any message, created or
+ * progress, tells the caller the stream is alive (watch_heard); the caller
+ * does not count on them and looks again itself at every renewal.
  */
 #define _GNU_SOURCE
 #include "etcd_internal.h"
@@ -31,7 +39,10 @@ struct vigil_etcd_watch {
     size_t             len, cap;
     int                err;   /* why the write callback refused */
     bool               done;  /* the stream ended */
+    bool               heard; /* a whole message came (created, progress or news) */
     int                done_rc;
+    unsigned           ep;    /* the endpoint it runs on */
+    char               errbuf[CURL_ERROR_SIZE];
 };
 
 static size_t on_data(char *data, size_t size, size_t nmemb, void *arg)
@@ -62,15 +73,13 @@ static size_t on_data(char *data, size_t size, size_t nmemb, void *arg)
 
 static int stream_error(struct vigil_etcd_watch *w, CURLcode c)
 {
-    switch (c) {
-    case CURLE_OK:                 return VIGIL_ETCD_WATCH_CANCELED; /* the server ended it */
-    case CURLE_COULDNT_CONNECT:    return -ECONNREFUSED;
-    case CURLE_OPERATION_TIMEDOUT: return -ETIMEDOUT;
-    case CURLE_OUT_OF_MEMORY:      return -ENOMEM;
-    case CURLE_WRITE_ERROR:        return w->err ? w->err : -EIO;
-    case CURLE_COULDNT_RESOLVE_HOST: return -EHOSTUNREACH;
-    default:                       return -ECONNRESET;
-    }
+    if (c == CURLE_OK)
+        return VIGIL_ETCD_WATCH_CANCELED; /* the server ended it */
+    long os = 0;
+    if (curl_easy_getinfo(w->curl, CURLINFO_OS_ERRNO, &os) != CURLE_OK)
+        os = 0;
+    int rc = vigil_etcd__curl_error(c, os, w->err, w->errbuf);
+    return rc == -EIO ? -ECONNRESET : rc;
 }
 
 /* The messages that came whole; with `last`, also what is left without a
@@ -88,8 +97,10 @@ static int drain(struct vigil_etcd_watch *w, bool last)
         at = nl ? end + 1 : w->len;
         while (a < end && vigil_etcd__is_space(w->buf[a]))
             a++;
-        if (a < end)
+        if (a < end) {
             rc = vigil_etcd__parse_watch(w->buf + a, end - a);
+            w->heard = true;
+        }
     }
     memmove(w->buf, w->buf + at, w->len - at);
     w->len -= at;
@@ -114,23 +125,27 @@ void vigil_etcd__watch_close(struct vigil_etcd_watch *w)
 
 int vigil_etcd__watch_open(vigil_etcd *e, const char *key_b64, int64_t rev, struct vigil_etcd_watch **out)
 {
-    char url[VIGIL_ETCD_URL_MAX + 64], body[512];
-    long connect_ms = 0;
-    int rc = vigil_etcd__url(e, "v3/watch", url, sizeof(url), &connect_ms);
-    if (rc < 0 || (rc = vigil_etcd__body_watch(body, sizeof(body), key_b64, rev)) < 0)
-        return rc;
-    struct vigil_etcd_watch *w = calloc(1, sizeof(*w));
-    if (!w)
+    struct vigil_etcd_watch_spec spec = { .key_b64 = key_b64, .rev = rev, .ep = -1 };
+    return vigil_etcd__watch_start(e, &spec, out);
+}
+
+int vigil_etcd__watch_start(vigil_etcd *e, const struct vigil_etcd_watch_spec *spec, struct vigil_etcd_watch **out)
+{
+    char *body = malloc(VIGIL_ETCD_REQ_MAX);
+    if (!body)
         return -ENOMEM;
+    int rc = vigil_etcd__body_watch_spec(body, VIGIL_ETCD_REQ_MAX, spec);
+    struct vigil_etcd_watch *w = rc < 0 ? NULL : calloc(1, sizeof(*w));
+    if (!w) {
+        free(body);
+        return rc < 0 ? rc : -ENOMEM;
+    }
     w->cap = 4096;
     w->buf = malloc(w->cap);
     w->multi = curl_multi_init();
     w->curl = curl_easy_init();
-    struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
-    w->headers = h ? curl_slist_append(h, "Expect:") : NULL;
-    if (!w->headers)
-        curl_slist_free_all(h);
-    if (!w->buf || !w->multi || !w->curl || !w->headers) {
+    if (!w->buf || !w->multi || !w->curl) {
+        free(body);
         vigil_etcd__watch_close(w);
         return -ENOMEM;
     }
@@ -138,10 +153,17 @@ int vigil_etcd__watch_open(vigil_etcd *e, const char *key_b64, int64_t rev, stru
     CURL *c = w->curl;
     /* As the handle's own connection (etcd_http.c), but no total timeout:
      * the stream lasts. */
-    vigil_etcd__curl_setup(c, connect_ms);
-    curl_easy_setopt(c, CURLOPT_URL, url);
+    void *headers = NULL;
+    rc = vigil_etcd__stream_setup(e, spec->ep, "v3/watch", c, &headers, &w->ep);
+    w->headers = headers;
+    if (rc < 0) {
+        free(body);
+        vigil_etcd__watch_close(w);
+        return rc;
+    }
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, w->errbuf);
     curl_easy_setopt(c, CURLOPT_COPYPOSTFIELDS, body);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, w->headers);
+    free(body);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, w);
     curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
@@ -151,6 +173,21 @@ int vigil_etcd__watch_open(vigil_etcd *e, const char *key_b64, int64_t rev, stru
     }
     *out = w;
     return 0;
+}
+
+void vigil_etcd__watch_wakeup(struct vigil_etcd_watch *w)
+{
+    curl_multi_wakeup(w->multi);
+}
+
+bool vigil_etcd__watch_heard(const struct vigil_etcd_watch *w)
+{
+    return w->heard;
+}
+
+unsigned vigil_etcd__watch_endpoint(const struct vigil_etcd_watch *w)
+{
+    return w->ep;
 }
 
 static uint64_t now_ms(void)

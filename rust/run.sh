@@ -1,0 +1,74 @@
+#!/bin/sh
+# The Rust crate's tests under CTest: cargo test, offline, against this
+# build's libvigil (and libvigil-etcd with "etcd"), with cargo's target
+# directory inside the build directory. Debian's cargo and rustc (1.63, the
+# crate's MSRV) are preferred when installed; exit 77 (CTest's skip) when
+# there is no cargo at all.
+#
+# Usage: run.sh BUILD_DIR SOURCE_DIR [etcd] [build|doc] [-- CARGO_TEST_ARGS...]
+#   build      compile the crate, its tests and examples (CTest's rust_build,
+#              so that the test's own time limit is the tests')
+#   (default)  the unit, multi-process and etcd tests; the examples built
+#   doc        every example in the documentation (cargo test --doc), the
+#              documentation with warnings as errors, and clippy with
+#              warnings as errors where it is installed
+set -u
+build=$1
+src=$2
+shift 2
+features=
+if [ "${1:-}" = etcd ]; then
+    features="--features etcd"
+    shift
+fi
+mode=check
+case "${1:-}" in
+build|doc)
+    mode=$1
+    shift
+    ;;
+esac
+[ "${1:-}" = -- ] && shift
+
+if [ -x /usr/bin/cargo ]; then
+    # Debian's cargo with Debian's rustc and rustdoc, not a rustup
+    # toolchain earlier on PATH.
+    cargo=/usr/bin/cargo
+    PATH=/usr/bin:$PATH
+    export PATH
+elif command -v cargo >/dev/null 2>&1; then
+    cargo=cargo
+else
+    echo "rust: no cargo (apt-get install cargo): skipped"
+    exit 77
+fi
+
+CARGO_TARGET_DIR=$build/rust-target
+VIGIL_LIB_DIR=$build
+VIGIL_INCLUDE_DIR=$src/include
+LD_LIBRARY_PATH=$build${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+VIGIL_LIBRARY=${VIGIL_LIBRARY:-$build/libvigil.so}
+VIGIL_PYTHONPATH=$src/python
+export CARGO_TARGET_DIR VIGIL_LIB_DIR VIGIL_INCLUDE_DIR LD_LIBRARY_PATH VIGIL_LIBRARY VIGIL_PYTHONPATH
+"$cargo" --version
+rustc --version
+manifest=$src/rust/Cargo.toml
+if [ $mode = build ]; then
+    # shellcheck disable=SC2086
+    exec "$cargo" test --offline --manifest-path "$manifest" $features --lib --tests --examples --no-run "$@"
+fi
+if [ $mode = check ]; then
+    # shellcheck disable=SC2086
+    exec "$cargo" test --offline --manifest-path "$manifest" $features --lib --tests --examples "$@"
+fi
+set -e
+# shellcheck disable=SC2086
+"$cargo" test --offline --manifest-path "$manifest" $features --doc "$@"
+# shellcheck disable=SC2086
+RUSTDOCFLAGS="-D warnings" "$cargo" doc --offline --no-deps --manifest-path "$manifest" $features
+if "$cargo" clippy --version >/dev/null 2>&1; then
+    # shellcheck disable=SC2086
+    "$cargo" clippy --offline --manifest-path "$manifest" $features --all-targets -- -D warnings
+else
+    echo "rust: no clippy for this cargo (apt-get install rust-clippy): clippy skipped"
+fi

@@ -1,0 +1,504 @@
+//! The epoch barrier: a cross-process phase barrier that counts only the
+//! live peers of a heartbeat table, so a crashed peer never deadlocks it.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::ptr::NonNull;
+use std::time::Duration;
+
+use crate::error::{check, Result};
+use crate::heartbeat::HeartbeatTable;
+use crate::sys;
+use crate::util::{c_path, timeout_ns};
+
+/// How a wait on a [`Barrier`] ended: the round was released, and to
+/// exactly one caller per released round, `Serial` (its CAS released it).
+///
+/// ```
+/// assert!(vigil::WaitOutcome::Serial.is_serial());
+/// assert!(!vigil::WaitOutcome::Released.is_serial());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WaitOutcome {
+    /// The round was released (by another caller, or had already passed).
+    Released,
+    /// The round was released by this caller: one per round.
+    Serial,
+}
+
+impl WaitOutcome {
+    /// Whether this caller released the round.
+    ///
+    /// ```
+    /// let serials = [vigil::WaitOutcome::Serial, vigil::WaitOutcome::Released]
+    ///     .iter()
+    ///     .filter(|o| o.is_serial())
+    ///     .count();
+    /// assert_eq!(serials, 1);
+    /// ```
+    pub fn is_serial(self) -> bool {
+        self == WaitOutcome::Serial
+    }
+}
+
+/// A barrier file's state as [`Barrier::peek`] reads it.
+///
+/// ```
+/// # let dir = std::env::temp_dir().join(format!("vigil-doc-bstate-{}", std::process::id()));
+/// # std::fs::create_dir_all(&dir)?;
+/// # let table = vigil::HeartbeatTable::create(dir.join("t"), 4)?;
+/// let _b = vigil::Barrier::create(dir.join("b"), &table, 5)?;
+/// let state = vigil::Barrier::peek(dir.join("b"))?;
+/// assert_eq!((state.capacity, state.epoch, state.grace_epochs), (4, 0, 5));
+/// # drop(_b); drop(table); std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct BarrierState {
+    /// Slots; the heartbeat table's capacity.
+    pub capacity: u32,
+    /// The round now gathering.
+    pub epoch: u32,
+    /// Arrivals in it, bound and unbound.
+    pub arrived: u32,
+    /// Per-slot arrival records of bound handles in it.
+    pub recorded: u32,
+    /// The grace stored at create.
+    pub grace_epochs: u64,
+    /// Waiters asleep in the kernel (a hint).
+    pub sleepers: u32,
+    /// Arrivals withdrawn (by waits that timed out) since create.
+    pub withdrawals: u64,
+}
+
+/// Counters of a barrier's events ([`Barrier::stats`]).
+///
+/// ```
+/// # let dir = std::env::temp_dir().join(format!("vigil-doc-bcount-{}", std::process::id()));
+/// # std::fs::create_dir_all(&dir)?;
+/// # let table = vigil::HeartbeatTable::create(dir.join("t"), 4)?;
+/// let b = vigil::Barrier::create(dir.join("b"), &table, 5)?;
+/// assert_eq!(b.stats()?, vigil::BarrierCounters::default());
+/// # drop(b); drop(table); std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct BarrierCounters {
+    /// Rounds released (the epoch, so it wraps at 2^32).
+    pub releases: u64,
+    /// Arrivals withdrawn by waiters that timed out.
+    pub withdrawals: u64,
+}
+
+/// The owned C handle, shared by [`Barrier`] and `compat::EpochBarrier`.
+pub(crate) struct RawBarrier(NonNull<sys::vigil_barrier>);
+
+// SAFETY: the handle's own fields are atomics or fixed at open; waits,
+// binds and reads from any number of threads are the C API's contract.
+unsafe impl Send for RawBarrier {}
+unsafe impl Sync for RawBarrier {}
+
+impl RawBarrier {
+    pub(crate) fn create(path: &Path, hb: *mut sys::vigil_hb, grace: u64, mode: u32) -> Result<RawBarrier> {
+        let c = c_path(path)?;
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: c is a C string, hb an open table that outlives the
+        // barrier (the callers hold it); raw is written only on success.
+        check(unsafe { sys::vigil_barrier_create_mode(c.as_ptr(), hb, grace, mode, &mut raw) })?;
+        Ok(RawBarrier(NonNull::new(raw).expect("vigil returned success and a NULL barrier")))
+    }
+
+    pub(crate) fn open(path: &Path, hb: *mut sys::vigil_hb, grace: u64) -> Result<RawBarrier> {
+        let c = c_path(path)?;
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: as in create.
+        check(unsafe { sys::vigil_barrier_open(c.as_ptr(), hb, grace, &mut raw) })?;
+        Ok(RawBarrier(NonNull::new(raw).expect("vigil returned success and a NULL barrier")))
+    }
+
+    fn ptr(&self) -> *mut sys::vigil_barrier {
+        self.0.as_ptr()
+    }
+
+    #[inline]
+    pub(crate) fn wait(&self, epoch: u32, quorum: Option<u32>, timeout: Option<Duration>) -> Result<WaitOutcome> {
+        let b = self.ptr();
+        // SAFETY: an open handle.
+        let rc = unsafe {
+            match (quorum, timeout) {
+                (None, None) => sys::vigil_barrier_wait(b, epoch),
+                (Some(q), None) => sys::vigil_barrier_wait_quorum(b, epoch, q),
+                (None, Some(t)) => sys::vigil_barrier_wait_timeout(b, epoch, timeout_ns(Some(t))),
+                (Some(q), Some(t)) => sys::vigil_barrier_wait_quorum_timeout(b, epoch, q, timeout_ns(Some(t))),
+            }
+        };
+        check(rc).map(|rc| if rc == sys::VIGIL_SERIAL { WaitOutcome::Serial } else { WaitOutcome::Released })
+    }
+
+    pub(crate) fn bind(&self, slot: u32) -> Result<()> {
+        // SAFETY: an open handle; C checks the slot.
+        check(unsafe { sys::vigil_barrier_bind(self.ptr(), slot) }).map(drop)
+    }
+
+    pub(crate) fn epoch(&self) -> u32 {
+        // SAFETY: an open handle.
+        unsafe { sys::vigil_barrier_epoch(self.ptr()) }
+    }
+
+    pub(crate) fn live_peers(&self) -> u32 {
+        // SAFETY: an open handle.
+        unsafe { sys::vigil_barrier_live_peers(self.ptr()) }
+    }
+
+    pub(crate) fn stats(&self) -> Result<BarrierCounters> {
+        let mut out = sys::Spare::<sys::vigil_barrier_counters>::zeroed();
+        // SAFETY: an open handle; out has room for a longer struct.
+        check(unsafe { sys::vigil_barrier_stats(self.ptr(), &mut out.value) })?;
+        Ok(BarrierCounters { releases: out.value.releases, withdrawals: out.value.withdrawals })
+    }
+}
+
+impl Drop for RawBarrier {
+    fn drop(&mut self) {
+        // SAFETY: the handle is open and nothing borrows it any more.
+        unsafe { sys::vigil_barrier_close(self.ptr()) }
+    }
+}
+
+/// An epoch barrier: processes meet at rounds numbered 0, 1, 2, ... in a
+/// barrier file; a round releases when every live peer of the heartbeat
+/// table has arrived (or a quorum has), so a crashed peer never deadlocks
+/// it: once its heartbeat lapses past the grace window it is not counted.
+///
+/// Bind the handle to this process's slot ([`bind`](Self::bind)) and the
+/// rule is exact: arrivals are recorded per slot, a peer that dies after
+/// arriving stops counting once it lapses, and the waits keep the slot
+/// beating, so a long wait never ages a waiter out. Waiters sleep in the
+/// kernel (a futex in the file) after a short spin.
+///
+/// **Start safely.** A peer that has not registered yet is not live, so
+/// processes that register and wait from round 0 at once can see round 0
+/// released before the last of them exists. Open the barrier with a start
+/// gate: round 0 waited with a quorum of the whole group (see
+/// `examples/phase_barrier.rs`), every later round a plain wait.
+///
+/// The handle borrows its table (the C library reads it on every wait)
+/// and is `Send + Sync`.
+///
+/// ```
+/// # let dir = std::env::temp_dir().join(format!("vigil-doc-barrier-{}", std::process::id()));
+/// # std::fs::create_dir_all(&dir)?;
+/// let table = vigil::HeartbeatTable::create(dir.join("t"), 8)?;
+/// let barrier = vigil::Barrier::create(dir.join("b"), &table, 5)?;
+/// let me = table.register()?;
+/// barrier.bind(me.slot())?;
+/// // Alone, every round is ours to release.
+/// for round in 0..3 {
+///     assert_eq!(barrier.wait(round)?, vigil::WaitOutcome::Serial);
+/// }
+/// assert_eq!(barrier.epoch(), 3);
+/// # drop(barrier); drop(me); drop(table); std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Barrier<'t> {
+    raw: RawBarrier,
+    table: &'t HeartbeatTable,
+    path: PathBuf,
+}
+
+impl<'t> Barrier<'t> {
+    /// Creates a barrier file at `path` (mode 0600, never clobbering) over
+    /// `table`, whose capacity it takes; `grace_epochs` is stored in the
+    /// file for every opener.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("vigil-doc-bcreate-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// let table = vigil::HeartbeatTable::create(dir.join("t"), 8)?;
+    /// let barrier = vigil::Barrier::create(dir.join("b"), &table, 5)?;
+    /// assert_eq!(barrier.epoch(), 0);
+    /// # drop(barrier); drop(table); std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn create<P: AsRef<Path>>(path: P, table: &'t HeartbeatTable, grace_epochs: u64) -> Result<Barrier<'t>> {
+        Self::create_with_mode(path, table, grace_epochs, 0o600)
+    }
+
+    /// As [`create`](Self::create), with the file's permission bits.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("vigil-doc-bmode-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// let table = vigil::HeartbeatTable::create(dir.join("t"), 8)?;
+    /// let barrier = vigil::Barrier::create_with_mode(dir.join("b"), &table, 5, 0o660)?;
+    /// # drop(barrier); drop(table); std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn create_with_mode<P: AsRef<Path>>(
+        path: P,
+        table: &'t HeartbeatTable,
+        grace_epochs: u64,
+        mode: u32,
+    ) -> Result<Barrier<'t>> {
+        let path = path.as_ref();
+        let raw = RawBarrier::create(path, table.raw(), grace_epochs, mode)?;
+        Ok(Barrier { raw, table, path: path.to_path_buf() })
+    }
+
+    /// Opens an existing barrier over `table` with the grace stored in the
+    /// file. [`Error::CapacityMismatch`](crate::Error::CapacityMismatch)
+    /// when the table's capacity is not the barrier's.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("vigil-doc-bopen-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// let table = vigil::HeartbeatTable::create(dir.join("t"), 8)?;
+    /// vigil::Barrier::create(dir.join("b"), &table, 5)?;
+    /// let barrier = vigil::Barrier::open(dir.join("b"), &table)?;
+    /// # drop(barrier); drop(table); std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open<P: AsRef<Path>>(path: P, table: &'t HeartbeatTable) -> Result<Barrier<'t>> {
+        Self::open_with_grace(path, table, 0)
+    }
+
+    /// Opens an existing barrier with `grace_epochs` for this handle only
+    /// (0 keeps the stored grace).
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("vigil-doc-bgrace-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// let table = vigil::HeartbeatTable::create(dir.join("t"), 8)?;
+    /// vigil::Barrier::create(dir.join("b"), &table, 5)?;
+    /// let patient = vigil::Barrier::open_with_grace(dir.join("b"), &table, 50)?;
+    /// # drop(patient); drop(table); std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open_with_grace<P: AsRef<Path>>(
+        path: P,
+        table: &'t HeartbeatTable,
+        grace_epochs: u64,
+    ) -> Result<Barrier<'t>> {
+        let path = path.as_ref();
+        let raw = RawBarrier::open(path, table.raw(), grace_epochs)?;
+        Ok(Barrier { raw, table, path: path.to_path_buf() })
+    }
+
+    /// Reads a barrier file's state without a heartbeat table (read-only).
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("vigil-doc-bpeek-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// let table = vigil::HeartbeatTable::create(dir.join("t"), 8)?;
+    /// let barrier = vigil::Barrier::create(dir.join("b"), &table, 5)?;
+    /// let _me = table.register()?;
+    /// barrier.wait_quorum(0, 1)?;
+    /// assert_eq!(vigil::Barrier::peek(dir.join("b"))?.epoch, 1);
+    /// # drop(barrier); drop(_me); drop(table); std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn peek<P: AsRef<Path>>(path: P) -> Result<BarrierState> {
+        let c = c_path(path.as_ref())?;
+        let mut out = sys::Spare::<sys::vigil_barrier_state>::zeroed();
+        // SAFETY: c is a C string; out has room for a longer struct.
+        check(unsafe { sys::vigil_barrier_peek(c.as_ptr(), &mut out.value) })?;
+        let s = out.value;
+        Ok(BarrierState {
+            capacity: s.capacity,
+            epoch: s.epoch,
+            arrived: s.arrived,
+            recorded: s.recorded,
+            grace_epochs: s.grace_epochs,
+            sleepers: s.sleepers,
+            withdrawals: s.withdrawals,
+        })
+    }
+
+    /// Binds this handle to `slot` (this process's registration): its
+    /// arrivals are recorded per slot, and its waits keep the slot beating.
+    /// [`Error::Vacant`](crate::Error::Vacant) for a vacant slot.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("vigil-doc-bind-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// let table = vigil::HeartbeatTable::create(dir.join("t"), 8)?;
+    /// let barrier = vigil::Barrier::create(dir.join("b"), &table, 5)?;
+    /// let me = table.register()?;
+    /// barrier.bind(me.slot())?;
+    /// assert!(matches!(barrier.bind(7), Err(vigil::Error::Vacant)));
+    /// # drop(barrier); drop(me); drop(table); std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn bind(&self, slot: u32) -> Result<()> {
+        self.raw.bind(slot)
+    }
+
+    /// Arrives at round `epoch` and waits until every live peer has. A
+    /// round already passed returns at once; with no live peer at entry,
+    /// [`Error::NoPeers`](crate::Error::NoPeers).
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("vigil-doc-bwait-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// let table = vigil::HeartbeatTable::create(dir.join("t"), 8)?;
+    /// let barrier = vigil::Barrier::create(dir.join("b"), &table, 5)?;
+    /// assert!(matches!(barrier.wait(0), Err(vigil::Error::NoPeers)));
+    /// let me = table.register()?;
+    /// barrier.bind(me.slot())?;
+    /// assert!(barrier.wait(0)?.is_serial());
+    /// assert_eq!(barrier.wait(0)?, vigil::WaitOutcome::Released); // passed already
+    /// # drop(barrier); drop(me); drop(table); std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn wait(&self, epoch: u32) -> Result<WaitOutcome> {
+        self.raw.wait(epoch, None, None)
+    }
+
+    /// Arrives at round `epoch` and waits until `quorum` arrivals (of peers
+    /// still live, or unbound). Quorum 0 is
+    /// [`Error::OutOfRange`](crate::Error::OutOfRange). Round 0 with a
+    /// quorum of the whole group is the start gate.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("vigil-doc-bquorum-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// let table = vigil::HeartbeatTable::create(dir.join("t"), 8)?;
+    /// let barrier = vigil::Barrier::create(dir.join("b"), &table, 5)?;
+    /// assert!(matches!(barrier.wait_quorum(0, 0), Err(vigil::Error::OutOfRange)));
+    /// assert!(barrier.wait_quorum(0, 1)?.is_serial());
+    /// # drop(barrier); drop(table); std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn wait_quorum(&self, epoch: u32, quorum: u32) -> Result<WaitOutcome> {
+        self.raw.wait(epoch, Some(quorum), None)
+    }
+
+    /// As [`wait`](Self::wait), giving up after `timeout` with
+    /// [`Error::Timeout`](crate::Error::Timeout); the arrival is withdrawn,
+    /// so it never helps release a round it has left.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// # let dir = std::env::temp_dir().join(format!("vigil-doc-btimeout-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// let table = vigil::HeartbeatTable::create(dir.join("t"), 8)?;
+    /// let barrier = vigil::Barrier::create(dir.join("b"), &table, 5)?;
+    /// let me = table.register()?;
+    /// let _peer = table.register_pid(std::process::id())?; // a peer that never comes
+    /// barrier.bind(me.slot())?;
+    /// let r = barrier.wait_timeout(0, Duration::from_millis(20));
+    /// assert!(matches!(r, Err(vigil::Error::Timeout)));
+    /// # drop(barrier); drop(me); drop(_peer); drop(table); std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn wait_timeout(&self, epoch: u32, timeout: Duration) -> Result<WaitOutcome> {
+        self.raw.wait(epoch, None, Some(timeout))
+    }
+
+    /// As [`wait_quorum`](Self::wait_quorum), giving up after `timeout`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// # let dir = std::env::temp_dir().join(format!("vigil-doc-bqt-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// let table = vigil::HeartbeatTable::create(dir.join("t"), 8)?;
+    /// let barrier = vigil::Barrier::create(dir.join("b"), &table, 5)?;
+    /// let r = barrier.wait_quorum_timeout(0, 2, Duration::from_millis(20));
+    /// assert!(matches!(r, Err(vigil::Error::Timeout)));
+    /// # drop(barrier); drop(table); std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn wait_quorum_timeout(&self, epoch: u32, quorum: u32, timeout: Duration) -> Result<WaitOutcome> {
+        self.raw.wait(epoch, Some(quorum), Some(timeout))
+    }
+
+    /// The round now gathering.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("vigil-doc-bepoch-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// let table = vigil::HeartbeatTable::create(dir.join("t"), 8)?;
+    /// let barrier = vigil::Barrier::create(dir.join("b"), &table, 5)?;
+    /// barrier.wait_quorum(0, 1)?;
+    /// assert_eq!(barrier.epoch(), 1);
+    /// # drop(barrier); drop(table); std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn epoch(&self) -> u32 {
+        self.raw.epoch()
+    }
+
+    /// Number of live peers in the table, by this handle's grace.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("vigil-doc-blive-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// let table = vigil::HeartbeatTable::create(dir.join("t"), 8)?;
+    /// let barrier = vigil::Barrier::create(dir.join("b"), &table, 5)?;
+    /// let _me = table.register()?;
+    /// assert_eq!(barrier.live_peers(), 1);
+    /// # drop(barrier); drop(_me); drop(table); std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn live_peers(&self) -> u32 {
+        self.raw.live_peers()
+    }
+
+    /// Counters of the barrier's events since it was created.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("vigil-doc-bstats-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// let table = vigil::HeartbeatTable::create(dir.join("t"), 8)?;
+    /// let barrier = vigil::Barrier::create(dir.join("b"), &table, 5)?;
+    /// barrier.wait_quorum(0, 1)?;
+    /// assert_eq!(barrier.stats()?.releases, 1);
+    /// # drop(barrier); drop(table); std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn stats(&self) -> Result<BarrierCounters> {
+        self.raw.stats()
+    }
+
+    /// The heartbeat table the barrier counts peers in.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("vigil-doc-btable-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// let table = vigil::HeartbeatTable::create(dir.join("t"), 8)?;
+    /// let barrier = vigil::Barrier::create(dir.join("b"), &table, 5)?;
+    /// assert_eq!(barrier.table().capacity(), 8);
+    /// # drop(barrier); drop(table); std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn table(&self) -> &'t HeartbeatTable {
+        self.table
+    }
+
+    /// The barrier file's path.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("vigil-doc-bpath-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// let table = vigil::HeartbeatTable::create(dir.join("t"), 8)?;
+    /// let barrier = vigil::Barrier::create(dir.join("b"), &table, 5)?;
+    /// assert!(barrier.path().ends_with("b"));
+    /// # drop(barrier); drop(table); std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl fmt::Debug for Barrier<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Barrier")
+            .field("path", &self.path)
+            .field("table", &self.table.path())
+            .field("epoch", &self.epoch())
+            .finish()
+    }
+}

@@ -1,0 +1,241 @@
+//! The API in one process: what a guard, a keepalive, a barrier between
+//! threads and the compat surface promise, each asserted on real files.
+//! (The multi-process behaviour is tests/procs.rs.)
+
+mod support;
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use support::TempDir;
+use vigil::compat::{self, BarrierError, EpochBarrier, FailoverWatchdog, HeartbeatError};
+use vigil::{Barrier, Error, HeartbeatTable, Keepalive, Lease, LeasePort, Leases, Role, WaitOutcome};
+
+#[test]
+fn registration_guard_unregisters_and_a_reclaimed_one_is_lost() {
+    let dir = TempDir::new("api-guard");
+    let table = HeartbeatTable::create(dir.path("t"), 4).unwrap();
+    {
+        let me = table.register().unwrap();
+        me.mark(7).unwrap();
+        me.set_role(Role::Coordinator).unwrap();
+        assert!(me.is_owned());
+    }
+    let stats = table.stats().unwrap();
+    assert_eq!((stats.registers, stats.unregisters, stats.occupied), (1, 1, 0));
+
+    // A holder paused past the grace window: reclaimed, then the slot is
+    // someone else's; the stale holder's calls change nothing of theirs.
+    let stale = table.register().unwrap();
+    let slot = stale.slot();
+    for _ in 0..3 {
+        table.tick();
+    }
+    let taken = table.failover_scan(1).unwrap();
+    assert_eq!(taken.len(), 1);
+    let other = HeartbeatTable::open(dir.path("t")).unwrap();
+    let successor = other.register_pid(4242).unwrap();
+    assert_eq!(successor.slot(), slot);
+    successor.mark(1).unwrap();
+    assert!(!stale.is_owned());
+    assert!(matches!(stale.set_role(Role::Coordinator), Err(Error::Lost)));
+    assert!(matches!(stale.unregister(), Err(Error::Lost)));
+    let s = other.snapshot(slot).unwrap();
+    assert_eq!((s.pid, s.in_flight, s.role), (4242, 0b10, Role::Worker), "the successor's slot was touched");
+}
+
+#[test]
+fn beat_out_of_range_goes_nowhere() {
+    let dir = TempDir::new("api-beat");
+    let table = HeartbeatTable::create(dir.path("t"), 2).unwrap();
+    table.beat(2);
+    table.beat(u32::MAX);
+    table.beater(9).beat();
+    assert!(matches!(table.mark(2, 0), Err(Error::OutOfRange)));
+    assert!(matches!(table.snapshot(5), Err(Error::OutOfRange)));
+    assert_eq!(table.stats().unwrap().occupied, 0);
+}
+
+#[test]
+fn errors_carry_their_kind() {
+    let dir = TempDir::new("api-errors");
+    assert!(matches!(HeartbeatTable::open(dir.path("missing")), Err(Error::Os(e)) if e.raw_os_error() == Some(2)));
+    std::fs::write(dir.path("junk"), vec![7u8; 4096]).unwrap();
+    assert!(matches!(HeartbeatTable::open(dir.path("junk")), Err(Error::BadFile)));
+    let store = Leases::create(dir.path("l"), 1).unwrap();
+    let long = "k".repeat(200);
+    assert!(matches!(store.acquire(&long, "me", Duration::from_secs(1)), Err(Error::OutOfRange)));
+    assert!(matches!(store.acquire("k", "me", Duration::from_millis(1)), Err(Error::OutOfRange)));
+    store.acquire("a", "me", Duration::from_secs(5)).unwrap();
+    assert!(matches!(store.acquire("b", "me", Duration::from_secs(5)), Err(Error::Full)));
+    assert!(HeartbeatTable::create(dir.path("nul\0"), 1).is_err());
+}
+
+/// Refuses the `n`th renewal and after.
+struct RefuseFrom(AtomicU32, u32);
+impl LeasePort for RefuseFrom {
+    fn renew(&self, _: &Lease) -> vigil::Result<()> {
+        if self.0.fetch_add(1, Ordering::SeqCst) + 1 >= self.1 {
+            Err(Error::Lost)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+#[test]
+fn keepalive_renews_and_its_loss_is_told() {
+    let dir = TempDir::new("api-ka");
+    let store = Leases::create(dir.path("l"), 4).unwrap();
+    let lease = store.acquire("k", "me", Duration::from_millis(40)).unwrap();
+    let port = RefuseFrom(AtomicU32::new(0), 3);
+    let ka = Keepalive::start(&port, &lease).unwrap();
+    let end = std::time::Instant::now() + Duration::from_secs(10);
+    while !ka.is_lost() && std::time::Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert!(ka.is_lost());
+    // Lost by the refusal (or, on a starved machine, by local expiry
+    // first): either way the renewer stops for good.
+    let calls = port.0.load(Ordering::SeqCst);
+    let stats = ka.stats().unwrap();
+    assert!(stats.lost && stats.renewals <= 2 && calls <= 3, "{stats:?}, {calls} calls");
+    std::thread::sleep(Duration::from_millis(60)); // several periods
+    assert_eq!(port.0.load(Ordering::SeqCst), calls, "renewed after the loss");
+    assert!(matches!(ka.stop(), Err(Error::Lost)));
+
+    // The store's own port (the library's, no call into Rust) renews it.
+    let lease = store.acquire("k2", "me", Duration::from_millis(1500)).unwrap();
+    let ka = Keepalive::start(&store, &lease).unwrap();
+    let end = std::time::Instant::now() + Duration::from_secs(10);
+    while ka.stats().unwrap().renewals < 2 && std::time::Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(ka.stats().unwrap().renewals >= 2);
+    ka.stop().unwrap();
+    store.release(&lease).unwrap();
+}
+
+#[test]
+fn with_keepalive_gives_the_body_error_first_then_lost() {
+    let dir = TempDir::new("api-with");
+    let store = Leases::create(dir.path("l"), 4).unwrap();
+    let lease = store.acquire("k", "me", Duration::from_millis(30)).unwrap();
+    let refusing = RefuseFrom(AtomicU32::new(0), 1);
+    let wait_lost = |ka: &Keepalive<'_>| {
+        let end = std::time::Instant::now() + Duration::from_secs(10);
+        while !ka.is_lost() {
+            assert!(std::time::Instant::now() < end, "a refused lease never lost");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    };
+    let r: Result<(), Error> = vigil::with_keepalive(&refusing, &lease, |ka| {
+        wait_lost(ka);
+        Err(Error::Busy)
+    });
+    assert!(matches!(r, Err(Error::Busy)), "the body's own error wins");
+    let r: Result<u8, Error> = vigil::with_keepalive(&refusing, &lease, |ka| {
+        wait_lost(ka);
+        Ok(1)
+    });
+    assert!(matches!(r, Err(Error::Lost)), "a success while lost is Lost");
+    let fresh = store.acquire("k2", "me", Duration::from_secs(5)).unwrap();
+    let r: Result<u8, Error> = vigil::with_keepalive(&store, &fresh, |_| Ok(7));
+    assert_eq!(r.unwrap(), 7);
+}
+
+#[test]
+fn barrier_between_threads_one_serial_per_round() {
+    let dir = TempDir::new("api-barrier");
+    let table = HeartbeatTable::create(dir.path("t"), 8).unwrap();
+    let barrier = Barrier::create(dir.path("b"), &table, 5).unwrap();
+    let serials = AtomicU32::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..3 {
+            s.spawn(|| {
+                let b = Barrier::open(dir.path("b"), &table).unwrap();
+                for r in 0..50 {
+                    if b.wait_quorum(r, 3).unwrap() == WaitOutcome::Serial {
+                        serials.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+            });
+        }
+    });
+    assert_eq!(serials.load(Ordering::SeqCst), 50);
+    assert_eq!(barrier.epoch(), 50);
+    assert_eq!(Barrier::peek(dir.path("b")).unwrap().epoch, 50);
+    // A timed-out waiter withdraws: it never counts toward the quorum.
+    assert!(matches!(barrier.wait_quorum_timeout(50, 2, Duration::from_millis(10)), Err(Error::Timeout)));
+    assert_eq!(Barrier::peek(dir.path("b")).unwrap().arrived, 0);
+}
+
+// ---- compat: subetha-cxc's worked examples, and where vigil is stricter ----
+
+#[test]
+fn compat_survive_a_crashed_peer() {
+    let dir = TempDir::new("compat-crash");
+    let hb = Arc::new(compat::HeartbeatTable::create(dir.path("hb.bin"), 4).unwrap());
+    let live = hb.register(1000).unwrap();
+    let _crashed = hb.register(1001).unwrap();
+    let barrier = EpochBarrier::create(dir.path("b.bin"), hb.clone(), 2).unwrap();
+    hb.beat(live);
+    for _ in 0..3 {
+        hb.tick_global_epoch();
+    }
+    hb.beat(live);
+    assert_eq!(barrier.live_peer_count(), 1);
+    barrier.wait(0).unwrap();
+    assert_eq!(barrier.snapshot(), (1, 0));
+}
+
+#[test]
+fn compat_errors_and_attach() {
+    let dir = TempDir::new("compat-errors");
+    let t = compat::HeartbeatTable::create(dir.path("hb"), 2).unwrap();
+    t.register(1).unwrap();
+    t.register(2).unwrap();
+    assert_eq!(t.register(3), Err(HeartbeatError::TableFull));
+    assert_eq!(compat::HeartbeatTable::open(dir.path("hb"), 3).err(), Some(HeartbeatError::LayoutMismatch));
+    assert!(matches!(
+        compat::HeartbeatTable::open(dir.path("none"), 2).err(),
+        Some(HeartbeatError::IoError(std::io::ErrorKind::NotFound))
+    ));
+    // create attaches: the registrations stay.
+    let again = compat::HeartbeatTable::create(dir.path("hb"), 2).unwrap();
+    assert_eq!(again.snapshot(0).unwrap().pid, 1);
+    let hb = Arc::new(again);
+    let b = EpochBarrier::create(dir.path("b"), hb, 5).unwrap();
+    assert_eq!(b.wait_quorum_timeout(0, 3, Duration::from_millis(5)), Err(BarrierError::Timeout));
+    assert!(matches!(b.wait_quorum(0, 0), Err(BarrierError::IoError(_))));
+    b.flush().unwrap();
+}
+
+#[test]
+fn compat_watchdogs_reclaim_once_and_spare_the_live() {
+    let dir = TempDir::new("compat-watchdog");
+    let hb = compat::HeartbeatTable::create(dir.path("hb"), 8).unwrap();
+    let live = hb.register(std::process::id()).unwrap();
+    let dead = hb.register(999_999).unwrap();
+    hb.mark_in_flight(live, 1);
+    hb.mark_in_flight(dead, 3);
+    hb.mark_in_flight(dead, 60);
+    let other = compat::HeartbeatTable::open(dir.path("hb"), 8).unwrap();
+    let (a, b) = (FailoverWatchdog::new(&hb), FailoverWatchdog::with_grace(&other, 1));
+    let mut reports = Vec::new();
+    for _ in 0..6 {
+        hb.beat(live);
+        reports.push(a.scan());
+        hb.beat(live);
+        reports.push(b.scan());
+    }
+    let dead_slots: Vec<_> = reports.iter().flat_map(|r| r.dead_slots.iter().copied()).collect();
+    assert_eq!(dead_slots.len(), 1, "{dead_slots:?}");
+    let (slot, snap) = dead_slots[0];
+    assert_eq!((slot, snap.pid), (dead, 999_999));
+    assert_eq!(FailoverWatchdog::iter_in_flight_bits(snap.in_flight_bitmap).collect::<Vec<_>>(), vec![3, 60]);
+    assert_eq!(hb.snapshot(live).unwrap().in_flight_bitmap, 0b10);
+    assert!(hb.snapshot(dead).is_none());
+    assert!(reports.windows(2).all(|w| w[1].new_global_epoch > w[0].new_global_epoch));
+}

@@ -1,0 +1,447 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Death seen at once across hosts: a member records its etcd lease on its
+ * host, and the host's agent revokes the lease the moment the member's
+ * process dies, so every other host sees the member leave, its units freed
+ * and its leadership gone within a round trip to etcd, not a TTL later.
+ *
+ * The record: DIR/vigil-<lease hex>.lease, written by join before the
+ * member key exists (a temporary file renamed into place: an agent never
+ * reads half a record), removed by leave once the revoke is answered:
+ *
+ *   vigil-lease 1
+ *   lease <lease ID, decimal>
+ *   pid <pid>
+ *   start <start time: /proc/<pid>/stat field 22>
+ *   group <group>
+ *   name <member>
+ *
+ * The agent (vigil_agent_*, `vigil agent --dir DIR`) watches DIR with
+ * inotify and each recorded process with a pidfd, as failover_wait does
+ * (src/failover_wait.c): open a pidfd for the pid, then read the
+ * process's start time; equal to the record's, the pidfd names the member
+ * and is watched; different, or no such process, the member is dead.
+ * A pidfd readable is a death. A dead member's lease is revoked (retried,
+ * backing off, while etcd cannot be reached; a lease already gone is
+ * done), then its record removed. Opening scans DIR, so an agent started
+ * again (or late) revokes at once the leases of members that died while
+ * it was away: the records are the state, and the agent holds none of
+ * its own. Revoking twice is harmless, so two agents on one DIR are too.
+ *
+ * DIR is the trust boundary: whoever may write in it may have the agent
+ * revoke any lease ID it names. Make it 0700, the agent's and its
+ * members' user's (join makes a missing DIR so).
+ */
+#define _GNU_SOURCE
+#include "group_internal.h"
+#include "proc_internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define RECORD_MAX   1024 /* bytes of a record */
+#define BACKOFF_MIN  50u  /* ms between revoke attempts, doubling ... */
+#define BACKOFF_MAX  1000u
+#define NOPIDFD_MS   100u /* without pidfds, how often a process is looked at */
+
+/* ---- the record (the member's side) ------------------------------------------- */
+
+static bool record_name(const char *n)
+{
+    size_t l = strlen(n);
+    return l > 12 && strncmp(n, "vigil-", 6) == 0 && strcmp(n + l - 6, ".lease") == 0;
+}
+
+int grecord_write(vigil_group_member *m, const char *dir)
+{
+    char tmp[sizeof(m->record)], body[RECORD_MAX];
+    int n = snprintf(m->record, sizeof(m->record), "%s/vigil-%s.lease", dir, m->hex);
+    int t = snprintf(tmp, sizeof(tmp), "%s/.vigil-%s.tmp", dir, m->hex);
+    int b = snprintf(body, sizeof(body), "vigil-lease 1\nlease %" PRId64 "\npid %" PRIu32 "\nstart %" PRIu64
+                     "\ngroup %s\nname %s\n",
+                     m->lease, m->pid, vigil_self_start_time(), m->group, m->name);
+    if (n <= 0 || (size_t)n >= sizeof(m->record) || t <= 0 || (size_t)t >= sizeof(tmp) || b <= 0 ||
+        (size_t)b >= sizeof(body)) {
+        m->record[0] = '\0';
+        return VIGIL_ERANGE;
+    }
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        int err = -errno;
+        m->record[0] = '\0';
+        return err;
+    }
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int rc = fd < 0 ? -errno : 0;
+    if (rc == 0) {
+        ssize_t w = write(fd, body, (size_t)b);
+        rc = w == b ? 0 : w < 0 ? -errno : -EIO;
+        if (close(fd) != 0 && rc == 0)
+            rc = -errno;
+    }
+    if (rc == 0 && rename(tmp, m->record) != 0)
+        rc = -errno;
+    if (rc < 0) {
+        unlink(tmp);
+        m->record[0] = '\0';
+    }
+    return rc;
+}
+
+void grecord_remove(vigil_group_member *m)
+{
+    if (m->record[0])
+        unlink(m->record);
+    m->record[0] = '\0';
+}
+
+/* ---- the agent ---------------------------------------------------------------- */
+
+struct rec {
+    char     file[NAME_MAX + 1];
+    int64_t  lease;
+    uint32_t pid;
+    uint64_t start;
+    char     group[104];
+    char     name[64];
+    int      pidfd;    /* -1: not watched (dead, or no pidfds) */
+    bool     dead;     /* its lease is to be revoked */
+    uint64_t retry_at; /* ns, the next revoke attempt */
+    unsigned backoff;
+};
+
+struct vigil_agent {
+    vigil_etcd  *e;
+    int          dirfd, ino, ep;
+    bool         no_pidfd;
+    struct rec **r;
+    size_t       n, cap;
+};
+
+static int pidfd_open_(uint32_t pid)
+{
+#ifdef SYS_pidfd_open
+    return (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+#else
+    (void)pid;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+/* A record's text: 0 and its fields, or -EINVAL for anything else. */
+static int parse_record(const char *s, struct rec *r)
+{
+    char group[sizeof(r->group) + 1] = "", name[sizeof(r->name) + 1] = "";
+    int64_t lease = 0;
+    unsigned long pid = 0;
+    uint64_t start = 0;
+    int used = 0;
+    if (sscanf(s, "vigil-lease 1\nlease %" SCNd64 "\npid %lu\nstart %" SCNu64 "\ngroup %104[^\n]\nname %64[^\n]\n%n",
+               &lease, &pid, &start, group, name, &used) != 5 ||
+        used == 0 || s[used] != '\0' || lease <= 0 || pid == 0 || pid > INT32_MAX || strlen(group) >= sizeof(r->group) ||
+        strlen(name) >= sizeof(r->name))
+        return -EINVAL;
+    r->lease = lease;
+    r->pid = (uint32_t)pid;
+    r->start = start;
+    memcpy(r->group, group, strlen(group) + 1);
+    memcpy(r->name, name, strlen(name) + 1);
+    return 0;
+}
+
+static struct rec *find_rec(vigil_agent *a, const char *file)
+{
+    for (size_t i = 0; i < a->n; i++)
+        if (strcmp(a->r[i]->file, file) == 0)
+            return a->r[i];
+    return NULL;
+}
+
+static void drop_rec(vigil_agent *a, struct rec *r)
+{
+    for (size_t i = 0; i < a->n; i++) {
+        if (a->r[i] != r)
+            continue;
+        if (r->pidfd >= 0)
+            close(r->pidfd); /* and out of the epoll set with it */
+        free(r);
+        a->r[i] = a->r[--a->n];
+        return;
+    }
+}
+
+/* Is the recorded process alive? Watches it when it is (1), 0 dead. */
+static int watch_proc(vigil_agent *a, struct rec *r)
+{
+    if (a->no_pidfd)
+        return vigil_pid_judge(r->pid, r->start, r->start ? ~0ull : 0, 0, 0) != 0;
+    int fd = pidfd_open_(r->pid);
+    if (fd < 0) {
+        if (errno == ESRCH)
+            return 0;
+        if (errno == ENOSYS) {
+            a->no_pidfd = true;
+            return watch_proc(a, r);
+        }
+        return 1; /* cannot tell (EMFILE...): alive, looked at again later */
+    }
+    uint64_t now = 0;
+    /* After the open: if this is still the recorded process, the pidfd
+     * names it for good. */
+    if (vigil_proc_start_time(r->pid, &now) < 0 || (r->start && now != r->start)) {
+        close(fd);
+        return 0;
+    }
+    struct epoll_event ev = { .events = EPOLLIN, .data.ptr = r };
+    if (epoll_ctl(a->ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        close(fd);
+        return 1;
+    }
+    r->pidfd = fd;
+    return 1;
+}
+
+/* A record found in DIR: read, and watched or marked dead. */
+static int load(vigil_agent *a, const char *file)
+{
+    if (!record_name(file) || find_rec(a, file))
+        return 0;
+    int fd = openat(a->dirfd, file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : -errno;
+    char buf[RECORD_MAX + 1];
+    struct stat st;
+    ssize_t k = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, buf, RECORD_MAX) : -1;
+    close(fd);
+    if (k <= 0)
+        return 0;
+    buf[k] = '\0';
+    struct rec *r = calloc(1, sizeof(*r));
+    if (!r)
+        return -ENOMEM;
+    if (parse_record(buf, r) < 0) {
+        free(r);
+        return 0; /* not a record of ours: left alone */
+    }
+    snprintf(r->file, sizeof(r->file), "%s", file);
+    r->pidfd = -1;
+    if (a->n == a->cap) {
+        size_t cap = a->cap ? a->cap * 2 : 16;
+        struct rec **p = realloc(a->r, cap * sizeof(*p));
+        if (!p) {
+            free(r);
+            return -ENOMEM;
+        }
+        a->r = p;
+        a->cap = cap;
+    }
+    a->r[a->n++] = r;
+    r->dead = watch_proc(a, r) == 0;
+    return 0;
+}
+
+static int scan(vigil_agent *a)
+{
+    int fd = dup(a->dirfd);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return -errno;
+    }
+    rewinddir(d);
+    struct dirent *de;
+    int rc = 0;
+    while (rc == 0 && (de = readdir(d)))
+        rc = load(a, de->d_name);
+    closedir(d);
+    return rc;
+}
+
+int vigil_agent_open(vigil_etcd *e, const char *dir, vigil_agent **out)
+{
+    if (!e || !dir || !*dir || !out)
+        return -EINVAL;
+    vigil_agent *a = calloc(1, sizeof(*a));
+    if (!a)
+        return -ENOMEM;
+    a->e = e;
+    a->dirfd = a->ino = a->ep = -1;
+    int rc = 0;
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+        rc = -errno;
+    if (rc == 0 && (a->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+        rc = -errno;
+    if (rc == 0 && ((a->ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0 || (a->ep = epoll_create1(EPOLL_CLOEXEC)) < 0))
+        rc = -errno;
+    /* A record arrives by rename (IN_MOVED_TO); one written in place is
+     * read once closed. */
+    if (rc == 0 && inotify_add_watch(a->ino, dir, IN_MOVED_TO | IN_CLOSE_WRITE | IN_DELETE | IN_MOVED_FROM) < 0)
+        rc = -errno;
+    struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
+    if (rc == 0 && epoll_ctl(a->ep, EPOLL_CTL_ADD, a->ino, &ev) != 0)
+        rc = -errno;
+    if (rc == 0)
+        rc = scan(a);
+    if (rc < 0) {
+        vigil_agent_close(a);
+        return rc;
+    }
+    *out = a;
+    return 0;
+}
+
+void vigil_agent_close(vigil_agent *a)
+{
+    if (!a)
+        return;
+    while (a->n)
+        drop_rec(a, a->r[0]);
+    free(a->r);
+    if (a->ino >= 0)
+        close(a->ino);
+    if (a->ep >= 0)
+        close(a->ep);
+    if (a->dirfd >= 0)
+        close(a->dirfd);
+    free(a);
+}
+
+int vigil_agent_fd(const vigil_agent *a)
+{
+    return a ? a->ep : -EINVAL;
+}
+
+uint32_t vigil_agent_watched(const vigil_agent *a)
+{
+    uint32_t n = 0;
+    for (size_t i = 0; a && i < a->n; i++)
+        n += !a->r[i]->dead;
+    return n;
+}
+
+/* The names the inotify fd has news of: loaded, or forgotten. */
+static int on_dir(vigil_agent *a)
+{
+    char buf[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
+    ssize_t k;
+    int rc = 0;
+    while ((k = read(a->ino, buf, sizeof(buf))) > 0) {
+        for (char *p = buf; p < buf + k;) {
+            struct inotify_event *ie = (struct inotify_event *)p;
+            p += sizeof(*ie) + ie->len;
+            if (!ie->len)
+                continue;
+            if (ie->mask & (IN_DELETE | IN_MOVED_FROM)) {
+                /* Removed by its member after its own revoke: nothing to do. */
+                struct rec *r = find_rec(a, ie->name);
+                if (r && !r->dead)
+                    drop_rec(a, r);
+            } else if (rc == 0) {
+                rc = load(a, ie->name);
+            }
+        }
+    }
+    if (k < 0 && errno == EINVAL)
+        return -EINVAL;
+    return rc;
+}
+
+/* Revokes what is due: the events reported into ev (up to max), their
+ * number; *next_ms the wait until the next retry (-1 none). */
+static uint32_t revoke_due(vigil_agent *a, vigil_agent_event *ev, uint32_t max, int *next_ms)
+{
+    uint32_t k = 0;
+    uint64_t now = gnow_ns(), next = UINT64_MAX;
+    for (size_t i = 0; i < a->n;) {
+        struct rec *r = a->r[i];
+        if (a->no_pidfd && !r->dead && vigil_pid_judge(r->pid, r->start, r->start ? ~0ull : 0, 0, 0) == 0)
+            r->dead = true;
+        if (a->no_pidfd && !r->dead)
+            next = next < now + NOPIDFD_MS * 1000000ull ? next : now + NOPIDFD_MS * 1000000ull;
+        if (!r->dead || r->retry_at > now) {
+            if (r->dead && r->retry_at < next)
+                next = r->retry_at;
+            i++;
+            continue;
+        }
+        vigil_etcd__lock(a->e);
+        int rc = vigil_etcd__revoke_locked(a->e, r->lease);
+        vigil_etcd__unlock(a->e);
+        if (k < max && ev) {
+            memset(&ev[k], 0, sizeof(ev[k]));
+            ev[k].lease = r->lease;
+            ev[k].pid = r->pid;
+            ev[k].result = rc;
+            memcpy(ev[k].group, r->group, sizeof(ev[k].group));
+            memcpy(ev[k].name, r->name, sizeof(ev[k].name));
+            k++;
+        }
+        if (rc == 0 || rc == VIGIL_ELOST) {
+            unlinkat(a->dirfd, r->file, 0);
+            drop_rec(a, r); /* a->r[i] is now another: look at i again */
+            continue;
+        }
+        r->backoff = r->backoff ? (r->backoff * 2 > BACKOFF_MAX ? BACKOFF_MAX : r->backoff * 2) : BACKOFF_MIN;
+        r->retry_at = gnow_ns() + r->backoff * 1000000ull;
+        if (r->retry_at < next)
+            next = r->retry_at;
+        i++;
+    }
+    now = gnow_ns();
+    *next_ms = next == UINT64_MAX ? -1 : next <= now ? 0 : (int)((next - now) / 1000000 + 1);
+    return k;
+}
+
+int vigil_agent_run(vigil_agent *a, int timeout_ms, vigil_agent_event *ev, uint32_t max)
+{
+    if (!a || (max && !ev))
+        return -EINVAL;
+    uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : gnow_ns() + (uint64_t)timeout_ms * 1000000;
+    for (;;) {
+        int next_ms;
+        uint32_t done = revoke_due(a, ev, max, &next_ms);
+        if (done > 0)
+            return (int)done;
+        /* One look at the fds at least, even with no time to wait. */
+        uint64_t now = gnow_ns();
+        int wait = deadline == UINT64_MAX ? -1 : now >= deadline ? 0 : (int)((deadline - now) / 1000000 + 1);
+        if (next_ms >= 0 && (wait < 0 || next_ms < wait))
+            wait = next_ms;
+        struct epoll_event evs[32];
+        int n = epoll_wait(a->ep, evs, 32, wait);
+        if (n < 0 && errno != EINTR)
+            return -errno;
+        bool dir = false;
+        for (int i = 0; i < n; i++) {
+            struct rec *r = evs[i].data.ptr;
+            if (!r) {
+                dir = true; /* after the pidfds: it may drop records they name */
+                continue;
+            }
+            /* The pidfd is readable: the member's process is gone. */
+            epoll_ctl(a->ep, EPOLL_CTL_DEL, r->pidfd, NULL);
+            close(r->pidfd);
+            r->pidfd = -1;
+            r->dead = true;
+        }
+        int rc = dir ? on_dir(a) : 0;
+        if (rc < 0)
+            return rc;
+        if (n > 0)
+            continue; /* what they made due is revoked at the top */
+        if (gnow_ns() >= deadline && next_ms != 0)
+            return 0;
+    }
+}

@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the group files share (group*.c): the keys of a group, transactions
+ * built with cJSON and their replies read back, a watch stream over a
+ * prefix, and the member handle. The layout in etcd and the protocols are
+ * told in group.c (membership), group_units.c (work units) and
+ * group_barrier.c (rounds); the agent's records in group_agent.c.
+ */
+#ifndef VIGIL_SRC_ETCD_GROUP_INTERNAL_H
+#define VIGIL_SRC_ETCD_GROUP_INTERNAL_H
+
+#include <vigil/group.h>
+
+#include "etcd_internal.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct cJSON;
+
+#define GKEY_MAX 512 /* a key of ours: GROUP (100) + a unit (127) + what we add, with room */
+
+/* The time a watching call sleeps before it looks again whether its
+ * stream still speaks for e's current endpoint (a frozen member keeps a
+ * stream open and silent). */
+#define GROUP_STREAM_SLICE_MS 250
+
+/* ---- keys (group.c) ---------------------------------------------------- */
+
+/* "GROUP/" fmt... into buf: 0, or VIGIL_ERANGE. */
+int gkey(char *buf, const char *group, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Checks a group, member or unit name: 0, VIGIL_ERANGE, -EINVAL (NULL). */
+int gname_check(const char *s, size_t max);
+/* A lease ID as etcd's concurrency package names a key: lowercase hex. */
+void ghex(int64_t lease, char out[17]);
+
+/* ---- transactions (group_json.c) --------------------------------------- */
+
+enum gtarget { G_CREATE, G_MOD, G_VERSION, G_LEASE };
+enum gresult { G_EQ, G_LESS, G_GREATER, G_NE };
+enum gbranch { G_OK, G_FAIL };
+enum {
+    G_PREFIX    = 1, /* range / delete every key starting with key */
+    G_KEYS_ONLY = 2,
+    G_COUNT     = 4, /* count_only */
+    G_BY_CREATE = 8, /* sorted by create_revision, ascending */
+};
+
+/* A txn being built. Errors while building are kept in err and reported by
+ * gtxn_run, so a caller builds without checking each step. */
+struct gtxn {
+    struct cJSON *root, *cmp, *ok, *fail;
+    int           err;
+    bool          lease_put; /* a put under a lease: "lease not found" is then VIGIL_ELOST */
+};
+void gtxn_init(struct gtxn *t);
+void gtxn_free(struct gtxn *t);
+void gtxn_cmp(struct gtxn *t, const char *key, enum gtarget target, enum gresult res, int64_t v);
+void gtxn_put(struct gtxn *t, enum gbranch b, const char *key, const char *val, size_t vlen, int64_t lease);
+void gtxn_range(struct gtxn *t, enum gbranch b, const char *key, unsigned flags, int64_t limit);
+void gtxn_del(struct gtxn *t, enum gbranch b, const char *key, unsigned flags);
+
+/* A reply: the parsed body, whether the comparisons held, the revision. */
+struct greply {
+    struct cJSON *root;
+    bool          ok;
+    int64_t       rev;
+};
+/* Sends t through e (taking e's lock): 0 with *r (free with greply_free),
+ * or the error (VIGIL_ELOST for "lease not found" when t puts under a
+ * lease). */
+int  gtxn_run(vigil_etcd *e, struct gtxn *t, struct greply *r);
+void greply_free(struct greply *r);
+
+/* A key-value as etcd gave it, decoded. */
+struct gkv {
+    char    key[GKEY_MAX];
+    char   *val;   /* NUL-terminated, malloc'd (gkv_free) */
+    size_t  vlen;
+    int64_t create, mod, version, lease;
+};
+void gkv_free(struct gkv *kv);
+/* The n-th range among r's responses (puts and deletes not counted): its
+ * count and its kvs (a cJSON array, possibly empty: NULL). 0, or -EPROTO. */
+int  greply_range(const struct greply *r, int n, int64_t *count, const struct cJSON **kvs);
+/* Decodes one element of a kvs array: 0, or -EPROTO. */
+int  gkv_read(const struct cJSON *kv, struct gkv *out);
+/* The first kv of the n-th range (as greply_range): 1 and *out, 0 none,
+ * -EPROTO. */
+int  greply_first(const struct greply *r, int n, struct gkv *out);
+
+/* ---- a watch stream (group_stream.c) ------------------------------------ */
+
+/* A watch of key (or of every key under it, G_PREFIX) from revision rev,
+ * with the previous value on deletions, on a connection of its own to e's
+ * current endpoint. */
+struct gstream;
+int  gstream_open(vigil_etcd *e, const char *key, unsigned flags, int64_t rev, struct gstream **out);
+/* One event of the stream. */
+struct gevent {
+    bool       del;    /* DELETE, else PUT */
+    struct gkv kv;     /* for a DELETE, the previous kv when etcd sent it (val may be NULL) */
+};
+/* Waits up to timeout_ms (or until extra_fd, if >= 0, is readable) for
+ * events: the number written to ev (at most max; those after wait for the
+ * next call), 0 none, GSTREAM_ENDED (the stream ended, was cancelled or
+ * compacted: look again), or an error. *rev is raised to the revision the
+ * stream has reported up to. Each event's kv must be freed (gkv_free). */
+#define GSTREAM_ENDED 1000000
+int  gstream_next(struct gstream *s, int timeout_ms, int extra_fd, struct gevent *ev, int max, int64_t *rev);
+/* Does the stream still go to e's current endpoint? */
+bool gstream_current(struct gstream *s, vigil_etcd *e);
+void gstream_close(struct gstream *s);
+
+/* ---- the member (group.c) ------------------------------------------------ */
+
+struct vigil_group_member {
+    vigil_etcd      *e;
+    char             group[VIGIL_GROUP_MAX + 1];
+    char             name[VIGIL_MEMBER_MAX + 1];
+    char             host[64];
+    char             hex[17];     /* the lease in hex: our key under members/ */
+    int64_t          lease;
+    uint64_t         rev;         /* join revision */
+    uint64_t         ttl_ms;      /* as granted */
+    uint32_t         pid;
+    vigil_keepalive *ka;
+    char            *value;       /* our members/ value (JSON), re-put by a round's commit */
+    char             record[4096]; /* the agent's record of our lease, "" none */
+    _Atomic bool     waiting;     /* in a barrier wait (one at a time) */
+    uint64_t         rnext, rserial; /* GROUP/round as the last wait left it */
+    int64_t          rmod;
+};
+
+/* The comparison every write of a member makes: its key under members/
+ * still there, created at its join revision (so its lease lives: the key
+ * hangs on it, and a stale member's writes never land). */
+void gtxn_fence(struct gtxn *t, const vigil_group_member *m);
+
+/* Monotonic and realtime ns. */
+uint64_t gnow_ns(void);
+int64_t  grealtime_ns(void);
+
+/* Parses a member's value (JSON) into info (name, host, pid); a value that
+ * is not ours makes a foreign member named after it. */
+void gmember_parse(const struct gkv *kv, const char *hex, vigil_group_member_info *info);
+
+/* The agent's records (group_agent.c): writes dir/vigil-<hex>.lease for m
+ * (path into m->record), or removes it. */
+int  grecord_write(vigil_group_member *m, const char *dir);
+void grecord_remove(vigil_group_member *m);
+
+#endif

@@ -1,0 +1,370 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Work units of a group, each done exactly once (model/group.pml, "claim").
+ *
+ *   GROUP/work/units/<u>    the work set: permanent keys, one per unit not done
+ *   GROUP/work/owners/<u>   the claim: on the owner's lease, value its lease
+ *                           in hex; its create_revision is the claim's token
+ *   GROUP/work/done/<u>     permanent: {"name","member","token"} of who finished it
+ *
+ *   add     txn: if units/<u> and done/<u> are both absent, put units/<u>.
+ *   take    read units/ and owners/ (one txn, fenced: ELOST once we are out);
+ *           a unit without an owner is a candidate; then the claim, txn:
+ *             fence (members/<ours> created at our join revision)
+ *             owners/<u> absent (nobody owns it)
+ *             units/<u> created at the revision we read (still in the set)
+ *           then put owners/<u> on our lease. At most one claim of a unit
+ *           exists at any revision (the absent compare, in etcd's total
+ *           order), and only a live member's claim lands (the fence: our
+ *           key hangs on our lease, and a put on a dead lease fails).
+ *   done    txn: fence, owners/<u> created at the token and on our lease,
+ *           then delete owners/<u> and units/<u>, put done/<u>. A unit
+ *           leaves the set in the txn that finishes it, and only its owner
+ *           of that claim can run it: done at most once, ever; and never by
+ *           a stale owner (its claim went with its lease, and a later
+ *           claim has another token).
+ *   giveback txn: fence, owners/<u> at the token; delete owners/<u>.
+ *
+ * A member's death deletes its claims with its lease, in one revision:
+ * its units are candidates again, and each is claimed by exactly one
+ * survivor (the absent compare). take_wait sleeps on a watch of work/ and
+ * tries again when a claim goes without its unit (freed, not done) or a
+ * unit is added.
+ */
+#define _GNU_SOURCE
+#include "group_internal.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CLAIM_TRIES 4 /* candidates tried from one reading before reading again */
+
+struct cand {
+    char    name[VIGIL_UNIT_MAX + 1];
+    int64_t create;
+};
+
+int vigil_group_add(vigil_etcd *e, const char *group, const char *unit)
+{
+    int rc;
+    char ku[GKEY_MAX], kd[GKEY_MAX];
+    if (!e)
+        return -EINVAL;
+    if ((rc = gname_check(group, VIGIL_GROUP_MAX)) < 0 || (rc = gname_check(unit, VIGIL_UNIT_MAX)) < 0 ||
+        (rc = gkey(ku, group, "work/units/%s", unit)) < 0 || (rc = gkey(kd, group, "work/done/%s", unit)) < 0)
+        return rc;
+    struct gtxn t;
+    struct greply r;
+    gtxn_init(&t);
+    gtxn_cmp(&t, ku, G_CREATE, G_EQ, 0);
+    gtxn_cmp(&t, kd, G_CREATE, G_EQ, 0);
+    gtxn_put(&t, G_OK, ku, "", 0, 0);
+    rc = gtxn_run(e, &t, &r);
+    gtxn_free(&t);
+    if (rc == 0) {
+        rc = r.ok ? 0 : -EEXIST;
+        greply_free(&r);
+    }
+    return rc;
+}
+
+/* The units of r's range n, past the prefix of plen bytes, in key order:
+ * their number (into *out, malloc'd), or an error. */
+static int read_units(const struct greply *r, int n, size_t plen, struct cand **out)
+{
+    int64_t count;
+    const cJSON *kvs, *kv;
+    int rc = greply_range(r, n, &count, &kvs);
+    *out = NULL;
+    if (rc < 0)
+        return rc;
+    size_t cap = (size_t)cJSON_GetArraySize(kvs), k = 0;
+    struct cand *c = cap ? calloc(cap, sizeof(*c)) : NULL;
+    if (cap && !c)
+        return -ENOMEM;
+    cJSON_ArrayForEach(kv, kvs) {
+        struct gkv g;
+        if ((rc = gkv_read(kv, &g)) < 0)
+            break;
+        size_t l = strlen(g.key);
+        if (l > plen && l - plen <= VIGIL_UNIT_MAX && k < cap) {
+            memcpy(c[k].name, g.key + plen, l - plen + 1);
+            c[k++].create = g.create;
+        }
+        gkv_free(&g);
+    }
+    if (rc < 0) {
+        free(c);
+        return rc;
+    }
+    *out = c;
+    return (int)k;
+}
+
+/* Reads the set and the claims at one revision: the units without an
+ * owner (into *cand), their number; VIGIL_EVACANT none left at all,
+ * VIGIL_ELOST we are out. *rev: the revision read at. */
+static int candidates(vigil_group_member *m, struct cand **cand, int64_t *rev)
+{
+    char ku[GKEY_MAX], ko[GKEY_MAX];
+    int rc;
+    if ((rc = gkey(ku, m->group, "work/units/")) < 0 || (rc = gkey(ko, m->group, "work/owners/")) < 0)
+        return rc;
+    struct gtxn t;
+    struct greply r;
+    gtxn_init(&t);
+    gtxn_fence(&t, m);
+    gtxn_range(&t, G_OK, ku, G_PREFIX | G_KEYS_ONLY, 0);
+    gtxn_range(&t, G_OK, ko, G_PREFIX | G_KEYS_ONLY, 0);
+    rc = gtxn_run(m->e, &t, &r);
+    gtxn_free(&t);
+    if (rc < 0)
+        return rc;
+    *rev = r.rev;
+    struct cand *units = NULL, *owned = NULL;
+    int nu = 0, no = 0;
+    if (!r.ok)
+        rc = VIGIL_ELOST;
+    else if ((nu = read_units(&r, 0, strlen(ku), &units)) < 0)
+        rc = nu;
+    else if ((no = read_units(&r, 1, strlen(ko), &owned)) < 0)
+        rc = no;
+    greply_free(&r);
+    if (rc == 0 && nu == 0)
+        rc = VIGIL_EVACANT;
+    if (rc < 0) {
+        free(units);
+        free(owned);
+        return rc;
+    }
+    /* Both in key order: one merge keeps the units nobody owns. */
+    int k = 0;
+    for (int i = 0, j = 0; i < nu; i++) {
+        while (j < no && strcmp(owned[j].name, units[i].name) < 0)
+            j++;
+        if (j < no && strcmp(owned[j].name, units[i].name) == 0)
+            continue;
+        units[k++] = units[i];
+    }
+    free(owned);
+    *cand = units;
+    return k;
+}
+
+/* The claim of one unit: 0 ours (token in *token), VIGIL_EBUSY another
+ * got it first (or it left the set), VIGIL_ELOST we are out. */
+static int claim(vigil_group_member *m, const struct cand *c, uint64_t *token)
+{
+    char ko[GKEY_MAX], ku[GKEY_MAX], km[GKEY_MAX];
+    int rc;
+    if ((rc = gkey(ko, m->group, "work/owners/%s", c->name)) < 0 ||
+        (rc = gkey(ku, m->group, "work/units/%s", c->name)) < 0 || (rc = gkey(km, m->group, "members/%s", m->hex)) < 0)
+        return rc;
+    struct gtxn t;
+    struct greply r;
+    struct gkv me;
+    gtxn_init(&t);
+    gtxn_fence(&t, m);
+    gtxn_cmp(&t, ko, G_CREATE, G_EQ, 0);
+    gtxn_cmp(&t, ku, G_CREATE, G_EQ, c->create);
+    gtxn_put(&t, G_OK, ko, m->hex, strlen(m->hex), m->lease);
+    gtxn_range(&t, G_FAIL, km, G_KEYS_ONLY, 0);
+    rc = gtxn_run(m->e, &t, &r);
+    gtxn_free(&t);
+    if (rc < 0)
+        return rc;
+    if (r.ok) {
+        *token = (uint64_t)r.rev;
+    } else {
+        /* Which comparison failed: ours is the one that says we are out. */
+        int f = greply_first(&r, 0, &me);
+        rc = f < 0 ? f : f == 1 && me.create == (int64_t)m->rev ? VIGIL_EBUSY : VIGIL_ELOST;
+        if (f == 1)
+            gkv_free(&me);
+    }
+    greply_free(&r);
+    return rc;
+}
+
+#define RACED 1 /* take_once: every candidate tried went to another first */
+
+/* One attempt: 0, RACED, VIGIL_EBUSY (all owned), VIGIL_EVACANT,
+ * VIGIL_ELOST; *rev the revision of the reading (a watch starts after it). */
+static int take_once(vigil_group_member *m, vigil_group_unit *out, int64_t *rev)
+{
+    struct cand *c = NULL;
+    int n = candidates(m, &c, rev);
+    if (n <= 0) {
+        free(c);
+        return n == 0 ? VIGIL_EBUSY : n;
+    }
+    /* Takers start at different places, so that they seldom race for one
+     * unit: from a point drawn from our lease and the clock. */
+    uint64_t x = (uint64_t)m->lease ^ gnow_ns();
+    x ^= x >> 31;
+    x *= 0x9e3779b97f4a7c15ull;
+    size_t start = (size_t)((x >> 17) % (uint64_t)n);
+    int rc = VIGIL_EBUSY;
+    for (int i = 0; i < n && i < CLAIM_TRIES && rc == VIGIL_EBUSY; i++) {
+        const struct cand *u = &c[(start + (size_t)i) % (size_t)n];
+        uint64_t token = 0;
+        rc = claim(m, u, &token);
+        if (rc == 0) {
+            memset(out, 0, sizeof(*out));
+            memcpy(out->name, u->name, strlen(u->name));
+            out->token = token;
+        }
+    }
+    free(c);
+    return rc == VIGIL_EBUSY ? RACED : rc;
+}
+
+/* take_once until it does not lose a race (a few times: busy then means
+ * every unit left is owned). */
+static int take_some(vigil_group_member *m, vigil_group_unit *out, int64_t *rev)
+{
+    int rc = RACED;
+    for (int i = 0; i < 8 && rc == RACED; i++)
+        rc = take_once(m, out, rev);
+    return rc == RACED ? VIGIL_EBUSY : rc;
+}
+
+int vigil_group_take(vigil_group_member *m, vigil_group_unit *out)
+{
+    int64_t rev;
+    if (!m || !out)
+        return -EINVAL;
+    return take_some(m, out, &rev);
+}
+
+/* Does this event free a unit or add one? A claim deleted without its
+ * unit (in the same revision) is freed; a unit put is added. */
+static bool frees(const struct gevent *ev, int n, int i, size_t plen_o, const char *ko, const char *ku)
+{
+    const struct gkv *kv = &ev[i].kv;
+    if (!ev[i].del)
+        return strncmp(kv->key, ku, strlen(ku)) == 0;
+    if (strncmp(kv->key, ko, plen_o) != 0)
+        return false;
+    for (int j = 0; j < n; j++)
+        if (ev[j].del && ev[j].kv.mod == kv->mod && strncmp(ev[j].kv.key, ku, strlen(ku)) == 0 &&
+            strcmp(ev[j].kv.key + strlen(ku), kv->key + plen_o) == 0)
+            return false; /* done in that txn: not free */
+    return true;
+}
+
+#define EVENTS 64
+
+int vigil_group_take_wait(vigil_group_member *m, uint64_t timeout_ns, vigil_group_unit *out)
+{
+    if (!m || !out)
+        return -EINVAL;
+    char kw[GKEY_MAX], ko[GKEY_MAX], ku[GKEY_MAX];
+    int rc;
+    if ((rc = gkey(kw, m->group, "work/")) < 0 || (rc = gkey(ko, m->group, "work/owners/")) < 0 ||
+        (rc = gkey(ku, m->group, "work/units/")) < 0)
+        return rc;
+    uint64_t start = gnow_ns();
+    uint64_t deadline = timeout_ns > UINT64_MAX - start ? UINT64_MAX : start + timeout_ns;
+    /* A safety net under the watch: a look every third of the TTL even if
+     * the stream said nothing (it may speak for a member that froze). */
+    uint64_t recheck = m->ttl_ms / 3 * 1000000ull;
+    int lfd = vigil_group_lost_fd(m);
+    struct gstream *s = NULL;
+    struct gevent ev[EVENTS];
+    int64_t rev = 0;
+    for (;;) {
+        if (vigil_group_lost(m)) {
+            rc = VIGIL_ELOST;
+            break;
+        }
+        rc = take_some(m, out, &rev);
+        if (rc != VIGIL_EBUSY)
+            break;
+        uint64_t now = gnow_ns();
+        if (now >= deadline) {
+            rc = VIGIL_ETIMEDOUT;
+            break;
+        }
+        gstream_close(s);
+        if ((rc = gstream_open(m->e, kw, G_PREFIX, rev + 1, &s)) < 0) {
+            s = NULL;
+            break;
+        }
+        uint64_t look_at = now + recheck;
+        bool again = false;
+        while (!again) {
+            now = gnow_ns();
+            if (now >= deadline || now >= look_at || vigil_group_lost(m) || !gstream_current(s, m->e))
+                break;
+            uint64_t until = deadline < look_at ? deadline : look_at;
+            uint64_t ms = (until - now) / 1000000 + 1;
+            int n = gstream_next(s, (int)(ms < GROUP_STREAM_SLICE_MS ? ms : GROUP_STREAM_SLICE_MS), lfd, ev,
+                                 EVENTS, &rev);
+            if (n < 0 || n == GSTREAM_ENDED)
+                break; /* look again, and open a new stream after */
+            for (int i = 0; i < n; i++)
+                again = again || frees(ev, n, i, strlen(ko), ko, ku);
+            for (int i = 0; i < n; i++)
+                gkv_free(&ev[i].kv);
+        }
+    }
+    gstream_close(s);
+    return rc;
+}
+
+/* The txns of done and giveback: fenced, on our claim of u. */
+static int finish(vigil_group_member *m, const vigil_group_unit *u, bool done)
+{
+    if (!m || !u)
+        return -EINVAL;
+    char ko[GKEY_MAX], ku[GKEY_MAX], kd[GKEY_MAX];
+    int rc;
+    if ((rc = gname_check(u->name, VIGIL_UNIT_MAX)) < 0 || (rc = gkey(ko, m->group, "work/owners/%s", u->name)) < 0 ||
+        (rc = gkey(ku, m->group, "work/units/%s", u->name)) < 0 || (rc = gkey(kd, m->group, "work/done/%s", u->name)) < 0)
+        return rc;
+    if (u->token == 0 || u->token > INT64_MAX)
+        return VIGIL_ERANGE;
+    cJSON *j = cJSON_CreateObject();
+    char *val = j && cJSON_AddStringToObject(j, "name", m->name) &&
+                        cJSON_AddNumberToObject(j, "member", (double)m->rev) &&
+                        cJSON_AddNumberToObject(j, "token", (double)u->token)
+                    ? cJSON_PrintUnformatted(j)
+                    : NULL;
+    cJSON_Delete(j);
+    if (!val)
+        return -ENOMEM;
+    struct gtxn t;
+    struct greply r;
+    gtxn_init(&t);
+    gtxn_fence(&t, m);
+    gtxn_cmp(&t, ko, G_CREATE, G_EQ, (int64_t)u->token);
+    gtxn_cmp(&t, ko, G_LEASE, G_EQ, m->lease);
+    gtxn_del(&t, G_OK, ko, 0);
+    if (done) {
+        gtxn_del(&t, G_OK, ku, 0);
+        gtxn_put(&t, G_OK, kd, val, strlen(val), 0);
+    }
+    rc = gtxn_run(m->e, &t, &r);
+    gtxn_free(&t);
+    free(val);
+    if (rc == 0) {
+        rc = r.ok ? 0 : VIGIL_ELOST;
+        greply_free(&r);
+    }
+    return rc;
+}
+
+int vigil_group_done(vigil_group_member *m, const vigil_group_unit *u)
+{
+    return finish(m, u, true);
+}
+
+int vigil_group_giveback(vigil_group_member *m, const vigil_group_unit *u)
+{
+    return finish(m, u, false);
+}

@@ -1,0 +1,53 @@
+# Sourced by etcd_server.sh and etcd_cluster.sh: ports and processes.
+
+# A port in 20000..59999 that no socket of any state holds (tcp and tcp6),
+# none of the ports given.
+free_port() {
+    tries=0
+    while [ $tries -lt 100 ]; do
+        tries=$((tries + 1))
+        r=$(od -An -N2 -tu2 /dev/urandom | tr -d ' ')
+        p=$((20000 + r % 40000))
+        case " $* " in *" $p "*) continue ;; esac
+        hex=$(printf '%04X' "$p")
+        if ! cat /proc/net/tcp /proc/net/tcp6 2>/dev/null |
+            awk -v h=":$hex" 'index($2, h) == length($2) - 4 { f = 1 } END { exit !f }'; then
+            echo "$p"
+            return 0
+        fi
+    done
+    return 1
+}
+
+# Is the pid in PIDFILE a live etcd (not a reused pid)?
+etcd_alive() {
+    [ -f "$1" ] || return 1
+    _pid=$(cat "$1")
+    [ -n "$_pid" ] && kill -0 "$_pid" 2>/dev/null || return 1
+    tr '\0' ' ' <"/proc/$_pid/cmdline" 2>/dev/null | grep -q etcd
+}
+
+# Has pid gone (exited, or a zombie its new parent has not reaped yet)?
+pid_gone() {
+    ! kill -0 "$1" 2>/dev/null && return 0
+    [ "$(sed -n 's/^[0-9]* (.*) \(.\).*/\1/p' "/proc/$1/stat" 2>/dev/null)" = Z ]
+}
+
+# Stops the etcd in PIDFILE with SIG (TERM by default), bounded: TERM gets
+# 10 s, then KILL. Removes PIDFILE.
+etcd_halt() {
+    etcd_alive "$1" || { rm -f "$1"; return 0; }
+    _pid=$(cat "$1")
+    kill -"${2:-TERM}" "$_pid" 2>/dev/null
+    kill -CONT "$_pid" 2>/dev/null # a frozen server must run to die of TERM
+    _i=0
+    while ! pid_gone "$_pid" && [ $_i -lt 100 ]; do
+        _i=$((_i + 1))
+        sleep 0.1
+    done
+    if ! pid_gone "$_pid"; then
+        kill -KILL "$_pid" 2>/dev/null
+        sleep 0.2
+    fi
+    rm -f "$1"
+}

@@ -1,0 +1,263 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Description: the production connection options (vigil_etcd_connect_opts)
+ * against a real etcd started with --client-cert-auth --trusted-ca-file
+ * (the etcd_tls fixture: certificates made with openssl in its state
+ * directory), then with `etcdctl auth enable`. Mutual TLS serves the
+ * lease calls and a waiter's watch; a server the CA bundle does not
+ * verify is VIGIL_ETLS, a missing client certificate -EACCES, each with a
+ * reason in vigil_etcd_errmsg. With auth: the right password serves, a
+ * wrong one or none is -EACCES naming authentication, a key outside the
+ * user's permission -EACCES, an expired token is renewed without the
+ * caller seeing it. A namespace prefixes every key as etcd's own
+ * namespace client does. etcdctl shares the keys under TLS and auth.
+ */
+#include "etcd_testutil.h"
+
+static const char *url, *certs;
+static char ca[1200], cert[1200], key[1200];
+
+#define NEED_TLS()                                                            \
+    do {                                                                      \
+        int need_rc_ = et_tls(&url, &certs);                                  \
+        if (need_rc_)                                                         \
+            return need_rc_;                                                  \
+        snprintf(ca, sizeof(ca), "%s/ca.pem", certs);                         \
+        snprintf(cert, sizeof(cert), "%s/client.pem", certs);                 \
+        snprintf(key, sizeof(key), "%s/client-key.pem", certs);               \
+    } while (0)
+
+/* The connection with the fixture's CA and client certificate, plus o's
+ * other fields; exits when it cannot be made. */
+static vigil_etcd *tls_connect(struct vigil_etcd_options o)
+{
+    o.cacert = o.cacert ? o.cacert : ca;
+    o.cert = o.cert ? o.cert : cert;
+    o.key = o.key ? o.key : key;
+    vigil_etcd *e = NULL;
+    int rc = vigil_etcd_connect_opts(url, &o, &e);
+    if (rc < 0) {
+        fprintf(stderr, "vigil_etcd_connect_opts(%s): %s (%s)\n", url, vigil_strerror(rc), vigil_etcd_errmsg());
+        exit(1);
+    }
+    return e;
+}
+
+/* A key ET_USER may use. */
+static const char *tkey(const char *name)
+{
+    return et_key(name); /* "vigil-test/...": under ET_USER_PFX */
+}
+
+/* Acquire, renew, get, release: the lease calls over e; 0 or the first
+ * failure. */
+static int cycle(vigil_etcd *e, const char *k)
+{
+    vigil_lease l;
+    vigil_lease_info info;
+    int rc = vigil_etcd_acquire(e, k, "tls", 2000, &l);
+    if (rc == 0 && (rc = vigil_etcd_renew(e, &l)) == 0 && (rc = vigil_etcd_get(e, k, &info)) == 0 &&
+        strcmp(info.owner, "tls") != 0)
+        rc = -EPROTO;
+    if (rc == 0)
+        rc = vigil_etcd_release(e, &l);
+    return rc;
+}
+
+static int test_mutual_tls(void)
+{
+    NEED_TLS();
+    EXPECT(strncmp(url, "https://", 8) == 0, "the TLS fixture's endpoint %s is not https", url);
+    vigil_etcd *e = tls_connect((struct vigil_etcd_options){ 0 });
+    EXPECT_RC(cycle(e, tkey("tls-cycle")), 0);
+    /* A waiter's watch over TLS: the holder lets go, the waiter has it. */
+    const char *k = tkey("tls-wait");
+    vigil_lease l, w;
+    EXPECT_RC(vigil_etcd_acquire(e, k, "holder", 2000, &l), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        vigil_etcd *we = tls_connect((struct vigil_etcd_options){ 0 });
+        int rc = vigil_etcd_acquire_wait(we, k, "waiter", 2000, 20000 * 1000000ull, &w);
+        if (rc == 0)
+            rc = vigil_etcd_release(we, &w);
+        _exit(rc == 0 ? 0 : 1);
+    }
+    bool queued = VT_WAIT_FOR(et_count_under(e, k) == 2, 10000);
+    EXPECT_RC(vigil_etcd_release(e, &l), 0);
+    int st = vt_wait(pid, 20000);
+    vigil_etcd_close(e);
+    EXPECT(queued, "the waiter never queued over TLS");
+    EXPECT(st == 0, "the waiter over TLS exited %d", st);
+    return 0;
+}
+
+/* What goes wrong with TLS is said: which certificate, and why. */
+static int test_tls_refusals(void)
+{
+    NEED_TLS();
+    char other[1200];
+    snprintf(other, sizeof(other), "%s/other-ca.pem", certs);
+    static const char *const none = "";
+    struct {
+        const char *cacert, *cert, *key;
+        int         want;
+        const char *why;
+    } cases[] = {
+        { none, NULL, NULL, VIGIL_ETLS, "certificate" },  /* the system's CAs never signed it */
+        { other, NULL, NULL, VIGIL_ETLS, "certificate" }, /* nor did another CA */
+        { NULL, none, none, -EACCES, "client certificate" }, /* the server wants ours */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct vigil_etcd_options o = { .cacert = cases[i].cacert, .cert = cases[i].cert, .key = cases[i].key };
+        vigil_etcd *e = tls_connect(o);
+        vigil_lease l;
+        int rc = vigil_etcd_acquire(e, tkey("tls-refused"), "x", 2000, &l);
+        char why[256];
+        snprintf(why, sizeof(why), "%s", vigil_etcd_errmsg());
+        vigil_etcd_close(e);
+        EXPECT(rc == cases[i].want && strstr(why, cases[i].why),
+               "case %zu: expected %d (%s) naming '%s', got %d (%s): '%s'", i, cases[i].want,
+               vigil_strerror(cases[i].want), cases[i].why, rc, vigil_strerror(rc), why);
+    }
+    /* Files that are not there, or half a pair: said at connect. */
+    vigil_etcd *e = NULL;
+    struct vigil_etcd_options o = { .cacert = "/nonexistent/ca.pem" };
+    EXPECT_RC(vigil_etcd_connect_opts(url, &o, &e), -ENOENT);
+    EXPECT(strstr(vigil_etcd_errmsg(), "/nonexistent/ca.pem"), "errmsg '%s' does not name the file",
+           vigil_etcd_errmsg());
+    o = (struct vigil_etcd_options){ .key = key };
+    EXPECT_RC(vigil_etcd_connect_opts(url, &o, &e), -EINVAL);
+    o = (struct vigil_etcd_options){ .password = "pw" };
+    EXPECT_RC(vigil_etcd_connect_opts(url, &o, &e), -EINVAL);
+    return 0;
+}
+
+/* A namespace prefixes every key, as clientv3/namespace does: vigil's KEY
+ * is NS KEY in etcd, where etcdctl sees it and contends for it. */
+static int test_namespace(void)
+{
+    NEED_TLS();
+    const char *k = tkey("ns");
+    char ns[64], full[300];
+    snprintf(ns, sizeof(ns), "%sns-%d/", ET_USER_PFX, (int)getpid());
+    snprintf(full, sizeof(full), "%s%s", ns, k);
+    vigil_etcd *n = tls_connect((struct vigil_etcd_options){ .namespace = ns });
+    vigil_etcd *plain = tls_connect((struct vigil_etcd_options){ 0 });
+    vigil_lease l;
+    vigil_lease_info info;
+    EXPECT_RC(vigil_etcd_acquire(n, k, "spaced", 2000, &l), 0);
+    EXPECT(strcmp(l.key, k) == 0, "the lease's key is %s, not %s as named", l.key, k);
+    EXPECT_RC(vigil_etcd_get(plain, k, &info), VIGIL_EVACANT);
+    EXPECT_RC(vigil_etcd_get(plain, full, &info), 0);
+    EXPECT(strcmp(info.owner, "spaced") == 0 && info.token == l.token, "under %s: owner %s token %llu", full,
+           info.owner, (unsigned long long)info.token);
+    EXPECT_RC(vigil_etcd_get(n, k, &info), 0);
+    vigil_lease busy;
+    EXPECT_RC(vigil_etcd_acquire(plain, full, "other", 2000, &busy), VIGIL_EBUSY);
+    EXPECT_RC(vigil_etcd_renew(n, &l), 0);
+    EXPECT_RC(vigil_etcd_release(n, &l), 0);
+    EXPECT_RC(vigil_etcd_get(plain, full, &info), VIGIL_EVACANT);
+    /* A namespace past what the adapter keeps. */
+    char huge[400];
+    memset(huge, 'n', sizeof(huge) - 1);
+    huge[sizeof(huge) - 1] = '\0';
+    vigil_etcd *e = NULL;
+    struct vigil_etcd_options o = { .namespace = huge };
+    EXPECT_RC(vigil_etcd_connect_opts(url, &o, &e), VIGIL_ERANGE);
+    vigil_etcd_close(n);
+    vigil_etcd_close(plain);
+    return 0;
+}
+
+/* ---- with `etcdctl auth enable` ------------------------------------------------ */
+
+static int test_auth(void)
+{
+    NEED_TLS();
+    NEED_ETCDCTL();
+    int on = et_tls_auth(url, certs, true);
+    EXPECT(on == 0, "etcdctl could not enable auth (%d)", on);
+    vigil_etcd *good = tls_connect((struct vigil_etcd_options){ .user = ET_USER, .password = ET_USER_PW });
+    vigil_etcd *bad = tls_connect((struct vigil_etcd_options){ .user = ET_USER, .password = "wrong" });
+    vigil_etcd *anon = tls_connect((struct vigil_etcd_options){ 0 });
+    int ok = cycle(good, tkey("auth-cycle"));
+    vigil_lease l;
+    int wrong = vigil_etcd_acquire(bad, tkey("auth-wrong"), "x", 2000, &l);
+    char why_wrong[256];
+    snprintf(why_wrong, sizeof(why_wrong), "%s", vigil_etcd_errmsg());
+    int none = vigil_etcd_acquire(anon, tkey("auth-none"), "x", 2000, &l);
+    int outside = vigil_etcd_acquire(good, "elsewhere/auth", "x", 2000, &l);
+    char why_outside[256];
+    snprintf(why_outside, sizeof(why_outside), "%s", vigil_etcd_errmsg());
+    /* etcd 3.4's gateway, auth on, refuses a client certificate with a
+     * CommonName (it would stand for a user): said so. */
+    char cn_cert[1200], cn_key[1200];
+    snprintf(cn_cert, sizeof(cn_cert), "%s/client-cn.pem", certs);
+    snprintf(cn_key, sizeof(cn_key), "%s/client-cn-key.pem", certs);
+    vigil_etcd *cn = tls_connect((struct vigil_etcd_options){ .cert = cn_cert, .key = cn_key, .user = ET_USER,
+                                                              .password = ET_USER_PW });
+    int with_cn = vigil_etcd_acquire(cn, tkey("auth-cn"), "x", 2000, &l);
+    char why_cn[256];
+    snprintf(why_cn, sizeof(why_cn), "%s", vigil_etcd_errmsg());
+    vigil_etcd_close(cn);
+    /* The token (2 s idle: --auth-token-ttl=2) expires between two calls:
+     * the next is refused once, authenticates again, and succeeds. */
+    vigil_lease held;
+    int acq = vigil_etcd_acquire(good, tkey("auth-token"), "x", 5000, &held);
+    vt_sleep_ms(3000);
+    int renew = acq == 0 ? vigil_etcd_renew(good, &held) : acq;
+    int rel = acq == 0 ? vigil_etcd_release(good, &held) : acq;
+    vigil_etcd_close(good);
+    vigil_etcd_close(bad);
+    vigil_etcd_close(anon);
+    EXPECT_RC(ok, 0);
+    EXPECT(wrong == -EACCES && strstr(why_wrong, "authentication"), "wrong password: %d (%s), '%s'", wrong,
+           vigil_strerror(wrong), why_wrong);
+    EXPECT_RC(none, -EACCES);
+    EXPECT(with_cn == -EACCES && strstr(why_cn, "CommonName"), "a client certificate with a CN: %d, '%s'", with_cn,
+           why_cn);
+    EXPECT(outside == -EACCES && strstr(why_outside, "permission denied"), "outside the user's prefix: %d, '%s'",
+           outside, why_outside);
+    EXPECT_RC(acq, 0);
+    EXPECT_RC(renew, 0);
+    EXPECT_RC(rel, 0);
+    return 0;
+}
+
+/* etcdctl and vigil share a key under TLS and auth: etcdctl lock waits
+ * while vigil holds, and has it once vigil lets go. */
+static int test_etcdctl_under_tls_and_auth(void)
+{
+    NEED_TLS();
+    NEED_ETCDCTL();
+    EXPECT(et_tls_auth(url, certs, true) == 0, "etcdctl could not enable auth");
+    vigil_etcd *e = tls_connect((struct vigil_etcd_options){ .user = ET_USER, .password = ET_USER_PW });
+    const char *k = tkey("auth-ctl");
+    char name[200];
+    snprintf(name, sizeof(name), "%s/", k);
+    vigil_lease l;
+    EXPECT_RC(vigil_etcd_acquire(e, k, "vigil-holder", 5000, &l), 0);
+    struct vt_proc ctl;
+    EXPECT(ET_TLS_CTL(&ctl, url, certs, ET_USER ":" ET_USER_PW, "lock", k) == 0, "spawning etcdctl failed");
+    bool early = vt_read_until(&ctl, name, 1000);
+    vigil_lease_info info;
+    int got = vigil_etcd_get(e, k, &info);
+    int rel = vigil_etcd_release(e, &l);
+    bool later = vt_read_until(&ctl, name, 15000);
+    int busy = vigil_etcd_acquire(e, k, "vigil-again", 5000, &l);
+    int st = vt_stop(&ctl, SIGTERM, 10000);
+    int off = et_tls_auth(url, certs, false);
+    vigil_etcd_close(e);
+    EXPECT(!early, "etcdctl lock got the key while vigil held it: '%s'", ctl.buf);
+    EXPECT(got == 0 && strcmp(info.owner, "vigil-holder") == 0, "get while held: %d owner %s", got, info.owner);
+    EXPECT_RC(rel, 0);
+    EXPECT(later, "etcdctl lock did not get the key once vigil let go: '%s'", ctl.buf);
+    EXPECT_RC(busy, VIGIL_EBUSY);
+    EXPECT(st == 0, "etcdctl lock exited %d on SIGTERM", st);
+    EXPECT(off == 0, "etcdctl could not disable auth");
+    return 0;
+}
+
+VT_MAIN(VT_CASE(test_mutual_tls), VT_CASE(test_tls_refusals), VT_CASE(test_namespace), VT_CASE(test_auth),
+        VT_CASE(test_etcdctl_under_tls_and_auth))

@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Scaffolding for the group tests: members in child processes that do
+ * what a pipe tells them and answer on another, "hosts" (a directory and
+ * an agent each, on this machine), and a unique group name per call.
+ */
+#ifndef VIGIL_GROUPTEST_H
+#define VIGIL_GROUPTEST_H
+
+#include <stdarg.h>
+
+#include "etcd_testutil.h"
+
+#include <sys/stat.h>
+#include <vigil/group.h>
+
+/* A unique group per call and per process. */
+static inline const char *gt_group(const char *name)
+{
+    static char bufs[4][96];
+    static unsigned next;
+    char *b = bufs[next++ % 4];
+    snprintf(b, sizeof(bufs[0]), "vigil-test/%d/%u/%s", (int)getpid(), next, name);
+    return b;
+}
+
+static inline vigil_group_member *gt_join(vigil_etcd *e, const char *group, const char *name, uint64_t ttl,
+                                          const char *dir)
+{
+    struct vigil_group_options o = { .dir = dir ? dir : "", .host = NULL };
+    vigil_group_member *m = NULL;
+    int rc = vigil_group_join_opts(e, group, name, ttl, &o, &m);
+    if (rc < 0) {
+        fprintf(stderr, "join %s as %s: %s\n", group, name, vigil_strerror(rc));
+        return NULL;
+    }
+    return m;
+}
+
+static inline int gt_count(vigil_etcd *e, const char *group)
+{
+    return vigil_group_members(e, group, NULL, 0);
+}
+
+/* The next event within timeout_ms, waiting on the watch's fd. */
+static inline int gt_next_event(vigil_group_watcher *w, vigil_group_event *ev, unsigned timeout_ms)
+{
+    uint64_t deadline = vt_now_ms() + timeout_ms;
+    for (;;) {
+        int rc = vigil_group_watch_next(w, ev);
+        if (rc != 0)
+            return rc;
+        uint64_t now = vt_now_ms();
+        if (now >= deadline)
+            return 0;
+        struct pollfd p = { vigil_group_watch_fd(w), POLLIN, 0 };
+        poll(&p, 1, (int)(deadline - now));
+    }
+}
+
+/* The next event about name (others skipped), within timeout_ms. */
+static inline int gt_event_of(vigil_group_watcher *w, const char *name, vigil_group_event *ev, unsigned timeout_ms)
+{
+    uint64_t deadline = vt_now_ms() + timeout_ms;
+    for (;;) {
+        uint64_t now = vt_now_ms();
+        int rc = gt_next_event(w, ev, now < deadline ? (unsigned)(deadline - now) : 0);
+        if (rc != 1 || strcmp(ev->member.name, name) == 0)
+            return rc;
+    }
+}
+
+/* ---- a member in a child process, driven by one-line commands ------------------ */
+
+/*
+ * The child connects, joins GROUP as NAME (dir: the agent's records, ""
+ * none), writes "joined REV\n", then reads commands, one a line, and
+ * answers each with one line:
+ *
+ *   take            "took UNIT TOKEN" | "rc N"
+ *   takewait MS     the same, waiting up to MS
+ *   done UNIT TOKEN "rc N"
+ *   wait ROUND MS   "rc N"  (barrier_wait)
+ *   lost            "lost 0|1"
+ *   leave           "rc N", and exits 0
+ *
+ * A child whose parent dies dies too (PR_SET_PDEATHSIG).
+ */
+struct gt_child {
+    pid_t    pid;
+    int      in, out; /* we write commands to in, read answers from out */
+    uint64_t rev;
+    char     line[512];
+};
+
+static inline bool gt_readline(int fd, char *buf, size_t cap, unsigned timeout_ms)
+{
+    size_t n = 0;
+    uint64_t deadline = vt_now_ms() + timeout_ms;
+    while (n + 1 < cap) {
+        uint64_t now = vt_now_ms();
+        if (now >= deadline)
+            break;
+        struct pollfd p = { fd, POLLIN, 0 };
+        if (poll(&p, 1, (int)(deadline - now)) <= 0)
+            continue;
+        ssize_t k = read(fd, buf + n, 1);
+        if (k <= 0)
+            break;
+        if (buf[n] == '\n') {
+            buf[n] = '\0';
+            return true;
+        }
+        n++;
+    }
+    buf[n] = '\0';
+    return false;
+}
+
+static inline void gt_child_main(const char *url, const char *group, const char *name, uint64_t ttl, const char *dir,
+                                 const char *host, int in, int out)
+{
+    vigil_etcd *e = NULL;
+    if (vigil_etcd_connect(url, &e) < 0)
+        _exit(3);
+    struct vigil_group_options o = { .dir = dir, .host = host };
+    vigil_group_member *m = NULL;
+    int rc = vigil_group_join_opts(e, group, name, ttl, &o, &m);
+    FILE *w = fdopen(out, "w");
+    if (rc < 0) {
+        fprintf(w, "rc %d\n", rc);
+        fflush(w);
+        _exit(4);
+    }
+    vigil_group_member_info self;
+    vigil_group_self(m, &self);
+    fprintf(w, "joined %llu\n", (unsigned long long)self.revision);
+    fflush(w);
+    char cmd[512];
+    while (gt_readline(in, cmd, sizeof(cmd), 600000)) {
+        vigil_group_unit u;
+        unsigned long long a = 0, b = 0;
+        char unit[128];
+        if (strcmp(cmd, "take") == 0 || sscanf(cmd, "takewait %llu", &a) == 1) {
+            rc = cmd[4] == 'w' ? vigil_group_take_wait(m, a * 1000000ull, &u) : vigil_group_take(m, &u);
+            if (rc == 0)
+                fprintf(w, "took %s %llu\n", u.name, (unsigned long long)u.token);
+            else
+                fprintf(w, "rc %d\n", rc);
+        } else if (sscanf(cmd, "done %127s %llu", unit, &a) == 2) {
+            memset(&u, 0, sizeof(u));
+            memcpy(u.name, unit, sizeof(unit));
+            u.token = a;
+            fprintf(w, "rc %d\n", vigil_group_done(m, &u));
+        } else if (sscanf(cmd, "wait %llu %llu", &a, &b) == 2) {
+            fprintf(w, "rc %d\n", vigil_group_barrier_wait(m, a, b * 1000000ull));
+        } else if (strcmp(cmd, "lost") == 0) {
+            fprintf(w, "lost %d\n", vigil_group_lost(m));
+        } else if (strcmp(cmd, "leave") == 0) {
+            fprintf(w, "rc %d\n", vigil_group_leave(m));
+            fflush(w);
+            vigil_etcd_close(e);
+            _exit(0);
+        } else {
+            fprintf(w, "rc -22\n");
+        }
+        fflush(w);
+    }
+    _exit(0);
+}
+
+/* Starts a member child; false if it did not join (its answer in c->line). */
+static inline bool gt_child_start(struct gt_child *c, const char *url, const char *group, const char *name,
+                                  uint64_t ttl, const char *dir, const char *host)
+{
+    int a[2], b[2];
+    memset(c, 0, sizeof(*c));
+    if (pipe2(a, O_CLOEXEC) != 0 || pipe2(b, O_CLOEXEC) != 0)
+        return false;
+    fflush(NULL);
+    c->pid = fork();
+    if (c->pid < 0)
+        return false;
+    if (c->pid == 0) {
+        close(a[1]);
+        close(b[0]);
+        gt_child_main(url, group, name, ttl, dir ? dir : "", host, a[0], b[1]);
+    }
+    close(a[0]);
+    close(b[1]);
+    c->in = a[1];
+    c->out = b[0];
+    unsigned long long rev = 0;
+    if (!gt_readline(c->out, c->line, sizeof(c->line), 20000) || sscanf(c->line, "joined %llu", &rev) != 1)
+        return false;
+    c->rev = rev;
+    return true;
+}
+
+/* Sends a command (no answer read). */
+static inline void gt_send(struct gt_child *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static inline void gt_send(struct gt_child *c, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
+    va_end(ap);
+    buf[n++] = '\n';
+    (void)!write(c->in, buf, (size_t)n);
+}
+
+/* The answer to the last command, within timeout_ms: its "rc N" value, or
+ * INT32_MIN when none came or it was something else (then in c->line). */
+static inline int gt_rc(struct gt_child *c, unsigned timeout_ms)
+{
+    int rc;
+    if (!gt_readline(c->out, c->line, sizeof(c->line), timeout_ms) || sscanf(c->line, "rc %d", &rc) != 1)
+        return INT32_MIN;
+    return rc;
+}
+
+static inline int gt_child_kill(struct gt_child *c)
+{
+    if (c->pid <= 0)
+        return -1;
+    kill(c->pid, SIGKILL);
+    int st = vt_wait(c->pid, 10000);
+    close(c->in);
+    close(c->out);
+    c->pid = 0;
+    return st;
+}
+
+static inline int gt_child_leave(struct gt_child *c)
+{
+    gt_send(c, "leave");
+    int rc = gt_rc(c, 20000);
+    int st = vt_wait(c->pid, 10000);
+    close(c->in);
+    close(c->out);
+    c->pid = 0;
+    return st == 0 ? rc : INT32_MIN;
+}
+
+/* ---- a host's agent, in a child process ----------------------------------------- */
+
+/* Runs vigil_agent on dir until killed; each revoke is a line "revoked
+ * LEASE RESULT" on the pipe (read with vt_read_until). */
+static inline bool gt_agent_start(struct vt_proc *p, const char *url, const char *dir)
+{
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0)
+        return false;
+    fflush(NULL);
+    p->len = 0;
+    p->buf[0] = '\0';
+    p->pid = fork();
+    if (p->pid < 0)
+        return false;
+    if (p->pid == 0) {
+        close(fds[0]);
+        vigil_etcd *e = NULL;
+        vigil_agent *a = NULL;
+        if (vigil_etcd_connect(url, &e) < 0 || vigil_agent_open(e, dir, &a) < 0)
+            _exit(3);
+        (void)!write(fds[1], "ready\n", 6);
+        for (;;) {
+            vigil_agent_event ev[16];
+            int n = vigil_agent_run(a, -1, ev, 16);
+            for (int i = 0; i < n; i++) {
+                char line[128];
+                int k = snprintf(line, sizeof(line), "revoked %lld %d\n", (long long)ev[i].lease, ev[i].result);
+                (void)!write(fds[1], line, (size_t)k);
+            }
+            if (n < 0)
+                _exit(5);
+        }
+    }
+    close(fds[1]);
+    p->fd = fds[0];
+    return vt_read_until(p, "ready\n", 20000);
+}
+
+#endif

@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The etcd connection flags, shared by every etcd command of the tool
+ * (etcd_opts.h says which and how).
+ */
+#define _GNU_SOURCE
+#include "etcd_opts.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef VIGIL_HAVE_ETCD
+#include <vigil/etcd.h>
+#endif
+
+/* The flag, else its variable when set and not empty, else NULL. */
+static const char *flag_or_env(const char *flag, const char *var)
+{
+    if (flag)
+        return flag;
+    const char *v = getenv(var);
+    return v && *v ? v : NULL;
+}
+
+bool tool_etcd_flags_given(const struct tool_etcd_flags *f)
+{
+    return f->cacert || f->cert || f->key || f->user || f->password || f->ns;
+}
+
+void tool_etcd_flags_free(struct tool_etcd_flags *f)
+{
+    if (!f)
+        return;
+    free(f->user_name);
+    f->user_name = NULL;
+}
+
+#ifdef VIGIL_HAVE_ETCD
+
+int tool_etcd_options(const struct tool_cmd *cmd, struct tool_etcd_flags *f, struct vigil_etcd_options *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->cacert = flag_or_env(f->cacert, "ETCDCTL_CACERT");
+    o->cert = flag_or_env(f->cert, "ETCDCTL_CERT");
+    o->key = flag_or_env(f->key, "ETCDCTL_KEY");
+    const char *user = flag_or_env(f->user, "ETCDCTL_USER");
+    const char *password = flag_or_env(f->password, "ETCDCTL_PASSWORD");
+    if (o->key && !o->cert)
+        return tool_usage_error(cmd, "--key without --cert (or ETCDCTL_CERT)");
+    if (password && !user)
+        return tool_usage_error(cmd, "--password without --user (or ETCDCTL_USER)");
+    if (user && !password) {
+        /* NAME:PASSWORD, split at the first ':' as etcdctl splits it. */
+        const char *colon = strchr(user, ':');
+        if (!colon)
+            return tool_usage_error(cmd, "--user %s: no password (--user NAME:PASSWORD, --password, or "
+                                         "ETCDCTL_PASSWORD)", user);
+        free(f->user_name);
+        if (!(f->user_name = strndup(user, (size_t)(colon - user)))) {
+            fprintf(stderr, "vigil %s: %s\n", cmd->name, strerror(ENOMEM));
+            return EXIT_RUNTIME;
+        }
+        user = f->user_name;
+        password = colon + 1;
+    }
+    if (user && !*user)
+        return tool_usage_error(cmd, "--user: an empty name");
+    o->user = user;
+    o->password = password;
+    o->namespace = f->ns;
+    return TOOL_GO;
+}
+
+const char *tool_etcd_reason(vigil_etcd *e, int err)
+{
+    static char buf[512];
+    (void)e;
+    const char *why = vigil_etcd_errmsg();
+    if (err == -EACCES && !*why)
+        why = "etcd refused: authentication failed or permission denied (see --user and --password)";
+    if (!*why)
+        return vigil_strerror(err);
+    /* The library's reason names the cause (the TLS step, authentication,
+     * the file); the code's text is added where it says more. */
+    if (err == -EACCES || err == VIGIL_ETLS || strstr(why, vigil_strerror(err)))
+        snprintf(buf, sizeof(buf), "%s", why);
+    else
+        snprintf(buf, sizeof(buf), "%s (%s)", vigil_strerror(err), why);
+    return buf;
+}
+
+int tool_etcd_connect(const char *what, const char *endpoints, const struct vigil_etcd_options *o,
+                      vigil_etcd **out)
+{
+    int rc = vigil_etcd_connect_opts(endpoints, o, out);
+    if (rc < 0) {
+        fprintf(stderr, "vigil: %s: etcd '%s': %s\n", what, endpoints, tool_etcd_reason(NULL, rc));
+        return EXIT_RUNTIME;
+    }
+    return 0;
+}
+
+#else
+
+int tool_etcd_options(const struct tool_cmd *cmd, struct tool_etcd_flags *f, struct vigil_etcd_options *o)
+{
+    (void)cmd, (void)f, (void)o;
+    (void)flag_or_env;
+    return TOOL_GO;
+}
+
+#endif

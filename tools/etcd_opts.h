@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The etcd connection flags every etcd command of the tool takes (lock,
+ * and group and agent), as etcdctl spells them, with etcdctl's own
+ * environment variables when a flag is absent:
+ *
+ *   --cacert FILE            ETCDCTL_CACERT    verify the servers with this CA bundle
+ *   --cert FILE              ETCDCTL_CERT      client certificate ...
+ *   --key FILE               ETCDCTL_KEY       ... and its key
+ *   --user NAME[:PASSWORD]   ETCDCTL_USER      etcd authentication
+ *   --password PASSWORD      ETCDCTL_PASSWORD  (then --user is the name alone)
+ *   --namespace PREFIX                         prepended to every key
+ *
+ * A command puts TOOL_ETCD_OPTS(&flags) in its option table, then, once
+ * tool_parse has said go, calls tool_etcd_options to fill a
+ * struct vigil_etcd_options (and tool_etcd_connect to connect with it).
+ */
+#ifndef VIGIL_TOOL_ETCD_OPTS_H
+#define VIGIL_TOOL_ETCD_OPTS_H
+
+#include "vigil.h"
+
+struct vigil_etcd_options;
+
+/* The flags as given (NULL: absent); tool_etcd_options fills the rest. */
+struct tool_etcd_flags {
+    const char *cacert, *cert, *key, *user, *password, *ns;
+    char       *user_name; /* NAME of --user NAME:PASSWORD (owned) */
+};
+
+#define TOOL_ETCD_OPTS(f)                                         \
+    { "cacert", OPT_STR, 0, 0, NULL, NULL, &(f)->cacert },        \
+    { "cert", OPT_STR, 0, 0, NULL, NULL, &(f)->cert },            \
+    { "key", OPT_STR, 0, 0, NULL, NULL, &(f)->key },              \
+    { "user", OPT_STR, 0, 0, NULL, NULL, &(f)->user },            \
+    { "password", OPT_STR, 0, 0, NULL, NULL, &(f)->password },    \
+    { "namespace", OPT_STR, 0, 0, NULL, NULL, &(f)->ns }
+
+#define TOOL_ETCD_SYNOPSIS                                                            \
+    "[--cacert FILE] [--cert FILE] [--key FILE] [--user NAME[:PASSWORD]] [--password PW] " \
+    "[--namespace PREFIX]"
+
+#define TOOL_ETCD_HELP                                                                 \
+    "  --cacert FILE     verify the etcd servers with this CA bundle (ETCDCTL_CACERT)\n" \
+    "  --cert FILE       client certificate for etcd (ETCDCTL_CERT)\n"                  \
+    "  --key FILE        its private key (ETCDCTL_KEY)\n"                                \
+    "  --user NAME[:PW]  authenticate to etcd as NAME (ETCDCTL_USER)\n"                  \
+    "  --password PW     NAME's password, --user then being the name alone\n"           \
+    "                    (ETCDCTL_PASSWORD; the environment keeps it out of ps)\n"       \
+    "  --namespace PFX   prepend PFX to every key, as etcd's grpc-proxy --namespace\n"
+
+/*
+ * The flags, each absent one taken from its ETCDCTL_* variable (an empty
+ * variable is absent), checked and written to *o (which is zeroed first;
+ * its strings point into f, argv and the environment, valid until
+ * tool_etcd_flags_free). --user NAME:PASSWORD is split at the first ':'
+ * unless a password is given apart, as etcdctl does. Returns TOOL_GO, or
+ * EXIT_USAGE after saying what was wrong (a password without a user, a
+ * user without a password, a key without a certificate).
+ */
+int tool_etcd_options(const struct tool_cmd *cmd, struct tool_etcd_flags *f, struct vigil_etcd_options *o);
+
+void tool_etcd_flags_free(struct tool_etcd_flags *f);
+
+/* Was any of the flags given (on the command line: not the environment)? */
+bool tool_etcd_flags_given(const struct tool_etcd_flags *f);
+
+#ifdef VIGIL_HAVE_ETCD
+#include <vigil/etcd.h>
+/*
+ * Connects to ENDPOINTS with o. 0, or EXIT_RUNTIME after one line on
+ * stderr, "vigil: WHAT: etcd ENDPOINTS: reason", the reason naming the
+ * cause (authentication, certificate verification, a file that cannot be
+ * read) where it is known.
+ */
+int tool_etcd_connect(const char *what, const char *endpoints, const struct vigil_etcd_options *o,
+                      vigil_etcd **out);
+
+/* One line's worth of why an etcd call failed with err: the cause in
+ * words a user acts on (vigil_etcd_strerror when the handle knows more,
+ * else vigil_strerror). */
+const char *tool_etcd_reason(vigil_etcd *e, int err);
+#endif
+
+#endif
