@@ -79,6 +79,7 @@ enum vigil_leases_point {
     LP_FIELDS_WRITTEN,   /* wrote everything but the unlock */
     LP_RECOVER_LOCKED,   /* took over a dead locker's entry, not yet repaired */
     LP_RENEW_CHECKED,    /* a renewal judged the lease unexpired, before its CAS */
+    LP_WAIT_FOUND,       /* acquire_wait found its key's entry, before its sleep */
     LP_MAX
 };
 /* NULL in production; a test sets it in a child that should die at a point. */

@@ -155,6 +155,8 @@ static int lock_sleep_round(struct lock_sleep *s, _Atomic uint64_t *word, uint64
     uint64_t now = vigil_now_ns();
     if (s->deadline == 0)
         s->deadline = now + LOCK_WAIT_NS;
+    if (now >= s->deadline)
+        return VIGIL_EBUSY;
     if (now >= s->next_judge) {
         if (vigil_lock_judge(&s->judge, w, where))
             return 1;
@@ -162,9 +164,9 @@ static int lock_sleep_round(struct lock_sleep *s, _Atomic uint64_t *word, uint64
                                     : LOCK_JUDGE_FIRST_NS;
         now = vigil_now_ns();
         s->next_judge = now + s->judge_gap;
+        if (now >= s->deadline)
+            return VIGIL_EBUSY;
     }
-    if (now >= s->deadline)
-        return VIGIL_EBUSY;
     uint64_t until = s->next_judge < s->deadline ? s->next_judge : s->deadline;
     uint32_t v = atomic_load_explicit(s->wake, memory_order_seq_cst);
     atomic_fetch_add_explicit(s->waiters, 1, memory_order_seq_cst);

@@ -142,6 +142,7 @@ int vigil_leases_acquire_wait(vigil_leases *ls, const char *key, const char *own
         if (i < 0)
             continue; /* released and unbound meanwhile: try at once */
         struct vigil_leases_entry *e = &ls->entries[i];
+        hook(LP_WAIT_FOUND);
         /* THE SLEEP: wake, waiters, ctl, the key under it, FUTEX_WAIT; the
          * first three seq_cst. */
         uint32_t v = atomic_load_explicit(&e->wake, memory_order_seq_cst);

@@ -5,16 +5,25 @@
  * a port that fails transiently for ever is lost once the TTL has passed,
  * never before; one blocked inside renew past the TTL is lost on time and
  * stays lost when the late answer comes; the fd turns readable at the
- * loss and not before, across renewals; a child forked inside
- * vigil_with_keepalive's body never hangs leaving it, never renews, and
- * its lost() tells the parent's truth.
+ * loss and not before, across renewals, and stays readable; a slow
+ * renewal that is still accepted moves the deadline to its send time plus
+ * the TTL, never its answer's (issue 17's mutant); the deadline runs on
+ * the lease clock, CLOCK_BOOTTIME: a jump of it, as a suspend makes, is a
+ * loss, and in a time namespace whose boottime runs ahead of its
+ * monotonic clock the store's expiry follows boottime; a child forked
+ * inside vigil_with_keepalive's body never hangs leaving it, never
+ * renews, and its lost() tells the parent's truth.
  */
 #include "testutil.h"
 
+#include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <sys/wait.h>
 
+#include "keepalive_internal.h"
+#include "leases_internal.h"
 #include "spin_internal.h"
 
 #define MS 1000000ull
@@ -134,7 +143,157 @@ static int test_fd_refusal_and_rearm(void)
     EXPECT(readable(ka, 10000), "the refusal never made the fd readable");
     EXPECT(vigil_keepalive_lost(ka) && atomic_load(&pl->calls) == 5, "lost %d after %d calls",
            vigil_keepalive_lost(ka), atomic_load(&pl->calls));
+    /* Readable for good: nothing of the keepalive reads or re-arms it. */
+    for (int i = 0; i < 3; i++)
+        EXPECT(readable(ka, 0), "the fd turned unreadable after the loss (look %d)", i);
     EXPECT_RC(vigil_keepalive_stop(ka), VIGIL_ELOST);
+    return 0;
+}
+
+/* ---- the lease clock ----------------------------------------------------- */
+
+/* A renewal the store takes at once and answers 0.5 TTL later (the lease
+ * clock is moved, nothing waits), then ones that hang until the test is
+ * done. */
+static _Atomic uint64_t slow_answer_ns;
+
+static int slow_renew(void *ctx, const vigil_lease *lease)
+{
+    (void)ctx, (void)lease;
+    if (atomic_fetch_add(&pl->calls, 1) == 0) {
+        atomic_fetch_add(&vigil_lease_clock_skew, atomic_load(&slow_answer_ns));
+        return 0;
+    }
+    atomic_store(&pl->in_renew, 1);
+    VT_WAIT_FOR(!atomic_load(&pl->block), 20000);
+    return -EIO;
+}
+
+static void clock_reset(void)
+{
+    atomic_store(&vigil_lease_clock_skew, 0);
+}
+
+/* Issue 17's mutant took `sent` after renew() returned: the deadline then
+ * ran from the answer, half a TTL late here, and the lease outlived the
+ * store's. */
+static int test_slow_renewal_runs_from_send(void)
+{
+    log_reset();
+    atomic_store(&pl->block, 1);
+    const uint64_t ttl = 1000;
+    atomic_store(&slow_answer_ns, ttl / 2 * MS);
+    vigil_lease l = lease_of("slow", ttl);
+    vigil_lease_port slow = { NULL, slow_renew };
+    vigil_keepalive *ka;
+    EXPECT_RC(vigil_keepalive_start(&slow, &l, &ka), 0);
+    vigil_keepalive_info info;
+    EXPECT(VT_WAIT_FOR((vigil_keepalive_stats(ka, &info), info.renewals == 1 || info.lost), 20000),
+           "the slow renewal was never applied");
+    /* Accepted: sent at about 0.32 TTL, answered at 0.82, before the first
+     * deadline. The new one is the send plus the TTL, about 1.32 TTL. */
+    bool lost_early = vigil_keepalive_lost(ka);
+    atomic_fetch_add(&vigil_lease_clock_skew, 6 * ttl / 10 * MS); /* now past 1.42 TTL */
+    bool lost_late = vigil_keepalive_lost(ka);
+    atomic_store(&pl->block, 0);
+    int rc = vigil_keepalive_stop(ka);
+    clock_reset();
+    EXPECT(info.renewals == 1 && !lost_early, "a slow renewal accepted before the deadline was not applied");
+    EXPECT(lost_late, "the deadline ran from the answer: not lost a TTL after the send");
+    EXPECT_RC(rc, VIGIL_ELOST);
+    return 0;
+}
+
+/* A jump of the lease clock past the TTL, as a suspend of the machine
+ * makes of CLOCK_BOOTTIME: lost at once, the fd readable, the store's
+ * lease expired and another's to take. */
+static int test_clock_jump_is_a_loss(void)
+{
+    log_reset();
+    vigil_lease l = lease_of("jump", 2000);
+    vigil_keepalive *ka;
+    EXPECT_RC(vigil_keepalive_start(&port, &l, &ka), 0);
+    EXPECT(!vigil_keepalive_lost(ka) && !readable(ka, 0), "lost before the jump");
+    atomic_fetch_add(&vigil_lease_clock_skew, 3000 * MS);
+    bool lost = vigil_keepalive_lost(ka), fd = readable(ka, 0);
+    int rc = vigil_keepalive_stop(ka);
+    clock_reset();
+    EXPECT(lost && fd, "a 3 s jump past a 2 s TTL: lost %d, fd readable %d", lost, fd);
+    EXPECT_RC(rc, VIGIL_ELOST);
+
+    vigil_leases *ls = vt_leases_fresh("jump.leases", 4);
+    vigil_lease a, b;
+    vigil_lease_info info;
+    EXPECT_RC(vigil_leases_acquire(ls, "k", "sleeper", 2000, &a), 0);
+    EXPECT_RC(vigil_leases_acquire(ls, "k", "other", 2000, &b), VIGIL_EBUSY);
+    atomic_fetch_add(&vigil_lease_clock_skew, 3000 * MS);
+    int get = vigil_leases_get(ls, "k", &info), renew = vigil_leases_renew(ls, &a);
+    int take = vigil_leases_acquire(ls, "k", "other", 2000, &b);
+    clock_reset();
+    EXPECT_RC(get, VIGIL_EVACANT);
+    EXPECT_RC(renew, VIGIL_ELOST);
+    EXPECT_RC(take, 0);
+    EXPECT(b.token > a.token, "token %llu after %llu", (unsigned long long)b.token, (unsigned long long)a.token);
+    vigil_leases_close(ls);
+    return 0;
+}
+
+/* In a time namespace whose boottime runs 10^5 s ahead of its monotonic
+ * clock (root only), the store's expiry is boottime's: the lease clock is
+ * CLOCK_BOOTTIME, not the monotonic clock that stops in a suspend. */
+static int boottime_child(void)
+{
+    struct timespec mono, boot;
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    clock_gettime(CLOCK_BOOTTIME, &boot);
+    if (boot.tv_sec - mono.tv_sec < 50000)
+        return 3; /* the offset did not take */
+    vigil_leases *ls;
+    vigil_lease l;
+    if (vigil_leases_open(vt_path("boot.leases"), &ls) < 0 || vigil_leases_acquire(ls, "k", "o", 60000, &l) < 0)
+        return 4;
+    uint64_t exp = ctl_exp(atomic_load(&ls->entries[l.id - 1].ctl));
+    uint64_t boot_ms = (uint64_t)boot.tv_sec * 1000 + (uint64_t)boot.tv_nsec / 1000000;
+    if (exp < boot_ms + 60000 - 5000 || exp > boot_ms + 60000 + 5000)
+        return 5; /* not boottime's */
+    vigil_lease_port p = vigil_leases_port(ls);
+    vigil_keepalive *ka;
+    if (vigil_keepalive_start(&p, &l, &ka) < 0)
+        return 6;
+    bool lost = vigil_keepalive_lost(ka);
+    vigil_keepalive_stop(ka);
+    return lost ? 7 : 0;
+}
+
+static int test_store_expiry_on_boottime(void)
+{
+    vigil_leases *ls = vt_leases_fresh("boot.leases", 4);
+    vigil_leases_close(ls);
+    fflush(NULL);
+    pid_t mid = fork();
+    if (mid == 0) {
+        /* New time namespace: offsets are written before any process
+         * enters it, and our next child is its first. */
+        if (unshare(CLONE_NEWTIME) != 0)
+            _exit(VT_SKIP);
+        int fd = open("/proc/self/timens_offsets", O_WRONLY | O_CLOEXEC);
+        const char off[] = "boottime 100000 0\n";
+        if (fd < 0 || write(fd, off, sizeof(off) - 1) != (ssize_t)(sizeof(off) - 1))
+            _exit(VT_SKIP);
+        close(fd);
+        pid_t kid = fork();
+        if (kid == 0)
+            _exit(boottime_child());
+        int st;
+        _exit(waitpid(kid, &st, 0) == kid && WIFEXITED(st) ? WEXITSTATUS(st) : 2);
+    }
+    int st = vt_wait(mid, 20000);
+    if (st == VT_SKIP) {
+        fprintf(stderr, "no time namespace here (needs root and CONFIG_TIME_NS)\n");
+        return VT_SKIP;
+    }
+    EXPECT(st == 0, "in a time namespace with boottime 10^5 s ahead: child result %d "
+                    "(3 offset not set, 5 expiry not on boottime, 7 keepalive lost at once)", st);
     return 0;
 }
 
@@ -221,6 +380,9 @@ int main(void)
         VT_CASE(test_blocked_renew_lost_on_time),
         VT_CASE(test_fd_refusal_and_rearm),
         VT_CASE(test_null_renew_lapses),
+        VT_CASE(test_slow_renewal_runs_from_send),
+        VT_CASE(test_clock_jump_is_a_loss),
+        VT_CASE(test_store_expiry_on_boottime),
         VT_CASE(test_fork_child_leaves_first),
         VT_CASE(test_fork_parent_leaves_first),
     };

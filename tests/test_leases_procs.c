@@ -280,7 +280,9 @@ enum scenario { SC_BIND, SC_TAKE, SC_RECOVER };
 static const char *point_name(int p)
 {
     static const char *names[] = { "?", "bind locked", "entry locked", "token taken", "token written",
-                                   "key half written", "fields written", "recovery locked" };
+                                   "key half written", "fields written", "recovery locked", "renew checked",
+                                   "wait found" };
+    _Static_assert(sizeof(names) / sizeof(names[0]) == LP_MAX, "a name for every point");
     return p > 0 && p < LP_MAX ? names[p] : "?";
 }
 

@@ -4,8 +4,8 @@
  * vigil_leases_acquire_wait (src/leases_wait.c, THE SLEEP): get reports
  * the holder and VIGIL_EVACANT for a vacant, released or expired key;
  * acquire_wait takes a free key at once, times out on a held one, is
- * woken by a release in another process (the wake-up latency is
- * printed), takes the key of a holder killed with SIGKILL once its lease
+ * woken by a release in another process (the wake-up latency is printed,
+ * and bounded at ten times issue 18's 1 ms), takes the key of a holder killed with SIGKILL once its lease
  * expires, stays asleep across the holder's renewals, and sleeps rather
  * than polls.
  */
@@ -104,27 +104,40 @@ static pid_t holder(const char *name, uint64_t ttl_ms, int how)
     return p;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The latency is bounded: the median at ten times the 1 ms issue 18 asks
+ * for, each round at 2 s, so that a release whose wake-up is lost (a
+ * FUTEX_WAKE removed, issue 17's mutant; the waiter then finds the key
+ * only when its 2 s timeout ends its sleep) fails in the first round
+ * instead of sleeping to the holder's 60 s expiry and CTest's timeout. */
 static int test_woken_by_release(void)
 {
     vigil_leases *ls = vt_leases_fresh("rel.leases", 8);
-    double best = 1e9, sum = 0;
     enum { ROUNDS = 20 };
+    double us[ROUNDS], sum = 0;
     for (int r = 0; r < ROUNDS; r++) {
         memset(sh, 0, sizeof(*sh));
         pid_t kid = holder("rel.leases", 60000, 0);
         EXPECT(VT_WAIT_FOR(atomic_load(&sh->held), 20000), "child never acquired");
         atomic_store(&sh->go, 1);
         vigil_lease l;
-        EXPECT_RC(vigil_leases_acquire_wait(ls, "k", "parent", 60000, 20000 * MS, &l), 0);
-        double us = (double)(vigil_now_ns() - atomic_load(&sh->released_ns)) / 1000.0;
-        best = us < best ? us : best;
-        sum += us;
+        EXPECT_RC(vigil_leases_acquire_wait(ls, "k", "parent", 60000, 2000 * MS, &l), 0);
+        us[r] = (double)(vigil_now_ns() - atomic_load(&sh->released_ns)) / 1000.0;
+        sum += us[r];
+        EXPECT(us[r] < 1e6, "round %d: woken %.1f ms after the release: the wake-up was lost", r, us[r] / 1000);
         EXPECT(l.token > atomic_load(&sh->token), "token did not rise");
         EXPECT(vt_wait(kid, 20000) == 0, "holder failed");
         EXPECT_RC(vigil_leases_release(ls, &l), 0);
     }
-    printf("acquire_wait woken by a release in another process: mean %.1f us, best %.1f us\n", sum / ROUNDS,
-           best);
+    qsort(us, ROUNDS, sizeof(us[0]), cmp_double);
+    printf("acquire_wait woken by a release in another process: median %.1f us, mean %.1f us, best %.1f us\n",
+           us[ROUNDS / 2], sum / ROUNDS, us[0]);
+    EXPECT(us[ROUNDS / 2] < 10000.0, "woken %.1f us (median) after the release: bound 10 ms", us[ROUNDS / 2]);
     vigil_leases_close(ls);
     return 0;
 }
