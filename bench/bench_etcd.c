@@ -56,19 +56,27 @@ static struct stat_ns summarize(uint64_t *s, size_t n)
 
 static char script[1024], state[256];
 
-static int run_script(const char *cmd)
+/* `sh script cmd dir [arg]`, with ETCD_TLS set when tls is: its exit status. */
+static int run_sh(const char *sh, const char *cmd, const char *dir, const char *arg, const char *tls)
 {
     pid_t pid = fork();
     if (pid < 0)
         return -1;
     if (pid == 0) {
-        execlp("sh", "sh", script, cmd, state, (char *)NULL);
+        if (tls)
+            setenv("ETCD_TLS", tls, 1);
+        execlp("sh", "sh", sh, cmd, dir, arg, (char *)NULL);
         _exit(127);
     }
     int st;
     if (waitpid(pid, &st, 0) != pid)
         return -1;
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int run_script(const char *cmd)
+{
+    return run_sh(script, cmd, state, NULL, NULL);
 }
 
 static void stop_server(void)
@@ -137,20 +145,9 @@ static char tls_script[1024], tls_state[256];
 
 static int run_tls(const char *cmd, const char *arg)
 {
-    pid_t pid = fork();
-    if (pid < 0)
-        return -1;
-    if (pid == 0) {
-        char certs[400];
-        snprintf(certs, sizeof(certs), "%s/certs", tls_state);
-        setenv("ETCD_TLS", certs, 1);
-        execlp("sh", "sh", tls_script, cmd, tls_state, arg, (char *)NULL);
-        _exit(127);
-    }
-    int st;
-    if (waitpid(pid, &st, 0) != pid)
-        return -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    char certs[400];
+    snprintf(certs, sizeof(certs), "%s/certs", tls_state);
+    return run_sh(tls_script, cmd, tls_state, arg, certs);
 }
 
 static void stop_tls(void)

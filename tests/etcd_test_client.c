@@ -690,6 +690,55 @@ static int test_fake_hostile(void)
     return 0;
 }
 
+/* Issue 19, item 5. A revoke that timed out on one endpoint but may have
+ * landed, answered "not found" by the next, is a release, not a loss; so
+ * is the caller's retry of a release whose revoke timed out everywhere
+ * (the key gone, the lease not found). A holder whose lease is past its
+ * expiry but not yet revoked (a negative TTL) is VIGIL_LEASE_EXPIRED, not
+ * -EPROTO. */
+static int test_revoke_landed_and_expired_holder(void)
+{
+    static const char TTL_EXPIRED[] = "{" HDR ",\"ID\":\"1234\",\"TTL\":\"-3\",\"grantedTTL\":\"5\"}";
+    static const struct et_reply s1[] = { { ET_REPLY, 200, TXN_TRUE }, { ET_HANG, 0, NULL } };
+    static const struct et_reply s2[] = { { ET_REPLY, 404, NOT_FOUND } };
+    static const struct et_reply s3[] = { { ET_REPLY, 200, TXN_TRUE }, { ET_HANG, 0, NULL },
+                                          { ET_REPLY, 200, TXN_FALSE }, { ET_REPLY, 404, NOT_FOUND },
+                                          { ET_REPLY, 200, HOLDER }, { ET_REPLY, 200, TTL_EXPIRED } };
+    struct et_fake f1, f2, f3;
+    EXPECT_RC(et_fake_start(&f1, s1, 2), 0);
+    EXPECT_RC(et_fake_start(&f2, s2, 1), 0);
+    EXPECT_RC(et_fake_start(&f3, s3, 6), 0);
+    char both[200];
+    snprintf(both, sizeof(both), "%s,%s", f1.url, f2.url);
+    vigil_etcd *e = et_connect(both), *one = et_connect(f3.url);
+    vigil_etcd_set_timeout(e, 300, 300);
+    vigil_etcd_set_timeout(one, 300, 300);
+    vigil_lease l = { .key = "k2", .token = 4, .ttl_ms = 2000, .id = LID };
+    int r1 = vigil_etcd_release(e, &l);    /* revoke: silence on f1, "not found" from f2 */
+    int r2 = vigil_etcd_release(one, &l);  /* revoke: silence, and no other endpoint */
+    vigil_etcd_set_timeout(one, 1000, 3000); /* f3 answers once its silence (1.5 s) is over */
+    int r3 = vigil_etcd_release(one, &l);  /* the retry: the key gone, the lease not found */
+    vigil_lease_info info;
+    int r4 = vigil_etcd_get(one, "k2", &info);
+    vigil_etcd_close(e);
+    vigil_etcd_close(one);
+    et_fake_stop(&f1);
+    et_fake_stop(&f2);
+    et_fake_stop(&f3);
+    EXPECT_RC(r1, 0);
+    EXPECT(et_transient(r2), "a revoke that timed out: expected a transient error, got %d", r2);
+    EXPECT_RC(r3, 0);
+    EXPECT_RC(r4, 0);
+    EXPECT(info.state == VIGIL_LEASE_EXPIRED && info.expires_in_ms == -3000 && info.token == 7 &&
+               strcmp(info.owner, "leader-A") == 0,
+           "an expired, unrevoked holder: state %u, expires_in_ms %lld, token %llu, owner %s", info.state,
+           (long long)info.expires_in_ms, (unsigned long long)info.token, info.owner);
+    int64_t left = 0, granted = 0;
+    EXPECT_RC(vigil_etcd__parse_ttl(200, P(TTL_EXPIRED), &left, &granted), 0);
+    EXPECT(left == -3 && granted == 5, "parse_ttl: left %lld granted %lld", (long long)left, (long long)granted);
+    return 0;
+}
+
 /* Issue 19: a wait of 500 ms against a server that says nothing (each
  * request held 1.5 s, then dropped) ends with VIGIL_ETIMEDOUT when its
  * time is up, not with a request's own -ETIMEDOUT after the handle's 3 s. */
@@ -716,4 +765,5 @@ static int test_wait_bounded_by_time_left(void)
 VT_MAIN(VT_CASE(test_base64), VT_CASE(test_endpoints), VT_CASE(test_arguments), VT_CASE(test_parse_grant),
         VT_CASE(test_parse_acquire), VT_CASE(test_queue_bodies), VT_CASE(test_parse_queue), VT_CASE(test_parse_keepalive), VT_CASE(test_parse_txn_revoke),
         VT_CASE(test_parse_hostile), VT_CASE(test_unreachable), VT_CASE(test_fake_cycle),
-        VT_CASE(test_fake_endpoints), VT_CASE(test_fake_prefix), VT_CASE(test_fake_hostile), VT_CASE(test_wait_bounded_by_time_left))
+        VT_CASE(test_fake_endpoints), VT_CASE(test_fake_prefix), VT_CASE(test_fake_hostile), VT_CASE(test_wait_bounded_by_time_left),
+        VT_CASE(test_revoke_landed_and_expired_holder))

@@ -7,7 +7,8 @@
  * SIGSTOPped, or behind a proxy that sends a watch's headers and then
  * nothing, still gets the key once its holder lets go (issue 19: within
  * 2 x 0.32 x TTL), while the member stays hung; and `etcdctl lock` from
- * another client gets it after.
+ * another client gets it after. An observer whose watch sits on the hung
+ * member still sees the key change hands.
  */
 #include "etcd_testutil.h"
 
@@ -203,6 +204,49 @@ static int test_waiter_watch_on_hung_member(void)
     return freed_under_silent_watch(&sc);
 }
 
+/* An observer whose watch sits on a member that is then SIGSTOPped still
+ * sees the key change hands (its bounded re-check, and the watch moved). */
+static int test_observer_on_hung_member(void)
+{
+    NEED_CLUSTER();
+    int f = follower(), leader = et_cluster_leader();
+    EXPECT(f > 0 && leader > 0, "no leader found");
+    char list[1000];
+    snprintf(list, sizeof(list), "%s,%s,%s", et_member(f), et_member(f % 3 + 1), et_member((f + 1) % 3 + 1));
+    vigil_etcd *oe = et_connect(list), *a = et_connect(et_member(leader));
+    vigil_etcd_set_timeout(oe, 300, 500);
+    const char *key = et_key("observed-hung");
+    long long w0 = watches_on(et_member(f));
+    vigil_etcd_observer *o = NULL;
+    EXPECT_RC(vigil_etcd_observe(oe, key, &o), 0);
+    vigil_lease_info first = { 0 }, seen = { 0 };
+    int r0 = vigil_etcd_observer_next(o, &first, 10000 * 1000000ull);
+    bool watching = VT_WAIT_FOR(watches_on(et_member(f)) > w0, 10000);
+    int fz = et_cluster_do("freeze", f, NULL);
+    vigil_lease l;
+    int acq = vigil_etcd_acquire(a, key, "while-hung", TTL_MS, &l);
+    uint64_t t0 = vt_now_ms();
+    int r1 = vigil_etcd_observer_next(o, &seen, 15000 * 1000000ull);
+    uint64_t took = vt_now_ms() - t0;
+    et_cluster_do("thaw", f, NULL);
+    vigil_etcd_observer_close(o);
+    if (acq == 0)
+        vigil_etcd_release(a, &l);
+    vigil_etcd_close(oe);
+    vigil_etcd_close(a);
+    EXPECT(r0 == 0 && first.state == VIGIL_LEASE_VACANT, "the observer's first report: %d state %u", r0,
+           first.state);
+    EXPECT(watching, "the observer's watch never reached member %d", f);
+    EXPECT(fz == 0, "freeze exited %d", fz);
+    EXPECT_RC(acq, 0);
+    EXPECT(r1 == 0 && seen.state == VIGIL_LEASE_HELD && strcmp(seen.owner, "while-hung") == 0,
+           "the observer did not see the new holder with its watch's member hung: %d state %u owner '%s'", r1,
+           seen.state, seen.owner);
+    printf("observer, watch on a hung member: new holder seen %llu ms after the acquire\n",
+           (unsigned long long)took);
+    return 0;
+}
+
 /* ---- a proxy that sends a watch's headers and then nothing ------------------------- */
 
 static pid_t proxy_pid;
@@ -338,4 +382,4 @@ static int test_waiter_watch_behind_silent_proxy(void)
 }
 
 VT_MAIN(VT_CASE(test_fixture_members), VT_CASE(test_waiter_watch_on_hung_member),
-        VT_CASE(test_waiter_watch_behind_silent_proxy))
+        VT_CASE(test_observer_on_hung_member), VT_CASE(test_waiter_watch_behind_silent_proxy))

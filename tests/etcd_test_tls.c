@@ -17,15 +17,7 @@
 static const char *url, *certs;
 static char ca[1200], cert[1200], key[1200];
 
-#define NEED_TLS()                                                            \
-    do {                                                                      \
-        int need_rc_ = et_tls(&url, &certs);                                  \
-        if (need_rc_)                                                         \
-            return need_rc_;                                                  \
-        snprintf(ca, sizeof(ca), "%s/ca.pem", certs);                         \
-        snprintf(cert, sizeof(cert), "%s/client.pem", certs);                 \
-        snprintf(key, sizeof(key), "%s/client-key.pem", certs);               \
-    } while (0)
+#define NEED_TLS() ET_NEED_TLS()
 
 /* The connection with the fixture's CA and client certificate, plus o's
  * other fields; exits when it cannot be made. */

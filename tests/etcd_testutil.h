@@ -210,6 +210,19 @@ static inline int et_tls(const char **endpoint, const char **certs)
     return rc;
 }
 
+/* In a test of the TLS server: its endpoint and certificates, or return
+ * the skip or failure. Defines nothing; the caller declares url, certs,
+ * ca, cert and key (char[1200] each for the last three). */
+#define ET_NEED_TLS()                                                         \
+    do {                                                                      \
+        int need_rc_ = et_tls(&url, &certs);                                  \
+        if (need_rc_)                                                         \
+            return need_rc_;                                                  \
+        snprintf(ca, sizeof(ca), "%s/ca.pem", certs);                         \
+        snprintf(cert, sizeof(cert), "%s/client.pem", certs);                 \
+        snprintf(key, sizeof(key), "%s/client-key.pem", certs);               \
+    } while (0)
+
 /* A connected handle, or exit: the tests cannot go on without one. */
 static inline vigil_etcd *et_connect(const char *url)
 {

@@ -162,7 +162,7 @@ int vigil_etcd__auth_ready(vigil_etcd *e)
 
 bool vigil_etcd__auth_refused(vigil_etcd *e, const struct vigil_etcd_reply *r)
 {
-    if (!e->user)
+    if (!e->user || (r->http >= 200 && r->http <= 299 && !memmem(r->body, r->len, "\"error\"", 7)))
         return false;
     char msg[128];
     int code = vigil_etcd__error_of(r->body, r->len, msg, sizeof(msg));

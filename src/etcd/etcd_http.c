@@ -184,7 +184,9 @@ static int tls_refuses_us(vigil_etcd *e, const char *url, long timeout_ms)
  * holder's: VIGIL_ETIMEDOUT when the holder's deadline cut it short. */
 static int transfer(vigil_etcd *e, const char *url, const char *body, long *http)
 {
-    long total = e->attempt_ms > 0 && e->attempt_ms < e->total_ms ? e->attempt_ms : e->total_ms;
+    /* The holder's bound per attempt matters only where there is another
+     * endpoint to turn to; with one, the handle's own limit stands. */
+    long total = e->attempt_ms > 0 && e->attempt_ms < e->total_ms && e->n > 1 ? e->attempt_ms : e->total_ms;
     bool cut = false;
     if (e->deadline_ns != UINT64_MAX) {
         uint64_t now = now_ns();
@@ -212,7 +214,7 @@ static int transfer(vigil_etcd *e, const char *url, const char *body, long *http
     }
     CURLcode c = curl_easy_perform(e->curl);
     if (c != CURLE_OK) {
-        if (c == CURLE_OPERATION_TIMEDOUT && cut) {
+        if (c == CURLE_OPERATION_TIMEDOUT && cut && now_ns() >= e->deadline_ns) {
             vigil_etcd__why("%s: no answer before the deadline", url);
             return VIGIL_ETIMEDOUT;
         }

@@ -116,16 +116,22 @@ static void fill(const vigil_etcd_session *s, const char *key, const char *owner
     out->id = s->lease.id;
 }
 
-int vigil_etcd_session_acquire(vigil_etcd_session *s, const char *key, const char *owner, vigil_lease *out)
+/* The arguments of a session's acquire, and the session still alive: 0,
+ * or the error. */
+static int session_args(vigil_etcd_session *s, const char *key, const char *owner, const vigil_lease *out)
 {
     uint64_t secs;
     if (!s)
         return -EINVAL;
     int rc = vigil_etcd__acquire_args(s->e, key, owner, 1000, out, &secs);
+    return rc < 0 ? rc : vigil_keepalive_lost(s->ka) ? VIGIL_ELOST : 0;
+}
+
+int vigil_etcd_session_acquire(vigil_etcd_session *s, const char *key, const char *owner, vigil_lease *out)
+{
+    int rc = session_args(s, key, owner, out);
     if (rc < 0)
         return rc;
-    if (vigil_keepalive_lost(s->ka))
-        return VIGIL_ELOST;
     char body[VIGIL_ETCD_REQ_MAX], full[VIGIL_ETCD_KEY_MAX];
     struct vigil_etcd_reply r;
     uint64_t token = 0;
@@ -159,14 +165,9 @@ int vigil_etcd_session_acquire(vigil_etcd_session *s, const char *key, const cha
 int vigil_etcd_session_acquire_wait(vigil_etcd_session *s, const char *key, const char *owner, uint64_t timeout_ns,
                                     vigil_lease *out)
 {
-    uint64_t secs;
-    if (!s)
-        return -EINVAL;
-    int rc = vigil_etcd__acquire_args(s->e, key, owner, 1000, out, &secs);
+    int rc = session_args(s, key, owner, out);
     if (rc < 0)
         return rc;
-    if (vigil_keepalive_lost(s->ka))
-        return VIGIL_ELOST;
     struct vigil_etcd_place p = { .id = s->lease.id, .granted = s->granted, .shared = true };
     if ((rc = vigil_etcd__queue_wait(s->e, &p, key, owner, (uint64_t)s->granted, timeout_ns)) < 0)
         return rc == VIGIL_ELOST || vigil_keepalive_lost(s->ka) ? VIGIL_ELOST : rc;
