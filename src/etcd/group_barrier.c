@@ -20,14 +20,17 @@
  * THE PROTOCOL (model: model/group.pml, "round"; tests etcd_test_group.c,
  * etcd_test_group_hosts.c, and the chaos run etcd_test_group_chaos.c).
  *
- *   Arrival at r. Read N. r < N: released, return. Else one txn, fenced
- *   and comparing GROUP/round's mod_revision with the one read: put the
+ *   Arrival at r, on GROUP/round as the member last saw it (N, and its
+ *   mod_revision). r < N: released, return. Else one txn, fenced and
+ *   comparing GROUP/round's mod_revision with the one known: put the
  *   arrival and the seen key for every round N..r (an arrival counts for
  *   the rounds before it still gathering: a caller ahead of the others is
  *   counted in the rounds it passed over), and count names/ and the
- *   arrivals at N. An arrival's key hangs on the member's lease with its
- *   member key and its name, so a death takes all of them in one revision:
- *   arrivals are always a subset of the live names.
+ *   arrivals at N. If the round moved, the txn's failure branch reads it
+ *   (and our member key, to tell a stale member): try again on it. An
+ *   arrival's key hangs on the member's lease with its member key and its
+ *   name, so a death takes all of them in one revision: arrivals are
+ *   always a subset of the live names.
  *
  *   Judgement and commit of round N (by whoever sees the counts equal: the
  *   last to arrive, or a waiter woken by a death). Read at one revision X
@@ -39,7 +42,8 @@
  *     arrivals read at X; the serial: the committer if its call is for N,
  *     else the counted member of lowest join revision whose call is for N);
  *     delete rounds/N/; delete released/N-64; put our names/ key again
- *     (same value, same lease: the event that wakes every waiter).
+ *     (same lease, value "<hex> N+1 <serial>": the event that wakes every
+ *     waiter, and tells it the release, at the commit's revision).
  *   The round compare makes the release of N happen once (one serial). The
  *   gate compare makes a judgement fail if anyone withdrew from N since X:
  *   a waiter that timed out is never counted. The joins compare makes it
@@ -51,11 +55,13 @@
  *   mod_revision: delete our arrivals at N..r, put each round's gate. If
  *   the round moved first, look again: released means counted.
  *
- *   Waiting. A watch of names/ from the arrival's revision: a deletion (a
- *   death or a leave) may complete the round, a re-put announces a
- *   release; each wakes a look (GROUP/round and the counts). A look also
- *   happens every third of the TTL and whenever the stream no longer goes
- *   to the adapter's current endpoint.
+ *   Waiting. A watch of names/ (the member's own, kept from one wait to
+ *   the next): a re-put by a release tells the round now gathering, its
+ *   revision and its serial, and a waiter whose round it passed returns
+ *   on that alone; a deletion (a death or a leave) may complete the
+ *   round, and wakes a look (the round and the counts, one txn). A look
+ *   also happens every third of the TTL and whenever the stream no longer
+ *   goes to the adapter's current endpoint (a frozen member).
  */
 #define _GNU_SOURCE
 #include "group_internal.h"
