@@ -35,7 +35,7 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 
-#define DEATH_N  40
+#define DEATH_N  100
 #define HOST_N   4
 #define HOST_TTL 2000
 #define PROP_N   15
