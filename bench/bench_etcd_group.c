@@ -35,14 +35,14 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 
-#define DEATH_N  40
+#define DEATH_N  100
 #define HOST_N   4
 #define HOST_TTL 2000
 #define PROP_N   15
 #define WATCHERS 10
 #define PER_PROC 100
 #define REST_S   10
-#define SCALE_TTL 10000
+#define SCALE_TTL 30000 /* a machine this loaded can stall a keepalive for seconds */
 
 static char script[1024], state[256];
 static const char *eps;
@@ -140,7 +140,9 @@ static vigil_etcd *connect_or_die(void)
 
 /* ---- host A: an agent in a child ------------------------------------------------ */
 
-static pid_t agent_start(const char *dir)
+/* A child that runs fn(arg, fd) and writes a byte to fd once it is ready:
+ * its pid once it is, or -1. */
+static pid_t fork_ready(void (*fn)(void *arg, int fd), void *arg)
 {
     int fds[2];
     if (pipe(fds) != 0)
@@ -150,51 +152,60 @@ static pid_t agent_start(const char *dir)
     if (pid == 0) {
         close(fds[0]);
         prctl(PR_SET_PDEATHSIG, SIGKILL);
-        vigil_etcd *e = connect_or_die();
-        vigil_agent *a = NULL;
-        if (vigil_agent_open(e, dir, &a) < 0)
-            _exit(3);
-        (void)!write(fds[1], "r", 1);
-        for (;;)
-            if (vigil_agent_run(a, -1, NULL, 0) < 0)
-                _exit(4);
+        fn(arg, fds[1]);
+        _exit(0);
     }
     close(fds[1]);
     char c;
     struct pollfd p = { fds[0], POLLIN, 0 };
-    bool ready = poll(&p, 1, 30000) == 1 && read(fds[0], &c, 1) == 1;
+    bool ready = pid > 0 && poll(&p, 1, 30000) == 1 && read(fds[0], &c, 1) == 1;
     close(fds[0]);
     return ready ? pid : -1;
 }
 
-/* A member on host A in a child: joins, takes the one free unit, says so,
- * and waits to be killed. */
+/* Host A's agent. */
+static void agent_main(void *arg, int fd)
+{
+    vigil_etcd *e = connect_or_die();
+    vigil_agent *a = NULL;
+    if (vigil_agent_open(e, arg, &a) < 0)
+        _exit(3);
+    (void)!write(fd, "r", 1);
+    for (;;)
+        if (vigil_agent_run(a, -1, NULL, 0) < 0)
+            _exit(4);
+}
+
+static pid_t agent_start(const char *dir)
+{
+    return fork_ready(agent_main, (void *)dir);
+}
+
+/* A member on host A: joins, takes the one free unit, says so, and waits
+ * to be killed. */
+struct victim {
+    const char *group, *name, *dir;
+    uint64_t    ttl;
+};
+
+static void victim_main(void *arg, int fd)
+{
+    const struct victim *v = arg;
+    vigil_etcd *e = connect_or_die();
+    struct vigil_group_options o = { .dir = v->dir, .host = "hostA" };
+    vigil_group_member *m = NULL;
+    vigil_group_unit u;
+    if (vigil_group_join_opts(e, v->group, v->name, v->ttl, &o, &m) < 0 || vigil_group_take(m, &u) < 0)
+        _exit(3);
+    (void)!write(fd, "r", 1);
+    for (;;)
+        pause();
+}
+
 static pid_t victim_start(const char *group, const char *name, const char *dir, uint64_t ttl)
 {
-    int fds[2];
-    if (pipe(fds) != 0)
-        return -1;
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(fds[0]);
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        vigil_etcd *e = connect_or_die();
-        struct vigil_group_options o = { .dir = dir, .host = "hostA" };
-        vigil_group_member *m = NULL;
-        vigil_group_unit u;
-        if (vigil_group_join_opts(e, group, name, ttl, &o, &m) < 0 || vigil_group_take(m, &u) < 0)
-            _exit(3);
-        (void)!write(fds[1], "r", 1);
-        for (;;)
-            pause();
-    }
-    close(fds[1]);
-    char c;
-    struct pollfd p = { fds[0], POLLIN, 0 };
-    bool ready = poll(&p, 1, 30000) == 1 && read(fds[0], &c, 1) == 1;
-    close(fds[0]);
-    return ready ? pid : -1;
+    struct victim v = { group, name, dir, ttl };
+    return fork_ready(victim_main, &v);
 }
 
 /* Host B: a member waiting in take_wait, in a thread. */
@@ -376,8 +387,14 @@ static _Noreturn void scale_proc(const char *group, int p, int k)
         char name[32];
         snprintf(name, sizeof(name), "p%d-m%d", p, i);
         e[i] = connect_or_die();
-        if (vigil_group_join_opts(e[i], group, name, SCALE_TTL, &o, &m[i]) < 0)
+        vigil_etcd_set_timeout(e[i], 2000, 10000); /* patience: a loaded etcd answers late, not never */
+        int rc = -EAGAIN;
+        for (int tries = 0; tries < 5 && rc < 0 && rc != VIGIL_EBUSY; tries++)
+            rc = vigil_group_join_opts(e[i], group, name, SCALE_TTL, &o, &m[i]);
+        if (rc < 0) {
+            fprintf(stderr, "bench_etcd_group: join %s: %s\n", name, vigil_strerror(rc));
             _exit(3);
+        }
         atomic_fetch_add(&S->joined, 1);
     }
     uint64_t took = bench_now_ns() - t0, prev = atomic_load(&S->join_ns);
@@ -489,8 +506,19 @@ static int scale(int n, struct scale_row *row)
             scale_proc(group, p, n / procs + (p < n % procs));
         }
     }
-    while (atomic_load(&S->joined) < (uint32_t)n && bench_now_ns() - t0 < 300000000000ull)
+    while (atomic_load(&S->joined) < (uint32_t)n && bench_now_ns() - t0 < 300000000000ull) {
         usleep(1000);
+        for (int p = 0; p < procs; p++)
+            if (pid[p] > 0 && waitpid(pid[p], NULL, WNOHANG) == pid[p]) {
+                pid[p] = 0; /* a process that could not join: give up this size */
+                atomic_store(&S->go, -1);
+                for (int q = 0; q < procs; q++)
+                    if (pid[q] > 0)
+                        waitpid(pid[q], NULL, 0);
+                free(pid);
+                return -1;
+            }
+    }
     row->n = n;
     row->join_ms = ms(bench_now_ns() - t0);
     row->join_per_ms = ms(atomic_load(&S->join_ns)) / ((double)n / procs);
@@ -545,13 +573,47 @@ static int scale(int n, struct scale_row *row)
     return 0;
 }
 
+/* etcd's own cost on this machine now, for the ratios: the median of a
+ * put (a raft write) and of a range (a linearizable read), through one
+ * connection. */
+static void etcd_floor(double *put_ms, double *get_ms)
+{
+    vigil_etcd *e = connect_or_die();
+    uint64_t put[30], get[30];
+    char body[256], key[64], b64[128];
+    long http;
+    const char *reply;
+    size_t len;
+    int n = snprintf(key, sizeof(key), "bench/floor/%d", (int)getpid());
+    vigil_etcd__b64(key, (size_t)n, b64, sizeof(b64));
+    for (int i = 0; i < 30; i++) {
+        snprintf(body, sizeof(body), "{\"key\":\"%s\",\"value\":\"eA==\"}", b64);
+        uint64_t t0 = bench_now_ns();
+        vigil_etcd__request(e, "v3/kv/put", body, &http, &reply, &len);
+        put[i] = bench_now_ns() - t0;
+        snprintf(body, sizeof(body), "{\"key\":\"%s\"}", b64);
+        t0 = bench_now_ns();
+        vigil_etcd__request(e, "v3/kv/range", body, &http, &reply, &len);
+        get[i] = bench_now_ns() - t0;
+    }
+    qsort(put, 30, sizeof(put[0]), cmp_u64);
+    qsort(get, 30, sizeof(get[0]), cmp_u64);
+    *put_ms = ms(put[15]);
+    *get_ms = ms(get[15]);
+    vigil_etcd_close(e);
+}
+
 static void scales(void)
 {
     S = mmap(NULL, sizeof(*S), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     static const int sizes[] = { 10, 100, 1000 };
     struct scale_row rows[3];
-    printf("scale (up to %d members a process, TTL %d s; requests: etcd's gRPC calls at rest over %d s)\n", PER_PROC,
-           SCALE_TTL / 1000, REST_S);
+    double put_ms, get_ms;
+    etcd_floor(&put_ms, &get_ms);
+    printf("scale (a connection per member, up to %d members a process, TTL %d s; requests: etcd's gRPC calls "
+           "at rest over %d s)\n", PER_PROC, SCALE_TTL / 1000, REST_S);
+    printf("  etcd itself here now: a put %.1f ms, a range %.1f ms (medians; the floor every figure stands on)\n",
+           put_ms, get_ms);
     printf("  %8s %12s %14s %12s %16s %16s\n", "members", "join all", "join, each", "round", "join to 10 watchers",
            "requests/s/member");
     for (int i = 0; i < 3; i++) {
@@ -559,16 +621,17 @@ static void scales(void)
             printf("  %8d: failed\n", sizes[i]);
             return;
         }
-        printf("  %8d %9.0f ms %11.2f ms %9.1f ms %16.1f ms %16.3f\n", rows[i].n, rows[i].join_ms,
-               rows[i].join_per_ms, rows[i].round_ms, rows[i].prop_ms, rows[i].req_s);
+        printf("  %8d %9.0f ms %11.2f ms %9.1f ms %16.1f ms %16.3f   (a round is %.1f puts)\n", rows[i].n,
+               rows[i].join_ms, rows[i].join_per_ms, rows[i].round_ms, rows[i].prop_ms, rows[i].req_s,
+               rows[i].round_ms / put_ms);
         fflush(stdout);
     }
     printf("  growth from 10 members (x100 members: %.1fx join, %.1fx round, %.1fx propagation, %.2fx requests "
            "per member)\n",
            rows[2].join_ms / rows[0].join_ms, rows[2].round_ms / rows[0].round_ms, rows[2].prop_ms / rows[0].prop_ms,
            rows[2].req_s / rows[0].req_s);
-    printf("  at rest a member makes one request (its lease's keepalive) per 0.32 TTL:\n"
-           "  %.3f per second at TTL %d s, whatever the group's size\n",
+    printf("  at rest a member makes one request (its lease's keepalive) per 0.32 TTL: %.3f per second at\n"
+           "  TTL %d s, whatever the group's size (the cluster's load grows with the members, linearly)\n",
            1.0 / (0.32 * SCALE_TTL / 1000.0), SCALE_TTL / 1000);
 }
 

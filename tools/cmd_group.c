@@ -225,14 +225,16 @@ static void print_event(const vigil_group_event *ev, bool json)
     }
 }
 
-static int watch_run(const struct tool_cmd *cmd, int argc, char **argv)
+/* watch and ls: GROUP --etcd ENDPOINTS [--json] and the connection flags,
+ * parsed and connected. TOOL_GO with *group, *etcd, *json and *e, or the
+ * exit status. */
+static int group_and_etcd(const struct tool_cmd *cmd, int argc, char **argv, const char **group,
+                          const char **etcd, bool *json, vigil_etcd **e)
 {
-    const char *etcd = NULL;
-    bool json = false;
     struct tool_etcd_flags flags = { 0 };
     const struct tool_opt opts[] = {
-        { "etcd", OPT_STR, 0, 0, NULL, NULL, &etcd },
-        { "json", OPT_FLAG, 0, 0, NULL, &json, NULL },
+        { "etcd", OPT_STR, 0, 0, NULL, NULL, etcd },
+        { "json", OPT_FLAG, 0, 0, NULL, json, NULL },
         TOOL_ETCD_OPTS(&flags),
     };
     const char *pos[1];
@@ -240,15 +242,23 @@ static int watch_run(const struct tool_cmd *cmd, int argc, char **argv)
     int rc = tool_parse(cmd, argc, argv, opts, sizeof(opts) / sizeof(opts[0]), pos, 0, 1, &npos);
     if (rc != TOOL_GO)
         return rc;
-    if (!etcd)
+    if (!*etcd)
         return tool_usage_error(cmd, "missing --etcd ENDPOINTS");
     if (npos == 0)
         return tool_usage_error(cmd, "missing GROUP");
     if ((rc = check_name(cmd, "GROUP", pos[0], VIGIL_GROUP_MAX)) != TOOL_GO)
         return rc;
-    const char *group = pos[0];
+    *group = pos[0];
+    return (rc = connect_etcd(cmd, *group, *etcd, &flags, e)) != 0 ? rc : TOOL_GO;
+}
+
+static int watch_run(const struct tool_cmd *cmd, int argc, char **argv)
+{
+    const char *etcd = NULL, *group = NULL;
+    bool json = false;
     vigil_etcd *e = NULL;
-    if ((rc = connect_etcd(cmd, group, etcd, &flags, &e)) != 0)
+    int rc = group_and_etcd(cmd, argc, argv, &group, &etcd, &json, &e);
+    if (rc != TOOL_GO)
         return rc;
     tool_catch_stop_signals(); /* before the watcher's thread, which inherits the mask */
     vigil_group_watcher *w = NULL;
@@ -292,28 +302,11 @@ static int watch_run(const struct tool_cmd *cmd, int argc, char **argv)
 
 static int ls_run(const struct tool_cmd *cmd, int argc, char **argv)
 {
-    const char *etcd = NULL;
+    const char *etcd = NULL, *group = NULL;
     bool json = false;
-    struct tool_etcd_flags flags = { 0 };
-    const struct tool_opt opts[] = {
-        { "etcd", OPT_STR, 0, 0, NULL, NULL, &etcd },
-        { "json", OPT_FLAG, 0, 0, NULL, &json, NULL },
-        TOOL_ETCD_OPTS(&flags),
-    };
-    const char *pos[1];
-    size_t npos = 0;
-    int rc = tool_parse(cmd, argc, argv, opts, sizeof(opts) / sizeof(opts[0]), pos, 0, 1, &npos);
-    if (rc != TOOL_GO)
-        return rc;
-    if (!etcd)
-        return tool_usage_error(cmd, "missing --etcd ENDPOINTS");
-    if (npos == 0)
-        return tool_usage_error(cmd, "missing GROUP");
-    if ((rc = check_name(cmd, "GROUP", pos[0], VIGIL_GROUP_MAX)) != TOOL_GO)
-        return rc;
-    const char *group = pos[0];
     vigil_etcd *e = NULL;
-    if ((rc = connect_etcd(cmd, group, etcd, &flags, &e)) != 0)
+    int rc = group_and_etcd(cmd, argc, argv, &group, &etcd, &json, &e);
+    if (rc != TOOL_GO)
         return rc;
     vigil_group_member_info *m = NULL;
     int n = 0;

@@ -18,7 +18,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, AsyncIterator, Iterator, List, Optional, Type
+from typing import Any, AsyncIterator, Iterator, List, Optional, Tuple, Type
 
 from . import _ffi, _util
 from ._aio import finish, pool
@@ -131,6 +131,8 @@ class GroupEvent:
 
 @dataclass(frozen=True)
 class Peer:
+    """A member as a round's record names it: its name and join revision."""
+
     name: str
     revision: int
 
@@ -149,6 +151,9 @@ class RoundInfo:
 
 @dataclass(frozen=True)
 class GroupStats:
+    """The group at one etcd revision: members, units by state, the round
+    gathering (rounds released so far) and the leader's term (0: none)."""
+
     members: int
     units_free: int
     units_owned: int
@@ -164,6 +169,7 @@ class GroupWatch:
     one or None; iterating blocks for the next; `async for` waits in the loop."""
 
     def __init__(self, group: "Group") -> None:
+        """Not called directly: use `Group.watch`."""
         self._group = group
         self._lib = _ffi.etcd_lib()
         out = ffi.new("vigil_group_watcher **")
@@ -232,6 +238,7 @@ class GroupWatch:
             self._lib.vigil_group_watch_close(ptr)
 
     def __enter__(self) -> "GroupWatch":
+        """`with group.watch() as w`: closed on the way out."""
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -310,6 +317,7 @@ class Group:
     close = leave
 
     def __enter__(self) -> "Group":
+        """`with group.join(...)`: leaves on the way out."""
         return self
 
     def __exit__(self, et: Optional[Type[BaseException]], ev: Optional[BaseException],
@@ -321,6 +329,7 @@ class Group:
                 raise
 
     async def __aenter__(self) -> "Group":
+        """`async with group.join(...)`: leaves on the way out."""
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -377,6 +386,7 @@ class Group:
         return GroupWatch(self)
 
     def stats(self) -> GroupStats:
+        """Members, units free, owned and done, the round and the term, read at one revision."""
         buf = ffi.new("vigil_py_group_stats *")
         check(self._lib.vigil_group_stats_get(self.etcd._p(), self._gname, ffi.addressof(buf, "v")), self.name)
         s = buf.v
@@ -444,7 +454,7 @@ class Group:
         return self.barrier_wait_info(round, timeout)[0]
 
     def barrier_wait_info(self, round: int, timeout: Optional[float] = None,
-                          peers: int = 1024) -> "tuple[bool, RoundInfo]":
+                          peers: int = 1024) -> Tuple[bool, RoundInfo]:
         """`barrier_wait`, and who the round counted and left out (up to `peers` of each)."""
         r = _util.uint(round, "round", (1 << 63) - 1)
         info = ffi.new("vigil_group_round *")
@@ -481,6 +491,7 @@ class Group:
             raise
 
     async def take_async(self) -> Optional[Unit]:
+        """`take` in a worker thread."""
         return await self._call(self.take)
 
     async def take_wait_async(self, timeout: Optional[float] = None) -> Optional[Unit]:
@@ -503,6 +514,7 @@ class Group:
             raise
 
     async def done_async(self, unit: Unit) -> None:
+        """`done` in a worker thread."""
         await self._call(self.done, unit)
 
     async def barrier_wait_async(self, round: int, timeout: Optional[float] = None) -> bool:
@@ -517,3 +529,6 @@ def _round_from(info: Any, counted: Any, left: Any) -> RoundInfo:
     return RoundInfo(info.round, info.revision, info.serial,
                      [Peer(_str(counted[i].name), counted[i].revision) for i in range(nc)],
                      [Peer(_str(left[i].name), left[i].revision) for i in range(nl)])
+
+
+_util.resolve_annotations(MemberInfo, Unit, GroupEvent, Peer, RoundInfo, GroupStats, GroupWatch, Group)

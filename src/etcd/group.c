@@ -184,6 +184,7 @@ static int renew_member(void *ctx, const vigil_lease *l)
 
 static void member_free(vigil_group_member *m)
 {
+    gstream_close(m->bstream);
     free(m->value);
     free(m);
 }

@@ -20,14 +20,17 @@
  * THE PROTOCOL (model: model/group.pml, "round"; tests etcd_test_group.c,
  * etcd_test_group_hosts.c, and the chaos run etcd_test_group_chaos.c).
  *
- *   Arrival at r. Read N. r < N: released, return. Else one txn, fenced
- *   and comparing GROUP/round's mod_revision with the one read: put the
+ *   Arrival at r, on GROUP/round as the member last saw it (N, and its
+ *   mod_revision). r < N: released, return. Else one txn, fenced and
+ *   comparing GROUP/round's mod_revision with the one known: put the
  *   arrival and the seen key for every round N..r (an arrival counts for
  *   the rounds before it still gathering: a caller ahead of the others is
  *   counted in the rounds it passed over), and count names/ and the
- *   arrivals at N. An arrival's key hangs on the member's lease with its
- *   member key and its name, so a death takes all of them in one revision:
- *   arrivals are always a subset of the live names.
+ *   arrivals at N. If the round moved, the txn's failure branch reads it
+ *   (and our member key, to tell a stale member): try again on it. An
+ *   arrival's key hangs on the member's lease with its member key and its
+ *   name, so a death takes all of them in one revision: arrivals are
+ *   always a subset of the live names.
  *
  *   Judgement and commit of round N (by whoever sees the counts equal: the
  *   last to arrive, or a waiter woken by a death). Read at one revision X
@@ -39,7 +42,8 @@
  *     arrivals read at X; the serial: the committer if its call is for N,
  *     else the counted member of lowest join revision whose call is for N);
  *     delete rounds/N/; delete released/N-64; put our names/ key again
- *     (same value, same lease: the event that wakes every waiter).
+ *     (same lease, value "<hex> N+1 <serial>": the event that wakes every
+ *     waiter, and tells it the release, at the commit's revision).
  *   The round compare makes the release of N happen once (one serial). The
  *   gate compare makes a judgement fail if anyone withdrew from N since X:
  *   a waiter that timed out is never counted. The joins compare makes it
@@ -51,11 +55,13 @@
  *   mod_revision: delete our arrivals at N..r, put each round's gate. If
  *   the round moved first, look again: released means counted.
  *
- *   Waiting. A watch of names/ from the arrival's revision: a deletion (a
- *   death or a leave) may complete the round, a re-put announces a
- *   release; each wakes a look (GROUP/round and the counts). A look also
- *   happens every third of the TTL and whenever the stream no longer goes
- *   to the adapter's current endpoint.
+ *   Waiting. A watch of names/ (the member's own, kept from one wait to
+ *   the next): a re-put by a release tells the round now gathering, its
+ *   revision and its serial, and a waiter whose round it passed returns
+ *   on that alone; a deletion (a death or a leave) may complete the
+ *   round, and wakes a look (the round and the counts, one txn). A look
+ *   also happens every third of the TTL and whenever the stream no longer
+ *   goes to the adapter's current endpoint (a frozen member).
  */
 #define _GNU_SOURCE
 #include "group_internal.h"
@@ -235,38 +241,21 @@ struct peer {
  * values say (arrivals: "rev call"; seen: "rev"): their number, or an error. */
 static int read_peers(const struct greply *r, int n, size_t plen, struct peer **out)
 {
-    int64_t count;
-    const cJSON *kvs, *kv;
-    int rc = greply_range(r, n, &count, &kvs);
+    struct gentry *e;
+    int k = greply_entries(r, n, plen, VIGIL_MEMBER_MAX, &e);
     *out = NULL;
-    if (rc < 0)
-        return rc;
-    size_t cap = (size_t)cJSON_GetArraySize(kvs), k = 0;
-    struct peer *p = cap ? calloc(cap, sizeof(*p)) : NULL;
-    if (cap && !p)
-        return -ENOMEM;
-    cJSON_ArrayForEach(kv, kvs) {
-        struct gkv g;
-        if ((rc = gkv_read(kv, &g)) < 0)
-            break;
-        size_t l = strlen(g.key);
-        if (l > plen && l - plen <= VIGIL_MEMBER_MAX && k < cap) {
-            memcpy(p[k].name, g.key + plen, l - plen + 1);
-            if (g.val) {
-                char *end;
-                p[k].rev = strtoull(g.val, &end, 10);
-                p[k].call = *end == ' ' ? strtoull(end + 1, NULL, 10) : 0;
-            }
-            k++;
-        }
-        gkv_free(&g);
+    if (k <= 0)
+        return k;
+    struct peer *p = calloc((size_t)k, sizeof(*p));
+    for (int i = 0; p && i < k; i++) {
+        char *end;
+        memcpy(p[i].name, e[i].name, sizeof(p[i].name));
+        p[i].rev = strtoull(e[i].val, &end, 10);
+        p[i].call = *end == ' ' ? strtoull(end + 1, NULL, 10) : 0;
     }
-    if (rc < 0) {
-        free(p);
-        return rc;
-    }
+    free(e);
     *out = p;
-    return (int)k;
+    return p ? k : -ENOMEM;
 }
 
 static const struct peer *find(const struct peer *p, int n, const char *name)
@@ -448,7 +437,13 @@ static int commit_once(vigil_group_member *m, uint64_t n, uint64_t call)
     gtxn_del(&t, G_OK, kround, G_PREFIX);
     if (n >= KEEP_ROUNDS)
         gtxn_del(&t, G_OK, kold, 0);
-    gtxn_put(&t, G_OK, kme, m->hex, strlen(m->hex), m->lease); /* the wake-up */
+    /* The wake-up, which tells the release too: our name again, same
+     * lease, its value "<hex> <round now gathering> <serial>". Its event
+     * comes at the commit's revision, the round's new mod_revision: a
+     * waiter learns from the event alone that its round is released. */
+    char poke[96];
+    snprintf(poke, sizeof(poke), "%s %" PRIu64 " %" PRIu64, m->hex, n + 1, serial);
+    gtxn_put(&t, G_OK, kme, poke, strlen(poke), m->lease);
     free(rec);
     rc = gtxn_run(m->e, &t, &r);
     gtxn_free(&t);
@@ -582,16 +577,28 @@ static int outcome(vigil_group_member *m, uint64_t r, const struct round_state *
  * commit what a reading already showed (complete or not). */
 enum next_step { SLEEP, READ_ROUND, LOOK_AGAIN, SHOWN_COMPLETE, SHOWN_INCOMPLETE };
 
-/* A batch of names/ events: a deletion calls for a look, a name put again
- * for a read of the round, a join for nothing. */
-static enum next_step after_events(const struct gevent *ev, int n)
+/* A batch of names/ events: a deletion calls for a look; a name put again
+ * by a release tells the round (into st, when it is news), or else calls
+ * for a read of it; a join calls for nothing. */
+static enum next_step after_events(const struct gevent *ev, int n, struct round_state *st)
 {
     enum next_step next = SLEEP;
-    for (int i = 0; i < n; i++)
-        if (ev[i].del)
+    for (int i = 0; i < n; i++) {
+        uint64_t gathering, serial;
+        char hex[17];
+        if (ev[i].del) {
             next = LOOK_AGAIN;
-        else if (ev[i].kv.version > 1 && next == SLEEP)
+        } else if (ev[i].kv.version > 1 && ev[i].kv.val &&
+                   sscanf(ev[i].kv.val, "%16s %" SCNu64 " %" SCNu64, hex, &gathering, &serial) == 3) {
+            if (gathering > st->next) {
+                st->next = gathering;
+                st->mod = ev[i].kv.mod; /* the release's revision: the round key's too */
+                st->serial = serial;
+            }
+        } else if (ev[i].kv.version > 1 && next == SLEEP) {
             next = READ_ROUND;
+        }
+    }
     return next;
 }
 
@@ -615,7 +622,19 @@ static int wait_round(vigil_group_member *m, uint64_t r, uint64_t deadline, vigi
         goto out;
     uint64_t recheck = m->ttl_ms / 3 * 1000000ull;
     int lfd = vigil_group_lost_fd(m);
-    struct gstream *s = NULL;
+    /* The member's stream from its last wait, if it still speaks for the
+     * current endpoint: events it holds from before our arrival are old
+     * news (a release they tell is of a round before ours, a death makes
+     * one more look), and opening a stream per wait is what a round of a
+     * thousand members cannot afford. */
+    struct gstream *s = m->bstream;
+    m->bstream = NULL;
+    if (s && !gstream_current(s, m->e)) {
+        gstream_close(s);
+        s = NULL;
+    }
+    if (s)
+        rev = m->bstream_rev;
     struct gevent ev[EVENTS];
     enum next_step next = complete ? SHOWN_COMPLETE : SHOWN_INCOMPLETE; /* the arrival's own reading */
     uint64_t look_at = gnow_ns() + recheck;
@@ -672,11 +691,21 @@ static int wait_round(vigil_group_member *m, uint64_t r, uint64_t deadline, vigi
             next = LOOK_AGAIN;
             continue;
         }
-        next = after_events(ev, n);
+        next = after_events(ev, n, &st);
         for (int i = 0; i < n; i++)
             gkv_free(&ev[i].kv);
+        if (r < st.next) {
+            rc = outcome(m, r, &st, info); /* told by the release's own event */
+            break;
+        }
     }
-    gstream_close(s);
+    /* The stream stays the member's for its next wait, unless it ended. */
+    if (s && gstream_current(s, m->e)) {
+        m->bstream = s;
+        m->bstream_rev = rev;
+    } else {
+        gstream_close(s);
+    }
 out:
     m->rnext = st.next, m->rmod = st.mod, m->rserial = st.serial; /* where the next wait starts */
     return rc;

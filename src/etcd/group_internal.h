@@ -87,6 +87,17 @@ void gkv_free(struct gkv *kv);
 int  greply_range(const struct greply *r, int n, int64_t *count, const struct cJSON **kvs);
 /* Decodes one element of a kvs array: 0, or -EPROTO. */
 int  gkv_read(const struct cJSON *kv, struct gkv *out);
+/* A key of a range under a prefix: the rest of its name past the prefix,
+ * its create_revision, and the start of its value. */
+struct gentry {
+    char    name[VIGIL_UNIT_MAX + 1];
+    int64_t create;
+    char    val[48];
+};
+/* The keys of the n-th range of r whose rest past plen bytes is 1 to
+ * maxlen bytes, in key order: their number (into *out, malloc'd; NULL for
+ * none), or an error. */
+int  greply_entries(const struct greply *r, int n, size_t plen, size_t maxlen, struct gentry **out);
 /* The first kv of the n-th range (as greply_range): 1 and *out, 0 none,
  * -EPROTO. */
 int  greply_first(const struct greply *r, int n, struct gkv *out);
@@ -132,6 +143,8 @@ struct vigil_group_member {
     _Atomic bool     waiting;     /* in a barrier wait (one at a time) */
     uint64_t         rnext, rserial; /* GROUP/round as the last wait left it */
     int64_t          rmod;
+    struct gstream  *bstream;     /* the last wait's watch of names/, kept for the next */
+    int64_t          bstream_rev;  /* what it has reported up to */
 };
 
 /* The comparison every write of a member makes: its key under members/

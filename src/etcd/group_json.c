@@ -272,3 +272,38 @@ int greply_first(const struct greply *r, int n, struct gkv *out)
     rc = gkv_read(kvs->child, out);
     return rc < 0 ? rc : 1;
 }
+
+int greply_entries(const struct greply *r, int n, size_t plen, size_t maxlen, struct gentry **out)
+{
+    int64_t count;
+    const cJSON *kvs, *kv;
+    int rc = greply_range(r, n, &count, &kvs);
+    *out = NULL;
+    if (rc < 0)
+        return rc;
+    size_t cap = (size_t)cJSON_GetArraySize(kvs), k = 0;
+    struct gentry *e = cap ? calloc(cap, sizeof(*e)) : NULL;
+    if (cap && !e)
+        return -ENOMEM;
+    if (maxlen >= sizeof(e->name))
+        maxlen = sizeof(e->name) - 1;
+    cJSON_ArrayForEach(kv, kvs) {
+        struct gkv g;
+        if ((rc = gkv_read(kv, &g)) < 0)
+            break;
+        size_t l = strlen(g.key);
+        if (l > plen && l - plen <= maxlen && k < cap) {
+            memcpy(e[k].name, g.key + plen, l - plen + 1);
+            e[k].create = g.create;
+            snprintf(e[k].val, sizeof(e[k].val), "%s", g.val ? g.val : "");
+            k++;
+        }
+        gkv_free(&g);
+    }
+    if (rc < 0) {
+        free(e);
+        return rc;
+    }
+    *out = e;
+    return (int)k;
+}

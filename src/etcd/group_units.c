@@ -12,7 +12,8 @@
  *           a unit without an owner is a candidate; then the claim, txn:
  *             fence (members/<ours> created at our join revision)
  *             owners/<u> absent (nobody owns it)
- *             units/<u> created at the revision we read (still in the set)
+ *             units/<u> present (still in the set: done, a unit never
+ *             comes back, since add refuses a unit with a done record)
  *           then put owners/<u> on our lease. At most one claim of a unit
  *           exists at any revision (the absent compare, in etcd's total
  *           order), and only a live member's claim lands (the fence: our
@@ -27,9 +28,10 @@
  *
  * A member's death deletes its claims with its lease, in one revision:
  * its units are candidates again, and each is claimed by exactly one
- * survivor (the absent compare). take_wait sleeps on a watch of work/ and
- * tries again when a claim goes without its unit (freed, not done) or a
- * unit is added.
+ * survivor (the absent compare). take_wait sleeps on a watch of work/:
+ * a claim deleted without its unit (freed, not done) is claimed at once,
+ * by name, without reading the set first; a unit added, or a freed unit
+ * another got first, sends it back to take.
  */
 #define _GNU_SOURCE
 #include "group_internal.h"
@@ -43,10 +45,7 @@
 
 #define CLAIM_TRIES 4 /* candidates tried from one reading before reading again */
 
-struct cand {
-    char    name[VIGIL_UNIT_MAX + 1];
-    int64_t create;
-};
+#define cand gentry /* a unit of the set, or a claim */
 
 int vigil_group_add(vigil_etcd *e, const char *group, const char *unit)
 {
@@ -70,39 +69,6 @@ int vigil_group_add(vigil_etcd *e, const char *group, const char *unit)
         greply_free(&r);
     }
     return rc;
-}
-
-/* The units of r's range n, past the prefix of plen bytes, in key order:
- * their number (into *out, malloc'd), or an error. */
-static int read_units(const struct greply *r, int n, size_t plen, struct cand **out)
-{
-    int64_t count;
-    const cJSON *kvs, *kv;
-    int rc = greply_range(r, n, &count, &kvs);
-    *out = NULL;
-    if (rc < 0)
-        return rc;
-    size_t cap = (size_t)cJSON_GetArraySize(kvs), k = 0;
-    struct cand *c = cap ? calloc(cap, sizeof(*c)) : NULL;
-    if (cap && !c)
-        return -ENOMEM;
-    cJSON_ArrayForEach(kv, kvs) {
-        struct gkv g;
-        if ((rc = gkv_read(kv, &g)) < 0)
-            break;
-        size_t l = strlen(g.key);
-        if (l > plen && l - plen <= VIGIL_UNIT_MAX && k < cap) {
-            memcpy(c[k].name, g.key + plen, l - plen + 1);
-            c[k++].create = g.create;
-        }
-        gkv_free(&g);
-    }
-    if (rc < 0) {
-        free(c);
-        return rc;
-    }
-    *out = c;
-    return (int)k;
 }
 
 /* Reads the set and the claims at one revision: the units without an
@@ -129,9 +95,9 @@ static int candidates(vigil_group_member *m, struct cand **cand, int64_t *rev)
     int nu = 0, no = 0;
     if (!r.ok)
         rc = VIGIL_ELOST;
-    else if ((nu = read_units(&r, 0, strlen(ku), &units)) < 0)
+    else if ((nu = greply_entries(&r, 0, strlen(ku), VIGIL_UNIT_MAX, &units)) < 0)
         rc = nu;
-    else if ((no = read_units(&r, 1, strlen(ko), &owned)) < 0)
+    else if ((no = greply_entries(&r, 1, strlen(ko), VIGIL_UNIT_MAX, &owned)) < 0)
         rc = no;
     greply_free(&r);
     if (rc == 0 && nu == 0)
@@ -170,7 +136,7 @@ static int claim(vigil_group_member *m, const struct cand *c, uint64_t *token)
     gtxn_init(&t);
     gtxn_fence(&t, m);
     gtxn_cmp(&t, ko, G_CREATE, G_EQ, 0);
-    gtxn_cmp(&t, ku, G_CREATE, G_EQ, c->create);
+    gtxn_cmp(&t, ku, G_CREATE, G_GREATER, 0); /* still in the set: a done unit never returns (its done record) */
     gtxn_put(&t, G_OK, ko, m->hex, strlen(m->hex), m->lease);
     gtxn_range(&t, G_FAIL, km, G_KEYS_ONLY, 0);
     rc = gtxn_run(m->e, &t, &r);
@@ -242,18 +208,22 @@ int vigil_group_take(vigil_group_member *m, vigil_group_unit *out)
 }
 
 /* Does this event free a unit or add one? A claim deleted without its
- * unit (in the same revision) is freed; a unit put is added. */
-static bool frees(const struct gevent *ev, int n, int i, size_t plen_o, const char *ko, const char *ku)
+ * unit (in the same revision) is freed: its name into freed (if empty);
+ * a unit put is added. */
+static bool frees(const struct gevent *ev, int n, int i, const char *ko, const char *ku, char *freed)
 {
     const struct gkv *kv = &ev[i].kv;
+    size_t lo = strlen(ko), lu = strlen(ku);
     if (!ev[i].del)
-        return strncmp(kv->key, ku, strlen(ku)) == 0;
-    if (strncmp(kv->key, ko, plen_o) != 0)
+        return strncmp(kv->key, ku, lu) == 0;
+    if (strncmp(kv->key, ko, lo) != 0)
         return false;
     for (int j = 0; j < n; j++)
-        if (ev[j].del && ev[j].kv.mod == kv->mod && strncmp(ev[j].kv.key, ku, strlen(ku)) == 0 &&
-            strcmp(ev[j].kv.key + strlen(ku), kv->key + plen_o) == 0)
+        if (ev[j].del && ev[j].kv.mod == kv->mod && strncmp(ev[j].kv.key, ku, lu) == 0 &&
+            strcmp(ev[j].kv.key + lu, kv->key + lo) == 0)
             return false; /* done in that txn: not free */
+    if (!freed[0] && strlen(kv->key + lo) <= VIGIL_UNIT_MAX)
+        memcpy(freed, kv->key + lo, strlen(kv->key + lo) + 1);
     return true;
 }
 
@@ -276,13 +246,26 @@ int vigil_group_take_wait(vigil_group_member *m, uint64_t timeout_ns, vigil_grou
     int lfd = vigil_group_lost_fd(m);
     struct gstream *s = NULL;
     struct gevent ev[EVENTS];
+    struct cand freed = { .name = "" };
     int64_t rev = 0;
     for (;;) {
         if (vigil_group_lost(m)) {
             rc = VIGIL_ELOST;
             break;
         }
-        rc = take_some(m, out, &rev);
+        rc = VIGIL_EBUSY;
+        if (freed.name[0]) {
+            /* A unit the stream saw freed: claim it by name at once. */
+            uint64_t token = 0;
+            if ((rc = claim(m, &freed, &token)) == 0) {
+                memset(out, 0, sizeof(*out));
+                memcpy(out->name, freed.name, strlen(freed.name));
+                out->token = token;
+            }
+            freed.name[0] = '\0';
+        }
+        if (rc == VIGIL_EBUSY)
+            rc = take_some(m, out, &rev);
         if (rc != VIGIL_EBUSY)
             break;
         uint64_t now = gnow_ns();
@@ -290,10 +273,12 @@ int vigil_group_take_wait(vigil_group_member *m, uint64_t timeout_ns, vigil_grou
             rc = VIGIL_ETIMEDOUT;
             break;
         }
-        gstream_close(s);
-        if ((rc = gstream_open(m->e, kw, G_PREFIX, rev + 1, &s)) < 0) {
-            s = NULL;
-            break;
+        if (!s || !gstream_current(s, m->e)) {
+            gstream_close(s);
+            if ((rc = gstream_open(m->e, kw, G_PREFIX, rev + 1, &s)) < 0) {
+                s = NULL;
+                break;
+            }
         }
         uint64_t look_at = now + recheck;
         bool again = false;
@@ -305,10 +290,13 @@ int vigil_group_take_wait(vigil_group_member *m, uint64_t timeout_ns, vigil_grou
             uint64_t ms = (until - now) / 1000000 + 1;
             int n = gstream_next(s, (int)(ms < GROUP_STREAM_SLICE_MS ? ms : GROUP_STREAM_SLICE_MS), lfd, ev,
                                  EVENTS, &rev);
-            if (n < 0 || n == GSTREAM_ENDED)
-                break; /* look again, and open a new stream after */
+            if (n < 0 || n == GSTREAM_ENDED) {
+                gstream_close(s); /* look again, and open a new stream after */
+                s = NULL;
+                break;
+            }
             for (int i = 0; i < n; i++)
-                again = again || frees(ev, n, i, strlen(ko), ko, ku);
+                again = frees(ev, n, i, ko, ku, freed.name) || again;
             for (int i = 0; i < n; i++)
                 gkv_free(&ev[i].kv);
         }
