@@ -15,6 +15,14 @@
  *                   (etcd's Watch counter moved): the watch event, then a
  *                   keepalive and a look (txn) before it returns
  *
+ *   TLS, auth       renew over mutual TLS (a second etcd of our own, started
+ *                   with --client-cert-auth by tests/etcd_cluster.sh, its
+ *                   certificates made with openssl), then with etcd auth
+ *                   on as well (the token on every request), each
+ *                   interleaved with renew over plain http, as a ratio;
+ *                   and a fresh handle's first request (the TLS handshake)
+ *                   beside a plain one's
+ *
  * Starts its own etcd with tests/etcd_server.sh (found next to this source
  * file), or uses VIGIL_ETCD_ENDPOINTS; without etcd it says so and exits 0.
  * Figures are medians (p99 beside them); the ratio to the round trip is
@@ -122,6 +130,146 @@ static const char *endpoints(char *buf, size_t cap)
 }
 
 #define WAKE_N 100
+
+/* ---- a second etcd, speaking only mutual TLS ---------------------------------- */
+
+static char tls_script[1024], tls_state[256];
+
+static int run_tls(const char *cmd, const char *arg)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        char certs[400];
+        snprintf(certs, sizeof(certs), "%s/certs", tls_state);
+        setenv("ETCD_TLS", certs, 1);
+        execlp("sh", "sh", tls_script, cmd, tls_state, arg, (char *)NULL);
+        _exit(127);
+    }
+    int st;
+    if (waitpid(pid, &st, 0) != pid)
+        return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void stop_tls(void)
+{
+    if (tls_state[0]) {
+        run_tls("stop", NULL);
+        char cmd[600];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tls_state);
+        if (system(cmd) != 0)
+            fprintf(stderr, "bench_etcd: could not remove %s\n", tls_state);
+    }
+}
+
+/* The TLS server's endpoint, or NULL (it could not start: the TLS rows are
+ * left out). */
+static const char *tls_server(char *buf, size_t cap)
+{
+    const char *src = __FILE__, *slash = strrchr(src, '/');
+    int dir = slash ? (int)(slash - src) : 0;
+    snprintf(tls_script, sizeof(tls_script), "%.*s%s../tests/etcd_cluster.sh", dir, src, slash ? "/" : "");
+    const char *tmp = getenv("TMPDIR");
+    snprintf(tls_state, sizeof(tls_state), "%s/vigil-bench-tls.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (access(tls_script, R_OK) != 0 || !mkdtemp(tls_state)) {
+        tls_state[0] = '\0';
+        return NULL;
+    }
+    atexit(stop_tls);
+    char p[400];
+    snprintf(p, sizeof(p), "%s/endpoints", tls_state);
+    FILE *f = run_tls("start", "1") == 0 ? fopen(p, "r") : NULL;
+    if (!f || !fgets(buf, (int)cap, f)) {
+        if (f)
+            fclose(f);
+        return NULL;
+    }
+    fclose(f);
+    buf[strcspn(buf, "\r\n")] = '\0';
+    return buf;
+}
+
+/* etcdctl against the TLS server, quietly: its exit status. */
+static int tls_ctl(const char *url, const char *user, const char *args)
+{
+    char cmd[2000];
+    snprintf(cmd, sizeof(cmd),
+             "ETCDCTL_API=3 etcdctl --endpoints=%s --cacert=%s/certs/ca.pem --cert=%s/certs/client.pem "
+             "--key=%s/certs/client-key.pem %s%s %s >/dev/null 2>&1",
+             url, tls_state, tls_state, tls_state, user ? "--user=" : "", user ? user : "", args);
+    return system(cmd);
+}
+
+static vigil_etcd *tls_connect(const char *url, const char *user, const char *password)
+{
+    char ca[400], cert[400], key[400];
+    snprintf(ca, sizeof(ca), "%s/certs/ca.pem", tls_state);
+    snprintf(cert, sizeof(cert), "%s/certs/client.pem", tls_state);
+    snprintf(key, sizeof(key), "%s/certs/client-key.pem", tls_state);
+    struct vigil_etcd_options o = { .cacert = ca, .cert = cert, .key = key, .user = user, .password = password };
+    vigil_etcd *t = NULL;
+    int rc = vigil_etcd_connect_opts(url, &o, &t);
+    if (rc < 0)
+        fprintf(stderr, "bench_etcd: TLS connect: %s %s\n", vigil_strerror(rc), vigil_etcd_errmsg());
+    return rc < 0 ? NULL : t;
+}
+
+#define TLS_N 1000
+#define HS_N  50
+
+/* renew on plain e and on t, interleaved, TLS_N times each. 0 or -1. */
+static int renew_pair(vigil_etcd *e, vigil_etcd *t, const char *key, uint64_t *plain, uint64_t *over)
+{
+    vigil_lease a, b;
+    if (vigil_etcd_acquire(e, key, "bench", 5000, &a) != 0 || vigil_etcd_acquire(t, key, "bench", 5000, &b) != 0) {
+        fprintf(stderr, "bench_etcd: TLS acquire: %s\n", vigil_etcd_errmsg());
+        return -1;
+    }
+    for (int i = 0; i < 100; i++) /* warm both connections */
+        vigil_etcd_renew(e, &a), vigil_etcd_renew(t, &b);
+    for (int i = 0; i < TLS_N; i++) {
+        uint64_t t0 = bench_now_ns();
+        int r1 = vigil_etcd_renew(e, &a);
+        uint64_t t1 = bench_now_ns();
+        int r2 = vigil_etcd_renew(t, &b);
+        uint64_t t2 = bench_now_ns();
+        if (r1 || r2) {
+            fprintf(stderr, "bench_etcd: renew: %s / %s %s\n", vigil_strerror(r1), vigil_strerror(r2),
+                    vigil_etcd_errmsg());
+            return -1;
+        }
+        plain[i] = t1 - t0;
+        over[i] = t2 - t1;
+    }
+    vigil_etcd_release(e, &a);
+    vigil_etcd_release(t, &b);
+    return 0;
+}
+
+/* A fresh handle's first request (a vacant get: one range), plain and
+ * over TLS, interleaved: the connection, and TLS's handshake. */
+static int first_requests(const char *url, const char *tls_url, const char *key, uint64_t *plain, uint64_t *over)
+{
+    for (int i = 0; i < HS_N; i++) {
+        vigil_lease_info info;
+        uint64_t t0 = bench_now_ns();
+        vigil_etcd *e = NULL, *t;
+        int r1 = vigil_etcd_connect(url, &e) == 0 ? vigil_etcd_get(e, key, &info) : -1;
+        uint64_t t1 = bench_now_ns();
+        t = tls_connect(tls_url, NULL, NULL);
+        int r2 = t ? vigil_etcd_get(t, key, &info) : -1;
+        uint64_t t2 = bench_now_ns();
+        vigil_etcd_close(e);
+        vigil_etcd_close(t);
+        if (r1 != VIGIL_EVACANT || r2 != VIGIL_EVACANT)
+            return -1;
+        plain[i] = t1 - t0;
+        over[i] = t2 - t1;
+    }
+    return 0;
+}
 
 /* etcd's count of watches started, from its /metrics; -1 unknown. */
 static long long watches_started(vigil_etcd *e)
@@ -345,6 +493,32 @@ int main(void)
     snprintf(wkey, sizeof(wkey), "%s-wake", key);
     if (wake_rounds(e, url, wkey, s_wake0, s_wake1) != 0 || bare_watch_rounds(e, wkey, s_bare) != 0)
         return 1;
+    /* TLS, then TLS and auth, each beside plain http in one interleaved run. */
+    static uint64_t s_p1[TLS_N], s_tls[TLS_N], s_p2[TLS_N], s_auth[TLS_N], s_hp[HS_N], s_ht[HS_N];
+    char tbuf[300], tkey[80];
+    snprintf(tkey, sizeof(tkey), "%s-tls", key);
+    const char *tls_url = tls_server(tbuf, sizeof(tbuf));
+    int tls_ok = -1, auth_ok = -1, hs_ok = -1;
+    if (tls_url) {
+        vigil_etcd *t = tls_connect(tls_url, NULL, NULL);
+        tls_ok = t ? renew_pair(e, t, tkey, s_p1, s_tls) : -1;
+        vigil_etcd_close(t);
+        hs_ok = first_requests(url, tls_url, tkey, s_hp, s_ht);
+        /* etcd auth on, as etcdctl turns it on. */
+        if (tls_ctl(tls_url, NULL, "user add root:bench-root") == 0 &&
+            tls_ctl(tls_url, NULL, "user grant-role root root") == 0 &&
+            tls_ctl(tls_url, NULL, "user add bench:bench-pw") == 0 && tls_ctl(tls_url, NULL, "role add rw") == 0 &&
+            tls_ctl(tls_url, NULL, "role grant-permission rw --prefix=true readwrite vigil-bench/") == 0 &&
+            tls_ctl(tls_url, NULL, "user grant-role bench rw") == 0 && tls_ctl(tls_url, NULL, "auth enable") == 0) {
+            vigil_etcd *ta = tls_connect(tls_url, "bench", "bench-pw");
+            auth_ok = ta ? renew_pair(e, ta, tkey, s_p2, s_auth) : -1;
+            vigil_etcd_close(ta);
+        } else {
+            fprintf(stderr, "bench_etcd: etcdctl could not turn auth on: the TLS + auth row is left out\n");
+        }
+    } else {
+        fprintf(stderr, "bench_etcd: no TLS server (tests/etcd_cluster.sh): the TLS rows are left out\n");
+    }
     vigil_etcd_close(e);
 
     struct stat_ns rtt = summarize(s_rtt, RTT_N), ka = summarize(s_ka, RENEW_N), renew = summarize(s_renew, RENEW_N),
@@ -369,5 +543,24 @@ int main(void)
     printf("  renew / bare keepalive: %.2fx (the ownership txn); samples: %d renew, %d acquire+release, %d get, "
            "%d wake-ups\n",
            renew.p50 / ka.p50, RENEW_N, ACQ_N, RENEW_N, WAKE_N);
+    if (tls_ok == 0) {
+        struct stat_ns p1 = summarize(s_p1, TLS_N), tl = summarize(s_tls, TLS_N);
+        printf("renew over mutual TLS beside plain http, interleaved (%d each):\n", TLS_N);
+        printf("  %-34s %9.1f us (%8.1f)   1.00x\n", "renew, plain http", p1.p50 / 1e3, p1.p99 / 1e3);
+        printf("  %-34s %9.1f us (%8.1f) %6.2fx\n", "renew, mutual TLS", tl.p50 / 1e3, tl.p99 / 1e3, tl.p50 / p1.p50);
+    }
+    if (auth_ok == 0) {
+        struct stat_ns p2 = summarize(s_p2, TLS_N), au = summarize(s_auth, TLS_N);
+        printf("  %-34s %9.1f us (%8.1f)   1.00x\n", "renew, plain http (again)", p2.p50 / 1e3, p2.p99 / 1e3);
+        printf("  %-34s %9.1f us (%8.1f) %6.2fx\n", "renew, mutual TLS + etcd auth", au.p50 / 1e3, au.p99 / 1e3,
+               au.p50 / p2.p50);
+    }
+    if (hs_ok == 0) {
+        struct stat_ns hp = summarize(s_hp, HS_N), ht = summarize(s_ht, HS_N);
+        printf("a fresh handle's first request (connect, then a vacant get), %d each:\n", HS_N);
+        printf("  %-34s %9.1f us (%8.1f)   1.00x\n", "plain http", hp.p50 / 1e3, hp.p99 / 1e3);
+        printf("  %-34s %9.1f us (%8.1f) %6.2fx\n", "mutual TLS (handshake)", ht.p50 / 1e3, ht.p99 / 1e3,
+               ht.p50 / hp.p50);
+    }
     return 0;
 }

@@ -1,16 +1,19 @@
 /* Starting a barrier safely: N processes that each register and then
  * wait from round 0 can see round 0 released before the last of them has
  * registered, since a peer that has not registered yet is not live and
- * the barrier counts only live peers. The start gate is round 0 waited
- * with a quorum of the whole group: it releases only once all N have
- * arrived, so all N are registered (and bound) before any round that
- * counts live peers. Every later round is a plain wait.
+ * the barrier counts only live peers; they then count rounds apart. Each
+ * worker here calls vigil_barrier_start once: it returns when all N have
+ * arrived, with the same first round for each (whatever round the barrier
+ * file was at), and every later round is a plain wait. The workers start
+ * at different times on purpose.
  *
  * Usage: barrier_start [N] [ROUNDS] (forks N workers over files in /tmp) */
+#define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <vigil/vigil.h>
 
@@ -18,13 +21,13 @@ static int worker(const char *hbp, const char *bp, uint32_t group, uint32_t roun
 {
     vigil_hb *hb;
     vigil_barrier *b;
-    uint32_t slot;
+    uint32_t slot, first;
     if (vigil_hb_open(hbp, 0, &hb) < 0 || vigil_barrier_open(bp, hb, 0, &b) < 0 ||
         vigil_hb_register(hb, (uint32_t)getpid(), &slot) < 0 || vigil_barrier_bind(b, slot) < 0)
         return 1;
-    /* The start gate: round 0 releases when the whole group has arrived. */
-    int rc = vigil_barrier_wait_quorum(b, 0, group);
-    for (uint32_t r = 1; rc >= 0 && r <= rounds; r++)
+    /* The start: every member of the group, then the same first round. */
+    int rc = vigil_barrier_start(b, group, 30000000000ull, &first);
+    for (uint32_t r = first; rc >= 0 && r < first + rounds; r++)
         rc = vigil_barrier_wait(b, r); /* every live peer, each round */
     if (rc < 0)
         fprintf(stderr, "pid %d: %s\n", (int)getpid(), vigil_strerror(rc));
@@ -50,14 +53,17 @@ int main(int argc, char **argv)
         fprintf(stderr, "create: %s\n", vigil_strerror(rc));
         return 1;
     }
-    for (uint32_t i = 0; i < group; i++)
+    for (uint32_t i = 0; i < group; i++) {
         if (fork() == 0)
             _exit(worker(hbp, bp, group, rounds));
+        struct timespec late = { 0, 20000000 }; /* the next one comes 20 ms later */
+        nanosleep(&late, NULL);
+    }
     int failed = 0, st;
     for (uint32_t i = 0; i < group; i++)
         if (wait(&st) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
             failed++;
-    printf("%u workers, %u rounds after the start gate: %s (barrier at round %u)\n", group, rounds,
+    printf("%u workers, %u rounds after the start: %s (barrier at round %u)\n", group, rounds,
            failed ? "FAILED" : "ok", vigil_barrier_epoch(b));
     vigil_barrier_close(b);
     vigil_hb_close(hb);

@@ -46,9 +46,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         uint32_t cap = vigil_hb_capacity(hb);
         /* A lock word naming a live process would make the election wait
          * its full budget; that is correct, and too slow for a fuzzer. */
-        uint64_t w = atomic_load(&hb->hdr->elect_lock);
-        if (w && vigil_pid_judge((uint32_t)(w >> 42), w & 0xffff, 0xffff, (w >> 16) & 0x3ffffff, 0x3ffffff) != 0)
-            atomic_store(&hb->hdr->elect_lock, 0);
+        uint64_t seq = atomic_load(&hb->hdr->elect_seq);
+        if ((seq & 1u) && !vigil_lock_holder_dead(atomic_load(&hb->hdr->elect_lock), NULL))
+            atomic_store(&hb->hdr->elect_seq, seq + 1);
 
         vigil_reclaim out[8];
         for (int pass = 0; pass < 2; pass++) {

@@ -117,7 +117,7 @@ run_tests() {
 # sweep for a mutant its named killers missed.
 run_all() {
     if ! cmake --build "$build" -j "$jobs" >"$work/build.log" 2>&1; then echo nobuild; return; fi
-    (cd "$build" && ctest -LE 'chaos|etcd|install' --timeout "$timeout" -j "$jobs" >"$work/ctest.log" 2>&1)
+    (cd "$build" && ctest -LE 'chaos|etcd|install|python|rust' --timeout "$timeout" -j "$jobs" >"$work/ctest.log" 2>&1)
     if [ $? -eq 0 ]; then echo passed
     else grep -E '^\s*[0-9]+ - ' "$work/ctest.log" | sed 's/^[^-]*- \([^ ]*\).*/\1/' | tr '\n' ' '
     fi
@@ -136,15 +136,27 @@ run_models() {
     echo unseen
 }
 
-# Sanity: every killer passes on the tree as it is, or it kills nothing.
+# Sanity: every killer passes on the tree as it is, or it kills nothing. A
+# killer that fails twice unmutated is set aside (and said so): it cannot
+# tell a mutant from the tree, and the mutants it was to kill are judged
+# by the others and by the sweep.
+failed_tests() { grep -E '^[[:space:]]+[0-9]+ - ' "$work/ctest.log" | awk '{ print $3 }' | tr '\n' ' '; }
 all_killers=$(awk -F'\036' '{ print $5 }' "$work/records" | tr ' ' '\n' | sort -u | tr '\n' ' ')
 echo "mutate: building and running the killers unmutated: $all_killers"
+broken=""
 base=$(run_tests "$all_killers")
-if [ "$base" != passed ]; then
-    echo "mutate: the killers do not pass on the unmutated tree ($base):"
-    grep -E 'Failed|Timeout|Not Run' "$work/ctest.log" | head -20
-    exit 2
+if [ "$base" = nobuild ]; then
+    tail -20 "$work/build.log"; echo "mutate: the unmutated tree does not build"; exit 2
+elif [ "$base" != passed ]; then
+    again=$(failed_tests)
+    [ "$(run_tests "$again")" = passed ] || broken=$(failed_tests)
+    [ -z "$broken" ] || echo "mutate: set aside, failing unmutated: $broken"
 fi
+without_broken() {
+    out=""
+    for t in $1; do case " $broken " in *" $t "*) ;; *) out="$out${out:+ }$t" ;; esac; done
+    echo "$out"
+}
 
 killed=0 timeouts=0 caught=0 survived=0 n_argued=0 stale=0 stillborn=0 total=0
 survivors=""
@@ -161,6 +173,7 @@ while IFS="$(printf '\036')" read -r name file from to kill model argued rest; d
         continue
     fi
     fate="" by=""
+    kill=$(without_broken "$kill")
     if [ -n "$kill" ]; then
         r=$(run_tests "$kill")
         case $r in

@@ -56,6 +56,19 @@
  *   counted this caller, with no time-based escape. The gate, the state,
  *   the records: every access in this argument is seq_cst, so one total
  *   order decides each pair.
+ *
+ *   Orders only an argument protects. x86-64 compiles every load the same
+ *   whatever its order, and every read-modify-write as a locked, fully
+ *   fenced instruction, so on the machines the tests run on these orders
+ *   could be weakened with no test failing; each is argued where it
+ *   stands: the Dekker pair of `sleepers` and the state (sleep_once,
+ *   wake_sleepers); the stamp's seq_cst load in the tally against an
+ *   arrival's CAS (the first paragraph above); the gen-stamp-gen read of a
+ *   record (rec_gen_at) and the slot's SeqLock snapshot (slot_look), whose
+ *   acquire orders keep the three loads, and the fields before the second
+ *   version load, in program order; and the acquire loads of the record
+ *   before the registration check in arrive_bound. make mutate lists
+ *   their weakenings as argued, naming the place.
  */
 #define _GNU_SOURCE
 #include "barrier_internal.h"
@@ -114,6 +127,10 @@ static inline struct slot_look slot_look(const struct vigil_hb_slot *s)
         l.pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
         l.seen = atomic_load_explicit(&s->last_seen_epoch, memory_order_relaxed);
         l.gen = vigil_gen_of(atomic_load_explicit(&s->gen, memory_order_relaxed));
+        /* ONLY AN ARGUMENT PROTECTS THIS FENCE (no instruction on x86-64,
+         * which keeps loads in order): without it a weaker processor may
+         * read the second version before the fields, and take a newcomer's
+         * pid with its predecessor's gen for one snapshot. */
         atomic_thread_fence(memory_order_acquire);
         if (!(v & 1u) && atomic_load_explicit(&s->seq, memory_order_relaxed) == v)
             return l;
@@ -154,16 +171,23 @@ static void tally(const vigil_barrier *b, uint32_t epoch, bool all, struct tally
     t->live = live, t->rec_live = rec_live;
 }
 
-/* Whether state s (at its epoch) satisfies the release rule; quorum 0 is
- * the all-live rule. */
-static bool complete(const vigil_barrier *b, uint64_t s, uint32_t quorum)
+/* The release rule a waiter judges by: quorum 0 and all, the all-live
+ * rule (wait); a quorum alone (wait_quorum); both, the start's (a quorum
+ * of participants, and no live peer left out: vigil_barrier_start). */
+struct rule {
+    uint32_t quorum;
+    bool     all;
+};
+
+/* Whether state s (at its epoch) satisfies rule r. */
+static bool complete(const vigil_barrier *b, uint64_t s, struct rule r)
 {
     uint32_t unbound = st_arrived(s);
     struct tally t;
-    tally(b, st_epoch(s), quorum == 0, &t);
-    if (quorum)
-        return (uint64_t)unbound + t.rec_live >= quorum;
-    return t.live - t.rec_live <= unbound;
+    tally(b, st_epoch(s), r.all, &t);
+    if (r.quorum && (uint64_t)unbound + t.rec_live < r.quorum)
+        return false;
+    return !r.all || t.live - t.rec_live <= unbound;
 }
 
 /* ---- the gate and the release ------------------------------------------- */
@@ -183,6 +207,10 @@ static void wake_sleepers(vigil_barrier *b)
      * that leaves it high costs a useless syscall, one that zeroes it
      * leaves a sleeper to wake at the end of its slice.
      */
+    /* seq_cst: the other half of sleep_once's Dekker pair; ONLY THE
+     * ARGUMENT there protects it (a plain mov on x86-64 whatever the order;
+     * an acquire load on aarch64 could be satisfied before our CAS of the
+     * state is visible, and miss a sleeper that missed our release). */
     if (atomic_load_explicit(&h->sleepers, memory_order_seq_cst) != 0) {
         atomic_fetch_add_explicit(&h->wake, 1, memory_order_seq_cst);
         futex_wake_all(&h->wake);
@@ -255,7 +283,7 @@ static bool finish_committed(vigil_barrier *b, uint32_t epoch)
 /* Judges the round and commits it if complete. Returns 1 when this caller
  * released the round, 0 when the round is not complete, -1 when the round
  * has passed or the gate moved under the judgement (look again). */
-static int try_release(vigil_barrier *b, uint32_t epoch, uint32_t quorum)
+static int try_release(vigil_barrier *b, uint32_t epoch, struct rule rule)
 {
     struct vigil_barrier_header *h = b->hdr;
     uint64_t g;
@@ -272,7 +300,7 @@ static int try_release(vigil_barrier *b, uint32_t epoch, uint32_t quorum)
     uint64_t s = atomic_load_explicit(&h->state, memory_order_seq_cst);
     if (st_epoch(s) != epoch)
         return -1;
-    if (!complete(b, s, quorum))
+    if (!complete(b, s, rule))
         return 0;
     barrier_hook(BP_JUDGED);
     /* The commit. Of all callers racing to commit a round exactly one CAS
@@ -409,7 +437,21 @@ static uint64_t next_slice(vigil_barrier *b, struct waiter *w, uint64_t now)
 static void sleep_once(vigil_barrier *b, uint32_t epoch, uint64_t ns)
 {
     struct vigil_barrier_header *h = b->hdr;
-    /* See wake_sleepers for the pairing of these three seq_cst accesses. */
+    /*
+     * See wake_sleepers for the pairing of these three seq_cst accesses.
+     * ONLY THE ARGUMENT PROTECTS THESE ORDERS: on x86-64 a locked add is a
+     * full fence whatever its order, and every load is a plain mov, so a
+     * relaxed add of `sleepers` or a weaker load of the state compile to
+     * the same code and no test here can fail. The argument: this is a
+     * Dekker pair (we write `sleepers` then read the state; the releaser
+     * writes the state then reads `sleepers`), which needs both writes
+     * before both reads in one total order, that is seq_cst on all four.
+     * With the add relaxed, a processor that keeps stores in a buffer
+     * (aarch64, POWER) may let our state load pass it: we see the old
+     * epoch, the releaser sees no sleeper, nobody bumps `wake`, and we
+     * sleep through the release until the slice ends (bounded, but a lost
+     * wake). make mutate lists it as argued (barrier_sleepers_relaxed).
+     */
     uint32_t v = atomic_load_explicit(&h->wake, memory_order_seq_cst);
     atomic_fetch_add_explicit(&h->sleepers, 1, memory_order_seq_cst);
     if (st_epoch(atomic_load_explicit(&h->state, memory_order_seq_cst)) == epoch)
@@ -552,14 +594,16 @@ static int withdraw(vigil_barrier *b, uint32_t epoch, uint32_t slot, uint64_t ge
     return VIGIL_EBUSY;
 }
 
-/* quorum 0: the all-live rule. timeout_ns UINT64_MAX: no deadline.
+/* rule: what releases the round (struct rule). timeout_ns UINT64_MAX: no deadline.
  * kept NULL: a timeout withdraws the arrival. Non-NULL: a wait in slices
  * (vigil_barrier_wait_slice): *kept says the caller's arrival already
  * stands from an earlier slice, and a slice that ends keeps it and sets
  * *kept. To the protocol a caller between slices is a waiter paused after
- * arriving, a case the model already covers. */
-static int barrier_wait(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, uint64_t timeout_ns,
-                        int *kept)
+ * arriving, a case the model already covers. passed, if not NULL, is set
+ * when the call returns 0 because the round passed before the caller's
+ * arrival was in it (vigil_barrier_start then tries the next). */
+static int barrier_wait(vigil_barrier *b, uint32_t my_epoch, struct rule rule, uint64_t timeout_ns,
+                        int *kept, bool *passed)
 {
     struct vigil_barrier_header *h = b->hdr;
     struct waiter w = { .deadline = UINT64_MAX };
@@ -568,9 +612,12 @@ static int barrier_wait(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, ui
 
     /* An epoch that has already passed returns at once. */
     uint64_t s = atomic_load_explicit(&h->state, memory_order_acquire);
-    if (ep_diff(my_epoch, st_epoch(s)) < 0)
+    if (ep_diff(my_epoch, st_epoch(s)) < 0) {
+        if (passed)
+            *passed = true;
         return 0;
-    if (quorum == 0 && !(kept && *kept) && vigil_barrier_live_peers(b) == 0)
+    }
+    if (rule.quorum == 0 && !(kept && *kept) && vigil_barrier_live_peers(b) == 0)
         return VIGIL_ENOPEERS; /* (a resumed wait goes on to judge its round) */
     if (timeout_ns != UINT64_MAX) {
         uint64_t now = vigil_now_ns();
@@ -588,8 +635,11 @@ static int barrier_wait(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, ui
         s = await_change(b, &w, st_epoch(s), &timed_out);
         if (ep_diff(my_epoch, st_epoch(s)) > 0 && finish_committed(b, st_epoch(s)))
             s = atomic_load_explicit(&h->state, memory_order_acquire);
-        if (ep_diff(my_epoch, st_epoch(s)) < 0)
+        if (ep_diff(my_epoch, st_epoch(s)) < 0) {
+            if (passed)
+                *passed = true;
             return 0;
+        }
         if (timed_out && st_epoch(s) != my_epoch)
             return VIGIL_ETIMEDOUT;
     }
@@ -620,10 +670,15 @@ static int barrier_wait(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, ui
         if (err < 0)
             return err;
         s = atomic_load_explicit(&h->state, memory_order_seq_cst);
+        if (passed && st_epoch(s) != my_epoch)
+            *passed = true; /* released while we were arriving */
     } else {
         for (unsigned tries = 0;; tries++) {
-            if (st_epoch(s) != my_epoch)
+            if (st_epoch(s) != my_epoch) {
+                if (passed)
+                    *passed = true;
                 return 0; /* released while we were arriving */
+            }
             if (st_arrived(s) == UINT32_MAX)
                 return -EOVERFLOW; /* only a scribbled file gets here */
             if (atomic_compare_exchange_weak_explicit(&h->state, &s, s + 1, memory_order_seq_cst,
@@ -645,7 +700,7 @@ static int barrier_wait(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, ui
     for (;;) {
         if (st_epoch(s) != my_epoch)
             return 0;
-        int r = try_release(b, my_epoch, quorum);
+        int r = try_release(b, my_epoch, rule);
         if (r == 1)
             return VIGIL_SERIAL;
         s = atomic_load_explicit(&h->state, memory_order_acquire);
@@ -664,7 +719,7 @@ static int barrier_wait(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, ui
         if (timed_out && st_epoch(s) == my_epoch) {
             /* Judge once more: the deadline does not hide a round that has
              * just completed. */
-            if (try_release(b, my_epoch, quorum) == 1)
+            if (try_release(b, my_epoch, rule) == 1)
                 return VIGIL_SERIAL;
             if (kept)
                 return VIGIL_ETIMEDOUT; /* the slice ends; the arrival stays */
@@ -687,7 +742,7 @@ int vigil_barrier_wait(vigil_barrier *b, uint32_t my_epoch)
 {
     if (!b)
         return -EINVAL;
-    return barrier_wait(b, my_epoch, 0, UINT64_MAX, NULL);
+    return barrier_wait(b, my_epoch, (struct rule){ 0, true }, UINT64_MAX, NULL, NULL);
 }
 
 int vigil_barrier_wait_quorum(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum)
@@ -696,14 +751,14 @@ int vigil_barrier_wait_quorum(vigil_barrier *b, uint32_t my_epoch, uint32_t quor
         return -EINVAL;
     if (quorum == 0)
         return VIGIL_ERANGE;
-    return barrier_wait(b, my_epoch, quorum, UINT64_MAX, NULL);
+    return barrier_wait(b, my_epoch, (struct rule){ quorum, false }, UINT64_MAX, NULL, NULL);
 }
 
 int vigil_barrier_wait_timeout(vigil_barrier *b, uint32_t my_epoch, uint64_t timeout_ns)
 {
     if (!b)
         return -EINVAL;
-    return barrier_wait(b, my_epoch, 0, timed(timeout_ns), NULL);
+    return barrier_wait(b, my_epoch, (struct rule){ 0, true }, timed(timeout_ns), NULL, NULL);
 }
 
 int vigil_barrier_wait_quorum_timeout(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum,
@@ -713,7 +768,7 @@ int vigil_barrier_wait_quorum_timeout(vigil_barrier *b, uint32_t my_epoch, uint3
         return -EINVAL;
     if (quorum == 0)
         return VIGIL_ERANGE;
-    return barrier_wait(b, my_epoch, quorum, timed(timeout_ns), NULL);
+    return barrier_wait(b, my_epoch, (struct rule){ quorum, false }, timed(timeout_ns), NULL, NULL);
 }
 
 int vigil_barrier_wait_slice(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, uint64_t slice_ns,
@@ -721,7 +776,7 @@ int vigil_barrier_wait_slice(vigil_barrier *b, uint32_t my_epoch, uint32_t quoru
 {
     if (!b || !arrived)
         return -EINVAL;
-    int rc = barrier_wait(b, my_epoch, quorum, timed(slice_ns), arrived);
+    int rc = barrier_wait(b, my_epoch, (struct rule){ quorum, quorum == 0 }, timed(slice_ns), arrived, NULL);
     if (rc != VIGIL_ETIMEDOUT)
         *arrived = 0; /* released, or an error: nothing of ours stands */
     return rc;
@@ -740,4 +795,45 @@ int vigil_barrier_withdraw(vigil_barrier *b, uint32_t my_epoch, int *arrived)
     if (rc == 0 || rc == VIGIL_ETIMEDOUT)
         *arrived = 0;
     return rc;
+}
+
+/*
+ * The safe start of a group (THE START): every member calls it once, then
+ * waits rounds *first_round, *first_round + 1, ... A member that simply
+ * waited from round 0 could see early rounds released before the last
+ * member had registered (a peer not yet registered is not live), and then
+ * count rounds apart from the others. Here the round the barrier is at is
+ * waited by two rules at once: a quorum of `participants`, so it releases
+ * only once that many have arrived at it, and the all-live rule, so a
+ * caller that joins a group already under way never releases the group's
+ * round before every live member has come to it. Every member leaves it
+ * knowing the same next round. A round that passed before the caller's arrival was in it
+ * (more callers than participants, or a member joining a group already
+ * under way) is not a start: the caller tries the round the barrier is at
+ * now, so whatever it returns, it is in step with the others.
+ */
+int vigil_barrier_start(vigil_barrier *b, uint32_t participants, uint64_t timeout_ns, uint32_t *first_round)
+{
+    if (!b || !first_round)
+        return -EINVAL;
+    if (participants == 0)
+        return VIGIL_ERANGE;
+    uint64_t now = vigil_now_ns();
+    uint64_t deadline = timeout_ns == UINT64_MAX || timeout_ns > UINT64_MAX - 1 - now ? UINT64_MAX : now + timeout_ns;
+    for (unsigned tries = 0;; tries++) {
+        uint32_t e = vigil_barrier_epoch(b);
+        barrier_hook(BP_START_READ);
+        now = vigil_now_ns();
+        uint64_t left = deadline == UINT64_MAX ? UINT64_MAX : deadline > now ? deadline - now : 0;
+        bool passed = false;
+        int rc = barrier_wait(b, e, (struct rule){ participants, true }, timed(left), NULL, &passed);
+        if (rc < 0)
+            return rc;
+        if (!passed) {
+            *first_round = e + 1;
+            return rc;
+        }
+        if (tries >= CAS_TRIES)
+            return VIGIL_EBUSY; /* a peer moving the epoch in a loop */
+    }
 }

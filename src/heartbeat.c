@@ -14,11 +14,14 @@
  *       16     4  capacity           number of slots, 1 .. 2^20
  *       20     4  flags              0
  *       24     8  epoch              global epoch, atomic; only vigil_hb_tick moves it
- *       32     8  term               leader term (failover/leader module)
- *       40     8  leader             (pid << 32) | (slot + 1), 0 = none (leader module)
- *       48     8  elect_lock         0 free, else the elector's lock word
- *                                    (proc_internal.h, leader.c)
- *       56     8  elect_intent       leader change in progress, 0 none (leader.c)
+ *       32     8  term               leader term (leader.c); {term, leader}
+ *                                    change together, by one 16-byte swap
+ *       40     8  leader             (gen << 21) | (slot + 1) of the leader's
+ *                                    registration, 0 = none (leader.c)
+ *       48     8  elect_lock         THE ELECTION LOCK's word: its holder's lock
+ *                                    word (proc_internal.h), or the last one's
+ *       56     8  elect_seq          odd while the election lock is held
+ *                                    ({elect_lock, elect_seq}: a lock pair)
  *   slot i at 64 + i * 64, one cache line each, so beats never false-share
  *        0     4  pid                owner, 0 = vacant
  *        4     4  role               0 worker, 1 coordinator

@@ -156,6 +156,13 @@ static inline void vigil_slot_unlock(struct vigil_hb_slot *s, uint64_t version)
     vigil_pair_release(&s->writer, version + 1u);
 }
 
+/* Test hook of the election (leader.c), called at the points below when
+ * set (tests only): the election lock taken; a dead holder judged, its
+ * take-over next; the change of leader installed (or found unneeded); the
+ * other slots demoted, the promotion next. */
+enum { EP_LOCKED = 1, EP_JUDGED, EP_CHANGED, EP_DEMOTED };
+extern void (*vigil_elect_hook)(int point);
+
 /* vigil_failover_wait's state on a handle (failover_wait.c): its pidfds
  * closed and freed. NULL is fine. */
 struct vigil_failover_watch;

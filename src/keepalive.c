@@ -24,21 +24,33 @@
  * so once stop has set it no renewal can start, and the join waits out the
  * one that may be in flight. When stop returns, the thread is gone.
  *
- * The condition variable runs on CLOCK_MONOTONIC: a wall-clock step (NTP,
- * an operator) must neither delay a renewal nor fire a burst of them.
+ * The beat runs on CLOCK_MONOTONIC (the condition variable's clock): a
+ * wall-clock step (NTP, an operator) must neither delay a renewal nor fire
+ * a burst of them. The deadline runs on the lease clock, CLOCK_BOOTTIME
+ * (keepalive_internal.h), which a suspend does not stop.
  *
  * LOCAL EXPIRY (model: model/keepalive.pml). The lease is lost, without
  * asking anyone, once its TTL has passed since the start of the request
  * that acquired or last renewed it with no renewal accepted since: a slow
- * answer must not stretch the lease. `deadline` holds that moment; a
- * timerfd armed at it makes vigil_keepalive_fd readable then, even while
- * a renewal is blocked inside the port. Loss is latched: whoever sees the
- * clock past the deadline CASes it to 0 (lost for good), and an accepted
- * renewal moves the deadline only by CAS from the value it started from,
- * so once lost() said true it never says false again. The renewer re-arms
- * the timer before it moves the deadline, and never a timer that has
- * fired: one found expired (before the re-arm, or by it) means the lease
- * lapsed first: lost.
+ * answer must not stretch the lease. `deadline` holds that moment. Loss
+ * is latched: whoever sees the clock past the deadline CASes it to 0
+ * (lost for good), and an accepted renewal moves the deadline only by CAS
+ * from the value it started from, and only when its answer came before
+ * that deadline (an answer after it proves nothing about the moment the
+ * lease lapsed), so once lost() said true it never says false again.
+ *
+ * THE LOSS FD. vigil_keepalive_fd is an eventfd that the thread latching
+ * the loss writes, and nothing ever reads: once readable, readable for
+ * good, and readable only after the latch. The deadline itself is a
+ * timerfd that only the watcher thread polls: it sleeps until the
+ * deadline (or stop), then judges the clock and latches the loss, so the
+ * fd turns readable on time even while the renewer hangs inside the port.
+ * The timer is never the user's fd because timerfd_settime resets a fired
+ * timer's count: the keepalive before issue 18 handed out the timer, and
+ * a re-arm racing its firing turned a readable fd unreadable (the model's
+ * old_timer run). The renewer re-arms the watcher's timer after each
+ * accepted renewal; a firing it overtakes only wakes the watcher to find
+ * the deadline moved.
  *
  * FORK. A child forked while a keepalive runs inherits the handle but not
  * the renewer thread. The words above live in a MAP_SHARED page, so the
@@ -56,6 +68,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/timerfd.h>
 #include <time.h>
@@ -66,7 +80,7 @@
 
 /* What a forked child must see as the parent's renewer sees it. */
 struct ka_shared {
-    _Atomic uint64_t deadline; /* monotonic ns the lease lapses at; 0 = lost */
+    _Atomic uint64_t deadline; /* lease clock ns the lease lapses at; 0 = lost */
     _Atomic bool     stopped;  /* the creator's stop has run */
 };
 
@@ -76,10 +90,14 @@ struct vigil_keepalive {
     uint64_t         period_ns;
     uint64_t         ttl_ns;
     pid_t            creator;  /* the process whose renewer this is */
-    int              timer_fd; /* CLOCK_MONOTONIC timerfd at the deadline */
+    int              loss_fd;  /* eventfd, written once lost: the user's fd */
+    int              timer_fd; /* CLOCK_BOOTTIME timerfd at the deadline: the watcher's */
+    int              stop_fd;  /* eventfd: stop -> watcher */
     struct ka_shared *sh;
     bool             has_thread;
+    bool             has_watcher;
     pthread_t        thread;
+    pthread_t        watcher;
 
     pthread_mutex_t  mu;       /* guards stopping */
     pthread_cond_t   cv;       /* stop -> renewer, on CLOCK_MONOTONIC */
@@ -92,6 +110,8 @@ struct vigil_keepalive {
     _Atomic uint32_t consecutive;
     _Atomic uint64_t final_cpu_ns;
 };
+
+_Atomic uint64_t vigil_lease_clock_skew;
 
 static _Thread_local const vigil_keepalive *tls_current;
 
@@ -147,44 +167,43 @@ static struct timespec ts_of(uint64_t ns)
     return ts;
 }
 
-/* Arms the timer at absolute monotonic `at` (0: at once). Returns whether
- * it had already fired, that is whether the deadline it held has passed. */
-static bool arm_timer(int fd, uint64_t at)
+/* Arms the watcher's timer at `at` on the lease clock. The kernel's
+ * CLOCK_BOOTTIME is the lease clock less a test's skew. */
+static void arm_timer(int fd, uint64_t at)
 {
+    uint64_t skew = atomic_load_explicit(&vigil_lease_clock_skew, memory_order_relaxed);
+    at = at > skew ? at - skew : 1;
     /* The kernel refuses expiries past KTIME_MAX (2^63 ns); a deadline
      * that far is never, and 2^62 ns (146 years) is never too. */
     if (at > (UINT64_C(1) << 62))
         at = UINT64_C(1) << 62;
-    struct itimerspec it = { .it_value = at ? ts_of(at) : (struct timespec){ 0, 1 } };
-    struct itimerspec old;
-    if (timerfd_settime(fd, at ? TFD_TIMER_ABSTIME : 0, &it, &old) < 0)
-        return true; /* cannot keep the promise of the fd: call it lost */
-    return old.it_value.tv_sec == 0 && old.it_value.tv_nsec == 0;
+    struct itimerspec it = { .it_value = ts_of(at) };
+    /* A failure leaves the timer where it was, at an earlier deadline: the
+     * watcher wakes early, finds the lease renewed, and waits again. */
+    (void)timerfd_settime(fd, TFD_TIMER_ABSTIME, &it, NULL);
 }
 
-/* Whether the timer has expired (the fd is readable): a one-shot timerfd
- * that fired reads back as disarmed. An error is taken for fired. */
-static bool timer_fired(int fd)
+/* The loss fd: an eventfd nobody reads, so it stays readable. Written by
+ * every thread that latches the loss (once each: the count only grows,
+ * and readiness is all anyone looks at). */
+static void signal_loss(const vigil_keepalive *ka)
 {
-    struct itimerspec cur;
-    if (timerfd_gettime(fd, &cur) < 0)
-        return true;
-    return cur.it_value.tv_sec == 0 && cur.it_value.tv_nsec == 0;
+    uint64_t one = 1;
+    ssize_t n = write(ka->loss_fd, &one, sizeof(one));
+    (void)n; /* only EAGAIN at a count of 2^64 - 2: readable all the same */
 }
 
-/* Latches the loss: deadline 0, and the fd readable. A timer that has
- * already fired is left alone: re-arming it would make a readable fd
- * unreadable for a moment. */
+/* Latches the loss: deadline 0, then the fd. */
 static void mark_lost(vigil_keepalive *ka)
 {
     /* Release: whoever sees the loss sees the counters before it. */
     atomic_store_explicit(&ka->sh->deadline, 0, memory_order_release);
-    if (!timer_fired(ka->timer_fd))
-        arm_timer(ka->timer_fd, 0);
+    signal_loss(ka);
 }
 
 /* lost() for anyone: the latch, or the clock past the deadline (latched
- * here by CAS, so an accepted renewal cannot move it back). */
+ * here by CAS, so an accepted renewal cannot move it back; this caller
+ * then writes the fd). */
 static bool is_lost(const vigil_keepalive *ka)
 {
     struct ka_shared *sh = ka->sh;
@@ -198,12 +217,44 @@ static bool is_lost(const vigil_keepalive *ka)
     for (;;) {
         if (d == 0)
             return true;
-        if (vigil_now_ns() < d)
+        if (vigil_lease_now_ns() < d)
             return false;
         if (atomic_compare_exchange_weak_explicit(&sh->deadline, &d, 0, memory_order_release,
-                                                  memory_order_acquire))
+                                                  memory_order_acquire)) {
+            signal_loss(ka);
             return true;
+        }
     }
+}
+
+/* The watcher: sleeps on the deadline's timer until it fires or stop
+ * writes stop_fd, and latches the loss once the clock has passed the
+ * deadline. A firing the renewer overtook (the deadline moved on) reads
+ * the timer and sleeps again, on the new expiry the renewer armed. */
+static void *watcher(void *arg)
+{
+    vigil_keepalive *ka = arg;
+    for (;;) {
+        struct pollfd pf[2] = { { ka->timer_fd, POLLIN, 0 }, { ka->stop_fd, POLLIN, 0 } };
+        int n = poll(pf, 2, -1);
+        if (n < 0) {
+            /* EINTR cannot happen (every signal is blocked here); ENOMEM
+             * can: look again in a millisecond. */
+            struct timespec ms = { 0, 1000000 };
+            nanosleep(&ms, NULL);
+            continue;
+        }
+        if (pf[1].revents)
+            break;
+        if (pf[0].revents) {
+            uint64_t fired;
+            ssize_t r = read(ka->timer_fd, &fired, sizeof(fired));
+            (void)r; /* EAGAIN: the renewer re-armed it meanwhile */
+            if (is_lost(ka))
+                break; /* is_lost latched it and wrote the fd */
+        }
+    }
+    return NULL;
 }
 
 static uint64_t thread_cpu_ns(pthread_t t)
@@ -215,20 +266,24 @@ static uint64_t thread_cpu_ns(pthread_t t)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* An accepted renewal, sent at `sent`: the deadline moves to sent + ttl,
- * unless the lease was lost meanwhile. Returns false when lost. */
+/* An accepted renewal, sent at `sent` (lease clock): the deadline moves
+ * to sent + ttl, unless the lease was lost meanwhile. Returns false when
+ * lost. */
 static bool extend(vigil_keepalive *ka, uint64_t from, uint64_t sent)
 {
     uint64_t to = add_sat(sent, ka->ttl_ns);
-    /* A fired timer is never re-armed (the fd stays readable). It can
-     * still fire between the look and the re-arm: settime's old value
-     * says so, and mark_lost then re-fires it at once. */
-    if (from == 0 || timer_fired(ka->timer_fd) || arm_timer(ka->timer_fd, to))
-        return false; /* the timer had fired: the lease lapsed first */
+    /* The answer came now: at or past the deadline it proves nothing about
+     * the moment the lease lapsed (the store may have refused a moment
+     * later), so the lease is lost, as the clock already says. */
+    if (from == 0 || vigil_lease_now_ns() >= from)
+        return false;
     /* acq_rel: publishes the renewal's counters like mark_lost; the CAS
      * fails if a reader latched the loss since `from` was read. */
-    return atomic_compare_exchange_strong_explicit(&ka->sh->deadline, &from, to, memory_order_acq_rel,
-                                                   memory_order_relaxed);
+    if (!atomic_compare_exchange_strong_explicit(&ka->sh->deadline, &from, to, memory_order_acq_rel,
+                                                 memory_order_relaxed))
+        return false;
+    arm_timer(ka->timer_fd, to);
+    return true;
 }
 
 static void *renewer(void *arg)
@@ -243,10 +298,10 @@ static void *renewer(void *arg)
         if (is_lost(ka))
             break;
         if (now < next) {
-            /* Wakes at the beat or the deadline, on stop's signal, or
-             * spuriously; every case goes back through the checks above. */
-            uint64_t d = atomic_load_explicit(&ka->sh->deadline, memory_order_relaxed);
-            struct timespec ts = ts_of(d && d < next ? d : next);
+            /* Wakes at the beat, on stop's signal, or spuriously; every
+             * case goes back through the checks above. The deadline is
+             * the watcher's to see. */
+            struct timespec ts = ts_of(next);
             pthread_cond_timedwait(&ka->cv, &ka->mu, &ts);
             continue;
         }
@@ -254,7 +309,9 @@ static void *renewer(void *arg)
          * mutex, so a stop from here on waits in join for this renewal. */
         uint64_t from = atomic_load_explicit(&ka->sh->deadline, memory_order_acquire);
         pthread_mutex_unlock(&ka->mu);
-        uint64_t sent = vigil_now_ns();
+        /* Before the request: the deadline runs from the send (issue 17's
+         * mutant took it after the answer, and stretched the lease). */
+        uint64_t sent = vigil_lease_now_ns();
         int rc = ka->port.renew(ka->port.ctx, &ka->lease);
         pthread_mutex_lock(&ka->mu);
         if (rc == VIGIL_ELOST) {
@@ -279,18 +336,33 @@ static void *renewer(void *arg)
         if (next < now)
             next = now;
     }
-    if (is_lost(ka))
-        mark_lost(ka); /* the fd too, for a loss seen by the clock alone */
+    (void)is_lost(ka); /* a loss by the clock alone: latched, the fd written */
     atomic_store_explicit(&ka->final_cpu_ns, thread_cpu_ns(pthread_self()), memory_order_relaxed);
     atomic_store_explicit(&ka->exited, true, memory_order_release);
     pthread_mutex_unlock(&ka->mu);
     return NULL;
 }
 
+/* Wakes the watcher through stop_fd and joins it. */
+static void stop_watcher(vigil_keepalive *ka)
+{
+    if (!ka->has_watcher)
+        return;
+    uint64_t one = 1;
+    ssize_t n = write(ka->stop_fd, &one, sizeof(one));
+    (void)n; /* a fresh eventfd: it cannot be full */
+    pthread_join(ka->watcher, NULL);
+    ka->has_watcher = false;
+}
+
 static void free_keepalive(vigil_keepalive *ka)
 {
+    if (ka->loss_fd >= 0)
+        close(ka->loss_fd);
     if (ka->timer_fd >= 0)
         close(ka->timer_fd);
+    if (ka->stop_fd >= 0)
+        close(ka->stop_fd);
     if (ka->sh)
         munmap(ka->sh, sizeof(*ka->sh));
     free(ka);
@@ -302,7 +374,7 @@ int vigil_keepalive_start(const vigil_lease_port *port, const vigil_lease *lease
         return -EINVAL;
     if (lease->ttl_ms < 3)
         return VIGIL_ERANGE;
-    uint64_t now = vigil_now_ns();
+    uint64_t now = vigil_lease_now_ns();
     vigil_keepalive *ka = calloc(1, sizeof(*ka));
     if (!ka)
         return -ENOMEM;
@@ -318,9 +390,12 @@ int vigil_keepalive_start(const vigil_lease_port *port, const vigil_lease *lease
     atomic_init(&ka->final_cpu_ns, 0);
 
     int err;
-    ka->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-    ka->sh = mmap(NULL, sizeof(*ka->sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (ka->timer_fd < 0 || ka->sh == MAP_FAILED) {
+    ka->loss_fd = ka->timer_fd = ka->stop_fd = -1;
+    if ((ka->loss_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
+        (ka->timer_fd = timerfd_create(CLOCK_BOOTTIME, TFD_CLOEXEC | TFD_NONBLOCK)) < 0 ||
+        (ka->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
+        (ka->sh = mmap(NULL, sizeof(*ka->sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0)) ==
+            MAP_FAILED) {
         err = errno;
         if (ka->sh == MAP_FAILED)
             ka->sh = NULL;
@@ -346,23 +421,26 @@ int vigil_keepalive_start(const vigil_lease_port *port, const vigil_lease *lease
     }
     pthread_condattr_destroy(&ca);
 
-    /* A port without renew is accepted and simply not renewed: the lease
-     * lapses at its TTL, and lost() and the fd say so then. */
-    if (port->renew) {
-        /* The renewer blocks every signal, so the process's handlers run
-         * on the application's threads, never on this one. */
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_sigmask(SIG_SETMASK, &all, &old);
-        err = pthread_create(&ka->thread, NULL, renewer, ka);
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-        if (err != 0)
-            goto fail_cond;
-        ka->has_thread = true;
+    /* The threads block every signal, so the process's handlers run on
+     * the application's threads, never on these. The watcher always runs:
+     * a port without renew is accepted and simply not renewed, and the
+     * lease lapses at its TTL, when the watcher says so. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    err = pthread_create(&ka->watcher, NULL, watcher, ka);
+    if (err == 0) {
+        ka->has_watcher = true;
+        if (port->renew && (err = pthread_create(&ka->thread, NULL, renewer, ka)) == 0)
+            ka->has_thread = true;
     }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (err != 0)
+        goto fail_threads;
     *out = ka;
     return 0;
-fail_cond:
+fail_threads:
+    stop_watcher(ka);
     pthread_cond_destroy(&ka->cv);
 fail_mutex:
     pthread_mutex_destroy(&ka->mu);
@@ -393,6 +471,8 @@ int vigil_keepalive_stop(vigil_keepalive *ka)
          * keepalive will ever call renew again. */
         pthread_join(ka->thread, NULL);
     }
+    stop_watcher(ka);
+    /* Lost (by refusal, or by the clock now): latched, the fd written. */
     int rc = is_lost(ka) ? VIGIL_ELOST : 0;
     /* Release: a child that sees `stopped` sees the final deadline. */
     atomic_store_explicit(&ka->sh->stopped, true, memory_order_release);
@@ -413,7 +493,7 @@ bool vigil_keepalive_lost(const vigil_keepalive *ka)
 
 int vigil_keepalive_fd(const vigil_keepalive *ka)
 {
-    return ka ? ka->timer_fd : -EINVAL;
+    return ka ? ka->loss_fd : -EINVAL;
 }
 
 int vigil_keepalive_stats(const vigil_keepalive *ka, vigil_keepalive_info *out)

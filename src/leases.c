@@ -78,6 +78,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "keepalive_internal.h"
 #include "spin_internal.h"
 
 void (*vigil_leases_hook)(int point);
@@ -93,18 +94,16 @@ static const struct vigil_layout leases_layout = {
 
 static int leases_init(void *base, size_t size, uint32_t capacity, void *arg)
 {
-    (void)size, (void)capacity, (void)arg;
+    (void)base, (void)size, (void)capacity, (void)arg;
     /* ftruncate zero-filled the rest: no token yet, bind lock free, every
      * entry never used and unlocked. */
-    struct vigil_leases_header *h = base;
-    h->entry_bytes = VIGIL_LEASES_ENTRY_BYTES;
     return 0;
 }
 
 static int leases_wrap(struct vigil_map *m, vigil_leases **out)
 {
     struct vigil_leases_header *h = m->base;
-    if (h->entry_bytes != VIGIL_LEASES_ENTRY_BYTES || h->flags != 0) {
+    if (h->flags != 0) {
         vigil_map_close(m);
         return VIGIL_EBADFILE;
     }
@@ -236,7 +235,7 @@ int vigil_leases_entry(const vigil_leases *ls, uint32_t index, vigil_lease_info 
             *out = info;
             return VIGIL_EBUSY;
         }
-        uint64_t exp = ctl_exp(c2), now = vigil_now_ns();
+        uint64_t exp = ctl_exp(c2), now = vigil_lease_now_ns();
         if (bound != ENTRY_BOUND) {
             memset(&info, 0, sizeof(info));
             info.state = VIGIL_LEASE_VACANT;

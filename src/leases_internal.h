@@ -24,8 +24,8 @@ struct vigil_leases_header {
     uint32_t         flags;       /* 20: 0 */
     _Atomic uint64_t last_token;  /* 24: last fencing token handed out, 0 none */
     _Atomic uint64_t bind_lock;   /* 32: 0 free, else a lock word (see leases.c) */
-    uint32_t         entry_bytes; /* 40: 256 */
-    uint32_t         reserved;    /* 44: 0 */
+    _Atomic uint32_t bind_wake;   /* 40: futex word, +1 by a bind unlock that finds waiters */
+    _Atomic uint32_t bind_waiters; /* 44: bind lock waiters about to sleep or asleep (a hint) */
     _Atomic uint64_t renewals_refused; /* 48: counter: renewals answered VIGIL_ELOST */
     _Atomic uint64_t expiries;    /* 56: counter: take-overs of an expired lease */
 };
@@ -39,8 +39,8 @@ struct vigil_leases_entry {
     _Atomic uint32_t bound;            /*  28: ENTRY_NEVER, ENTRY_BOUND or ENTRY_CLEARED */
     _Atomic uint32_t gen_hint;         /*  32: gen of the last unlocked ctl a locker saw */
     _Atomic uint32_t pid;              /*  36: acquiring process (information only) */
-    _Atomic uint32_t wake;             /*  40: futex word, +1 on a release that finds waiters */
-    _Atomic uint32_t waiters;          /*  44: acquire_wait callers asleep on it (a hint) */
+    _Atomic uint32_t wake;             /*  40: futex word, +1 by a release or unlock that finds waiters */
+    _Atomic uint32_t waiters;          /*  44: waiters about to sleep or asleep on it (a hint) */
     uint8_t          reserved0[16];    /*  48: 0 */
     _Atomic uint64_t key[16];          /*  64: key, NUL-padded, 128 bytes */
     _Atomic uint64_t owner[8];         /* 192: owner, NUL-padded, 64 bytes */
@@ -55,7 +55,8 @@ enum { ENTRY_NEVER = 0, ENTRY_BOUND = 1, ENTRY_CLEARED = 2 };
  * its exact pid namespace and a start tag against PID reuse. The unlocked
  * word: bit 63 clear, bits 62..42 a generation that
  * moves on every change of hands, bits 41..0 the expiry in milliseconds of
- * CLOCK_MONOTONIC (0 = released or never held). */
+ * the lease clock, CLOCK_BOOTTIME (keepalive_internal.h; 0 = released or
+ * never held). */
 #define CTL_LOCKED     (UINT64_C(1) << 63)
 #define CTL_GEN_SHIFT  42
 #define CTL_GEN_MASK   ((UINT64_C(1) << 21) - 1)
@@ -137,12 +138,28 @@ static inline bool entry_lock_from(struct vigil_leases_entry *e, uint64_t c, uin
     return true;
 }
 
+/* After a release or an unlock of entry e: wakes whoever sleeps on it
+ * (acquire_wait for the key, a lock waiter), if anyone said so. seq_cst:
+ * after the release's CAS or the unlock's store in the total order, as
+ * the sleeper's raise of `waiters` comes before its load of ctl (THE
+ * SLEEP, leases_wait.c): one of the two sees the other. */
+void vigil_leases__wake(struct vigil_leases_entry *e);
+
+static inline void vigil_leases__wake_waiters(struct vigil_leases_entry *e)
+{
+    if (__builtin_expect(atomic_load_explicit(&e->waiters, memory_order_seq_cst) != 0, 0))
+        vigil_leases__wake(e);
+}
+
 static inline void entry_unlock(struct vigil_leases_entry *e, uint64_t gen, uint64_t exp_ms)
 {
     atomic_store_explicit(&e->gen_hint, (uint32_t)(gen & CTL_GEN_MASK), memory_order_relaxed);
     /* Release: every field written under the lock is visible to whoever
-     * reads this word, and to whoever reads a renewal's CAS after it. */
-    atomic_store_explicit(&e->ctl, ctl_make(gen, exp_ms), memory_order_release);
+     * reads this word, and to whoever reads a renewal's CAS after it.
+     * seq_cst, for the sleep: a lock waiter raised `waiters` and then
+     * loaded ctl; either it saw this store or the load below sees it. */
+    atomic_store_explicit(&e->ctl, ctl_make(gen, exp_ms), memory_order_seq_cst);
+    vigil_leases__wake_waiters(e);
 }
 
 /* Whether the process named by a lock word found in the store at `where`
@@ -154,21 +171,31 @@ bool vigil_leases__locker_dead(uint64_t w, const void *where);
  * or another made progress (ctl is no longer `dead`). */
 bool vigil_leases__recover(struct vigil_leases_entry *e, uint64_t dead);
 
-/* Waits for ctl to be unlocked: a bounded wait for a live locker, a
- * take-over for a dead one. 0 with *c unlocked, or VIGIL_EBUSY. The first
- * look is inline (acquire's common case finds the entry unlocked); the
- * wait is vigil_leases__wait_locked's. */
-int vigil_leases__wait_locked(struct vigil_leases_entry *e, uint64_t *c);
+/* Waits for ctl to be unlocked: asleep on the entry's futex while a live
+ * locker holds it (its unlock wakes the sleepers), a take-over for a dead
+ * one, until `deadline` (vigil_now_ns). 0 with *c unlocked, or
+ * VIGIL_EBUSY. The first look is inline (acquire's common case finds the
+ * entry unlocked); the wait is vigil_leases__wait_locked's. */
+int vigil_leases__wait_locked(struct vigil_leases_entry *e, uint64_t *c, uint64_t deadline);
 
-static inline int vigil_leases__wait_unlocked(struct vigil_leases_entry *e, uint64_t *c)
+static inline int vigil_leases__wait_unlocked(struct vigil_leases_entry *e, uint64_t *c, uint64_t deadline)
 {
     uint64_t w = atomic_load_explicit(&e->ctl, memory_order_acquire);
     if (__builtin_expect(!(w & CTL_LOCKED), 1)) {
         *c = w;
         return 0;
     }
-    return vigil_leases__wait_locked(e, c);
+    return vigil_leases__wait_locked(e, c, deadline);
 }
+
+/* vigil_leases_acquire with its lock waits bounded by `deadline`
+ * (vigil_now_ns; 0: LOCK_WAIT_NS from the first sleep, a plain
+ * acquire's), for acquire_wait, which never spins on a held lock. */
+int vigil_leases__acquire_until(vigil_leases *ls, const char *key, const char *owner, uint64_t ttl_ms,
+                                uint64_t deadline, vigil_lease *out);
+
+/* FUTEX_WAIT on a word in the file, for at most ns. */
+void vigil_leases__futex_wait(_Atomic uint32_t *word, uint32_t expected, uint64_t ns);
 
 /* Key helpers shared by leases_ops.c and leases_wait.c. */
 int      vigil_leases__check_str(const char *s, size_t field, size_t *len);
@@ -176,17 +203,23 @@ void     vigil_leases__words(uint64_t *w, size_t nwords, const char *s, size_t l
 uint32_t vigil_leases__hash(const uint64_t *kw);
 int64_t  vigil_leases__find(const vigil_leases *ls, uint32_t hash, const uint64_t *kw);
 
-/* After a release of entry e: wakes its acquire_wait sleepers, if any
- * (leases_wait.c tells the pairing). */
-void vigil_leases__wake_waiters(struct vigil_leases_entry *e);
+/* The store's bind lock, waited for until `deadline` (vigil_now_ns; a
+ * plain acquire waits LOCK_WAIT_NS): 0, or VIGIL_EBUSY. */
+int vigil_leases__bind_lock(struct vigil_leases_header *h, uint64_t deadline);
 
-/* The store's bind lock: 0, or VIGIL_EBUSY after the bounded wait. */
-int vigil_leases__bind_lock(struct vigil_leases_header *h);
+void vigil_leases__bind_wake(struct vigil_leases_header *h);
 
 static inline void vigil_leases__bind_unlock(struct vigil_leases_header *h)
 {
-    /* Release: the bindings made under the lock reach the next binder. */
-    atomic_store_explicit(&h->bind_lock, 0, memory_order_release);
+    /* Release: the bindings made under the lock reach the next binder.
+     * seq_cst, for the sleep of the bind lock's waiters (as entry_unlock). */
+    atomic_store_explicit(&h->bind_lock, 0, memory_order_seq_cst);
+    if (__builtin_expect(atomic_load_explicit(&h->bind_waiters, memory_order_seq_cst) != 0, 0))
+        vigil_leases__bind_wake(h);
 }
+
+/* How long a plain acquire waits for a live locker (a change takes well
+ * under a microsecond: this is for one preempted mid-change). */
+#define LOCK_WAIT_NS 10000000u
 
 #endif

@@ -15,6 +15,8 @@
  *                recovery
  *     32  u32    gen_hint: the generation of the last unlocked ctl a locker
  *                saw, so recovery can step past it
+ *     40  u32    wake, 44 waiters: the futex a lock waiter sleeps on (the
+ *                same acquire_wait sleeps on for a release)
  *
  * The protocol (the hand-over done under these locks is leases_ops.c's):
  *
@@ -29,9 +31,10 @@
  *    counter, which only ever grows: the fencing order survives the crash.
  *    A dead holder of the bind lock is replaced the same way; that lock
  *    guards no data of its own.
- *  - A lock held by a live process is waited for, boundedly (10 ms), then
- *    VIGIL_EBUSY: a process stopped inside a change is never robbed, so a
- *    resumed one can never write over its successor.
+ *  - A lock held by a live process is waited for asleep (THE LOCK WAIT
+ *    below), until the caller's deadline (10 ms for a plain acquire),
+ *    then VIGIL_EBUSY: a process stopped inside a change is never robbed,
+ *    so a resumed one can never write over its successor.
  *  - Every process sharing a store must see the same pids (one pid
  *    namespace), as for the heartbeat table's probe.
  *
@@ -40,15 +43,49 @@
 #define _GNU_SOURCE
 #include "leases_internal.h"
 
+#include <limits.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "spin_internal.h"
 
-/* How long a live locker is waited for (a change takes well under a
- * microsecond: this is for one preempted mid-change), and how often it is
- * asked whether it died meanwhile (about what 128 yields took before the
- * wait was written in time: a /proc look costs microseconds, so only a
- * lock that outlives the spin is worth one, and then not on every look). */
-#define LOCK_WAIT_NS  10000000u
-#define LOCK_JUDGE_NS 200000u
+/* Looks with the pause hint before a waiter judges and sleeps: a change
+ * takes well under a microsecond, so a lock still held after these is
+ * held by a process that is preempted, stopped or dead. */
+#define LOCK_SPIN_LOOKS 64
+/* Between two judgements of a live holder: the first at once, then
+ * doubling from 1 ms to 64 ms. A stopped locker costs a waiter one /proc
+ * look per 64 ms (well under 1% of a core); a dead one is taken over
+ * within that. */
+#define LOCK_JUDGE_FIRST_NS 1000000u
+#define LOCK_JUDGE_MAX_NS   64000000u
+
+/* Not FUTEX_PRIVATE_FLAG: the word is in a file many processes map. */
+void vigil_leases__futex_wait(_Atomic uint32_t *word, uint32_t expected, uint64_t ns)
+{
+    struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
+    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT, expected, &ts, NULL, 0);
+}
+
+static void futex_wake_all(_Atomic uint32_t *wake)
+{
+    /* seq_cst: the sleeper read `wake` before it raised `waiters`, so a
+     * sleeper this wake must reach fails FUTEX_WAIT's compare. */
+    atomic_fetch_add_explicit(wake, 1, memory_order_seq_cst);
+    syscall(SYS_futex, (uint32_t *)wake, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+void vigil_leases__wake(struct vigil_leases_entry *e)
+{
+    futex_wake_all(&e->wake);
+}
+
+void vigil_leases__bind_wake(struct vigil_leases_header *h)
+{
+    futex_wake_all(&h->bind_wake);
+}
 
 /* "Don't know" counts as alive: robbing a live locker is the one
  * unrecoverable mistake (vigil_lock_holder_dead says what is proof). */
@@ -83,42 +120,94 @@ bool vigil_leases__recover(struct vigil_leases_entry *e, uint64_t dead)
     return true;
 }
 
-int vigil_leases__wait_locked(struct vigil_leases_entry *e, uint64_t *c)
+/*
+ * THE LOCK WAIT (model: model/leases.pml, lock_wait). A waiter that finds
+ * a lock held spins a little, then judges the holder (dead: the caller
+ * takes over) and sleeps on the lock's futex until the holder's unlock
+ * wakes it, the next judgement is due, or the deadline. The sleep is
+ * THE SLEEP of leases_wait.c with the lock word for ctl: read `wake`,
+ * raise `waiters`, load the lock word (all seq_cst) and sleep only if it
+ * still holds the word judged; the unlock stores its word seq_cst and
+ * then loads `waiters`, so either the waiter's load sees the unlock (no
+ * sleep) or the unlock sees the waiter and bumps `wake` (FUTEX_WAIT's
+ * compare fails, or FUTEX_WAKE finds it). Nothing spins past the first
+ * LOCK_SPIN_LOOKS: a stopped locker costs its waiters a judgement every
+ * 64 ms, not a core (issue 18).
+ */
+struct lock_sleep {
+    _Atomic uint32_t      *wake, *waiters;
+    uint64_t               deadline;  /* vigil_now_ns, 0: LOCK_WAIT_NS from the first sleep */
+    unsigned               looks;
+    uint64_t               next_judge, judge_gap;
+    struct vigil_lock_wait judge;     /* vigil_lock_judge's memory of the words it looked at */
+};
+
+/* One round of waiting for the lock word w, read from *word: 1 when its
+ * holder is provably dead, 0 to look again, VIGIL_EBUSY past the
+ * deadline. */
+static int lock_sleep_round(struct lock_sleep *s, _Atomic uint64_t *word, uint64_t w, const void *where)
 {
-    struct vigil_lock_wait wait = { .budget_ns = LOCK_WAIT_NS, .judge_ns = LOCK_JUDGE_NS };
-    bool judge = false;
+    if (s->looks < LOCK_SPIN_LOOKS) {
+        s->looks++;
+        vigil_cpu_relax();
+        return 0;
+    }
+    uint64_t now = vigil_now_ns();
+    if (s->deadline == 0)
+        s->deadline = now + LOCK_WAIT_NS;
+    if (now >= s->next_judge) {
+        if (vigil_lock_judge(&s->judge, w, where))
+            return 1;
+        s->judge_gap = s->judge_gap ? (s->judge_gap < LOCK_JUDGE_MAX_NS / 2 ? s->judge_gap * 2 : LOCK_JUDGE_MAX_NS)
+                                    : LOCK_JUDGE_FIRST_NS;
+        now = vigil_now_ns();
+        s->next_judge = now + s->judge_gap;
+    }
+    if (now >= s->deadline)
+        return VIGIL_EBUSY;
+    uint64_t until = s->next_judge < s->deadline ? s->next_judge : s->deadline;
+    uint32_t v = atomic_load_explicit(s->wake, memory_order_seq_cst);
+    atomic_fetch_add_explicit(s->waiters, 1, memory_order_seq_cst);
+    if (atomic_load_explicit(word, memory_order_seq_cst) == w)
+        vigil_leases__futex_wait(s->wake, v, until - now);
+    /* Relaxed: leaving orders nothing; a late decrement costs an unlocker
+     * one useless wake. */
+    atomic_fetch_sub_explicit(s->waiters, 1, memory_order_relaxed);
+    return 0;
+}
+
+int vigil_leases__wait_locked(struct vigil_leases_entry *e, uint64_t *c, uint64_t deadline)
+{
+    struct lock_sleep s = { .wake = &e->wake, .waiters = &e->waiters, .deadline = deadline };
     for (;;) {
         uint64_t w = atomic_load_explicit(&e->ctl, memory_order_acquire);
         if (!(w & CTL_LOCKED)) {
             *c = w;
             return 0;
         }
-        if (judge && vigil_lock_judge(&wait, w, e)) {
+        int r = lock_sleep_round(&s, &e->ctl, w, e);
+        if (r < 0)
+            return r;
+        if (r == 1)
             vigil_leases__recover(e, w);
-            judge = false;
-            continue;
-        }
-        if (!vigil_lock_wait(&wait, &judge))
-            return VIGIL_EBUSY;
     }
 }
 
-int vigil_leases__bind_lock(struct vigil_leases_header *h)
+int vigil_leases__bind_lock(struct vigil_leases_header *h, uint64_t deadline)
 {
     uint64_t me = my_lock_word();
-    struct vigil_lock_wait wait = { .budget_ns = LOCK_WAIT_NS, .judge_ns = LOCK_JUDGE_NS };
-    bool judge = false;
+    struct lock_sleep s = { .wake = &h->bind_wake, .waiters = &h->bind_waiters, .deadline = deadline };
     for (;;) {
         uint64_t w = atomic_load_explicit(&h->bind_lock, memory_order_relaxed);
+        int r = 1;
+        if (w != 0 && (r = lock_sleep_round(&s, &h->bind_lock, w, h)) < 0)
+            return r;
         /* Acquire: this binder sees every key the previous one bound.
          * Taking over a dead binder's lock needs no repair: the lock guards
          * a decision, not data; its half-made binding is an entry it had
          * locked, which recovery clears. */
-        if ((w == 0 || (judge && vigil_lock_judge(&wait, w, h))) &&
-            atomic_compare_exchange_strong_explicit(&h->bind_lock, &w, me, memory_order_acquire,
-                                                    memory_order_relaxed))
+        if (r == 1 && atomic_compare_exchange_strong_explicit(&h->bind_lock, &w, me, memory_order_acquire,
+                                                              memory_order_relaxed))
             return 0;
-        if (!vigil_lock_wait(&wait, &judge))
-            return VIGIL_EBUSY;
     }
 }

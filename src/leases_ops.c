@@ -166,19 +166,19 @@ static inline void count_expiry(vigil_leases *ls, uint64_t c)
 
 /* Acquire of the key bound to entry i: VIGIL_EBUSY while unexpired,
  * RESTART when the entry turns out to hold another key. */
-static int take(vigil_leases *ls, uint32_t i, const struct want *w, vigil_lease *out)
+static int take(vigil_leases *ls, uint32_t i, const struct want *w, uint64_t deadline, vigil_lease *out)
 {
     struct vigil_leases_entry *e = &ls->entries[i];
     uint64_t me = my_lock_word();
     for (unsigned attempt = 0; attempt < 64; attempt++) {
         uint64_t c;
-        int err = vigil_leases__wait_unlocked(e, &c);
+        int err = vigil_leases__wait_unlocked(e, &c, deadline);
         if (err < 0)
             return err;
         if (!key_matches(e, w->hash, w->kw))
             return RESTART;
         /* Held unexpired by anyone, the same owner string included. */
-        uint64_t now = vigil_now_ns();
+        uint64_t now = vigil_lease_now_ns();
         if (unexpired(ctl_exp(c), now))
             return VIGIL_EBUSY;
         /* Lapsed or released: the lock is the take-over. A renewal racing
@@ -202,9 +202,9 @@ static int take(vigil_leases *ls, uint32_t i, const struct want *w, vigil_lease 
 }
 
 /* Binds the key to a reclaimable entry, under the bind lock. */
-static int bind(vigil_leases *ls, const struct want *w, vigil_lease *out)
+static int bind(vigil_leases *ls, const struct want *w, uint64_t deadline, vigil_lease *out)
 {
-    int err = vigil_leases__bind_lock(ls->hdr);
+    int err = vigil_leases__bind_lock(ls->hdr, deadline);
     if (err < 0)
         return err;
     hook(LP_BIND_LOCKED);
@@ -216,7 +216,7 @@ static int bind(vigil_leases *ls, const struct want *w, vigil_lease *out)
         uint32_t i = home + j < cap ? home + j : home + j - cap;
         if (key_matches(&ls->entries[i], w->hash, w->kw)) {
             vigil_leases__bind_unlock(ls->hdr);
-            return take(ls, i, w, out);
+            return take(ls, i, w, deadline, out);
         }
     }
     /* The key is bound nowhere, because a binder rebound it (ordered by
@@ -241,7 +241,7 @@ static int bind(vigil_leases *ls, const struct want *w, vigil_lease *out)
                 continue;
             }
             uint32_t b = atomic_load_explicit(&e->bound, memory_order_relaxed);
-            uint64_t now = vigil_now_ns();
+            uint64_t now = vigil_lease_now_ns();
             if (b == ENTRY_BOUND && unexpired(ctl_exp(c), now))
                 break;
             if (!entry_lock_from(e, c, me))
@@ -281,8 +281,8 @@ int vigil_leases__check_str(const char *s, size_t field, size_t *len)
     return 0;
 }
 
-int vigil_leases_acquire(vigil_leases *ls, const char *key, const char *owner, uint64_t ttl_ms,
-                         vigil_lease *out)
+int vigil_leases__acquire_until(vigil_leases *ls, const char *key, const char *owner, uint64_t ttl_ms,
+                                uint64_t deadline, vigil_lease *out)
 {
     if (!ls || !out)
         return -EINVAL;
@@ -301,16 +301,23 @@ int vigil_leases_acquire(vigil_leases *ls, const char *key, const char *owner, u
     w.ttl_ms = ttl_ms;
     /* Each restart means the entry found changed keys under us; a handful
      * is already a hostile amount of churn. */
-    uint64_t sent = vigil_now_ns(); /* before any expiry this call computes */
+    uint64_t sent = vigil_lease_now_ns(); /* before any expiry this call computes */
     for (int round = 0; round < 8; round++) {
         int64_t i = vigil_leases__find(ls, w.hash, w.kw);
-        err = i >= 0 ? take(ls, (uint32_t)i, &w, out) : bind(ls, &w, out);
+        err = i >= 0 ? take(ls, (uint32_t)i, &w, deadline, out) : bind(ls, &w, deadline, out);
         if (err == 0)
             vigil_lease_note_sent(out, sent);
         if (err != RESTART)
             return err;
     }
     return VIGIL_EBUSY;
+}
+
+int vigil_leases_acquire(vigil_leases *ls, const char *key, const char *owner, uint64_t ttl_ms,
+                         vigil_lease *out)
+{
+    /* A lock held by a live process is waited for LOCK_WAIT_NS, asleep. */
+    return vigil_leases__acquire_until(ls, key, owner, ttl_ms, 0, out);
 }
 
 /* ---- renew and release --------------------------------------------------- */
@@ -362,7 +369,7 @@ static int renew_or_release(vigil_leases *ls, const vigil_lease *lease, bool rel
          * or released lease: this one is gone. */
         if (c & CTL_LOCKED)
             return VIGIL_ELOST;
-        uint64_t now = vigil_now_ns();
+        uint64_t now = vigil_lease_now_ns();
         if (!unexpired(ctl_exp(c), now))
             return VIGIL_ELOST;
         /* These loads come after the acquire load of c, so they are at

@@ -10,46 +10,40 @@
  *     44  u32  waiters: acquire_wait callers about to sleep or asleep (a hint)
  *
  * THE SLEEP, against a release (model: model/leases.pml). A waiter reads
- * `wake`, raises `waiters`, then loads ctl and sleeps only if the key is
- * still held, with FUTEX_WAIT on the `wake` value it read, for at most the
- * time left until the holder's expiry. A release CASes ctl and then reads
- * `waiters`. All four are seq_cst, so either the waiter's ctl load sees
- * the release (it does not sleep) or the release sees the waiter, bumps
- * `wake` and wakes it (a waiter that read `wake` before the bump fails
- * FUTEX_WAIT's compare). Expiry needs no waker: the sleep ends at it, and
- * a holder that renewed meanwhile just sends the waiter back to sleep
- * until the new expiry. A peer that scribbles the words costs a waiter a
- * useless wake or a sleep to the end of its bound, never a lost key.
+ * `wake`, raises `waiters`, then loads ctl and sleeps only if the entry
+ * still holds its key, held, with FUTEX_WAIT on the `wake` value it read,
+ * for at most the time left until the holder's expiry. A release (or the
+ * unlock that ends a change of hands) stores ctl and then reads `waiters`.
+ * All four are seq_cst, so either the waiter's ctl load sees the release
+ * (it does not sleep) or the release sees the waiter, bumps `wake` and
+ * wakes it (a waiter that read `wake` before the bump fails FUTEX_WAIT's
+ * compare). Expiry needs no waker: the sleep ends at it, and a holder
+ * that renewed meanwhile just sends the waiter back to sleep until the
+ * new expiry.
+ *
+ * The key is checked after the ctl load, under it (SeqLock: the key
+ * changes only while ctl is locked, so a key read between two loads of
+ * ctl that show the same generation unlocked is the one bound then): a
+ * waiter preempted after its look-up, while its key was released and its
+ * entry bound to another key, finds the other key and looks again, never
+ * sleeps to the other key's expiry (issue 18; leases.pml's rebind run).
+ * A waiter never sleeps in any other way: a change of hands under way is
+ * waited for inside acquire, asleep on the same futex (THE LOCK WAIT,
+ * leases_lock.c), and there is no fallback to a sleep no release can
+ * wake (the nanosleep before issue 18 slept through them under churn).
+ * A peer that scribbles `wake` costs a waiter useless wakes, and after 16
+ * in a row that saw no change of ctl a 1 ms pause: never a lost key.
  */
 #define _GNU_SOURCE
 #include "leases_internal.h"
 
 #include <errno.h>
-#include <limits.h>
-#include <linux/futex.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
-#include <unistd.h>
 
+#include "keepalive_internal.h"
 #include "spin_internal.h"
-
-/* Not FUTEX_PRIVATE_FLAG: the word is in a file many processes map. */
-static void futex_wait(_Atomic uint32_t *word, uint32_t expected, uint64_t ns)
-{
-    struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
-    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT, expected, &ts, NULL, 0);
-}
-
-void vigil_leases__wake_waiters(struct vigil_leases_entry *e)
-{
-    /* seq_cst: after the release CAS in the total order (THE SLEEP). */
-    if (atomic_load_explicit(&e->waiters, memory_order_seq_cst) != 0) {
-        atomic_fetch_add_explicit(&e->wake, 1, memory_order_seq_cst);
-        syscall(SYS_futex, (uint32_t *)&e->wake, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
-    }
-}
 
 /* The entry bound to key (klen bytes), or -1. */
 static int64_t entry_of(const vigil_leases *ls, const char *key, size_t klen)
@@ -92,24 +86,34 @@ int vigil_leases_get(vigil_leases *ls, const char *key, vigil_lease_info *out)
     return VIGIL_EVACANT;
 }
 
-/*
- * How long to sleep on an entry whose ctl is c before trying again: until the holder's
- * expiry (plus the millisecond the store rounds up by), or a millisecond
- * while a change of hands is under way, never past the deadline. 0: do
- * not sleep, try at once.
- */
+/* How long to sleep on an entry whose ctl c is unlocked: until the
+ * holder's expiry (plus the millisecond the store rounds up by), never
+ * past the deadline. 0: do not sleep, try at once. */
 static uint64_t sleep_for(uint64_t c, uint64_t now, uint64_t deadline)
 {
-    uint64_t ns;
-    if (c & CTL_LOCKED)
-        ns = 1000000u;
-    else if (!unexpired(ctl_exp(c), now))
+    uint64_t lease_now = vigil_lease_now_ns();
+    if (!unexpired(ctl_exp(c), lease_now))
         return 0;
-    else
-        ns = ctl_exp(c) * 1000000u - now + 1000000u;
+    uint64_t ns = ctl_exp(c) * 1000000u - lease_now + 1000000u;
     if (deadline != UINT64_MAX && now + ns > deadline)
         ns = deadline > now ? deadline - now : 0;
     return ns;
+}
+
+/* Whether entry e, whose ctl was c when loaded, still holds `key` bound:
+ * the key words read between c and a second look at ctl that finds the
+ * same generation, unlocked. */
+static bool holds_key(const struct vigil_leases_entry *e, uint64_t c, const uint64_t *kw)
+{
+    if ((c & CTL_LOCKED) || atomic_load_explicit(&e->bound, memory_order_relaxed) != ENTRY_BOUND)
+        return false;
+    for (size_t i = 0; i < 16; i++)
+        if (atomic_load_explicit(&e->key[i], memory_order_relaxed) != kw[i])
+            return false;
+    /* The key loads complete before ctl is read again. */
+    atomic_thread_fence(memory_order_acquire);
+    uint64_t c2 = atomic_load_explicit(&e->ctl, memory_order_relaxed);
+    return !(c2 & CTL_LOCKED) && ctl_gen(c2) == ctl_gen(c);
 }
 
 int vigil_leases_acquire_wait(vigil_leases *ls, const char *key, const char *owner, uint64_t ttl_ms,
@@ -122,34 +126,39 @@ int vigil_leases_acquire_wait(vigil_leases *ls, const char *key, const char *own
                                                                                      : start + timeout_ns;
     /* Bounded: acquire refuses a key that does not fit before any wait. */
     size_t klen = strnlen(key, 128);
-    unsigned quick = 0;
+    uint64_t kw[16];
+    vigil_leases__words(kw, 16, key, klen < 128 ? klen : 0);
+    unsigned idle = 0;
     for (;;) {
-        int rc = vigil_leases_acquire(ls, key, owner, ttl_ms, out);
+        /* A change of hands under way is waited for in here, asleep, up
+         * to our deadline. */
+        int rc = vigil_leases__acquire_until(ls, key, owner, ttl_ms, deadline, out);
         if (rc != VIGIL_EBUSY)
             return rc; /* acquired, or an error no wait can cure */
         uint64_t now = vigil_now_ns();
         if (now >= deadline)
             return VIGIL_ETIMEDOUT;
-        int64_t i = entry_of(ls, key, klen);
+        int64_t i = vigil_leases__find(ls, vigil_leases__hash(kw), kw);
         if (i < 0)
             continue; /* released and unbound meanwhile: try at once */
         struct vigil_leases_entry *e = &ls->entries[i];
-        /* THE SLEEP: wake, waiters, ctl, then FUTEX_WAIT; all seq_cst. */
+        /* THE SLEEP: wake, waiters, ctl, the key under it, FUTEX_WAIT; the
+         * first three seq_cst. */
         uint32_t v = atomic_load_explicit(&e->wake, memory_order_seq_cst);
         atomic_fetch_add_explicit(&e->waiters, 1, memory_order_seq_cst);
         uint64_t c = atomic_load_explicit(&e->ctl, memory_order_seq_cst);
-        uint64_t ns = sleep_for(c, now, deadline);
+        uint64_t ns = holds_key(e, c, kw) ? sleep_for(c, now, deadline) : 0;
         if (ns) {
-            /* A peer flipping `wake` makes FUTEX_WAIT return at once; after
-             * a few of those in a row sleep out the bound instead. */
-            if (quick > 16) {
-                struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
-                nanosleep(&ts, NULL);
-                quick = 0;
-            } else {
-                uint64_t t0 = vigil_now_ns();
-                futex_wait(&e->wake, v, ns);
-                quick = vigil_now_ns() - t0 < ns / 2 ? quick + 1 : 0;
+            vigil_leases__futex_wait(&e->wake, v, ns);
+            /* Woken with nothing changed, at once: a peer flipping `wake`.
+             * A real wake follows a release or an unlock, which move ctl. */
+            bool spurious = atomic_load_explicit(&e->ctl, memory_order_relaxed) == c &&
+                            vigil_now_ns() - now < ns / 2;
+            idle = spurious ? idle + 1 : 0;
+            if (idle > 16) {
+                struct timespec ms = { 0, 1000000 };
+                nanosleep(&ms, NULL);
+                idle = 0;
             }
         }
         /* Relaxed: leaving orders nothing; a late decrement costs a

@@ -23,7 +23,7 @@ static const char *eps;
 static vigil_etcd *connect_fast(void)
 {
     vigil_etcd *e = et_connect(eps);
-    vigil_etcd_set_timeout(e, 500, 1000); /* a frozen member costs a second */
+    vigil_etcd_set_timeout(e, 1000, 3000); /* a frozen member costs a request's time, once */
     return e;
 }
 

@@ -168,4 +168,33 @@ static int test_agent(void)
     return 0;
 }
 
-VT_MAIN(VT_CASE(test_join_runs_cmd), VT_CASE(test_usage), VT_CASE(test_watch_json_and_loss), VT_CASE(test_agent))
+/* vigil export --etcd --group: the group's gauges, as the exposition format wants. */
+static int test_export(void)
+{
+    NEED_ETCD();
+    const char *g = gt_group("te");
+    vigil_etcd *e = et_connect(url);
+    vigil_group_member *m = gt_join(e, g, "m", 5000, NULL);
+    EXPECT(m, "join failed");
+    EXPECT_RC(vigil_group_add(e, g, "a"), 0);
+    EXPECT_RC(vigil_group_add(e, g, "b"), 0);
+    vigil_group_unit u;
+    EXPECT_RC(vigil_group_take(m, &u), 0);
+    EXPECT_RC(vigil_group_barrier_wait(m, 0, 10000000000ull), VIGIL_SERIAL);
+    VT_RUN("export", "--etcd", url, "--group", g);
+    char want[5][256];
+    snprintf(want[0], sizeof(want[0]), "vigil_group_up{group=\"%s\"} 1\n", g);
+    snprintf(want[1], sizeof(want[1]), "vigil_group_members{group=\"%s\"} 1\n", g);
+    snprintf(want[2], sizeof(want[2]), "vigil_group_units{group=\"%s\",state=\"free\"} 1\n", g);
+    snprintf(want[3], sizeof(want[3]), "vigil_group_units{group=\"%s\",state=\"owned\"} 1\n", g);
+    snprintf(want[4], sizeof(want[4]), "vigil_group_round{group=\"%s\"} 1\n", g);
+    EXPECT(R.rc == 0, "export: exit %d, '%s'", R.rc, R.err);
+    for (int i = 0; i < 5; i++)
+        EXPECT(strstr(R.out, want[i]), "export lacks '%s': '%s'", want[i], R.out);
+    EXPECT(VT_RUN("export", "--group", g) == 2, "--group without --etcd: %d", R.rc);
+    EXPECT_RC(vigil_group_leave(m), 0);
+    vigil_etcd_close(e);
+    return 0;
+}
+
+VT_MAIN(VT_CASE(test_join_runs_cmd), VT_CASE(test_export), VT_CASE(test_usage), VT_CASE(test_watch_json_and_loss), VT_CASE(test_agent))

@@ -90,4 +90,90 @@ static inline pid_t vt_hb_spawn_worker(const char *path, _Atomic int *ready, _At
     _exit(0);
 }
 
+/*
+ * Children that stop themselves at a hook point (vigil_slot_hook's SP_*,
+ * vigil_elect_hook's EP_*), so that a test decides the moment: the child
+ * sets vt_stop_point and the hook, the parent waits until it is stopped
+ * (vt_wait_stopped), acts, then resumes it with SIGCONT or kills it.
+ */
+static int vt_stop_point __attribute__((unused));
+static inline void vt_stop_at(int point)
+{
+    if (point == vt_stop_point) {
+        vt_stop_point = 0;
+        raise(SIGSTOP);
+    }
+}
+
+/* Waits at most timeout_ms until the child is stopped; false if it exited
+ * or never stopped. */
+static inline bool vt_wait_stopped(pid_t pid, unsigned timeout_ms)
+{
+    uint64_t deadline = vt_now_ms() + timeout_ms;
+    for (;;) {
+        int status;
+        pid_t r = waitpid(pid, &status, WNOHANG | WUNTRACED);
+        if (r == pid)
+            return WIFSTOPPED(status);
+        if (r < 0 || vt_now_ms() > deadline)
+            return false;
+        vt_sleep_ms(1);
+    }
+}
+
+/*
+ * A twin: a live process whose lock word is the one a test gives a forged
+ * holding. While it maps no part of the table, a judge finds that holder
+ * dead (a live pid whose start tag matches but which maps nothing of the
+ * file is not the holder: vigil_lock_holder_dead), just as it finds a dead
+ * process dead whose pid a newcomer recycles within the same clock tick.
+ * When told (vt_twin_go), the twin opens the table and runs act(hb), with
+ * that very word: the newcomer. It exits with act's result + 100.
+ */
+struct vt_twin {
+    pid_t    pid;
+    int      go;   /* write end: one byte starts act */
+    uint64_t word; /* its lock word */
+};
+
+static inline bool vt_twin_start(struct vt_twin *t, vigil_hb *hb, const char *path, int (*act)(vigil_hb *))
+{
+    int go[2], ready[2];
+    if (pipe(go) != 0 || pipe(ready) != 0)
+        return false;
+    fflush(NULL);
+    t->pid = fork();
+    if (t->pid == 0) {
+        vt_die_with_parent();
+        vigil_hb_close(hb); /* the inherited mapping: the twin maps nothing of the table */
+        close(go[1]);
+        close(ready[0]);
+        char c = 1;
+        if (write(ready[1], &c, 1) != 1 || read(go[0], &c, 1) != 1)
+            _exit(2);
+        vigil_hb *mine;
+        if (vigil_hb_open(path, 0, &mine) < 0)
+            _exit(3);
+        _exit(100 + act(mine));
+    }
+    close(go[0]);
+    close(ready[1]);
+    char c;
+    bool ok = t->pid > 0 && read(ready[0], &c, 1) == 1;
+    close(ready[0]);
+    uint64_t start = 0;
+    ok = ok && vigil_proc_start_time((uint32_t)t->pid, &start) == 0;
+    t->go = go[1];
+    t->word = vigil_lock_word_of((uint32_t)t->pid, vigil_self_pidns(), start);
+    return ok;
+}
+
+static inline bool vt_twin_go(struct vt_twin *t)
+{
+    char c = 1;
+    bool ok = write(t->go, &c, 1) == 1;
+    close(t->go);
+    return ok;
+}
+
 #endif

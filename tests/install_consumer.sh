@@ -61,18 +61,55 @@ for p in $pids; do wait "$p"; done
 if [ -f "$libdir/pkgconfig/vigil-etcd.pc" ]; then
     cat > "$tmp/etcd.c" <<'C'
 #include <vigil/etcd.h>
+#include <vigil/group.h>
 int main(void)
 {
     vigil_etcd *e = 0;
     /* Links and runs: connecting needs no server, it only parses. */
     int rc = vigil_etcd_connect("http://127.0.0.1:1", &e);
+    vigil_group_watch_close(0);
     vigil_etcd_close(e);
-    return rc == 0 ? 0 : 1;
+    return rc == 0 && vigil_group_leave(0) == 0 ? 0 : 1;
 }
 C
+    for cxx in g++ clang++; do # the groups' header as C++17 too
+        command -v "$cxx" >/dev/null 2>&1 || continue
+        "$cxx" -std=c++17 -Wall -Wextra -Werror -x c++ -fsyntax-only "$tmp/etcd.c" \
+            $(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --cflags vigil-etcd)
+    done
     "$cc" -o "$tmp/etcd" "$tmp/etcd.c" \
         $(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --cflags --libs vigil-etcd) -Wl,-rpath,"$libdir"
     "$tmp/etcd"
+    # The options struct as C++ sees it (its namespace field is namespace_
+    # there): the same source, built by each C++ compiler, connects alike.
+    cat > "$tmp/etcd_opts.c" <<'C'
+#include <vigil/etcd.h>
+#include <string.h>
+int main(void)
+{
+    struct vigil_etcd_options o;
+    memset(&o, 0, sizeof(o));
+#ifdef __cplusplus
+    o.namespace_ = "app/";
+#else
+    o.namespace = "app/";
+#endif
+    o.request_timeout_ms = 500;
+    vigil_etcd *e = 0;
+    int rc = vigil_etcd_connect_opts("127.0.0.1:1", &o, &e);
+    vigil_etcd_close(e);
+    return rc == 0 && sizeof(o) == 6 * sizeof(const char *) + 2 * sizeof(uint32_t) ? 0 : 1;
+}
+C
+    etcdflags=$(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --cflags --libs vigil-etcd)
+    "$cc" -std=c11 -Wall -Wextra -Werror -o "$tmp/etcd_opts_c" "$tmp/etcd_opts.c" $etcdflags -Wl,-rpath,"$libdir"
+    "$tmp/etcd_opts_c"
+    for cxx in g++ clang++; do
+        command -v "$cxx" >/dev/null 2>&1 || continue
+        "$cxx" -std=c++17 -Wall -Wextra -Werror -x c++ -o "$tmp/etcd_opts_$cxx" "$tmp/etcd_opts.c" -x none \
+            $etcdflags -Wl,-rpath,"$libdir"
+        "$tmp/etcd_opts_$cxx"
+    done
     cat >> "$tmp/consumer/CMakeLists.txt" <<CM
 add_executable(etcd_consumer $tmp/etcd.c)
 target_link_libraries(etcd_consumer PRIVATE vigil::etcd)

@@ -41,7 +41,9 @@ static inline int vt_in_pidns(int (*fn)(void *), void *arg, bool own_proc, unsig
         if (inner == 0) {
             if (own_proc && mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
                 _exit(VT_SKIP);
-            _exit(fn(arg));
+            int rc = fn(arg);
+            fflush(NULL); /* _exit does not: what fn printed must come out */
+            _exit(rc);
         }
         int st;
         if (inner < 0 || waitpid(inner, &st, 0) != inner)

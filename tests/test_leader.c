@@ -2,9 +2,10 @@
 /*
  * Description: leader election: the lowest live pid leads, the term rises
  * by one exactly when the leader changes and stays when nothing changed,
- * roles follow, leader_is and leader_get agree; an election killed half
- * way through is finished with one term step; a dead lock holder is
- * replaced at once, a live or unjudgeable one is waited for, boundedly.
+ * roles follow, leader_is and leader_get agree; the leader word names a
+ * registration, so a pid registered again is a new leader; a dead lock
+ * holder is replaced at once, a live or unjudgeable one is waited for,
+ * boundedly. (Electors killed at each step: test_leader_race.c.)
  */
 #include "hbtest.h"
 #include "proc_internal.h"
@@ -28,9 +29,18 @@ static uint64_t lock_word(uint32_t pid, uint64_t ns, uint64_t start)
     return vigil_lock_word_of(pid, ns, start);
 }
 
-static uint64_t intent_word(uint64_t term, uint32_t pid, uint32_t slot)
+/* The election lock held with word w, as a holder killed holding it
+ * leaves it: the word, and the sequence odd. */
+static void hold_lock(vigil_hb *hb, uint64_t w)
 {
-    return ((term & 0x7ff) << 53) | ((uint64_t)pid << 21) | ((uint64_t)slot + 1);
+    atomic_store(&hb->hdr->elect_lock, w);
+    if (!(atomic_load(&hb->hdr->elect_seq) & 1u))
+        atomic_fetch_add(&hb->hdr->elect_seq, 1);
+}
+
+static bool lock_free(vigil_hb *hb)
+{
+    return atomic_load(&hb->hdr->elect_seq) % 2 == 0;
 }
 
 static int test_no_peers(void)
@@ -121,19 +131,24 @@ static int test_term_follows_changes(void)
     EXPECT_RC(vigil_leader_elect(hb, 2, &out), 1);
     EXPECT(out.pid == 100 && out.term == 5, "expected pid 100 term 5, got pid %u term %llu", out.pid,
            (unsigned long long)out.term);
-    /* Same slot, same pid, re-registered: the same leader, no new term. */
+    /* Same slot, same pid, registered again: another registration, so a
+     * change (a recycled pid is a new process; the old one's term must
+     * not pass for the new one's). Then nothing changes. */
     EXPECT_RC(vigil_hb_unregister(hb, a), 0);
     uint32_t a2;
     EXPECT_RC(vigil_hb_register(hb, 100, &a2), 0);
     EXPECT(a2 == a, "expected slot %u back, got %u", a, a2);
+    EXPECT_RC(vigil_leader_elect(hb, 2, &out), 1);
+    EXPECT(out.pid == 100 && out.term == 6, "a new registration of pid 100: expected term 6, got pid %u term %llu",
+           out.pid, (unsigned long long)out.term);
     EXPECT_RC(vigil_leader_elect(hb, 2, &out), 0);
-    EXPECT(out.term == 5, "term moved without a change: %llu", (unsigned long long)out.term);
+    EXPECT(out.term == 6, "term moved without a change: %llu", (unsigned long long)out.term);
     /* Everybody stale: nobody to elect, the record stays. */
     vt_hb_tick_keep(hb, 3, 0);
     EXPECT_RC(vigil_leader_elect(hb, 2, &out), VIGIL_ENOPEERS);
     vigil_leader got;
     EXPECT_RC(vigil_leader_get(hb, &got), 0);
-    EXPECT(got.pid == 100 && got.term == 5, "record lost: pid %u term %llu", got.pid, (unsigned long long)got.term);
+    EXPECT(got.pid == 100 && got.term == 6, "record lost: pid %u term %llu", got.pid, (unsigned long long)got.term);
     uint32_t which;
     EXPECT(coordinators(hb, &which) == 1, "expected exactly one coordinator, got %u", coordinators(hb, &which));
     vigil_hb_close(hb);
@@ -157,50 +172,37 @@ static int test_tie_lower_slot(void)
     return 0;
 }
 
-/* An elector killed after writing its intent: the next one finishes the
- * change, and the term rises exactly once for it. */
-static int test_half_installed_change(void)
+/* The leader word names (slot, gen); leader_get gives the slot's pid
+ * while that registration holds it, pid 0 once it has left (until the
+ * next election), and VIGIL_ERANGE for a word naming no slot. */
+static int test_leader_word_names_registration(void)
 {
-    vigil_hb *hb = vt_hb_fresh("half.hb", 4);
+    vigil_hb *hb = vt_hb_fresh("word.hb", 4);
     uint32_t a, b;
     EXPECT_RC(vigil_hb_register(hb, 100, &a), 0);
     EXPECT_RC(vigil_hb_register(hb, 200, &b), 0);
-    vigil_leader out;
-    EXPECT_RC(vigil_leader_elect(hb, 2, &out), 1); /* 100, term 1 */
+    vigil_leader out, got;
+    EXPECT_RC(vigil_leader_elect(hb, 2, &out), 1);
     struct vigil_hb_header *h = hb->hdr;
-
-    /* Killed after intent and leader, before the term: pid 200 at term 2. */
-    atomic_store(&h->elect_intent, intent_word(2, 200, b));
-    atomic_store(&h->leader, ((uint64_t)200 << 32) | (b + 1));
-    vigil_leader got;
-    EXPECT_RC(vigil_leader_get(hb, &got), VIGIL_EBUSY);
-    EXPECT_RC(vigil_leader_elect(hb, 2, &out), 1); /* finishes 200@2, then back to 100@3 */
-    EXPECT(out.pid == 100 && out.term == 3, "expected pid 100 term 3, got pid %u term %llu", out.pid,
-           (unsigned long long)out.term);
-    EXPECT(atomic_load(&h->elect_intent) == 0, "intent not cleared");
-
-    /* Killed right after the intent: the leader word still the old one. */
-    vt_hb_tick_keep(hb, 3, UINT64_C(1) << b);
-    atomic_store(&h->elect_intent, intent_word(4, 200, b));
-    EXPECT_RC(vigil_leader_elect(hb, 2, &out), 0); /* 200@4 was the change; this election keeps it */
-    EXPECT(out.pid == 200 && out.term == 4, "expected pid 200 term 4, got pid %u term %llu", out.pid,
-           (unsigned long long)out.term);
-
-    /* Killed after the term, before clearing the intent: complete. */
-    atomic_store(&h->elect_intent, intent_word(4, 200, b));
-    EXPECT_RC(vigil_leader_elect(hb, 2, &out), 0);
-    EXPECT(out.term == 4, "completed change redone: term %llu", (unsigned long long)out.term);
-
-    /* A scribbled intent is dropped. */
-    atomic_store(&h->elect_intent, intent_word(1000, 999, 3000));
-    EXPECT_RC(vigil_leader_elect(hb, 2, &out), 0);
-    EXPECT(out.pid == 200 && out.term == 4 && atomic_load(&h->elect_intent) == 0,
-           "scribbled intent acted on: pid %u term %llu", out.pid, (unsigned long long)out.term);
+    uint64_t word = atomic_load(&h->leader);
+    EXPECT(word == (vigil_slot_gen(&hb->slots[a]) << 21 | (a + 1)), "leader word %#llx for slot %u gen %llu",
+           (unsigned long long)word, a, (unsigned long long)vigil_slot_gen(&hb->slots[a]));
+    EXPECT_RC(vigil_hb_unregister(hb, a), 0);
     EXPECT_RC(vigil_leader_get(hb, &got), 0);
-    EXPECT(got.pid == 200 && got.slot == b && got.term == 4, "leader_get: pid %u slot %u term %llu", got.pid,
-           got.slot, (unsigned long long)got.term);
-    atomic_store(&h->leader, ((uint64_t)5 << 32) | 4000);
+    EXPECT(got.slot == a && got.pid == 0 && got.term == 1, "after the leader left: slot %u pid %u term %llu", got.slot,
+           got.pid, (unsigned long long)got.term);
+    uint32_t c;
+    EXPECT_RC(vigil_hb_register(hb, 100, &c), 0); /* the same pid, the same slot: another registration */
+    EXPECT_RC(vigil_leader_get(hb, &got), 0);
+    EXPECT(c == a && got.pid == 0, "a new registration passed for the leader: pid %u", got.pid);
+    EXPECT_RC(vigil_leader_elect(hb, 2, &out), 1);
+    EXPECT(out.slot == a && out.pid == 100 && out.term == 2, "expected slot %u pid 100 term 2, got %u %u %llu", a,
+           out.slot, out.pid, (unsigned long long)out.term);
+    atomic_store(&h->leader, ((uint64_t)5 << 21) | 4000);
     EXPECT_RC(vigil_leader_get(hb, &got), VIGIL_ERANGE);
+    atomic_store(&h->leader, 0);
+    atomic_store(&h->term, 0);
+    EXPECT_RC(vigil_leader_get(hb, &got), VIGIL_ENOPEERS);
     vigil_hb_close(hb);
     return 0;
 }
@@ -224,30 +226,32 @@ static int test_lock_holders(void)
     uint64_t start = 0;
     EXPECT_RC(vigil_proc_start_time((uint32_t)child, &start), 0);
     uint64_t held = lock_word((uint32_t)child, ns, start);
-    atomic_store(lock, held);
+    hold_lock(hb, held);
+    uint64_t seq = atomic_load(&hb->hdr->elect_seq);
     EXPECT_RC(vigil_leader_elect(hb, 2, &out), VIGIL_EBUSY); /* bounded: ctest's timeout catches a hang */
-    EXPECT(atomic_load(lock) == held, "a live holder's lock was taken");
+    EXPECT(atomic_load(lock) == held && atomic_load(&hb->hdr->elect_seq) == seq, "a live holder's lock was taken");
     /* Same pid, another start time: the pid was reused, the holder is dead. */
     atomic_store(lock, lock_word((uint32_t)child, ns, start + 1));
     EXPECT_RC(vigil_leader_elect(hb, 2, &out), 1);
-    EXPECT(atomic_load(lock) == 0, "lock not released");
+    EXPECT(lock_free(hb) && atomic_load(&hb->hdr->elect_seq) == seq + 3, "lock not released (sequence %llu from %llu)",
+           (unsigned long long)atomic_load(&hb->hdr->elect_seq), (unsigned long long)seq);
     /* Dead, not yet reaped (zombie). */
-    atomic_store(lock, held);
+    hold_lock(hb, held);
     kill(child, SIGKILL);
     siginfo_t si;
     EXPECT(waitid(P_PID, (id_t)child, &si, WEXITED | WNOWAIT) == 0, "waitid");
     EXPECT_RC(vigil_leader_elect(hb, 2, &out), 0);
     /* Dead and reaped. */
-    atomic_store(lock, held);
+    hold_lock(hb, held);
     waitpid(child, NULL, 0);
     EXPECT_RC(vigil_leader_elect(hb, 2, &out), 0);
     /* Dead pid, but recorded in another namespace: cannot be judged. */
     if (ns) {
-        atomic_store(lock, lock_word((uint32_t)child, ns + 1, start));
+        hold_lock(hb, lock_word((uint32_t)child, ns + 1, start));
         EXPECT_RC(vigil_leader_elect(hb, 2, &out), VIGIL_EBUSY);
     }
     /* Pid field 0: no elector writes that. */
-    atomic_store(lock, VIGIL_LOCK_HELD | 0x12345);
+    hold_lock(hb, VIGIL_LOCK_HELD | 0x12345);
     EXPECT_RC(vigil_leader_elect(hb, 2, &out), 0);
     EXPECT(out.term == 1, "term %llu", (unsigned long long)out.term);
     vigil_hb_close(hb);
@@ -265,7 +269,6 @@ static int test_lock_tag_collision(void)
     vigil_hb *hb = vt_hb_fresh("collide.hb", 4);
     uint32_t s;
     EXPECT_RC(vigil_hb_register(hb, 100, &s), 0);
-    _Atomic uint64_t *lock = &hb->hdr->elect_lock;
     uint64_t ns = vigil_self_pidns();
     int ready[2];
     EXPECT(pipe(ready) == 0, "pipe");
@@ -281,17 +284,17 @@ static int test_lock_tag_collision(void)
     EXPECT(read(ready[0], &c, 1) == 1, "child never unmapped the table");
     uint64_t start = 0;
     EXPECT_RC(vigil_proc_start_time((uint32_t)child, &start), 0);
-    atomic_store(lock, lock_word((uint32_t)child, ns, start));
+    hold_lock(hb, lock_word((uint32_t)child, ns, start));
     vigil_leader out;
     int rc = vigil_leader_elect(hb, 2, &out);
-    uint64_t after = atomic_load(lock);
+    bool released = lock_free(hb);
     kill(child, SIGKILL);
     waitpid(child, NULL, 0);
     close(ready[0]);
     close(ready[1]);
     EXPECT(rc == 1, "a live pid with the dead elector's tag but no mapping: expected the lock taken over "
                     "and leader changed (1), got %d (%s)", rc, vigil_strerror(rc));
-    EXPECT(after == 0, "lock not released after the take-over");
+    EXPECT(released, "lock not released after the take-over");
     vigil_hb_close(hb);
     return 0;
 }
@@ -382,5 +385,5 @@ static int test_identity_after_fork(void)
 }
 
 VT_MAIN(VT_CASE(test_no_peers), VT_CASE(test_lowest_pid_leads), VT_CASE(test_term_follows_changes),
-        VT_CASE(test_tie_lower_slot), VT_CASE(test_half_installed_change), VT_CASE(test_lock_holders), VT_CASE(test_lock_tag_collision),
+        VT_CASE(test_tie_lower_slot), VT_CASE(test_leader_word_names_registration), VT_CASE(test_lock_holders), VT_CASE(test_lock_tag_collision),
         VT_CASE(test_threaded_electors), VT_CASE(test_identity_after_fork))

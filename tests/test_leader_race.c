@@ -8,6 +8,13 @@
  * live slots, every elector agrees on (leader, term), and the term rises
  * exactly once per change (the electors' "changed" answers add up to the
  * term's rise, and that is 1 exactly when the lowest live pid moved).
+ *
+ * An elector killed at each step of a change (vigil_elect_hook) leaves
+ * the leader and the term agreeing, the change installed whole or not at
+ * all, and the next election finishes with the term risen exactly once.
+ * And issue 17.6 for the election lock: an elector that judged a dead
+ * holder and was stopped before its take-over must not rob the holder
+ * that took the lock meanwhile with the very same lock word.
  */
 #include "hbtest.h"
 
@@ -262,4 +269,133 @@ static int test_racing_electors(void)
     return 0;
 }
 
-VT_MAIN(VT_CASE(test_kill_leader), VT_CASE(test_racing_electors))
+/* An elector that SIGKILLs itself at `point`; exits 0 if it got past. */
+static int kill_point;
+static void die_at(int point)
+{
+    if (point == kill_point)
+        raise(SIGKILL);
+}
+
+/*
+ * Slots a (pid 100) and b (pid 200); 100 leads at term 1, then goes stale,
+ * so the next election moves the leader to 200. An elector killed at each
+ * point of that election: before the change (holding the lock), after it,
+ * after the demotion. Then leader_get gives a leader and a term that
+ * agree, and the next election (taking over the dead elector's lock)
+ * finishes the change with the term risen exactly once, one coordinator.
+ * (Mutant: install the term before the leader, the kill between the two
+ * stores: leader_get then pairs 100 with term 2, and this test fails.)
+ */
+static int test_elector_killed_at_each_point(void)
+{
+    static const int points[] = { EP_LOCKED, EP_CHANGED, EP_DEMOTED };
+    for (size_t k = 0; k < sizeof(points) / sizeof(points[0]); k++) {
+        char name[32];
+        snprintf(name, sizeof(name), "killed%d.hb", points[k]);
+        vigil_hb *hb = vt_hb_fresh(name, 4);
+        uint32_t a, b;
+        EXPECT_RC(vigil_hb_register(hb, 100, &a), 0);
+        EXPECT_RC(vigil_hb_register(hb, 200, &b), 0);
+        vigil_leader out, got;
+        EXPECT_RC(vigil_leader_elect(hb, GRACE, &out), 1);
+        vt_hb_tick_keep(hb, GRACE + 1, UINT64_C(1) << b);
+        fflush(NULL);
+        pid_t kid = fork();
+        if (kid == 0) {
+            vigil_hb *mine;
+            if (vigil_hb_open(vt_path(name), 0, &mine) < 0)
+                _exit(3);
+            kill_point = points[k];
+            vigil_elect_hook = die_at;
+            vigil_leader_elect(mine, GRACE, NULL);
+            _exit(0);
+        }
+        EXPECT(vt_wait(kid, 20000) == 128 + SIGKILL, "point %d: the elector was not killed there", points[k]);
+        bool installed = points[k] != EP_LOCKED;
+        EXPECT_RC(vigil_leader_get(hb, &got), 0);
+        EXPECT(got.slot == (installed ? b : a) && got.term == (installed ? 2u : 1u),
+               "point %d: leader_get gives slot %u term %llu, expected slot %u term %u", points[k], got.slot,
+               (unsigned long long)got.term, installed ? b : a, installed ? 2 : 1);
+        EXPECT_RC(vigil_leader_elect(hb, GRACE, &out), installed ? 0 : 1);
+        EXPECT(out.slot == b && out.pid == 200 && out.term == 2,
+               "point %d: after the next election slot %u pid %u term %llu, expected slot %u pid 200 term 2",
+               points[k], out.slot, out.pid, (unsigned long long)out.term, b);
+        EXPECT(atomic_load(&hb->slots[b].role) == VIGIL_ROLE_COORDINATOR &&
+                   atomic_load(&hb->slots[a].role) == VIGIL_ROLE_WORKER,
+               "point %d: roles %u (a), %u (b)", points[k], atomic_load(&hb->slots[a].role),
+               atomic_load(&hb->slots[b].role));
+        EXPECT(atomic_load(&hb->hdr->elect_seq) % 2 == 0, "point %d: the lock was left held", points[k]);
+        vigil_hb_close(hb);
+    }
+    return 0;
+}
+
+/* The newcomer: elects, stopping at EP_LOCKED with the lock held. */
+static int elect_stopping_locked(vigil_hb *hb)
+{
+    vt_stop_point = EP_LOCKED;
+    vigil_elect_hook = vt_stop_at;
+    return vigil_leader_elect(hb, GRACE, NULL) >= 0 ? 0 : 1;
+}
+
+/*
+ * Issue 17.6, the election lock: a holding {w, s} whose holder a judge
+ * finds dead; elector E1 judges it and is stopped before its take-over
+ * (EP_JUDGED); another election takes the lock over and releases it; the
+ * newcomer N, whose lock word is w itself, takes the lock and is stopped
+ * holding it. E1 resumes: its take-over from {w, s} must fail (the lock
+ * changed hands: the sequence moved), so E1 waits for N, who is alive,
+ * and gives up with VIGIL_EBUSY, and the lock stays N's. The take-over
+ * from the word alone, as before issue 17, robbed N here.
+ */
+static int test_take_over_after_the_lock_changed_hands(void)
+{
+    vigil_hb *hb = vt_hb_fresh("elect_aba.hb", 4);
+    uint32_t s;
+    EXPECT_RC(vigil_hb_register(hb, 100, &s), 0);
+    struct vt_twin n;
+    EXPECT(vt_twin_start(&n, hb, vt_path("elect_aba.hb"), elect_stopping_locked), "twin");
+    struct vigil_hb_header *h = hb->hdr;
+    atomic_store(&h->elect_lock, n.word); /* a holder with N's word, "dead" while N maps nothing */
+    atomic_fetch_add(&h->elect_seq, 1);
+
+    int result[2];
+    EXPECT(pipe(result) == 0, "pipe");
+    fflush(NULL);
+    pid_t e1 = fork();
+    if (e1 == 0) {
+        vigil_hb *mine;
+        if (vigil_hb_open(vt_path("elect_aba.hb"), 0, &mine) < 0)
+            _exit(3);
+        vt_stop_point = EP_JUDGED;
+        vigil_elect_hook = vt_stop_at;
+        int rc = vigil_leader_elect(mine, GRACE, NULL);
+        _exit(write(result[1], &rc, sizeof(rc)) == sizeof(rc) ? 0 : 4);
+    }
+    EXPECT(vt_wait_stopped(e1, 20000), "E1 never judged the holder dead");
+    vigil_leader out;
+    EXPECT_RC(vigil_leader_elect(hb, GRACE, &out), 1); /* another elector takes over, elects, releases */
+    EXPECT(vt_twin_go(&n) && vt_wait_stopped(n.pid, 20000), "N never took the lock");
+    uint64_t seq = atomic_load(&h->elect_seq);
+    EXPECT(atomic_load(&h->elect_lock) == n.word && seq % 2 == 1, "N does not hold the lock");
+    kill(e1, SIGCONT);
+    EXPECT(vt_wait(e1, 20000) == 0, "E1 failed");
+    int rc = 0;
+    EXPECT(read(result[0], &rc, sizeof(rc)) == sizeof(rc), "E1's answer");
+    EXPECT(rc == VIGIL_EBUSY, "E1, whose holder was judged before the lock changed hands, got %d (%s), "
+                              "expected VIGIL_EBUSY", rc, vigil_strerror(rc));
+    EXPECT(atomic_load(&h->elect_lock) == n.word && atomic_load(&h->elect_seq) == seq,
+           "N was robbed: the lock is %#llx at %llu", (unsigned long long)atomic_load(&h->elect_lock),
+           (unsigned long long)atomic_load(&h->elect_seq));
+    kill(n.pid, SIGCONT);
+    EXPECT(vt_wait(n.pid, 20000) == 100, "N's election failed");
+    EXPECT(atomic_load(&h->elect_seq) == seq + 1, "N's release: sequence %llu", (unsigned long long)atomic_load(&h->elect_seq));
+    close(result[0]);
+    close(result[1]);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+VT_MAIN(VT_CASE(test_kill_leader), VT_CASE(test_racing_electors), VT_CASE(test_elector_killed_at_each_point),
+        VT_CASE(test_take_over_after_the_lock_changed_hands))

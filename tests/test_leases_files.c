@@ -141,7 +141,7 @@ static int test_open_refuses(void)
         { "capacity smaller than the file", 16, 3 },
         { "capacity huge", 16, 0xffffffffu },
         { "flags", 20, 1 },
-        { "entry size", 40, 128 },
+        { "version 3 (before the lock waits)", 8, 3 },
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         char name[64];
@@ -170,7 +170,7 @@ static int test_scribbled_header(void)
     EXPECT_RC(vigil_leases_open(path, &ls), 0);
     EXPECT_RC(vigil_leases_open(path, &peer), 0);
     peer->hdr->capacity = 0x7fffffff;
-    peer->hdr->entry_bytes = 1;
+    atomic_store(&peer->hdr->bind_waiters, 0xffffffffu);
     memset(peer->hdr->magic, 0, 8);
     EXPECT(vigil_leases_capacity(ls) == 4, "capacity followed the scribble: %u", vigil_leases_capacity(ls));
     vigil_lease_info info;

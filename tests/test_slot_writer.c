@@ -5,9 +5,12 @@
  * with SIGSTOP at each step of its change is never repaired over,
  * however many epochs and failover scans pass, and finishes its register
  * after SIGCONT with the version only ever growing; one killed with
- * SIGKILL at each step is repaired by the next scan, at once. Then the
- * bounds of issue 9.4: vigil_hb_register on a table of 2^20 wedged vacant
- * slots, and `vigil inspect` of it, end promptly and say so.
+ * SIGKILL at each step is repaired by the next scan, at once. Issue 17.6:
+ * a scanner that judged a dead writer and was stopped before its
+ * take-over must not rob the newcomer that took the lock meanwhile with
+ * the dead writer's very lock word. Then the bounds of issue 9.4:
+ * vigil_hb_register on a table of 2^20 wedged vacant slots, and `vigil
+ * inspect` of it, end promptly and say so.
  */
 #include "hbtest.h"
 
@@ -160,6 +163,71 @@ static int test_version_wrap(void)
     return 0;
 }
 
+/* The newcomer: registers, stopping with the slot's lock held. */
+static int register_stopping_locked(vigil_hb *hb)
+{
+    vt_stop_point = SP_LOCKED;
+    vigil_slot_hook = vt_stop_at;
+    uint32_t s;
+    int rc = vigil_hb_register(hb, (uint32_t)getpid(), &s);
+    return rc < 0 ? 1 : (int)s + 2;
+}
+
+/*
+ * Issue 17.6: writer D died holding slot 0 (here: the holding {w, odd} of
+ * a process that a judge finds dead); scanner S1 reads it, judges it dead
+ * and is stopped before its take-over (SP_JUDGED); another scan repairs
+ * the slot; N, whose lock word is w itself (D's pid recycled in the same
+ * clock tick), takes the slot's lock to register and is stopped holding
+ * it. S1 resumes: its take-over from the holding it read must fail (the
+ * version moved), so N keeps the lock, registers into slot 0 and owns it
+ * alone. The take-over from the word alone, as before issue 17, robbed N:
+ * S1 repaired the slot under N, who then owned a slot S1 had called
+ * vacant.
+ */
+static int test_judged_take_over_after_the_lock_changed_hands(void)
+{
+    vigil_hb *hb = vt_hb_fresh("slot_aba.hb", 2);
+    struct vigil_hb_slot *s = &hb->slots[0];
+    struct vt_twin n;
+    EXPECT(vt_twin_start(&n, hb, vt_path("slot_aba.hb"), register_stopping_locked), "twin");
+    atomic_store(&s->writer, n.word); /* D's holding, with N's word */
+    uint64_t odd = atomic_fetch_add(&s->seq, 1) + 1;
+
+    fflush(NULL);
+    pid_t s1 = fork();
+    if (s1 == 0) {
+        vigil_hb *mine;
+        if (vigil_hb_open(vt_path("slot_aba.hb"), 0, &mine) < 0)
+            _exit(3);
+        vt_stop_point = SP_JUDGED;
+        vigil_slot_hook = vt_stop_at;
+        vigil_reclaim out[2];
+        _exit(vigil_failover_scan(mine, 1000, out, 2) == 0 ? 0 : 4);
+    }
+    EXPECT(vt_wait_stopped(s1, 20000), "S1 never judged the writer dead");
+    vigil_reclaim out[2];
+    EXPECT_RC(vigil_failover_scan(hb, 1000, out, 2), 0); /* another scan repairs it */
+    EXPECT(atomic_load(&s->seq) == odd + 3, "not repaired: version %llu", (unsigned long long)atomic_load(&s->seq));
+    EXPECT(vt_twin_go(&n) && vt_wait_stopped(n.pid, 20000), "N never took the slot's lock");
+    uint64_t held = atomic_load(&s->seq);
+    EXPECT(atomic_load(&s->writer) == n.word && held % 2 == 1, "N does not hold the slot's lock");
+    kill(s1, SIGCONT);
+    EXPECT(vt_wait(s1, 20000) == 0, "S1's scan failed");
+    EXPECT(atomic_load(&s->writer) == n.word && atomic_load(&s->seq) == held,
+           "N was robbed: the slot's lock is %#llx at %llu", (unsigned long long)atomic_load(&s->writer),
+           (unsigned long long)atomic_load(&s->seq));
+    kill(n.pid, SIGCONT);
+    EXPECT(vt_wait(n.pid, 20000) == 102, "N did not register into slot 0");
+    vigil_slot_info info;
+    EXPECT_RC(vigil_hb_snapshot(hb, 0, &info), 0);
+    EXPECT(info.pid == (uint32_t)n.pid && atomic_load(&s->seq) == held + 1,
+           "slot 0: pid %u (N is %d), version %llu", info.pid, (int)n.pid, (unsigned long long)atomic_load(&s->seq));
+    EXPECT_RC(vigil_hb_snapshot(hb, 1, &info), VIGIL_EVACANT);
+    vigil_hb_close(hb);
+    return 0;
+}
+
 /* 2^20 vacant slots, every one wedged by a writer killed mid-change. */
 static vigil_hb *wedged_table(const char *name)
 {
@@ -223,6 +291,7 @@ int main(void)
         VT_CASE(test_paused_writer_never_repaired),
         VT_CASE(test_killed_writer_repaired),
         VT_CASE(test_version_wrap),
+        VT_CASE(test_judged_take_over_after_the_lock_changed_hands),
         VT_CASE(test_register_bounded_on_wedged_table),
         VT_CASE(test_inspect_bounded_on_wedged_table),
     };

@@ -201,7 +201,7 @@ static int test_inspect_human(void)
 
     /* a leader and its term, as the header holds them */
     atomic_store(&hb->hdr->term, 7);
-    atomic_store(&hb->hdr->leader, (uint64_t)1002 << 32 | (s[1] + 1));
+    atomic_store(&hb->hdr->leader, vigil_slot_gen(&hb->slots[s[1]]) << 21 | (s[1] + 1));
     VT_RUN("inspect", f);
     EXPECT(strstr(R.out, "leader: slot 1, pid 1002, term 7"), "leader not shown:\n%s", R.out);
 
@@ -643,15 +643,38 @@ static int test_watch(void)
     return 0;
 }
 
-/* The commands `vigil --help` lists, in its order; how many (at most max). */
+/* The commands `vigil --help` lists, in its order, a command with
+ * sub-commands ("group join|watch|ls") as one entry each ("group join"):
+ * how many (at most max). */
 static int overview_commands(char names[][32], int max)
 {
     if (VT_RUN("--help") != 0)
         return 0;
     int n = 0;
-    for (const char *l = R.out; l && *l && n < max; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
-        n += sscanf(l, "  vigil %31s", names[n]) == 1;
+    for (const char *l = R.out; l && *l && n < max; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        char cmd[16], sub[64];
+        int k = sscanf(l, "  vigil %15s %63s", cmd, sub);
+        if (k < 1)
+            continue;
+        if (k < 2 || !strchr(sub, '|') || sub[0] < 'a' || sub[0] > 'z') {
+            snprintf(names[n++], 32, "%s", cmd);
+            continue;
+        }
+        for (char *save, *t = strtok_r(sub, "|", &save); t && n < max; t = strtok_r(NULL, "|", &save))
+            snprintf(names[n++], 32, "%s %.14s", cmd, t);
+    }
     return n;
+}
+
+/* `vigil NAME --help`, NAME one word or a command and a sub-command. */
+static int run_help(const char *name)
+{
+    char first[32];
+    const char *space = strchr(name, ' ');
+    if (!space)
+        return VT_RUN(name, "--help");
+    snprintf(first, sizeof(first), "%.*s", (int)(space - name), name);
+    return VT_RUN(first, space + 1, "--help");
 }
 
 /* Every command's usage line names exactly the options its help lists,
@@ -665,7 +688,7 @@ static int test_usage_lines_agree(void)
     for (int c = 0; c < ncmds; c++) {
         const char *name = names[c];
         static char help[sizeof(R.out)];
-        VT_RUN(name, "--help");
+        run_help(name);
         EXPECT_EXIT(0, name);
         memcpy(help, R.out, sizeof(help));
         char *usage = strstr(help, "usage: vigil ");
@@ -720,7 +743,7 @@ static int test_man_page_agrees(void)
     int checked = 0;
     for (int c = 0; c < ncmds; c++) {
         const char *name = names[c];
-        VT_RUN(name, "--help");
+        run_help(name);
         char *opts = strstr(R.out, "\noptions:\n");
         for (char *o = opts ? strstr(opts, "\n  --") : NULL; o; o = strstr(o + 1, "\n  --")) {
             char opt[48], want[64];

@@ -14,6 +14,8 @@
  * read), with --textfile too, whose file is written all the same.
  */
 #define _GNU_SOURCE
+#include "etcd_opts.h"
+#include "export_group.h"
 #include "vigil.h"
 
 #include <errno.h>
@@ -284,17 +286,28 @@ static int write_textfile(const char *dir, const char *text, size_t len)
 static int run(const struct tool_cmd *cmd, int argc, char **argv)
 {
     uint64_t grace = TOOL_DEFAULT_GRACE;
-    const char *dir = NULL;
+    const char *dir = NULL, *etcd = NULL, *groups = NULL;
+    struct tool_etcd_flags flags = { 0 };
     const struct tool_opt opts[] = {
         { "grace", OPT_U64, 0, TOOL_MAX_GRACE, &grace, NULL, NULL },
         { "textfile", OPT_STR, 0, 0, NULL, NULL, &dir },
+        { "etcd", OPT_STR, 0, 0, NULL, NULL, &etcd }, /* groups on etcd: export_group.c */
+        { "group", OPT_STR, 0, 0, NULL, NULL, &groups },
+        TOOL_ETCD_OPTS(&flags),
     };
     const char *pos[64];
     size_t npos;
-    int rc = tool_parse(cmd, argc, argv, opts, 2, pos, 1, 64, &npos);
+    int rc = tool_parse(cmd, argc, argv, opts, sizeof(opts) / sizeof(opts[0]), pos, 0, 64, &npos);
     if (rc != TOOL_GO)
         return rc;
-    struct file_state *files = calloc(npos, sizeof(*files));
+    if (!etcd != !groups)
+        return tool_usage_error(cmd, "--etcd ENDPOINTS and --group GROUP go together");
+    if (npos == 0 && !groups)
+        return tool_usage_error(cmd, "missing FILE (or --etcd ENDPOINTS --group GROUP)");
+    struct vigil_etcd_options eo;
+    if (groups && (rc = tool_etcd_options(cmd, &flags, &eo)) != TOOL_GO)
+        return rc;
+    struct file_state *files = calloc(npos + 1, sizeof(*files));
     if (!files)
         return tool_fail("export", -ENOMEM);
     /* Each file once: a second sample of the same series is not valid
@@ -322,7 +335,11 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
         free(files);
         return tool_fail("export", -errno);
     }
-    print_all(mem, files, n);
+    if (n)
+        print_all(mem, files, n);
+    if (groups && tool_export_groups(mem, etcd, groups, &eo, &all_up) != EXIT_OK)
+        all_up = false;
+    tool_etcd_flags_free(&flags);
     fclose(mem);
     free(files);
     if (dir)
@@ -335,7 +352,7 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
 
 const struct tool_cmd tool_cmd_export = {
     .name = "export",
-    .synopsis = "FILE... [--grace G] [--textfile DIR]",
+    .synopsis = "FILE... [--grace G] [--textfile DIR] [--etcd ENDPOINTS --group GROUP[,GROUP...] " TOOL_ETCD_SYNOPSIS "]",
     .summary = "Prometheus text exposition of the files' state and counters",
     .help = "Prints the state of each FILE (any kind) in Prometheus' text format:\n"
             "slot and entry counts by state, epochs, the leader's term and slot, and\n"
@@ -353,6 +370,11 @@ const struct tool_cmd tool_cmd_export = {
             "  --textfile DIR   write DIR/vigil.prom atomically instead (a temporary\n"
             "                   file renamed over it), for node_exporter's textfile\n"
             "                   collector\n"
+            "  --etcd ENDPOINTS etcd, for --group\n"
+            "  --group GROUP[,GROUP...]  also each vigil group on etcd: vigil_group_up,\n"
+            "                   _members, _units{state=free|owned|done}, _round,\n"
+            "                   _leader_term (FILE is then optional)\n"
+            TOOL_ETCD_HELP
             "  -h, --help       show this help\n",
     .run = run,
 };

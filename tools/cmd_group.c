@@ -91,6 +91,7 @@ static int join_run(const struct tool_cmd *cmd, int argc, char **argv)
     const char *etcd = NULL, *name_opt = NULL, *dir = NULL;
     uint64_t ttl = 10000, kill_after = 5000;
     struct tool_etcd_flags flags = { 0 };
+    /* Durations as every command of the tool reads them (duration.c). */
     const struct tool_opt opts[] = {
         { "etcd", OPT_STR, 0, 0, NULL, NULL, &etcd },
         { "name", OPT_STR, 0, 0, NULL, NULL, &name_opt },
@@ -404,6 +405,8 @@ static const struct tool_cmd join_cmd = {
             "                       which ends it the moment this process dies (default\n"
             "                       $VIGIL_DIR)\n"
             "  --kill-after DURATION  from SIGTERM to SIGKILL on a loss (default 5s)\n"
+            "                       (a DURATION: 500ms, 10s, 1.5s, 2m; a number alone is\n"
+            "                       milliseconds)\n"
             TOOL_ETCD_HELP
             "  -h, --help           show this help\n"
             "\n"
@@ -473,6 +476,10 @@ const struct tool_cmd tool_cmd_group = {
             "`vigil group SUBCOMMAND --help` tells more. The leader is the member with\n"
             "the lowest join revision; `etcdctl elect -l GROUP/members` names it too.\n"
             "A host's `vigil agent --dir DIR` ends a member's lease the moment its\n"
-            "process dies, so other hosts see it gone at once (else at its TTL).\n",
+            "process dies, so other hosts see it gone at once (else at its TTL).\n"
+            "\n"
+            "options:\n"
+            "  --etcd ENDPOINTS  etcd, e.g. http://10.0.0.1:2379 (every subcommand)\n"
+            "  -h, --help        show this help\n",
     .run = run,
 };

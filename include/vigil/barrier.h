@@ -52,6 +52,17 @@ uint32_t vigil_barrier_epoch(const vigil_barrier *b);
 uint32_t vigil_barrier_live_peers(const vigil_barrier *b);
 int      vigil_barrier_bind(vigil_barrier *b, uint32_t slot); /* this handle's waits keep `slot` beating */
 int      vigil_barrier_peek(const char *path, vigil_barrier_state *out); /* read-only, no heartbeat table */
+
+/*
+ * The safe start of a group of `participants` (vigil_barrier_start(3)):
+ * waits until that many callers have arrived at one round and writes the
+ * round after it, the first each member then waits (and the next ones in
+ * turn). VIGIL_SERIAL to the caller that released the start round, 0 to
+ * the others; VIGIL_ETIMEDOUT (the arrival withdrawn) after timeout_ns,
+ * UINT64_MAX for none. Waiting from round 0 without it miscounts rounds
+ * when members start at different times.
+ */
+int      vigil_barrier_start(vigil_barrier *b, uint32_t participants, uint64_t timeout_ns, uint32_t *first_round);
 int      vigil_barrier_stats(const vigil_barrier *b, vigil_barrier_counters *out);
 
 /*

@@ -150,10 +150,10 @@ struct vigil_hb_header {
     uint32_t         capacity;   /* 16: number of slots */
     uint32_t         flags;      /* 20: 0 */
     VIGIL_ATOMIC(uint64_t) epoch;      /* 24: global epoch, ticked by the watchdog */
-    VIGIL_ATOMIC(uint64_t) term;       /* 32: leader term, +1 on each change of leader */
-    VIGIL_ATOMIC(uint64_t) leader;     /* 40: (pid << 32) | (slot + 1), 0 = none */
-    VIGIL_ATOMIC(uint64_t) elect_lock; /* 48: 0 free, else the elector's lock word (vigil-files(5)) */
-    VIGIL_ATOMIC(uint64_t) elect_intent;/* 56: leader change in progress: ((term & 0x7ff) << 53) | (pid << 21) | (slot + 1), 0 none */
+    VIGIL_ALIGNAS(16) VIGIL_ATOMIC(uint64_t) term; /* 32: leader term, +1 on each change of leader */
+    VIGIL_ATOMIC(uint64_t) leader;     /* 40: (gen << 21) | (slot + 1) of the leader's registration, 0 = none */
+    VIGIL_ALIGNAS(16) VIGIL_ATOMIC(uint64_t) elect_lock; /* 48: the elector's lock word (vigil-files(5)) */
+    VIGIL_ATOMIC(uint64_t) elect_seq;  /* 56: odd while the election lock is held */
 };
 
 /* One slot, offsets relative to 64 + slot * 64 (vigil-files(5)). Two

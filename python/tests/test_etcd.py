@@ -168,3 +168,26 @@ async def test_a_cancelled_etcd_wait_ends_at_once_and_gives_the_key_back(etcd):
             assert time.monotonic() < deadline
             await asyncio.sleep(0.05)
     etcd.release(mine)
+
+
+def test_production_options(etcd):
+    """The keywords reach the C options: a namespace prefixes the keys
+    (seen from a handle without one), a CA bundle that is not there is
+    FileNotFoundError at once naming it, a password without a user or a
+    key without a certificate an OSError; user and password on a server
+    without auth are spoken without a token, as clientv3 does."""
+    ns = f"vigil-py-ns/{os.getpid()}/"
+    key = _key("spaced")
+    with vigil.Etcd(etcd.endpoints, namespace=ns, user="nobody", password="pw", timeout=3.0) as spaced:
+        lease = spaced.acquire(key, "py", 2.0)
+        assert lease.key == key
+        assert etcd.get(ns + key).owner == "py"
+        assert etcd.get(key) is None
+        spaced.release(lease)
+    with pytest.raises(FileNotFoundError) as info:
+        vigil.Etcd(etcd.endpoints, cacert="/nonexistent/ca.pem")
+    assert "/nonexistent/ca.pem" in str(info.value)
+    with pytest.raises(OSError):
+        vigil.Etcd(etcd.endpoints, password="pw")
+    with pytest.raises(OSError):
+        vigil.Etcd(etcd.endpoints, key="/nonexistent/key.pem")

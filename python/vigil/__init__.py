@@ -55,6 +55,7 @@ from ._table import (
 from ._barrier import Barrier, BarrierStats
 from ._leases import Etcd, Lease, LeaseInfo, Leases, LeaseState
 from ._keepalive import Heartbeat, Keepalive, KeepaliveStats, LeaseLock, heartbeat, keepalive
+from ._group import Group, GroupEvent, GroupStats, GroupWatch, MemberInfo, Peer, RoundInfo, Unit
 
 __version__ = "0.1.0"
 
@@ -68,6 +69,10 @@ __all__ = [
     "Error",
     "Etcd",
     "Full",
+    "Group",
+    "GroupEvent",
+    "GroupStats",
+    "GroupWatch",
     "Heartbeat",
     "HeartbeatTable",
     "Keepalive",
@@ -79,15 +84,19 @@ __all__ = [
     "LeaseState",
     "Leases",
     "Lost",
+    "MemberInfo",
     "NoPeers",
     "OutOfRange",
     "ROLE_COORDINATOR",
     "ROLE_WORKER",
+    "Peer",
     "Reclaim",
     "Registration",
     "Role",
+    "RoundInfo",
     "SlotInfo",
     "Timeout",
+    "Unit",
     "Vacant",
     "VIGIL_EBADFILE",
     "VIGIL_EBUSY",

@@ -134,6 +134,14 @@ ffi.cdef(
     int  vigil_etcd_get(vigil_etcd *e, const char *key, vigil_lease_info *out);
     int  vigil_etcd_acquire_wait(vigil_etcd *e, const char *key, const char *owner, uint64_t ttl_ms,
                                  uint64_t timeout_ns, vigil_lease *out);
+    struct vigil_etcd_options {
+        const char *cacert, *cert, *key;
+        const char *user, *password;
+        const char *namespace;
+        uint32_t    dial_timeout_ms, request_timeout_ms;
+    };
+    int  vigil_etcd_connect_opts(const char *endpoints, const struct vigil_etcd_options *opts, vigil_etcd **out);
+    const char *vigil_etcd_errmsg(void);
 
     /* Output buffers with room for fields a newer library adds at the end. */
     typedef union { vigil_slot_info v; uint8_t room[256]; } vigil_py_slot_info;

@@ -6,6 +6,7 @@ takes milliseconds and nanoseconds, converted here and nowhere else.
 """
 import asyncio
 import enum
+import errno
 import os
 import threading
 import time
@@ -354,27 +355,62 @@ class Etcd(_Store):
     `Etcd("http://10.0.0.1:2379,http://10.0.0.2:2379")`. A vigil holder and
     `etcdctl lock KEY` exclude each other. `connect_timeout` and `timeout`
     (seconds) bound each request's connection and whole exchange. A context
-    manager."""
+    manager.
+
+    For a production etcd, the keywords are etcdctl's: `cacert` (a PEM CA
+    bundle that verifies the servers, instead of the system's), `cert` and
+    `key` (a client certificate and its key), `user` and `password` (etcd
+    authentication; the token is renewed when etcd says it expired), and
+    `namespace` (prepended to every key, as etcd's grpc-proxy --namespace
+    does). A file that cannot be read is an OSError at once; a refusal
+    (authentication, permission, a client certificate) a PermissionError,
+    a server certificate that fails verification a `vigil.Error`."""
 
     _prefix = "vigil_etcd_"
     # One call for the whole wait: an etcd waiter holds its place in the
     # key's queue (its revision), which leaving and coming back would lose.
     _slice = None
 
-    def __init__(self, endpoints: str, *, connect_timeout: Optional[float] = None,
+    def __init__(self, endpoints: str, *, cacert: Optional[str] = None, cert: Optional[str] = None,
+                 key: Optional[str] = None, user: Optional[str] = None, password: Optional[str] = None,
+                 namespace: Optional[str] = None, connect_timeout: Optional[float] = None,
                  timeout: Optional[float] = None) -> None:
         """Connect to `endpoints` (comma-separated URLs)."""
         self._init_store()
         self._library = _ffi.etcd_lib()
         self.endpoints = endpoints
-        self._options = {"connect_timeout": connect_timeout, "timeout": timeout}
+        self.namespace = namespace
+        self._options = {"cacert": cacert, "cert": cert, "key": key, "user": user, "password": password,
+                         "namespace": namespace, "connect_timeout": connect_timeout, "timeout": timeout}
         out = ffi.new("vigil_etcd **")
+
+        def ms(s: Optional[float], name: str) -> int:
+            return 0 if s is None else max(1, round(_util.seconds(s, name) * 1000))
+
+        strings = {name: value for name, value in (("cacert", cacert), ("cert", cert), ("key", key),
+                                                   ("user", user), ("password", password),
+                                                   ("namespace", namespace)) if value is not None}
+        if strings:
+            if not _ffi.has("vigil_etcd_connect_opts", self._library):
+                raise OSError(errno.ENOSYS, "this libvigil-etcd has no TLS, auth or namespace options", endpoints)
+            # The C strings live until connect returns; it copies them.
+            keep = {name: ffi.new("char[]", os.fsencode(v) if name in ("cacert", "cert", "key")
+                                  else _util.text(v, name))
+                    for name, v in strings.items()}
+            opts = ffi.new("struct vigil_etcd_options *")
+            for name, buf in keep.items():
+                setattr(opts, name, buf)
+            opts.dial_timeout_ms = ms(connect_timeout, "connect_timeout")
+            opts.request_timeout_ms = ms(timeout, "timeout")
+            rc = self._library.vigil_etcd_connect_opts(_util.text(endpoints, "endpoints"), opts, out)
+            if rc < 0:
+                why = ffi.string(self._library.vigil_etcd_errmsg()).decode("utf-8", "replace")
+                raise exception(rc, f"{endpoints}: {why}" if why else endpoints)
+            self._ptr = out[0]
+            return
         check(self._library.vigil_etcd_connect(_util.text(endpoints, "endpoints"), out), endpoints)
         self._ptr = out[0]
         if connect_timeout is not None or timeout is not None:
-            def ms(s: Optional[float], name: str) -> int:
-                return 0 if s is None else max(1, round(_util.seconds(s, name) * 1000))
-
             rc = self._library.vigil_etcd_set_timeout(self._ptr, ms(connect_timeout, "connect_timeout"),
                                                       ms(timeout, "timeout"))
             if rc < 0:

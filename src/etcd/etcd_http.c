@@ -519,6 +519,14 @@ fail:
     return NULL;
 }
 
+void *vigil_etcd__headers_copy(vigil_etcd *e)
+{
+    vigil_etcd__lock(e);
+    void *h = vigil_etcd__headers_make(e);
+    vigil_etcd__unlock(e);
+    return h;
+}
+
 int vigil_etcd__headers_reset(vigil_etcd *e)
 {
     struct curl_slist *h = vigil_etcd__headers_make(e);

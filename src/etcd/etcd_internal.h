@@ -175,6 +175,8 @@ void vigil_etcd__curl_close(vigil_etcd *e);
  * caller's), or NULL; and the handle's own list rebuilt (after a change
  * of token): 0 or -ENOMEM. */
 void *vigil_etcd__headers_make(vigil_etcd *e);
+/* The same, taking e's lock: for a stream of another file's own. */
+void *vigil_etcd__headers_copy(vigil_etcd *e);
 int   vigil_etcd__headers_reset(vigil_etcd *e);
 
 /* A libcurl failure (a CURLcode, the OS errno it saw, the write
@@ -294,7 +296,7 @@ struct cJSON *vigil_etcd__parse_whole(const char *body, size_t len);
 
 /* ---- what etcd.c lends the wait (etcd_wait.c) -------------------------- */
 
-/* CLOCK_MONOTONIC in ns, the keepalive's clock. */
+/* The lease clock in ns (CLOCK_BOOTTIME, keepalive_internal.h), the keepalive's. */
 uint64_t vigil_etcd__now_ns(void);
 
 /* The txn "our key still hangs on this lease at the token's revision",

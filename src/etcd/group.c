@@ -28,9 +28,8 @@
  *   join    lease/grant; [the agent's record, group_agent.c]; kv/txn:
  *           if names/<name> absent: put members/<hex>, names/<name> (both
  *           on the lease), joins. The txn's revision is the join revision.
- *           Then the keepalive renews the lease every 0.32 TTL and checks
- *           the member key is still ours (vigil_etcd_renew on the key
- *           GROUP/members with the join revision as its token).
+ *           Then the keepalive renews the lease every 0.32 TTL: one
+ *           lease/keepalive, the member's only request at rest.
  *   leave   stop the keepalive, lease/revoke, remove the record.
  *   members kv/range of members/, by create_revision.
  *
@@ -173,6 +172,16 @@ static void revoke_lease(vigil_etcd *e, int64_t lease)
     vigil_etcd__unlock(e);
 }
 
+/* The keepalive's renewal: one lease/keepalive, nothing more. The member
+ * key hangs on the lease, so the lease alive is the membership alive; a
+ * key deleted by hand under a live lease is found by the member's next
+ * write, which its fence refuses (VIGIL_ELOST). One request per 0.32 TTL
+ * is a member's whole cost at rest. */
+static int renew_member(void *ctx, const vigil_lease *l)
+{
+    return vigil_etcd__keepalive(ctx, l->id);
+}
+
 static void member_free(vigil_group_member *m)
 {
     free(m->value);
@@ -255,7 +264,7 @@ int vigil_group_join_opts(vigil_etcd *e, const char *group, const char *name, ui
     l.ttl_ms = m->ttl_ms;
     l.id = m->lease;
     vigil_lease_note_sent(&l, sent); /* local expiry runs from the grant's sending */
-    vigil_lease_port port = vigil_etcd_port(e);
+    vigil_lease_port port = { .ctx = e, .renew = renew_member };
     if ((rc = vigil_keepalive_start(&port, &l, &m->ka)) < 0)
         goto undo;
     *out = m;

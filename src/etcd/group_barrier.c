@@ -101,57 +101,126 @@ static int rkey(char *buf, const char *group, uint64_t r, const char *rest)
     return gkey(buf, group, "rounds/%020" PRIu64 "/%s", r, rest);
 }
 
-/* ---- a look: where the rounds stand ----------------------------------------- */
+/* ---- arrival, withdrawal and a look: one txn on the round as we know it ------- */
 
-/* One txn, fenced: GROUP/round, and the counts of names/ and of arrivals at
- * the round gathering (read at the revision after it, so two txns). 0 and
- * *st, *complete; VIGIL_ELOST. */
-static int look(vigil_group_member *m, struct round_state *st, bool *complete)
+enum round_op { ARRIVE, WITHDRAW, LOOK };
+
+/*
+ * One txn, fenced and comparing GROUP/round's mod_revision with st's (the
+ * member's last reading, kept between calls): ARRIVE puts our arrivals at
+ * the rounds st->next..r, WITHDRAW deletes them and bumps their gates,
+ * LOOK changes nothing; ARRIVE and LOOK then count names/ and the
+ * arrivals at st->next (*complete: every name has arrived). If the round
+ * moved, the txn's failure branch reads it into st: -EAGAIN, go again;
+ * VIGIL_ELOST when our member key is gone. One round trip when the round
+ * stands where we last saw it.
+ */
+static int round_txn(vigil_group_member *m, struct round_state *st, enum round_op op, uint64_t r, int64_t *rev,
+                     bool *complete)
 {
-    char kr[GKEY_MAX], kn[GKEY_MAX], ka[GKEY_MAX];
+    char kr[GKEY_MAX], kn[GKEY_MAX], ka[GKEY_MAX], km[GKEY_MAX], k[GKEY_MAX], val[48], sv[24];
     int rc;
-    if ((rc = gkey(kr, m->group, "round")) < 0 || (rc = gkey(kn, m->group, "names/")) < 0)
+    if ((rc = gkey(kr, m->group, "round")) < 0 || (rc = gkey(kn, m->group, "names/")) < 0 ||
+        (rc = rkey(ka, m->group, st->next, "a/")) < 0 || (rc = gkey(km, m->group, "members/%s", m->hex)) < 0)
         return rc;
-    for (int tries = 0; tries < COMMIT_TRIES; tries++) {
-        struct gtxn t;
-        struct greply r;
-        struct gkv kv = { 0 };
-        gtxn_init(&t);
-        gtxn_fence(&t, m);
-        gtxn_range(&t, G_OK, kr, 0, 0);
-        rc = gtxn_run(m->e, &t, &r);
-        gtxn_free(&t);
-        if (rc < 0)
-            return rc;
-        int f = r.ok ? greply_first(&r, 0, &kv) : 0;
-        rc = !r.ok ? VIGIL_ELOST : f < 0 ? f : round_read(&kv, f, st);
-        gkv_free(&kv);
-        greply_free(&r);
-        if (rc < 0 || (rc = rkey(ka, m->group, st->next, "a/")) < 0)
-            return rc;
-        /* The counts, if the round has not moved meanwhile. */
-        gtxn_init(&t);
-        gtxn_cmp(&t, kr, G_MOD, G_EQ, st->mod);
-        gtxn_range(&t, G_OK, kn, G_PREFIX | G_COUNT, 0);
-        gtxn_range(&t, G_OK, ka, G_PREFIX | G_COUNT, 0);
-        rc = gtxn_run(m->e, &t, &r);
-        gtxn_free(&t);
-        if (rc < 0)
-            return rc;
-        int64_t names = 0, arrived = 0;
-        const cJSON *kvs;
-        if (r.ok && ((rc = greply_range(&r, 0, &names, &kvs)) < 0 || (rc = greply_range(&r, 1, &arrived, &kvs)) < 0)) {
-            greply_free(&r);
-            return rc;
-        }
-        bool ok = r.ok;
-        greply_free(&r);
-        if (ok) {
-            *complete = names > 0 && arrived >= names;
-            return 0;
+    snprintf(val, sizeof(val), "%" PRIu64 " %" PRIu64, m->rev, r);
+    snprintf(sv, sizeof(sv), "%" PRIu64, m->rev);
+    struct gtxn t;
+    struct greply res;
+    gtxn_init(&t);
+    gtxn_fence(&t, m);
+    gtxn_cmp(&t, kr, G_MOD, G_EQ, st->mod);
+    for (uint64_t x = st->next; op != LOOK && x <= r && t.err == 0; x++) {
+        char rest[VIGIL_MEMBER_MAX + 8];
+        snprintf(rest, sizeof(rest), "a/%s", m->name);
+        if ((rc = rkey(k, m->group, x, rest)) < 0) {
+            t.err = rc;
+        } else if (op == ARRIVE) {
+            gtxn_put(&t, G_OK, k, val, strlen(val), m->lease);
+            snprintf(rest, sizeof(rest), "s/%s", m->name);
+            if ((rc = rkey(k, m->group, x, rest)) < 0)
+                t.err = rc;
+            gtxn_put(&t, G_OK, k, sv, strlen(sv), 0);
+        } else {
+            gtxn_del(&t, G_OK, k, 0);
+            if ((rc = rkey(k, m->group, x, "gate")) < 0)
+                t.err = rc;
+            gtxn_put(&t, G_OK, k, "", 0, 0);
         }
     }
-    return VIGIL_EBUSY; /* the round moved under every look: a churn we do not outlast */
+    if (op != WITHDRAW) {
+        gtxn_range(&t, G_OK, kn, G_PREFIX | G_COUNT, 0);
+        gtxn_range(&t, G_OK, ka, G_PREFIX | G_COUNT, 0);
+    }
+    gtxn_range(&t, G_FAIL, kr, 0, 0);
+    gtxn_range(&t, G_FAIL, km, G_KEYS_ONLY, 0);
+    rc = gtxn_run(m->e, &t, &res);
+    gtxn_free(&t);
+    if (rc < 0)
+        return rc;
+    if (rev)
+        *rev = res.rev;
+    struct gkv kv = { 0 }, me = { 0 };
+    int64_t names = 0, arrived = 0;
+    const cJSON *kvs;
+    if (res.ok && op != WITHDRAW) {
+        if ((rc = greply_range(&res, 0, &names, &kvs)) == 0)
+            rc = greply_range(&res, 1, &arrived, &kvs);
+        if (rc == 0)
+            *complete = names > 0 && arrived >= names;
+    } else if (!res.ok) {
+        int f = greply_first(&res, 0, &kv), fm = f < 0 ? f : greply_first(&res, 1, &me);
+        if (f < 0 || fm < 0)
+            rc = f < 0 ? f : fm;
+        else if (fm == 0 || me.create != (int64_t)m->rev)
+            rc = VIGIL_ELOST;
+        else if ((rc = round_read(&kv, f, st)) == 0)
+            rc = -EAGAIN;
+    }
+    gkv_free(&kv);
+    gkv_free(&me);
+    greply_free(&res);
+    return rc;
+}
+
+/* The round as it stands, and whether the one gathering is complete. */
+static int look(vigil_group_member *m, struct round_state *st, bool *complete)
+{
+    int rc = -EAGAIN;
+    for (int tries = 0; tries < COMMIT_TRIES && rc == -EAGAIN; tries++)
+        rc = round_txn(m, st, LOOK, 0, NULL, complete);
+    return rc == -EAGAIN ? VIGIL_EBUSY : rc; /* the round moved under every look: a churn we do not outlast */
+}
+
+/* Arrives at r (and the rounds gathering before it): 0 with the txn's
+ * revision and whether the round gathering is complete; 1 r was released
+ * already; VIGIL_ERANGE too far ahead; VIGIL_ELOST. */
+static int arrive(vigil_group_member *m, uint64_t r, struct round_state *st, int64_t *rev, bool *complete)
+{
+    for (int tries = 0; tries < COMMIT_TRIES; tries++) {
+        if (r < st->next)
+            return 1;
+        if (r - st->next >= AHEAD_MAX)
+            return VIGIL_ERANGE;
+        int rc = round_txn(m, st, ARRIVE, r, rev, complete);
+        if (rc != -EAGAIN)
+            return rc;
+    }
+    return VIGIL_EBUSY;
+}
+
+/* Withdraws from r: VIGIL_ETIMEDOUT withdrawn, 1 released first (we were
+ * counted), or an error. */
+static int withdraw(vigil_group_member *m, uint64_t r, struct round_state *st)
+{
+    for (int tries = 0; tries < COMMIT_TRIES; tries++) {
+        if (r < st->next)
+            return 1;
+        int rc = round_txn(m, st, WITHDRAW, r, NULL, NULL);
+        if (rc != -EAGAIN)
+            return rc < 0 ? rc : VIGIL_ETIMEDOUT;
+    }
+    return VIGIL_EBUSY;
 }
 
 /* ---- the commit ---------------------------------------------------------------- */
@@ -403,13 +472,15 @@ static int commit(vigil_group_member *m, uint64_t n, uint64_t call)
     return rc == -EAGAIN ? 0 : rc;
 }
 
-/* A look, and the commits it shows are due (a round complete: perhaps
- * several, when callers were ahead). 0 and *st as it stands after. */
-static int look_and_commit(vigil_group_member *m, uint64_t call, struct round_state *st)
+/* The commits a look shows are due (a round complete: perhaps several,
+ * when callers were ahead), from a look already made (complete) or a new
+ * one. 0 and *st as it stands after. */
+static int look_and_commit(vigil_group_member *m, uint64_t call, struct round_state *st, int known)
 {
     for (;;) {
-        bool complete = false;
-        int rc = look(m, st, &complete);
+        bool complete = known == 1;
+        int rc = known >= 0 ? 0 : look(m, st, &complete);
+        known = -1;
         if (rc < 0)
             return rc;
         if (!complete || st->next > call)
@@ -420,115 +491,6 @@ static int look_and_commit(vigil_group_member *m, uint64_t call, struct round_st
         if (rc != COMMITTED)
             return 0;
     }
-}
-
-/* ---- arrival and withdrawal ------------------------------------------------------ */
-
-/* One txn over the rounds from st->next to r, fenced and on the round
- * state read: arrive (put) or withdraw (delete, and bump the gates). 0
- * done, -EAGAIN the round moved (read again), VIGIL_ELOST. */
-static int each_round(vigil_group_member *m, const struct round_state *st, uint64_t r, bool arrive, int64_t *rev)
-{
-    char kr[GKEY_MAX], k[GKEY_MAX], val[48], sv[24];
-    int rc = gkey(kr, m->group, "round");
-    if (rc < 0)
-        return rc;
-    snprintf(val, sizeof(val), "%" PRIu64 " %" PRIu64, m->rev, r);
-    snprintf(sv, sizeof(sv), "%" PRIu64, m->rev);
-    struct gtxn t;
-    struct greply res;
-    gtxn_init(&t);
-    gtxn_fence(&t, m);
-    gtxn_cmp(&t, kr, G_MOD, G_EQ, st->mod);
-    for (uint64_t x = st->next; x <= r && t.err == 0; x++) {
-        char rest[VIGIL_MEMBER_MAX + 8];
-        snprintf(rest, sizeof(rest), "a/%s", m->name);
-        if ((rc = rkey(k, m->group, x, rest)) < 0)
-            t.err = rc;
-        else if (arrive)
-            gtxn_put(&t, G_OK, k, val, strlen(val), m->lease);
-        else
-            gtxn_del(&t, G_OK, k, 0);
-        if (arrive)
-            snprintf(rest, sizeof(rest), "s/%s", m->name);
-        else
-            snprintf(rest, sizeof(rest), "gate");
-        if ((rc = rkey(k, m->group, x, rest)) < 0)
-            t.err = rc;
-        else if (arrive)
-            gtxn_put(&t, G_OK, k, sv, strlen(sv), 0);
-        else
-            gtxn_put(&t, G_OK, k, "", 0, 0);
-    }
-    rc = gtxn_run(m->e, &t, &res);
-    gtxn_free(&t);
-    if (rc < 0)
-        return rc;
-    *rev = res.rev;
-    rc = res.ok ? 0 : -EAGAIN;
-    greply_free(&res);
-    return rc;
-}
-
-/* The round state alone (fenced). */
-static int read_round(vigil_group_member *m, struct round_state *st)
-{
-    char kr[GKEY_MAX];
-    int rc = gkey(kr, m->group, "round");
-    if (rc < 0)
-        return rc;
-    struct gtxn t;
-    struct greply r;
-    struct gkv kv = { 0 };
-    gtxn_init(&t);
-    gtxn_fence(&t, m);
-    gtxn_range(&t, G_OK, kr, 0, 0);
-    rc = gtxn_run(m->e, &t, &r);
-    gtxn_free(&t);
-    if (rc < 0)
-        return rc;
-    int f = r.ok ? greply_first(&r, 0, &kv) : 0;
-    rc = !r.ok ? VIGIL_ELOST : f < 0 ? f : round_read(&kv, f, st);
-    gkv_free(&kv);
-    greply_free(&r);
-    return rc;
-}
-
-/* Arrives at r (and the rounds gathering before it): 0 and the txn's
- * revision, 1 r was released already, VIGIL_ERANGE too far ahead. */
-static int arrive(vigil_group_member *m, uint64_t r, struct round_state *st, int64_t *rev)
-{
-    for (int tries = 0; tries < COMMIT_TRIES; tries++) {
-        int rc = read_round(m, st);
-        if (rc < 0)
-            return rc;
-        if (r < st->next)
-            return 1;
-        if (r - st->next >= AHEAD_MAX)
-            return VIGIL_ERANGE;
-        rc = each_round(m, st, r, true, rev);
-        if (rc != -EAGAIN)
-            return rc;
-    }
-    return VIGIL_EBUSY;
-}
-
-/* Withdraws from r: VIGIL_ETIMEDOUT withdrawn, 1 released first (we were
- * counted), or an error. */
-static int withdraw(vigil_group_member *m, uint64_t r, struct round_state *st)
-{
-    for (int tries = 0; tries < COMMIT_TRIES; tries++) {
-        int64_t rev;
-        int rc = read_round(m, st);
-        if (rc < 0)
-            return rc;
-        if (r < st->next)
-            return 1;
-        rc = each_round(m, st, r, false, &rev);
-        if (rc != -EAGAIN)
-            return rc < 0 ? rc : VIGIL_ETIMEDOUT;
-    }
-    return VIGIL_EBUSY;
 }
 
 /* ---- the record ------------------------------------------------------------------- */
@@ -614,52 +576,73 @@ static int outcome(vigil_group_member *m, uint64_t r, const struct round_state *
 
 /* ---- the wait ------------------------------------------------------------------------- */
 
-/* Whether a batch of names/ events calls for a look: a deletion (a death
- * may complete the round) or a re-put (a release). A join does not. */
-static bool worth_a_look(const struct gevent *ev, int n)
+/* What the wait does next: nothing (sleep on the stream); read the round
+ * (a release's wake-up: one txn, the counts with it); look (a death may
+ * have completed the round, or the stream may have missed news); or
+ * commit what a reading already showed (complete or not). */
+enum next_step { SLEEP, READ_ROUND, LOOK_AGAIN, SHOWN_COMPLETE, SHOWN_INCOMPLETE };
+
+/* A batch of names/ events: a deletion calls for a look, a name put again
+ * for a read of the round, a join for nothing. */
+static enum next_step after_events(const struct gevent *ev, int n)
 {
+    enum next_step next = SLEEP;
     for (int i = 0; i < n; i++)
-        if (ev[i].del || ev[i].kv.version > 1)
-            return true;
-    return false;
+        if (ev[i].del)
+            next = LOOK_AGAIN;
+        else if (ev[i].kv.version > 1 && next == SLEEP)
+            next = READ_ROUND;
+    return next;
 }
 
 static int wait_round(vigil_group_member *m, uint64_t r, uint64_t deadline, vigil_group_round *info)
 {
-    struct round_state st;
+    struct round_state st = { m->rnext, m->rmod, m->rserial };
     int64_t rev = 0;
-    int rc = arrive(m, r, &st, &rev);
+    bool complete = false;
+    int rc = arrive(m, r, &st, &rev, &complete);
     if (rc == 1) {
         /* Released before this call arrived: 0, as for a round passed (a
          * serial named in its record went to the call that was counted). */
         rc = outcome(m, r, &st, info);
-        return rc == VIGIL_SERIAL ? 0 : rc;
+        rc = rc == VIGIL_SERIAL ? 0 : rc;
+        goto out;
     }
     if (rc < 0)
-        return rc;
+        goto out;
     char kn[GKEY_MAX];
     if ((rc = gkey(kn, m->group, "names/")) < 0)
-        return rc;
+        goto out;
     uint64_t recheck = m->ttl_ms / 3 * 1000000ull;
     int lfd = vigil_group_lost_fd(m);
     struct gstream *s = NULL;
     struct gevent ev[EVENTS];
-    bool look_now = true;
-    uint64_t look_at = 0;
+    enum next_step next = complete ? SHOWN_COMPLETE : SHOWN_INCOMPLETE; /* the arrival's own reading */
+    uint64_t look_at = gnow_ns() + recheck;
     for (;;) {
         if (vigil_group_lost(m)) {
             rc = VIGIL_ELOST;
             break;
         }
         uint64_t now = gnow_ns();
-        if (look_now || now >= look_at) {
-            if ((rc = look_and_commit(m, r, &st)) < 0)
+        if (now >= look_at)
+            next = LOOK_AGAIN;
+        if (next == READ_ROUND) {
+            bool c = false;
+            rc = round_txn(m, &st, LOOK, 0, NULL, &c);
+            if (rc < 0 && rc != -EAGAIN)
+                break;
+            /* Moved: released for us, or a look at the new round. */
+            next = rc == 0 ? (c ? SHOWN_COMPLETE : SHOWN_INCOMPLETE) : r < st.next ? SHOWN_INCOMPLETE : LOOK_AGAIN;
+        }
+        if (next != SLEEP) {
+            if ((rc = look_and_commit(m, r, &st, next == SHOWN_COMPLETE ? 1 : next == SHOWN_INCOMPLETE ? 0 : -1)) < 0)
                 break;
             if (r < st.next) {
                 rc = outcome(m, r, &st, info);
                 break;
             }
-            look_now = false;
+            next = SLEEP;
             look_at = gnow_ns() + recheck;
         }
         if (now >= deadline) {
@@ -669,13 +652,15 @@ static int wait_round(vigil_group_member *m, uint64_t r, uint64_t deadline, vigi
             break;
         }
         if (!s || !gstream_current(s, m->e)) {
+            bool first = !s;
             gstream_close(s);
             s = NULL;
             if ((rc = gstream_open(m->e, kn, G_PREFIX, rev + 1, &s)) < 0) {
                 s = NULL;
                 break;
             }
-            look_now = true; /* what the old stream may have missed */
+            if (!first)
+                next = LOOK_AGAIN; /* what the old stream may have missed */
             continue;
         }
         uint64_t until = deadline < look_at ? deadline : look_at;
@@ -684,13 +669,16 @@ static int wait_round(vigil_group_member *m, uint64_t r, uint64_t deadline, vigi
         if (n < 0 || n == GSTREAM_ENDED) {
             gstream_close(s);
             s = NULL;
+            next = LOOK_AGAIN;
             continue;
         }
-        look_now = worth_a_look(ev, n);
+        next = after_events(ev, n);
         for (int i = 0; i < n; i++)
             gkv_free(&ev[i].kv);
     }
     gstream_close(s);
+out:
+    m->rnext = st.next, m->rmod = st.mod, m->rserial = st.serial; /* where the next wait starts */
     return rc;
 }
 

@@ -82,12 +82,13 @@ struct gkv {
     int64_t create, mod, version, lease;
 };
 void gkv_free(struct gkv *kv);
-/* The n-th response of r, a range: its count and its kvs (a cJSON array,
- * possibly empty: NULL). 0, or -EPROTO. */
+/* The n-th range among r's responses (puts and deletes not counted): its
+ * count and its kvs (a cJSON array, possibly empty: NULL). 0, or -EPROTO. */
 int  greply_range(const struct greply *r, int n, int64_t *count, const struct cJSON **kvs);
 /* Decodes one element of a kvs array: 0, or -EPROTO. */
 int  gkv_read(const struct cJSON *kv, struct gkv *out);
-/* The first kv of the n-th range: 1 and *out, 0 none, -EPROTO. */
+/* The first kv of the n-th range (as greply_range): 1 and *out, 0 none,
+ * -EPROTO. */
 int  greply_first(const struct greply *r, int n, struct gkv *out);
 
 /* ---- a watch stream (group_stream.c) ------------------------------------ */
@@ -129,6 +130,8 @@ struct vigil_group_member {
     char            *value;       /* our members/ value (JSON), re-put by a round's commit */
     char             record[4096]; /* the agent's record of our lease, "" none */
     _Atomic bool     waiting;     /* in a barrier wait (one at a time) */
+    uint64_t         rnext, rserial; /* GROUP/round as the last wait left it */
+    int64_t          rmod;
 };
 
 /* The comparison every write of a member makes: its key under members/

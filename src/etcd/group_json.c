@@ -191,9 +191,9 @@ int greply_range(const struct greply *r, int n, int64_t *count, const cJSON **kv
     if (resps && !cJSON_IsArray(resps))
         return -EPROTO;
     cJSON_ArrayForEach(op, resps) {
-        if (n-- > 0)
-            continue;
         const cJSON *range = vigil_etcd__field(op, "response_range"), *k;
+        if (!range || n-- > 0)
+            continue; /* a put's or a delete's response, or an earlier range */
         if (!cJSON_IsObject(range))
             return -EPROTO;
         int64_t c = 0;

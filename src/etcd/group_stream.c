@@ -198,10 +198,7 @@ int gstream_open(vigil_etcd *e, const char *key, unsigned flags, int64_t rev, st
     char *body = watch_body(key, flags, rev);
     s->multi = curl_multi_init();
     s->curl = curl_easy_init();
-    struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
-    s->headers = h ? curl_slist_append(h, "Expect:") : NULL;
-    if (!s->headers)
-        curl_slist_free_all(h);
+    s->headers = vigil_etcd__headers_copy(e); /* e's: JSON, require-leader, the auth token */
     if (!body || !s->multi || !s->curl || !s->headers) {
         free(body);
         gstream_close(s);
@@ -209,6 +206,7 @@ int gstream_open(vigil_etcd *e, const char *key, unsigned flags, int64_t rev, st
     }
     CURL *c = s->curl;
     vigil_etcd__curl_setup(c, connect_ms); /* and no total timeout: the stream lasts */
+    vigil_etcd__curl_tls(e, c);
     curl_easy_setopt(c, CURLOPT_URL, s->url);
     curl_easy_setopt(c, CURLOPT_COPYPOSTFIELDS, body);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, s->headers);
