@@ -164,6 +164,7 @@ class GroupWatch:
     one or None; iterating blocks for the next; `async for` waits in the loop."""
 
     def __init__(self, group: "Group") -> None:
+        """Made by `Group.watch()`."""
         self._group = group
         self._lib = _ffi.etcd_lib()
         out = ffi.new("vigil_group_watcher **")
@@ -377,6 +378,7 @@ class Group:
         return GroupWatch(self)
 
     def stats(self) -> GroupStats:
+        """The group's members, units and round at one revision."""
         buf = ffi.new("vigil_py_group_stats *")
         check(self._lib.vigil_group_stats_get(self.etcd._p(), self._gname, ffi.addressof(buf, "v")), self.name)
         s = buf.v
@@ -481,6 +483,7 @@ class Group:
             raise
 
     async def take_async(self) -> Optional[Unit]:
+        """`take` in a worker thread."""
         return await self._call(self.take)
 
     async def take_wait_async(self, timeout: Optional[float] = None) -> Optional[Unit]:
@@ -503,6 +506,7 @@ class Group:
             raise
 
     async def done_async(self, unit: Unit) -> None:
+        """`done` in a worker thread."""
         await self._call(self.done, unit)
 
     async def barrier_wait_async(self, round: int, timeout: Optional[float] = None) -> bool:
@@ -517,3 +521,7 @@ def _round_from(info: Any, counted: Any, left: Any) -> RoundInfo:
     return RoundInfo(info.round, info.revision, info.serial,
                      [Peer(_str(counted[i].name), counted[i].revision) for i in range(nc)],
                      [Peer(_str(left[i].name), left[i].revision) for i in range(nl)])
+
+
+# help() shows types, not the strings `from __future__ import annotations` leaves.
+_util.resolve_annotations(MemberInfo, Unit, GroupEvent, Peer, RoundInfo, GroupStats, GroupWatch, Group)
