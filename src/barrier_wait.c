@@ -782,6 +782,43 @@ int vigil_barrier_wait_slice(vigil_barrier *b, uint32_t my_epoch, uint32_t quoru
     return rc;
 }
 
+/* vigil_barrier_start in slices: as the wait in slices, the arrival kept
+ * between calls, at the round *round names while *arrived is set. A round
+ * that passed before a fresh arrival was in it is no start (as in
+ * vigil_barrier_start); one that passed while a kept arrival stood in it
+ * is the start. */
+int vigil_barrier_start_slice(vigil_barrier *b, uint32_t participants, uint64_t slice_ns, int *arrived,
+                              uint32_t *round)
+{
+    if (!b || !arrived || !round)
+        return -EINVAL;
+    if (participants == 0)
+        return VIGIL_ERANGE;
+    uint64_t now = vigil_now_ns();
+    uint64_t deadline = slice_ns > UINT64_MAX - 1 - now ? UINT64_MAX - 1 : now + slice_ns;
+    for (unsigned tries = 0;; tries++) {
+        bool resumed = *arrived != 0, passed = false;
+        uint32_t e = resumed ? *round : vigil_barrier_epoch(b);
+        now = vigil_now_ns();
+        int rc = barrier_wait(b, e, (struct rule){ participants, true }, deadline > now ? deadline - now : 0,
+                              arrived, resumed ? NULL : &passed);
+        if (rc == VIGIL_ETIMEDOUT) {
+            if (*arrived)
+                *round = e; /* where the arrival stands */
+            return rc;
+        }
+        *arrived = 0;
+        if (rc < 0)
+            return rc;
+        if (!passed) {
+            *round = e + 1;
+            return rc;
+        }
+        if (tries >= CAS_TRIES)
+            return VIGIL_EBUSY; /* a peer moving the epoch in a loop */
+    }
+}
+
 int vigil_barrier_withdraw(vigil_barrier *b, uint32_t my_epoch, int *arrived)
 {
     if (!b || !arrived)

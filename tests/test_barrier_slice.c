@@ -5,7 +5,8 @@
  * Ctrl-C runs: a slice that ends keeps the arrival (bound or unbound) and
  * is never counted as a withdrawal; the next slice does not arrive twice;
  * the round releases over a caller between slices; withdraw takes the
- * arrival back once, or finds the round passed.
+ * arrival back once, or finds the round passed. And the safe start in
+ * slices (vigil_barrier_start_slice), which bindings wait with too.
  */
 #include "testutil.h"
 
@@ -180,6 +181,41 @@ static int test_quorum_early_and_checks(void)
     return 0;
 }
 
+/* The start in slices: the arrival stands between slices, nothing is
+ * withdrawn, the second member's start releases it, and both get the same
+ * first round, on a barrier file already past round 0. */
+static int test_start_in_slices(void)
+{
+    struct peers p = two_peers("start.b", true);
+    uint32_t e;
+    for (uint32_t i = 0; i < 3; i++) /* a file used before: not at round 0 */
+        EXPECT_RC(vigil_barrier_wait_quorum(p.a, i, 1), VIGIL_SERIAL);
+    e = vigil_barrier_epoch(p.a);
+    int arrived = 0;
+    uint32_t round = 12345;
+    for (int i = 0; i < 3; i++) {
+        EXPECT_RC(vigil_barrier_start_slice(p.a, 2, 2 * MS, &arrived, &round), VIGIL_ETIMEDOUT);
+        EXPECT(arrived == 1 && round == e, "slice %d: arrived %d round %u, want 1 %u", i, arrived, round, e);
+    }
+    EXPECT(withdrawals(p.a) == 0, "withdrawals %llu after slices, want 0", (unsigned long long)withdrawals(p.a));
+    uint32_t first = 0;
+    EXPECT_RC(vigil_barrier_start(p.other, 2, 10000 * MS, &first), VIGIL_SERIAL);
+    EXPECT_RC(vigil_barrier_start_slice(p.a, 2, 2 * MS, &arrived, &round), 0);
+    EXPECT(first == e + 1 && round == e + 1 && arrived == 0, "first rounds %u and %u (arrived %d), want %u",
+           first, round, arrived, e + 1);
+    /* A start left between slices: withdrawn once, at the round it stood. */
+    EXPECT_RC(vigil_barrier_start_slice(p.a, 2, 1 * MS, &arrived, &round), VIGIL_ETIMEDOUT);
+    EXPECT(arrived == 1 && round == e + 1, "arrived %d round %u", arrived, round);
+    EXPECT_RC(vigil_barrier_withdraw(p.a, round, &arrived), VIGIL_ETIMEDOUT);
+    EXPECT(withdrawals(p.a) == 1 && peek("start.b").recorded == 0, "the start was not withdrawn once");
+    EXPECT_RC(vigil_barrier_start_slice(p.a, 0, 1, &arrived, &round), VIGIL_ERANGE);
+    EXPECT_RC(vigil_barrier_start_slice(p.a, 2, 1, NULL, &round), -EINVAL);
+    EXPECT_RC(vigil_barrier_start_slice(p.a, 2, 1, &arrived, NULL), -EINVAL);
+    peers_close(&p);
+    return 0;
+}
+
 VT_MAIN(VT_CASE(test_slices_keep_a_bound_arrival), VT_CASE(test_slices_keep_an_unbound_arrival),
         VT_CASE(test_withdraw_bound), VT_CASE(test_withdraw_unbound),
-        VT_CASE(test_withdraw_after_release_is_void), VT_CASE(test_quorum_early_and_checks))
+        VT_CASE(test_withdraw_after_release_is_void), VT_CASE(test_quorum_early_and_checks),
+        VT_CASE(test_start_in_slices))

@@ -78,6 +78,11 @@ int      vigil_barrier_stats(const vigil_barrier *b, vigil_barrier_counters *out
 int      vigil_barrier_wait_slice(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, uint64_t slice_ns,
                                   int *arrived);
 int      vigil_barrier_withdraw(vigil_barrier *b, uint32_t my_epoch, int *arrived);
+/* vigil_barrier_start in slices: VIGIL_ETIMEDOUT after slice_ns with the
+ * arrival kept at round *round (*arrived set: call again, or withdraw at
+ * *round); on success *round is the first round, as vigil_barrier_start's. */
+int      vigil_barrier_start_slice(vigil_barrier *b, uint32_t participants, uint64_t slice_ns, int *arrived,
+                                   uint32_t *round);
 
 #ifdef __cplusplus
 }

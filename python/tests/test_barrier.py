@@ -201,3 +201,46 @@ def test_an_exception_between_slices_withdraws_the_arrival(pool):
     other.bind(s2)
     with pytest.raises(vigil.Timeout):  # the interrupted wait has left: s2 alone cannot release
         other.wait(e, timeout=0.05)
+
+
+def test_start_gives_every_member_the_same_first_round(pool):
+    t, b = pool
+    s1, s2 = t.register(), t.register()
+    b.bind(s1)
+    for i in range(3):  # a barrier file used before: not at round 0
+        b.wait(b.epoch, quorum=1)
+    at = b.epoch
+    other = vigil.Barrier.open(b.path, t)
+    other.bind(s2)
+    got = {}
+    th = threading.Thread(target=lambda: got.update(first=other.start(2, timeout=20)))
+    th.start()
+    mine = b.start(2, timeout=20)  # the thread may be late: the start waits for it
+    th.join(timeout=30)
+    assert not th.is_alive() and mine == got["first"] == at + 1
+    assert b.stats().withdrawals == 0  # the slices of the longer wait were not withdrawals
+    threading.Thread(target=lambda: other.wait(mine, timeout=20)).start()
+    assert b.wait(mine, timeout=20) in (True, False) and b.epoch == mine + 1
+
+
+def test_start_times_out_and_withdraws(pool):
+    t, b = pool
+    s1 = t.register()
+    b.bind(s1)
+    with pytest.raises(vigil.Timeout):
+        b.start(2, timeout=0.3)
+    assert b.stats().withdrawals == 1
+    with pytest.raises(vigil.OutOfRange, match="participants 0 is out of range"):
+        b.start(0)
+
+
+@pytest.mark.asyncio
+async def test_start_async_cancelled_withdraws(pool):
+    t, b = pool
+    b.bind(t.register())
+    task = asyncio.ensure_future(b.start_async(3))
+    await asyncio.sleep(0.1)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert b.stats().withdrawals == 1

@@ -137,11 +137,77 @@ class Barrier(_Handle):
         True for the one caller whose arrival released it, False for the
         others (and at once for a round that has passed). Timeout once
         `timeout` seconds pass (the arrival is then withdrawn: it never
-        helps release a round it left); NoPeers when nobody is live."""
+        helps release a round it left); NoPeers when nobody is live.
+        Start a group at the round `start` returns, not at `epoch`."""
         q = self._quorum(quorum)
         if timeout is not None:
             _util.seconds(timeout, "timeout")
         return self._wait(epoch & _MASK, q, timeout, None)
+
+    def start(self, participants: int, *, timeout: Optional[float] = None) -> int:
+        """The safe start of a group: call once per member, after registering
+        and `bind`; returns the first round, the same for every member, once
+        `participants` members have arrived (and no live peer of the table is
+        left out). Then wait that round, the next, and so on. Waiting from
+        `epoch` instead is unsafe when members start at different times (a
+        round can release before a late member registers). Timeout after
+        `timeout` seconds, the arrival withdrawn."""
+        n = _util.uint(participants, "participants", low=1)
+        if timeout is not None:
+            _util.seconds(timeout, "timeout")
+        return self._start(n, timeout, None)
+
+    async def start_async(self, participants: int, *, timeout: Optional[float] = None) -> int:
+        """`start` in a worker thread, leaving the event loop free; cancelled,
+        it withdraws the arrival before the cancellation completes."""
+        n = _util.uint(participants, "participants", low=1)
+        if timeout is not None:
+            _util.seconds(timeout, "timeout")
+        loop = asyncio.get_running_loop()
+        gone = threading.Event()
+        fut = loop.run_in_executor(pool(), self._start, n, timeout, gone, _ASYNC_SLICE)
+        try:
+            return await asyncio.shield(fut)
+        except asyncio.CancelledError:
+            gone.set()
+            await finish(fut)
+            raise
+
+    def _start(self, participants: int, timeout: Optional[float], gone: Optional[threading.Event],
+               slice_max: float = _SLICE) -> int:
+        """The start in slices that keep the arrival, as `_wait`."""
+        if not _ffi.has("vigil_barrier_start_slice"):
+            if not _ffi.has("vigil_barrier_start"):
+                raise NotImplementedError("the loaded libvigil has no vigil_barrier_start")
+            first = ffi.new("uint32_t *")  # an older library: one call, not interruptible
+            check(lib.vigil_barrier_start(self._p(), participants, _util.timeout_ns(timeout), first), self.path)
+            return first[0]
+        ptr = self._p()
+        arrived, where = ffi.new(_INT_P), ffi.new("uint32_t *")
+        slice_ns = int(slice_max * 1e9)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        try:
+            while True:
+                if deadline is not None:
+                    slice_ns = min(slice_ns, max(0, int((deadline - time.monotonic()) * 1e9)))
+                rc = lib.vigil_barrier_start_slice(ptr, participants, slice_ns, arrived, where)
+                if rc != VIGIL_ETIMEDOUT:
+                    check(rc, self.path)
+                    return where[0]
+                if (deadline is not None and time.monotonic() >= deadline) or (gone is not None and gone.is_set()):
+                    if arrived[0]:
+                        rc = lib.vigil_barrier_withdraw(ptr, where[0], arrived)
+                        if rc != VIGIL_ETIMEDOUT:
+                            check(rc, self.path)
+                            return (where[0] + 1) & _MASK  # the start released with us before we left
+                    if gone is not None and gone.is_set():
+                        return 0
+                    raise Timeout(VIGIL_ETIMEDOUT, f"{self.path}: the start of {participants}: deadline passed")
+                ptr = self._p()
+        except BaseException:
+            if arrived[0] and not self.closed:
+                lib.vigil_barrier_withdraw(self._ptr, where[0], arrived)
+            raise
 
     async def wait_async(self, epoch: int, *, quorum: Optional[int] = None,
                          timeout: Optional[float] = None) -> bool:

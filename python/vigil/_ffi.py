@@ -82,6 +82,9 @@ ffi.cdef(
     int      vigil_barrier_wait_slice(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, uint64_t slice_ns,
                                       int *arrived);
     int      vigil_barrier_withdraw(vigil_barrier *b, uint32_t my_epoch, int *arrived);
+    int      vigil_barrier_start(vigil_barrier *b, uint32_t participants, uint64_t timeout_ns, uint32_t *first_round);
+    int      vigil_barrier_start_slice(vigil_barrier *b, uint32_t participants, uint64_t slice_ns, int *arrived,
+                                       uint32_t *round);
 
     /* lease.h */
     typedef struct vigil_lease {

@@ -169,7 +169,7 @@ class GroupWatch:
     one or None; iterating blocks for the next; `async for` waits in the loop."""
 
     def __init__(self, group: "Group") -> None:
-        """Not called directly: use `Group.watch`."""
+        """Made by `Group.watch()`."""
         self._group = group
         self._lib = _ffi.etcd_lib()
         out = ffi.new("vigil_group_watcher **")
@@ -386,7 +386,7 @@ class Group:
         return GroupWatch(self)
 
     def stats(self) -> GroupStats:
-        """Members, units free, owned and done, the round and the term, read at one revision."""
+        """The group's members, units and round at one revision."""
         buf = ffi.new("vigil_py_group_stats *")
         check(self._lib.vigil_group_stats_get(self.etcd._p(), self._gname, ffi.addressof(buf, "v")), self.name)
         s = buf.v
@@ -531,4 +531,5 @@ def _round_from(info: Any, counted: Any, left: Any) -> RoundInfo:
                      [Peer(_str(left[i].name), left[i].revision) for i in range(nl)])
 
 
+# help() shows types, not the strings `from __future__ import annotations` leaves.
 _util.resolve_annotations(MemberInfo, Unit, GroupEvent, Peer, RoundInfo, GroupStats, GroupWatch, Group)
