@@ -55,17 +55,24 @@ mkdir -p "$tree"
 # \n for a newline and \t for a tab.
 awk '
 function flush() {
-    if (name != "")
+    if (name != "") {
+        if (nfrom != nto || nfile < 1 || (nfile != 1 && nfile != nfrom)) {
+            print "mutate: " name ": each from needs its to, and one file or one per from" > "/dev/stderr"; exit 2
+        }
         printf "%s\036%s\036%s\036%s\036%s\036%s\036%s\036\n", name, file, from, to, kill, model, argued
+    }
     name = file = from = to = kill = model = argued = ""
+    nfile = nfrom = nto = 0
 }
+# A repeated file, from or to adds an edit: joined by \037, in order.
+function add(acc, n, v) { return n == 0 ? v : acc "\037" v }
 /^#/ { next }
 /^[ \t]*$/ { flush(); next }
 {
     k = $0; sub(/:.*/, "", k)
     v = $0; sub(/^[^:]*:[ \t]*/, "", v); sub(/[ \t]+$/, "", v)
-    if (k == "name") name = v; else if (k == "file") file = v
-    else if (k == "from") from = v; else if (k == "to") to = v
+    if (k == "name") name = v; else if (k == "file") file = add(file, nfile++, v)
+    else if (k == "from") from = add(from, nfrom++, v); else if (k == "to") to = add(to, nto++, v)
     else if (k == "kill") kill = v; else if (k == "model") model = v
     else if (k == "argued") argued = v
     else if (k != "why" && k != "owner") { print "mutate: unknown key " k > "/dev/stderr"; exit 2 }
@@ -158,6 +165,40 @@ without_broken() {
     echo "$out"
 }
 
+# A mutant's edits, in order (a mutant of several steps, such as a bug
+# that only the old code's two steps together make, lists several): the
+# k-th from becomes the k-th to, in the k-th file or the only one given.
+# Each file is saved once, before its first edit, for restore. Prints the
+# fate "stale" and fails when a from is not in its file exactly once.
+apply() {
+    US=$(printf '\037')
+    saved=""
+    k=0
+    rest_file=$1 rest_from=$2 rest_to=$3
+    while :; do
+        f=${rest_file%%"$US"*} fr=${rest_from%%"$US"*} t=${rest_to%%"$US"*}
+        k=$((k + 1))
+        if [ ! -f "$tree/$f" ]; then
+            printf '%-40s stale (no file %s)\n' "$name" "$f"; return 1
+        fi
+        case " $saved " in *" $f "*) ;; *)
+            mkdir -p "$work/orig/$(dirname "$f")" && cp "$tree/$f" "$work/orig/$f"; saved="$saved $f" ;;
+        esac
+        n=$(FROM=$fr TO=$t edit "$tree/$f")
+        if [ "$n" != 1 ]; then
+            printf '%-40s stale (%s occurrences of edit %d in %s)\n' "$name" "$n" "$k" "$f"; return 1
+        fi
+        case $rest_from in *"$US"*) ;; *) return 0 ;; esac
+        rest_from=${rest_from#*"$US"} rest_to=${rest_to#*"$US"}
+        case $rest_file in *"$US"*) rest_file=${rest_file#*"$US"} ;; esac
+    done
+}
+restore() {
+    for f in $saved; do cp "$work/orig/$f" "$tree/$f"; done
+    rm -rf "$work/orig"
+    saved=""
+}
+
 killed=0 timeouts=0 caught=0 survived=0 n_argued=0 stale=0 stillborn=0 total=0
 survivors=""
 printf '\n%-40s %s\n' MUTANT FATE
@@ -165,11 +206,9 @@ while IFS="$(printf '\036')" read -r name file from to kill model argued rest; d
     [ -n "$name" ] || continue
     want "$name" "$@" || continue
     total=$((total + 1))
-    cp "$tree/$file" "$work/orig" 2>/dev/null || { printf '%-40s stale (no file %s)\n' "$name" "$file"; stale=$((stale + 1)); continue; }
-    n=$(FROM=$from TO=$to edit "$tree/$file")
-    if [ "$n" != 1 ]; then
-        printf '%-40s stale (%s occurrences in %s)\n' "$name" "$n" "$file"
+    if ! apply "$file" "$from" "$to"; then
         stale=$((stale + 1))
+        restore
         continue
     fi
     fate="" by=""
@@ -205,7 +244,7 @@ while IFS="$(printf '\036')" read -r name file from to kill model argued rest; d
     stillborn) stillborn=$((stillborn + 1)); tail -5 "$work/build.log" ;;
     esac
     printf '%-40s %s%s\n' "$name" "$fate" "${by:+: $by}"
-    cp "$work/orig" "$tree/$file"
+    restore
 done < "$work/records"
 
 dead=$((killed + timeouts + caught))
