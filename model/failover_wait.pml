@@ -34,7 +34,8 @@
  *   Each fix alone is enough: carry_key (the keyed state, the old claim)
  *   and carry_claim (the old key, the claim by gen) are clean too, which
  *   is why no test with real processes can see the old key alone any
- *   more (make mutate: failover_wait_verdict_carried).
+ *   more (make mutate: failover_wait_verdict_carried). With both old
+ *   steps test_failover_wait_ns.c does (failover_wait_verdict_carried_old).
  * proc, proc_old (issue 17.4): /proc is another pid namespace's, so the
  *   start time read for pid 7 is another process's. The judge answers
  *   "unknown" and W watches the pidfd; the old steps took the other start

@@ -12,7 +12,10 @@
  *   next. A wait with max 1 leaves a second dead slot flagged; another
  *   handle reclaims it; a process with the dead owner's pid (clone3 with
  *   set_tid, in a pid namespace of the test's own) and the same start
- *   tick registers there: the next wait must not reclaim it.
+ *   tick registers there: the next wait must not reclaim it. Either
+ *   fence alone (the handle's state keyed by gen, the claim by gen)
+ *   stops it; the old code had neither, and this case fails with both
+ *   old steps put back (make mutate: failover_wait_verdict_carried_old).
  *
  * Every moment is the test's: kills are sent and reaped before the waits
  * that must see them, the recycled pid is chosen, and a start tick that
