@@ -16,6 +16,9 @@
  *   participants) gets the round the group is at, and stays in step;
  * - too few members: VIGIL_ETIMEDOUT, the arrival withdrawn, nothing
  *   written; and the argument checks.
+ *
+ * The first two again with the start in slices (vigil_barrier_start_slice,
+ * the bindings' start): slices of 1 ms, the arrival kept between them.
  */
 #include "testutil.h"
 
@@ -34,7 +37,6 @@ struct counts {
     _Atomic uint32_t first[GROUP + 1];
     _Atomic int start_serial;
     _Atomic int go;          /* the late joiner may come */
-    _Atomic int joined;      /* it has registered */
 };
 
 static uint32_t peek_arrived(const char *bp)
@@ -42,6 +44,27 @@ static uint32_t peek_arrived(const char *bp)
     vigil_barrier_state st = { 0 };
     vigil_barrier_peek(bp, &st);
     return st.arrived;
+}
+
+static bool sliced; /* members start with vigil_barrier_start_slice */
+
+/* vigil_barrier_start, or the same in slices of 1 ms up to timeout_ns. */
+static int start(vigil_barrier *b, uint32_t participants, uint64_t timeout_ns, uint32_t *first)
+{
+    if (!sliced)
+        return vigil_barrier_start(b, participants, timeout_ns, first);
+    int arrived = 0;
+    uint32_t round = 0;
+    for (uint64_t spent = 0;; spent += MS) {
+        int rc = vigil_barrier_start_slice(b, participants, MS, &arrived, &round);
+        if (rc != VIGIL_ETIMEDOUT || spent >= timeout_ns) {
+            if (rc >= 0)
+                *first = round;
+            else if (arrived)
+                (void)vigil_barrier_withdraw(b, round, &arrived);
+            return rc;
+        }
+    }
 }
 
 static _Noreturn void member(int idx, const char *hbp, const char *bp, struct counts *c, uint32_t rounds)
@@ -52,9 +75,7 @@ static _Noreturn void member(int idx, const char *hbp, const char *bp, struct co
     if (vigil_hb_open(hbp, 0, &hb) < 0 || vigil_barrier_open(bp, hb, 0, &b) < 0 ||
         vigil_hb_register(hb, (uint32_t)getpid(), &slot) < 0 || vigil_barrier_bind(b, slot) < 0)
         _exit(3);
-    if (idx == GROUP)
-        atomic_store(&c->joined, 1);
-    int rc = vigil_barrier_start(b, GROUP, 60 * SEC, &first);
+    int rc = start(b, GROUP, 60 * SEC, &first);
     if (rc < 0)
         _exit(4);
     atomic_fetch_add(&c->start_serial, rc == VIGIL_SERIAL);
@@ -71,9 +92,15 @@ static _Noreturn void member(int idx, const char *hbp, const char *bp, struct co
             atomic_store(&c->first_early, (int)r);
         if (idx == 0 && r == first + rounds / 2 && rounds < ROUNDS) {
             /* Halfway: the late joiner comes, and the group, held at
-             * the next round for want of member 0, waits for it. */
+             * the next round for want of member 0, waits for it. Member
+             * 0 comes only once the joiner's start stands at that round
+             * beside the three others' arrivals (or the round went on
+             * without member 0): a start that released on the quorum
+             * alone releases it then, every time (make mutate:
+             * barrier_start_quorum_only). */
             atomic_store(&c->go, 1);
-            if (!VT_WAIT_FOR(atomic_load(&c->joined), 60000))
+            vigil_barrier_state st;
+            if (!VT_WAIT_FOR(vigil_barrier_peek(bp, &st) == 0 && (st.epoch != r + 1 || st.recorded >= GROUP), 60000))
                 _exit(6);
         }
     }
@@ -109,7 +136,7 @@ static vigil_barrier *fresh(const char *hbp, const char *bp, vigil_hb **hb)
 
 static int test_start_members_at_different_times(void)
 {
-    const char *hbp = vt_path("start.hb"), *bp = vt_path("start.barrier");
+    const char *hbp = vt_path(sliced ? "sstart.hb" : "start.hb"), *bp = vt_path(sliced ? "sstart.barrier" : "start.barrier");
     vigil_hb *hb;
     vigil_barrier *b = fresh(hbp, bp, &hb);
     struct counts *c = vt_shared(sizeof(*c));
@@ -141,11 +168,11 @@ static int test_start_members_at_different_times(void)
 }
 
 /* A fifth caller with participants 4 joins halfway through (the group
- * held at round X until it has registered): it gets X + 1, the round the
+ * held at round X until its start stands at X): it gets X + 1, the round the
  * group goes on to, and from there all five meet every round. */
 static int test_start_late_joiner_in_step(void)
 {
-    const char *hbp = vt_path("late.hb"), *bp = vt_path("late.barrier");
+    const char *hbp = vt_path(sliced ? "slate.hb" : "late.hb"), *bp = vt_path(sliced ? "slate.barrier" : "late.barrier");
     vigil_hb *hb;
     vigil_barrier *b = fresh(hbp, bp, &hb);
     struct counts *c = vt_shared(sizeof(*c));
@@ -172,6 +199,22 @@ static int test_start_late_joiner_in_step(void)
     vigil_barrier_close(b);
     vigil_hb_close(hb);
     return 0;
+}
+
+static int test_start_slices_members_at_different_times(void)
+{
+    sliced = true;
+    int rc = test_start_members_at_different_times();
+    sliced = false;
+    return rc;
+}
+
+static int test_start_slices_late_joiner_in_step(void)
+{
+    sliced = true;
+    int rc = test_start_late_joiner_in_step();
+    sliced = false;
+    return rc;
 }
 
 static int test_start_too_few_and_args(void)
@@ -236,4 +279,5 @@ static int test_start_round_passed_meanwhile(void)
 }
 
 VT_MAIN(VT_CASE(test_start_members_at_different_times), VT_CASE(test_start_late_joiner_in_step),
+        VT_CASE(test_start_slices_members_at_different_times), VT_CASE(test_start_slices_late_joiner_in_step),
         VT_CASE(test_start_too_few_and_args), VT_CASE(test_start_round_passed_meanwhile))
