@@ -74,6 +74,7 @@ static pid_t spawn_peer(int idx, const char *hbn, const char *bn, uint64_t timeo
     pid_t p = fork();
     if (p != 0)
         return p;
+    vt_own_pgrp(); /* it may stop itself at a hook */
     vigil_hb *hb;
     vigil_barrier *b = open_barrier(hbn, bn, &hb);
     uint32_t slot;

@@ -96,8 +96,10 @@ static pid_t spawn(int idx, const char *hbn, const char *bn, uint64_t timeout_ns
 {
     fflush(NULL);
     pid_t p = fork();
-    if (p == 0)
+    if (p == 0) {
+        vt_own_pgrp(); /* stopped by the test */
         _exit(child(idx, hbn, bn, timeout_ns, hook));
+    }
     return p;
 }
 
@@ -174,7 +176,10 @@ static int test_stale_judgement_after_withdrawal(void)
     EXPECT(VT_WAIT_FOR(peek("sj.b").recorded == 2 && peek("sj.b").sleepers >= 1, 20000), "X never slept");
     /* R resumes: its commit must fail; it judges again and sleeps too. */
     kill(kid[R], SIGCONT);
-    EXPECT(VT_WAIT_FOR(peek("sj.b").epoch != 0 || peek("sj.b").sleepers == 2, 20000), "R never went back");
+    EXPECT(VT_WAIT_FOR(peek("sj.b").epoch != 0 || peek("sj.b").sleepers == 2, 20000),
+           "R never went back: epoch %u sleepers %u recorded %u, R %d X %d, R %s", peek("sj.b").epoch,
+           peek("sj.b").sleepers, peek("sj.b").recorded, atomic_load(&sh->rc[R]), atomic_load(&sh->rc[X]),
+           waitpid(kid[R], NULL, WNOHANG) == kid[R] ? "ended" : "alive");
     EXPECT(peek("sj.b").epoch == 0, "the round released without W, which was told it left");
     EXPECT(atomic_load(&sh->rc[R]) == 0 && atomic_load(&sh->rc[X]) == 0, "a waiter returned");
 

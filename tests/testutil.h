@@ -338,6 +338,19 @@ static inline void vt_die_with_parent(void)
     prctl(PR_SET_PDEATHSIG, SIGKILL);
 }
 
+/* A child the test will stop (SIGSTOP, or raise(SIGSTOP) at a hook) calls
+ * this first, to be a process group of its own. The kernel sends SIGHUP
+ * and SIGCONT to a group that becomes orphaned while a member is stopped
+ * (POSIX job control): the test's own group is orphaned when whatever
+ * started it exits first (a shell that ran `make stress &` and returned),
+ * and a stopped child then died of SIGHUP mid-case, or went on before the
+ * test let it. A group whose one member's parent, the test, is in another
+ * group of the session is never orphaned while the test runs. */
+static inline void vt_own_pgrp(void)
+{
+    (void)setpgid(0, 0);
+}
+
 static inline int vt_run(const struct vt_case *cases, size_t n)
 {
     pthread_atfork(NULL, NULL, vt_die_with_parent);
