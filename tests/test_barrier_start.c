@@ -185,6 +185,14 @@ static int test_start_late_joiner_in_step(void)
             member(i, hbp, bp, c, R);
     }
     EXPECT(VT_WAIT_FOR(atomic_load(&c->go), 60000), "the group never got halfway");
+    /* The joiner comes once the three others stand at the held round, so
+     * its start judges that round at its arrival: the all-live rule waits
+     * for member 0, the quorum alone (4 arrivals) would release it. */
+    vigil_barrier_state st;
+    EXPECT_RC(vigil_barrier_peek(bp, &st), 0);
+    uint32_t held = st.epoch;
+    EXPECT(VT_WAIT_FOR(vigil_barrier_peek(bp, &st) == 0 && st.epoch == held && st.recorded >= GROUP - 1, 60000),
+           "the three others never stood at round %u (epoch %u, recorded %u)", held, st.epoch, st.recorded);
     fflush(NULL);
     kids[GROUP] = fork();
     if (kids[GROUP] == 0)
