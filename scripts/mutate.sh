@@ -16,7 +16,8 @@
 #   the scratch tree, JOBS (build parallelism).
 #
 # Fates:
-#   killed      a named test failed (or a named model run found the bug)
+#   killed      a named test failed (or a named model run found the bug);
+#               the tests that failed are printed by name
 #   killed*     killed only by a test's timeout: the test should bound its
 #               wait and fail by name instead (a finding of its own)
 #   caught      missed by its named killers, killed by another test: the
@@ -217,8 +218,8 @@ while IFS="$(printf '\036')" read -r name file from to kill model argued rest; d
         r=$(run_tests "$kill")
         case $r in
         nobuild) fate=stillborn ;;
-        failed) fate=killed by=$kill ;;
-        timeout) fate="killed*" by="$kill (timeout)" ;;
+        failed) fate=killed by=$(failed_tests) ;;
+        timeout) fate="killed*" by="$(failed_tests)(timeout)" ;;
         esac
     fi
     if [ -z "$fate" ] && [ -n "$model" ] && [ "$(run_models "$model")" = seen ]; then
