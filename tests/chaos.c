@@ -520,6 +520,7 @@ static pid_t spawn(int idx, pid_t reuse, bool infant)
         pid = fork();
     if (pid == 0) {
         vt_die_with_parent();
+        vt_own_pgrp(); /* the killer stops it: never in a group that can be orphaned */
         if (idx < WORKERS)
             worker(idx);
         watchdog(idx);
