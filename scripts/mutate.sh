@@ -152,7 +152,8 @@ failed_tests() { grep -E '^[[:space:]]+[0-9]+ - ' "$work/ctest.log" | awk '{ pri
 all_killers=$(awk -F'\036' '{ print $5 }' "$work/records" | tr ' ' '\n' | sort -u | tr '\n' ' ')
 echo "mutate: building and running the killers unmutated: $all_killers"
 broken=""
-base=$(run_tests "$all_killers")
+base=passed
+[ -z "$(echo $all_killers)" ] || base=$(run_tests "$all_killers") # a list of argued or model-only mutants has none
 if [ "$base" = nobuild ]; then
     tail -20 "$work/build.log"; echo "mutate: the unmutated tree does not build"; exit 2
 elif [ "$base" != passed ]; then
