@@ -459,7 +459,9 @@ static int renewal_preempted(bool taken)
     vigil_leases *ls = vt_leases_fresh(name, 4);
     renew_parked = vt_shared(sizeof(*renew_parked));
     vigil_lease l;
-    EXPECT_RC(vigil_leases_acquire(ls, "k", "renewer", 50, &l), 0);
+    /* A TTL long enough that a slow machine (a sanitizer, a loaded CI)
+     * still reaches the renewal's check before the expiry. */
+    EXPECT_RC(vigil_leases_acquire(ls, "k", "renewer", 1000, &l), 0);
     pid_t kid = fork();
     if (kid == 0) {
         vigil_leases_hook = stop_at_renew;
@@ -467,7 +469,7 @@ static int renewal_preempted(bool taken)
     }
     EXPECT(VT_WAIT_FOR(atomic_load(renew_parked), 20000), "the renewal never reached its CAS");
     EXPECT(waitpid(kid, NULL, WUNTRACED) == kid, "renewer not stopped");
-    vt_sleep_ms(80); /* past the 50 ms lease, with the renewal judged */
+    vt_sleep_ms(1050); /* past the 1 s lease, with the renewal judged */
     vigil_lease t;
     if (taken)
         EXPECT_RC(vigil_leases_acquire(ls, "k", "taker", 60000, &t), 0);
