@@ -168,9 +168,17 @@ fn keepalive_renews_and_its_loss_is_told() {
     let calls = port.0.load(Ordering::SeqCst);
     let stats = ka.stats().unwrap();
     assert!(stats.lost && stats.renewals <= 2 && calls <= 3, "{stats:?}, {calls} calls");
+    // A loss by local expiry can be seen here while the renewer, starved,
+    // has decided to renew and not yet called: that one call may still
+    // come (its answer is then refused by the lapsed deadline), no other.
     std::thread::sleep(Duration::from_millis(60)); // several periods
-    assert_eq!(port.0.load(Ordering::SeqCst), calls, "renewed after the loss");
+    let after = port.0.load(Ordering::SeqCst);
+    assert!(after <= calls + 1 && after <= 3, "renewed after the loss: {calls} calls, then {after}");
     assert!(matches!(ka.stop(), Err(Error::Lost)));
+    // Stopped: the renewer is joined, nothing calls the port again.
+    let stopped = port.0.load(Ordering::SeqCst);
+    std::thread::sleep(Duration::from_millis(60));
+    assert_eq!(port.0.load(Ordering::SeqCst), stopped, "renewed after stop");
 
     // The store's own port (the library's, no call into Rust) renews it.
     let lease = store.acquire("k2", "me", Duration::from_millis(1500)).unwrap();
