@@ -177,7 +177,7 @@ fn main() {
     // ratios (a run's two halves share the machine's mood).
     // The barrier round is the noisiest (4 processes on a shared machine,
     // each round a scheduling of all four), so it alternates more often.
-    const RUNS: u32 = 5;
+    const RUNS: u32 = 9;
     const ROUND_RUNS: u32 = 9;
     let mut fig: [(Vec<f64>, Vec<f64>); 3] = Default::default();
     let mut bare = f64::INFINITY;
