@@ -168,8 +168,11 @@ def test_slices_are_not_counted_as_withdrawals(pool):
     e = b.epoch
     before = b.stats()
     # A wait of several slices, released by the other peer: nothing withdrawn.
-    threading.Timer(0.6, lambda: other.wait(e, timeout=20)).start()
+    late = threading.Timer(0.6, lambda: other.wait(e, timeout=20))
+    late.start()
     b.wait(e, timeout=20)
+    late.join(timeout=30)  # out of its wait before anything else (or the fixture's close) touches the files
+    assert not late.is_alive()
     # A wait of several slices that times out: withdrawn once.
     with pytest.raises(vigil.Timeout):
         b.wait(e + 1, timeout=0.6)
@@ -219,8 +222,11 @@ def test_start_gives_every_member_the_same_first_round(pool):
     th.join(timeout=30)
     assert not th.is_alive() and mine == got["first"] == at + 1
     assert b.stats().withdrawals == 0  # the slices of the longer wait were not withdrawals
-    threading.Thread(target=lambda: other.wait(mine, timeout=20)).start()
+    th = threading.Thread(target=lambda: other.wait(mine, timeout=20))
+    th.start()
     assert b.wait(mine, timeout=20) in (True, False) and b.epoch == mine + 1
+    th.join(timeout=30)  # before the fixture unmaps the table under the thread's wait
+    assert not th.is_alive()
 
 
 def test_start_times_out_and_withdraws(pool):

@@ -333,6 +333,18 @@ class HeartbeatTable(_Handle):
         v = buf.v
         return SlotInfo(v.pid, _role(v.role), v.last_seen_epoch, v.in_flight)  # type: ignore[arg-type]
 
+    def owned(self, slot: int) -> bool:
+        """Whether the registration this handle made into `slot` still holds
+        it: False once failover took it (this process was judged dead:
+        stopped, or not beating), even if someone registered there since.
+        Two loads, no system call: cheap enough to ask before each unit of
+        work. A worker told False must stop acting for the slot (its units
+        were handed to another) and register again to go on; its `mark`,
+        `clear` and `set_role` raise Lost meanwhile."""
+        rc = lib.vigil_hb_owned(self._p(), _util.slot(slot, self.capacity))
+        check(min(rc, 0), f"{self.path}: slot {slot}")
+        return rc == 1
+
     def live_count(self, grace: int) -> int:
         """How many slots beat within the last `grace` epochs."""
         return lib.vigil_hb_live_count(self._p(), _grace(grace))
