@@ -6,6 +6,7 @@ import asyncio
 import os
 import signal
 import threading
+import time
 
 import pytest
 
@@ -250,3 +251,32 @@ async def test_start_async_cancelled_withdraws(pool):
     with pytest.raises(asyncio.CancelledError):
         await task
     assert b.stats().withdrawals == 1
+
+
+def test_closing_the_table_under_a_wait_in_another_thread(tmp):
+    """A thread waiting in a barrier when another closes the table (a main
+    thread leaving its `with` on Ctrl-C, say) gets ValueError at its next
+    slice: the close waits for the slice in progress instead of unmapping
+    the files under it (it used to crash the interpreter)."""
+    t = vigil.HeartbeatTable.create(os.path.join(tmp, "t.hb"), 4)
+    b = vigil.Barrier.create(os.path.join(tmp, "b.bar"), t, 1000)
+    s1, s2 = t.register(), t.register()  # s2 never arrives: the wait goes on
+    b.bind(s1)
+    got = {}
+
+    def waiter():
+        try:
+            b.wait(b.epoch, timeout=60)
+        except BaseException as e:  # what the thread saw is the result
+            got["error"] = e
+
+    th = threading.Thread(target=waiter)
+    th.start()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not b._inside:  # the thread is in a slice
+        time.sleep(0.001)
+    assert b._inside, "the waiter never reached its wait"
+    t.close()  # closes the barrier first, after the slice in progress
+    th.join(timeout=30)
+    assert not th.is_alive() and isinstance(got.get("error"), ValueError), got
+    assert b.closed and t.closed
