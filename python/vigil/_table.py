@@ -2,6 +2,7 @@
 """The heartbeat table: one 64-byte slot per process in a shared mapping."""
 import enum
 import os
+import threading
 import weakref
 from dataclasses import dataclass
 from types import TracebackType
@@ -90,6 +91,26 @@ class _Handle:
 
     def _init_handle(self) -> None:
         self._dependents: "weakref.WeakSet[Any]" = weakref.WeakSet()
+        self._inside: Dict[int, int] = {}  # thread -> its calls in progress that close() waits for
+        self._quiet = threading.Condition(threading.Lock())
+
+    def _call(self, fn: Any, *args: Any) -> Any:
+        """fn(pointer, *args), a bounded blocking call (a barrier slice) that
+        a close() on another thread waits for instead of unmapping under it;
+        ValueError once closed."""
+        me = threading.get_ident()
+        with self._quiet:
+            ptr = self._p()
+            self._inside[me] = self._inside.get(me, 0) + 1
+        try:
+            return fn(ptr, *args)
+        finally:
+            with self._quiet:
+                if self._inside[me] == 1:
+                    del self._inside[me]
+                else:
+                    self._inside[me] -= 1
+                self._quiet.notify_all()
 
     def _p(self) -> Any:
         ptr = self._ptr
@@ -108,7 +129,20 @@ class _Handle:
             return
         for dep in list(self._dependents):
             dep.close()
-        ptr, self._ptr = self._ptr, ffi.NULL
+        quiet = getattr(self, "_quiet", None)
+        if quiet is None:  # made without _init_handle
+            ptr, self._ptr = self._ptr, ffi.NULL
+        else:
+            with quiet:
+                if self._ptr == ffi.NULL:
+                    return
+                ptr, self._ptr = self._ptr, ffi.NULL
+                # A call in progress on another thread (a slice: bounded)
+                # returns before the memory goes; this thread's own would
+                # be waiting for itself.
+                me = threading.get_ident()
+                while any(t != me for t in self._inside):
+                    quiet.wait()
         type(self)._closer(ptr)
 
     def __enter__(self) -> Any:
@@ -332,6 +366,18 @@ class HeartbeatTable(_Handle):
         check(rc, f"{self.path}: slot {s}")
         v = buf.v
         return SlotInfo(v.pid, _role(v.role), v.last_seen_epoch, v.in_flight)  # type: ignore[arg-type]
+
+    def owned(self, slot: int) -> bool:
+        """Whether the registration this handle made into `slot` still holds
+        it: False once failover took it (this process was judged dead:
+        stopped, or not beating), even if someone registered there since.
+        Two loads, no system call: cheap enough to ask before each unit of
+        work. A worker told False must stop acting for the slot (its units
+        were handed to another) and register again to go on; its `mark`,
+        `clear` and `set_role` raise Lost meanwhile."""
+        rc = lib.vigil_hb_owned(self._p(), _util.slot(slot, self.capacity))
+        check(min(rc, 0), f"{self.path}: slot {slot}")
+        return rc == 1
 
     def live_count(self, grace: int) -> int:
         """How many slots beat within the last `grace` epochs."""
