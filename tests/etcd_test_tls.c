@@ -251,5 +251,73 @@ static int test_etcdctl_under_tls_and_auth(void)
     return 0;
 }
 
+/* A vigil waiter under TLS and auth, behind `etcdctl lock`: its requests
+ * and its watch carry its token; with a TTL of 10 s its renewals come
+ * 3.2 s apart, past the token's 2 s idle life (--auth-token-ttl=2), so the
+ * token lapses while it waits and is renewed (a refusal, then
+ * authenticate again), its place kept; and it has the key once etcdctl
+ * lets go, with a greater token. */
+static int test_waiter_under_auth(void)
+{
+    NEED_TLS();
+    NEED_ETCDCTL();
+    EXPECT(et_tls_auth(url, certs, true) == 0, "etcdctl could not enable auth");
+    vigil_etcd *e = tls_connect((struct vigil_etcd_options){ .user = ET_USER, .password = ET_USER_PW });
+    const char *k = tkey("auth-wait");
+    char name[200];
+    snprintf(name, sizeof(name), "%s/", k);
+    struct vt_proc ctl;
+    EXPECT(ET_TLS_CTL(&ctl, url, certs, ET_USER ":" ET_USER_PW, "lock", k) == 0, "spawning etcdctl failed");
+    bool held = vt_read_until(&ctl, name, 15000);
+    vigil_lease_info info = { 0 };
+    int g = vigil_etcd_get(e, k, &info);
+    int fds[2];
+    EXPECT(pipe(fds) == 0, "pipe: %s", strerror(errno));
+    fflush(NULL);
+    struct vt_proc w = { .pid = held ? fork() : -1 };
+    if (w.pid == 0) {
+        close(fds[0]);
+        vigil_etcd *we = tls_connect((struct vigil_etcd_options){ .user = ET_USER, .password = ET_USER_PW });
+        vigil_lease l;
+        int rc = vigil_etcd_acquire_wait(we, k, "waiter", 10000, 60000 * 1000000ull, &l);
+        dprintf(fds[1], "got %d %llu %s\n", rc, rc == 0 ? (unsigned long long)l.token : 0ull,
+                rc == 0 ? "" : vigil_etcd_errmsg());
+        if (rc == 0)
+            rc = vigil_etcd_release(we, &l);
+        vigil_etcd_close(we);
+        _exit(rc == 0 ? 0 : 1);
+    }
+    close(fds[1]);
+    w.fd = fds[0];
+    bool queued = w.pid > 0 && VT_WAIT_FOR(et_count_under(e, k) == 2, 10000);
+    /* Its token lapses and a renewal authenticates again (nobody else
+     * does meanwhile: etcdctl's stream and our idle handle need not); the
+     * waiter is still waiting. */
+    static const char *const authn[] = { "Authenticate", NULL };
+    long long a0 = et_grpc_started(e, authn);
+    bool again = queued && a0 >= 0 && VT_WAIT_FOR(et_grpc_started(e, authn) > a0, 15000);
+    bool early = queued && vt_read_until(&w, "\n", 200);
+    int st = vt_stop(&ctl, SIGTERM, 10000);
+    bool got = early || (w.pid > 0 && vt_read_until(&w, "\n", 20000));
+    int wst = w.pid > 0 ? vt_wait(w.pid, 10000) : -1;
+    close(w.fd);
+    int off = et_tls_auth(url, certs, false);
+    vigil_etcd_close(e);
+    EXPECT(held, "etcdctl lock did not get a free key: '%s'", ctl.buf);
+    EXPECT_RC(g, 0);
+    EXPECT(queued, "the waiter never queued under auth");
+    EXPECT(again, "the waiter's token never lapsed and was renewed (Authenticate count %lld)", a0);
+    EXPECT(!early, "the waiter returned while etcdctl held the key: '%s'", w.buf);
+    EXPECT(st == 0, "etcdctl lock exited %d on SIGTERM", st);
+    int rc = -1;
+    unsigned long long token = 0;
+    EXPECT(got && sscanf(w.buf, "got %d %llu", &rc, &token) == 2 && rc == 0 && token > info.token,
+           "the waiter under auth did not get the key etcdctl let go (etcdctl's token %llu): '%s'",
+           (unsigned long long)info.token, w.buf);
+    EXPECT(wst == 0, "the waiter exited %d", wst);
+    EXPECT(off == 0, "etcdctl could not disable auth");
+    return 0;
+}
+
 VT_MAIN(VT_CASE(test_mutual_tls), VT_CASE(test_tls_refusals), VT_CASE(test_namespace), VT_CASE(test_auth),
-        VT_CASE(test_etcdctl_under_tls_and_auth))
+        VT_CASE(test_etcdctl_under_tls_and_auth), VT_CASE(test_waiter_under_auth))
