@@ -33,6 +33,30 @@ pid_gone() {
     [ "$(sed -n 's/^[0-9]* (.*) \(.\).*/\1/p' "/proc/$1/stat" 2>/dev/null)" = Z ]
 }
 
+# SIGSTOP to pid, and wait (bounded: 10 s) until every thread of it is
+# stopped: kill(2) returns before a group stop takes hold (the thread the
+# kernel picks to start it must get a CPU first, and on a loaded machine
+# the other threads go on serving meanwhile), so a freeze that only sent
+# the signal could be answered for a while after it. SIGCONT needs no such
+# wait (it wakes every thread as it is sent). 0, or 1 if still running.
+stop_and_wait() {
+    kill -STOP "$1" || return 1
+    _i=0
+    while [ $_i -lt 1000 ]; do
+        _run=0
+        for _t in /proc/"$1"/task/*/stat; do
+            case "$(sed -n 's/^.*) \(.\).*/\1/p' "$_t" 2>/dev/null)" in
+            T | t | '') ;; # stopped, or gone
+            *) _run=1 && break ;;
+            esac
+        done
+        [ $_run = 0 ] && return 0
+        _i=$((_i + 1))
+        sleep 0.01
+    done
+    return 1
+}
+
 # Stops the etcd in PIDFILE with SIG (TERM by default), bounded: TERM gets
 # 10 s, then KILL. Removes PIDFILE.
 etcd_halt() {
