@@ -591,6 +591,7 @@ int main(void)
            r_mark, bench_verdict(r_mark >= 2.5), lim_mark);
     printf("  register+unregister >= 1x:  %5.2fx           %-6s\n", r_reg, bench_verdict(r_reg >= 1.0));
     bench_floor_note("beat", 25, lim_beat, "load+store");
+    bench_floor_note("mark", 2.5, lim_mark, "16-byte compare-and-swap");
 
     /* The beater against the bare pair it is made of, in both loop shapes. */
     double rb = best[V_BEATER] / best[OP_LOADSTORE], rb_nb = best[V_BEATER_NB] / best[OP_LOADSTORE_NB];
@@ -604,7 +605,6 @@ int main(void)
            "   hb_beat/bare %.2fx\n",
            best[V_BEATER_NB], best[V_BEAT_NB], best[OP_LOADSTORE_NB], rb_nb, bench_verdict(rb_nb <= 1.2),
            best[V_BEAT_NB] / best[OP_LOADSTORE_NB]);
-    bench_floor_note("mark", 2.5, lim_mark, "16-byte compare-and-swap");
 
     /* mark and clear against the bare read-modify-write on their own word:
      * what THE FENCE costs over an unfenced fetch_or / fetch_and. */
