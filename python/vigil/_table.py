@@ -310,10 +310,26 @@ class HeartbeatTable(_Handle):
         return Registration(self, pid)
 
     def unregister(self, slot: int) -> None:
-        """Give `slot` up (its work units with it); Vacant if nobody holds it."""
+        """Give `slot` up (its work units with it); Vacant if nobody holds it;
+        Lost if the registration this handle made there was taken by failover
+        (the successor that may hold the slot now keeps it)."""
         s = _util.slot(slot, self.capacity)
         self._beaters.pop(s, None)
         check(lib.vigil_hb_unregister(self._p(), s), f"{self.path}: slot {s}")
+
+    def owned(self, slot: int) -> bool:
+        """Whether the registration this handle made into `slot` still holds
+        it: False once it was unregistered, or taken by a failover scan or
+        wait (this process stalled past the grace window, or was judged
+        dead), or when `slot` was never registered through this handle.
+
+        A registration is named by the slot's generation, which never
+        recurs, so a recycled pid never passes for the old owner. Two loads
+        and no system call (vigil_hb_owned): cheap enough to ask before each
+        unit of work. The answer is a moment's; `mark`, `clear`, `set_role`
+        and `unregister` stay the fence and raise Lost for a taken slot."""
+        s = _util.slot(slot, self.capacity)
+        return check(lib.vigil_hb_owned(self._p(), s), f"{self.path}: slot {s}") == 1
 
     def beater(self, slot: int) -> Beater:
         """A `Beater` for `slot`: the cheapest beat Python can make."""
@@ -340,17 +356,22 @@ class HeartbeatTable(_Handle):
         return lib.vigil_hb_tick(self._p())
 
     def mark(self, slot: int, bit: int) -> None:
-        """Record work unit `bit` (0..63) as in flight on `slot`."""
+        """Record work unit `bit` (0..63) as in flight on `slot`; Vacant if
+        nobody holds it, Lost if this handle's registration there was taken
+        by failover (nothing is marked in a successor's slot)."""
         check(lib.vigil_hb_mark_in_flight(self._p(), _util.slot(slot, self.capacity), _bit(bit)),
               f"{self.path}: slot {slot}")
 
     def clear(self, slot: int, bit: int) -> None:
-        """Record work unit `bit` (0..63) as done."""
+        """Record work unit `bit` (0..63) as done; Lost, clearing nothing, if
+        this handle's registration of `slot` was taken by failover (the unit
+        was handed to a watchdog: someone may be redoing it)."""
         check(lib.vigil_hb_clear_in_flight(self._p(), _util.slot(slot, self.capacity), _bit(bit)),
               f"{self.path}: slot {slot}")
 
     def set_role(self, slot: int, role: int) -> None:
-        """Set `slot`'s role (a `Role`); elections set it themselves."""
+        """Set `slot`'s role (a `Role`); elections set it themselves. Lost if
+        this handle's registration there was taken by failover."""
         r = _util.uint(role, "role", max(Role))
         check(lib.vigil_hb_set_role(self._p(), _util.slot(slot, self.capacity), r), f"{self.path}: slot {slot}")
 
@@ -366,18 +387,6 @@ class HeartbeatTable(_Handle):
         check(rc, f"{self.path}: slot {s}")
         v = buf.v
         return SlotInfo(v.pid, _role(v.role), v.last_seen_epoch, v.in_flight)  # type: ignore[arg-type]
-
-    def owned(self, slot: int) -> bool:
-        """Whether the registration this handle made into `slot` still holds
-        it: False once failover took it (this process was judged dead:
-        stopped, or not beating), even if someone registered there since.
-        Two loads, no system call: cheap enough to ask before each unit of
-        work. A worker told False must stop acting for the slot (its units
-        were handed to another) and register again to go on; its `mark`,
-        `clear` and `set_role` raise Lost meanwhile."""
-        rc = lib.vigil_hb_owned(self._p(), _util.slot(slot, self.capacity))
-        check(min(rc, 0), f"{self.path}: slot {slot}")
-        return rc == 1
 
     def live_count(self, grace: int) -> int:
         """How many slots beat within the last `grace` epochs."""
