@@ -50,7 +50,6 @@ ffi.cdef(
     int      vigil_hb_set_role(vigil_hb *hb, uint32_t slot, uint32_t role);
     int      vigil_hb_snapshot(const vigil_hb *hb, uint32_t slot, vigil_slot_info *out);
     uint32_t vigil_hb_live_count(const vigil_hb *hb, uint64_t grace_epochs);
-    int      vigil_hb_owned(const vigil_hb *hb, uint32_t slot);
     vigil_beater vigil_hb_beater(vigil_hb *hb, uint32_t slot);
 
     /* failover.h */
