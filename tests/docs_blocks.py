@@ -438,6 +438,8 @@ def rust_block(env: Env, block: Block, text: str, work: str, n: int, started: fl
     with open(os.path.join(project, "Cargo.toml"), "w") as f:
         f.write(f'[package]\nname = "docs-block-{n}"\nversion = "0.0.0"\nedition = "2021"\n\n'
                 f'[dependencies]\nvigil = {{ path = "{os.path.join(env.source, "rust")}"{features} }}\n')
+    # rustdoc's hidden lines ("# code", or a bare "#") are part of the program.
+    text = "\n".join(ln[2:] if ln.startswith("# ") else "" if ln == "#" else ln for ln in text.splitlines())
     if re.search(r"\bfn\s+main\s*\(", text):
         program = text
     else:
