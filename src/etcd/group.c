@@ -13,7 +13,7 @@
  *                                         commit can tell nobody joined since
  *                                         it looked (group_barrier.c)
  *   GROUP/work/units/<unit>      none     the work set (group_units.c)
- *   GROUP/work/owners/<unit>     owner's  <owner's lease hex>: the claim
+ *   GROUP/work/owners/<unit>     owner's  "<owner's lease hex> <nonce>": the claim
  *   GROUP/work/done/<unit>       none     who finished it
  *   GROUP/round, GROUP/rounds/,  see group_barrier.c
  *   GROUP/released/<round>
@@ -185,6 +185,7 @@ static int renew_member(void *ctx, const vigil_lease *l)
 static void member_free(vigil_group_member *m)
 {
     gstream_close(m->bstream);
+    pthread_mutex_destroy(&m->claim_lock);
     free(m->value);
     free(m);
 }
@@ -233,6 +234,7 @@ int vigil_group_join_opts(vigil_etcd *e, const char *group, const char *name, ui
     vigil_group_member *m = calloc(1, sizeof(*m));
     if (!m)
         return -ENOMEM;
+    pthread_mutex_init(&m->claim_lock, NULL);
     m->e = e;
     memcpy(m->group, group, strlen(group));
     memcpy(m->name, name, strlen(name));
