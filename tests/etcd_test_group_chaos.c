@@ -172,7 +172,10 @@ static void add_units(vigil_etcd *e, uint32_t n)
             return;
         char name[32];
         snprintf(name, sizeof(name), "u%u", id);
-        if (vigil_group_add(e, group, name) == 0)
+        /* -EEXIST: our own add of this fresh name landed unanswered (or
+         * was sent twice): it is in the set, counted as added. */
+        int rc = vigil_group_add(e, group, name);
+        if (rc == 0 || rc == -EEXIST)
             atomic_fetch_add(&S->added, 1);
     }
 }

@@ -40,6 +40,7 @@ static struct proxy {
     _Atomic int      quit;
     _Atomic int      mode, skip, count; /* the next count requests after skip, in mode */
     _Atomic unsigned hits;              /* requests hit so far */
+    _Atomic unsigned reqs;              /* requests started, in all */
     int              c[PAIRS], s[PAIRS];
     int              victim[PAIRS];     /* its request was hit (how): its answer is lost */
 } P;
@@ -56,6 +57,7 @@ static void pair_close(int i)
  * is it hit, and how? */
 static int hit_next(void)
 {
+    atomic_fetch_add(&P.reqs, 1);
     if (atomic_load(&P.count) <= 0)
         return PASS;
     if (atomic_load(&P.skip) > 0) {
@@ -429,7 +431,72 @@ static int test_stale_done_refused(void)
     return 0;
 }
 
+/* An arrival that lands unanswered: the call errs, the round is released
+ * naming that member its serial (the committer's call was for a later
+ * round), and the member's next call for the round is the one told
+ * VIGIL_SERIAL; a call after that is told 0. Before, the next call was
+ * told 0 too, and the round had no serial at all. */
+static int test_arrival_answer_lost_serial(void)
+{
+    struct setup s = { 0 };
+    int rc = setup(&s, "serial", 0);
+    if (rc)
+        return rc;
+    vigil_group_member *b = gt_join(s.e, s.g, "b", TTL_MS, NULL);
+    EXPECT(b, "b did not join");
+    vigil_group_member_info self;
+    EXPECT_RC(vigil_group_self(s.m, &self), 0);
+    proxy_arm(CUT_REPLY, 0, 1); /* the arrival at round 0 */
+    rc = vigil_group_barrier_wait(s.m, 0, 5000000000ull);
+    EXPECT(atomic_load(&P.hits) == 1 && rc < 0 && rc != VIGIL_ETIMEDOUT, "the arrival: %d (%s), %u hits", rc,
+           vigil_strerror(rc), atomic_load(&P.hits));
+    /* b, ahead at round 1: it releases round 0, whose serial is m (the
+     * counted caller of round 0), and times out at round 1. */
+    EXPECT_RC(vigil_group_barrier_wait(b, 1, 500000000ull), VIGIL_ETIMEDOUT);
+    vigil_group_round info = { 0 };
+    EXPECT_RC(vigil_group_round_info(s.e, s.g, 0, &info), 0);
+    EXPECT(info.serial == self.revision, "round 0's serial %llu, m is %llu", (unsigned long long)info.serial,
+           (unsigned long long)self.revision);
+    EXPECT_RC(vigil_group_barrier_wait(s.m, 0, 5000000000ull), VIGIL_SERIAL);
+    EXPECT_RC(vigil_group_barrier_wait(s.m, 0, 0), 0);
+    EXPECT_RC(vigil_group_leave(b), 0);
+    teardown(&s);
+    return 0;
+}
+
+/* A join whose answer is lost and that libcurl sends again on a fresh
+ * connection: the second finds our own member key, and the join stands
+ * (before: VIGIL_EBUSY, "a live member has that name": ourselves). */
+static int test_join_answer_dropped(void)
+{
+    const char *url;
+    char purl[64];
+    int f = et_fixture(&url);
+    if (f)
+        return f;
+    EXPECT(proxy_start(url, purl, sizeof(purl)), "no proxy");
+    vigil_etcd *e = et_connect(url), *pe = et_connect(purl);
+    const char *g = gt_group("join");
+    vigil_group_member *m = NULL;
+    struct vigil_group_options o = { .dir = "", .host = NULL };
+    proxy_arm(DROP_REPLY, 1, 1); /* the grant goes through; the join txn is hit */
+    int rc = vigil_group_join_opts(pe, g, "m", TTL_MS, &o, &m);
+    EXPECT(atomic_load(&P.hits) == 1, "the join was not hit (%u requests)", atomic_load(&P.reqs));
+    proxy_arm(PASS, 0, 0);
+    if (rc != 0) /* unanswered on a fresh connection: the error, and nothing kept */
+        EXPECT(rc != VIGIL_EBUSY && gt_count(e, g) == 0, "join: %d (%s), %d members", rc, vigil_strerror(rc),
+               gt_count(e, g));
+    else
+        EXPECT(gt_count(e, g) == 1 && vigil_group_is_leader(m) == 1, "joined, but %d members", gt_count(e, g));
+    EXPECT_RC(vigil_group_leave(m), 0);
+    vigil_etcd_close(pe);
+    vigil_etcd_close(e);
+    proxy_stop();
+    return 0;
+}
+
 VT_MAIN(VT_CASE(test_claim_answer_dropped), VT_CASE(test_claim_answer_cut), VT_CASE(test_claim_doubt_kept),
         VT_CASE(test_claim_request_lost), VT_CASE(test_done_answer_dropped), VT_CASE(test_done_answer_cut),
         VT_CASE(test_done_request_lost), VT_CASE(test_done_all_lost), VT_CASE(test_giveback_answer_lost),
-        VT_CASE(test_stale_done_refused))
+        VT_CASE(test_stale_done_refused), VT_CASE(test_arrival_answer_lost_serial),
+        VT_CASE(test_join_answer_dropped))

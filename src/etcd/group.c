@@ -205,16 +205,23 @@ static int join_txn(vigil_group_member *m)
     gtxn_put(&t, G_OK, km, m->value, strlen(m->value), m->lease);
     gtxn_put(&t, G_OK, kn, m->hex, strlen(m->hex), m->lease);
     gtxn_put(&t, G_OK, kj, "", 0, 0);
+    gtxn_range(&t, G_FAIL, km, G_KEYS_ONLY, 0); /* ours, if a first sending landed unanswered */
     rc = gtxn_run(m->e, &t, &r);
     gtxn_free(&t);
     if (rc < 0)
         /* Our lease gone between grant and join: the server too slow to
          * keep it, a transient failure (as acquire reads it). */
         return rc == VIGIL_ELOST ? -ETIMEDOUT : rc;
+    struct gkv me;
+    int f = 0;
     if (r.ok)
         m->rev = (uint64_t)r.rev;
+    else if ((f = greply_first(&r, 0, &me)) == 1 && me.lease == m->lease)
+        m->rev = (uint64_t)me.create; /* our member key on our own lease: our join, sent twice */
     else
-        rc = VIGIL_EBUSY;
+        rc = f < 0 ? f : VIGIL_EBUSY;
+    if (f == 1)
+        gkv_free(&me);
     greply_free(&r);
     return rc;
 }
