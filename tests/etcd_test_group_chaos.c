@@ -38,6 +38,7 @@ struct shared {
     _Atomic uint32_t serials[MAXROUND];
     _Atomic uint64_t done_token[MAXUNITS]; /* the claim whose done answered 0 */
     _Atomic uint32_t done_member[MAXUNITS];
+    _Atomic uint32_t in_done[MAXUNITS];    /* workers between the call of done and its count */
     _Atomic uint32_t two_owners, hangs, takes, rounds_passed, lost_seen;
     _Atomic uint32_t unknown; /* calls answered neither yes nor no (no answer from etcd) */
 };
@@ -98,6 +99,7 @@ static _Noreturn void worker(int h, int i, unsigned gen)
             /* A done not answered is called again (0 if the first
              * landed): the claim is not left to a live member that
              * believes it finished. */
+            atomic_fetch_add(&S->in_done[k], 1);
             for (int tries = 0; tries < 20; tries++) {
                 t0 = now_ms();
                 rc = vigil_group_done(m, &u);
@@ -115,6 +117,7 @@ static _Noreturn void worker(int h, int i, unsigned gen)
                 if (atomic_load(&S->max_token[k]) != u.token)
                     atomic_fetch_add(&S->two_owners, 1); /* finished by a claim not the last */
             }
+            atomic_fetch_sub(&S->in_done[k], 1); /* a worker killed before this line leaves it raised */
         }
         if (rc == VIGIL_ELOST)
             break;
@@ -327,8 +330,10 @@ static int test_chaos(void)
             unjudged++;
         else if (rec == 0)
             lost++;
+        else if (d == 0 && atomic_load(&S->in_done[k]) > 0)
+            unrecorded++; /* its worker killed between the call and the count */
         else if (d == 0)
-            unrecorded++; /* its worker killed between the landing and the count */
+            not_told++; /* a done record nobody was finishing: not one a worker was told of */
         else if (token != atomic_load(&S->done_token[k]) || (uint32_t)member != atomic_load(&S->done_member[k]))
             not_told++; /* etcd's record is not the claim its worker was told it finished */
         twice += d > 1;
