@@ -132,7 +132,9 @@ int  vigil_group_stats_get(vigil_etcd *e, const char *group, vigil_group_stats *
 /* Arrives at round and waits until every live member has arrived at it
  * (a member that dies or leaves is no longer waited for). VIGIL_SERIAL to
  * exactly one caller per released round, 0 to the others and at once for
- * a round already released; VIGIL_ETIMEDOUT (the arrival withdrawn: it is
+ * a round already released (VIGIL_SERIAL if its release named m and no
+ * call of m was told it: one that erred after its arrival landed);
+ * VIGIL_ETIMEDOUT (the arrival withdrawn: it is
  * never counted), VIGIL_ELOST, VIGIL_ERANGE for a round more than 16 ahead
  * of the one gathering. An arrival counts for the rounds before it still
  * gathering too. Rounds start at 0. */
