@@ -22,6 +22,9 @@
  * CHECK robbed    | -DMUT_ROB              | -DSAFETY | -m100000 | error
  * CHECK old_sleep | -DWAITER -DOLD_SLEEP   | -DSAFETY | -m100000 | error
  * CHECK recycled  | -DRECYCLE -DNORENEW   | -DSAFETY | -m100000 | clean
+ * CHECK rebind    | -DWAITER -DNORENEW -DREBIND | -DSAFETY | -m100000 | clean
+ * CHECK old_rebind | -DWAITER -DNORENEW -DREBIND -DOLD_REBIND | -DSAFETY | -m100000 | error
+ * CHECK old_nanosleep | -DWAITER -DNORENEW -DOLD_NANOSLEEP | -DSAFETY | -m100000 | error
  * CHECK old_word  | -DRECYCLE -DNORENEW -DOLD_WORD | -DSAFETY | -m100000 | error
  *
  * safety: the three clients with plain acquires. sleep: client 3 with
@@ -42,6 +45,16 @@
  * release has done its wake, no live waiter that loaded ctl before the
  * release's CAS is asleep on the futex.
  *
+ * rebind, old_rebind: another key binds the key's entry once its lease
+ *   has lapsed (Rebinder), between the waiter's look-up and its load of
+ *   ctl. rebind: the waiter reads the key under ctl (holds_key) and sleeps
+ *   only on its own key, held; clean. old_rebind is the C before issue 18:
+ *   it slept to the expiry of whatever the entry held; Spin finds it
+ *   asleep to key 3's expiry while its own key is free.
+ * old_nanosleep: the C before issue 18 switched, after 17 quick futex
+ *   returns, to a nanosleep until the holder's expiry, which no release
+ *   can end; Spin finds a release's wake done with the waiter still
+ *   asleep (the lost wakeup). The C now has only the futex sleep (sleep).
  * recycled, old_word: a newcomer gets client 1's pid in the same clock
  *   tick once client 1 is dead, so its lock word is 1's (Newcomer), and
  *   locks and unlocks the entry. recycled: the entry lock is the pair
@@ -58,21 +71,15 @@
  *
  * WHAT THIS MODEL LEAVES OUT, AND WHY THAT IS SAFE
  *
- *   - More than one key and entry. The protocol is per entry: every CAS
- *     and swap is on one entry's words, and the bind lock orders the
- *     binders. A second key matters only where it takes over an entry
- *     under a look-up (a key rebound, RESTART); that is left out here and
- *     covered by the C: a look-up that finds another key under its lock
- *     (key_matches again under the lock) restarts, and acquire_wait reads
- *     the key under ctl (holds_key, a SeqLock read) before it sleeps, so
- *     it never sleeps to another key's expiry (test_leases_sleep.c,
- *     test_rebound_under_lookup, stops the waiter at LP_WAIT_FOUND).
- *   - acquire_wait's nanosleep fallback of before issue 18 (after 17
- *     quick futex returns it slept to the holder's expiry, deaf to
- *     releases). The C has no such path any more: the only sleep is THE
- *     SLEEP modelled here, bounded by the holder's expiry; the churn that
- *     found it is test_woken_under_churn. A model of a path that no longer
- *     exists would prove nothing about the C.
+ *   - More than one entry, and a second key's own holders. The protocol
+ *     is per entry: every CAS and swap is on one entry's words, and the
+ *     bind lock orders the binders. What a second key does to this one
+ *     is take its entry over once its lease has lapsed (Rebinder, the
+ *     rebind runs); its holders' renewals are this key's again, on
+ *     another key's words, which the model's own holders already check.
+ *   - acquire_wait's spurious-wake counting: the model chooses the
+ *     nanosleep of before issue 18 at any sleep (old_nanosleep), which
+ *     covers every count of quick returns that led the C to it.
  *   - The bind lock's take-over is one step here (read, judge, swap). In
  *     the C it is a lock pair (vigil_pair_read, vigil_pair_take_over),
  *     the same code as the heartbeat's slot writer lock and the election
@@ -122,6 +129,8 @@ bool loaded;            /* the waiter (client 3) loaded ctl for a sleep */
 bool rel_after;         /* a release CASed ctl after that load */
 bool must_wake;         /* and that release's wake is done */
 bool asleep;            /* the waiter is in FUTEX_WAIT */
+bool deaf;              /* OLD_NANOSLEEP: in a nanosleep, which no wake ends */
+bool wrongsleep;        /* asleep to the expiry of a key that is not its own */
 byte lockinc;           /* the incarnation holding the entry lock: a client's id, 4 the newcomer */
 bool dinc[5];           /* incarnation i is dead (killed[] follows the pid, which may be reborn) */
 
@@ -294,21 +303,36 @@ busy:   /* VIGIL_EBUSY: acquire returns it; acquire_wait sleeps (client 3) */
         atomic { v = wake };
 #ifndef OLD_SLEEP
         K(me); waiters++;
-        atomic { TICK; cl = clk; ce = exp; n = now; loaded = true };
+        atomic { TICK; cl = clk; ce = exp; n = now; ok = KEYED; loaded = true };
 #else
-        atomic { TICK; cl = clk; ce = exp; n = now; loaded = true };
+        atomic { TICK; cl = clk; ce = exp; n = now; ok = KEYED; loaded = true };
         K(me); waiters++;
 #endif
-        /* sleep_for: a tick while locked, else to the holder's expiry + 1 */
+        /* sleep_for, only on the entry still holding the key, held
+         * (holds_key: the key read under ctl, a SeqLock read, so one step
+         * here); a change of hands under way is the lock wait's, inside
+         * acquire. OLD_REBIND, before issue 18: a tick while locked, else
+         * to the expiry of whatever the entry holds, its key unchecked. */
         if
+#ifndef OLD_REBIND
+        :: cl == 0 && ok && ce != 0 && ce > n ->
+#else
         :: cl != 0 || (ce != 0 && ce > n) ->
+#endif
             K(me);
             atomic {
                 tmo = (cl != 0 -> n + 1 : ce + 1);
+                wrongsleep = (cl == 0 && !ok);
+#ifndef OLD_NANOSLEEP
                 if :: wake == v -> asleep = true :: else fi };
+#else
+                /* after 17 quick futex returns, a nanosleep to the expiry */
+                if :: wake == v -> asleep = true :: asleep = true; deaf = true :: else fi };
+#endif
 end_sleep:  if
             :: !asleep                      /* woken, or FUTEX_WAIT's compare failed */
-            :: atomic { asleep && tmo <= TMAX -> if :: now < tmo -> now = tmo :: else fi; asleep = false }
+            :: atomic { asleep && tmo <= TMAX -> if :: now < tmo -> now = tmo :: else fi;
+                        asleep = false; deaf = false; wrongsleep = false }
             fi
         :: else
         fi;
@@ -356,12 +380,25 @@ held:   /* renew once, then release: one CAS each from the word checked */
     /* vigil_leases__wake_waiters: waiters seen, then wake + 1, FUTEX_WAKE */
     K(me);
     atomic {
-        if :: waiters != 0 -> wake++; asleep = false :: else fi;
+        if :: waiters != 0 -> wake++; if :: !deaf -> asleep = false :: else fi :: else fi;
         if :: rel_after -> must_wake = true :: else fi }
 #endif
 out:
     skip
 }
+
+#ifdef REBIND
+/* Another key (3) bound to the entry once the key's lease has lapsed or
+ * been released: the binder's whole change in one step (its steps are
+ * the clients' bind, checked above). A waiter that looked the key up
+ * before and loads ctl after finds key 3 held. */
+proctype Rebinder() {
+end_rebind:
+    atomic { clk == 0 && bindlk == 0 && !(exp != 0 && exp > now) && KEYED ->
+        last_token++; token = last_token; bound = BOUND; key = 3; hashk = false;
+        SET_CTL(gen + 1, now + TTL); seq = seq + 2 }
+}
+#endif
 
 #ifdef RECYCLE
 /* A newcomer that got client 1's pid, started in the same tick: once 1
@@ -393,6 +430,8 @@ end:
     :: atomic { TWO(1, 2) || TWO(1, 3) || TWO(2, 3) -> assert(false) }
     /* no lost wakeup */
     :: atomic { asleep && !killed[3] && must_wake -> assert(false) }
+    /* never asleep to another key's expiry (the entry rebound) */
+    :: atomic { asleep && !killed[3] && wrongsleep -> assert(false) }
     od
 }
 
@@ -404,6 +443,9 @@ init {
         run Client(1); run Client(2); run Client(3);
 #ifdef RECYCLE
         run Newcomer();
+#endif
+#ifdef REBIND
+        run Rebinder();
 #endif
     }
 }
