@@ -31,7 +31,7 @@ pub const VIGIL_ELOST: c_int = -1008;
 pub const VIGIL_EBUSY: c_int = -1009;
 pub const VIGIL_ETLS: c_int = -1010;
 /// The layout version every vigil file carries at offset 8.
-pub const VIGIL_LAYOUT_VERSION: u32 = 4;
+pub const VIGIL_LAYOUT_VERSION: u32 = 5;
 
 pub const VIGIL_ROLE_WORKER: u32 = 0;
 pub const VIGIL_ROLE_COORDINATOR: u32 = 1;
@@ -174,7 +174,7 @@ shared_structs! {
         elect_seq: AtomicU64 = 56,
     }
     @align(64)
-    /// One slot of a heartbeat table (layout version 4: `gen` names the
+    /// One slot of a heartbeat table (since layout version 4, `gen` names the
     /// registration), read and written only by the C library; here for the
     /// layout check. Its 64-byte alignment is the C one.
     "struct vigil_hb_slot" => struct vigil_hb_slot: 64 {
