@@ -23,6 +23,14 @@
  *                   and a fresh handle's first request (the TLS handshake)
  *                   beside a plain one's
  *
+ *   hung member     a 3-member cluster of our own (tests/etcd_cluster.sh):
+ *                   A holds KEY (TTL 3 s) through the leader, the waiter B
+ *                   queues with its endpoint list starting at a follower,
+ *                   where its watch goes; that follower is SIGSTOPped
+ *                   (every thread stopped), A releases: from the release
+ *                   to B's acquire_wait returning with the key, beside the
+ *                   bound 2 x 0.32 x TTL (issue 19)
+ *
  * Starts its own etcd with tests/etcd_server.sh (found next to this source
  * file), or uses VIGIL_ETCD_ENDPOINTS; without etcd it says so and exits 0.
  * Figures are medians (p99 beside them); the ratio to the round trip is
@@ -399,6 +407,144 @@ static int bare_watch_rounds(vigil_etcd *e, const char *key, uint64_t *out)
 #define RENEW_N 2000
 #define ACQ_N   300
 
+/* ---- a waiter whose watch sits on a hung member ------------------------------- */
+
+#define HUNG_N   8
+#define HUNG_TTL 3000
+
+static char c3_script[1024], c3_state[256];
+
+static int run_c3(const char *cmd, const char *arg)
+{
+    return run_sh(c3_script, cmd, c3_state, arg, NULL);
+}
+
+static void stop_c3(void)
+{
+    if (c3_state[0]) {
+        run_c3("stop", NULL);
+        char cmd[600];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", c3_state);
+        if (system(cmd) != 0)
+            fprintf(stderr, "bench_etcd: could not remove %s\n", c3_state);
+    }
+}
+
+/* Member i's endpoint into buf; 0 or -1. */
+static int c3_member(int i, char *buf, size_t cap)
+{
+    char p[400];
+    snprintf(p, sizeof(p), "%s/%d/endpoint", c3_state, i);
+    FILE *f = fopen(p, "r");
+    bool ok = f && fgets(buf, (int)cap, f);
+    if (f)
+        fclose(f);
+    buf[ok ? strcspn(buf, "\r\n") : 0] = '\0';
+    return ok ? 0 : -1;
+}
+
+/* The leader's index (1..3), or -1. */
+static int c3_leader(void)
+{
+    char cmd[1400], out[16] = "";
+    snprintf(cmd, sizeof(cmd), "sh '%s' leader '%s' 2>/dev/null", c3_script, c3_state);
+    FILE *f = popen(cmd, "r");
+    if (!f)
+        return -1;
+    bool ok = fgets(out, sizeof(out), f) != NULL;
+    int st = pclose(f);
+    return ok && st == 0 ? atoi(out) : -1;
+}
+
+struct hung_waiter {
+    const char      *list, *key;
+    int              rc;
+    uint64_t         token;
+    _Atomic uint64_t at_ns; /* when acquire_wait returned */
+};
+
+static void *hung_waiter_main(void *arg)
+{
+    struct hung_waiter *w = arg;
+    vigil_etcd *e;
+    w->rc = vigil_etcd_connect(w->list, &e);
+    if (w->rc < 0)
+        return NULL;
+    vigil_etcd_set_timeout(e, 300, 500); /* a LAN client's limits, as tests/etcd_test_cluster.c */
+    vigil_lease l;
+    w->rc = vigil_etcd_acquire_wait(e, w->key, "waiter", HUNG_TTL, UINT64_MAX, &l);
+    atomic_store_explicit(&w->at_ns, bench_now_ns(), memory_order_release);
+    if (w->rc == 0) {
+        w->token = l.token;
+        vigil_etcd_release(e, &l);
+    }
+    vigil_etcd_close(e);
+    return NULL;
+}
+
+/* HUNG_N rounds of the review's scene; the times from A's release to B
+ * holding the key into s. The number of rounds done, or -1 (no cluster). */
+static int hung_rounds(const char *key, uint64_t *s)
+{
+    const char *src = __FILE__, *slash = strrchr(src, '/');
+    int dir = slash ? (int)(slash - src) : 0;
+    snprintf(c3_script, sizeof(c3_script), "%.*s%s../tests/etcd_cluster.sh", dir, src, slash ? "/" : "");
+    const char *tmp = getenv("TMPDIR");
+    snprintf(c3_state, sizeof(c3_state), "%s/vigil-bench-c3.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (access(c3_script, R_OK) != 0 || !mkdtemp(c3_state)) {
+        c3_state[0] = '\0';
+        return -1;
+    }
+    atexit(stop_c3);
+    if (run_c3("start", "3") != 0)
+        return -1;
+    int n = 0;
+    for (int r = 0; r < HUNG_N; r++) {
+        int leader = c3_leader(), f = leader % 3 + 1, o = f % 3 + 1;
+        char lu[300], fu[300], ou[300], list[1000], k[120];
+        if (leader < 1 || c3_member(leader, lu, sizeof(lu)) || c3_member(f, fu, sizeof(fu)) ||
+            c3_member(o, ou, sizeof(ou)))
+            break;
+        snprintf(list, sizeof(list), "%s,%s,%s", fu, ou, lu);
+        snprintf(k, sizeof(k), "%s-hung-%d", key, r);
+        vigil_etcd *a = NULL, *fm = NULL;
+        vigil_lease l;
+        if (vigil_etcd_connect(lu, &a) < 0 || vigil_etcd_connect(fu, &fm) < 0 ||
+            vigil_etcd_acquire(a, k, "holder", HUNG_TTL, &l) != 0) {
+            vigil_etcd_close(a);
+            vigil_etcd_close(fm);
+            break;
+        }
+        long long w0 = watches_started(fm);
+        struct hung_waiter w = { .list = list, .key = k };
+        pthread_t th;
+        bool started = pthread_create(&th, NULL, hung_waiter_main, &w) == 0;
+        /* Queued, with its watch on the follower (bounded: 10 s). */
+        uint64_t until = bench_now_ns() + 10000000000ull;
+        while (started && watches_started(fm) <= w0 && bench_now_ns() < until)
+            usleep(5000);
+        vigil_etcd_close(fm);
+        bool watching = started && bench_now_ns() < until;
+        char fi[4];
+        snprintf(fi, sizeof(fi), "%d", f);
+        int fz = watching ? run_c3("freeze", fi) : -1;
+        uint64_t t0 = bench_now_ns();
+        vigil_etcd_release(a, &l);
+        if (started)
+            pthread_join(th, NULL);
+        run_c3("thaw", fi);
+        vigil_etcd_close(a);
+        if (!watching || fz != 0 || w.rc != 0 || w.token <= l.token) {
+            fprintf(stderr, "bench_etcd: hung-member round %d: watching %d, freeze %d, waiter %s\n", r, watching, fz,
+                    vigil_strerror(w.rc));
+            break;
+        }
+        s[n++] = atomic_load_explicit(&w.at_ns, memory_order_acquire) - t0;
+    }
+    return n;
+}
+
+
 int main(void)
 {
     char buf[300];
@@ -517,6 +663,10 @@ int main(void)
         fprintf(stderr, "bench_etcd: no TLS server (tests/etcd_cluster.sh): the TLS rows are left out\n");
     }
     vigil_etcd_close(e);
+    static uint64_t s_hung[HUNG_N];
+    int hung_n = hung_rounds(key, s_hung);
+    if (hung_n < 0)
+        fprintf(stderr, "bench_etcd: no 3-member cluster (tests/etcd_cluster.sh): the hung-member row is left out\n");
 
     struct stat_ns rtt = summarize(s_rtt, RTT_N), ka = summarize(s_ka, RENEW_N), renew = summarize(s_renew, RENEW_N),
                    acq = summarize(s_acq, ACQ_N), rel = summarize(s_rel, ACQ_N), pair = summarize(s_pair, ACQ_N);
@@ -558,6 +708,13 @@ int main(void)
         printf("  %-34s %9.1f us (%8.1f)   1.00x\n", "plain http", hp.p50 / 1e3, hp.p99 / 1e3);
         printf("  %-34s %9.1f us (%8.1f) %6.2fx\n", "mutual TLS (handshake)", ht.p50 / 1e3, ht.p99 / 1e3,
                ht.p50 / hp.p50);
+    }
+    if (hung_n > 0) {
+        struct stat_ns h = summarize(s_hung, (size_t)hung_n);
+        printf("a waiter whose watch sits on a SIGSTOPped follower (3 members, TTL %d ms), %d rounds:\n", HUNG_TTL,
+               hung_n);
+        printf("  %-34s %9.1f ms (max %6.1f)   bound 2 x 0.32 x TTL = %d ms\n", "holder's release -> waiter holds",
+               h.p50 / 1e6, (double)s_hung[hung_n - 1] / 1e6, 2 * 32 * HUNG_TTL / 100);
     }
     return 0;
 }

@@ -25,11 +25,15 @@
  */
 #include "bench.h"
 
+#include <signal.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 
 #include <vigil/vigil.h>
+
+#include "leases_internal.h"
 
 #define ROUNDS 5
 #define CAP    64
@@ -265,6 +269,252 @@ static uint64_t rusage_cpu_ns(void)
            ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000u;
 }
 
+/* ---- acquire_wait (issue 18) ---------------------------------------------- */
+
+struct wshared {
+    _Atomic int      held;
+    _Atomic uint64_t release_ns, got_ns;
+};
+static struct wshared *ws;
+static int stop_point;
+
+static void stop_hook(int point)
+{
+    if (point == stop_point) {
+        stop_point = 0;
+        raise(SIGSTOP);
+    }
+}
+
+static int wait_stopped(pid_t kid)
+{
+    int st;
+    return waitpid(kid, &st, WUNTRACED) == kid && WIFSTOPPED(st);
+}
+
+static void reap(pid_t kid)
+{
+    kill(kid, SIGCONT);
+    int st;
+    waitpid(kid, &st, 0);
+}
+
+static uint64_t thread_cpu_self(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Sorts v; prints median, p90 and worst in ms; returns the median. */
+static double report_ms(const char *what, uint64_t *v, size_t n, double bound_ms)
+{
+    qsort(v, n, sizeof(*v), cmp_u64);
+    double med = v[n / 2] / 1e6;
+    printf("  %-44s median %.3f ms, p90 %.3f ms, worst %.3f ms (n %zu; bound %.0f ms median: %s)\n", what, med,
+           v[n * 9 / 10] / 1e6, v[n - 1] / 1e6, n, bound_ms, med <= bound_ms ? "met" : "MISSED");
+    return med;
+}
+
+static vigil_leases *reopen(const char *path)
+{
+    vigil_leases *ls;
+    if (vigil_leases_open(path, &ls) < 0)
+        _exit(90);
+    return ls;
+}
+
+/* A child stopped holding what `what` names (0 the key, 1 the entry lock
+ * inside a change, 2 the bind lock); the waiter waits 1 s for its key. */
+static void stopped_figure(const char *path, int what)
+{
+    static const char *const names[] = { "holder stopped", "locker stopped inside a change",
+                                         "binder stopped holding the bind lock" };
+    vigil_leases *ls = reopen(path);
+    vigil_lease l;
+    if (vigil_leases_acquire(ls, "w/k", "first", 60000, &l) != 0 || vigil_leases_release(ls, &l) != 0)
+        return;
+    fflush(NULL);
+    pid_t kid = fork();
+    if (kid == 0) {
+        vigil_leases *cls = reopen(path);
+        stop_point = what == 1 ? LP_ENTRY_LOCKED : what == 2 ? LP_BIND_LOCKED : 0;
+        vigil_leases_hook = stop_hook;
+        vigil_lease m;
+        char key[32];
+        snprintf(key, sizeof(key), "w/new-%d", (int)getpid());
+        if (vigil_leases_acquire(cls, what == 2 ? key : "w/k", "child", 60000, &m) != 0)
+            _exit(91);
+        if (what == 0)
+            raise(SIGSTOP);
+        if (what != 2)
+            vigil_leases_release(cls, &m);
+        _exit(0);
+    }
+    if (!wait_stopped(kid)) {
+        reap(kid);
+        return;
+    }
+    char want[32];
+    snprintf(want, sizeof(want), "w/bind-%d", (int)kid);
+    uint64_t t0 = bench_now_ns(), c0 = thread_cpu_self();
+    int rc = vigil_leases_acquire_wait(ls, what == 2 ? want : "w/k", "waiter", 60000, 1000000000u, &l);
+    uint64_t wall = bench_now_ns() - t0, cpu = thread_cpu_self() - c0;
+    reap(kid);
+    double pct = 100.0 * (double)cpu / (double)wall;
+    printf("  %-44s CPU %.3f ms in %.1f ms wall = %.3f%% (bound 5%%: %s), deadline passed by %.3f ms%s\n", names[what],
+           cpu / 1e6, wall / 1e6, pct, pct < 5.0 ? "met" : "MISSED", (double)(wall - 1000000000u) / 1e6,
+           rc == VIGIL_ETIMEDOUT ? "" : " (not a timeout!)");
+    vigil_leases_close(ls);
+}
+
+static _Noreturn void churner(const char *path)
+{
+    vigil_leases *ls = reopen(path);
+    vigil_lease l;
+    if (vigil_leases_acquire(ls, "w/churn", "churner", 10000, &l) != 0)
+        _exit(91);
+    atomic_store(&ws->held, 1);
+    uint64_t end = bench_now_ns() + 100000000u;
+    for (;;) {
+        struct timespec two = { 0, 2000000 };
+        nanosleep(&two, NULL);
+        bool last = bench_now_ns() >= end;
+        atomic_store(&ws->release_ns, bench_now_ns());
+        if (vigil_leases_release(ls, &l) != 0)
+            _exit(92);
+        if (last || vigil_leases_acquire(ls, "w/churn", "churner", 10000, &l) != 0)
+            _exit(0);
+    }
+}
+
+static void churn_figure(const char *path)
+{
+    enum { N = 30 };
+    uint64_t lat[N];
+    size_t n = 0;
+    vigil_leases *ls = reopen(path);
+    for (int r = 0; r < N; r++) {
+        atomic_store(&ws->held, 0);
+        fflush(NULL);
+        pid_t kid = fork();
+        if (kid == 0)
+            churner(path);
+        while (!atomic_load(&ws->held))
+            sched_yield();
+        vigil_lease l;
+        int rc = vigil_leases_acquire_wait(ls, "w/churn", "waiter", 60000, 5000000000u, &l);
+        uint64_t got = bench_now_ns();
+        int st;
+        waitpid(kid, &st, 0);
+        if (rc == 0) {
+            lat[n++] = got - atomic_load(&ws->release_ns);
+            vigil_leases_release(ls, &l);
+        }
+    }
+    if (n)
+        report_ms("woken after the freeing release, churn", lat, n, 1);
+    vigil_leases_close(ls);
+}
+
+/* A key other than `key` with the same home entry in a store of `cap`. */
+static void same_home(const char *key, uint32_t cap, char *out, size_t outlen)
+{
+    uint64_t kw[16];
+    vigil_leases__words(kw, 16, key, strlen(key));
+    uint32_t home = vigil_leases__hash(kw) % cap;
+    for (int i = 0;; i++) {
+        snprintf(out, outlen, "w/other-%d", i);
+        vigil_leases__words(kw, 16, out, strlen(out));
+        if (vigil_leases__hash(kw) % cap == home)
+            return;
+    }
+}
+
+static void rebind_figure(void)
+{
+    enum { N = 30 };
+    uint64_t lat[N];
+    size_t n = 0;
+    const char *path = bench_path("rebind.leases");
+    char other[32];
+    same_home("w/k", 2, other, sizeof(other));
+    for (int r = 0; r < N; r++) {
+        unlink(path);
+        vigil_leases *ls;
+        if (vigil_leases_create(path, 2, &ls) < 0)
+            return;
+        vigil_lease held, o;
+        if (vigil_leases_acquire(ls, "w/k", "holder", 60000, &held) != 0)
+            return;
+        fflush(NULL);
+        pid_t kid = fork();
+        if (kid == 0) {
+            vigil_leases *cls = reopen(path);
+            stop_point = LP_WAIT_FOUND;
+            vigil_leases_hook = stop_hook;
+            vigil_lease m;
+            int rc = vigil_leases_acquire_wait(cls, "w/k", "waiter", 60000, 5000000000u, &m);
+            atomic_store(&ws->got_ns, bench_now_ns());
+            _exit(rc == 0 ? 0 : 1);
+        }
+        if (wait_stopped(kid) && vigil_leases_release(ls, &held) == 0 &&
+            vigil_leases_acquire(ls, other, "other", 60000, &o) == 0) {
+            uint64_t t0 = bench_now_ns();
+            atomic_store(&ws->release_ns, t0);
+            kill(kid, SIGCONT);
+            int st;
+            waitpid(kid, &st, 0);
+            if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+                lat[n++] = atomic_load(&ws->got_ns) - t0;
+        } else {
+            reap(kid);
+        }
+        vigil_leases_close(ls);
+    }
+    if (n)
+        report_ms("got its key, entry rebound under its look-up", lat, n, 1);
+}
+
+static void deadline_figure(const char *path)
+{
+    enum { N = 30 };
+    uint64_t over[N];
+    vigil_leases *ls = reopen(path);
+    vigil_lease held, l;
+    if (vigil_leases_acquire(ls, "w/dl", "holder", 60000, &held) != 0)
+        return;
+    for (int r = 0; r < N; r++) {
+        uint64_t t0 = bench_now_ns();
+        vigil_leases_acquire_wait(ls, "w/dl", "waiter", 60000, 30000000u, &l);
+        uint64_t took = bench_now_ns() - t0;
+        over[r] = took > 30000000u ? took - 30000000u : 0;
+    }
+    report_ms("30 ms wait, past its deadline by", over, N, 2);
+    vigil_leases_release(ls, &held);
+    vigil_leases_close(ls);
+}
+
+static void acquire_wait_figures(const char *path)
+{
+    ws = mmap(NULL, sizeof(*ws), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (ws == MAP_FAILED)
+        return;
+    printf("acquire_wait (issue 18 bounds; the waiter's own thread CPU clock, CLOCK_THREAD_CPUTIME_ID)\n");
+    for (int what = 0; what < 3; what++)
+        stopped_figure(path, what);
+    churn_figure(path);
+    rebind_figure();
+    deadline_figure(path);
+    munmap(ws, sizeof(*ws));
+}
+
 int main(void)
 {
     const char *path = bench_path("bench.leases");
@@ -363,5 +613,7 @@ int main(void)
 
     vigil_leases_release(c.ls, &l);
     vigil_leases_close(c.ls);
+
+    acquire_wait_figures(path);
     return 0;
 }

@@ -5,6 +5,7 @@
  *
  * CHECK claim     | -DCLAIM                  | -DSAFETY | -m100000 | clean
  * CHECK byname    | -DCLAIM -DMUT_BYNAME     | -DSAFETY | -m100000 | error
+ * CHECK lostreply | -DCLAIM -DOLD_DOUBT      | -DSAFETY | -m100000 | error
  * CHECK round     | -DROUND                  | -DSAFETY | -m100000 | clean
  * CHECK ahead     | -DROUND -DM=2 -DR=2 -DAHEAD | -DSAFETY | -m100000 | clean
  * CHECK nogate    | -DROUND -DMUT_NOGATE     | -DSAFETY | -m100000 | error
@@ -27,11 +28,22 @@
  * revoked at any step. Asserted: a unit is done at most once; a done or a
  * give-back lands only for the claim the finisher made itself (its own
  * incarnation, its own token), never for a claim of another, whatever its
- * name; at the end every unit is done or in the set, unowned or owned by a
- * live lease (no unit lost).
+ * name; at the end, once every process has finished what it knew it
+ * held, every unit is done or in the set and unowned (no unit lost, and
+ * none held by a member that does not know it holds it). Every request of
+ * a member may go unanswered: lost before etcd (nothing happens), or
+ * applied with its answer lost. An unanswered claim is resolved before
+ * the member claims again, by a fenced read of the unit's claim: ours if
+ * it carries our nonce (the claim's value); an unanswered done or give-
+ * back is sent again until answered (guarded, it lands at most once).
  * byname: the done and the give-back compare the owner's name instead of
  * the claim (no fence, no token): the stale process finishes its
  * successor's claim. Spin finds it.
+ * lostreply: the steps before the fix: an unanswered claim or done is
+ * taken for a failure and the member goes on. A claim that landed, or a
+ * done that did not, leaves the unit owned by a live member that will
+ * never finish it (the chaos run's drain then waits for ever). Spin finds
+ * it.
  *
  * round: three members, two rounds; the third joins at any moment (after
  * some rounds may have passed). Each member arrives at a round, waits,
@@ -51,10 +63,16 @@
  *
  * What this model leaves out, and why that is safe:
  * - etcd itself: linearizable txns over a revision order are etcd's
- *   contract (raft); a request whose reply is lost is modelled by the
- *   atomic step happening or not, and the C re-reads before it acts again
- *   (take reads the set afresh; a commit judges afresh; an arrival's
- *   round comparison fails if it landed and the round moved).
+ *   contract (raft). Unanswered requests are modelled in the claim (above:
+ *   the step happens or not, and the member is not told). In the round
+ *   they are the step happening or not: an arrival, a withdrawal or a
+ *   commit that goes unanswered makes the C return an error, and a caller
+ *   that calls again for the round finds it released (0, or VIGIL_SERIAL
+ *   when the release named it and no earlier call of its was told the
+ *   round) or arrives again on the round as it reads it; a commit is
+ *   judged afresh. The model's members take those same steps again.
+ * - The candidates' reading in take: a claim's comparisons decide, the
+ *   reading only picks which unit to try; here a member tries any unit.
  * - Counting names/ and arrivals with count_only ranges: the model judges
  *   on the sets, as the commit does (it reads every name and arrival and
  *   checks each name has an arrival); the counts only decide whether to
@@ -98,19 +116,32 @@ bit  revoked;            /* the one revoke done */
 /* ---- the claim ------------------------------------------------------------- */
 byte owner[U];           /* work/owners/<u>: the claimant's incarnation, 0 none */
 byte tok[U];             /* its create_revision */
+byte non[U];             /* its value's nonce */
 bit  inset[U];           /* work/units/<u> */
 byte done[U];            /* ghost: dones that landed */
 byte rev = 1;
 byte name_of[M];         /* process -> name */
+byte name_of_inc[5];     /* incarnation -> name (byname: the owner's name as the key holds it) */
+
+#define CLAIMABLE (inc[p] == myinc && owner[u] == 0 && inset[u])
+#ifdef MUT_BYNAME
+#define OURS (owner[u] != 0 && name_of_inc[owner[u]] == name_of[p])
+#else
+#define OURS (inc[p] == myinc && owner[u] == myinc && tok[u] == mytok)
+#endif
+
+/* One request's fate after its step: its answer may be lost. */
+#define MAYBE_UNANSWERED if :: skip :: answered = 0 fi
 
 proctype member(byte p)
 {
-    byte myinc, u, mytok, takes;
-    bit ok;
+    byte myinc, u, mytok, takes, mynon;
+    bit ok, answered;
     atomic { /* join (group.c, join_txn) */
         inc[p] = nextinc;
         nextinc++;
         myinc = inc[p];
+        name_of_inc[myinc] = name_of[p]
     }
     do
     :: takes < TAKES -> /* take: the candidates, then the claim (group_units.c, claim) */
@@ -119,50 +150,93 @@ proctype member(byte p)
         :: u = 0
         :: u = 1
         fi;
+        mynon++;
         atomic {
+            answered = 1;
+            ok = 0;
             if
-            :: inc[p] == myinc && owner[u] == 0 && inset[u] ->
+            :: CLAIMABLE ->
                 rev++;
                 owner[u] = myinc;
                 tok[u] = rev;
+                non[u] = mynon;
                 mytok = rev;
                 ok = 1
-            :: else -> ok = 0
-            fi
+            :: !CLAIMABLE -> skip
+            :: answered = 0 /* the request lost before etcd */
+            fi;
+            MAYBE_UNANSWERED
         }
         if
-        :: ok ->
-            if
-            :: true -> atomic { /* done (group_units.c, finish) */
-#ifdef MUT_BYNAME
-                if
-                :: owner[u] != 0 && name_of[owner[u] - 1] == name_of[p] ->
+        :: !answered ->
+#ifdef OLD_DOUBT
+            ok = 0 /* an error: taken for no unit */
 #else
+            do /* the claim in doubt (group_units.c, resolve_doubt), read until answered */
+            :: atomic {
+                ok = inc[p] == myinc && owner[u] == myinc && non[u] == mynon;
                 if
-                :: inc[p] == myinc && owner[u] == myinc && tok[u] == mytok ->
+                :: ok -> mytok = tok[u]
+                :: else -> skip
+                fi
+               };
+               break
+            :: answered = 0 /* the read unanswered: again */
+            od
 #endif
+        :: else -> skip
+        fi;
+        answered = 0;
+        if
+        :: ok ->
+            do /* done or give-back (group_units.c, finish), sent until answered */
+            :: atomic {
+                answered = 1;
+                if
+                :: OURS ->
                     assert(owner[u] == myinc && tok[u] == mytok); /* our own claim, nobody else's */
                     owner[u] = 0;
                     inset[u] = 0;
                     done[u]++;
                     assert(done[u] == 1)
-                :: else -> skip
-                fi }
-            :: true -> atomic { /* giveback */
-#ifdef MUT_BYNAME
-                if
-                :: owner[u] != 0 && name_of[owner[u] - 1] == name_of[p] ->
+                :: !OURS -> skip
+                :: answered = 0
+                fi;
+                MAYBE_UNANSWERED
+               };
+#ifdef OLD_DOUBT
+               break
 #else
-                if
-                :: inc[p] == myinc && owner[u] == myinc && tok[u] == mytok ->
+               if
+               :: answered -> break
+               :: else -> skip
+               fi
 #endif
+            :: atomic { /* giveback */
+                answered = 1;
+                if
+                :: OURS ->
                     assert(owner[u] == myinc && tok[u] == mytok);
                     owner[u] = 0
-                :: else -> skip
-                fi }
-            fi
+                :: !OURS -> skip
+                :: answered = 0
+                fi;
+                MAYBE_UNANSWERED
+               };
+#ifdef OLD_DOUBT
+               break
+#else
+               if
+               :: answered -> break
+               :: else -> skip
+               fi
+#endif
+            od;
+            answered = 0
         :: else -> skip
-        fi
+        fi;
+        ok = 0;
+        mytok = 0
     :: break
     od
 }
@@ -216,9 +290,10 @@ init {
     u = 0;
     do
     :: u < U ->
-        /* no unit lost: done, or in the set and free or held by a live claim */
-        assert(done[u] == 1 || (inset[u] && (owner[u] == 0 || owner[u] == inc[0] || owner[u] == inc[1] ||
-                                            owner[u] == inc[2])));
+        /* no unit lost: done, or in the set and free (every process has
+         * finished what it knew it held: a claim left is one its member
+         * does not know of, which it would hold for its whole life) */
+        assert(done[u] == 1 || (inset[u] && owner[u] == 0));
         u++
     :: else -> break
     od

@@ -21,6 +21,11 @@
  * CHECK sleep     | -DWAITER -DNORENEW     | -DSAFETY | -m100000 | clean
  * CHECK robbed    | -DMUT_ROB              | -DSAFETY | -m100000 | error
  * CHECK old_sleep | -DWAITER -DOLD_SLEEP   | -DSAFETY | -m100000 | error
+ * CHECK recycled  | -DRECYCLE -DNORENEW   | -DSAFETY | -m100000 | clean
+ * CHECK rebind    | -DWAITER -DNORENEW -DREBIND | -DSAFETY | -m100000 | clean
+ * CHECK old_rebind | -DWAITER -DNORENEW -DREBIND -DOLD_REBIND | -DSAFETY | -m100000 | error
+ * CHECK old_nanosleep | -DWAITER -DNORENEW -DOLD_NANOSLEEP | -DSAFETY | -m100000 | error
+ * CHECK old_word  | -DRECYCLE -DNORENEW -DOLD_WORD | -DSAFETY | -m100000 | error
  *
  * safety: the three clients with plain acquires. sleep: client 3 with
  *   acquire_wait; client 2 keeps the lease it gets to its expiry, nobody
@@ -40,8 +45,54 @@
  * release has done its wake, no live waiter that loaded ctl before the
  * release's CAS is asleep on the futex.
  *
- * Time: `now` is CLOCK_MONOTONIC in ms, moved on (TICK) at any read, TTL 2. One key: a key changing under a look-up (RESTART) is
- * not modelled.
+ * rebind, old_rebind: another key binds the key's entry once its lease
+ *   has lapsed (Rebinder), between the waiter's look-up and its load of
+ *   ctl. rebind: the waiter reads the key under ctl (holds_key) and sleeps
+ *   only on its own key, held; clean. old_rebind is the C before issue 18:
+ *   it slept to the expiry of whatever the entry held; Spin finds it
+ *   asleep to key 3's expiry while its own key is free.
+ * old_nanosleep: the C before issue 18 switched, after 17 quick futex
+ *   returns, to a nanosleep until the holder's expiry, which no release
+ *   can end; Spin finds a release's wake done with the waiter still
+ *   asleep (the lost wakeup). The C now has only the futex sleep (sleep).
+ * recycled, old_word: a newcomer gets client 1's pid in the same clock
+ *   tick once client 1 is dead, so its lock word is 1's (Newcomer), and
+ *   locks and unlocks the entry. recycled: the entry lock is the pair
+ *   {ctl, seq} of the C (THE ENTRY LOCK, leases_internal.h): a waiter
+ *   that read {1, s}, judged 1 dead and paused swaps from exactly {1, s}
+ *   and fails once anyone locked since; clean. old_word: the take-over
+ *   from the word alone, the C before the lock pairs; Spin finds the
+ *   paused waiter robbing the newcomer (the holding taken over is a live
+ *   one's). The ghost `lockinc` names the incarnation that holds the lock,
+ *   since killed[] follows the pid, which the newcomer brings back.
+ *
+ * Time: `now` is the lease clock (CLOCK_BOOTTIME) in ms, moved on (TICK)
+ * at any read, TTL 2.
+ *
+ * WHAT THIS MODEL LEAVES OUT, AND WHY THAT IS SAFE
+ *
+ *   - More than one entry, and a second key's own holders. The protocol
+ *     is per entry: every CAS and swap is on one entry's words, and the
+ *     bind lock orders the binders. What a second key does to this one
+ *     is take its entry over once its lease has lapsed (Rebinder, the
+ *     rebind runs); its holders' renewals are this key's again, on
+ *     another key's words, which the model's own holders already check.
+ *   - acquire_wait's spurious-wake counting: the model chooses the
+ *     nanosleep of before issue 18 at any sleep (old_nanosleep), which
+ *     covers every count of quick returns that led the C to it.
+ *   - The bind lock's take-over is one step here (read, judge, swap). In
+ *     the C it is a lock pair (vigil_pair_read, vigil_pair_take_over),
+ *     the same code as the heartbeat's slot writer lock and the election
+ *     lock, whose pairs model/slot.pml and model/election.pml prove with
+ *     recurring words; the entry lock's pair is proven here.
+ *   - Scribbles (a peer writing garbage): bounded by the C's checks and
+ *     test_leases_files.c's hostile entries, not a protocol question.
+ *   - The judge's own errors: "dead" is trusted as proof (vigil_lock_
+ *     holder_dead says "alive" whenever it cannot prove it); robbed shows
+ *     what a judge that guessed would cost.
+ *   - Futex spurious wake-ups and timeouts: a woken waiter only looks
+ *     again, which the model's loop already does; the lost-wakeup
+ *     invariant is about a waiter that stays asleep.
  */
 #define NC 3
 #define TTL 2
@@ -56,6 +107,7 @@
 byte now;               /* vigil_now_ns, in ms */
 /* entry 0 (offsets in the entry) */
 byte clk;               /*  0 ctl locked: the locker's lock word (its id), 0 unlocked */
+byte seq;               /*  8 the entry lock's seq: odd while locked, rises at every step */
 byte gen, exp;          /*  0 ctl unlocked: generation, expiry (0 released) */
 byte token;             /*  8 */
 byte hint;              /* 32 gen_hint */
@@ -77,10 +129,14 @@ bool loaded;            /* the waiter (client 3) loaded ctl for a sleep */
 bool rel_after;         /* a release CASed ctl after that load */
 bool must_wake;         /* and that release's wake is done */
 bool asleep;            /* the waiter is in FUTEX_WAIT */
+bool deaf;              /* OLD_NANOSLEEP: in a nanosleep, which no wake ends */
+bool wrongsleep;        /* asleep to the expiry of a key that is not its own */
+byte lockinc;           /* the incarnation holding the entry lock: a client's id, 4 the newcomer */
+bool dinc[5];           /* incarnation i is dead (killed[] follows the pid, which may be reborn) */
 
 /* Killed here, or not. Only before a step that writes: a kill before a
  * read leaves the same store as one before the next write. */
-#define K(me) if :: skip :: killed[me] = true; goto out fi
+#define K(me) if :: skip :: atomic { killed[me] = true; dinc[me] = true }; goto out fi
 
 /* The clock moves on only when someone reads it, by any amount: the
  * protocol looks at it only there, and a later now only makes a lease
@@ -93,19 +149,32 @@ bool asleep;            /* the waiter is in FUTEX_WAIT */
 
 /* Every unlocked ctl stored: the generation never goes backwards. */
 #define SET_CTL(g, e) assert((g) >= gen); gen = (g); exp = (e); clk = 0
+/* entry_unlock: the pair's swap to {the new ctl, seq + 1} */
+#define UNLOCK(g, e) SET_CTL(g, e); seq++
+/* entry_lock_from: {c, s} -> {me, s + 1}, only from the word c read */
+#define LOCK_FROM(me, inc, cg, ce, ok) \
+    if \
+    :: clk == 0 && gen == cg && exp == ce -> clk = me; seq++; lockinc = inc; ok = true \
+    :: !(clk == 0 && gen == cg && exp == ce) -> ok = false \
+    fi
 
-/* vigil_leases__recover: lock from the dead word, clear, unlock at
- * gen_hint + 2 with expiry 0 */
-inline recover(me, dead, ok) {
+/* vigil_leases__recover: the take-over from exactly the pair {dead, ds}
+ * read before the judgement (OLD_WORD: from the word alone, the C before
+ * the lock pairs), clear, unlock at gen_hint + 2 with expiry 0 */
+inline recover(me, dead, ds, ok) {
     K(me);
     atomic {
         if
+#ifndef OLD_WORD
+        :: clk == dead && seq == ds ->
+#else
         :: clk == dead ->
-#ifndef MUT_ROB
-            assert(killed[dead]);           /* only a dead locker */
 #endif
-            clk = me; ok = true
-        :: clk != dead -> ok = false        /* another recovered it */
+#ifndef MUT_ROB
+            assert(dinc[lockinc]);          /* the holding taken over is a dead one's */
+#endif
+            clk = me; seq = seq + 2; lockinc = me; ok = true
+        :: else -> ok = false               /* another recovered it, or it changed hands */
         fi
     };
     if
@@ -113,7 +182,7 @@ inline recover(me, dead, ok) {
         K(me);
         atomic {
             bound = CLEARED; hashk = false; key = 0;
-            hint = hint + 2; SET_CTL(hint, 0) }
+            hint = hint + 2; UNLOCK(hint, 0) }
     :: else
     fi
 }
@@ -126,13 +195,13 @@ inline hand_over(me, cg, n, t) {
     K(me);
     atomic {
         token = t;                          /* token, ttl, owner, pid */
-        hint = cg + 1; SET_CTL(cg + 1, n + TTL);
+        hint = cg + 1; UNLOCK(cg + 1, n + TTL);
         assert(t > maxtok); maxtok = t;     /* tokens strictly rise */
         hold[me] = true; hexp[me] = n + TTL }
 }
 
 proctype Client(byte me) {
-    byte cl, cg, ce, n, t, b, round, att, v, tmo;
+    byte cl, cs, cg, ce, n, t, b, round, att, v, tmo;
     bool ok;
 
     do
@@ -149,11 +218,11 @@ take:
         :: att < 2 ->
             att++;
             /* vigil_leases__wait_unlocked, key_matches, the clock */
-            atomic { TICK; cl = clk; cg = gen; ce = exp; ok = KEYED; n = now };
+            atomic { TICK; cl = clk; cs = seq; cg = gen; ce = exp; ok = KEYED; n = now };
             if
-            :: cl != 0 && killed[cl] -> recover(me, cl, ok); goto retake
+            :: cl != 0 && killed[cl] -> recover(me, cl, cs, ok); goto retake
 #ifdef MUT_ROB
-            :: cl != 0 -> recover(me, cl, ok); goto retake  /* a paused one too */
+            :: cl != 0 -> recover(me, cl, cs, ok); goto retake  /* a paused one too */
 #endif
             :: cl != 0 -> goto busy         /* live locker: VIGIL_EBUSY after the wait */
             :: cl == 0 && !ok -> goto again /* RESTART */
@@ -162,18 +231,13 @@ take:
             fi;
             /* entry_lock_from c: only from the lapsed word read */
             K(me);
-            atomic {
-                if
-                :: clk == 0 && gen == cg && exp == ce -> clk = me; ok = true
-                :: !(clk == 0 && gen == cg && exp == ce) -> ok = false
-                fi
-            };
+            atomic { LOCK_FROM(me, me, cg, ce, ok) };
             if :: !ok -> goto retake :: else fi;
             /* under the lock: gen_hint, the key again */
             K(me);
             atomic { hint = cg; ok = KEYED };
             if
-            :: !ok -> K(me); atomic { hint = cg + 1; SET_CTL(cg + 1, ce) }; goto again
+            :: !ok -> K(me); atomic { hint = cg + 1; UNLOCK(cg + 1, ce) }; goto again
             :: else
             fi;
             hand_over(me, cg, n, t);
@@ -201,19 +265,14 @@ bind:
         do
         :: att < 2 ->
             att++;
-            atomic { TICK; cl = clk; cg = gen; ce = exp; b = bound; n = now };
+            atomic { TICK; cl = clk; cs = seq; cg = gen; ce = exp; b = bound; n = now };
             if
-            :: cl != 0 && killed[cl] -> recover(me, cl, ok)
+            :: cl != 0 && killed[cl] -> recover(me, cl, cs, ok)
             :: cl != 0 -> break             /* a live locker's change: skip */
             :: cl == 0 && b == BOUND && ce != 0 && ce > n -> break  /* held */
             :: cl == 0 && !(b == BOUND && ce != 0 && ce > n) ->
                 K(me);
-                atomic {
-                    if
-                    :: clk == 0 && gen == cg && exp == ce -> clk = me; ok = true
-                    :: !(clk == 0 && gen == cg && exp == ce) -> ok = false
-                    fi
-                };
+                atomic { LOCK_FROM(me, me, cg, ce, ok) };
                 if
                 :: ok ->
                     K(me);
@@ -244,21 +303,36 @@ busy:   /* VIGIL_EBUSY: acquire returns it; acquire_wait sleeps (client 3) */
         atomic { v = wake };
 #ifndef OLD_SLEEP
         K(me); waiters++;
-        atomic { TICK; cl = clk; ce = exp; n = now; loaded = true };
+        atomic { TICK; cl = clk; ce = exp; n = now; ok = KEYED; loaded = true };
 #else
-        atomic { TICK; cl = clk; ce = exp; n = now; loaded = true };
+        atomic { TICK; cl = clk; ce = exp; n = now; ok = KEYED; loaded = true };
         K(me); waiters++;
 #endif
-        /* sleep_for: a tick while locked, else to the holder's expiry + 1 */
+        /* sleep_for, only on the entry still holding the key, held
+         * (holds_key: the key read under ctl, a SeqLock read, so one step
+         * here); a change of hands under way is the lock wait's, inside
+         * acquire. OLD_REBIND, before issue 18: a tick while locked, else
+         * to the expiry of whatever the entry holds, its key unchecked. */
         if
+#ifndef OLD_REBIND
+        :: cl == 0 && ok && ce != 0 && ce > n ->
+#else
         :: cl != 0 || (ce != 0 && ce > n) ->
+#endif
             K(me);
             atomic {
                 tmo = (cl != 0 -> n + 1 : ce + 1);
+                wrongsleep = (cl == 0 && !ok);
+#ifndef OLD_NANOSLEEP
                 if :: wake == v -> asleep = true :: else fi };
+#else
+                /* after 17 quick futex returns, a nanosleep to the expiry */
+                if :: wake == v -> asleep = true :: asleep = true; deaf = true :: else fi };
+#endif
 end_sleep:  if
             :: !asleep                      /* woken, or FUTEX_WAIT's compare failed */
-            :: atomic { asleep && tmo <= TMAX -> if :: now < tmo -> now = tmo :: else fi; asleep = false }
+            :: atomic { asleep && tmo <= TMAX -> if :: now < tmo -> now = tmo :: else fi;
+                        asleep = false; deaf = false; wrongsleep = false }
             fi
         :: else
         fi;
@@ -306,12 +380,47 @@ held:   /* renew once, then release: one CAS each from the word checked */
     /* vigil_leases__wake_waiters: waiters seen, then wake + 1, FUTEX_WAKE */
     K(me);
     atomic {
-        if :: waiters != 0 -> wake++; asleep = false :: else fi;
+        if :: waiters != 0 -> wake++; if :: !deaf -> asleep = false :: else fi :: else fi;
         if :: rel_after -> must_wake = true :: else fi }
 #endif
 out:
     skip
 }
+
+#ifdef REBIND
+/* Another key (3) bound to the entry once the key's lease has lapsed or
+ * been released: the binder's whole change in one step (its steps are
+ * the clients' bind, checked above). A waiter that looked the key up
+ * before and loads ctl after finds key 3 held. */
+proctype Rebinder() {
+end_rebind:
+    atomic { clk == 0 && bindlk == 0 && !(exp != 0 && exp > now) && KEYED ->
+        last_token++; token = last_token; bound = BOUND; key = 3; hashk = false;
+        SET_CTL(gen + 1, now + TTL); seq = seq + 2 }
+}
+#endif
+
+#ifdef RECYCLE
+/* A newcomer that got client 1's pid, started in the same tick: once 1
+ * is dead its lock word names this live process. It locks the entry from
+ * whatever unlocked word it finds (a change of hands of its own) and
+ * unlocks it. A waiter that judged 1 dead before this and swaps after it
+ * must fail: the pair's seq moved (OLD_WORD: it robs the newcomer, and
+ * recover's assert, only a dead locker, fails). */
+proctype Newcomer() {
+    byte cg, ce;
+    bool ok;
+end_reborn:
+    atomic { killed[1] -> killed[1] = false };
+end_look:                                   /* only a lapsed word is locked */
+    atomic { clk == 0 && !(exp != 0 && exp > now) -> cg = gen; ce = exp };
+    atomic { LOCK_FROM(1, 4, cg, ce, ok) };
+    if
+    :: ok -> atomic { clk == 1 -> UNLOCK(cg + 1, ce) }
+    :: else
+    fi
+}
+#endif
 
 /* Never two unexpired holders (a dead holder's lease runs to its end). */
 #define TWO(i, j) (hold[i] && hexp[i] > now && hold[j] && hexp[j] > now)
@@ -321,6 +430,8 @@ end:
     :: atomic { TWO(1, 2) || TWO(1, 3) || TWO(2, 3) -> assert(false) }
     /* no lost wakeup */
     :: atomic { asleep && !killed[3] && must_wake -> assert(false) }
+    /* never asleep to another key's expiry (the entry rebound) */
+    :: atomic { asleep && !killed[3] && wrongsleep -> assert(false) }
     od
 }
 
@@ -329,5 +440,12 @@ init {
 #ifdef PREBOUND
         bound = BOUND; hashk = true; key = 2; gen = 1; hint = 1;
 #endif
-        run Client(1); run Client(2); run Client(3) }
+        run Client(1); run Client(2); run Client(3);
+#ifdef RECYCLE
+        run Newcomer();
+#endif
+#ifdef REBIND
+        run Rebinder();
+#endif
+    }
 }

@@ -66,7 +66,17 @@ set -e
 "$cargo" test --offline --manifest-path "$manifest" $features --doc "$@"
 # shellcheck disable=SC2086
 RUSTDOCFLAGS="-D warnings" "$cargo" doc --offline --no-deps --manifest-path "$manifest" $features
-if "$cargo" clippy --version >/dev/null 2>&1; then
+# With Debian's cargo, only Debian's clippy (rust-clippy: the same rustc
+# 1.63), never a rustup cargo-clippy found later on PATH, which would
+# check with another toolchain.
+clippy=no
+if [ "$cargo" = /usr/bin/cargo ]; then
+    [ -x /usr/bin/cargo-clippy ] && clippy=yes
+elif "$cargo" clippy --version >/dev/null 2>&1; then
+    clippy=yes
+fi
+if [ $clippy = yes ]; then
+    "$cargo" clippy --version
     # shellcheck disable=SC2086
     "$cargo" clippy --offline --manifest-path "$manifest" $features --all-targets -- -D warnings
 else

@@ -54,6 +54,7 @@ if [ "$set_name" = check ]; then
     have_py cffi || need="$need python3-cffi"
     have_py pytest || need="$need python3-pytest"
     have_py pytest_asyncio || need="$need python3-pytest-asyncio"
+    have_py pip || need="$need python3-pip" # the Python README's venv install, which the docs test runs
     # Debian's cargo (and its rustc, 1.63: the Rust crate's MSRV) for the
     # crate's tests, not a rustup toolchain that may be on PATH: no crate
     # registry is reachable here.

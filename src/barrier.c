@@ -7,7 +7,7 @@
  *
  *   offset size field
  *    0     8   magic "\177VIGIL\r\n"
- *    8     4   layout version (4)
+ *    8     4   layout version (5)
  *   12     4   kind: 2 (barrier)
  *   16     4   capacity: slots, equal to the heartbeat table's
  *   20     4   flags: 0

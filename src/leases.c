@@ -3,31 +3,34 @@
  * The embedded lease store: a vigil file of kind leases, the default lease
  * backend on one host.
  *
- * File layout (little-endian as the host writes it; 64 + capacity * 256 bytes)
+ * File layout (little-endian as the host writes it; 128 + capacity * 256 bytes)
  *
- *   header, offset 0, 64 bytes
+ *   header, offset 0, 128 bytes
  *     0  u8[8]  magic "\177VIGIL\r\n"
- *     8  u32    layout version (3)
+ *     8  u32    layout version (5)
  *    12  u32    kind (3, leases)
  *    16  u32    capacity: number of entries
  *    20  u32    flags (0)
  *    24  u64    last_token: the last fencing token handed out (0 none);
  *               every hand-over takes the next one
- *    32  u64    bind_lock: 0 free, else a lock word (below) of the process
- *               binding a key to an entry
- *    40  u32    entry_bytes (256)
- *    44  u32    reserved (0)
- *    48  u64    renewals_refused: counter of renewals answered VIGIL_ELOST
- *    56  u64    expiries: counter of hand-overs that took over a lease
+ *    32  u64    bind_lock: the lock word (below) of the process binding a
+ *               key to an entry, the last binder's once free
+ *    40  u64    bind_seq: odd while the bind lock is held; with bind_lock
+ *               a lock pair (proc_internal.h, LOCK PAIRS)
+ *    48  u32    bind_wake, 52 u32 bind_waiters: the bind lock's futex
+ *    56  u8[8]  reserved (0)
+ *    64  u64    renewals_refused: counter of renewals answered VIGIL_ELOST
+ *    72  u64    expiries: counter of hand-overs that took over a lease
  *               that had expired (not one released)
+ *    80  u8[48] reserved (0)
  *
  *   The counters (and last_token, the hand-overs) are for monitoring:
  *   relaxed fetch_adds off the renewal's success path, read by
  *   vigil_leases_stats; they wrap at 2^64.
  *
- *   entry i, offset 64 + i * 256, 256 bytes
+ *   entry i, offset 128 + i * 256, 256 bytes
  *     0  u64    ctl: the entry's state word (below)
- *     8  u64    token: fencing token of the current hand-over
+ *     8  u64    seq: odd while ctl is locked; with ctl a lock pair
  *    16  u64    ttl_ms: what a renewal extends the expiry by
  *    24  u32    hash: FNV-1a of the key (never 0 while bound), 0 unbound
  *    28  u32    bound: 0 never used, 1 bound to the key, 2 cleared after
@@ -36,23 +39,30 @@
  *    36  u32    pid of the acquiring process (information only)
  *    40  u32    wake: futex word of acquire_wait (leases_wait.c)
  *    44  u32    waiters: acquire_wait callers asleep on it (a hint)
- *    48  u8[16] reserved (0)
+ *    48  u64    token: fencing token of the current hand-over
+ *    56  u8[8]  reserved (0)
  *    64  u8[128] key, NUL-padded
  *   192  u8[64] owner, NUL-padded
  *
  *   ctl, unlocked (bit 63 clear):
  *     bits 62..42  generation: moves on every change of hands
- *     bits 41..0   expiry, milliseconds of CLOCK_MONOTONIC; 0 released
+ *     bits 41..0   expiry, milliseconds of CLOCK_BOOTTIME; 0 released
  *   ctl locked, and bind_lock held (bit 63 set): the locker's lock word
  *     bits 62..41  pid
  *     bits 40..21  pid namespace, exactly (0 unknown, 1 the initial one,
  *                  2 + inode - 0xf0000000 for the others)
  *     bits 20..0   low 21 bits of its start time (clock ticks since boot,
  *                  /proc/<pid>/stat field 22), against PID reuse
+ *   A lock word recurs (a pid recycled, started in the same tick); the
+ *   pair's seq does not: it rises at every lock and take-over, so a
+ *   take-over swaps from exactly the {word, seq} it judged and never from
+ *   a newcomer with the same word (leases_lock.c).
  *
- * CLOCK_MONOTONIC is the same clock for every process on the host (outside
+ * CLOCK_BOOTTIME is the same clock for every process on the host (outside
  * time namespaces), so an expiry written by one process is read correctly
- * by all the others, and no wall-clock step moves it.
+ * by all the others, no wall-clock step moves it, and unlike
+ * CLOCK_MONOTONIC it runs on while the machine is suspended, as an etcd
+ * lease on another host does.
  *
  * Why a per-entry CAS protocol and not a robust process-shared mutex:
  *

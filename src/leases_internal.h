@@ -8,6 +8,7 @@
 #define VIGIL_SRC_LEASES_INTERNAL_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <vigil/lease.h>
 #include "file_internal.h"
 #include "proc_internal.h"
@@ -15,7 +16,7 @@
 #define VIGIL_LEASES_ENTRY_BYTES 256u
 #define VIGIL_LEASES_MAX_CAPACITY (1u << 20)
 
-/* File header, offsets 0..63; the first 24 bytes are common to all kinds. */
+/* File header, offsets 0..127; the first 24 bytes are common to all kinds. */
 struct vigil_leases_header {
     uint8_t          magic[8];    /*  0: "\177VIGIL\r\n" */
     uint32_t         version;     /*  8: VIGIL_LAYOUT_VERSION */
@@ -23,17 +24,26 @@ struct vigil_leases_header {
     uint32_t         capacity;    /* 16: number of entries */
     uint32_t         flags;       /* 20: 0 */
     _Atomic uint64_t last_token;  /* 24: last fencing token handed out, 0 none */
-    _Atomic uint64_t bind_lock;   /* 32: 0 free, else a lock word (see leases.c) */
-    _Atomic uint32_t bind_wake;   /* 40: futex word, +1 by a bind unlock that finds waiters */
-    _Atomic uint32_t bind_waiters; /* 44: bind lock waiters about to sleep or asleep (a hint) */
-    _Atomic uint64_t renewals_refused; /* 48: counter: renewals answered VIGIL_ELOST */
-    _Atomic uint64_t expiries;    /* 56: counter: take-overs of an expired lease */
+    /* 32: the bind lock, a lock pair (proc_internal.h, LOCK PAIRS): the
+     * binder's lock word (the last binder's once free), then a sequence,
+     * odd while held, that rises at every take and take-over. */
+    _Alignas(16) _Atomic uint64_t bind_lock[2];
+    _Atomic uint32_t bind_wake;   /* 48: futex word, +1 by a bind unlock that finds waiters */
+    _Atomic uint32_t bind_waiters; /* 52: bind lock waiters about to sleep or asleep (a hint) */
+    uint8_t          reserved0[8]; /* 56: 0 */
+    _Atomic uint64_t renewals_refused; /* 64: counter: renewals answered VIGIL_ELOST */
+    _Atomic uint64_t expiries;    /* 72: counter: take-overs of an expired lease */
+    uint8_t          reserved1[48]; /* 80: 0 */
 };
 
-/* One entry, offsets relative to 64 + index * 256. */
+/* One entry, offsets relative to 128 + index * 256. */
 struct vigil_leases_entry {
-    _Alignas(64) _Atomic uint64_t ctl; /*   0: unlocked: gen | expiry ms; locked: LOCKED | start | pid */
-    _Atomic uint64_t token;            /*   8: fencing token of the current hand-over */
+    /* 0: ctl and its lock sequence, a lock pair: ctl unlocked is gen |
+     * expiry ms, locked the locker's lock word; seq (8) is odd while ctl
+     * is locked and rises at every lock and take-over, so (lock word, seq)
+     * names one holding for the life of the file, whatever pid comes back. */
+    _Alignas(64) _Atomic uint64_t ctl;
+    _Atomic uint64_t seq;              /*   8: the lock's sequence (above) */
     _Atomic uint64_t ttl_ms;           /*  16: TTL the renewals extend by */
     _Atomic uint32_t hash;             /*  24: FNV-1a of the key, 0 when unbound */
     _Atomic uint32_t bound;            /*  28: ENTRY_NEVER, ENTRY_BOUND or ENTRY_CLEARED */
@@ -41,18 +51,22 @@ struct vigil_leases_entry {
     _Atomic uint32_t pid;              /*  36: acquiring process (information only) */
     _Atomic uint32_t wake;             /*  40: futex word, +1 by a release or unlock that finds waiters */
     _Atomic uint32_t waiters;          /*  44: waiters about to sleep or asleep on it (a hint) */
-    uint8_t          reserved0[16];    /*  48: 0 */
+    _Atomic uint64_t token;            /*  48: fencing token of the current hand-over */
+    uint8_t          reserved0[8];     /*  56: 0 */
     _Atomic uint64_t key[16];          /*  64: key, NUL-padded, 128 bytes */
     _Atomic uint64_t owner[8];         /* 192: owner, NUL-padded, 64 bytes */
 };
 
-_Static_assert(sizeof(struct vigil_leases_header) == 64, "header is one cache line");
+_Static_assert(sizeof(struct vigil_leases_header) == 128, "header is two cache lines");
 _Static_assert(sizeof(struct vigil_leases_entry) == VIGIL_LEASES_ENTRY_BYTES, "entry is 256 bytes");
+_Static_assert(offsetof(struct vigil_leases_header, bind_lock) == 32, "bind lock pair at 32");
+_Static_assert(offsetof(struct vigil_leases_entry, seq) == 8, "ctl and seq are one pair");
 
 enum { ENTRY_NEVER = 0, ENTRY_BOUND = 1, ENTRY_CLEARED = 2 };
 
 /* The lock word: the locker's (proc_internal.h), bit 63 set, with its pid,
- * its exact pid namespace and a start tag against PID reuse. The unlocked
+ * its exact pid namespace and a start tag against PID reuse; with the
+ * entry's seq it names one holding that never recurs. The unlocked
  * word: bit 63 clear, bits 62..42 a generation that
  * moves on every change of hands, bits 41..0 the expiry in milliseconds of
  * the lease clock, CLOCK_BOOTTIME (keepalive_internal.h; 0 = released or
@@ -80,6 +94,7 @@ enum vigil_leases_point {
     LP_RECOVER_LOCKED,   /* took over a dead locker's entry, not yet repaired */
     LP_RENEW_CHECKED,    /* a renewal judged the lease unexpired, before its CAS */
     LP_WAIT_FOUND,       /* acquire_wait found its key's entry, before its sleep */
+    LP_RECOVER_JUDGED,   /* judged an entry's locker dead, before the take-over */
     LP_MAX
 };
 /* NULL in production; a test sets it in a child that should die at a point. */
@@ -125,18 +140,52 @@ static inline uint64_t my_lock_word(void)
     return vigil_self_lock_word();
 }
 
-static inline bool entry_lock_from(struct vigil_leases_entry *e, uint64_t c, uint64_t me)
+/*
+ * THE ENTRY LOCK, a lock pair {ctl, seq} (proc_internal.h, LOCK PAIRS;
+ * model/leases.pml, the recycled lock word): locked from exactly the
+ * unlocked word c a caller judged, with the sequence it had, by one
+ * 16-byte compare-and-swap to {my lock word, a greater odd seq}; unlocked
+ * by another, to {the new unlocked word, seq + 1}; taken over from a dead
+ * locker only from the {word, seq} read before its judgement. Every step
+ * raises seq (a scribbled even seq under a locked word included), so a
+ * waiter that judged a dead locker and stalled can never take the lock
+ * from a newcomer whose lock word equals the dead one's (its pid recycled
+ * in the same clock tick): the newcomer's seq is another (issue 17).
+ * Renew and release stay one 8-byte CAS on ctl from an unlocked word: a
+ * lock changes ctl, so they fail against it, and they never move seq.
+ */
+struct entry_hold {
+    uint64_t me, seq; /* the lock word written and the odd seq held */
+};
+
+static inline bool entry_lock_pair(struct vigil_leases_entry *e, uint64_t c, uint64_t s, uint64_t next,
+                                   struct entry_hold *held)
 {
-    /* Acquire: the fields read under the lock are at least as new as the
-     * ones the last unlocker published. */
-    if (!atomic_compare_exchange_strong_explicit(&e->ctl, &c, me, memory_order_acquire,
-                                                 memory_order_relaxed))
-        return false;
-    /* The lock word is visible before any field changes: a reader that
+    /* Full barrier (vigil__cas16): acquire, the fields read under the lock
+     * are at least as new as the ones the last unlocker published; and
+     * the lock word is visible before any field changes, so a reader that
      * sees a changed field re-reads ctl after its acquire fence and finds
      * it locked (the SeqLock rule, with ctl as the version). */
-    atomic_thread_fence(memory_order_release);
+    if (!vigil__cas16(&e->ctl, &c, &s, held->me, next))
+        return false;
+    held->seq = next;
     return true;
+}
+
+static inline bool entry_lock_from(struct vigil_leases_entry *e, uint64_t c, struct entry_hold *held)
+{
+    /* Relaxed: a guess, which the swap compares with ctl as one. */
+    uint64_t s = atomic_load_explicit(&e->seq, memory_order_relaxed);
+    held->me = my_lock_word();
+    return entry_lock_pair(e, c, s, (s + 1u) | 1u, held);
+}
+
+/* The take-over of a lock judged dead, from the {w, s} read before the
+ * judgement: fails if the lock changed hands since. */
+static inline bool entry_take_over(struct vigil_leases_entry *e, uint64_t w, uint64_t s, struct entry_hold *held)
+{
+    held->me = my_lock_word();
+    return entry_lock_pair(e, w, s, (s + 2u) | 1u, held);
 }
 
 /* After a release or an unlock of entry e: wakes whoever sleeps on it
@@ -152,14 +201,19 @@ static inline void vigil_leases__wake_waiters(struct vigil_leases_entry *e)
         vigil_leases__wake(e);
 }
 
-static inline void entry_unlock(struct vigil_leases_entry *e, uint64_t gen, uint64_t exp_ms)
+static inline void entry_unlock(struct vigil_leases_entry *e, const struct entry_hold *held, uint64_t gen,
+                                uint64_t exp_ms)
 {
     atomic_store_explicit(&e->gen_hint, (uint32_t)(gen & CTL_GEN_MASK), memory_order_relaxed);
-    /* Release: every field written under the lock is visible to whoever
-     * reads this word, and to whoever reads a renewal's CAS after it.
-     * seq_cst, for the sleep: a lock waiter raised `waiters` and then
-     * loaded ctl; either it saw this store or the load below sees it. */
-    atomic_store_explicit(&e->ctl, ctl_make(gen, exp_ms), memory_order_seq_cst);
+    /* A full barrier (vigil__cas16): every field written under the lock is
+     * visible to whoever reads the new word, and to whoever reads a
+     * renewal's CAS after it; and, for the sleep, it is ordered before the
+     * load of `waiters` below as a seq_cst store would be (a lock waiter
+     * raised `waiters` and then loaded the pair: either it saw this swap or
+     * the load below sees it). It fails only for a holder robbed as dead,
+     * which a live one never is: its change is then the robber's to undo. */
+    uint64_t w = held->me, s = held->seq;
+    (void)vigil__cas16(&e->ctl, &w, &s, ctl_make(gen, exp_ms), held->seq + 1u);
     vigil_leases__wake_waiters(e);
 }
 
@@ -167,10 +221,11 @@ static inline void entry_unlock(struct vigil_leases_entry *e, uint64_t gen, uint
  * (any address in its mapping) is provably gone. */
 bool vigil_leases__locker_dead(uint64_t w, const void *where);
 
-/* Takes over the lock of a dead process and throws its change away: the
- * entry ends cleared, with no key and no holder. Returns true if this call
- * or another made progress (ctl is no longer `dead`). */
-bool vigil_leases__recover(struct vigil_leases_entry *e, uint64_t dead);
+/* Takes over the lock {dead, seq} of a dead process (read as one before
+ * it was judged) and throws its change away: the entry ends cleared, with
+ * no key and no holder. Returns true if this call or another made
+ * progress (the pair is no longer {dead, seq}). */
+bool vigil_leases__recover(struct vigil_leases_entry *e, uint64_t dead, uint64_t seq);
 
 /* Waits for ctl to be unlocked: asleep on the entry's futex while a live
  * locker holds it (its unlock wakes the sleepers), a take-over for a dead
@@ -204,17 +259,19 @@ void     vigil_leases__words(uint64_t *w, size_t nwords, const char *s, size_t l
 uint32_t vigil_leases__hash(const uint64_t *kw);
 int64_t  vigil_leases__find(const vigil_leases *ls, uint32_t hash, const uint64_t *kw);
 
-/* The store's bind lock, waited for until `deadline` (vigil_now_ns; a
- * plain acquire waits LOCK_WAIT_NS): 0, or VIGIL_EBUSY. */
-int vigil_leases__bind_lock(struct vigil_leases_header *h, uint64_t deadline);
+/* The store's bind lock, a lock pair, waited for until `deadline`
+ * (vigil_now_ns; a plain acquire waits LOCK_WAIT_NS): 0 and *held (the odd
+ * seq, for the unlock), or VIGIL_EBUSY. */
+int vigil_leases__bind_lock(struct vigil_leases_header *h, uint64_t deadline, uint64_t *held);
 
 void vigil_leases__bind_wake(struct vigil_leases_header *h);
 
-static inline void vigil_leases__bind_unlock(struct vigil_leases_header *h)
+static inline void vigil_leases__bind_unlock(struct vigil_leases_header *h, uint64_t held)
 {
-    /* Release: the bindings made under the lock reach the next binder.
-     * seq_cst, for the sleep of the bind lock's waiters (as entry_unlock). */
-    atomic_store_explicit(&h->bind_lock, 0, memory_order_seq_cst);
+    /* The pair's release (vigil_pair_release), seq_cst: release, the
+     * bindings made under the lock reach the next binder; seq_cst for the
+     * sleep of the bind lock's waiters (as entry_unlock). */
+    atomic_store_explicit(&h->bind_lock[1], held + 1u, memory_order_seq_cst);
     if (__builtin_expect(atomic_load_explicit(&h->bind_waiters, memory_order_seq_cst) != 0, 0))
         vigil_leases__bind_wake(h);
 }

@@ -6,11 +6,13 @@
  * Fields used (lease file; the whole layout is told in leases.c):
  *
  *   header
- *     32  u64    bind_lock: 0 free, else the binder's lock word
- *   entry i, at 64 + i * 256
+ *     32  u64    bind_lock: the binder's lock word (the last one's once free)
+ *     40  u64    bind_seq: odd while held; with bind_lock a lock pair
+ *   entry i, at 128 + i * 256
  *      0  u64    ctl: locked, the locker's lock word (proc_internal.h:
  *                bit 63 set, pid, exact pid namespace, start tag);
  *                unlocked, generation | expiry
+ *      8  u64    seq: odd while ctl is locked; with ctl a lock pair
  *     24  u32    hash, 28 bound, 36 pid, 64 key, 192 owner: cleared by
  *                recovery
  *     32  u32    gen_hint: the generation of the last unlocked ctl a locker
@@ -31,6 +33,14 @@
  *    counter, which only ever grows: the fencing order survives the crash.
  *    A dead holder of the bind lock is replaced the same way; that lock
  *    guards no data of its own.
+ *  - Both locks are lock pairs (proc_internal.h, LOCK PAIRS; THE ENTRY
+ *    LOCK in leases_internal.h): the {lock word, seq} a waiter judged is
+ *    read as one before the judgement, and the take-over swaps from
+ *    exactly it. A lock word names a pid and a start tick, which recur (a
+ *    recycled pid started in the same tick); the seq never goes back, so
+ *    a waiter that judged a dead holder and stalled fails its swap if
+ *    anyone took the lock since, even a newcomer with the dead one's word
+ *    (issue 17; test_leases_procs.c, test_recycled_lock_word).
  *  - A lock held by a live process is waited for asleep (THE LOCK WAIT
  *    below), until the caller's deadline (10 ms for a plain acquire),
  *    then VIGIL_EBUSY: a process stopped inside a change is never robbed,
@@ -38,7 +48,8 @@
  *  - Every process sharing a store must see the same pids (one pid
  *    namespace), as for the heartbeat table's probe.
  *
- * Model: model/leases.pml (the take-over only ever of a dead locker).
+ * Model: model/leases.pml (the take-over only ever of a dead locker; its
+ * run old_word takes over by the word alone and is robbed).
  */
 #define _GNU_SOURCE
 #include "leases_internal.h"
@@ -94,11 +105,13 @@ bool vigil_leases__locker_dead(uint64_t w, const void *where)
     return vigil_lock_holder_dead(w, where);
 }
 
-bool vigil_leases__recover(struct vigil_leases_entry *e, uint64_t dead)
+bool vigil_leases__recover(struct vigil_leases_entry *e, uint64_t dead, uint64_t seq)
 {
-    /* Of several processes that find the same dead locker, one CAS wins;
+    /* Of several processes that find the same dead locker, one swap wins;
      * the rest see the winner's lock and wait for it like any other. */
-    if (!entry_lock_from(e, dead, my_lock_word()))
+    hook(LP_RECOVER_JUDGED);
+    struct entry_hold held;
+    if (!entry_take_over(e, dead, seq, &held))
         return true;
     hook(LP_RECOVER_LOCKED);
     /* Cleared, not never-used: "never used" ends a lookup's probe, and a
@@ -116,7 +129,7 @@ bool vigil_leases__recover(struct vigil_leases_entry *e, uint64_t dead)
      * locked from: step past both the recorded one and the next. Expiry 0
      * matches no word a renewer could hold, so any generation is safe. */
     uint64_t gen = atomic_load_explicit(&e->gen_hint, memory_order_relaxed) + 2u;
-    entry_unlock(e, gen, 0);
+    entry_unlock(e, &held, gen, 0);
     return true;
 }
 
@@ -125,10 +138,10 @@ bool vigil_leases__recover(struct vigil_leases_entry *e, uint64_t dead)
  * a lock held spins a little, then judges the holder (dead: the caller
  * takes over) and sleeps on the lock's futex until the holder's unlock
  * wakes it, the next judgement is due, or the deadline. The sleep is
- * THE SLEEP of leases_wait.c with the lock word for ctl: read `wake`,
- * raise `waiters`, load the lock word (all seq_cst) and sleep only if it
- * still holds the word judged; the unlock stores its word seq_cst and
- * then loads `waiters`, so either the waiter's load sees the unlock (no
+ * THE SLEEP of leases_wait.c with the lock's seq for ctl: read `wake`,
+ * raise `waiters`, load seq (all seq_cst) and sleep only if it is still
+ * the odd seq of the holding judged; the unlock moves seq by a swap (a
+ * full barrier) or a seq_cst store and then loads `waiters`, so either the waiter's load sees the unlock (no
  * sleep) or the unlock sees the waiter and bumps `wake` (FUTEX_WAIT's
  * compare fails, or FUTEX_WAKE finds it). Nothing spins past the first
  * LOCK_SPIN_LOOKS: a stopped locker costs its waiters a judgement every
@@ -142,10 +155,12 @@ struct lock_sleep {
     struct vigil_lock_wait judge;     /* vigil_lock_judge's memory of the words it looked at */
 };
 
-/* One round of waiting for the lock word w, read from *word: 1 when its
- * holder is provably dead, 0 to look again, VIGIL_EBUSY past the
- * deadline. */
-static int lock_sleep_round(struct lock_sleep *s, _Atomic uint64_t *word, uint64_t w, const void *where)
+/* One round of waiting for the lock pair {w, seq}, the pair's seq word at
+ * *seqw: 1 when its holder is provably dead (judged after the pair was
+ * read), 0 to look again, VIGIL_EBUSY past the deadline. The sleep watches
+ * seq, which every unlock and take-over moves. */
+static int lock_sleep_round(struct lock_sleep *s, _Atomic uint64_t *seqw, uint64_t w, uint64_t seq,
+                            const void *where)
 {
     if (s->looks < LOCK_SPIN_LOOKS) {
         s->looks++;
@@ -170,7 +185,7 @@ static int lock_sleep_round(struct lock_sleep *s, _Atomic uint64_t *word, uint64
     uint64_t until = s->next_judge < s->deadline ? s->next_judge : s->deadline;
     uint32_t v = atomic_load_explicit(s->wake, memory_order_seq_cst);
     atomic_fetch_add_explicit(s->waiters, 1, memory_order_seq_cst);
-    if (atomic_load_explicit(word, memory_order_seq_cst) == w)
+    if (atomic_load_explicit(seqw, memory_order_seq_cst) == seq)
         vigil_leases__futex_wait(s->wake, v, until - now);
     /* Relaxed: leaving orders nothing; a late decrement costs an unlocker
      * one useless wake. */
@@ -187,29 +202,40 @@ int vigil_leases__wait_locked(struct vigil_leases_entry *e, uint64_t *c, uint64_
             *c = w;
             return 0;
         }
-        int r = lock_sleep_round(&s, &e->ctl, w, e);
+        /* The pair as one moment had it, before any judgement of w: the
+         * take-over swaps from exactly this holding. */
+        uint64_t seq;
+        if (!vigil_pair_read(&e->ctl, &w, &seq))
+            continue; /* it moved under the read */
+        if (!(w & CTL_LOCKED))
+            continue;
+        int r = lock_sleep_round(&s, &e->seq, w, seq, e);
         if (r < 0)
             return r;
         if (r == 1)
-            vigil_leases__recover(e, w);
+            vigil_leases__recover(e, w, seq);
     }
 }
 
-int vigil_leases__bind_lock(struct vigil_leases_header *h, uint64_t deadline)
+int vigil_leases__bind_lock(struct vigil_leases_header *h, uint64_t deadline, uint64_t *held)
 {
     uint64_t me = my_lock_word();
     struct lock_sleep s = { .wake = &h->bind_wake, .waiters = &h->bind_waiters, .deadline = deadline };
     for (;;) {
-        uint64_t w = atomic_load_explicit(&h->bind_lock, memory_order_relaxed);
-        int r = 1;
-        if (w != 0 && (r = lock_sleep_round(&s, &h->bind_lock, w, h)) < 0)
+        /* Acquire (the pair's swaps are full barriers): this binder sees
+         * every key the previous one bound. */
+        if (vigil_pair_take(h->bind_lock, me, held) == 0)
+            return 0;
+        uint64_t w, seq;
+        if (!vigil_pair_read(h->bind_lock, &w, &seq) || !(seq & 1u))
+            continue; /* moved, or freed meanwhile: take again */
+        int r = lock_sleep_round(&s, &h->bind_lock[1], w, seq, h);
+        if (r < 0)
             return r;
-        /* Acquire: this binder sees every key the previous one bound.
-         * Taking over a dead binder's lock needs no repair: the lock guards
-         * a decision, not data; its half-made binding is an entry it had
-         * locked, which recovery clears. */
-        if (r == 1 && atomic_compare_exchange_strong_explicit(&h->bind_lock, &w, me, memory_order_acquire,
-                                                              memory_order_relaxed))
+        /* Taking over a dead binder's lock needs no repair: the lock
+         * guards a decision, not data; its half-made binding is an entry
+         * it had locked, which recovery clears. */
+        if (r == 1 && vigil_pair_take_over(h->bind_lock, w, seq, me, held))
             return 0;
     }
 }

@@ -4,11 +4,12 @@
  * release. The file layout is told in leases.c; the locks a change of
  * hands takes, and recovery from a locker that died, in leases_lock.c.
  *
- * Fields used (entry i, at 64 + i * 256; header counters: last_token at
- * 24, renewals_refused at 48, expiries at 56):
+ * Fields used (entry i, at 128 + i * 256; header counters: last_token at
+ * 24, renewals_refused at 64, expiries at 72):
  *
  *      0  u64    ctl: unlocked, generation (bits 62..42) | expiry ms (41..0)
- *      8  u64    token: the hand-over's, from the header's last_token + 1
+ *      8  u64    seq: the entry lock's sequence (leases_lock.c)
+ *     48  u64    token: the hand-over's, from the header's last_token + 1
  *     16  u64    ttl_ms: what a renewal extends the expiry by
  *     24  u32    hash: FNV-1a of the key, never 0 while bound
  *     28  u32    bound: 0 never used, 1 bound, 2 cleared (reusable)
@@ -133,8 +134,8 @@ static void fill_out(vigil_lease *out, const struct want *w, uint64_t token, uin
 }
 
 /* Writes a new hand-over into a locked entry and unlocks it. */
-static uint64_t hand_over(vigil_leases *ls, struct vigil_leases_entry *e, uint64_t c,
-                          const struct want *w, uint32_t pid, uint64_t now)
+static uint64_t hand_over(vigil_leases *ls, struct vigil_leases_entry *e, const struct entry_hold *held,
+                          uint64_t c, const struct want *w, uint64_t now)
 {
     /* Relaxed: the counter is ordered by the entry lock and the bind
      * path. This hand-over locked after the previous one of the same
@@ -147,11 +148,11 @@ static uint64_t hand_over(vigil_leases *ls, struct vigil_leases_entry *e, uint64
     hook(LP_TOKEN_WRITTEN);
     atomic_store_explicit(&e->ttl_ms, w->ttl_ms, memory_order_relaxed);
     words_store(e->owner, w->ow, 8);
-    atomic_store_explicit(&e->pid, pid, memory_order_relaxed);
+    atomic_store_explicit(&e->pid, vigil_lock_pid(held->me), memory_order_relaxed);
     hook(LP_FIELDS_WRITTEN);
     /* `now` was read before the lock: the lease runs from a moment before
      * it was granted, never past its TTL. */
-    entry_unlock(e, ctl_gen(c) + 1, expiry_for(now, w->ttl_ms));
+    entry_unlock(e, held, ctl_gen(c) + 1, expiry_for(now, w->ttl_ms));
     return token;
 }
 
@@ -169,7 +170,7 @@ static inline void count_expiry(vigil_leases *ls, uint64_t c)
 static int take(vigil_leases *ls, uint32_t i, const struct want *w, uint64_t deadline, vigil_lease *out)
 {
     struct vigil_leases_entry *e = &ls->entries[i];
-    uint64_t me = my_lock_word();
+    struct entry_hold held;
     for (unsigned attempt = 0; attempt < 64; attempt++) {
         uint64_t c;
         int err = vigil_leases__wait_unlocked(e, &c, deadline);
@@ -183,18 +184,18 @@ static int take(vigil_leases *ls, uint32_t i, const struct want *w, uint64_t dea
             return VIGIL_EBUSY;
         /* Lapsed or released: the lock is the take-over. A renewal racing
          * it CASes the same word; exactly one of the two moves it. */
-        if (!entry_lock_from(e, c, me))
+        if (!entry_lock_from(e, c, &held))
             continue;
         hook(LP_ENTRY_LOCKED);
         atomic_store_explicit(&e->gen_hint, (uint32_t)ctl_gen(c), memory_order_relaxed);
         /* Under the lock the key is stable: it changed hands between the
          * look-up and the lock if it no longer matches. */
         if (!key_matches(e, w->hash, w->kw)) {
-            entry_unlock(e, ctl_gen(c) + 1, ctl_exp(c));
+            entry_unlock(e, &held, ctl_gen(c) + 1, ctl_exp(c));
             return RESTART;
         }
         count_expiry(ls, c);
-        uint64_t token = hand_over(ls, e, c, w, vigil_lock_pid(me), now);
+        uint64_t token = hand_over(ls, e, &held, c, w, now);
         fill_out(out, w, token, i);
         return 0;
     }
@@ -204,7 +205,8 @@ static int take(vigil_leases *ls, uint32_t i, const struct want *w, uint64_t dea
 /* Binds the key to a reclaimable entry, under the bind lock. */
 static int bind(vigil_leases *ls, const struct want *w, uint64_t deadline, vigil_lease *out)
 {
-    int err = vigil_leases__bind_lock(ls->hdr, deadline);
+    uint64_t bheld;
+    int err = vigil_leases__bind_lock(ls->hdr, deadline, &bheld);
     if (err < 0)
         return err;
     hook(LP_BIND_LOCKED);
@@ -215,7 +217,7 @@ static int bind(vigil_leases *ls, const struct want *w, uint64_t deadline, vigil
     for (uint32_t j = 0; j < cap; j++) {
         uint32_t i = home + j < cap ? home + j : home + j - cap;
         if (key_matches(&ls->entries[i], w->hash, w->kw)) {
-            vigil_leases__bind_unlock(ls->hdr);
+            vigil_leases__bind_unlock(ls->hdr, bheld);
             return take(ls, i, w, deadline, out);
         }
     }
@@ -227,7 +229,7 @@ static int bind(vigil_leases *ls, const struct want *w, uint64_t deadline, vigil
     /* The first reclaimable entry in probe order from the key's home, so
      * that a look-up probing from there meets it before any never-used
      * entry: every entry before it is bound and held, or mid-change. */
-    uint64_t me = my_lock_word();
+    struct entry_hold held;
     for (uint32_t j = 0; j < cap; j++) {
         uint32_t i = home + j < cap ? home + j : home + j - cap;
         struct vigil_leases_entry *e = &ls->entries[i];
@@ -235,8 +237,15 @@ static int bind(vigil_leases *ls, const struct want *w, uint64_t deadline, vigil
             uint64_t c = atomic_load_explicit(&e->ctl, memory_order_acquire);
             if (c & CTL_LOCKED) {
                 /* A live locker is mid-change on a key of its own; skip it.
-                 * A dead one's entry is cleared and becomes reclaimable. */
-                if (!vigil_leases__locker_dead(c, e) || !vigil_leases__recover(e, c))
+                 * A dead one's entry is cleared and becomes reclaimable:
+                 * the pair read as one before the judgement, the take-over
+                 * from exactly it (THE ENTRY LOCK). */
+                uint64_t seq;
+                if (!vigil_pair_read(&e->ctl, &c, &seq))
+                    continue;
+                if (!(c & CTL_LOCKED))
+                    continue;
+                if (!vigil_leases__locker_dead(c, e) || !vigil_leases__recover(e, c, seq))
                     break;
                 continue;
             }
@@ -244,7 +253,7 @@ static int bind(vigil_leases *ls, const struct want *w, uint64_t deadline, vigil
             uint64_t now = vigil_lease_now_ns();
             if (b == ENTRY_BOUND && unexpired(ctl_exp(c), now))
                 break;
-            if (!entry_lock_from(e, c, me))
+            if (!entry_lock_from(e, c, &held))
                 continue; /* renewed, taken or released meanwhile: look again */
             hook(LP_ENTRY_LOCKED);
             atomic_store_explicit(&e->gen_hint, (uint32_t)ctl_gen(c), memory_order_relaxed);
@@ -260,13 +269,13 @@ static int bind(vigil_leases *ls, const struct want *w, uint64_t deadline, vigil
             words_store(e->key + 8, w->kw + 8, 8);
             atomic_store_explicit(&e->hash, w->hash, memory_order_relaxed);
             atomic_store_explicit(&e->bound, ENTRY_BOUND, memory_order_relaxed);
-            uint64_t token = hand_over(ls, e, c, w, vigil_lock_pid(me), now);
-            vigil_leases__bind_unlock(ls->hdr);
+            uint64_t token = hand_over(ls, e, &held, c, w, now);
+            vigil_leases__bind_unlock(ls->hdr, bheld);
             fill_out(out, w, token, i);
             return 0;
         }
     }
-    vigil_leases__bind_unlock(ls->hdr);
+    vigil_leases__bind_unlock(ls->hdr, bheld);
     return VIGIL_EFULL;
 }
 

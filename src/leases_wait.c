@@ -4,7 +4,7 @@
  * vigil_leases_acquire_wait, which sleeps on a futex in the key's entry
  * until a release wakes it or the holder's expiry comes.
  *
- * Fields used (entry i at 64 + i * 256; the rest is leases_ops.c's):
+ * Fields used (entry i at 128 + i * 256; the rest is leases_ops.c's):
  *
  *     40  u32  wake: futex word, +1 by a release that finds waiters
  *     44  u32  waiters: acquire_wait callers about to sleep or asleep (a hint)

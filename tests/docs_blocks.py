@@ -52,6 +52,12 @@ changes what is done with it; several directives are separated by ';':
                                     for word (then checked as its language says)
   <!-- check: before COMMAND -->    a shell command run first (to make the
                                     files a block opens, say), in the open
+  <!-- check: apart -->             the block runs in a directory of its own,
+                                    beside the document's other blocks rather
+                                    than after them (the document's `apart`
+                                    blocks run in order, in one directory): for
+                                    a long block the others do not need, such
+                                    as an install into a virtual environment
 
 No block is passed over silently: each is reported with what was done,
 and a block of a language not listed above fails the test, as does a
@@ -432,6 +438,8 @@ def rust_block(env: Env, block: Block, text: str, work: str, n: int, started: fl
     with open(os.path.join(project, "Cargo.toml"), "w") as f:
         f.write(f'[package]\nname = "docs-block-{n}"\nversion = "0.0.0"\nedition = "2021"\n\n'
                 f'[dependencies]\nvigil = {{ path = "{os.path.join(env.source, "rust")}"{features} }}\n')
+    # rustdoc's hidden lines ("# code", or a bare "#") are part of the program.
+    text = "\n".join(ln[2:] if ln.startswith("# ") else "" if ln == "#" else ln for ln in text.splitlines())
     if re.search(r"\bfn\s+main\s*\(", text):
         program = text
     else:
@@ -464,12 +472,30 @@ def finish(block: Block, what: str, status: Optional[int], want: int, forever: O
     return Outcome(block, what + (f" (status {want}, as documented)" if want else ""), True, took)
 
 
-def do_document(env: Env, path: str, rel: str) -> Tuple[List[Outcome], List[str]]:
+Part = List[Tuple[int, Block]]  # blocks run in order in one directory, with their index
+
+
+def parts(source: str, rel: str) -> Tuple[int, List[str], List[Part]]:
+    """A document's block count, its problems, and its parts: the blocks
+    run in order in the document's directory, and its `apart` ones."""
+    path = os.path.join(source, rel)
     blocks, problems = parse(path, rel)
-    problems += links(path, rel, env.source)
+    problems += links(path, rel, source)
+    main = [(i, b) for i, b in enumerate(blocks) if "apart" not in b.directives]
+    apart = [(i, b) for i, b in enumerate(blocks) if "apart" in b.directives]
+    return len(blocks), problems, [p for p in (main, apart) if p]
+
+
+def cost(part: Part) -> float:
+    """A guess at a part's length, for the longest to start first: a block
+    counts 1, and one allowed more than the default time its share more."""
+    return sum(1 + max(0.0, float(b.directives.get("timeout", TIMEOUT)) - TIMEOUT) / 20 for _, b in part)
+
+
+def do_part(env: Env, part: Part) -> List[Tuple[int, Outcome]]:
     work = tempfile.mkdtemp(prefix="vigil-docs-", dir=env.top)
     env.prepare(work)
-    return [do_block(env, b, work, i) for i, b in enumerate(blocks)], problems
+    return [(i, do_block(env, b, work, i)) for i, b in part]
 
 
 def documents(source: str) -> List[str]:
@@ -490,15 +516,19 @@ def main() -> int:
         return 2
     source, build = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     names = sys.argv[3:] or documents(source)
-    # The longest first (most blocks), so that the two workers end together;
-    # the report keeps the documents' order.
-    order = sorted(names, key=lambda rel: -len(parse(os.path.join(source, rel), rel)[0]))
+    docs = {rel: parts(source, rel) for rel in names}
+    # Every part of every document, the longest first, so that the workers
+    # end together; the report keeps the documents' order. Three at a time:
+    # most blocks wait (on a ticker, a child, a sleep) more than they compute.
+    order = sorted(((rel, part) for rel in names for part in docs[rel][2]), key=lambda job: -cost(job[1]))
     top = tempfile.mkdtemp(prefix="vigil-docs-")
     try:
         env = Env(source, build, top)
-        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-            done = dict(zip(order, pool.map(lambda rel: do_document(env, os.path.join(source, rel), rel), order)))
-            results = [done[rel] for rel in names]
+        with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:
+            outcomes: Dict[str, Dict[int, Outcome]] = {rel: {} for rel in names}
+            for (rel, _), done in zip(order, pool.map(lambda job: do_part(env, job[1]), order)):
+                outcomes[rel].update(done)
+            results = [([outcomes[rel][i] for i in range(docs[rel][0])], docs[rel][1]) for rel in names]
     finally:
         shutil.rmtree(top, ignore_errors=True)
     failed = 0

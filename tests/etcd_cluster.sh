@@ -16,7 +16,7 @@
 #                                       KILL for a crash); ports, data kept
 #   etcd_cluster.sh restart STATE I     member I again, same ports and data;
 #                                       waits until it serves
-#   etcd_cluster.sh freeze  STATE I     SIGSTOP: accepts, never answers
+#   etcd_cluster.sh freeze  STATE I     SIGSTOP, every thread stopped: accepts, never answers
 #   etcd_cluster.sh thaw    STATE I     SIGCONT
 #   etcd_cluster.sh leader  STATE       prints the leader's I (bounded)
 #   etcd_cluster.sh certs   DIR         with openssl: ca.pem, server.pem and
@@ -219,8 +219,11 @@ restart)
 freeze | thaw)
     m=$(member_dir "${3:-}") || exit 1
     etcd_alive "$m/pid" || die "member ${3} is not running"
-    [ "$cmd" = freeze ] && sig=STOP || sig=CONT
-    kill -$sig "$(cat "$m/pid")"
+    if [ "$cmd" = freeze ]; then
+        stop_and_wait "$(cat "$m/pid")" || die "member ${3} did not stop"
+    else
+        kill -CONT "$(cat "$m/pid")"
+    fi
     ;;
 leader)
     # Asks each live, answering member for its status: the one whose own

@@ -33,6 +33,27 @@ pid_gone() {
     [ "$(sed -n 's/^[0-9]* (.*) \(.\).*/\1/p' "/proc/$1/stat" 2>/dev/null)" = Z ]
 }
 
+# SIGSTOP to pid, and wait (bounded: 10 s) until every thread of it is
+# stopped: kill(2) returns before a group stop takes hold (the thread the
+# kernel picks to start it must get a CPU first, and on a loaded machine
+# the other threads go on serving meanwhile), so a freeze that only sent
+# the signal could be answered for a while after it. SIGCONT needs no such
+# wait (it wakes every thread as it is sent). 0, or 1 if still running.
+stop_and_wait() {
+    kill -STOP "$1" || return 1
+    _i=0
+    while [ $_i -lt 2000 ]; do
+        # Every thread's state in one read (quick: the test that froze
+        # it wants to act on a hung member before its clients notice);
+        # what is left once stopped threads (T, t) are taken out runs.
+        _run=$(cat /proc/"$1"/task/*/stat 2>/dev/null | sed -n 's/^.*) \(.\).*/\1/p' | tr -d 'Tt\n')
+        [ -z "$_run" ] && return 0
+        _i=$((_i + 1))
+        sleep 0.005
+    done
+    return 1
+}
+
 # Stops the etcd in PIDFILE with SIG (TERM by default), bounded: TERM gets
 # 10 s, then KILL. Removes PIDFILE.
 etcd_halt() {

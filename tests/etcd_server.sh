@@ -9,7 +9,7 @@
 #   etcd_server.sh stop   STATE   kill it, remove its data dir
 #   etcd_server.sh pause  STATE [TERM|KILL]   stop it, keep port and data
 #   etcd_server.sh resume STATE   start it again on the same port and data
-#   etcd_server.sh freeze STATE   SIGSTOP: it accepts but never answers
+#   etcd_server.sh freeze STATE   SIGSTOP, every thread stopped: it accepts but never answers
 #   etcd_server.sh thaw   STATE   SIGCONT
 #
 # The server is tuned for tests: election timeout 500 ms, so its minimum
@@ -128,7 +128,7 @@ resume)
     ;;
 freeze)
     running || die "no server running in $state"
-    kill -STOP "$(cat "$state/pid")"
+    stop_and_wait "$(cat "$state/pid")" || die "etcd did not stop"
     ;;
 thaw)
     running || die "no server running in $state"

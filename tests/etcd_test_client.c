@@ -762,8 +762,94 @@ static int test_wait_bounded_by_time_left(void)
     return 0;
 }
 
+/* Issue 19, item 5: expires_in_ms rounds as the lease store's does (time
+ * left rounded down, at least 1 while held; tests/test_leases_wait.c for
+ * the embedded side): etcd's whole seconds toward zero are taken as they
+ * come, a TTL of 0 (under a second either side, not revoked) is 1, and a
+ * negative one is expired that long ago. */
+static int test_expires_in_rounding(void)
+{
+    static const char TTL_ZERO[] = "{" HDR ",\"ID\":\"1234\",\"TTL\":\"0\",\"grantedTTL\":\"5\"}";
+    static const char TTL_MINUS1[] = "{" HDR ",\"ID\":\"1234\",\"TTL\":\"-1\",\"grantedTTL\":\"5\"}";
+    static const struct et_reply s[] = { { ET_REPLY, 200, HOLDER }, { ET_REPLY, 200, TTL_OK },
+                                         { ET_REPLY, 200, HOLDER }, { ET_REPLY, 200, TTL_ZERO },
+                                         { ET_REPLY, 200, HOLDER }, { ET_REPLY, 200, TTL_MINUS1 } };
+    static const struct {
+        unsigned state;
+        int64_t  ms;
+    } want[] = { { VIGIL_LEASE_HELD, 4000 }, { VIGIL_LEASE_HELD, 1 }, { VIGIL_LEASE_EXPIRED, -1000 } };
+    struct et_fake f;
+    EXPECT_RC(et_fake_start(&f, s, 6), 0);
+    vigil_etcd *e = et_connect(f.url);
+    int rc[3];
+    vigil_lease_info info[3];
+    for (int i = 0; i < 3; i++)
+        rc[i] = vigil_etcd_get(e, "k2", &info[i]);
+    vigil_etcd_close(e);
+    et_fake_stop(&f);
+    for (int i = 0; i < 3; i++) {
+        EXPECT_RC(rc[i], 0);
+        EXPECT(info[i].state == want[i].state && info[i].expires_in_ms == want[i].ms && info[i].ttl_ms == 5000,
+               "get %d: state %u expires_in_ms %lld ttl_ms %llu, expected state %u expires_in_ms %lld", i,
+               info[i].state, (long long)info[i].expires_in_ms, (unsigned long long)info[i].ttl_ms,
+               want[i].state, (long long)want[i].ms);
+    }
+    return 0;
+}
+
+/* struct vigil_etcd_options' limits are the handle's: request_timeout_ms
+ * cuts a request the server holds (1.5 s, then dropped) short, so the
+ * call says the time ran out (-ETIMEDOUT) where the default 3 s would have
+ * seen the drop (-ECONNRESET); dial_timeout_ms cuts a connect that is
+ * never answered (a listener whose accept queue is full drops the SYN)
+ * short in the connect phase, as curl's own words say. */
+static int test_connect_opts_limits(void)
+{
+    static const struct et_reply s[] = { { ET_HANG, 0, NULL }, { ET_HANG, 0, NULL } };
+    struct et_fake f;
+    EXPECT_RC(et_fake_start(&f, s, 2), 0);
+    vigil_etcd *e = NULL, *d = NULL;
+    struct vigil_etcd_options o = { .request_timeout_ms = 300 };
+    EXPECT_RC(vigil_etcd_connect_opts(f.url, &o, &e), 0);
+    vigil_lease_info info;
+    int cut = vigil_etcd_get(e, "k", &info);
+    vigil_etcd_close(e);
+    EXPECT_RC(vigil_etcd_connect(f.url, &e), 0);
+    int dropped = vigil_etcd_get(e, "k", &info);
+    vigil_etcd_close(e);
+    et_fake_stop(&f);
+    EXPECT_RC(cut, -ETIMEDOUT);
+    EXPECT(dropped != -ETIMEDOUT && et_transient(dropped), "the default limit: expected the drop, got %d (%s)",
+           dropped, vigil_strerror(dropped));
+
+    /* A listener with a backlog of 0 queues one connection (ours, never
+     * accepted), then drops every SYN. */
+    int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int filler = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t al = sizeof(a);
+    EXPECT(ls >= 0 && filler >= 0 && bind(ls, (struct sockaddr *)&a, sizeof(a)) == 0 && listen(ls, 0) == 0 &&
+               getsockname(ls, (struct sockaddr *)&a, &al) == 0 &&
+               connect(filler, (struct sockaddr *)&a, sizeof(a)) == 0,
+           "listener: %s", strerror(errno));
+    char url[64];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", ntohs(a.sin_port));
+    o = (struct vigil_etcd_options){ .dial_timeout_ms = 200, .request_timeout_ms = 20000 };
+    EXPECT_RC(vigil_etcd_connect_opts(url, &o, &d), 0);
+    int dial = vigil_etcd_get(d, "k", &info);
+    char why[256];
+    snprintf(why, sizeof(why), "%s", vigil_etcd_errmsg());
+    vigil_etcd_close(d);
+    close(filler);
+    close(ls);
+    EXPECT(dial == -ETIMEDOUT && strstr(why, "onnect"), "a connect never answered: %d (%s), '%s'", dial,
+           vigil_strerror(dial), why);
+    return 0;
+}
+
 VT_MAIN(VT_CASE(test_base64), VT_CASE(test_endpoints), VT_CASE(test_arguments), VT_CASE(test_parse_grant),
         VT_CASE(test_parse_acquire), VT_CASE(test_queue_bodies), VT_CASE(test_parse_queue), VT_CASE(test_parse_keepalive), VT_CASE(test_parse_txn_revoke),
         VT_CASE(test_parse_hostile), VT_CASE(test_unreachable), VT_CASE(test_fake_cycle),
         VT_CASE(test_fake_endpoints), VT_CASE(test_fake_prefix), VT_CASE(test_fake_hostile), VT_CASE(test_wait_bounded_by_time_left),
-        VT_CASE(test_revoke_landed_and_expired_holder))
+        VT_CASE(test_revoke_landed_and_expired_holder), VT_CASE(test_expires_in_rounding),
+        VT_CASE(test_connect_opts_limits))

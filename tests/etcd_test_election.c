@@ -86,18 +86,20 @@ static int test_session_keys(void)
 static int test_resign_hands_on(void)
 {
     NEED_ETCD();
-    vigil_etcd *e = et_connect(url);
-    vigil_etcd_session *s = session(e, 3000);
     const char *k = et_key("resign"), *kept = et_key("kept");
-    vigil_lease l, lk;
-    EXPECT_RC(vigil_etcd_session_acquire(s, k, "first", &l), 0);
-    EXPECT_RC(vigil_etcd_session_acquire(s, kept, "first", &lk), 0);
-    int fds[2];
-    EXPECT(pipe(fds) == 0, "pipe");
+    int fds[2], go[2];
+    EXPECT(pipe(fds) == 0 && pipe(go) == 0, "pipe");
+    /* The waiter is forked before this process has a keepalive thread: a
+     * forked copy of a threaded process must not start threads. It waits
+     * for the word that the key is held. */
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {
         close(fds[0]);
+        close(go[1]);
+        char c;
+        if (read(go[0], &c, 1) != 1)
+            _exit(3);
         vigil_etcd *we = et_connect(url);
         vigil_etcd_session *ws = session(we, 3000);
         vigil_lease w;
@@ -107,6 +109,14 @@ static int test_resign_hands_on(void)
         _exit(0);
     }
     close(fds[1]);
+    close(go[0]);
+    vigil_etcd *e = et_connect(url);
+    vigil_etcd_session *s = session(e, 3000);
+    vigil_lease l, lk;
+    EXPECT_RC(vigil_etcd_session_acquire(s, k, "first", &l), 0);
+    EXPECT_RC(vigil_etcd_session_acquire(s, kept, "first", &lk), 0);
+    EXPECT(write(go[1], "g", 1) == 1, "the waiter is gone");
+    close(go[1]);
     struct vt_proc p = { .pid = pid, .fd = fds[0] };
     bool queued = VT_WAIT_FOR(et_count_under(e, k) == 2, 10000);
     EXPECT_RC(vigil_etcd_resign(e, &l), 0);

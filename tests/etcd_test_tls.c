@@ -162,6 +162,96 @@ static int test_namespace(void)
     return 0;
 }
 
+/* The namespace covers the waits too: a waiter in it queues behind a
+ * holder of NS KEY taken without it and has the key once that holder lets
+ * go (its look and its watch on the namespaced keys); an observer in it
+ * reports KEY's holders by the name it was given; a session's key is
+ * NS KEY in etcd. */
+static int test_namespace_wait_observe(void)
+{
+    NEED_TLS();
+    const char *k = tkey("ns-wait"), *ks = tkey("ns-session");
+    char ns[64], full[300], full_s[300];
+    snprintf(ns, sizeof(ns), "%sns-w-%d/", ET_USER_PFX, (int)getpid());
+    snprintf(full, sizeof(full), "%s%s", ns, k);
+    snprintf(full_s, sizeof(full_s), "%s%s", ns, ks);
+    vigil_etcd *n = tls_connect((struct vigil_etcd_options){ .namespace = ns });
+    vigil_etcd *plain = tls_connect((struct vigil_etcd_options){ 0 });
+    vigil_lease out;
+    EXPECT_RC(vigil_etcd_acquire(plain, full, "outside", 3000, &out), 0);
+    vigil_etcd_observer *o = NULL;
+    EXPECT_RC(vigil_etcd_observe(n, k, &o), 0);
+    vigil_lease_info first = { 0 }, next = { 0 }, seen = { 0 };
+    int r0 = vigil_etcd_observer_next(o, &first, 10000 * 1000000ull);
+    int fds[2], go[2];
+    EXPECT(pipe(fds) == 0 && pipe(go) == 0, "pipe: %s", strerror(errno));
+    fflush(NULL);
+    struct vt_proc w = { .pid = fork() };
+    if (w.pid == 0) {
+        close(fds[0]);
+        close(go[1]);
+        vigil_etcd *we = tls_connect((struct vigil_etcd_options){ .namespace = ns });
+        vigil_lease l;
+        int rc = vigil_etcd_acquire_wait(we, k, "inside", 3000, 20000 * 1000000ull, &l);
+        dprintf(fds[1], "got %d %llu %s\n", rc, rc == 0 ? (unsigned long long)l.token : 0ull, rc == 0 ? l.key : "");
+        char c;
+        if (rc == 0 && read(go[0], &c, 1) == 1) /* held until the parent has looked */
+            rc = vigil_etcd_release(we, &l);
+        _exit(rc == 0 ? 0 : 1);
+    }
+    close(fds[1]);
+    close(go[0]);
+    w.fd = fds[0];
+    bool queued = VT_WAIT_FOR(et_count_under(plain, full) == 2, 10000);
+    int rel = vigil_etcd_release(plain, &out);
+    bool got = vt_read_until(&w, "\n", 20000);
+    /* The observer: the outside holder, then the waiter (once or after a
+     * vacancy between them). */
+    int r1 = vigil_etcd_observer_next(o, &next, 10000 * 1000000ull);
+    seen = next;
+    if (r1 == 0 && seen.state != VIGIL_LEASE_HELD)
+        r1 = vigil_etcd_observer_next(o, &seen, 10000 * 1000000ull);
+    (void)!write(go[1], "r", 1);
+    close(go[1]);
+    int st = vt_wait(w.pid, 10000);
+    close(w.fd);
+    vigil_etcd_observer_close(o);
+    /* A session in the namespace. */
+    vigil_etcd_session *sess = NULL;
+    vigil_lease sl;
+    vigil_lease_info si = { 0 };
+    int so = vigil_etcd_session_open(n, 3000, &sess);
+    int sa = so == 0 ? vigil_etcd_session_acquire(sess, ks, "sess", &sl) : so;
+    int sg = sa == 0 ? vigil_etcd_get(plain, full_s, &si) : sa;
+    int sc = vigil_etcd_session_close(sess);
+    vigil_lease_info after;
+    int sgone = vigil_etcd_get(plain, full_s, &after);
+    vigil_etcd_close(n);
+    vigil_etcd_close(plain);
+    EXPECT(r0 == 0 && first.state == VIGIL_LEASE_HELD && strcmp(first.owner, "outside") == 0 &&
+               strcmp(first.key, k) == 0,
+           "the observer's first report: %d state %u owner '%s' key '%s'", r0, first.state, first.owner, first.key);
+    EXPECT(queued, "the waiter in the namespace never queued under %s", full);
+    EXPECT_RC(rel, 0);
+    unsigned long long token = 0;
+    int rc = -1;
+    char lkey[300] = "";
+    EXPECT(got && sscanf(w.buf, "got %d %llu %299s", &rc, &token, lkey) == 3 && rc == 0 && token > out.token &&
+               strcmp(lkey, k) == 0,
+           "the waiter in the namespace: '%s'", w.buf);
+    EXPECT(st == 0, "the waiter exited %d", st);
+    EXPECT(r1 == 0 && seen.state == VIGIL_LEASE_HELD && strcmp(seen.owner, "inside") == 0 && seen.token == token &&
+               strcmp(seen.key, k) == 0,
+           "the observer after the hand-over: %d state %u owner '%s' token %llu key '%s'", r1, seen.state,
+           seen.owner, (unsigned long long)seen.token, seen.key);
+    EXPECT_RC(so, 0);
+    EXPECT_RC(sa, 0);
+    EXPECT(sg == 0 && strcmp(si.owner, "sess") == 0, "the session's key in etcd: %d owner '%s'", sg, si.owner);
+    EXPECT_RC(sc, 0);
+    EXPECT_RC(sgone, VIGIL_EVACANT);
+    return 0;
+}
+
 /* ---- with `etcdctl auth enable` ------------------------------------------------ */
 
 static int test_auth(void)
@@ -251,5 +341,74 @@ static int test_etcdctl_under_tls_and_auth(void)
     return 0;
 }
 
-VT_MAIN(VT_CASE(test_mutual_tls), VT_CASE(test_tls_refusals), VT_CASE(test_namespace), VT_CASE(test_auth),
-        VT_CASE(test_etcdctl_under_tls_and_auth))
+/* A vigil waiter under TLS and auth, behind `etcdctl lock`: its requests
+ * and its watch carry its token; with a TTL of 10 s its renewals come
+ * 3.2 s apart, past the token's 2 s idle life (--auth-token-ttl=2), so the
+ * token lapses while it waits and is renewed (a refusal, then
+ * authenticate again), its place kept; and it has the key once etcdctl
+ * lets go, with a greater token. */
+static int test_waiter_under_auth(void)
+{
+    NEED_TLS();
+    NEED_ETCDCTL();
+    EXPECT(et_tls_auth(url, certs, true) == 0, "etcdctl could not enable auth");
+    vigil_etcd *e = tls_connect((struct vigil_etcd_options){ .user = ET_USER, .password = ET_USER_PW });
+    const char *k = tkey("auth-wait");
+    char name[200];
+    snprintf(name, sizeof(name), "%s/", k);
+    struct vt_proc ctl;
+    EXPECT(ET_TLS_CTL(&ctl, url, certs, ET_USER ":" ET_USER_PW, "lock", k) == 0, "spawning etcdctl failed");
+    bool held = vt_read_until(&ctl, name, 15000);
+    vigil_lease_info info = { 0 };
+    int g = vigil_etcd_get(e, k, &info);
+    int fds[2];
+    EXPECT(pipe(fds) == 0, "pipe: %s", strerror(errno));
+    fflush(NULL);
+    struct vt_proc w = { .pid = held ? fork() : -1 };
+    if (w.pid == 0) {
+        close(fds[0]);
+        vigil_etcd *we = tls_connect((struct vigil_etcd_options){ .user = ET_USER, .password = ET_USER_PW });
+        vigil_lease l;
+        int rc = vigil_etcd_acquire_wait(we, k, "waiter", 10000, 60000 * 1000000ull, &l);
+        dprintf(fds[1], "got %d %llu %s\n", rc, rc == 0 ? (unsigned long long)l.token : 0ull,
+                rc == 0 ? "" : vigil_etcd_errmsg());
+        if (rc == 0)
+            rc = vigil_etcd_release(we, &l);
+        vigil_etcd_close(we);
+        _exit(rc == 0 ? 0 : 1);
+    }
+    close(fds[1]);
+    w.fd = fds[0];
+    bool queued = w.pid > 0 && VT_WAIT_FOR(et_count_under(e, k) == 2, 10000);
+    /* Its token lapses and a renewal authenticates again (nobody else
+     * does meanwhile: etcdctl's stream and our idle handle need not); the
+     * waiter is still waiting. */
+    static const char *const authn[] = { "Authenticate", NULL };
+    long long a0 = et_grpc_started(e, authn);
+    bool again = queued && a0 >= 0 && VT_WAIT_FOR(et_grpc_started(e, authn) > a0, 15000);
+    bool early = queued && vt_read_until(&w, "\n", 200);
+    int st = vt_stop(&ctl, SIGTERM, 10000);
+    bool got = early || (w.pid > 0 && vt_read_until(&w, "\n", 20000));
+    int wst = w.pid > 0 ? vt_wait(w.pid, 10000) : -1;
+    close(w.fd);
+    int off = et_tls_auth(url, certs, false);
+    vigil_etcd_close(e);
+    EXPECT(held, "etcdctl lock did not get a free key: '%s'", ctl.buf);
+    EXPECT_RC(g, 0);
+    EXPECT(queued, "the waiter never queued under auth");
+    EXPECT(again, "the waiter's token never lapsed and was renewed (Authenticate count %lld)", a0);
+    EXPECT(!early, "the waiter returned while etcdctl held the key: '%s'", w.buf);
+    EXPECT(st == 0, "etcdctl lock exited %d on SIGTERM", st);
+    int rc = -1;
+    unsigned long long token = 0;
+    EXPECT(got && sscanf(w.buf, "got %d %llu", &rc, &token) == 2 && rc == 0 && token > info.token,
+           "the waiter under auth did not get the key etcdctl let go (etcdctl's token %llu): '%s'",
+           (unsigned long long)info.token, w.buf);
+    EXPECT(wst == 0, "the waiter exited %d", wst);
+    EXPECT(off == 0, "etcdctl could not disable auth");
+    return 0;
+}
+
+VT_MAIN(VT_CASE(test_mutual_tls), VT_CASE(test_tls_refusals), VT_CASE(test_namespace),
+        VT_CASE(test_namespace_wait_observe), VT_CASE(test_auth),
+        VT_CASE(test_etcdctl_under_tls_and_auth), VT_CASE(test_waiter_under_auth))

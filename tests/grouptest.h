@@ -169,6 +169,27 @@ static inline void gt_child_main(const char *url, const char *group, const char 
     _exit(0);
 }
 
+/*
+ * A member child is this test program run again (the parent has threads
+ * by now, keepalives among them, and a forked copy of a threaded process
+ * must not start threads of its own: ThreadSanitizer refuses it, and a
+ * lock another thread held at the fork would never be released). The
+ * child's part comes in the environment and runs from this constructor,
+ * before main; its pipes are descriptors GT_CHILD_IN and GT_CHILD_OUT.
+ */
+enum { GT_CHILD_IN = 100, GT_CHILD_OUT = 101 };
+
+__attribute__((constructor)) static void gt_child_entry(void)
+{
+    const char *url = getenv("VIGIL_GT_URL");
+    if (!url)
+        return;
+    const char *host = getenv("VIGIL_GT_HOST");
+    gt_child_main(url, getenv("VIGIL_GT_GROUP"), getenv("VIGIL_GT_NAME"),
+                  strtoull(getenv("VIGIL_GT_TTL"), NULL, 10), getenv("VIGIL_GT_DIR"), host && *host ? host : NULL,
+                  GT_CHILD_IN, GT_CHILD_OUT);
+}
+
 /* Starts a member child; false if it did not join (its answer in c->line). */
 static inline bool gt_child_start(struct gt_child *c, const char *url, const char *group, const char *name,
                                   uint64_t ttl, const char *dir, const char *host)
@@ -177,15 +198,41 @@ static inline bool gt_child_start(struct gt_child *c, const char *url, const cha
     memset(c, 0, sizeof(*c));
     if (pipe2(a, O_CLOEXEC) != 0 || pipe2(b, O_CLOEXEC) != 0)
         return false;
+    /* Everything the child needs is made before the fork: between fork
+     * and exec it only moves descriptors. */
+    extern char **environ;
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **env = calloc(n + 8, sizeof(*env));
+    char vars[6][600];
+    if (!env)
+        return false;
+    memcpy(env, environ, n * sizeof(*env));
+    snprintf(vars[0], sizeof(vars[0]), "VIGIL_GT_URL=%s", url);
+    snprintf(vars[1], sizeof(vars[1]), "VIGIL_GT_GROUP=%s", group);
+    snprintf(vars[2], sizeof(vars[2]), "VIGIL_GT_NAME=%s", name);
+    snprintf(vars[3], sizeof(vars[3]), "VIGIL_GT_TTL=%llu", (unsigned long long)ttl);
+    snprintf(vars[4], sizeof(vars[4]), "VIGIL_GT_DIR=%s", dir ? dir : "");
+    snprintf(vars[5], sizeof(vars[5]), "VIGIL_GT_HOST=%s", host ? host : "");
+    for (int i = 0; i < 6; i++)
+        env[n + (size_t)i] = vars[i];
+    char *argv[] = { (char *)"gt-child", NULL };
     fflush(NULL);
     c->pid = fork();
-    if (c->pid < 0)
+    if (c->pid < 0) {
+        free(env);
         return false;
-    if (c->pid == 0) {
-        close(a[1]);
-        close(b[0]);
-        gt_child_main(url, group, name, ttl, dir ? dir : "", host, a[0], b[1]);
     }
+    if (c->pid == 0) {
+        /* dup2 clears close-on-exec on the copies. */
+        if (dup2(a[0], GT_CHILD_IN) < 0 || dup2(b[1], GT_CHILD_OUT) < 0 ||
+            fcntl(GT_CHILD_IN, F_SETFD, 0) < 0 || fcntl(GT_CHILD_OUT, F_SETFD, 0) < 0)
+            _exit(2);
+        execve("/proc/self/exe", argv, env);
+        _exit(127);
+    }
+    free(env);
     close(a[0]);
     close(b[1]);
     c->in = a[1];

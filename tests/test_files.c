@@ -202,7 +202,10 @@ static int test_wrong_version(void)
     const char *p = vt_path("version.hb");
     size_t size;
     uint8_t *b = image(2, &size);
-    static const uint32_t versions[] = { 0, VIGIL_LAYOUT_VERSION + 1, 0x01000000, UINT32_MAX };
+    /* VIGIL_LAYOUT_VERSION - 1: a file of the layout before registrations
+     * were named by generation (pids instead), never to be reinterpreted. */
+    static const uint32_t versions[] = { 0, VIGIL_LAYOUT_VERSION - 1, VIGIL_LAYOUT_VERSION + 1, 0x01000000,
+                                         UINT32_MAX };
     for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
         put32(b, 8, versions[i]);
         EXPECT_RC(write_file(p, b, size), 0);

@@ -97,8 +97,11 @@ static int test_transient_forever_lost(void)
     EXPECT(lost_at - t0 >= 300 * MS, "lost %.1f ms after start, before the 300 ms TTL", (lost_at - t0) / 1e6);
     printf("silent port: lost %.1f ms after start, TTL 300 ms\n", (lost_at - t0) / 1e6);
     EXPECT_RC(vigil_keepalive_stop(ka), VIGIL_ELOST);
+    /* At most one try per beat (a third of the TTL): never a retry storm.
+     * At least the first; a second is not asserted, since a loaded machine
+     * may delay the second beat past the TTL (CI saw 1). */
     int n = atomic_load(&pl->calls);
-    EXPECT(n >= 2 && n <= 4, "%d renewals tried within one TTL at a third of it", n);
+    EXPECT(n >= 1 && n <= 4, "%d renewals tried within one TTL at a third of it", n);
     return 0;
 }
 

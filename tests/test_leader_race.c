@@ -7,7 +7,9 @@
  * while membership changes between rounds: never two coordinators among
  * live slots, every elector agrees on (leader, term), and the term rises
  * exactly once per change (the electors' "changed" answers add up to the
- * term's rise, and that is 1 exactly when the lowest live pid moved).
+ * term's rise, and that is 1 exactly when the lowest live pid moved); a
+ * reader process calling vigil_leader_get all along never sees one term
+ * with two leaders, nor the term go back.
  *
  * An elector killed at each step of a change (vigil_elect_hook) leaves
  * the leader and the term agreeing, the change installed whole or not at
@@ -88,8 +90,14 @@ static int test_kill_leader(void)
     return 0;
 }
 
+#define MAX_TERMS 1024
+
 struct race {
     _Atomic int      ready;
+    _Atomic int      stop_reader;
+    _Atomic uint32_t term_slot[MAX_TERMS]; /* slot + 1 the reader saw with each term, 0 none yet */
+    _Atomic uint64_t reads;                /* the reader's accepted reads */
+    _Atomic uint32_t reader_bad;           /* a term read with two slots, or going back */
     struct vt_gate   gate;        /* armed by the parent, opened by elector 0 */
     _Atomic uint32_t changed[ELECTORS];
     _Atomic uint32_t errors[ELECTORS];
@@ -137,6 +145,44 @@ static pid_t spawn_elector(const char *path, struct race *r, int idx)
     _exit(0);
 }
 
+/* The reader: vigil_leader_get all along, each term's leader noted the
+ * first time and every later read of that term checked against it ({term,
+ * leader} change together, by one swap: a reader never pairs a term with
+ * another change's leader). A read-only handle, as `vigil inspect` has. */
+static pid_t spawn_reader(const char *path, struct race *r)
+{
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid;
+    vigil_hb *hb;
+    if (vigil_hb_open_readonly(path, 0, &hb) < 0)
+        _exit(3);
+    uint64_t last = 0;
+    /* At least one batch, however late this process first runs: a leader
+     * stands once the rounds are over, so the reads are never none. */
+    do {
+        for (int i = 0; i < 64; i++) {
+            vigil_leader got;
+            if (vigil_leader_get(hb, &got) != 0)
+                continue; /* no leader yet, or busy: nothing to check */
+            if (got.term < last || got.term >= MAX_TERMS) {
+                atomic_fetch_add(&r->reader_bad, 1);
+                continue;
+            }
+            last = got.term;
+            uint32_t seen = 0;
+            if (!atomic_compare_exchange_strong(&r->term_slot[got.term], &seen, got.slot + 1) &&
+                seen != got.slot + 1)
+                atomic_fetch_add(&r->reader_bad, 1);
+            atomic_fetch_add(&r->reads, 1);
+        }
+        struct timespec ts = { 0, 50000 }; /* leave the electors the CPUs */
+        nanosleep(&ts, NULL);
+    } while (!atomic_load(&r->stop_reader));
+    vigil_hb_close(hb);
+    _exit(0);
+}
+
 /* Deterministic pseudo-random membership changes between rounds. */
 static uint32_t rng(uint32_t *x)
 {
@@ -172,6 +218,7 @@ static int test_racing_electors(void)
     pid_t el[ELECTORS];
     for (int i = 0; i < ELECTORS; i++)
         el[i] = spawn_elector(path, r, i);
+    pid_t reader = spawn_reader(path, r);
     EXPECT(VT_WAIT_FOR(atomic_load(&r->ready) == ELECTORS, 5000), "electors not ready");
 
     uint32_t seed = 0x9e3779b9u, prev_leader = 0;
@@ -262,6 +309,11 @@ static int test_racing_electors(void)
     }
     for (int i = 0; i < ELECTORS; i++)
         EXPECT(vt_wait(el[i], 10000) == 0, "elector %d failed", i);
+    atomic_store(&r->stop_reader, 1);
+    EXPECT(vt_wait(reader, 10000) == 0, "the reader failed");
+    EXPECT(atomic_load(&r->reader_bad) == 0 && atomic_load(&r->reads) > 0,
+           "the reader saw a term with two leaders, or the term go back, %u times in %llu reads",
+           atomic_load(&r->reader_bad), (unsigned long long)atomic_load(&r->reads));
     EXPECT(atomic_load(&hb->hdr->term) == changes_expected, "term %llu after %u changes",
            (unsigned long long)atomic_load(&hb->hdr->term), changes_expected);
     munmap(r, sizeof(*r));

@@ -444,11 +444,12 @@ static int test_dead_locker_recovered(void)
     EXPECT(b.token > a.token, "token after recovery %llu, before %llu", (unsigned long long)b.token,
            (unsigned long long)a.token);
 
-    /* The bind lock of a dead binder. */
-    atomic_store(&ls->hdr->bind_lock, vigil_lock_word_of((uint32_t)vt_unused_pid(), vigil_self_pidns(), 1));
+    /* The bind lock (a lock pair: word, odd seq while held) of a dead binder. */
+    atomic_store(&ls->hdr->bind_lock[0], vigil_lock_word_of((uint32_t)vt_unused_pid(), vigil_self_pidns(), 1));
+    atomic_store(&ls->hdr->bind_lock[1], (atomic_load(&ls->hdr->bind_lock[1]) + 1) | 1);
     vigil_lease c;
     EXPECT_RC(vigil_leases_acquire(ls, "fresh-key", "z", 1000, &c), 0);
-    EXPECT(atomic_load(&ls->hdr->bind_lock) == 0, "bind lock left held");
+    EXPECT((atomic_load(&ls->hdr->bind_lock[1]) & 1) == 0, "bind lock left held");
 
     /* A lock word naming a live process that maps the store (a child of
      * ours) with its true start time: waited for, then EBUSY; nothing is

@@ -62,7 +62,7 @@ static int test_create_rules(void)
     struct stat st;
     EXPECT(stat(path, &st) == 0 && (st.st_mode & 07777) == 0600, "expected mode 0600, got %o",
            (unsigned)(st.st_mode & 07777));
-    EXPECT(st.st_size == 64 + 8 * 256, "expected size %d, got %lld", 64 + 8 * 256, (long long)st.st_size);
+    EXPECT(st.st_size == 128 + 8 * 256, "expected size %d, got %lld", 128 + 8 * 256, (long long)st.st_size);
     vigil_leases *ls = NULL;
     EXPECT_RC(vigil_leases_create(path, 8, &ls), -EEXIST);
     EXPECT_RC(vigil_leases_create(path, 4, &ls), -EEXIST);
@@ -119,11 +119,11 @@ static int test_open_refuses(void)
 
     /* The size must be exactly header + capacity entries. */
     const char *trunc = make_store("trunc.leases", 4);
-    EXPECT(truncate(trunc, 64 + 3 * 256) == 0, "truncate");
+    EXPECT(truncate(trunc, 128 + 3 * 256) == 0, "truncate");
     if (expect_open(trunc, VIGIL_EBADFILE, "one entry short"))
         return 1;
     const char *longer = make_store("long.leases", 4);
-    EXPECT(truncate(longer, 64 + 4 * 256 + 1) == 0, "truncate");
+    EXPECT(truncate(longer, 128 + 4 * 256 + 1) == 0, "truncate");
     if (expect_open(longer, VIGIL_EBADFILE, "a byte long"))
         return 1;
 

@@ -7,7 +7,9 @@
  * token and its late renewal is refused; a stopped holder's keepalive is
  * refused on resuming; a process killed at every step inside a change, and
  * at random moments in a loop of changes, leaves a store that serves
- * every key again within a bounded time.
+ * every key again within a bounded time; a waiter that judged a dead
+ * locker and stalled never takes the lock from a newcomer whose lock word
+ * equals the dead one's (the lock pair's seq).
  */
 #include "testutil.h"
 
@@ -281,7 +283,7 @@ static const char *point_name(int p)
 {
     static const char *names[] = { "?", "bind locked", "entry locked", "token taken", "token written",
                                    "key half written", "fields written", "recovery locked", "renew checked",
-                                   "wait found" };
+                                   "wait found", "recovery judged" };
     _Static_assert(sizeof(names) / sizeof(names[0]) == LP_MAX, "a name for every point");
     return p > 0 && p < LP_MAX ? names[p] : "?";
 }
@@ -341,7 +343,7 @@ static int run_point(int point, enum scenario sc, int *died_out)
     if (old.token)
         EXPECT_RC(vigil_leases_renew(ls, &old), VIGIL_ELOST);
     EXPECT(bound_count(ls, "k") == 1, "point %s: k bound in %d entries", point_name(point), bound_count(ls, "k"));
-    EXPECT(atomic_load(&ls->hdr->bind_lock) == 0, "point %s: the bind lock stayed with the dead child",
+    EXPECT((atomic_load(&ls->hdr->bind_lock[1]) & 1) == 0, "point %s: the bind lock stayed with the dead child",
            point_name(point));
     EXPECT_RC(vigil_leases_renew(ls, &bystander), 0);
     vigil_lease_info info;
@@ -410,7 +412,7 @@ static int test_killed_at_random(void)
         for (uint32_t i = 0; i < 4; i++)
             if (vigil_leases_entry(ls, i, &info) == VIGIL_EBUSY)
                 wedged_seen++;
-        wedged_seen += atomic_load(&ls->hdr->bind_lock) != 0;
+        wedged_seen += (atomic_load(&ls->hdr->bind_lock[1]) & 1) != 0;
         /* Every lease the child held lapses within 3 ms; after that every
          * key it used must be served (the store has room for four). */
         vt_sleep_ms(5);
@@ -459,15 +461,29 @@ static int renewal_preempted(bool taken)
     vigil_leases *ls = vt_leases_fresh(name, 4);
     renew_parked = vt_shared(sizeof(*renew_parked));
     vigil_lease l;
-    EXPECT_RC(vigil_leases_acquire(ls, "k", "renewer", 50, &l), 0);
-    pid_t kid = fork();
-    if (kid == 0) {
-        vigil_leases_hook = stop_at_renew;
-        _exit(vigil_leases_renew(ls, &l) == (taken ? VIGIL_ELOST : 0) ? 0 : 1);
+    pid_t kid = -1;
+    /* The renewal must judge the lease unexpired before it parks: a
+     * machine that stalls the child past the 200 ms TTL first makes it
+     * return VIGIL_ELOST unparked (a stress run saw it at 50 ms); then
+     * the round is tried again with a fresh lease. */
+    for (int attempt = 0; attempt < 5; attempt++) {
+        EXPECT_RC(vigil_leases_acquire(ls, "k", "renewer", 200, &l), 0);
+        kid = fork();
+        if (kid == 0) {
+            vigil_leases_hook = stop_at_renew;
+            _exit(vigil_leases_renew(ls, &l) == (taken ? VIGIL_ELOST : 0) ? 0 : 1);
+        }
+        int st;
+        while (!atomic_load(renew_parked) && waitpid(kid, &st, WNOHANG) == 0)
+            vt_sleep_ms(1);
+        if (atomic_load(renew_parked))
+            break;
+        kid = -1; /* exited unparked: its lease lapsed first */
+        vt_sleep_ms(250);
     }
-    EXPECT(VT_WAIT_FOR(atomic_load(renew_parked), 20000), "the renewal never reached its CAS");
+    EXPECT(kid > 0, "the renewal never reached its CAS");
     EXPECT(waitpid(kid, NULL, WUNTRACED) == kid, "renewer not stopped");
-    vt_sleep_ms(80); /* past the 50 ms lease, with the renewal judged */
+    vt_sleep_ms(250); /* past the 200 ms lease, with the renewal judged */
     vigil_lease t;
     if (taken)
         EXPECT_RC(vigil_leases_acquire(ls, "k", "taker", 60000, &t), 0);
@@ -494,6 +510,98 @@ static int test_renewal_preempted_past_expiry(void)
     return renewal_preempted(true) || renewal_preempted(false);
 }
 
+/* ---- a lock word that recurs ---------------------------------------------- */
+
+static _Atomic int judged_stops;
+
+/* Stops this process at each judgement of a dead locker, before its
+ * take-over: the test decides how long the stall lasts. */
+static void stop_when_judged(int point)
+{
+    if (point == LP_RECOVER_JUDGED) {
+        atomic_fetch_add(&judged_stops, 1);
+        raise(SIGSTOP);
+    }
+}
+
+static bool wait_stopped(pid_t kid, unsigned ms)
+{
+    uint64_t end = vt_now_ms() + ms;
+    int st;
+    while (vt_now_ms() < end) {
+        pid_t r = waitpid(kid, &st, WUNTRACED | WNOHANG);
+        if (r == kid)
+            return WIFSTOPPED(st);
+        if (r < 0)
+            return false;
+        vt_sleep_ms(1);
+    }
+    return false;
+}
+
+/*
+ * Issue 17 for the lease store: locker D dies holding k's entry; waiter
+ * S1 reads the lock, judges D dead and stalls before its take-over; the
+ * entry is recovered meanwhile and locked by a newcomer N whose lock word
+ * is D's (a recycled pid started in the same tick; forged here, since a
+ * pid is recycled on demand only as root). S1, resumed, must not take the
+ * lock from N: the seq it read is gone. With a take-over by the word
+ * alone (before the lock pairs) S1's swap from D succeeds and robs N
+ * (model/leases.pml, old_word). S1 is stopped again at its next
+ * judgement (of N's word, whose pid is dead here) and then killed.
+ */
+static int test_recycled_lock_word(void)
+{
+    vigil_leases *ls = vt_leases_fresh("recycled.leases", 4);
+    vigil_lease old;
+    EXPECT_RC(vigil_leases_acquire(ls, "k", "first", 10, &old), 0);
+    vt_sleep_ms(20);
+    struct vigil_leases_entry *e = &ls->entries[old.id - 1];
+    pid_t p = fork();
+    if (p == 0)
+        _exit(0);
+    waitpid(p, NULL, 0);
+    uint64_t dead = vigil_lock_word_of((uint32_t)p, vigil_self_pidns(), 1);
+    /* D's holding: {D, an odd seq}, as D's lock left it. */
+    uint64_t c = atomic_load(&e->ctl), s = atomic_load(&e->seq);
+    EXPECT(!(s & 1) && vigil__cas16(&e->ctl, &c, &s, dead, s + 1), "could not wedge the entry");
+    pid_t s1 = fork();
+    if (s1 == 0) {
+        vigil_leases *cls = child_open("recycled.leases");
+        vigil_leases_hook = stop_when_judged;
+        vigil_lease l;
+        vigil_leases_acquire_wait(cls, "k", "s1", 60000, 30000 * 1000000ull, &l);
+        _exit(0);
+    }
+    bool first = wait_stopped(s1, 10000);
+    /* Recovered by another (this process), and served: then N locks it
+     * with D's word. */
+    vigil_lease mine;
+    int rc = first ? vigil_leases_acquire(ls, "k", "s2", 10, &mine) : -1;
+    vt_sleep_ms(20);
+    c = atomic_load(&e->ctl);
+    s = atomic_load(&e->seq);
+    bool n_locked = rc == 0 && !(c & CTL_LOCKED) && !(s & 1) && vigil__cas16(&e->ctl, &c, &s, dead, s + 1);
+    uint64_t n_seq = s + 1;
+    kill(s1, SIGCONT);
+    /* S1 either stops at its next judgement or (robbing N) gets on with
+     * the change it took over. */
+    bool second = wait_stopped(s1, 10000);
+    uint64_t w_now = atomic_load(&e->ctl), s_now = atomic_load(&e->seq);
+    kill(s1, SIGKILL);
+    waitpid(s1, NULL, 0);
+    vigil_leases_close(ls);
+    EXPECT(first, "S1 never judged D dead");
+    EXPECT(rc == 0 && n_locked, "recovery by another: %d, N's lock: %d", rc, n_locked);
+    EXPECT(w_now == dead && s_now == n_seq,
+           "S1, resumed after judging D dead, took the lock from N (the same word): pair {%#llx, %llu}, N's "
+           "{%#llx, %llu}; S1 stopped again %d",
+           (unsigned long long)w_now, (unsigned long long)s_now, (unsigned long long)dead,
+           (unsigned long long)n_seq, second);
+    return 0;
+}
+
 VT_MAIN(VT_CASE(test_two_processes_one_key), VT_CASE(test_processes_bind_keys), VT_CASE(test_sigkill_holder),
         VT_CASE(test_stopped_holder_refused), VT_CASE(test_killed_at_every_point),
-        VT_CASE(test_killed_at_random), VT_CASE(test_renewal_preempted_past_expiry))
+        VT_CASE(test_killed_at_random), VT_CASE(test_renewal_preempted_past_expiry),
+        VT_CASE(test_recycled_lock_word))

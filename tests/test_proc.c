@@ -161,7 +161,10 @@ static int test_stat_hostile_comm(void)
     char want_state, state = 0;
     unsigned long long want;
     uint64_t start = 0;
-    int got = stat_fields(child, &want_state, &want);
+    /* Once the child sleeps in its read it stays asleep ('S') until we
+     * close the pipe, so both readings see the same state. */
+    int got;
+    (void)VT_WAIT_FOR((got = stat_fields(child, &want_state, &want)) != 0 || want_state == 'S', 5000);
     int rc = vigil_proc_stat((uint32_t)child, &state, &start);
     close(hold[1]);
     close(ready[0]);

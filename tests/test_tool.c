@@ -11,6 +11,8 @@
 #include "tooltest.h"
 #include "hbtest.h"
 
+#include <ctype.h>
+
 static const char *const commands[] = { "create", "inspect", "watch", "tick", "failover", "demo" };
 
 static vigil_hb *make_hb(const char *path, uint32_t cap)
@@ -385,9 +387,9 @@ static int test_inspect_bad_files(void)
     if (expect_bad(bad, "made by a newer vigil (layout version 9"))
         return 1;
     memcpy(b, img, sizeof(img));
-    b[8] = 3; /* a file of the layout before registration generations */
+    b[8] = 4; /* a file of the layout before the lease store's lock pairs */
     write_file(bad, b, sizeof(img));
-    if (expect_bad(bad, "made by an older vigil (layout version 3; this vigil reads only 4): re-create it"))
+    if (expect_bad(bad, "made by an older vigil (layout version 4; this vigil reads only 5): re-create it"))
         return 1;
     memcpy(b, img, sizeof(img));
     b[12] = 77; /* kind */
@@ -762,6 +764,99 @@ static int test_man_page_agrees(void)
     return 0;
 }
 
+/* Whether `word` occurs in text as a whole word (not inside a longer
+ * name such as last_seen_epoch for epoch). */
+static bool has_word(const char *text, const char *word)
+{
+    size_t n = strlen(word);
+    for (const char *p = strstr(text, word); p; p = strstr(p + 1, word)) {
+        bool before = p == text || !(isalnum((unsigned char)p[-1]) || p[-1] == '_');
+        bool after = !(isalnum((unsigned char)p[n]) || p[n] == '_');
+        if (before && after)
+            return true;
+    }
+    return false;
+}
+
+/* Every member name in v and below it, checked against the prose. */
+static int keys_documented(const struct vj *v, const char *prose, const char *what)
+{
+    for (const struct vj *c = v ? v->child : NULL; c; c = c->next) {
+        if (c->key)
+            EXPECT(has_word(prose, c->key), "%s: member \"%s\" is not described in vigil(1) JSON OUTPUT", what,
+                   c->key);
+        if (keys_documented(c, prose, what))
+            return 1;
+    }
+    return 0;
+}
+
+/* vigil(1)'s JSON OUTPUT describes, in its prose (the examples left out),
+ * every member inspect --json prints for each kind of file (a table with
+ * a leader and slots, a barrier, a lease store with a lease) and every
+ * member of a failover --json line. */
+static int test_man_page_json_fields(void)
+{
+    static char man[1 << 17], prose[1 << 17];
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/man/man1/vigil.1", VIGIL_SOURCE_DIR);
+    vt_slurp(path, man, sizeof(man));
+    char *sec = strstr(man, ".SH JSON OUTPUT"), *end = sec ? strstr(sec, ".SH EXIT STATUS") : NULL;
+    EXPECT(sec && end, "vigil(1) has no JSON OUTPUT section");
+    size_t n = 0;
+    bool example = false;
+    for (char *line = sec; line < end; line = strchr(line, '\n') + 1) {
+        size_t len = (size_t)(strchr(line, '\n') - line) + 1;
+        if (!strncmp(line, ".EX", 3))
+            example = true;
+        else if (!strncmp(line, ".EE", 3))
+            example = false;
+        else if (!example && n + len < sizeof(prose))
+            memcpy(prose + n, line, len), n += len;
+    }
+    prose[n] = '\0';
+
+    const char *t = vt_path("json-fields.hb"), *b = vt_path("json-fields.br"), *l = vt_path("json-fields.ls");
+    vigil_hb *hb = make_hb(t, 4);
+    uint32_t me, gone;
+    vigil_leader ld;
+    EXPECT_RC(vigil_hb_register(hb, (uint32_t)getpid(), &me), 0);
+    EXPECT_RC(vigil_hb_mark_in_flight(hb, me, 2), 0);
+    EXPECT(vigil_leader_elect(hb, 5, &ld) >= 0, "election");
+    EXPECT_RC(vigil_hb_register(hb, 4194305u, &gone), 0); /* above PID_MAX_LIMIT: no process */
+    EXPECT_RC(vigil_hb_mark_in_flight(hb, gone, 4), 0);
+    VT_RUN("create", b, "--kind", "barrier", "--table", t);
+    EXPECT_EXIT(0, "create --kind barrier");
+    vigil_leases *ls = NULL;
+    vigil_lease lease;
+    EXPECT_RC(vigil_leases_create(l, 4, &ls), 0);
+    EXPECT_RC(vigil_leases_acquire(ls, "job", "me", 60000, &lease), 0);
+
+    const char *files[] = { t, b, l };
+    for (int i = 0; i < 3; i++) {
+        VT_RUN("inspect", files[i], "--json");
+        EXPECT_EXIT(0, "inspect --json");
+        struct vj *o = vj_parse(R.out);
+        EXPECT(o && o->type == VJ_OBJ, "inspect --json %s: not a JSON object (%s): %s", files[i], vj_error, R.out);
+        if (keys_documented(o, prose, "inspect --json"))
+            return 1;
+    }
+    for (int k = 0; k < 3; k++) /* stale past grace 0 for the scan by epochs */
+        vigil_hb_tick(hb);
+    VT_RUN("failover", t, "--once", "--json", "--epochs-only", "--grace", "0");
+    EXPECT_EXIT(0, "failover --once --json");
+    EXPECT(vt_count_lines(R.out) >= 1, "failover --json reclaimed nothing: '%s' / '%s'", R.out, R.err);
+    char *nl = strchr(R.out, '\n');
+    *nl = '\0';
+    struct vj *o = vj_parse(R.out);
+    EXPECT(o && o->type == VJ_OBJ, "failover --json: not a JSON object (%s): %s", vj_error, R.out);
+    if (keys_documented(o, prose, "failover --json"))
+        return 1;
+    vigil_leases_close(ls);
+    vigil_hb_close(hb);
+    return 0;
+}
+
 /* --version and -V: the version and the layout it reads, exit 0. */
 static int test_version(void)
 {
@@ -781,5 +876,5 @@ static int test_version(void)
 VT_MAIN(VT_CASE(test_help), VT_CASE(test_usage_errors), VT_CASE(test_create),
         VT_CASE(test_inspect_human), VT_CASE(test_inspect_json), VT_CASE(test_inspect_bad_files),
         VT_CASE(test_tick_count), VT_CASE(test_tick_logs_changes), VT_CASE(test_tick_stops_on_signal), VT_CASE(test_watch),
-        VT_CASE(test_usage_lines_agree), VT_CASE(test_man_page_agrees), VT_CASE(test_version), VT_CASE(test_permission_errors),
+        VT_CASE(test_usage_lines_agree), VT_CASE(test_man_page_agrees), VT_CASE(test_man_page_json_fields), VT_CASE(test_version), VT_CASE(test_permission_errors),
         VT_CASE(test_inspect_check))

@@ -136,6 +136,43 @@ static int test_once_human(void)
     return 0;
 }
 
+/* The default watchdog's one look (--once without --epochs-only): a slot
+ * whose pid names no process at all (above the kernel's PID_MAX_LIMIT,
+ * 2^22, so no process can have it) is reclaimed on that first look, no
+ * tick and no grace needed, as "exited"; a live owner (this process) is
+ * left alone; a second look finds nothing. Without pidfds (an old kernel,
+ * a seccomp filter) the look goes by epochs alone: skipped. */
+static int test_once_gone_pid(void)
+{
+    const char *f = vt_path("gone.hb");
+    vigil_hb *hb = make_hb(f, 4);
+    vigil_failover_watch_info wi;
+    EXPECT_RC(vigil_failover_wait_info(hb, &wi), 0);
+    if (!wi.pidfds) {
+        vigil_hb_close(hb);
+        return VT_SKIP;
+    }
+    uint32_t gone, me;
+    EXPECT_RC(vigil_hb_register(hb, 4194305u, &gone), 0);
+    EXPECT_RC(vigil_hb_mark_in_flight(hb, gone, 5), 0);
+    EXPECT_RC(vigil_hb_register(hb, (uint32_t)getpid(), &me), 0);
+    EXPECT_RC(vigil_hb_mark_in_flight(hb, me, 6), 0);
+    VT_RUN("failover", f, "--once");
+    EXPECT_EXIT(0, "failover --once");
+    char want[128];
+    snprintf(want, sizeof(want), "epoch 0: reclaimed slot %u (pid 4194305, exited), in flight 0x20\n", gone);
+    EXPECT(!strcmp(R.out, want), "expected exactly '%s', got '%s' / '%s'", want, R.out, R.err);
+    vigil_slot_info info;
+    EXPECT_RC(vigil_hb_snapshot(hb, gone, &info), VIGIL_EVACANT);
+    EXPECT_RC(vigil_hb_snapshot(hb, me, &info), 0);
+    EXPECT(info.in_flight == 1u << 6, "the live slot lost its bits");
+    VT_RUN("failover", f, "--once", "--json");
+    EXPECT_EXIT(0, "second look");
+    EXPECT(!R.out[0], "a second look reclaimed again: %s", R.out);
+    vigil_hb_close(hb);
+    return 0;
+}
+
 static int test_watchdog_runs(void)
 {
     const char *f = vt_path("run.hb");
@@ -377,6 +414,6 @@ static int test_exec_runs_on_stop(void)
     return 0;
 }
 
-VT_MAIN(VT_CASE(test_usage), VT_CASE(test_killed_worker_exited), VT_CASE(test_once_json), VT_CASE(test_once_human),
+VT_MAIN(VT_CASE(test_usage), VT_CASE(test_killed_worker_exited), VT_CASE(test_once_json), VT_CASE(test_once_human), VT_CASE(test_once_gone_pid),
         VT_CASE(test_watchdog_runs), VT_CASE(test_two_watchdogs_exactly_once), VT_CASE(test_exec_env),
         VT_CASE(test_exec_hung), VT_CASE(test_exec_runs_on_stop))

@@ -6,12 +6,18 @@
  * found), the lease released after CMD; --wait 0 and --wait MS on a held
  * key (exit 75, one line naming the key and its holder); a waiting lock
  * running once the holder releases, with a greater token; two vigil lock
- * processes never running their commands at once; SIGTERM and SIGINT
- * passed to CMD, CMD's status kept; a lease lost while CMD runs (vigil
+ * processes never running their commands at once; SIGTERM, SIGINT,
+ * SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM and SIGPIPE passed to CMD,
+ * CMD's status kept; CMD killed with vigil lock (SIGKILL); a lease lost
+ * in a stall before the fork or before the exec never starting CMD; a
+ * holder's owner printed escaped; a lease lost while CMD runs (vigil
  * lock stopped past the TTL) killing CMD with SIGTERM, then SIGKILL after
  * --kill-after, exit 79; a store that cannot be made (exit 1).
  */
 #include "locktest.h"
+
+#include <dirent.h>
+#include <sys/wait.h>
 
 static const char *store(void)
 {
@@ -151,17 +157,20 @@ static int test_two_never_overlap(void)
     return lt_two_never_overlap("--store", s, "shared", vt_path("order.log"));
 }
 
-/* SIGTERM and SIGINT to vigil lock reach CMD; vigil lock exits with CMD's
- * status once CMD has, and the lease is released. */
+/* Every signal that would end vigil lock by default and can be caught
+ * (issue 18: HUP, QUIT, USR1, USR2, ALRM and PIPE left CMD running without
+ * the lease) reaches CMD; vigil lock exits with CMD's status once CMD has,
+ * and the lease is released. */
 static int test_signals(void)
 {
     const char *s = store();
     unlink(s);
-    static const int sigs[] = { SIGTERM, SIGINT };
-    for (int i = 0; i < 2; i++) {
+    static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGPIPE };
+    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
         struct vt_proc p;
         EXPECT(VT_SPAWN(&p, "lock", "--store", s, "sig", "--", "sh", "-c",
-                        "trap 'echo got; exit 42' TERM INT; echo ready; while :; do sleep 0.05; done") == 0,
+                        "trap 'echo got; exit 42' TERM INT HUP QUIT USR1 USR2 ALRM PIPE; echo ready; "
+                        "while :; do sleep 0.05; done") == 0,
                "spawn");
         bool ready = vt_read_until(&p, "ready", 15000);
         kill(p.pid, sigs[i]);
@@ -170,11 +179,163 @@ static int test_signals(void)
         close(p.fd);
         EXPECT(ready, "CMD never started: '%s'", p.buf);
         EXPECT(got && st == 42, "signal %d: CMD saw it %d, vigil lock exited %d (want CMD's 42)", sigs[i], got, st);
+        vigil_leases *ls = NULL;
+        vigil_lease_info info;
+        EXPECT_RC(vigil_leases_open(s, &ls), 0);
+        EXPECT_RC(vigil_leases_get(ls, "sig", &info), VIGIL_EVACANT);
+        vigil_leases_close(ls);
     }
+    return 0;
+}
+
+/* Whether process pid is gone: no such process, or a zombie (reparented
+ * to a subreaper that has not reaped it yet). */
+static bool gone(pid_t pid)
+{
+    if (kill(pid, 0) != 0 && errno == ESRCH)
+        return true;
+    char path[64], text[512];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    vt_slurp(path, text, sizeof(text));
+    const char *rp = strrchr(text, ')');
+    return !rp || rp[2] == 'Z' || rp[2] == 'X';
+}
+
+/* vigil lock killed with SIGKILL: CMD dies with it (PR_SET_PDEATHSIG), so
+ * no CMD runs on without the lease, which lapses unrenewed. */
+static int test_sigkill(void)
+{
+    const char *s = store();
+    unlink(s);
+    struct vt_proc p;
+    EXPECT(VT_SPAWN(&p, "lock", "--store", s, "--ttl", "60s", "k9", "--", "sh", "-c",
+                    "trap '' TERM HUP; echo pid $$; while :; do sleep 0.05; done") == 0,
+           "spawn");
+    bool ready = vt_read_until(&p, "\n", 15000);
+    int cmd = 0;
+    EXPECT(ready && sscanf(p.buf, "pid %d", &cmd) == 1 && cmd > 0, "CMD never said its pid: '%s'", p.buf);
+    kill(p.pid, SIGKILL);
+    int st = vt_wait(p.pid, 15000);
+    close(p.fd);
+    EXPECT(st == 128 + SIGKILL, "vigil lock: %d", st);
+    bool dead = VT_WAIT_FOR(gone(cmd), 10000);
+    if (!dead)
+        kill(cmd, SIGKILL);
+    EXPECT(dead, "CMD (pid %d) runs on after vigil lock was killed", cmd);
+    return 0;
+}
+
+/* Waits (bounded) for a spawned child of ours to stop itself. */
+static bool stopped(pid_t pid)
+{
+    int st;
+    return waitpid(pid, &st, WUNTRACED | WNOHANG) == pid && WIFSTOPPED(st);
+}
+
+/* The pid of a child of `parent` in state T (stopped), 0 if none yet. */
+static pid_t stopped_child_of(pid_t parent)
+{
+    DIR *d = opendir("/proc");
+    pid_t found = 0;
+    struct dirent *de;
+    while (d && !found && (de = readdir(d))) {
+        int pid = atoi(de->d_name);
+        if (pid <= 0)
+            continue;
+        char path[64], text[512];
+        snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+        vt_slurp(path, text, sizeof(text));
+        const char *rp = strrchr(text, ')');
+        char state;
+        int ppid;
+        if (rp && sscanf(rp + 2, "%c %d", &state, &ppid) == 2 && ppid == parent && state == 'T')
+            found = pid;
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
+/* Takes KEY in the store once the stalled tool's lease has lapsed. */
+static bool steal(const char *s, const char *key, vigil_leases **ls, vigil_lease *other)
+{
+    return vigil_leases_open(s, ls) == 0 &&
+           VT_WAIT_FOR(vigil_leases_acquire(*ls, key, "thief", 60000, other) == 0, 10000);
+}
+
+/*
+ * vigil lock stalled past its TTL between the acquisition and the fork
+ * (stopped at VIGIL_TEST_LOCK_STOP=fork, its keepalive's threads with it)
+ * while another takes the key: continued, it must not start CMD (exit 79,
+ * one line); issue 18 saw CMD1 run beside CMD2. Then the same stall in the
+ * child, between the fork and the exec, with the tool stopped too so that
+ * its supervision cannot end the child first: the child's own look at the
+ * keepalive keeps CMD from being exec'd.
+ */
+static int test_lost_before_cmd(void)
+{
+    const char *s = store();
+    for (int where = 0; where < 2; where++) {
+        unlink(s);
+        setenv("VIGIL_TEST_LOCK_STOP", where == 0 ? "fork" : "exec", 1);
+        int efd = open(vt_path("early.stderr"), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        int saved = dup(2);
+        dup2(efd, 2);
+        struct vt_proc p;
+        int sp = VT_SPAWN(&p, "lock", "--store", s, "--ttl", "300ms", "early", "--", "sh", "-c", "echo ran");
+        dup2(saved, 2);
+        close(saved);
+        close(efd);
+        unsetenv("VIGIL_TEST_LOCK_STOP");
+        EXPECT(sp == 0, "spawn");
+        pid_t child = 0;
+        bool ok;
+        if (where == 0) {
+            ok = VT_WAIT_FOR(stopped(p.pid), 15000);
+        } else {
+            ok = VT_WAIT_FOR((child = stopped_child_of(p.pid)) != 0, 15000);
+            kill(p.pid, SIGSTOP);
+            ok = ok && VT_WAIT_FOR(stopped(p.pid), 15000);
+        }
+        vigil_leases *ls = NULL;
+        vigil_lease other;
+        bool taken = ok && steal(s, "early", &ls, &other);
+        if (child > 0) {
+            kill(child, SIGCONT); /* the child looks while the tool is still stopped */
+            VT_WAIT_FOR(stopped_child_of(p.pid) != child, 10000);
+        }
+        kill(p.pid, SIGCONT);
+        int st = vt_wait(p.pid, 20000);
+        vt_read_until(&p, "ran", 500); /* whatever CMD printed, if it ran */
+        close(p.fd);
+        char err[1024];
+        vt_slurp(vt_path("early.stderr"), err, sizeof(err));
+        if (taken)
+            vigil_leases_release(ls, &other);
+        vigil_leases_close(ls);
+        EXPECT(ok && taken, "stop at %d: stopped %d, the lease taken by another %d", where, ok, taken);
+        EXPECT(st == 79 && !strstr(p.buf, "ran") && strncmp(err, "vigil: early: ", 14) == 0 && strstr(err, "lost"),
+               "stalled at %s past the TTL: want exit 79, no CMD, a line; got %d, CMD said '%s', '%s'",
+               where == 0 ? "the fork" : "the exec", st, p.buf, err);
+    }
+    return 0;
+}
+
+/* Another holder's owner is printed escaped: an owner of ESC [2J must not
+ * clear the user's terminal. */
+static int test_owner_escaped(void)
+{
+    const char *s = store();
+    unlink(s);
     vigil_leases *ls = NULL;
-    vigil_lease_info info;
-    EXPECT_RC(vigil_leases_open(s, &ls), 0);
-    EXPECT_RC(vigil_leases_get(ls, "sig", &info), VIGIL_EVACANT);
+    vigil_lease l;
+    EXPECT_RC(vigil_leases_create(s, 16, &ls), 0);
+    EXPECT_RC(vigil_leases_acquire(ls, "esc", "\x1b[2J\\\x07me", 60000, &l), 0);
+    VT_RUN("lock", "--store", s, "--wait", "0", "esc", "--", "true");
+    EXPECT_EXIT(75, "a held key");
+    EXPECT(!strchr(R.err, 0x1b) && !strchr(R.err, 0x07) && strstr(R.err, "'\\x1b[2J\\\\\\x07me'"),
+           "the owner's control bytes reached the terminal, or were not shown escaped: '%s'", R.err);
+    vigil_leases_release(ls, &l);
     vigil_leases_close(ls);
     return 0;
 }
@@ -240,4 +401,5 @@ static int test_store_error(void)
 }
 
 VT_MAIN(VT_CASE(test_usage), VT_CASE(test_run), VT_CASE(test_not_acquired), VT_CASE(test_waits),
-        VT_CASE(test_two_never_overlap), VT_CASE(test_signals), VT_CASE(test_lost), VT_CASE(test_store_error))
+        VT_CASE(test_two_never_overlap), VT_CASE(test_signals), VT_CASE(test_sigkill), VT_CASE(test_lost_before_cmd), VT_CASE(test_owner_escaped),
+        VT_CASE(test_lost), VT_CASE(test_store_error))

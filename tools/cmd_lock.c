@@ -6,11 +6,27 @@
  * with fencing: CMD gets the token in VIGIL_LEASE_TOKEN.
  *
  * The order of things: acquire (waiting up to --wait), start the
- * keepalive, fork and exec CMD; then one poll(2) on a signalfd (SIGCHLD,
- * SIGINT, SIGTERM) and on the keepalive's fd, readable the moment the
- * lease is lost (refused, or expired locally). On loss CMD gets SIGTERM,
- * then SIGKILL after --kill-after; SIGINT and SIGTERM are passed on to
- * CMD. Once CMD has exited: stop the keepalive, release the lease.
+ * keepalive, look at it once more, fork and exec CMD; then one poll(2) on
+ * a signalfd (SIGCHLD and the signals passed on) and on the keepalive's
+ * fd, readable the moment the lease is lost (refused, or expired
+ * locally). On loss CMD gets SIGTERM, then SIGKILL after --kill-after.
+ * Once CMD has exited: stop the keepalive, release the lease.
+ *
+ * CMD never runs without the lease (issue 18):
+ *  - every signal that would end the tool by default and can be caught
+ *    (INT, TERM, HUP, QUIT, USR1, USR2, ALRM, PIPE) is taken by the
+ *    signalfd and passed on to CMD, so the tool outlives CMD and releases
+ *    after it; SIGKILL of the tool kills CMD (PR_SET_PDEATHSIG, set in
+ *    the child and checked against the parent's pid, which a tool killed
+ *    before the prctl no longer is);
+ *  - the keepalive is asked before the fork and again in the child just
+ *    before the exec (vigil_keepalive_lost judges the clock itself, so a
+ *    tool stalled past the TTL anywhere on the way finds the loss even
+ *    before its watcher thread runs): a lost lease is exit 79 with no CMD.
+ *    A loss after the child's look is the supervised one (SIGTERM).
+ *  - SIGSTOP of the tool past the TTL is the one window left: CMD runs on
+ *    until the tool is continued and sees the loss; vigil(1) says so and
+ *    names the answer, the fencing token.
  *
  * Exit status: CMD's own (128 + n for signal n), 75 not acquired within
  * --wait, 79 lease lost while CMD ran, 2 usage, 1 other errors (one line
@@ -30,6 +46,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -213,11 +230,34 @@ static char **lease_env(const vigil_lease *l)
     return env;
 }
 
-/* The child: the signal mask as it was (the dispositions were never
- * changed: an ignored SIGINT stays ignored, as under nohup), our own fds
- * closed, CMD. */
-static _Noreturn void exec_cmd(char **argv, char **env, const sigset_t *old)
+/* Where a test stops the tool (VIGIL_TEST_LOCK_STOP, never set in use):
+ * "fork" after the keepalive started and before the last look at it,
+ * "exec" in the child before its look. Each raises SIGSTOP, so the test
+ * decides how long the stall lasts. */
+static void test_stop(const char *where)
 {
+    const char *at = getenv("VIGIL_TEST_LOCK_STOP");
+    if (at && strcmp(at, where) == 0)
+        raise(SIGSTOP);
+}
+
+/* The child: told to die with the tool (SIGKILL: a CMD that outlived it
+ * would run without the lease, which lapses unrenewed), the lease looked
+ * at once more, the signal mask as it was (the dispositions were never
+ * changed: an ignored SIGINT stays ignored, as under nohup), our own fds
+ * closed, CMD. Only async-signal-safe calls before the exec (the parent
+ * has threads): prctl, getppid, getpid, clock_gettime, write. */
+static _Noreturn void exec_cmd(char **argv, char **env, const sigset_t *old, pid_t parent, vigil_keepalive *ka)
+{
+    /* Set first, then checked: a parent killed before the prctl left us
+     * to init (or a subreaper), whose pid is not `parent`. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+        _exit(EXIT_RUNTIME);
+    test_stop("exec");
+    /* The exec is the last moment CMD can be kept from running: a lease
+     * lost by now (the tool stalled since its own look) is not exec'd on. */
+    if (vigil_keepalive_lost(ka))
+        _exit(EXIT_LOST);
     sigprocmask(SIG_SETMASK, old, NULL);
     for (int fd = 3; fd < FD_SEEN; fd++)
         if (!inherited[fd])
@@ -242,9 +282,10 @@ struct outcome {
 };
 
 /*
- * Waits for CMD: SIGCHLD ends it; SIGINT and SIGTERM are passed to CMD
- * (not when the terminal sent them, si_code SI_KERNEL: CMD, in our
- * process group, had its own); the keepalive's fd readable is the loss:
+ * Waits for CMD: SIGCHLD ends it; the other signals of the set are passed
+ * to CMD (not when the terminal sent them, si_code SI_KERNEL: CMD, in our
+ * process group, had its own; nor one we raised ourselves, such as the
+ * SIGPIPE of a write to a closed stderr); the keepalive's fd readable is the loss:
  * SIGTERM to CMD, SIGKILL kill_after ms later. 0, or EXIT_RUNTIME.
  */
 static int supervise(pid_t pid, int sfd, vigil_keepalive *ka, uint64_t kill_after, struct outcome *o)
@@ -278,7 +319,7 @@ static int supervise(pid_t pid, int sfd, vigil_keepalive *ka, uint64_t kill_afte
         if (pf[0].revents & POLLIN) {
             struct signalfd_siginfo si;
             while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-                if (si.ssi_signo != SIGCHLD && si.ssi_code != SI_KERNEL)
+                if (si.ssi_signo != SIGCHLD && si.ssi_code != SI_KERNEL && (pid_t)si.ssi_pid != getpid())
                     kill(pid, (int)si.ssi_signo);
             }
         }
@@ -293,13 +334,35 @@ static int supervise(pid_t pid, int sfd, vigil_keepalive *ka, uint64_t kill_afte
     }
 }
 
+/* Another holder's owner, as the store or etcd has it, for a message:
+ * printable ASCII as is, a backslash doubled, every other byte \xNN, so
+ * that an owner such as "\e[2J" cannot write escape codes to the user's
+ * terminal. */
+static void escaped(char *dst, size_t cap, const char *s)
+{
+    size_t n = 0;
+    for (; *s && n + 5 < cap; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '\\')
+            n += (size_t)snprintf(dst + n, cap - n, "\\\\");
+        else if (ch >= 0x20 && ch < 0x7f)
+            dst[n++] = (char)ch;
+        else
+            n += (size_t)snprintf(dst + n, cap - n, "\\x%02x", ch);
+    }
+    dst[n] = '\0';
+}
+
 /* Why KEY was not acquired, with its holder when one can be named. */
 static int not_acquired(struct backend *b, const char *key, uint64_t wait_ms, bool waited)
 {
     vigil_lease_info info;
-    char holder[160] = "";
-    if (backend_get(b, key, &info) == 0)
-        snprintf(holder, sizeof(holder), ": held by '%s' (token %" PRIu64 ")", info.owner, info.token);
+    char holder[400] = "";
+    if (backend_get(b, key, &info) == 0) {
+        char owner[4 * sizeof(info.owner) + 1];
+        escaped(owner, sizeof(owner), info.owner);
+        snprintf(holder, sizeof(holder), ": held by '%s' (token %" PRIu64 ")", owner, info.token);
+    }
     char within[32];
     tool_format_ms(wait_ms, within, sizeof(within));
     if (waited)
@@ -383,12 +446,15 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
         return lock_fail(key, "acquire on %s: %s", b.where, backend_reason(&b, rc));
     }
 
-    /* Held from here: every way out releases. */
+    /* Held from here: every way out releases. The signals that would end
+     * the tool by default are taken (before the keepalive's threads, which
+     * inherit the mask) and passed on to CMD; SIGKILL is the child's
+     * PR_SET_PDEATHSIG. */
+    static const int taken[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGPIPE, SIGCHLD };
     sigset_t stop, old;
     sigemptyset(&stop);
-    sigaddset(&stop, SIGINT);
-    sigaddset(&stop, SIGTERM);
-    sigaddset(&stop, SIGCHLD);
+    for (size_t i = 0; i < sizeof(taken) / sizeof(taken[0]); i++)
+        sigaddset(&stop, taken[i]);
     sigprocmask(SIG_BLOCK, &stop, &old);
     int sfd = signalfd(-1, &stop, SFD_CLOEXEC | SFD_NONBLOCK);
     vigil_lease_port port = backend_port(&b);
@@ -409,14 +475,23 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
         lock_fail(key, "environment for CMD: %s", strerror(ENOMEM));
         goto stop;
     }
+    test_stop("fork");
+    /* Stalled since the acquisition past the TTL (preempted, stopped), the
+     * lease may be another's already: CMD is not started on it. */
+    if (vigil_keepalive_lost(ka)) {
+        lock_fail(key, "lease lost before CMD started (token %" PRIu64 "); CMD not run", lease.token);
+        exit_rc = EXIT_LOST;
+        goto stop;
+    }
     fflush(NULL);
+    pid_t parent = getpid();
     pid = fork();
     if (pid < 0) {
         lock_fail(key, "fork: %s", strerror(errno));
         goto stop;
     }
     if (pid == 0)
-        exec_cmd(argv + dd + 1, env, &old);
+        exec_cmd(argv + dd + 1, env, &old, parent, ka);
     if (supervise(pid, sfd, ka, kill_after, &o) != 0) {
         lock_fail(key, "waiting for CMD (pid %d): %s", (int)pid, strerror(errno));
         goto stop;
@@ -453,8 +528,10 @@ const struct tool_cmd tool_cmd_lock = {
             "token: greater at every change of holder) in its environment.\n"
             "If the lease is lost while CMD runs (refused, or expired because it\n"
             "could not be renewed in time), CMD gets SIGTERM, then SIGKILL after\n"
-            "--kill-after. SIGINT and SIGTERM are passed on to CMD, and the lease\n"
-            "is released once it has exited.\n"
+            "--kill-after. SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM\n"
+            "and SIGPIPE are passed on to CMD, and the lease is released once it has\n"
+            "exited; if vigil lock is killed (SIGKILL), CMD is killed with it. A\n"
+            "lease lost before CMD starts is exit 79 and CMD is not run.\n"
             "\n"
             "options:\n"
             "  --store FILE      the lease store FILE on this host (made when missing)\n"

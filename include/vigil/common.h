@@ -34,8 +34,10 @@ const char *vigil_strerror(int err);
 /* The layout version every vigil file carries at offset 8; open refuses
  * any other (VIGIL_EBADFILE). 2: the slot writer word, the barrier's
  * release gate and the counters; 4: registrations named by a generation
- * that never recurs, and lock words that never recur (vigil-files(5)). */
-#define VIGIL_LAYOUT_VERSION 4u
+ * that never recurs, and lock words that never recur (vigil-files(5));
+ * 5: the lease store's entry and bind locks as lock pairs (a 128-byte
+ * lease header, each entry's token moved to make room for its seq). */
+#define VIGIL_LAYOUT_VERSION 5u
 
 /* The kinds of vigil file; the value is stored at offset 12 of the header. */
 enum vigil_kind {

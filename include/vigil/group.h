@@ -99,15 +99,20 @@ typedef struct vigil_group_unit {
 int  vigil_group_add(vigil_etcd *e, const char *group, const char *unit);
 /* Claims one unowned unit by a transaction fenced by m's lease. 0,
  * VIGIL_EBUSY every unit left is owned, VIGIL_EVACANT none left,
- * VIGIL_ELOST m is no longer a member. */
+ * VIGIL_ELOST m is no longer a member, or an error of the request (etcd
+ * did not answer): a claim that landed unanswered is m's all the same,
+ * and the next take of m answers with it. */
 int  vigil_group_take(vigil_group_member *m, vigil_group_unit *out);
 /* As take, waiting (on a watch) while every unit left is owned: 0,
  * VIGIL_EVACANT, VIGIL_ETIMEDOUT, VIGIL_ELOST (UINT64_MAX: no deadline). */
 int  vigil_group_take_wait(vigil_group_member *m, uint64_t timeout_ns, vigil_group_unit *out);
 /* Finishes a claimed unit: 0, or VIGIL_ELOST when m no longer owns it
- * (nothing changes then). A unit is done at most once, ever. */
+ * (nothing changes then). A unit is done at most once, ever. Sent again
+ * while etcd does not answer; an error then means not known: call again
+ * (0 when m's done of this claim is the record, an earlier call's too). */
 int  vigil_group_done(vigil_group_member *m, const vigil_group_unit *u);
-/* Gives a claimed unit back unfinished: 0, or VIGIL_ELOST. */
+/* Gives a claimed unit back unfinished: 0 (also when it was given back
+ * already while m is a member), VIGIL_ELOST, or as done an error. */
 int  vigil_group_giveback(vigil_group_member *m, const vigil_group_unit *u);
 
 /* The group at one revision, for monitoring (`vigil export`). */
@@ -127,7 +132,9 @@ int  vigil_group_stats_get(vigil_etcd *e, const char *group, vigil_group_stats *
 /* Arrives at round and waits until every live member has arrived at it
  * (a member that dies or leaves is no longer waited for). VIGIL_SERIAL to
  * exactly one caller per released round, 0 to the others and at once for
- * a round already released; VIGIL_ETIMEDOUT (the arrival withdrawn: it is
+ * a round already released (VIGIL_SERIAL if its release named m and no
+ * call of m was told it: one that erred after its arrival landed);
+ * VIGIL_ETIMEDOUT (the arrival withdrawn: it is
  * never counted), VIGIL_ELOST, VIGIL_ERANGE for a round more than 16 ahead
  * of the one gathering. An arrival counts for the rounds before it still
  * gathering too. Rounds start at 0. */

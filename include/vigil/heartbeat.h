@@ -252,6 +252,12 @@ static inline bool vigil_hb_is_live_at(uint32_t pid, uint64_t last_seen,
  * The SeqLock version is deliberately untouched: a beat changes one word,
  * which no reader can see torn, and bumping it would make every snapshot
  * retry on every beat.
+ *
+ * A beat names no registration (THE FENCE below is for marks and clears):
+ * a stale beat, by a holder whose registration was failed over, lands in
+ * whichever registration holds the slot now. It can only make that one
+ * look live by epochs; the probe and failover_wait judge its pid anyway,
+ * and every call that changes a slot is fenced (vigil_hb_beat(3)).
  */
 static inline void vigil_hb_beat(vigil_hb *hb, uint32_t slot)
 {

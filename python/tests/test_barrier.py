@@ -6,6 +6,7 @@ import asyncio
 import os
 import signal
 import threading
+import time
 
 import pytest
 
@@ -168,8 +169,11 @@ def test_slices_are_not_counted_as_withdrawals(pool):
     e = b.epoch
     before = b.stats()
     # A wait of several slices, released by the other peer: nothing withdrawn.
-    threading.Timer(0.6, lambda: other.wait(e, timeout=20)).start()
+    late = threading.Timer(0.6, lambda: other.wait(e, timeout=20))
+    late.start()
     b.wait(e, timeout=20)
+    late.join(timeout=30)  # out of its wait before anything else (or the fixture's close) touches the files
+    assert not late.is_alive()
     # A wait of several slices that times out: withdrawn once.
     with pytest.raises(vigil.Timeout):
         b.wait(e + 1, timeout=0.6)
@@ -219,8 +223,11 @@ def test_start_gives_every_member_the_same_first_round(pool):
     th.join(timeout=30)
     assert not th.is_alive() and mine == got["first"] == at + 1
     assert b.stats().withdrawals == 0  # the slices of the longer wait were not withdrawals
-    threading.Thread(target=lambda: other.wait(mine, timeout=20)).start()
+    th = threading.Thread(target=lambda: other.wait(mine, timeout=20))
+    th.start()
     assert b.wait(mine, timeout=20) in (True, False) and b.epoch == mine + 1
+    th.join(timeout=30)  # before the fixture unmaps the table under the thread's wait
+    assert not th.is_alive()
 
 
 def test_start_times_out_and_withdraws(pool):
@@ -244,3 +251,32 @@ async def test_start_async_cancelled_withdraws(pool):
     with pytest.raises(asyncio.CancelledError):
         await task
     assert b.stats().withdrawals == 1
+
+
+def test_closing_the_table_under_a_wait_in_another_thread(tmp):
+    """A thread waiting in a barrier when another closes the table (a main
+    thread leaving its `with` on Ctrl-C, say) gets ValueError at its next
+    slice: the close waits for the slice in progress instead of unmapping
+    the files under it (it used to crash the interpreter)."""
+    t = vigil.HeartbeatTable.create(os.path.join(tmp, "t.hb"), 4)
+    b = vigil.Barrier.create(os.path.join(tmp, "b.bar"), t, 1000)
+    s1, s2 = t.register(), t.register()  # s2 never arrives: the wait goes on
+    b.bind(s1)
+    got = {}
+
+    def waiter():
+        try:
+            b.wait(b.epoch, timeout=60)
+        except BaseException as e:  # what the thread saw is the result
+            got["error"] = e
+
+    th = threading.Thread(target=waiter)
+    th.start()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not b._inside:  # the thread is in a slice
+        time.sleep(0.001)
+    assert b._inside, "the waiter never reached its wait"
+    t.close()  # closes the barrier first, after the slice in progress
+    th.join(timeout=30)
+    assert not th.is_alive() and isinstance(got.get("error"), ValueError), got
+    assert b.closed and t.closed

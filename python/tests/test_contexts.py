@@ -47,6 +47,33 @@ def test_registered_says_lost_when_failover_took_the_slot(tmp):
                 raise KeyError("the body's")
 
 
+def test_a_worker_taken_over_is_told(tmp):
+    """A stale actor is told: once failover took its slot, owned() says so,
+    and its marks and clears raise Lost, even after someone else registered
+    into the same slot, whose bits they leave alone."""
+    path = os.path.join(tmp, "t.hb")
+    with vigil.HeartbeatTable.create(path, 2) as t, vigil.HeartbeatTable.open(path) as other:
+        slot = t.register()
+        t.mark(slot, 3)
+        assert t.owned(slot) and not other.owned(slot)
+        for _ in range(3):
+            t.tick()  # no beat: stale past grace 1
+        assert [(r.slot, r.units) for r in t.failover_scan(grace=1)] == [(slot, [3])]
+        assert not t.owned(slot)
+        with pytest.raises(vigil.Lost):
+            t.mark(slot, 5)
+        successor = other.register()
+        assert successor == slot and other.owned(slot) and not t.owned(slot)
+        other.mark(slot, 1)
+        with pytest.raises(vigil.Lost):
+            t.clear(slot, 1)
+        with pytest.raises(vigil.Lost):
+            t.mark(slot, 2)
+        assert other.snapshot(slot).units == [1]
+        with pytest.raises(vigil.OutOfRange, match="slot 2 is out of range 0..1"):
+            t.owned(2)
+
+
 # ---- store.lock() ------------------------------------------------------------
 
 
@@ -67,9 +94,11 @@ def test_lock_acquires_keeps_and_releases(store):
 
 def test_lock_waits_for_the_holder(store):
     held = store.acquire("job", "first", 5.0)
-    threading.Timer(0.1, store.release, (held,)).start()
+    releaser = threading.Timer(0.1, store.release, (held,))
+    releaser.start()
     with store.lock("job", "second", ttl=1.0, timeout=20) as lease:
         assert lease.owner == "second" and lease.token > held.token
+    releaser.join(timeout=30)  # out of its call before the fixture closes the store
 
 
 def test_lock_raises_lost_unless_the_block_saw_it(store):

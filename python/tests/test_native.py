@@ -125,6 +125,20 @@ def test_a_file_of_another_kind_is_named_for_what_it_is(tmp):
         vigil.HeartbeatTable.open(hb, 4)
 
 
+def test_a_file_of_an_older_layout_is_refused_saying_so(tmp):
+    # Layout 3 named processes by pid; layout 4 names registrations by
+    # generation (issue 17). An old file is refused, never reinterpreted.
+    hb = os.path.join(tmp, "t.hb")
+    vigil.HeartbeatTable.create(hb, 2).close()
+    with open(hb, "r+b") as f:
+        f.seek(8)
+        current = int.from_bytes(f.read(4), sys.byteorder)
+        f.seek(8)
+        f.write((current - 1).to_bytes(4, sys.byteorder))
+    with pytest.raises(vigil.BadFile, match=rf"a heartbeat table of layout version {current - 1}, .*re-created"):
+        vigil.HeartbeatTable.open(hb)
+
+
 def _import_vigil(env):
     return subprocess.run([sys.executable, "-c", "import vigil"], capture_output=True, text=True,
                           env=env, cwd=PKG, timeout=60)

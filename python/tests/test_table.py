@@ -128,6 +128,37 @@ def test_live_count_and_failover_scan(table):
         table.snapshot(b)
 
 
+def test_a_stale_handle_is_told_lost_and_changes_nothing_of_its_successor(tmp):
+    # Issue 17: A registers, is failed over (stale past grace), and B, with
+    # the very same pid, registers into the same slot and marks unit 5. A's
+    # calls about its lost registration raise Lost and leave B's slot alone.
+    path = os.path.join(tmp, "t.hb")
+    with vigil.HeartbeatTable.create(path, 1) as a, vigil.HeartbeatTable.open(path) as b:
+        slot = a.register()
+        assert a.owned(slot) and not b.owned(slot)
+        a.mark(slot, 3)
+        for _ in range(3):
+            b.tick()
+        assert b.failover_scan(grace=1) == [vigil.Reclaim(slot, os.getpid(), 1 << 3)]
+        assert not a.owned(slot)
+        assert b.register() == slot  # same slot, same pid: a new registration
+        b.mark(slot, 5)
+        assert b.owned(slot) and not a.owned(slot)
+        for call in (lambda: a.clear(slot, 5), lambda: a.mark(slot, 6),
+                     lambda: a.set_role(slot, vigil.ROLE_COORDINATOR), lambda: a.unregister(slot)):
+            with pytest.raises(vigil.Lost):
+                call()
+        info = b.snapshot(slot)
+        assert (info.pid, info.in_flight, info.role) == (os.getpid(), 1 << 5, vigil.ROLE_WORKER)
+        assert b.owned(slot) and not a.owned(slot)
+        b.unregister(slot)
+        assert not b.owned(slot)
+        with pytest.raises(vigil.OutOfRange):
+            a.owned(1)
+        with pytest.raises(ValueError):
+            a.owned(-1)
+
+
 def test_scan_probe_and_probe_tell_a_dead_owner(table):
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()

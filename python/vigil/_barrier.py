@@ -182,7 +182,7 @@ class Barrier(_Handle):
             first = ffi.new("uint32_t *")  # an older library: one call, not interruptible
             check(lib.vigil_barrier_start(self._p(), participants, _util.timeout_ns(timeout), first), self.path)
             return first[0]
-        ptr = self._p()
+        self._p()  # closed: ValueError before anything
         arrived, where = ffi.new(_INT_P), ffi.new("uint32_t *")
         slice_ns = int(slice_max * 1e9)
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -190,23 +190,25 @@ class Barrier(_Handle):
             while True:
                 if deadline is not None:
                     slice_ns = min(slice_ns, max(0, int((deadline - time.monotonic()) * 1e9)))
-                rc = lib.vigil_barrier_start_slice(ptr, participants, slice_ns, arrived, where)
+                rc = self._call(lib.vigil_barrier_start_slice, participants, slice_ns, arrived, where)
                 if rc != VIGIL_ETIMEDOUT:
                     check(rc, self.path)
                     return where[0]
                 if (deadline is not None and time.monotonic() >= deadline) or (gone is not None and gone.is_set()):
                     if arrived[0]:
-                        rc = lib.vigil_barrier_withdraw(ptr, where[0], arrived)
+                        rc = self._call(lib.vigil_barrier_withdraw, where[0], arrived)
                         if rc != VIGIL_ETIMEDOUT:
                             check(rc, self.path)
                             return (where[0] + 1) & _MASK  # the start released with us before we left
                     if gone is not None and gone.is_set():
                         return 0
                     raise Timeout(VIGIL_ETIMEDOUT, f"{self.path}: the start of {participants}: deadline passed")
-                ptr = self._p()
         except BaseException:
             if arrived[0] and not self.closed:
-                lib.vigil_barrier_withdraw(self._ptr, where[0], arrived)
+                try:
+                    self._call(lib.vigil_barrier_withdraw, where[0], arrived)
+                except ValueError:
+                    pass  # closed meanwhile: the arrival went with the handle
             raise
 
     async def wait_async(self, epoch: int, *, quorum: Optional[int] = None,
@@ -233,7 +235,7 @@ class Barrier(_Handle):
         two of them (Ctrl-C, the handle closed) withdraws it."""
         if not _SLICED:
             return self._wait_withdrawing(my_epoch, quorum, timeout, gone, slice_max)
-        ptr = self._p()
+        self._p()  # closed: ValueError before anything
         arrived = _take_cell()
         slice_ns = _SLICE_NS if slice_max == _SLICE else int(slice_max * 1e9)
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -241,21 +243,25 @@ class Barrier(_Handle):
             while True:
                 if deadline is not None:
                     slice_ns = min(slice_ns, max(0, int((deadline - time.monotonic()) * 1e9)))
-                rc = lib.vigil_barrier_wait_slice(ptr, my_epoch, quorum, slice_ns, arrived)
+                rc = self._call(lib.vigil_barrier_wait_slice, my_epoch, quorum, slice_ns, arrived)
                 if rc != VIGIL_ETIMEDOUT:
                     return rc == 1 if rc >= 0 else check(rc, self.path) == 1
                 if (deadline is not None and time.monotonic() >= deadline) or (gone is not None and gone.is_set()):
-                    rc = lib.vigil_barrier_withdraw(ptr, my_epoch, arrived)
+                    rc = self._call(lib.vigil_barrier_withdraw, my_epoch, arrived)
                     if rc != VIGIL_ETIMEDOUT:
                         return check(rc, self.path) == 1  # released before we could leave: passed
                     if gone is not None and gone.is_set():
                         return False
                     raise Timeout(VIGIL_ETIMEDOUT, f"{self.path}: round {my_epoch}: deadline passed")
-                ptr = self._p()  # closed from another thread: ValueError, not a crash
+                # Closed from another thread: the next slice raises ValueError
+                # (the close waited for this one), not a crash.
         except BaseException:
             # Ctrl-C between two slices, or the handle closed: leave the round.
             if arrived[0] and not self.closed:
-                lib.vigil_barrier_withdraw(self._ptr, my_epoch, arrived)
+                try:
+                    self._call(lib.vigil_barrier_withdraw, my_epoch, arrived)
+                except ValueError:
+                    pass  # closed meanwhile: the arrival went with the handle
             raise
         finally:
             if not arrived[0]:  # else the handle closed with it standing: keep it out of reuse

@@ -91,7 +91,10 @@ class NoPeers(Error):
 
 
 class Lost(Error):
-    """The lease was refused: the scope is someone else's now (VIGIL_ELOST)."""
+    """What this caller held is someone else's now (VIGIL_ELOST): a lease
+    refused or expired, a group membership gone, or a heartbeat slot whose
+    registration a failover took (the slot may hold a successor already;
+    the call changed nothing of its)."""
 
     def __init__(self, code: int = VIGIL_ELOST, message: Optional[str] = None) -> None:
         Error.__init__(self, code, message)

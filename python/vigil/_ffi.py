@@ -42,6 +42,7 @@ ffi.cdef(
     uint32_t vigil_hb_capacity(const vigil_hb *hb);
     int      vigil_hb_register(vigil_hb *hb, uint32_t pid, uint32_t *slot);
     int      vigil_hb_unregister(vigil_hb *hb, uint32_t slot);
+    int      vigil_hb_owned(const vigil_hb *hb, uint32_t slot);
     uint64_t vigil_hb_tick(vigil_hb *hb);
     uint64_t vigil_hb_epoch(const vigil_hb *hb);
     int      vigil_hb_mark_in_flight(vigil_hb *hb, uint32_t slot, unsigned bit);

@@ -430,11 +430,15 @@ class Group:
                 return self._unit(rc, out)
 
     def done(self, unit: Unit) -> None:
-        """Finish `unit`; Lost if this member no longer owns that claim."""
+        """Finish `unit`; Lost if this member no longer owns that claim.
+        Sent again while etcd does not answer; an error other than Lost means
+        not known: call again (it returns once this member's done of the
+        claim is the record, an earlier call's too)."""
         check(self._lib.vigil_group_done(self._mp(), self._cunit(unit)), f"{self.name}: {unit.name}")
 
     def giveback(self, unit: Unit) -> None:
-        """Give `unit` back unfinished; Lost if this member no longer owns it."""
+        """Give `unit` back unfinished (also fine when it was given back
+        already while this member is one); Lost if this member is out."""
         check(self._lib.vigil_group_giveback(self._mp(), self._cunit(unit)), f"{self.name}: {unit.name}")
 
     @staticmethod

@@ -2,6 +2,7 @@
 """The heartbeat table: one 64-byte slot per process in a shared mapping."""
 import enum
 import os
+import threading
 import weakref
 from dataclasses import dataclass
 from types import TracebackType
@@ -90,6 +91,26 @@ class _Handle:
 
     def _init_handle(self) -> None:
         self._dependents: "weakref.WeakSet[Any]" = weakref.WeakSet()
+        self._inside: Dict[int, int] = {}  # thread -> its calls in progress that close() waits for
+        self._quiet = threading.Condition(threading.Lock())
+
+    def _call(self, fn: Any, *args: Any) -> Any:
+        """fn(pointer, *args), a bounded blocking call (a barrier slice) that
+        a close() on another thread waits for instead of unmapping under it;
+        ValueError once closed."""
+        me = threading.get_ident()
+        with self._quiet:
+            ptr = self._p()
+            self._inside[me] = self._inside.get(me, 0) + 1
+        try:
+            return fn(ptr, *args)
+        finally:
+            with self._quiet:
+                if self._inside[me] == 1:
+                    del self._inside[me]
+                else:
+                    self._inside[me] -= 1
+                self._quiet.notify_all()
 
     def _p(self) -> Any:
         ptr = self._ptr
@@ -108,7 +129,20 @@ class _Handle:
             return
         for dep in list(self._dependents):
             dep.close()
-        ptr, self._ptr = self._ptr, ffi.NULL
+        quiet = getattr(self, "_quiet", None)
+        if quiet is None:  # made without _init_handle
+            ptr, self._ptr = self._ptr, ffi.NULL
+        else:
+            with quiet:
+                if self._ptr == ffi.NULL:
+                    return
+                ptr, self._ptr = self._ptr, ffi.NULL
+                # A call in progress on another thread (a slice: bounded)
+                # returns before the memory goes; this thread's own would
+                # be waiting for itself.
+                me = threading.get_ident()
+                while any(t != me for t in self._inside):
+                    quiet.wait()
         type(self)._closer(ptr)
 
     def __enter__(self) -> Any:
@@ -276,10 +310,26 @@ class HeartbeatTable(_Handle):
         return Registration(self, pid)
 
     def unregister(self, slot: int) -> None:
-        """Give `slot` up (its work units with it); Vacant if nobody holds it."""
+        """Give `slot` up (its work units with it); Vacant if nobody holds it;
+        Lost if the registration this handle made there was taken by failover
+        (the successor that may hold the slot now keeps it)."""
         s = _util.slot(slot, self.capacity)
         self._beaters.pop(s, None)
         check(lib.vigil_hb_unregister(self._p(), s), f"{self.path}: slot {s}")
+
+    def owned(self, slot: int) -> bool:
+        """Whether the registration this handle made into `slot` still holds
+        it: False once it was unregistered, or taken by a failover scan or
+        wait (this process stalled past the grace window, or was judged
+        dead), or when `slot` was never registered through this handle.
+
+        A registration is named by the slot's generation, which never
+        recurs, so a recycled pid never passes for the old owner. Two loads
+        and no system call (vigil_hb_owned): cheap enough to ask before each
+        unit of work. The answer is a moment's; `mark`, `clear`, `set_role`
+        and `unregister` stay the fence and raise Lost for a taken slot."""
+        s = _util.slot(slot, self.capacity)
+        return check(lib.vigil_hb_owned(self._p(), s), f"{self.path}: slot {s}") == 1
 
     def beater(self, slot: int) -> Beater:
         """A `Beater` for `slot`: the cheapest beat Python can make."""
@@ -306,17 +356,22 @@ class HeartbeatTable(_Handle):
         return lib.vigil_hb_tick(self._p())
 
     def mark(self, slot: int, bit: int) -> None:
-        """Record work unit `bit` (0..63) as in flight on `slot`."""
+        """Record work unit `bit` (0..63) as in flight on `slot`; Vacant if
+        nobody holds it, Lost if this handle's registration there was taken
+        by failover (nothing is marked in a successor's slot)."""
         check(lib.vigil_hb_mark_in_flight(self._p(), _util.slot(slot, self.capacity), _bit(bit)),
               f"{self.path}: slot {slot}")
 
     def clear(self, slot: int, bit: int) -> None:
-        """Record work unit `bit` (0..63) as done."""
+        """Record work unit `bit` (0..63) as done; Lost, clearing nothing, if
+        this handle's registration of `slot` was taken by failover (the unit
+        was handed to a watchdog: someone may be redoing it)."""
         check(lib.vigil_hb_clear_in_flight(self._p(), _util.slot(slot, self.capacity), _bit(bit)),
               f"{self.path}: slot {slot}")
 
     def set_role(self, slot: int, role: int) -> None:
-        """Set `slot`'s role (a `Role`); elections set it themselves."""
+        """Set `slot`'s role (a `Role`); elections set it themselves. Lost if
+        this handle's registration there was taken by failover."""
         r = _util.uint(role, "role", max(Role))
         check(lib.vigil_hb_set_role(self._p(), _util.slot(slot, self.capacity), r), f"{self.path}: slot {slot}")
 

@@ -1,13 +1,18 @@
 //! A phase barrier across processes, started safely and surviving a crash.
 //!
-//! Processes that register and wait from round 0 at once can see round 0
-//! released before the last of them has registered: a peer that does not
-//! exist yet is not live, and the barrier counts only live peers. So round
-//! 0 is a start gate, waited with a quorum of the whole group: it releases
-//! only once all N have arrived, hence registered (and bound). Every later
-//! round is a plain wait, which counts the live peers: when this program
-//! kills one member with SIGKILL, its heartbeat lapses (this process ticks
-//! the epoch) and the others carry on without it.
+//! Each member registers, binds its barrier handle to its slot, and calls
+//! `Barrier::start(N)` once: it returns when all N members have arrived
+//! (hence registered and bound), with the first round to wait, the same
+//! for every member whenever each started and whatever round the barrier
+//! file was at. Every phase is then a plain wait on the next round, which
+//! counts the live peers: when this program kills one member with SIGKILL,
+//! its heartbeat lapses (this process ticks the epoch) and the others
+//! carry on without it.
+//!
+//! Waiting from round 0 instead is unsafe: a member that has not
+//! registered yet is not live, so the first members' rounds release
+//! without it, and it then finds those rounds passed and counts rounds
+//! apart from the others, with no error.
 //!
 //!     cargo run --example phase_barrier [MEMBERS] [PHASES]
 //!
@@ -27,11 +32,12 @@ fn member(table: &str, barrier: &str, group: u32, phases: u32) -> vigil::Result<
     let barrier = Barrier::open(barrier, &table)?;
     let me = table.register()?;
     barrier.bind(me.slot())?; // its waits keep the slot beating
-    barrier.wait_quorum(0, group)?; // the start gate: all N are here
-    println!("slot {} passed the start gate", me.slot());
+    let start = barrier.start_timeout(group, Duration::from_secs(30))?; // all N are here
+    println!("slot {} started: first round {}", me.slot(), start.first_round);
     for phase in 1..=phases {
         std::thread::sleep(Duration::from_millis(u64::from(me.slot()) * 3 + 5)); // the work
-        if barrier.wait_timeout(phase, Duration::from_secs(30))?.is_serial() {
+        let round = start.first_round + phase - 1;
+        if barrier.wait_timeout(round, Duration::from_secs(30))?.is_serial() {
             println!("phase {phase} complete ({} live)", barrier.live_peers());
         }
         println!("slot {} reached {phase}", me.slot());

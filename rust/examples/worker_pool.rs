@@ -39,10 +39,19 @@ fn worker(table_path: &str) -> vigil::Result<()> {
                 Some(u) => u,
                 None => break,
             };
+            // A worker stopped past the grace window (SIGSTOP, a long
+            // pause) has been reclaimed: its units went back to the
+            // watchdog and its slot may be someone else's. Ask before each
+            // unit (two loads, no system call); a mark or clear says
+            // Error::Lost in any case, and changes nothing of the
+            // successor's. Such a worker stops, reporting nothing done.
+            if !me.is_owned() {
+                return Err(vigil::Error::Lost);
+            }
             me.mark(unit)?;
             println!("took {unit}");
             std::thread::sleep(Duration::from_millis(20)); // the work
-            me.clear(unit)?;
+            me.clear(unit)?; // Lost: reclaimed meanwhile, the unit handed out again
             println!("done {unit}");
         }
         stop.store(true, std::sync::atomic::Ordering::Relaxed);

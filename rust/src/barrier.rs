@@ -90,6 +90,45 @@ pub struct BarrierCounters {
     pub withdrawals: u64,
 }
 
+/// How a [`Barrier::start`] ended: the first round the group waits (the
+/// same for every member, whenever it started), and whether this caller
+/// released the start round.
+///
+/// ```
+/// # let dir = std::env::temp_dir().join(format!("vigil-doc-start-{}", std::process::id()));
+/// # std::fs::create_dir_all(&dir)?;
+/// # let table = vigil::HeartbeatTable::create(dir.join("t"), 4)?;
+/// # let barrier = vigil::Barrier::create(dir.join("b"), &table, 5)?;
+/// # let me = table.register()?;
+/// # barrier.bind(me.slot())?;
+/// let start = barrier.start(1)?;
+/// assert_eq!(start.first_round, 1); // the start round was 0
+/// assert!(start.is_serial()); // alone: this caller released it
+/// # drop(barrier); drop(me); drop(table); std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Start {
+    /// The first round to wait, then the next ones in turn.
+    pub first_round: u32,
+    /// [`WaitOutcome::Serial`] to the one caller that released the start
+    /// round (for instance to set up what the rounds share),
+    /// [`WaitOutcome::Released`] to the others.
+    pub outcome: WaitOutcome,
+}
+
+impl Start {
+    /// Whether this caller released the start round.
+    ///
+    /// ```
+    /// let s = vigil::Start { first_round: 4, outcome: vigil::WaitOutcome::Serial };
+    /// assert!(s.is_serial());
+    /// ```
+    pub fn is_serial(self) -> bool {
+        self.outcome.is_serial()
+    }
+}
+
 /// The owned C handle, shared by [`Barrier`] and `compat::EpochBarrier`.
 pub(crate) struct RawBarrier(NonNull<sys::vigil_barrier>);
 
@@ -135,6 +174,16 @@ impl RawBarrier {
         check(rc).map(|rc| if rc == sys::VIGIL_SERIAL { WaitOutcome::Serial } else { WaitOutcome::Released })
     }
 
+    pub(crate) fn start(&self, participants: u32, timeout: Option<Duration>) -> Result<Start> {
+        let mut first = 0u32;
+        // SAFETY: an open handle; first is written only on success.
+        let rc = unsafe { sys::vigil_barrier_start(self.ptr(), participants, timeout_ns(timeout), &mut first) };
+        check(rc).map(|rc| Start {
+            first_round: first,
+            outcome: if rc == sys::VIGIL_SERIAL { WaitOutcome::Serial } else { WaitOutcome::Released },
+        })
+    }
+
     pub(crate) fn bind(&self, slot: u32) -> Result<()> {
         // SAFETY: an open handle; C checks the slot.
         check(unsafe { sys::vigil_barrier_bind(self.ptr(), slot) }).map(drop)
@@ -176,11 +225,19 @@ impl Drop for RawBarrier {
 /// beating, so a long wait never ages a waiter out. Waiters sleep in the
 /// kernel (a futex in the file) after a short spin.
 ///
-/// **Start safely.** A peer that has not registered yet is not live, so
-/// processes that register and wait from round 0 at once can see round 0
-/// released before the last of them exists. Open the barrier with a start
-/// gate: round 0 waited with a quorum of the whole group (see
-/// `examples/phase_barrier.rs`), every later round a plain wait.
+/// **Start safely: [`start`](Self::start).** Every member registers,
+/// binds, calls `start(group_size)` once and waits the rounds from the
+/// first round it returns: `start.first_round`, then `+ 1`, and so on (see
+/// `examples/phase_barrier.rs`).
+///
+/// **Waiting from round 0 without it is unsafe** when members start at
+/// different times: a member that has not registered yet is not a live
+/// peer, so the first members' rounds release without it, and it then
+/// finds those rounds passed (each wait returns at once) and counts rounds
+/// apart from the others, with no error. `wait_quorum(0, group_size)` as a
+/// gate fails the same way on a barrier file already past round 0 (one
+/// reused across runs). `start` waits at whatever round the barrier is at
+/// for the whole group (the quorum rule and the all-live rule at once).
 ///
 /// The handle borrows its table (the C library reads it on every wait)
 /// and is `Send + Sync`.
@@ -192,11 +249,12 @@ impl Drop for RawBarrier {
 /// let barrier = vigil::Barrier::create(dir.join("b"), &table, 5)?;
 /// let me = table.register()?;
 /// barrier.bind(me.slot())?;
+/// let start = barrier.start(1)?; // the whole group: here, one
 /// // Alone, every round is ours to release.
-/// for round in 0..3 {
+/// for round in start.first_round..start.first_round + 3 {
 ///     assert_eq!(barrier.wait(round)?, vigil::WaitOutcome::Serial);
 /// }
-/// assert_eq!(barrier.epoch(), 3);
+/// assert_eq!(barrier.epoch(), start.first_round + 3);
 /// # drop(barrier); drop(me); drop(table); std::fs::remove_dir_all(&dir)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -333,6 +391,66 @@ impl<'t> Barrier<'t> {
         self.raw.bind(slot)
     }
 
+    /// The safe start of a group of `participants` (`vigil_barrier_start`):
+    /// call it once per member, after registering and [`bind`](Self::bind),
+    /// then wait [`Start::first_round`], the round after, and so on. It
+    /// waits at the round the barrier is at until `participants` callers
+    /// have arrived there and no live peer of the table is left out, and
+    /// returns the round after it: the same for every member, whenever each
+    /// started, and whatever round a reused barrier file was at.
+    ///
+    /// A caller that comes when the group is already under way (a member
+    /// that restarted) gets the round the group is at, and leaves in step
+    /// with it. Waiting from round 0 instead is unsafe (see [`Barrier`]).
+    /// [`Error::OutOfRange`](crate::Error::OutOfRange) for 0 participants;
+    /// [`Error::Lost`](crate::Error::Lost) when the bound registration is
+    /// gone (reclaimed).
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("vigil-doc-bstart-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// let table = vigil::HeartbeatTable::create(dir.join("t"), 8)?;
+    /// let barrier = vigil::Barrier::create(dir.join("b"), &table, 5)?;
+    /// let me = table.register()?;
+    /// barrier.bind(me.slot())?;
+    /// let start = barrier.start(1)?; // the group's size: here, one
+    /// for round in start.first_round.. {
+    ///     // ... this phase's work ...
+    ///     barrier.wait(round)?;
+    ///     if round == start.first_round + 2 {
+    ///         break;
+    ///     }
+    /// }
+    /// assert!(matches!(barrier.start(0), Err(vigil::Error::OutOfRange)));
+    /// # drop(barrier); drop(me); drop(table); std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn start(&self, participants: u32) -> Result<Start> {
+        self.raw.start(participants, None)
+    }
+
+    /// As [`start`](Self::start), giving up after `timeout` with
+    /// [`Error::Timeout`](crate::Error::Timeout), the arrival withdrawn.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// # let dir = std::env::temp_dir().join(format!("vigil-doc-bstartt-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// let table = vigil::HeartbeatTable::create(dir.join("t"), 8)?;
+    /// let barrier = vigil::Barrier::create(dir.join("b"), &table, 5)?;
+    /// let me = table.register()?;
+    /// barrier.bind(me.slot())?;
+    /// // A group of two with only one member here.
+    /// let r = barrier.start_timeout(2, Duration::from_millis(20));
+    /// assert!(matches!(r, Err(vigil::Error::Timeout)));
+    /// assert_eq!(vigil::Barrier::peek(dir.join("b"))?.arrived, 0); // withdrawn
+    /// # drop(barrier); drop(me); drop(table); std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn start_timeout(&self, participants: u32, timeout: Duration) -> Result<Start> {
+        self.raw.start(participants, Some(timeout))
+    }
+
     /// Arrives at round `epoch` and waits until every live peer has. A
     /// round already passed returns at once; with no live peer at entry,
     /// [`Error::NoPeers`](crate::Error::NoPeers).
@@ -357,8 +475,8 @@ impl<'t> Barrier<'t> {
 
     /// Arrives at round `epoch` and waits until `quorum` arrivals (of peers
     /// still live, or unbound). Quorum 0 is
-    /// [`Error::OutOfRange`](crate::Error::OutOfRange). Round 0 with a
-    /// quorum of the whole group is the start gate.
+    /// [`Error::OutOfRange`](crate::Error::OutOfRange). To start a group,
+    /// use [`start`](Self::start), not round 0 with a quorum of the group.
     ///
     /// ```
     /// # let dir = std::env::temp_dir().join(format!("vigil-doc-bquorum-{}", std::process::id()));

@@ -18,16 +18,20 @@
 //!
 //! * `create` never clobbers: it creates the file, or attaches to the
 //!   table already there (a different capacity is `LayoutMismatch`).
-//! * A registration is a CAS on a slot that also records the owner's start
-//!   time, so a recycled pid is never taken for the old owner.
+//! * A registration is named by a generation that never recurs (not by
+//!   its pid), so a recycled pid is never taken for the old owner, and a
+//!   stale owner (stopped, reclaimed, resumed) changes nothing in its
+//!   successor's slot: its unregister, marks and clears are refused
+//!   (`vigil().owned(slot)` tells it).
 //! * The failover scan vacates a dead slot and hands its units over exactly
 //!   once, even with several watchdogs in several processes.
 //! * Barrier rounds are exact when the waiting process has registered
 //!   itself (its handle is bound to its slot: a peer that dies after
 //!   arriving stops counting, the wait keeps the slot beating), and waiters
 //!   sleep in the kernel instead of polling.
-//! * Starting a group safely needs a start gate (round 0 waited with a
-//!   quorum of the whole group); see [`EpochBarrier`].
+//! * Starting a group safely needs [`EpochBarrier::start`] (vigil's
+//!   addition): waiting from round 0 miscounts rounds when members start at
+//!   different times.
 //!
 //! `OwnerLease` is not here: [`Leases`](crate::Leases) (one host) and
 //! `Etcd` (across hosts, feature `etcd`) replace it, with a
@@ -150,9 +154,12 @@ pub struct HeartbeatSnapshot {
 /// the global epoch and reclaims the slots that stopped beating.
 ///
 /// Stricter than subetha-cxc: [`create`](Self::create) never clobbers a
-/// live table; registration records the owner's start time (a recycled pid
-/// is never taken for the old owner); a late [`unregister`](Self::unregister)
-/// never vacates a slot that was reclaimed and registered again.
+/// live table; a registration is named by a generation that never recurs
+/// (a recycled pid is never taken for the old owner); a stale owner's late
+/// [`unregister`](Self::unregister), [`mark_in_flight`](Self::mark_in_flight)
+/// or [`clear_in_flight`](Self::clear_in_flight) never touches a slot that
+/// was reclaimed and registered again (these return `()` as subetha-cxc's
+/// do: ask [`vigil`](Self::vigil)`().owned(slot)` to learn it is stale).
 ///
 /// ```
 /// use vigil::compat::HeartbeatTable;
@@ -495,10 +502,12 @@ impl From<Error> for BarrierError {
 ///   round still waits for a slow but live peer; the wait keeps the slot
 ///   beating, so a long wait never ages the waiter out. Otherwise arrivals
 ///   are counted as subetha-cxc counts them.
-/// * **A start gate.** A peer that has not registered yet is not live, so
+/// * **A safe start.** A peer that has not registered yet is not live, so
 ///   processes that register and wait from round 0 at once can see round
-///   0 released before the last of them exists (as with subetha-cxc). Make
-///   round 0 a gate: `wait_quorum(0, group_size)`, then plain `wait`s.
+///   0 released before the last of them exists (as with subetha-cxc), and
+///   then count rounds apart with no error: waiting from round 0 is unsafe.
+///   Call [`start`](Self::start)`(group_size)` once and wait from the
+///   round it returns.
 /// * **No busy wait.** Waiters sleep on a futex in the file after a short
 ///   spin (subetha-cxc polls with 50 µs sleeps).
 /// * A wait that times out withdraws its arrival, so it never helps
@@ -592,14 +601,48 @@ impl EpochBarrier {
         self.raw.live_peers()
     }
 
-    fn arrive(&self, epoch: u32, quorum: Option<u32>, timeout: Option<Duration>) -> Result<(), BarrierError> {
+    fn bind_own(&self) {
         if let Some(slot) = self.heartbeat.sole_own_slot() {
             let mut bound = self.bound.lock().unwrap_or_else(|e| e.into_inner());
             if *bound != Some(slot) && self.raw.bind(slot).is_ok() {
                 *bound = Some(slot);
             }
         }
+    }
+
+    fn arrive(&self, epoch: u32, quorum: Option<u32>, timeout: Option<Duration>) -> Result<(), BarrierError> {
+        self.bind_own();
         self.raw.wait(epoch, quorum, timeout).map(drop).map_err(BarrierError::from)
+    }
+
+    /// vigil's addition (subetha-cxc has none): the safe start of a group
+    /// of `participants`. Each member calls it once, after registering, and
+    /// then waits the round it returns, the next, and so on; every member
+    /// gets the same first round whenever it started and whatever round
+    /// the barrier file was at (see [`Barrier::start`](crate::Barrier::start)).
+    /// Waiting from round 0 instead, or `wait_quorum(0, participants)` as a
+    /// gate, miscounts rounds when members start at different times or
+    /// the file is past round 0.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// # let dir = std::env::temp_dir().join(format!("vigil-doc-ebstart-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// let hb = Arc::new(vigil::compat::HeartbeatTable::create(dir.join("hb"), 4)?);
+    /// let barrier = vigil::compat::EpochBarrier::create(dir.join("b"), hb.clone(), 5)?;
+    /// let slot = hb.register(std::process::id())?;
+    /// let first = barrier.start(1)?; // the group's size: here, one
+    /// for round in first..first + 3 {
+    ///     hb.beat(slot);
+    ///     barrier.wait(round)?;
+    /// }
+    /// assert_eq!(barrier.current_epoch(), first + 3);
+    /// # drop(barrier); std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn start(&self, participants: u32) -> Result<u32, BarrierError> {
+        self.bind_own();
+        self.raw.start(participants, None).map(|s| s.first_round).map_err(BarrierError::from)
     }
 
     /// Arrives at round `my_epoch` and waits until every live peer has. A

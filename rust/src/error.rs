@@ -57,6 +57,9 @@ pub enum Error {
     Lost,
     /// Held by another owner, or in the middle of a change (`VIGIL_EBUSY`).
     Busy,
+    /// The etcd server's TLS certificate failed verification (`VIGIL_ETLS`,
+    /// etcd adapter only).
+    Tls,
     /// A failed system call, with its `errno`.
     Os(io::Error),
     /// A vigil code this crate does not know (from a newer library).
@@ -92,6 +95,7 @@ impl Error {
             sys::VIGIL_ENOPEERS => Error::NoPeers,
             sys::VIGIL_ELOST => Error::Lost,
             sys::VIGIL_EBUSY => Error::Busy,
+            sys::VIGIL_ETLS => Error::Tls,
             rc if rc < 0 && rc > -1000 => Error::Os(io::Error::from_raw_os_error(-rc)),
             rc => Error::Other(rc),
         }
@@ -114,6 +118,7 @@ impl Error {
             Error::NoPeers => sys::VIGIL_ENOPEERS,
             Error::Lost => sys::VIGIL_ELOST,
             Error::Busy => sys::VIGIL_EBUSY,
+            Error::Tls => sys::VIGIL_ETLS,
             Error::Os(e) => -e.raw_os_error().unwrap_or(EIO),
             Error::Other(rc) => *rc,
         }
@@ -187,7 +192,7 @@ mod tests {
 
     #[test]
     fn codes_round_trip() {
-        for rc in [-1001, -1002, -1003, -1004, -1005, -1006, -1007, -1008, -1009, -1042, -2, -22] {
+        for rc in [-1001, -1002, -1003, -1004, -1005, -1006, -1007, -1008, -1009, -1010, -1042, -2, -22] {
             assert_eq!(Error::from_code(rc).code(), rc, "code {rc}");
         }
     }

@@ -278,8 +278,9 @@ impl HeartbeatTable {
     }
 
     /// Vacates `slot`. A slot this handle's registration no longer holds
-    /// (reclaimed by a watchdog and registered again by another) is left to
-    /// its new owner.
+    /// (reclaimed by a watchdog, and perhaps registered again by another)
+    /// is left to its new owner, and the call is
+    /// [`Error::Lost`](crate::Error::Lost): the caller learns it was stale.
     ///
     /// ```
     /// # let dir = std::env::temp_dir().join(format!("vigil-doc-unreg-{}", std::process::id()));
@@ -299,7 +300,10 @@ impl HeartbeatTable {
 
     /// Beats `slot`: one acquire load of the epoch, one release store to
     /// the slot, inline (no call into the library). An out-of-range slot
-    /// is ignored. A [`Beater`] saves even the bound check.
+    /// is ignored. A [`Beater`] saves even the bound check. A beat is not
+    /// checked against the registration: a stale one (by a holder whose
+    /// slot was reclaimed) only makes the slot's present holder look live
+    /// a little longer; ask [`owned`](Self::owned) to learn to stop.
     ///
     /// ```
     /// # let dir = std::env::temp_dir().join(format!("vigil-doc-beat-{}", std::process::id()));
@@ -385,11 +389,15 @@ impl HeartbeatTable {
         unsafe { sys::vigil_hb_epoch(self.raw()) }
     }
 
-    /// Records work unit `bit` (0..64) as in flight on `slot`: one
-    /// `fetch_or`, released so a watchdog that takes the bit sees what was
-    /// recorded about the unit before. [`Error::Vacant`](crate::Error::Vacant)
-    /// on a vacant slot, [`Error::OutOfRange`](crate::Error::OutOfRange) for
-    /// a bit or slot out of range.
+    /// Records work unit `bit` (0..64) as in flight on `slot`: one 16-byte
+    /// compare-and-swap of the bitmap together with the registration's
+    /// generation, a full barrier, so a watchdog that takes the bit sees
+    /// what was recorded about the unit before.
+    /// [`Error::Lost`](crate::Error::Lost) when this handle's registration
+    /// of `slot` was reclaimed (the successor's bits are untouched);
+    /// [`Error::Vacant`](crate::Error::Vacant) on a vacant slot,
+    /// [`Error::OutOfRange`](crate::Error::OutOfRange) for a bit or slot
+    /// out of range.
     ///
     /// ```
     /// # let dir = std::env::temp_dir().join(format!("vigil-doc-mark-{}", std::process::id()));
@@ -408,7 +416,10 @@ impl HeartbeatTable {
         check(unsafe { sys::vigil_hb_mark_in_flight(self.raw(), slot, bit) }).map(drop)
     }
 
-    /// Records work unit `bit` as done (no longer in flight) on `slot`.
+    /// Records work unit `bit` as done (no longer in flight) on `slot`,
+    /// fenced as [`mark`](Self::mark) is: [`Error::Lost`](crate::Error::Lost)
+    /// when the registration was reclaimed (the unit was handed out again:
+    /// do not report it done).
     ///
     /// ```
     /// # let dir = std::env::temp_dir().join(format!("vigil-doc-clear-{}", std::process::id()));
@@ -428,6 +439,8 @@ impl HeartbeatTable {
     }
 
     /// Sets `slot`'s role (leader election sets it for you).
+    /// [`Error::Lost`](crate::Error::Lost) when this handle's registration
+    /// of `slot` was reclaimed (the successor's role is untouched).
     ///
     /// ```
     /// use vigil::Role;

@@ -55,7 +55,7 @@
 //! ```
 //!
 //! More in `rust/examples/`: a worker pool with a watchdog that reclaims
-//! a killed worker's units, a phase barrier with its start gate, and
+//! a killed worker's units, a phase barrier started with `Barrier::start`, and
 //! leader election holding a lease.
 //!
 //! # Linking
@@ -104,7 +104,7 @@ mod lease;
 mod sys;
 mod util;
 
-pub use barrier::{Barrier, BarrierCounters, BarrierState, WaitOutcome};
+pub use barrier::{Barrier, BarrierCounters, BarrierState, Start, WaitOutcome};
 pub use error::{Error, Result};
 #[cfg(feature = "etcd")]
 pub use etcd::{Etcd, EtcdOptions};

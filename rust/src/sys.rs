@@ -16,7 +16,7 @@
 #![allow(non_camel_case_types, dead_code)]
 
 use std::os::raw::{c_char, c_int, c_uint, c_void};
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU32, AtomicU64};
 
 // ---- error codes (include/vigil/common.h) ---------------------------------
 
@@ -29,6 +29,9 @@ pub const VIGIL_ETIMEDOUT: c_int = -1006;
 pub const VIGIL_ENOPEERS: c_int = -1007;
 pub const VIGIL_ELOST: c_int = -1008;
 pub const VIGIL_EBUSY: c_int = -1009;
+pub const VIGIL_ETLS: c_int = -1010;
+/// The layout version every vigil file carries at offset 8.
+pub const VIGIL_LAYOUT_VERSION: u32 = 5;
 
 pub const VIGIL_ROLE_WORKER: u32 = 0;
 pub const VIGIL_ROLE_COORDINATOR: u32 = 1;
@@ -92,6 +95,7 @@ pub struct vigil_etcd {
 macro_rules! shared_structs {
     ($(
         $(@cfg($cfg:meta))?
+        $(@align($align:literal))?
         $(#[$meta:meta])*
         $cname:literal => struct $name:ident : $size:literal {
             $($field:ident : $ty:ty = $off:literal),* $(,)?
@@ -101,7 +105,7 @@ macro_rules! shared_structs {
             $(#[cfg($cfg)])?
             $(#[$meta])*
             #[repr(C)]
-            #[derive(Clone, Copy)]
+            $(#[repr(align($align))])?
             pub struct $name {
                 $(pub $field: $ty),*
             }
@@ -154,12 +158,46 @@ pub struct Layout {
 }
 
 shared_structs! {
+    @align(16)
+    /// The file header (offsets 0..63 of a heartbeat table), read and
+    /// written only by the C library; here for the layout check.
+    "struct vigil_hb_header" => struct vigil_hb_header: 64 {
+        magic: [u8; 8] = 0,
+        version: u32 = 8,
+        kind: u32 = 12,
+        capacity: u32 = 16,
+        flags: u32 = 20,
+        epoch: AtomicU64 = 24,
+        term: AtomicU64 = 32,
+        leader: AtomicU64 = 40,
+        elect_lock: AtomicU64 = 48,
+        elect_seq: AtomicU64 = 56,
+    }
+    @align(64)
+    /// One slot of a heartbeat table (since layout version 4, `gen` names the
+    /// registration), read and written only by the C library; here for the
+    /// layout check. Its 64-byte alignment is the C one.
+    "struct vigil_hb_slot" => struct vigil_hb_slot: 64 {
+        pid: AtomicU32 = 0,
+        role: AtomicU32 = 4,
+        last_seen_epoch: AtomicU64 = 8,
+        in_flight: AtomicU64 = 16,
+        gen: AtomicU64 = 24,
+        writer: AtomicU64 = 32,
+        seq: AtomicU64 = 40,
+        start_time: AtomicU32 = 48,
+        owner_ns: AtomicU32 = 52,
+        reclaims: AtomicU32 = 56,
+        repairs: AtomicU32 = 60,
+    }
+    #[derive(Clone, Copy)]
     "vigil_slot_info" => struct vigil_slot_info: 24 {
         pid: u32 = 0,
         role: u32 = 4,
         last_seen_epoch: u64 = 8,
         in_flight: u64 = 16,
     }
+    #[derive(Clone, Copy)]
     "vigil_hb_counters" => struct vigil_hb_counters: 48 {
         registers: u64 = 0,
         unregisters: u64 = 8,
@@ -169,26 +207,31 @@ shared_structs! {
         occupied: u32 = 40,
     }
     /// The beat's two words; AtomicU64 has the layout of `_Atomic uint64_t`.
+    #[derive(Clone, Copy)]
     "vigil_beater" => struct vigil_beater: 16 {
         epoch: *const AtomicU64 = 0,
         seen: *const AtomicU64 = 8,
     }
+    #[derive(Clone, Copy)]
     "vigil_reclaim" => struct vigil_reclaim: 16 {
         slot: u32 = 0,
         pid: u32 = 4,
         in_flight: u64 = 8,
     }
+    #[derive(Clone, Copy)]
     "vigil_leader" => struct vigil_leader: 16 {
         slot: u32 = 0,
         pid: u32 = 4,
         term: u64 = 8,
     }
+    #[derive(Clone, Copy)]
     "vigil_failover_watch_info" => struct vigil_failover_watch_info: 16 {
         pidfds: u32 = 0,
         watched: u32 = 4,
         by_epochs: u32 = 8,
         retrying: u32 = 12,
     }
+    #[derive(Clone, Copy)]
     "vigil_barrier_state" => struct vigil_barrier_state: 40 {
         capacity: u32 = 0,
         epoch: u32 = 4,
@@ -198,10 +241,12 @@ shared_structs! {
         sleepers: u32 = 24,
         withdrawals: u64 = 32,
     }
+    #[derive(Clone, Copy)]
     "vigil_barrier_counters" => struct vigil_barrier_counters: 16 {
         releases: u64 = 0,
         withdrawals: u64 = 8,
     }
+    #[derive(Clone, Copy)]
     "vigil_lease" => struct vigil_lease: 216 {
         key: [c_char; 128] = 0,
         owner: [c_char; 64] = 128,
@@ -209,10 +254,12 @@ shared_structs! {
         ttl_ms: u64 = 200,
         id: i64 = 208,
     }
+    #[derive(Clone, Copy)]
     "vigil_lease_port" => struct vigil_lease_port: 16 {
         ctx: *mut c_void = 0,
         renew: Option<unsafe extern "C" fn(*mut c_void, *const vigil_lease) -> c_int> = 8,
     }
+    #[derive(Clone, Copy)]
     "vigil_keepalive_info" => struct vigil_keepalive_info: 40 {
         period_ns: u64 = 0,
         renewals: u64 = 8,
@@ -221,6 +268,7 @@ shared_structs! {
         lost: u32 = 28,
         cpu_ns: u64 = 32,
     }
+    #[derive(Clone, Copy)]
     "vigil_lease_info" => struct vigil_lease_info: 224 {
         key: [c_char; 128] = 0,
         owner: [c_char; 64] = 128,
@@ -230,11 +278,13 @@ shared_structs! {
         state: u32 = 216,
         pid: u32 = 220,
     }
+    #[derive(Clone, Copy)]
     "vigil_leases_counters" => struct vigil_leases_counters: 24 {
         handovers: u64 = 0,
         renewals_refused: u64 = 8,
         expiries: u64 = 16,
     }
+    #[derive(Clone, Copy)]
     "vigil_file_info" => struct vigil_file_info: 24 {
         kind: u32 = 0,
         version: u32 = 4,
@@ -242,6 +292,7 @@ shared_structs! {
         size: u64 = 16,
     }
     @cfg(feature = "etcd")
+    #[derive(Clone, Copy)]
     "struct vigil_etcd_options" => struct vigil_etcd_options: 56 {
         cacert: *const c_char = 0,
         cert: *const c_char = 8,
@@ -262,7 +313,8 @@ pub fn constants() -> Vec<(&'static str, i64)> {
     }
     c![
         VIGIL_EFULL, VIGIL_EBADFILE, VIGIL_ECAPACITY, VIGIL_ERANGE, VIGIL_EVACANT,
-        VIGIL_ETIMEDOUT, VIGIL_ENOPEERS, VIGIL_ELOST, VIGIL_EBUSY, VIGIL_ROLE_WORKER,
+        VIGIL_ETIMEDOUT, VIGIL_ENOPEERS, VIGIL_ELOST, VIGIL_EBUSY, VIGIL_ETLS, VIGIL_LAYOUT_VERSION,
+        VIGIL_ROLE_WORKER,
         VIGIL_ROLE_COORDINATOR, VIGIL_SERIAL, VIGIL_RECLAIM_STALE, VIGIL_RECLAIM_EXITED,
         VIGIL_LEASE_VACANT, VIGIL_LEASE_HELD, VIGIL_LEASE_EXPIRED, VIGIL_LEASE_RELEASED,
         VIGIL_LEASE_CHANGING, VIGIL_KIND_HEARTBEAT, VIGIL_KIND_BARRIER, VIGIL_KIND_LEASES,
@@ -346,6 +398,27 @@ extern "C" {
     pub fn vigil_barrier_bind(b: *mut vigil_barrier, slot: u32) -> c_int;
     pub fn vigil_barrier_peek(path: *const c_char, out: *mut vigil_barrier_state) -> c_int;
     pub fn vigil_barrier_stats(b: *const vigil_barrier, out: *mut vigil_barrier_counters) -> c_int;
+    pub fn vigil_barrier_start(
+        b: *mut vigil_barrier,
+        participants: u32,
+        timeout_ns: u64,
+        first_round: *mut u32,
+    ) -> c_int;
+    pub fn vigil_barrier_start_slice(
+        b: *mut vigil_barrier,
+        participants: u32,
+        slice_ns: u64,
+        arrived: *mut c_int,
+        round: *mut u32,
+    ) -> c_int;
+    pub fn vigil_barrier_wait_slice(
+        b: *mut vigil_barrier,
+        my_epoch: u32,
+        quorum: u32,
+        slice_ns: u64,
+        arrived: *mut c_int,
+    ) -> c_int;
+    pub fn vigil_barrier_withdraw(b: *mut vigil_barrier, my_epoch: u32, arrived: *mut c_int) -> c_int;
 
     // lease.h
     pub fn vigil_keepalive_start(

@@ -39,10 +39,77 @@ fn registration_guard_unregisters_and_a_reclaimed_one_is_lost() {
     assert_eq!(successor.slot(), slot);
     successor.mark(1).unwrap();
     assert!(!stale.is_owned());
+    assert!(!table.owned(slot).unwrap(), "the stale handle still says it owns the slot");
+    assert!(other.owned(slot).unwrap(), "the successor's handle does not own its slot");
+    // Every call that could change the successor's slot is told, and
+    // changes nothing: its bits (1 set, 5 clear), role and registration.
+    assert!(matches!(stale.mark(5), Err(Error::Lost)));
+    assert!(matches!(stale.clear(1), Err(Error::Lost)));
+    assert!(matches!(table.mark(slot, 5), Err(Error::Lost)));
+    assert!(matches!(table.clear(slot, 1), Err(Error::Lost)));
     assert!(matches!(stale.set_role(Role::Coordinator), Err(Error::Lost)));
     assert!(matches!(stale.unregister(), Err(Error::Lost)));
     let s = other.snapshot(slot).unwrap();
     assert_eq!((s.pid, s.in_flight, s.role), (4242, 0b10, Role::Worker), "the successor's slot was touched");
+    assert!(other.owned(slot).unwrap());
+}
+
+/// A stale guard dropped (not unregistered by hand) leaves the successor
+/// alone, as its explicit unregister does; a barrier bound to the stale
+/// registration says Lost instead of arriving for the successor.
+#[test]
+fn stale_guard_dropped_and_stale_barrier_arrival() {
+    let dir = TempDir::new("api-stale-drop");
+    let table = HeartbeatTable::create(dir.path("t"), 2).unwrap();
+    let barrier = Barrier::create(dir.path("b"), &table, 1).unwrap();
+    let stale = table.register().unwrap();
+    let slot = stale.slot();
+    barrier.bind(slot).unwrap();
+    for _ in 0..3 {
+        table.tick();
+    }
+    assert_eq!(table.failover_scan(1).unwrap().len(), 1);
+    let other = HeartbeatTable::open(dir.path("t")).unwrap();
+    let successor = other.register_pid(4343).unwrap();
+    assert_eq!(successor.slot(), slot);
+    successor.mark(2).unwrap();
+    assert!(matches!(barrier.wait_timeout(0, Duration::from_secs(5)), Err(Error::Lost)));
+    assert!(matches!(barrier.start_timeout(1, Duration::from_secs(5)), Err(Error::Lost)));
+    assert_eq!(Barrier::peek(dir.path("b")).unwrap().arrived, 0, "a stale arrival was counted");
+    drop(stale);
+    let s = other.snapshot(slot).unwrap();
+    assert_eq!((s.pid, s.in_flight), (4343, 0b100), "dropping the stale guard touched the successor");
+    let stats = table.stats().unwrap();
+    assert_eq!((stats.reclaims, stats.unregisters, stats.occupied), (1, 0, 1));
+    drop(successor);
+    assert_eq!(table.stats().unwrap().occupied, 0);
+}
+
+/// The safe start on a barrier file past round 0 (one reused across runs):
+/// the first round is the one after the round the barrier is at, not 1;
+/// a start that times out withdraws its arrival.
+#[test]
+fn start_on_a_reused_barrier() {
+    let dir = TempDir::new("api-start");
+    let table = HeartbeatTable::create(dir.path("t"), 4).unwrap();
+    let barrier = Barrier::create(dir.path("b"), &table, 5).unwrap();
+    for r in 0..5 {
+        barrier.wait_quorum(r, 1).unwrap();
+    }
+    let me = table.register().unwrap();
+    barrier.bind(me.slot()).unwrap();
+    assert!(matches!(barrier.start_timeout(2, Duration::from_millis(20)), Err(Error::Timeout)));
+    assert_eq!(Barrier::peek(dir.path("b")).unwrap().arrived, 0, "the timed-out start stayed arrived");
+    let start = barrier.start(1).unwrap();
+    assert_eq!(start.first_round, 6);
+    assert!(start.is_serial());
+    assert!(barrier.wait(start.first_round).unwrap().is_serial());
+    assert_eq!(barrier.epoch(), 7);
+    assert!(matches!(barrier.start(0), Err(Error::OutOfRange)));
+    // compat's start: the same first round for the next group.
+    let hb = Arc::new(compat::HeartbeatTable::open(dir.path("t"), 4).unwrap());
+    let eb = EpochBarrier::open(dir.path("b"), hb, 0).unwrap();
+    assert_eq!(eb.start(1).unwrap(), 8);
 }
 
 #[test]
@@ -101,9 +168,17 @@ fn keepalive_renews_and_its_loss_is_told() {
     let calls = port.0.load(Ordering::SeqCst);
     let stats = ka.stats().unwrap();
     assert!(stats.lost && stats.renewals <= 2 && calls <= 3, "{stats:?}, {calls} calls");
+    // A loss by local expiry can be seen here while the renewer, starved,
+    // has decided to renew and not yet called: that one call may still
+    // come (its answer is then refused by the lapsed deadline), no other.
     std::thread::sleep(Duration::from_millis(60)); // several periods
-    assert_eq!(port.0.load(Ordering::SeqCst), calls, "renewed after the loss");
+    let after = port.0.load(Ordering::SeqCst);
+    assert!(after <= calls + 1 && after <= 3, "renewed after the loss: {calls} calls, then {after}");
     assert!(matches!(ka.stop(), Err(Error::Lost)));
+    // Stopped: the renewer is joined, nothing calls the port again.
+    let stopped = port.0.load(Ordering::SeqCst);
+    std::thread::sleep(Duration::from_millis(60));
+    assert_eq!(port.0.load(Ordering::SeqCst), stopped, "renewed after stop");
 
     // The store's own port (the library's, no call into Rust) renews it.
     let lease = store.acquire("k2", "me", Duration::from_millis(1500)).unwrap();

@@ -124,9 +124,10 @@ fn role_watch(args: &[String]) -> i32 {
     1
 }
 
-/// barrier TABLE BARRIER WORDS GROUP ROUNDS: pass the start gate, then
-/// meet ROUNDS rounds; before each, say "I reached round r" in WORDS, and
-/// after it, check that every member did. "serial S early E".
+/// barrier TABLE BARRIER WORDS GROUP ROUNDS: start the group (the safe
+/// start), then meet ROUNDS rounds from the first round it gave; before
+/// the k-th, say "I reached k" in WORDS, and after it, check that every
+/// member did. "first F serial S early E" (S counts the start's serial).
 fn role_barrier(args: &[String]) -> i32 {
     let table = HeartbeatTable::open(&args[0]).expect("open table");
     let barrier = Barrier::open(&args[1], &table).expect("open barrier");
@@ -135,20 +136,22 @@ fn role_barrier(args: &[String]) -> i32 {
     let rounds: u32 = args[4].parse().expect("rounds");
     let me = table.register().expect("register");
     barrier.bind(me.slot()).expect("bind");
-    let mut serial = u32::from(barrier.wait_quorum(0, group).expect("start gate").is_serial());
+    let start = barrier.start_timeout(group, LIMIT).expect("start");
+    let mut serial = u32::from(start.is_serial());
     let mut early = 0;
-    for r in 1..=rounds {
-        words.get(me.slot() as usize).store(u64::from(r), Ordering::SeqCst);
-        let outcome = barrier.wait_timeout(r, Duration::from_secs(30)).expect("wait");
+    for k in 1..=rounds {
+        words.get(me.slot() as usize).store(u64::from(k), Ordering::SeqCst);
+        let round = start.first_round + k - 1;
+        let outcome = barrier.wait_timeout(round, Duration::from_secs(30)).expect("wait");
         serial += u32::from(outcome == WaitOutcome::Serial);
         let reached = (0..table.capacity() as usize)
-            .filter(|&i| words.get(i).load(Ordering::SeqCst) >= u64::from(r))
+            .filter(|&i| words.get(i).load(Ordering::SeqCst) >= u64::from(k))
             .count();
         if reached < group as usize {
             early += 1;
         }
     }
-    println!("serial {serial} early {early}");
+    println!("first {} serial {serial} early {early}", start.first_round);
     0
 }
 
@@ -214,34 +217,53 @@ fn worker_killed_units_reclaimed_once() -> TestResult {
     Ok(())
 }
 
-/// Four processes meet 100 rounds after the start gate: every round waits
-/// for all four (each finds every member's "reached" word on release) and
-/// has exactly one serial caller.
+/// Four processes meet 100 rounds after the safe start, on a barrier file
+/// already past round 0 (one reused across runs), the fourth member
+/// started only once the first three wait at the start: every member gets
+/// the same first round, every round waits for all four (each finds every
+/// member's "reached" word on release) and has exactly one serial caller.
+/// (Waiting from round 0, the late member would find rounds passed.)
 fn barrier_four_processes_hundred_rounds() -> TestResult {
     const GROUP: u32 = 4;
     const ROUNDS: u32 = 100;
+    const EARLIER: u32 = 3; // rounds of an earlier run on the same file
     let dir = TempDir::new("barrier");
     let (tpath, bpath, wpath) = (dir.path("table"), dir.path("barrier"), dir.path("words"));
     let table = HeartbeatTable::create(&tpath, 8).map_err(err("create"))?;
     let barrier = Barrier::create(&bpath, &table, 5).map_err(err("barrier"))?;
+    for r in 0..EARLIER {
+        barrier.wait_quorum(r, 1).map_err(err("an earlier run's round"))?;
+    }
     let _words = Words::create(&wpath, 8);
     let (g, r) = (GROUP.to_string(), ROUNDS.to_string());
     let args = [tpath.to_str().unwrap(), bpath.to_str().unwrap(), wpath.to_str().unwrap(), &g, &r];
-    let mut members: Vec<Proc> = (0..GROUP)
-        .map(|i| Proc::spawn(&format!("member {i}"), child("barrier", &args)))
-        .collect::<Result<_, _>>()?;
-    let (mut serials, mut early) = (0, 0);
+    let mut members: Vec<Proc> = Vec::new();
+    for i in 0..GROUP {
+        if i == GROUP - 1 {
+            // The late member: only once the others wait at the start round.
+            let end = Instant::now() + LIMIT;
+            while Barrier::peek(&bpath).map_err(err("peek"))?.arrived < GROUP - 1 {
+                ensure!(Instant::now() < end, "the first {} members never arrived at the start", GROUP - 1);
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            ensure!(barrier.epoch() == EARLIER, "the start round released early: at {}", barrier.epoch());
+        }
+        members.push(Proc::spawn(&format!("member {i}"), child("barrier", &args))?);
+    }
+    let (mut serials, mut early, mut firsts) = (0, 0, Vec::new());
     for m in &mut members {
         let line = m.line(LIMIT)?;
         let f: Vec<&str> = line.split_whitespace().collect();
-        ensure!(f.len() == 4 && f[0] == "serial", "{}: {line:?}", m.name);
-        serials += f[1].parse::<u32>().map_err(err("serial"))?;
-        early += f[3].parse::<u32>().map_err(err("early"))?;
+        ensure!(f.len() == 6 && f[0] == "first" && f[2] == "serial", "{}: {line:?}", m.name);
+        firsts.push(f[1].parse::<u32>().map_err(err("first"))?);
+        serials += f[3].parse::<u32>().map_err(err("serial"))?;
+        early += f[5].parse::<u32>().map_err(err("early"))?;
         ensure!(m.wait(LIMIT)?.success(), "{} failed", m.name);
     }
+    ensure!(firsts.iter().all(|&f| f == EARLIER + 1), "first rounds {firsts:?}, expected {}", EARLIER + 1);
     ensure!(early == 0, "{early} releases found a member missing");
     ensure!(serials == ROUNDS + 1, "{serials} serial callers for {} rounds", ROUNDS + 1);
-    ensure!(barrier.epoch() == ROUNDS + 1, "barrier at round {}", barrier.epoch());
+    ensure!(barrier.epoch() == EARLIER + 1 + ROUNDS, "barrier at round {}", barrier.epoch());
     Ok(())
 }
 

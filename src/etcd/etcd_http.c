@@ -398,12 +398,28 @@ int vigil_etcd__request(vigil_etcd *e, const char *path, const char *body,
 {
     if (!e || !path || !http || !reply || !len)
         return -EINVAL;
+    /* The reply is copied out under the lock into this thread's buffer:
+     * the handle's own buffer is reused by any thread's next call (a
+     * keepalive's renewal, say) the moment the lock is dropped. */
+    static _Thread_local char *copy;
+    static _Thread_local size_t copy_cap;
     struct vigil_etcd_reply r;
     vigil_etcd__lock(e);
     int rc = vigil_etcd__call(e, path, body, &r);
+    if (rc == 0 && r.len + 1 > copy_cap) {
+        char *p = realloc(copy, r.len + 1);
+        if (p) {
+            copy = p;
+            copy_cap = r.len + 1;
+        } else {
+            rc = -ENOMEM;
+        }
+    }
     if (rc == 0) {
+        memcpy(copy, r.body, r.len);
+        copy[r.len] = '\0';
         *http = r.http;
-        *reply = r.body;
+        *reply = copy;
         *len = r.len;
     }
     vigil_etcd__unlock(e);

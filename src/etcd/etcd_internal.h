@@ -112,8 +112,8 @@ int vigil_etcd__parse_watch(const char *msg, size_t len);
 /* One request through e's connection and endpoint list: POST of body (GET
  * when body is NULL) to base URL + path, where a path starting with "v3/"
  * gets the gateway prefix the server answers to. On 0, *http is the status
- * and *reply (NUL-terminated, *len bytes) stays valid until the next call
- * on e. Takes e's lock: call it from one thread at a time per reply. */
+ * and *reply (NUL-terminated, *len bytes, a copy in the calling thread's
+ * buffer) stays valid until this thread's next request. Takes e's lock. */
 int vigil_etcd__request(vigil_etcd *e, const char *path, const char *body,
                         long *http, const char **reply, size_t *len);
 

@@ -13,7 +13,7 @@
  *                                         commit can tell nobody joined since
  *                                         it looked (group_barrier.c)
  *   GROUP/work/units/<unit>      none     the work set (group_units.c)
- *   GROUP/work/owners/<unit>     owner's  <owner's lease hex>: the claim
+ *   GROUP/work/owners/<unit>     owner's  "<owner's lease hex> <nonce>": the claim
  *   GROUP/work/done/<unit>       none     who finished it
  *   GROUP/round, GROUP/rounds/,  see group_barrier.c
  *   GROUP/released/<round>
@@ -185,6 +185,7 @@ static int renew_member(void *ctx, const vigil_lease *l)
 static void member_free(vigil_group_member *m)
 {
     gstream_close(m->bstream);
+    pthread_mutex_destroy(&m->claim_lock);
     free(m->value);
     free(m);
 }
@@ -204,16 +205,23 @@ static int join_txn(vigil_group_member *m)
     gtxn_put(&t, G_OK, km, m->value, strlen(m->value), m->lease);
     gtxn_put(&t, G_OK, kn, m->hex, strlen(m->hex), m->lease);
     gtxn_put(&t, G_OK, kj, "", 0, 0);
+    gtxn_range(&t, G_FAIL, km, G_KEYS_ONLY, 0); /* ours, if a first sending landed unanswered */
     rc = gtxn_run(m->e, &t, &r);
     gtxn_free(&t);
     if (rc < 0)
         /* Our lease gone between grant and join: the server too slow to
          * keep it, a transient failure (as acquire reads it). */
         return rc == VIGIL_ELOST ? -ETIMEDOUT : rc;
+    struct gkv me;
+    int f = 0;
     if (r.ok)
         m->rev = (uint64_t)r.rev;
+    else if ((f = greply_first(&r, 0, &me)) == 1 && me.lease == m->lease)
+        m->rev = (uint64_t)me.create; /* our member key on our own lease: our join, sent twice */
     else
-        rc = VIGIL_EBUSY;
+        rc = f < 0 ? f : VIGIL_EBUSY;
+    if (f == 1)
+        gkv_free(&me);
     greply_free(&r);
     return rc;
 }
@@ -233,6 +241,7 @@ int vigil_group_join_opts(vigil_etcd *e, const char *group, const char *name, ui
     vigil_group_member *m = calloc(1, sizeof(*m));
     if (!m)
         return -ENOMEM;
+    pthread_mutex_init(&m->claim_lock, NULL);
     m->e = e;
     memcpy(m->group, group, strlen(group));
     memcpy(m->name, name, strlen(name));

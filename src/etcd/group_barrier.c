@@ -609,10 +609,14 @@ static int wait_round(vigil_group_member *m, uint64_t r, uint64_t deadline, vigi
     bool complete = false;
     int rc = arrive(m, r, &st, &rev, &complete);
     if (rc == 1) {
-        /* Released before this call arrived: 0, as for a round passed (a
-         * serial named in its record went to the call that was counted). */
+        /* Released before this call arrived. The serial its record names
+         * went to the call of ours that was counted if that call was told
+         * (a round below m->rtold): 0 here, never a second VIGIL_SERIAL.
+         * If no call of ours was told the round (its arrival landed and
+         * its answer was lost, or it failed after), this call is the one
+         * to tell, or the round would have no serial at all. */
         rc = outcome(m, r, &st, info);
-        rc = rc == VIGIL_SERIAL ? 0 : rc;
+        rc = rc == VIGIL_SERIAL && r < m->rtold ? 0 : rc;
         goto out;
     }
     if (rc < 0)
@@ -708,6 +712,8 @@ static int wait_round(vigil_group_member *m, uint64_t r, uint64_t deadline, vigi
     }
 out:
     m->rnext = st.next, m->rmod = st.mod, m->rserial = st.serial; /* where the next wait starts */
+    if (rc >= 0 && r >= m->rtold)
+        m->rtold = r + 1; /* told: round r's serial, if ours, is given */
     return rc;
 }
 

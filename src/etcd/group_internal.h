@@ -13,6 +13,7 @@
 
 #include "etcd_internal.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -145,6 +146,14 @@ struct vigil_group_member {
     int64_t          rmod;
     struct gstream  *bstream;     /* the last wait's watch of names/, kept for the next */
     int64_t          bstream_rev;  /* what it has reported up to */
+    uint64_t         rtold;       /* rounds below it were told to a call of ours (its serial too) */
+    /* A claim whose outcome we do not know (sent, no answer): the unit and
+     * the value it put, "<hex> <nonce>", resolved before any other claim
+     * (group_units.c, "A CLAIM IN DOUBT"). Under claim_lock. */
+    pthread_mutex_t  claim_lock;
+    uint64_t         nonce;       /* claims sent so far */
+    char             doubt[VIGIL_UNIT_MAX + 1]; /* "" none */
+    char             doubt_val[40];
 };
 
 /* The comparison every write of a member makes: its key under members/

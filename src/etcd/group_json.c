@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 void gtxn_init(struct gtxn *t)
 {
@@ -142,6 +143,8 @@ void gtxn_del(struct gtxn *t, enum gbranch b, const char *key, unsigned flags)
         add_key(t, d, key, flags);
 }
 
+#define UNAVAILABLE_MS 5000 /* an etcd election ridden out by a txn */
+
 int gtxn_run(vigil_etcd *e, struct gtxn *t, struct greply *r)
 {
     memset(r, 0, sizeof(*r));
@@ -152,11 +155,24 @@ int gtxn_run(vigil_etcd *e, struct gtxn *t, struct greply *r)
         return -ENOMEM;
     struct vigil_etcd_reply rep;
     cJSON *root = NULL;
-    vigil_etcd__lock(e);
-    int rc = vigil_etcd__call(e, "v3/kv/txn", body, &rep);
-    if (rc == 0)
-        rc = vigil_etcd__reply_open(rep.http, rep.body, rep.len, false, &root);
-    vigil_etcd__unlock(e);
+    int rc;
+    /* Unavailable (-EAGAIN: no leader, leader changed) from every
+     * endpoint: an election under way, sent again for up to UNAVAILABLE_MS
+     * with a growing pause. Every txn of ours may be sent twice: each is
+     * guarded, and its failure branch knows its own landing (group_units.c,
+     * "A CLAIM IN DOUBT"; join_txn; a round's txns compare the round). */
+    uint64_t until = gnow_ns() + UNAVAILABLE_MS * 1000000ull;
+    for (unsigned pause_ms = 25;; pause_ms *= 2) {
+        vigil_etcd__lock(e);
+        rc = vigil_etcd__call(e, "v3/kv/txn", body, &rep);
+        if (rc == 0)
+            rc = vigil_etcd__reply_open(rep.http, rep.body, rep.len, false, &root);
+        vigil_etcd__unlock(e);
+        if (rc != -EAGAIN || gnow_ns() + pause_ms * 1000000ull >= until)
+            break;
+        struct timespec ts = { 0, (long)pause_ms * 1000000L };
+        nanosleep(&ts, NULL);
+    }
     free(body);
     if (rc == -ENOENT && t->lease_put)
         return VIGIL_ELOST; /* "requested lease not found": our lease is gone */

@@ -3,8 +3,10 @@
  * Work units of a group, each done exactly once (model/group.pml, "claim").
  *
  *   GROUP/work/units/<u>    the work set: permanent keys, one per unit not done
- *   GROUP/work/owners/<u>   the claim: on the owner's lease, value its lease
- *                           in hex; its create_revision is the claim's token
+ *   GROUP/work/owners/<u>   the claim: on the owner's lease, value "<its lease
+ *                           in hex> <nonce>" (the nonce: the member's count
+ *                           of claims sent); its create_revision is the
+ *                           claim's token
  *   GROUP/work/done/<u>     permanent: {"name","member","token"} of who finished it
  *
  *   add     txn: if units/<u> and done/<u> are both absent, put units/<u>.
@@ -25,6 +27,31 @@
  *           a stale owner (its claim went with its lease, and a later
  *           claim has another token).
  *   giveback txn: fence, owners/<u> at the token; delete owners/<u>.
+ *
+ * A CLAIM IN DOUBT, A DONE IN DOUBT. A request whose answer never came
+ * (a timeout, a reset, a server that went away) may have been applied:
+ * the member cannot tell a claim that landed from one that did not, nor a
+ * done that landed from one that did not (libcurl may even send a request
+ * again on a fresh connection when a reused one dies, so that our own
+ * first claim makes the second fail). A claim that landed unknown to its
+ * owner is held by a live member that will never finish it: the unit is
+ * stuck for as long as the member lives, and every survivor waits for it.
+ * So nothing is left in doubt:
+ *   claim   its value carries a nonce; its failure branch reads owners/<u>,
+ *           and a claim there with our lease and our value is ours (its
+ *           create_revision the token). When no answer comes, the unit
+ *           and the value are kept in the member (doubt) and resolved by
+ *           one fenced read before the member claims anything else (the
+ *           next take answers with the unit, if the claim landed).
+ *   done    sent again until it is answered (the txn is guarded: a second
+ *           landing is impossible), and its failure branch reads done/<u>:
+ *           a record with our join revision and our token is our own done,
+ *           landed earlier: 0. A caller that got an error may call done
+ *           again and gets 0 if the first landed.
+ *   giveback sent again likewise; failing while we are still a member,
+ *           our claim at its token can only have gone by our own hand: 0.
+ * (model/group.pml, run claim: its member's reply may be lost; run
+ * lostreply, the steps before, leaves a unit owned for ever.)
  *
  * A member's death deletes its claims with its lease, in one revision:
  * its units are candidates again, and each is claimed by exactly one
@@ -121,36 +148,109 @@ static int candidates(vigil_group_member *m, struct cand **cand, int64_t *rev)
     return k;
 }
 
-/* The claim of one unit: 0 ours (token in *token), VIGIL_EBUSY another
- * got it first (or it left the set), VIGIL_ELOST we are out. */
-static int claim(vigil_group_member *m, const struct cand *c, uint64_t *token)
+/* Is kv our claim of the value val (our lease, our nonce)? */
+static bool our_claim(const vigil_group_member *m, const struct gkv *kv, const char *val)
 {
-    char ko[GKEY_MAX], ku[GKEY_MAX], km[GKEY_MAX];
+    return kv->lease == m->lease && kv->val && kv->vlen == strlen(val) && memcmp(kv->val, val, kv->vlen) == 0;
+}
+
+/* Resolves the claim in doubt, if any (claim_lock held): 0 it landed
+ * (the unit into *out), 1 nothing in doubt (or it did not land),
+ * VIGIL_ELOST, or the error of the read (still in doubt). */
+static int resolve_doubt(vigil_group_member *m, vigil_group_unit *out)
+{
+    if (!m->doubt[0])
+        return 1;
+    char ko[GKEY_MAX], km[GKEY_MAX];
     int rc;
-    if ((rc = gkey(ko, m->group, "work/owners/%s", c->name)) < 0 ||
-        (rc = gkey(ku, m->group, "work/units/%s", c->name)) < 0 || (rc = gkey(km, m->group, "members/%s", m->hex)) < 0)
+    if ((rc = gkey(ko, m->group, "work/owners/%s", m->doubt)) < 0 || (rc = gkey(km, m->group, "members/%s", m->hex)) < 0)
         return rc;
     struct gtxn t;
     struct greply r;
-    struct gkv me;
+    struct gkv kv;
     gtxn_init(&t);
     gtxn_fence(&t, m);
-    gtxn_cmp(&t, ko, G_CREATE, G_EQ, 0);
-    gtxn_cmp(&t, ku, G_CREATE, G_GREATER, 0); /* still in the set: a done unit never returns (its done record) */
-    gtxn_put(&t, G_OK, ko, m->hex, strlen(m->hex), m->lease);
-    gtxn_range(&t, G_FAIL, km, G_KEYS_ONLY, 0);
+    gtxn_range(&t, G_OK, ko, 0, 0);
     rc = gtxn_run(m->e, &t, &r);
     gtxn_free(&t);
     if (rc < 0)
         return rc;
+    int f = r.ok ? greply_first(&r, 0, &kv) : 0;
+    greply_free(&r);
+    if (f < 0)
+        return f;
+    rc = !r.ok ? VIGIL_ELOST : 1; /* out: our claims went with our lease */
+    if (f == 1) {
+        if (our_claim(m, &kv, m->doubt_val)) {
+            memset(out, 0, sizeof(*out));
+            memcpy(out->name, m->doubt, strlen(m->doubt));
+            out->token = (uint64_t)kv.create;
+            rc = 0;
+        }
+        gkv_free(&kv);
+    }
+    m->doubt[0] = '\0';
+    return rc;
+}
+
+/* The claim of one unit: 0 ours (token in *token), VIGIL_EBUSY another
+ * got it first (or it left the set), VIGIL_ELOST we are out, or an error
+ * (the claim in doubt, kept in m). claim_lock held. */
+static int claim(vigil_group_member *m, const struct cand *c, uint64_t *token)
+{
+    char ko[GKEY_MAX], ku[GKEY_MAX], km[GKEY_MAX], val[40];
+    int rc;
+    if ((rc = gkey(ko, m->group, "work/owners/%s", c->name)) < 0 ||
+        (rc = gkey(ku, m->group, "work/units/%s", c->name)) < 0 || (rc = gkey(km, m->group, "members/%s", m->hex)) < 0)
+        return rc;
+    snprintf(val, sizeof(val), "%s %" PRIu64, m->hex, ++m->nonce);
+    struct gtxn t;
+    struct greply r;
+    struct gkv me, owner;
+    gtxn_init(&t);
+    gtxn_fence(&t, m);
+    gtxn_cmp(&t, ko, G_CREATE, G_EQ, 0);
+    gtxn_cmp(&t, ku, G_CREATE, G_GREATER, 0); /* still in the set: a done unit never returns (its done record) */
+    gtxn_put(&t, G_OK, ko, val, strlen(val), m->lease);
+    gtxn_range(&t, G_FAIL, km, G_KEYS_ONLY, 0);
+    gtxn_range(&t, G_FAIL, ko, 0, 0); /* our own claim, if a first sending landed */
+    /* In doubt from the sending until an answer. */
+    memcpy(m->doubt_val, val, strlen(val) + 1);
+    memcpy(m->doubt, c->name, strlen(c->name) + 1);
+    rc = gtxn_run(m->e, &t, &r);
+    gtxn_free(&t);
+    if (rc < 0) {
+        if (rc == VIGIL_ELOST) {
+            m->doubt[0] = '\0'; /* our lease not found: nothing of the txn was applied */
+            return rc;
+        }
+        /* No answer: a look at once (the error stands, and the doubt with
+         * it, if that goes unanswered too). */
+        vigil_group_unit got;
+        int rr = resolve_doubt(m, &got);
+        if (rr == 0)
+            *token = got.token;
+        return rr == 0 ? 0 : rr == 1 ? VIGIL_EBUSY : rr == VIGIL_ELOST ? rr : rc;
+    }
+    m->doubt[0] = '\0';
     if (r.ok) {
         *token = (uint64_t)r.rev;
     } else {
-        /* Which comparison failed: ours is the one that says we are out. */
-        int f = greply_first(&r, 0, &me);
-        rc = f < 0 ? f : f == 1 && me.create == (int64_t)m->rev ? VIGIL_EBUSY : VIGIL_ELOST;
+        /* Which comparison failed: ours is the one that says we are out;
+         * else the unit's claim may be our own, sent twice. */
+        int f = greply_first(&r, 0, &me), fo = f < 0 ? f : greply_first(&r, 1, &owner);
+        if (f < 0 || fo < 0)
+            rc = f < 0 ? f : fo;
+        else if (f == 0 || me.create != (int64_t)m->rev)
+            rc = VIGIL_ELOST;
+        else if (fo == 1 && our_claim(m, &owner, val))
+            *token = (uint64_t)owner.create;
+        else
+            rc = VIGIL_EBUSY;
         if (f == 1)
             gkv_free(&me);
+        if (fo == 1)
+            gkv_free(&owner);
     }
     greply_free(&r);
     return rc;
@@ -163,7 +263,12 @@ static int claim(vigil_group_member *m, const struct cand *c, uint64_t *token)
 static int take_once(vigil_group_member *m, vigil_group_unit *out, int64_t *rev)
 {
     struct cand *c = NULL;
-    int n = candidates(m, &c, rev);
+    pthread_mutex_lock(&m->claim_lock);
+    int n = resolve_doubt(m, out); /* a claim of an earlier call, landed unknown to it */
+    pthread_mutex_unlock(&m->claim_lock);
+    if (n <= 0)
+        return n;
+    n = candidates(m, &c, rev);
     if (n <= 0) {
         free(c);
         return n == 0 ? VIGIL_EBUSY : n;
@@ -178,7 +283,15 @@ static int take_once(vigil_group_member *m, vigil_group_unit *out, int64_t *rev)
     for (int i = 0; i < n && i < CLAIM_TRIES && rc == VIGIL_EBUSY; i++) {
         const struct cand *u = &c[(start + (size_t)i) % (size_t)n];
         uint64_t token = 0;
-        rc = claim(m, u, &token);
+        pthread_mutex_lock(&m->claim_lock);
+        rc = resolve_doubt(m, out); /* another thread's claim in doubt, first */
+        if (rc == 1)
+            rc = claim(m, u, &token);
+        else if (rc == 0)
+            u = NULL;
+        pthread_mutex_unlock(&m->claim_lock);
+        if (rc == 0 && !u)
+            break;
         if (rc == 0) {
             memset(out, 0, sizeof(*out));
             memcpy(out->name, u->name, strlen(u->name));
@@ -257,11 +370,15 @@ int vigil_group_take_wait(vigil_group_member *m, uint64_t timeout_ns, vigil_grou
         if (freed.name[0]) {
             /* A unit the stream saw freed: claim it by name at once. */
             uint64_t token = 0;
-            if ((rc = claim(m, &freed, &token)) == 0) {
+            pthread_mutex_lock(&m->claim_lock);
+            rc = resolve_doubt(m, out);
+            if (rc == 1 && (rc = claim(m, &freed, &token)) == 0) {
                 memset(out, 0, sizeof(*out));
                 memcpy(out->name, freed.name, strlen(freed.name));
                 out->token = token;
             }
+            pthread_mutex_unlock(&m->claim_lock);
+            rc = rc == 1 ? VIGIL_EBUSY : rc;
             freed.name[0] = '\0';
         }
         if (rc == VIGIL_EBUSY)
@@ -305,15 +422,31 @@ int vigil_group_take_wait(vigil_group_member *m, uint64_t timeout_ns, vigil_grou
     return rc;
 }
 
-/* The txns of done and giveback: fenced, on our claim of u. */
+/* Is the done record kv ours: our join revision and the token of u? */
+static bool our_done(const vigil_group_member *m, const vigil_group_unit *u, const struct gkv *kv)
+{
+    cJSON *j = kv->val ? cJSON_ParseWithLength(kv->val, kv->vlen) : NULL;
+    const cJSON *mem = vigil_etcd__field(j, "member"), *tok = vigil_etcd__field(j, "token");
+    bool ours = cJSON_IsNumber(mem) && cJSON_IsNumber(tok) && (uint64_t)mem->valuedouble == m->rev &&
+                (uint64_t)tok->valuedouble == u->token;
+    cJSON_Delete(j);
+    return ours;
+}
+
+#define FINISH_SENDS 4 /* a done or a give-back sent again while no answer comes */
+
+/* The txns of done and giveback: fenced, on our claim of u; sent again
+ * while unanswered (guarded: it lands at most once), and a failure that
+ * our own earlier landing explains is a success. */
 static int finish(vigil_group_member *m, const vigil_group_unit *u, bool done)
 {
     if (!m || !u)
         return -EINVAL;
-    char ko[GKEY_MAX], ku[GKEY_MAX], kd[GKEY_MAX];
+    char ko[GKEY_MAX], ku[GKEY_MAX], kd[GKEY_MAX], km[GKEY_MAX];
     int rc;
     if ((rc = gname_check(u->name, VIGIL_UNIT_MAX)) < 0 || (rc = gkey(ko, m->group, "work/owners/%s", u->name)) < 0 ||
-        (rc = gkey(ku, m->group, "work/units/%s", u->name)) < 0 || (rc = gkey(kd, m->group, "work/done/%s", u->name)) < 0)
+        (rc = gkey(ku, m->group, "work/units/%s", u->name)) < 0 || (rc = gkey(kd, m->group, "work/done/%s", u->name)) < 0 ||
+        (rc = gkey(km, m->group, "members/%s", m->hex)) < 0)
         return rc;
     if (u->token == 0 || u->token > INT64_MAX)
         return VIGIL_ERANGE;
@@ -337,13 +470,33 @@ static int finish(vigil_group_member *m, const vigil_group_unit *u, bool done)
         gtxn_del(&t, G_OK, ku, 0);
         gtxn_put(&t, G_OK, kd, val, strlen(val), 0);
     }
-    rc = gtxn_run(m->e, &t, &r);
+    gtxn_range(&t, G_FAIL, km, G_KEYS_ONLY, 0);
+    if (done)
+        gtxn_range(&t, G_FAIL, kd, 0, 0);
+    for (int sends = 0;;) {
+        rc = gtxn_run(m->e, &t, &r);
+        if (rc >= 0 || ++sends == FINISH_SENDS || vigil_group_lost(m))
+            break;
+    }
     gtxn_free(&t);
     free(val);
-    if (rc == 0) {
-        rc = r.ok ? 0 : VIGIL_ELOST;
-        greply_free(&r);
+    if (rc < 0)
+        return rc; /* still unknown: the caller may call again */
+    if (!r.ok) {
+        struct gkv me, rec;
+        int f = greply_first(&r, 0, &me), fd = f < 0 || !done ? 0 : greply_first(&r, 1, &rec);
+        if (f < 0 || fd < 0)
+            rc = f < 0 ? f : fd;
+        else if (done)
+            rc = fd == 1 && our_done(m, u, &rec) ? 0 : VIGIL_ELOST; /* our done, landed before */
+        else
+            rc = f == 1 && me.create == (int64_t)m->rev ? 0 : VIGIL_ELOST; /* live: gone by our own give-back */
+        if (f == 1)
+            gkv_free(&me);
+        if (fd == 1)
+            gkv_free(&rec);
     }
+    greply_free(&r);
     return rc;
 }
 

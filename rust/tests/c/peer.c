@@ -15,8 +15,9 @@
  *       times N vigil_hb_register + vigil_hb_unregister pairs; prints
  *       "ns X" per pair (best of 5 runs).
  *   peer barrier TABLE BARRIER GROUP ROUNDS
- *       registers, binds, passes the start gate (round 0, quorum GROUP),
- *       times ROUNDS rounds of vigil_barrier_wait; prints "ns X" per round.
+ *       registers, binds, starts the group of GROUP (vigil_barrier_start),
+ *       times ROUNDS rounds of vigil_barrier_wait from the first round it
+ *       gave; prints "ns X" per round.
  */
 #define _GNU_SOURCE
 #include <poll.h>
@@ -118,10 +119,11 @@ static int barrier(vigil_hb *hb, const char *path, uint32_t group, uint32_t roun
         return fail(path, rc);
     if ((rc = vigil_hb_register(hb, (uint32_t)getpid(), &slot)) < 0 || (rc = vigil_barrier_bind(b, slot)) < 0)
         return fail("register", rc);
-    if ((rc = vigil_barrier_wait_quorum(b, 0, group)) < 0)
-        return fail("start gate", rc);
+    uint32_t first;
+    if ((rc = vigil_barrier_start(b, group, UINT64_MAX, &first)) < 0)
+        return fail("start", rc);
     uint64_t t0 = now_ns();
-    for (uint32_t r = 1; r <= rounds; r++)
+    for (uint32_t r = first; r < first + rounds; r++)
         if ((rc = vigil_barrier_wait(b, r)) < 0)
             return fail("wait", rc);
     uint64_t t = now_ns() - t0;
