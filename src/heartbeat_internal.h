@@ -206,8 +206,16 @@ static inline int vigil_slot_read(const struct vigil_hb_slot *s, struct vigil_sl
             w.gen = identity ? vigil_gen_of(atomic_load_explicit(&s->gen, memory_order_relaxed)) : 0;
             w.start_time = identity ? atomic_load_explicit(&s->start_time, memory_order_relaxed) : 0;
             w.owner_ns = identity ? atomic_load_explicit(&s->owner_ns, memory_order_relaxed) : 0;
-            /* The field loads complete before the version is read again;
-             * an unchanged even version means no writer overlapped them. */
+            /* ONLY AN ARGUMENT PROTECTS THIS FENCE: x86-64 keeps loads in
+             * order, so it is no instruction there and no test on this
+             * machine can miss it (make mutate lists it as argued). The
+             * argument: the field loads must complete before the version
+             * is read again, or a weaker processor (aarch64) may read the
+             * second version first and return fields a writer was changing
+             * under an unchanged even version: one owner's pid with
+             * another's bits. With it, an unchanged even version means no
+             * writer overlapped the loads (the writer's side is the
+             * release fence in vigil_slot_locked). */
             atomic_thread_fence(memory_order_acquire);
             if (atomic_load_explicit(&s->seq, memory_order_relaxed) == v1) {
                 *out = w;
