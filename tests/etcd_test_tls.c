@@ -175,21 +175,21 @@ static int test_namespace_wait_observe(void)
     snprintf(ns, sizeof(ns), "%sns-w-%d/", ET_USER_PFX, (int)getpid());
     snprintf(full, sizeof(full), "%s%s", ns, k);
     snprintf(full_s, sizeof(full_s), "%s%s", ns, ks);
-    vigil_etcd *n = tls_connect((struct vigil_etcd_options){ .namespace = ns });
-    vigil_etcd *plain = tls_connect((struct vigil_etcd_options){ 0 });
-    vigil_lease out;
-    EXPECT_RC(vigil_etcd_acquire(plain, full, "outside", 3000, &out), 0);
-    vigil_etcd_observer *o = NULL;
-    EXPECT_RC(vigil_etcd_observe(n, k, &o), 0);
-    vigil_lease_info first = { 0 }, next = { 0 }, seen = { 0 };
-    int r0 = vigil_etcd_observer_next(o, &first, 10000 * 1000000ull);
-    int fds[2], go[2];
-    EXPECT(pipe(fds) == 0 && pipe(go) == 0, "pipe: %s", strerror(errno));
+    /* The waiter is forked first, before this process has an observer's
+     * thread or a TLS connection: a fork of a threaded process may inherit
+     * a lock held (OpenSSL's, the allocator's) and hang in its connect. It
+     * starts when told the outside holder is in place. */
+    int fds[2], go[2], start[2];
+    EXPECT(pipe(fds) == 0 && pipe(go) == 0 && pipe(start) == 0, "pipe: %s", strerror(errno));
     fflush(NULL);
     struct vt_proc w = { .pid = fork() };
     if (w.pid == 0) {
         close(fds[0]);
         close(go[1]);
+        close(start[1]);
+        char s;
+        if (read(start[0], &s, 1) != 1)
+            _exit(3);
         vigil_etcd *we = tls_connect((struct vigil_etcd_options){ .namespace = ns });
         vigil_lease l;
         int rc = vigil_etcd_acquire_wait(we, k, "inside", 3000, 20000 * 1000000ull, &l);
@@ -201,7 +201,18 @@ static int test_namespace_wait_observe(void)
     }
     close(fds[1]);
     close(go[0]);
+    close(start[0]);
     w.fd = fds[0];
+    vigil_etcd *n = tls_connect((struct vigil_etcd_options){ .namespace = ns });
+    vigil_etcd *plain = tls_connect((struct vigil_etcd_options){ 0 });
+    vigil_lease out;
+    EXPECT_RC(vigil_etcd_acquire(plain, full, "outside", 3000, &out), 0);
+    vigil_etcd_observer *o = NULL;
+    EXPECT_RC(vigil_etcd_observe(n, k, &o), 0);
+    vigil_lease_info first = { 0 }, next = { 0 }, seen = { 0 };
+    int r0 = vigil_etcd_observer_next(o, &first, 10000 * 1000000ull);
+    EXPECT(write(start[1], "s", 1) == 1, "the waiter is gone");
+    close(start[1]);
     bool queued = VT_WAIT_FOR(et_count_under(plain, full) == 2, 10000);
     int rel = vigil_etcd_release(plain, &out);
     bool got = vt_read_until(&w, "\n", 20000);
