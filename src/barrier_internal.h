@@ -126,28 +126,15 @@ static inline uint64_t rec_make(uint32_t epoch) { return st_make(epoch, REC_ARRI
 /*
  * One compare-and-swap of a whole record: if it holds (*ep, *gen), it
  * becomes (new_ep, new_gen) and true; else *ep, *gen get what it holds.
- * lock cmpxchg16b on x86-64 (seq_cst, as every locked instruction), which
- * every x86-64 processor since 2006 has (vigil_barrier_cas16_ok says so at
- * bind); elsewhere the compiler's 16-byte __sync builtin, which the
- * processors vigil builds for have lock-free. A kill lands before or after
+ * vigil__cas16: lock cmpxchg16b on x86-64 (seq_cst, as every locked
+ * instruction), which every x86-64 processor since 2006 has
+ * (vigil_barrier_cas16_ok says so at bind). A kill lands before or after
  * it, never inside: an arrival is this one instruction.
  */
-#if defined(__x86_64__)
-__attribute__((target("cx16")))
-#elif !defined(__GCC_HAVE_SYNC_COMPARE_AND_SWAP_16)
-#error "the barrier's records need a lock-free 16-byte compare-and-swap"
-#endif
 static inline bool rec_cas(vigil_barrier_record *r, uint64_t *ep, uint64_t *gen, uint64_t new_ep, uint64_t new_gen)
 {
-    typedef unsigned __int128 u128;
-    /* Host byte order is little-endian on every target above: ep, the
-     * word at the lower address, is the low half. */
-    u128 old = (u128)*gen << 64 | *ep, nw = (u128)new_gen << 64 | new_ep;
-    u128 cur = __sync_val_compare_and_swap((u128 *)(void *)r, old, nw);
-    if (cur == old)
-        return true;
-    *ep = (uint64_t)cur, *gen = (uint64_t)(cur >> 64);
-    return false;
+    /* ep, the word at the lower address, is the pair's low half. */
+    return vigil__cas16((void *)r, ep, gen, new_ep, new_gen);
 }
 
 /* Whether this processor has the 16-byte compare-and-swap rec_cas uses. */

@@ -60,9 +60,10 @@ extern "C" {
  * be fenced by a name that never recurs: a slot's {in_flight, gen} (a
  * mark names the registration it is for) and {writer, seq} (THE SLOT
  * WRITER LOCK), the header's {term, leader} and {elect_lock, elect_seq}
- * (vigil-files(5)). Under ThreadSanitizer it is the compiler's atomic
- * builtin, which TSan understands (an asm statement it cannot see); on
- * other targets the builtin too, where the compiler inlines a lock-free
+ * (vigil-files(5)). Under ThreadSanitizer on x86-64 it is the same
+ * instruction, with its happens-before told to TSan by hand (TSan's own
+ * 16-byte atomics take a mutex no other process sees); on other targets
+ * the compiler's builtin, where the compiler inlines a lock-free
  * one (a call into libatomic may take a lock that other processes cannot
  * see, so such a target is refused here).
  */
@@ -73,7 +74,14 @@ __extension__ typedef unsigned __int128 vigil__u128;
 #else
 #define VIGIL__HAS_FEATURE(x) 0
 #endif
-#if defined(__SANITIZE_THREAD__) || VIGIL__HAS_FEATURE(thread_sanitizer)
+#if (defined(__SANITIZE_THREAD__) || VIGIL__HAS_FEATURE(thread_sanitizer)) && defined(__x86_64__)
+/* ThreadSanitizer emulates a 16-byte atomic under a mutex of its own
+ * process, which other processes mapping the pair never take: the real
+ * instruction, with the happens-before it makes told to TSan by hand. */
+#define VIGIL__CAS16_TSAN_ASM 1
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+#elif defined(__SANITIZE_THREAD__) || VIGIL__HAS_FEATURE(thread_sanitizer)
 #define VIGIL__CAS16_TSAN 1
 #if defined(__clang__) && defined(__has_include)
 #if __has_include(<sanitizer/tsan_interface_atomic.h>)
@@ -105,10 +113,18 @@ static inline bool vigil__cas16(void *p, uint64_t *lo, uint64_t *hi, uint64_t nl
     return ok;
 #elif defined(__x86_64__)
     bool ok;
+#if defined(VIGIL__CAS16_TSAN_ASM)
+    __tsan_release(p); /* a seq_cst read-modify-write of both words */
+    __tsan_release((char *)p + 8);
+#endif
     __asm__ __volatile__("lock cmpxchg16b %1"
                          : "=@ccz"(ok), "+m"(*(volatile vigil__u128 *)p), "+a"(*lo), "+d"(*hi)
                          : "b"(nlo), "c"(nhi)
                          : "memory");
+#if defined(VIGIL__CAS16_TSAN_ASM)
+    __tsan_acquire(p);
+    __tsan_acquire((char *)p + 8);
+#endif
     return ok;
 #else /* aarch64: the exclusive pair, storing back on a mismatch so the read was one */
     uint64_t olo, ohi;
