@@ -228,16 +228,6 @@ static int test_take_wait(void)
 
 /* The lease of m revoked behind its back: it is stale, and nothing it
  * writes lands. */
-static int revoke_behind(vigil_etcd *e, int64_t lease)
-{
-    char body[64];
-    long http;
-    const char *reply;
-    size_t len;
-    snprintf(body, sizeof(body), "{\"ID\":\"%lld\"}", (long long)lease);
-    return vigil_etcd__request(e, "v3/lease/revoke", body, &http, &reply, &len);
-}
-
 static int test_stale_member_fenced(void)
 {
     const char *url;
@@ -254,7 +244,7 @@ static int test_stale_member_fenced(void)
     EXPECT_RC(vigil_group_take(a, &ua), 0);
     vigil_group_member_info sa;
     vigil_group_self(a, &sa);
-    EXPECT_RC(revoke_behind(e2, sa.lease), 0);
+    EXPECT_RC(et_revoke(e2, sa.lease), 0);
     /* b takes a's unit; a (stale) can neither finish it nor take. */
     EXPECT_RC(vigil_group_take(b, &ub), 0);
     vigil_group_unit other;

@@ -397,16 +397,6 @@ static int test_giveback_answer_lost(void)
     return 0;
 }
 
-/* Revokes a lease behind its member's back. */
-static int revoke_behind(vigil_etcd *e, int64_t lease)
-{
-    char body[64];
-    long http;
-    const char *reply;
-    size_t len;
-    snprintf(body, sizeof(body), "{\"ID\":\"%lld\"}", (long long)lease);
-    return vigil_etcd__request(e, "v3/lease/revoke", body, &http, &reply, &len);
-}
 
 /* A stale done (our lease revoked) is still VIGIL_ELOST, lost answers or
  * not: the retries never turn a refusal into a success. */
@@ -421,7 +411,7 @@ static int test_stale_done_refused(void)
     EXPECT_RC(vigil_group_take(s.m, &u), 0);
     vigil_group_member_info self;
     EXPECT_RC(vigil_group_self(s.m, &self), 0);
-    EXPECT_RC(revoke_behind(s.e, self.lease), 0);
+    EXPECT_RC(et_revoke(s.e, self.lease), 0);
     proxy_arm(CUT_REPLY, 0, 1);
     EXPECT_RC(vigil_group_done(s.m, &u), VIGIL_ELOST);
     proxy_arm(CUT_REPLY, 0, 1);

@@ -90,16 +90,6 @@ static int key_delete(vigil_etcd *e, const char *key)
     return rc < 0 ? rc : http == 200 ? 0 : -EIO;
 }
 
-static int lease_revoke(vigil_etcd *e, int64_t id)
-{
-    char body[64];
-    long http;
-    const char *reply;
-    size_t len;
-    snprintf(body, sizeof(body), "{\"ID\":\"%lld\"}", (long long)id);
-    int rc = vigil_etcd__request(e, "v3/lease/revoke", body, &http, &reply, &len);
-    return rc < 0 ? rc : http == 200 ? 0 : -EIO;
-}
 
 #define NEED_ETCD()                                                           \
     do {                                                                      \
@@ -398,7 +388,7 @@ static int test_keepalive_refused(void)
     vigil_keepalive *ka = NULL;
     EXPECT_RC(vigil_keepalive_start(&port, &l, &ka), 0);
     vt_sleep_ms(100);
-    EXPECT_RC(lease_revoke(admin, l.id), 0);
+    EXPECT_RC(et_revoke(admin, l.id), 0);
     bool lost = VT_WAIT_FOR(vigil_keepalive_lost(ka), l.ttl_ms * 2 + 3000);
     int stop = vigil_keepalive_stop(ka);
     EXPECT(lost, "the keepalive did not notice the revoke within %llu ms",

@@ -247,6 +247,19 @@ static inline const char *et_key(const char *name)
 
 /* ---- asking etcd directly --------------------------------------------------- */
 
+/* Revokes lease `id` behind its holder's back, as `etcdctl lease revoke`
+ * would: 0, the request's error, or -EIO when etcd refused it. */
+static inline int et_revoke(vigil_etcd *e, int64_t id)
+{
+    char body[64];
+    long http;
+    const char *reply;
+    size_t len;
+    snprintf(body, sizeof(body), "{\"ID\":\"%lld\"}", (long long)id);
+    int rc = vigil_etcd__request(e, "v3/lease/revoke", body, &http, &reply, &len);
+    return rc < 0 ? rc : http == 200 ? 0 : -EIO;
+}
+
 /* How many keys are under KEY/ (-1 if etcd could not be asked). */
 static inline int et_count_under(vigil_etcd *e, const char *key)
 {
