@@ -397,7 +397,6 @@ static int test_giveback_answer_lost(void)
     return 0;
 }
 
-
 /* A stale done (our lease revoked) is still VIGIL_ELOST, lost answers or
  * not: the retries never turn a refusal into a success. */
 static int test_stale_done_refused(void)
