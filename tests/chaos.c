@@ -240,27 +240,40 @@ static void give_back(uint32_t inc)
 
 /* After register gave `slot`: its last registrant must have ended its
  * registration, and whoever ended it clears the slot's record (the
- * registrant itself before unregistering, or the watchdog that reclaimed
- * it, once it has given its units back). Wait a while (bounded: past the
- * longest stall) for that; a watchdog killed in that window leaves the
- * record, and the check then gives the benefit of the doubt. */
-static void take_slot(uint32_t slot, uint32_t pid, uint32_t inc, uint32_t dog_deaths_at_start)
+ * registrant itself before unregistering or once told its slot is gone,
+ * or the watchdog that reclaimed it, once it has given its units back).
+ * Wait a while (bounded: past the longest stall), beating so the wait
+ * itself is no stall, for that; a watchdog killed in that window leaves
+ * the record, and the check then gives the benefit of the doubt. A
+ * registrant reclaimed meanwhile (stopped by the killer) writes nothing
+ * and returns false: the slot is no longer its to record. */
+static bool take_slot(vigil_hb *hb, uint32_t slot, uint32_t pid, uint32_t inc, uint32_t dog_deaths_at_start)
 {
     uint64_t mine = (uint64_t)inc << 32 | pid;
     for (int ms = 0; ms < 2000; ms++) {
+        vigil_hb_beat(hb, slot);
+        if (vigil_hb_owned(hb, slot) != 1)
+            return false;
         uint64_t none = 0;
         if (atomic_compare_exchange_strong(&W->slots[slot].owner, &none, mine))
-            return;
+            return true;
         if (atomic_load(&W->dog_deaths) != dog_deaths_at_start)
             break;
         nap_us(1000);
     }
     uint64_t prev = atomic_exchange(&W->slots[slot].owner, mine);
-    if (prev != 0 && atomic_load(&W->dog_deaths) == dog_deaths_at_start) {
+    /* Owned twice only if the slot is still ours after the exchange (a
+     * registration handed on meanwhile is the stale case, told below) and
+     * the record's writer was not killed: one stopped after its last
+     * ownership check, reclaimed before its record, then killed, leaves a
+     * record no one clears, of a registration long ended. */
+    if (prev != 0 && atomic_load(&W->dog_deaths) == dog_deaths_at_start && vigil_hb_owned(hb, slot) == 1 &&
+        !atomic_load(&W->killed[(prev >> 32) % INCS])) {
         atomic_fetch_add(&W->owned_twice, 1);
         fprintf(stderr, "chaos: slot %u handed to %u (incarnation %u) while %u (incarnation %u) still had it\n", slot,
                 pid, inc, (uint32_t)prev, (uint32_t)(prev >> 32));
     }
+    return true;
 }
 
 /* ---- a worker ------------------------------------------------------------- */
@@ -297,7 +310,8 @@ static void worker(int idx)
             continue;
         }
         atomic_fetch_add(&W->registers, 1);
-        take_slot(slot, pid, inc, deaths);
+        if (!take_slot(hb, slot, pid, inc, deaths))
+            goto lost_slot;
         if (atomic_load(&me->infant)) {
             /* Killed the moment it has registered: its next incarnation
              * comes back with this pid, most likely in this clock tick. */
@@ -408,6 +422,12 @@ static void worker(int idx)
         /* Declared dead while alive (a stall past grace): the slot is not
          * ours, and neither are its bits; what we still claim goes back. */
         atomic_fetch_add(&W->lost_slot, 1);
+        {
+            /* Our record, if the watchdog that reclaimed the slot found
+             * none yet to clear (we were stopped before writing it). */
+            uint64_t mine = (uint64_t)inc << 32 | pid;
+            atomic_compare_exchange_strong(&W->slots[slot].owner, &mine, 0);
+        }
         give_back(inc);
         nap_us(200);
     }
