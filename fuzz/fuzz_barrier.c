@@ -19,7 +19,7 @@ size_t vigil_fuzz_seed(unsigned index, uint8_t *buf, size_t cap)
     static const uint32_t caps[] = { 1, 4, 64 };
     if (index >= sizeof(caps) / sizeof(caps[0]))
         return 0;
-    size_t size = 64 + (size_t)caps[index] * 8;
+    size_t size = 704 + (size_t)caps[index] * 144;
     if (size > cap)
         return 0;
     memset(buf, 0, size);
@@ -31,14 +31,40 @@ size_t vigil_fuzz_seed(unsigned index, uint8_t *buf, size_t cap)
     uint64_t grace = 5, state = (uint64_t)3 << 32 | 1, rec = (uint64_t)3 << 32 | 4242;
     memcpy(buf + 24, &grace, 8);
     memcpy(buf + 32, &state, 8);
-    memcpy(buf + 64, &rec, 8); /* slot 0 arrived in epoch 3 as pid 4242 */
+    memcpy(buf + 704, &rec, 8); /* slot 0 arrived in epoch 3 as pid 4242 */
+    /* Round 2's release record, as its judgement (ticket 1, place 1) left
+     * it: the mark, the place's three pairs, slot 0's entry (counted). */
+    uint64_t mark = (uint64_t)2 << 32 | 1u << 31 | 1, t = 1, round = (uint64_t)2 << 32, serial = 1 << 21,
+             counts = (uint64_t)1 << 32, entry = 1 << 2 | 1;
+    memcpy(buf + 64 + 2 * 8, &mark, 8);
+    memcpy(buf + 128, &t, 8);
+    for (int pair = 0; pair < 3; pair++) {
+        const uint64_t *val[] = { &round, &serial, &counts };
+        memcpy(buf + 192 + 64 + 16 * pair, val[pair], 8);
+        memcpy(buf + 192 + 64 + 16 * pair + 8, &t, 8);
+    }
+    size_t entry_at = 704 + 16 * (size_t)caps[index] + 16 * (size_t)caps[index]; /* place 1, slot 0 */
+    memcpy(buf + entry_at, &entry, 8);
+    memcpy(buf + entry_at + 8, &t, 8);
     return size;
+}
+
+/* The release record, as the file says it: counts the arrays cannot
+ * hold are only counted. */
+static void read_rounds(vigil_barrier *b, uint32_t e)
+{
+    vigil_barrier_peer counted[2], left[2];
+    vigil_barrier_round info = { .counted_peers = counted, .counted_cap = 2, .left_out_peers = left,
+                                 .left_out_cap = 2 };
+    for (uint32_t r = e - 9; r != e + 2; r++)
+        (void)vigil_barrier_round_info(b, r, &info);
 }
 
 static void exercise(vigil_barrier *b, uint32_t cap, uint32_t slot)
 {
     uint32_t e = vigil_barrier_epoch(b);
     (void)vigil_barrier_live_peers(b);
+    read_rounds(b, e);
     (void)vigil_barrier_wait(b, e - 1);                     /* passed: at once */
     (void)vigil_barrier_wait_timeout(b, e, 0);
     (void)vigil_barrier_wait_quorum_timeout(b, e, 1, 0);
@@ -53,6 +79,9 @@ static void exercise(vigil_barrier *b, uint32_t cap, uint32_t slot)
         /* Untimed, bound, the only live peer: must return. */
         (void)vigil_barrier_wait_quorum(b, vigil_barrier_epoch(b), 1);
         (void)vigil_barrier_wait(b, vigil_barrier_epoch(b));
+        vigil_barrier_round info = { 0 };
+        (void)vigil_barrier_wait_info(b, vigil_barrier_epoch(b), 1, 2000, &info);
+        read_rounds(b, vigil_barrier_epoch(b));
     }
 }
 

@@ -107,6 +107,15 @@
  *   record CAS in the C refuses a record of a later registration and
  *   returns VIGIL_ELOST), which test_barrier_identity.c shows with real
  *   processes, a recycled pid and a stale handle.
+ * - The release record (model/barrier_info.pml). A judgement that finds
+ *   the round complete judges it again while it writes itself into its
+ *   place, and commits only if that pass finds it complete too; the
+ *   tally here is that second pass (both read after the gate's load, so
+ *   the argument is the same for it; the first only spares a ticket to
+ *   judgements that fail). The committed gate's low bits then carry the
+ *   judgement's ticket in place of the withdrawal count: no step here
+ *   reads the count of a committed gate (a withdrawal that finds it
+ *   committed has passed).
  * - Callers ahead: only X, one round ahead. A caller further ahead does
  *   the same finish at every round it finds committed (one step per
  *   wake), which is this step repeated.

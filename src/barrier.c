@@ -2,12 +2,13 @@
 /*
  * The epoch barrier: a cross-process phase barrier over a heartbeat table.
  *
- * File layout (kind 2), size 64 + capacity * 16, capacity = the heartbeat
- * table's (at most 2^20). All integers host byte order, naturally aligned.
+ * File layout (kind 2), size 704 + capacity * 144, capacity = the
+ * heartbeat table's (at most 2^20). All integers host byte order,
+ * naturally aligned; P = 8 places, M = 8 marks.
  *
  *   offset size field
  *    0     8   magic "\177VIGIL\r\n"
- *    8     4   layout version (5)
+ *    8     4   layout version (6)
  *   12     4   kind: 2 (barrier)
  *   16     4   capacity: slots, equal to the heartbeat table's
  *   20     4   flags: 0
@@ -17,15 +18,30 @@
  *   44     4   sleepers (atomic): waiters inside FUTEX_WAIT; a hint only
  *   48     8   gate (atomic): (epoch << 32) | committed (bit 31) |
  *              withdrawals from the round (31 bits); a release is decided
- *              by setting the bit, a withdrawal bumps the count
+ *              by setting the bit and the committing judgement's ticket's
+ *              low 31 bits in place of the count, a withdrawal bumps it
  *   56     8   withdrawals (atomic): counter of arrivals withdrawn by
  *              waiters that timed out, since create; wraps at 2^64
- *   64+16i 16  record of slot i, 16-byte aligned, written whole by one
+ *   64+8m  8   mark m (atomic), of the rounds r with r mod M = m:
+ *              (r << 32) | valid (bit 31) | the ticket's low 31 bits of
+ *              the judgement that released r (THE RELEASE RECORD,
+ *              src/barrier_info.c)
+ *   128    8   tickets (atomic): judgements recorded since create
+ *   136    56  0
+ *   192+64p 64 place p's header, three pairs {value, ticket} written
+ *              whole by 16-byte CAS: +0 round (epoch << 32 | unbound
+ *              arrivals counted), +16 serial (the judge's binding, gen
+ *              << 21 | slot, 0 unbound), +32 counts (counted << 32 |
+ *              left out); +48 16 bytes of 0
+ *   704+16i 16 record of slot i, 16-byte aligned, written whole by one
  *              16-byte compare-and-swap (THE RECORD, below):
  *                +0 8  ep: (epoch << 32) | 1, the arrival at that round;
  *                      0 none (never, or withdrawn)
  *                +8 8  gen: the registration (the heartbeat slot's gen)
  *                      whose arrival it is; never decreases
+ *   704+16C+16(pC+i) 16  place p's entry for slot i, a pair {(gen << 2) |
+ *              why, ticket}: why 1 counted, 2 left out dead, 3 left out
+ *              absent (C = capacity)
  *
  * THE RECORD names a registration, never a pid (model: model/barrier.pml,
  * runs recur and recur_old; tests: test_barrier_identity.c). A pid is
@@ -81,8 +97,8 @@
 const struct vigil_layout vigil_barrier_layout = {
     .kind = VIGIL_KIND_BARRIER,
     .max_capacity = 1u << 20, /* the heartbeat table's maximum */
-    .head_bytes = sizeof(struct vigil_barrier_header),
-    .slot_bytes = sizeof(vigil_barrier_record),
+    .head_bytes = sizeof(struct vigil_barrier_header) + sizeof(struct vigil_barrier_releases),
+    .slot_bytes = sizeof(vigil_barrier_record) + RELEASE_PLACES * sizeof(vigil_release_pair),
 };
 
 /* ---- epoch, bind -------------------------------------------------------- */
@@ -159,7 +175,9 @@ static int barrier_wrap(struct vigil_map *m, vigil_hb *hb, uint64_t grace, vigil
         return -ENOMEM;
     }
     b->hdr = m->base;
-    b->records = (vigil_barrier_record *)((char *)m->base + sizeof(struct vigil_barrier_header));
+    b->rel = (struct vigil_barrier_releases *)((char *)m->base + sizeof(struct vigil_barrier_header));
+    b->records = (vigil_barrier_record *)(b->rel + 1);
+    b->entries = (vigil_release_pair *)(b->records + m->capacity);
     b->hb = hb;
     b->map_size = m->size;
     b->capacity = m->capacity;
@@ -244,7 +262,8 @@ int vigil_barrier_peek(const char *path, vigil_barrier_state *out)
         goto out;
     }
     const struct vigil_barrier_header *mh = base;
-    const vigil_barrier_record *rec = (const vigil_barrier_record *)((const char *)base + sizeof(h));
+    const vigil_barrier_record *rec =
+        (const vigil_barrier_record *)((const char *)base + vigil_barrier_layout.head_bytes);
     uint64_t s = atomic_load_explicit(&mh->state, memory_order_acquire);
     uint32_t recorded = 0;
     /* Relaxed, here and for sleepers: a snapshot to look at, through

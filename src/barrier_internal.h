@@ -24,7 +24,49 @@ struct vigil_barrier_header {
 };
 _Static_assert(sizeof(struct vigil_barrier_header) == 64, "barrier header is one cache line");
 
-/* Record of slot i at 64 + i * 16, THE RECORD in src/barrier.c: the
+/*
+ * THE RELEASE RECORD (src/barrier_info.c): who each release counted and
+ * left out. After the header: RELEASE_MARKS marks, one per round mod
+ * RELEASE_MARKS, naming the judgement that released it; then the release
+ * counter (tickets); then RELEASE_PLACES places, each a judgement's own
+ * header here and its per-slot entries after the records. Every word a
+ * judgement writes is tagged with its ticket, which never recurs.
+ */
+#define RELEASE_MARKS  8u
+#define RELEASE_PLACES 8u
+#define MARK_VALID     (UINT32_C(1) << 31) /* a mark's low half: valid, then the ticket's low 31 bits */
+#define TICKET_LOW     (MARK_VALID - 1)
+
+/* One 16-byte pair written whole by vigil__cas16: a value and the ticket
+ * of the judgement that wrote it. */
+typedef struct vigil_release_pair {
+    _Alignas(16) _Atomic uint64_t value;
+    _Atomic uint64_t              ticket;
+} vigil_release_pair;
+
+/* A place's header: the round judged, the judge, the counts. */
+struct vigil_release_head {
+    vigil_release_pair round;  /* (epoch << 32) | unbound arrivals counted; claimed first */
+    vigil_release_pair serial; /* the judge's binding (gen << BOUND_SLOT_BITS | slot), 0 unbound */
+    vigil_release_pair counts; /* (counted << 32) | left out */
+    uint64_t           pad[2];
+};
+_Static_assert(sizeof(struct vigil_release_head) == 64, "a place's header is one cache line");
+
+/* Offsets 64..703 of a barrier file. */
+struct vigil_barrier_releases {
+    _Atomic uint64_t          marks[RELEASE_MARKS]; /*  64: (epoch << 32) | MARK_VALID | ticket low 31 bits */
+    _Atomic uint64_t          tickets;              /* 128: judgements recorded so far */
+    uint64_t                  pad[7];
+    struct vigil_release_head heads[RELEASE_PLACES]; /* 192 */
+};
+_Static_assert(sizeof(struct vigil_barrier_releases) == 640, "the release area is ten cache lines");
+
+/* An entry's value: (gen << 2) | why (the VIGIL_BARRIER_COUNTED, _DEAD or
+ * _ABSENT of <vigil/barrier.h>). */
+#define ENTRY_WHY_BITS 2
+
+/* Record of slot i at 704 + i * 16, THE RECORD in src/barrier.c: the
  * arrival of the slot's registration `gen` at round `epoch`. One 16-byte
  * compare-and-swap writes both words (rec_cas). */
 typedef struct vigil_barrier_record {
@@ -44,9 +86,12 @@ _Static_assert(VIGIL_GEN_BITS + BOUND_SLOT_BITS <= 64, "a binding is one word");
 /* The gate's low half: bit 31 says the round's release is decided, the
  * other 31 bits count withdrawals from the round (barrier_wait.c). */
 #define GATE_COMMITTED (UINT32_C(1) << 31)
+/* A committed gate's low 31 bits are the committing judgement's ticket
+ * (no withdrawal counts after the commit), which the marks copy. */
 
 /* Test hook, called at the points below when set (tests only). */
-enum { BP_JUDGED = 1, BP_COMMITTED, BP_RECORDING, BP_RECORDED, BP_WITHDRAWN, BP_WITHDRAWING, BP_START_READ };
+enum { BP_JUDGED = 1, BP_COMMITTED, BP_RECORDING, BP_RECORDED, BP_WITHDRAWN, BP_WITHDRAWING, BP_START_READ,
+       BP_PLACE_CLAIMED, BP_MOVED };
 extern void (*vigil_barrier_hook)(int point);
 static inline void barrier_hook(int point)
 {
@@ -70,7 +115,9 @@ static inline int32_t ep_diff(uint32_t a, uint32_t b)
 
 struct vigil_barrier {
     struct vigil_barrier_header *hdr;
+    struct vigil_barrier_releases *rel;  /* right after hdr */
     vigil_barrier_record        *records;
+    vigil_release_pair          *entries; /* place p's entry for slot i: entries[p * capacity + i] */
     vigil_hb                    *hb;
     size_t                       map_size;
     uint32_t                     capacity;  /* this process's copy, checked at open */
@@ -159,6 +206,53 @@ static inline uint64_t rec_gen_at(const vigil_barrier_record *r, uint32_t epoch)
     uint64_t g2 = atomic_load_explicit(&r->gen, memory_order_relaxed);
     return ep == rec_make(epoch) && g1 == g2 ? g1 : 0;
 }
+
+/* A slot's pid, last beat and registration as one SeqLock snapshot; gen 0
+ * when the slot stayed mid-change for a few looks (then no record counts
+ * for it, and its liveness is the words as read). */
+struct slot_look {
+    uint32_t pid;
+    uint64_t seen, gen;
+};
+
+static inline struct slot_look slot_look(const struct vigil_hb_slot *s)
+{
+    struct slot_look l = { 0, 0, 0 };
+    for (unsigned tries = 0; tries < 4; tries++) {
+        /* As vigil_slot_read: an unchanged even version around the loads
+         * says no structural writer overlapped them (a beat may have, and
+         * is a moment's liveness anyway). */
+        uint64_t v = atomic_load_explicit(&s->seq, memory_order_acquire);
+        l.pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
+        l.seen = atomic_load_explicit(&s->last_seen_epoch, memory_order_relaxed);
+        l.gen = vigil_gen_of(atomic_load_explicit(&s->gen, memory_order_relaxed));
+        /* ONLY AN ARGUMENT PROTECTS THIS FENCE (no instruction on x86-64,
+         * which keeps loads in order): without it a weaker processor may
+         * read the second version before the fields, and take a newcomer's
+         * pid with its predecessor's gen for one snapshot. */
+        atomic_thread_fence(memory_order_acquire);
+        if (!(v & 1u) && atomic_load_explicit(&s->seq, memory_order_relaxed) == v)
+            return l;
+    }
+    l.gen = 0;
+    return l;
+}
+
+/* The release rule a waiter judges by: quorum 0 and all, the all-live
+ * rule (wait); a quorum alone (wait_quorum); both, the start's (a quorum
+ * of participants, and no live peer left out: vigil_barrier_start). */
+struct rule {
+    uint32_t quorum;
+    bool     all;
+};
+
+/* THE RELEASE RECORD (barrier_info.c). judge_recorded: the judgement of
+ * a round found complete, made again while it is written into a place;
+ * 1 and *ticket when that pass finds the round complete, else 0. mark:
+ * before the state leaves a committed round, its mark names the record. */
+int  vigil_barrier__judge_recorded(vigil_barrier *b, uint32_t epoch, uint64_t s, uint32_t quorum, bool all,
+                                   uint64_t binding, uint64_t *ticket);
+void vigil_barrier__mark(vigil_barrier *b, uint32_t epoch, uint64_t gate);
 
 /* How long a waiter spins (pause instructions, about 30 ns each here) and
  * how many times it yields before it sleeps in the kernel. Chosen with

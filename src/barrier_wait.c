@@ -108,37 +108,6 @@ struct tally {
     uint32_t rec_live; /* records stamped with the epoch, slot live and still the registration that arrived */
 };
 
-/* A slot's pid, last beat and registration as one SeqLock snapshot; gen 0
- * when the slot stayed mid-change for a few looks (then no record counts
- * for it, and its liveness is the words as read). */
-struct slot_look {
-    uint32_t pid;
-    uint64_t seen, gen;
-};
-
-static inline struct slot_look slot_look(const struct vigil_hb_slot *s)
-{
-    struct slot_look l = { 0, 0, 0 };
-    for (unsigned tries = 0; tries < 4; tries++) {
-        /* As vigil_slot_read: an unchanged even version around the loads
-         * says no structural writer overlapped them (a beat may have, and
-         * is a moment's liveness anyway). */
-        uint64_t v = atomic_load_explicit(&s->seq, memory_order_acquire);
-        l.pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
-        l.seen = atomic_load_explicit(&s->last_seen_epoch, memory_order_relaxed);
-        l.gen = vigil_gen_of(atomic_load_explicit(&s->gen, memory_order_relaxed));
-        /* ONLY AN ARGUMENT PROTECTS THIS FENCE (no instruction on x86-64,
-         * which keeps loads in order): without it a weaker processor may
-         * read the second version before the fields, and take a newcomer's
-         * pid with its predecessor's gen for one snapshot. */
-        atomic_thread_fence(memory_order_acquire);
-        if (!(v & 1u) && atomic_load_explicit(&s->seq, memory_order_relaxed) == v)
-            return l;
-    }
-    l.gen = 0;
-    return l;
-}
-
 /* One pass over the records and, for the all-live rule, the whole table.
  * The heartbeat words are relaxed: liveness is a moment's estimate. A
  * slot without a record of the round costs its stamp's load and, for the
@@ -170,14 +139,6 @@ static void tally(const vigil_barrier *b, uint32_t epoch, bool all, struct tally
     }
     t->live = live, t->rec_live = rec_live;
 }
-
-/* The release rule a waiter judges by: quorum 0 and all, the all-live
- * rule (wait); a quorum alone (wait_quorum); both, the start's (a quorum
- * of participants, and no live peer left out: vigil_barrier_start). */
-struct rule {
-    uint32_t quorum;
-    bool     all;
-};
 
 /* Whether state s (at its epoch) satisfies rule r. */
 static bool complete(const vigil_barrier *b, uint64_t s, struct rule r)
@@ -219,10 +180,12 @@ static void wake_sleepers(vigil_barrier *b)
 
 /* The second half of a committed release: move the state from any value
  * at `epoch` to (epoch + 1, 0). Whoever finds the gate committed does it,
- * so a committer killed halfway leaves no one stuck. */
-static void finish(vigil_barrier *b, uint32_t epoch)
+ * so a committer killed halfway leaves no one stuck. `gate` is the
+ * committed gate as loaded: its ticket goes into the round's mark first. */
+static void finish(vigil_barrier *b, uint32_t epoch, uint64_t gate)
 {
     struct vigil_barrier_header *h = b->hdr;
+    vigil_barrier__mark(b, epoch, gate); /* THE RELEASE RECORD: the mark, before the move */
     /* seq_cst (so acquire and release): each arrival's writes before the
      * barrier come with the count it left, and go on to every waiter that
      * loads the new epoch; wake_sleepers needs it in the total order too. */
@@ -231,8 +194,10 @@ static void finish(vigil_barrier *b, uint32_t epoch)
         if (tries >= CAS_TRIES)
             return; /* a peer rewriting the word in a loop: the waits time out */
         if (atomic_compare_exchange_weak_explicit(&h->state, &s, st_make(epoch + 1, 0),
-                                                  memory_order_seq_cst, memory_order_seq_cst))
+                                                  memory_order_seq_cst, memory_order_seq_cst)) {
+            barrier_hook(BP_MOVED);
             break;
+        }
     }
     wake_sleepers(b);
 }
@@ -276,20 +241,20 @@ static bool finish_committed(vigil_barrier *b, uint32_t epoch)
     uint64_t g = atomic_load_explicit(&b->hdr->gate, memory_order_seq_cst);
     if (st_epoch(g) != epoch || !(st_arrived(g) & GATE_COMMITTED))
         return false;
-    finish(b, epoch);
+    finish(b, epoch, g);
     return true;
 }
 
 /* Judges the round and commits it if complete. Returns 1 when this caller
  * released the round, 0 when the round is not complete, -1 when the round
  * has passed or the gate moved under the judgement (look again). */
-static int try_release(vigil_barrier *b, uint32_t epoch, struct rule rule)
+static int try_release(vigil_barrier *b, uint32_t epoch, struct rule rule, uint64_t binding)
 {
     struct vigil_barrier_header *h = b->hdr;
     uint64_t g;
     switch (gate_load(b, epoch, &g)) {
     case GATE_DONE:
-        finish(b, epoch);
+        finish(b, epoch, g);
         return -1;
     case GATE_PAST:
         return -1;
@@ -302,15 +267,24 @@ static int try_release(vigil_barrier *b, uint32_t epoch, struct rule rule)
         return -1;
     if (!complete(b, s, rule))
         return 0;
+    /* Complete: judge again while writing the judgement down, and commit
+     * only what was written (THE RELEASE RECORD, barrier_info.c). Still
+     * after the gate's load, so the argument above holds for it. */
+    uint64_t ticket;
+    if (!vigil_barrier__judge_recorded(b, epoch, s, rule.quorum, rule.all, binding, &ticket))
+        return 0;
     barrier_hook(BP_JUDGED);
     /* The commit. Of all callers racing to commit a round exactly one CAS
      * succeeds: it gets VIGIL_SERIAL. Fails after any withdrawal since the
-     * gate was loaded. seq_cst; failure relaxed: the caller looks again. */
-    if (!atomic_compare_exchange_strong_explicit(&h->gate, &g, g | GATE_COMMITTED,
-                                                 memory_order_seq_cst, memory_order_relaxed))
+     * gate was loaded. It sets COMMITTED and names the record by its
+     * ticket (withdrawals are over once committed). seq_cst; failure
+     * relaxed: the caller looks again. */
+    uint64_t committed = st_make(epoch, GATE_COMMITTED | (uint32_t)(ticket & TICKET_LOW));
+    if (!atomic_compare_exchange_strong_explicit(&h->gate, &g, committed, memory_order_seq_cst,
+                                                 memory_order_relaxed))
         return -1;
     barrier_hook(BP_COMMITTED);
-    finish(b, epoch);
+    finish(b, epoch, committed);
     return 1;
 }
 
@@ -572,7 +546,7 @@ static int withdraw(vigil_barrier *b, uint32_t epoch, uint32_t slot, uint64_t ge
     for (unsigned tries = 0; tries < CAS_TRIES; tries++) {
         switch (gate_load(b, epoch, &g)) {
         case GATE_DONE:
-            finish(b, epoch); /* committed before our bump: we passed */
+            finish(b, epoch, g); /* committed before our bump: we passed */
             return 0;
         case GATE_PAST:
             return 0;
@@ -608,6 +582,7 @@ static int barrier_wait(vigil_barrier *b, uint32_t my_epoch, struct rule rule, u
     struct vigil_barrier_header *h = b->hdr;
     struct waiter w = { .deadline = UINT64_MAX };
     bound_of(b, &w.slot, &w.gen);
+    uint64_t binding = w.gen ? w.gen << BOUND_SLOT_BITS | w.slot : 0; /* for the release record */
     keep_beating(b, &w);
 
     /* An epoch that has already passed returns at once. */
@@ -700,7 +675,7 @@ static int barrier_wait(vigil_barrier *b, uint32_t my_epoch, struct rule rule, u
     for (;;) {
         if (st_epoch(s) != my_epoch)
             return 0;
-        int r = try_release(b, my_epoch, rule);
+        int r = try_release(b, my_epoch, rule, binding);
         if (r == 1)
             return VIGIL_SERIAL;
         s = atomic_load_explicit(&h->state, memory_order_acquire);
@@ -719,7 +694,7 @@ static int barrier_wait(vigil_barrier *b, uint32_t my_epoch, struct rule rule, u
         if (timed_out && st_epoch(s) == my_epoch) {
             /* Judge once more: the deadline does not hide a round that has
              * just completed. */
-            if (try_release(b, my_epoch, rule) == 1)
+            if (try_release(b, my_epoch, rule, binding) == 1)
                 return VIGIL_SERIAL;
             if (kept)
                 return VIGIL_ETIMEDOUT; /* the slice ends; the arrival stays */
@@ -873,4 +848,16 @@ int vigil_barrier_start(vigil_barrier *b, uint32_t participants, uint64_t timeou
         if (tries >= CAS_TRIES)
             return VIGIL_EBUSY; /* a peer moving the epoch in a loop */
     }
+}
+
+int vigil_barrier_wait_info(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, uint64_t timeout_ns,
+                            vigil_barrier_round *info)
+{
+    if (!b || !info)
+        return -EINVAL;
+    struct rule rule = { quorum, quorum == 0 };
+    int rc = barrier_wait(b, my_epoch, rule, timeout_ns == UINT64_MAX ? UINT64_MAX : timed(timeout_ns), NULL, NULL);
+    if (rc == 0 || rc == VIGIL_SERIAL)
+        vigil_barrier_round_info(b, my_epoch, info); /* info->kept says whether it was found */
+    return rc;
 }

@@ -9,7 +9,7 @@
  *   offset  size  field
  *   header, one cache line
  *        0     8  magic "\177VIGIL\r\n"
- *        8     4  version            VIGIL_LAYOUT_VERSION (5)
+ *        8     4  version            VIGIL_LAYOUT_VERSION (6)
  *       12     4  kind               1
  *       16     4  capacity           number of slots, 1 .. 2^20
  *       20     4  flags              0

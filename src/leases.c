@@ -7,7 +7,7 @@
  *
  *   header, offset 0, 128 bytes
  *     0  u8[8]  magic "\177VIGIL\r\n"
- *     8  u32    layout version (5)
+ *     8  u32    layout version (6)
  *    12  u32    kind (3, leases)
  *    16  u32    capacity: number of entries
  *    20  u32    flags (0)

@@ -484,8 +484,8 @@ static int test_wrong_kind_refused(void)
     vigil_barrier *b = fresh_barrier("kind.b", hb, 5), *x = NULL;
     vigil_hb *y = NULL;
     vigil_barrier_state st;
-    /* Same size, so only the kind tells them apart: 64 + 1 * 64 vs 64 + 4 * 16. */
-    vigil_hb *hb1 = fresh_hb("kind1.hb", 1), *hb8 = fresh_hb("kind8.hb", 8);
+    /* Same size, so only the kind tells them apart: 64 + 19 * 64 vs 704 + 4 * 144. */
+    vigil_hb *hb1 = fresh_hb("kind1.hb", 19), *hb8 = fresh_hb("kind8.hb", 8);
     vigil_barrier *b8 = fresh_barrier("kind8.b", hb8, 5);
     EXPECT_RC(vigil_barrier_open(vt_path("kind.hb"), hb, 0, &x), VIGIL_EBADFILE);
     EXPECT_RC(vigil_barrier_open(vt_path("kind1.hb"), hb1, 0, &x), VIGIL_EBADFILE);
@@ -495,7 +495,7 @@ static int test_wrong_kind_refused(void)
     EXPECT(x == NULL && y == NULL, "a refused open wrote its output");
     vigil_file_info fi;
     EXPECT_RC(vigil_file_probe(vt_path("kind.b"), &fi), 0);
-    EXPECT(fi.kind == VIGIL_KIND_BARRIER && fi.capacity == 4 && fi.size == 64 + 4 * 16,
+    EXPECT(fi.kind == VIGIL_KIND_BARRIER && fi.capacity == 4 && fi.size == 704 + 4 * 144,
            "probe: kind %u capacity %u size %llu", fi.kind, fi.capacity, (unsigned long long)fi.size);
 
     /* Truncated, extended, wrong version, missing, symlink, FIFO. */

@@ -387,9 +387,9 @@ static int test_inspect_bad_files(void)
     if (expect_bad(bad, "made by a newer vigil (layout version 9"))
         return 1;
     memcpy(b, img, sizeof(img));
-    b[8] = 4; /* a file of the layout before the lease store's lock pairs */
+    b[8] = 5; /* a file of the layout before the barrier's release record */
     write_file(bad, b, sizeof(img));
-    if (expect_bad(bad, "made by an older vigil (layout version 4; this vigil reads only 5): re-create it"))
+    if (expect_bad(bad, "made by an older vigil (layout version 5; this vigil reads only 6): re-create it"))
         return 1;
     memcpy(b, img, sizeof(img));
     b[12] = 77; /* kind */

@@ -84,6 +84,45 @@ int      vigil_barrier_withdraw(vigil_barrier *b, uint32_t my_epoch, int *arrive
 int      vigil_barrier_start_slice(vigil_barrier *b, uint32_t participants, uint64_t slice_ns, int *arrived,
                                    uint32_t *round);
 
+/*
+ * Who a released round counted and who it left out (vigil_barrier_wait_info(3)):
+ * the judgement that released it, recorded before its commit. counted:
+ * bound registrations whose arrival it counted; unbound: anonymous
+ * arrivals it counted; left out: registrations in the table it did not
+ * count, dead (heartbeat lapsed, arrived or not) or, when a quorum alone
+ * released the round, live and not arrived. Under the all-live rule a
+ * live slot with no arrival record was matched by an unbound arrival.
+ */
+#define VIGIL_BARRIER_COUNTED 1 /* arrived, live: counted */
+#define VIGIL_BARRIER_DEAD    2 /* left out: its heartbeat had lapsed */
+#define VIGIL_BARRIER_ABSENT  3 /* left out: live, not arrived (a quorum release) */
+typedef struct vigil_barrier_peer {
+    uint32_t slot;
+    uint32_t why;  /* VIGIL_BARRIER_COUNTED, _DEAD or _ABSENT */
+    uint64_t gen;  /* the registration (vigil-files(5)) */
+    uint32_t pid;  /* its pid if it still holds the slot, else 0 */
+} vigil_barrier_peer;
+typedef struct vigil_barrier_round {
+    uint32_t round;
+    uint32_t kept;          /* 1: filled from the round's record; 0: no longer kept */
+    uint32_t serial_slot;   /* slot + 1 of the handle given VIGIL_SERIAL, 0 an unbound one */
+    uint64_t serial_gen;    /* its registration, 0 unbound */
+    uint32_t counted, unbound, left_out; /* how many (counted, left_out may exceed the arrays) */
+    vigil_barrier_peer *counted_peers;   /* in: room for counted_cap (NULL, 0: none wanted) */
+    uint32_t            counted_cap;
+    vigil_barrier_peer *left_out_peers;  /* in: room for left_out_cap */
+    uint32_t            left_out_cap;
+} vigil_barrier_round;
+/* As vigil_barrier_wait_quorum_timeout (quorum 0: the all-live rule,
+ * timeout_ns UINT64_MAX: none), and on 0 or VIGIL_SERIAL fills *info from
+ * the round's record, info->kept 0 when that record is no longer kept
+ * (the last eight releases are, fewer when judgements race). */
+int      vigil_barrier_wait_info(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, uint64_t timeout_ns,
+                                 vigil_barrier_round *info);
+/* A released round's record: 0, or VIGIL_EVACANT (not released, or no
+ * longer kept). */
+int      vigil_barrier_round_info(const vigil_barrier *b, uint32_t round, vigil_barrier_round *info);
+
 #ifdef __cplusplus
 }
 #endif

@@ -36,8 +36,9 @@ const char *vigil_strerror(int err);
  * release gate and the counters; 4: registrations named by a generation
  * that never recurs, and lock words that never recur (vigil-files(5));
  * 5: the lease store's entry and bind locks as lock pairs (a 128-byte
- * lease header, each entry's token moved to make room for its seq). */
-#define VIGIL_LAYOUT_VERSION 5u
+ * lease header, each entry's token moved to make room for its seq); 6:
+ * the barrier's release record (marks, places, per-slot entries). */
+#define VIGIL_LAYOUT_VERSION 6u
 
 /* The kinds of vigil file; the value is stored at offset 12 of the header. */
 enum vigil_kind {

@@ -31,7 +31,7 @@ pub const VIGIL_ELOST: c_int = -1008;
 pub const VIGIL_EBUSY: c_int = -1009;
 pub const VIGIL_ETLS: c_int = -1010;
 /// The layout version every vigil file carries at offset 8.
-pub const VIGIL_LAYOUT_VERSION: u32 = 5;
+pub const VIGIL_LAYOUT_VERSION: u32 = 6;
 
 pub const VIGIL_ROLE_WORKER: u32 = 0;
 pub const VIGIL_ROLE_COORDINATOR: u32 = 1;
