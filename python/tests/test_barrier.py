@@ -280,3 +280,27 @@ def test_closing_the_table_under_a_wait_in_another_thread(tmp):
     th.join(timeout=30)
     assert not th.is_alive() and isinstance(got.get("error"), ValueError), got
     assert b.closed and t.closed
+
+
+def test_wait_info_names_who_was_counted_and_who_was_left_out(tmp):
+    t = vigil.HeartbeatTable.create(os.path.join(tmp, "i.hb"), 4)
+    b = vigil.Barrier.create(os.path.join(tmp, "i.bar"), t, 2)
+    mine = t.register()
+    b.bind(mine)
+    gone = os.fork()
+    if gone == 0:
+        os._exit(0)
+    os.waitpid(gone, 0)
+    other = t.register(gone)  # registered, never beats: dead once 2 ticks old
+    for _ in range(3):
+        t.tick()
+        t.beat(mine)
+    assert b.round_info(b.epoch) is None  # not released yet
+    e = b.epoch
+    serial, info = b.wait_info(e)
+    assert serial is True and info is not None and info.round == e
+    assert [(p.slot, p.why, p.pid) for p in info.counted] == [(mine, "counted", os.getpid())]
+    assert [(p.slot, p.why) for p in info.left_out] == [(other, "dead")]
+    assert info.unbound == 0 and info.serial_slot == mine and info.serial_gen == info.counted[0].gen
+    assert b.round_info(e) == info
+    t.close()

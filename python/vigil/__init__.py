@@ -52,7 +52,7 @@ from ._table import (
     Role,
     SlotInfo,
 )
-from ._barrier import Barrier, BarrierStats
+from ._barrier import Barrier, BarrierPeer, BarrierRound, BarrierStats
 from ._leases import Etcd, Lease, LeaseInfo, Leases, LeaseState
 from ._keepalive import Heartbeat, Keepalive, KeepaliveStats, LeaseLock, heartbeat, keepalive
 from ._group import Group, GroupEvent, GroupStats, GroupWatch, MemberInfo, Peer, RoundInfo, Unit
@@ -61,6 +61,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Barrier",
+    "BarrierPeer",
+    "BarrierRound",
     "BarrierStats",
     "BadFile",
     "Beater",

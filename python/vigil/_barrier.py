@@ -5,11 +5,11 @@ import os
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, List, Optional, Tuple
 
 from . import _ffi, _util
 from ._aio import finish, pool
-from ._errors import VIGIL_ETIMEDOUT, Timeout, check
+from ._errors import VIGIL_ETIMEDOUT, VIGIL_EVACANT, Timeout, check
 from ._ffi import ffi, lib
 from ._table import HeartbeatTable, _Handle
 from ._util import DEFAULT_MODE, PathLike
@@ -53,6 +53,38 @@ class BarrierStats:
 
     releases: int
     withdrawals: int
+
+
+_WHY = {1: "counted", 2: "dead", 3: "absent"}
+_INFO = _ffi.has("vigil_barrier_round_info")
+
+
+@dataclass(frozen=True)
+class BarrierPeer:
+    """A registration as a round's record names it: its slot, why it is
+    named ("counted"; left out as "dead", its heartbeat lapsed, or "absent",
+    live and not arrived when a quorum released the round), its gen (the
+    registration, which never recurs) and its pid while it still holds the
+    slot (else 0)."""
+
+    slot: int
+    why: str
+    gen: int
+    pid: int
+
+
+@dataclass(frozen=True)
+class BarrierRound:
+    """A released round, as the judgement that released it counted: the bound
+    peers counted, the unbound arrivals counted, the peers left out, and the
+    slot (None: an unbound handle) of the one whose commit released it."""
+
+    round: int
+    counted: List[BarrierPeer]
+    unbound: int
+    left_out: List[BarrierPeer]
+    serial_slot: Optional[int]
+    serial_gen: int
 
 
 class Barrier(_Handle):
@@ -143,6 +175,36 @@ class Barrier(_Handle):
         if timeout is not None:
             _util.seconds(timeout, "timeout")
         return self._wait(epoch & _MASK, q, timeout, None)
+
+    def wait_info(self, epoch: int, *, quorum: Optional[int] = None,
+                  timeout: Optional[float] = None) -> Tuple[bool, Optional[BarrierRound]]:
+        """`wait`, and who the round counted and left out (`round_info`)."""
+        serial = self.wait(epoch, quorum=quorum, timeout=timeout)
+        return serial, self.round_info(epoch)
+
+    def round_info(self, epoch: int) -> Optional[BarrierRound]:
+        """Round `epoch`'s release as its record says (vigil_barrier_round_info):
+        None when it has not been released or is no longer kept (the last
+        eight releases are)."""
+        if not _INFO:
+            raise NotImplementedError("this libvigil has no vigil_barrier_round_info: update it")
+        n = self._capacity
+        info = ffi.new("vigil_barrier_round *")
+        counted = ffi.new("vigil_barrier_peer[]", n)
+        left = ffi.new("vigil_barrier_peer[]", n)
+        info.counted_peers, info.counted_cap = counted, n
+        info.left_out_peers, info.left_out_cap = left, n
+        rc = lib.vigil_barrier_round_info(self._p(), epoch & _MASK, info)
+        if rc == VIGIL_EVACANT:
+            return None
+        check(rc, self.path)
+
+        def peers(arr: Any, k: int) -> List[BarrierPeer]:
+            return [BarrierPeer(arr[i].slot, _WHY.get(arr[i].why, "?"), arr[i].gen, arr[i].pid)
+                    for i in range(min(k, n))]
+
+        return BarrierRound(info.round, peers(counted, info.counted), info.unbound, peers(left, info.left_out),
+                            info.serial_slot - 1 if info.serial_slot else None, info.serial_gen)
 
     def start(self, participants: int, *, timeout: Optional[float] = None) -> int:
         """The safe start of a group: call once per member, after registering

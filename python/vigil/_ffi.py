@@ -84,6 +84,14 @@ ffi.cdef(
                                       int *arrived);
     int      vigil_barrier_withdraw(vigil_barrier *b, uint32_t my_epoch, int *arrived);
     int      vigil_barrier_start(vigil_barrier *b, uint32_t participants, uint64_t timeout_ns, uint32_t *first_round);
+    typedef struct vigil_barrier_peer { uint32_t slot; uint32_t why; uint64_t gen; uint32_t pid; } vigil_barrier_peer;
+    typedef struct vigil_barrier_round {
+        uint32_t round; uint32_t kept; uint32_t serial_slot; uint64_t serial_gen;
+        uint32_t counted, unbound, left_out;
+        vigil_barrier_peer *counted_peers; uint32_t counted_cap;
+        vigil_barrier_peer *left_out_peers; uint32_t left_out_cap;
+    } vigil_barrier_round;
+    int      vigil_barrier_round_info(const vigil_barrier *b, uint32_t round, vigil_barrier_round *info);
     int      vigil_barrier_start_slice(vigil_barrier *b, uint32_t participants, uint64_t slice_ns, int *arrived,
                                        uint32_t *round);
 

@@ -90,6 +90,47 @@ pub struct BarrierCounters {
     pub withdrawals: u64,
 }
 
+/// Why a round's record names a peer ([`BarrierPeer::why`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PeerWhy {
+    /// Arrived and live: counted.
+    Counted,
+    /// Left out: its heartbeat had lapsed (arrived or not).
+    Dead,
+    /// Left out: live and not arrived, when a quorum alone released the round.
+    Absent,
+}
+
+/// A registration as a round's record names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BarrierPeer {
+    /// Its heartbeat slot.
+    pub slot: u32,
+    /// Why it is named.
+    pub why: PeerWhy,
+    /// The registration (the slot's generation, which never recurs).
+    pub gen: u64,
+    /// Its pid while it still holds the slot, else 0.
+    pub pid: u32,
+}
+
+/// A released round as the judgement that released it counted
+/// ([`Barrier::round_info`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BarrierRound {
+    /// The round.
+    pub round: u32,
+    /// Bound peers counted, in slot order.
+    pub counted: Vec<BarrierPeer>,
+    /// Arrivals of unbound handles counted.
+    pub unbound: u32,
+    /// Peers of the table left out, in slot order.
+    pub left_out: Vec<BarrierPeer>,
+    /// The slot of the bound handle whose commit released it (None: an
+    /// unbound one), and its registration.
+    pub serial: Option<(u32, u64)>,
+}
+
 /// How a [`Barrier::start`] ended: the first round the group waits (the
 /// same for every member, whenever it started), and whether this caller
 /// released the start round.
@@ -197,6 +238,53 @@ impl RawBarrier {
     pub(crate) fn live_peers(&self) -> u32 {
         // SAFETY: an open handle.
         unsafe { sys::vigil_barrier_live_peers(self.ptr()) }
+    }
+
+    pub(crate) fn round_info(&self, round: u32, capacity: u32) -> Result<Option<BarrierRound>> {
+        let empty = sys::vigil_barrier_peer { slot: 0, why: 0, gen: 0, pid: 0 };
+        let mut counted = vec![empty; capacity as usize];
+        let mut left = vec![empty; capacity as usize];
+        let mut info = sys::vigil_barrier_round {
+            round: 0,
+            kept: 0,
+            serial_slot: 0,
+            serial_gen: 0,
+            counted: 0,
+            unbound: 0,
+            left_out: 0,
+            counted_peers: counted.as_mut_ptr(),
+            counted_cap: capacity,
+            left_out_peers: left.as_mut_ptr(),
+            left_out_cap: capacity,
+        };
+        // SAFETY: an open handle; the arrays have room for capacity peers.
+        let rc = unsafe { sys::vigil_barrier_round_info(self.ptr(), round, &mut info) };
+        if rc == sys::VIGIL_EVACANT {
+            return Ok(None);
+        }
+        check(rc)?;
+        let peers = |arr: &[sys::vigil_barrier_peer], n: u32| -> Vec<BarrierPeer> {
+            arr.iter()
+                .take(n.min(capacity) as usize)
+                .map(|p| BarrierPeer {
+                    slot: p.slot,
+                    why: match p.why {
+                        1 => PeerWhy::Counted,
+                        2 => PeerWhy::Dead,
+                        _ => PeerWhy::Absent,
+                    },
+                    gen: p.gen,
+                    pid: p.pid,
+                })
+                .collect()
+        };
+        Ok(Some(BarrierRound {
+            round: info.round,
+            counted: peers(&counted, info.counted),
+            unbound: info.unbound,
+            left_out: peers(&left, info.left_out),
+            serial: (info.serial_slot != 0).then(|| (info.serial_slot - 1, info.serial_gen)),
+        }))
     }
 
     pub(crate) fn stats(&self) -> Result<BarrierCounters> {
@@ -578,6 +666,30 @@ impl<'t> Barrier<'t> {
     /// ```
     pub fn stats(&self) -> Result<BarrierCounters> {
         self.raw.stats()
+    }
+
+    /// Who released round `round` counted and left out, as its record says
+    /// (the last eight releases are kept): `None` when it has not been
+    /// released or is no longer kept. See vigil_barrier_wait_info(3).
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("vigil-doc-bround-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// let table = vigil::HeartbeatTable::create(dir.join("t"), 8)?;
+    /// let barrier = vigil::Barrier::create(dir.join("b"), &table, 5)?;
+    /// let me = table.register()?;
+    /// barrier.bind(me.slot())?;
+    /// assert!(barrier.round_info(0)?.is_none()); // not released yet
+    /// barrier.wait(0)?;
+    /// let round = barrier.round_info(0)?.expect("just released");
+    /// assert_eq!(round.counted.len(), 1);
+    /// assert_eq!(round.counted[0].slot, me.slot());
+    /// assert_eq!(round.serial.map(|(slot, _)| slot), Some(me.slot()));
+    /// # drop(barrier); drop(me); drop(table); std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn round_info(&self, round: u32) -> Result<Option<BarrierRound>> {
+        self.raw.round_info(round, self.table.capacity())
     }
 
     /// The heartbeat table the barrier counts peers in.

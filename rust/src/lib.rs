@@ -104,7 +104,7 @@ mod lease;
 mod sys;
 mod util;
 
-pub use barrier::{Barrier, BarrierCounters, BarrierState, Start, WaitOutcome};
+pub use barrier::{Barrier, BarrierCounters, BarrierPeer, BarrierRound, BarrierState, PeerWhy, Start, WaitOutcome};
 pub use error::{Error, Result};
 #[cfg(feature = "etcd")]
 pub use etcd::{Etcd, EtcdOptions};

@@ -247,6 +247,27 @@ shared_structs! {
         withdrawals: u64 = 8,
     }
     #[derive(Clone, Copy)]
+    "vigil_barrier_peer" => struct vigil_barrier_peer: 24 {
+        slot: u32 = 0,
+        why: u32 = 4,
+        gen: u64 = 8,
+        pid: u32 = 16,
+    }
+    #[derive(Clone, Copy)]
+    "vigil_barrier_round" => struct vigil_barrier_round: 72 {
+        round: u32 = 0,
+        kept: u32 = 4,
+        serial_slot: u32 = 8,
+        serial_gen: u64 = 16,
+        counted: u32 = 24,
+        unbound: u32 = 28,
+        left_out: u32 = 32,
+        counted_peers: *mut vigil_barrier_peer = 40,
+        counted_cap: u32 = 48,
+        left_out_peers: *mut vigil_barrier_peer = 56,
+        left_out_cap: u32 = 64,
+    }
+    #[derive(Clone, Copy)]
     "vigil_lease" => struct vigil_lease: 216 {
         key: [c_char; 128] = 0,
         owner: [c_char; 64] = 128,
@@ -419,6 +440,7 @@ extern "C" {
         arrived: *mut c_int,
     ) -> c_int;
     pub fn vigil_barrier_withdraw(b: *mut vigil_barrier, my_epoch: u32, arrived: *mut c_int) -> c_int;
+    pub fn vigil_barrier_round_info(b: *const vigil_barrier, round: u32, info: *mut vigil_barrier_round) -> c_int;
 
     // lease.h
     pub fn vigil_keepalive_start(
