@@ -176,6 +176,7 @@ static void claim(struct scan *sc, uint32_t i, uint64_t gen, uint32_t pid, bool 
 {
     struct vigil_hb_slot *s = &sc->hb->slots[i];
     uint64_t lv;
+    slot_hook(SP_CLAIMING); /* judged, not yet locked: tests pause a scanner here */
     if (vigil_slot_try_lock(s, &lv) < 0)
         return; /* another writer holds it: this scan leaves the slot */
     /* Under the lock the registration cannot change: the one judged is

@@ -108,7 +108,7 @@ static inline void vigil_slot_unlock(struct vigil_hb_slot *s, uint64_t version);
  * has just taken the lock; register has stored the new gen, not yet the
  * pid; a writer is about to unlock; a repairing scan has judged the
  * holder {w, odd} dead and is about to take over. */
-enum { SP_LOCKED = 1, SP_GEN_WRITTEN, SP_FIELDS_WRITTEN, SP_JUDGED };
+enum { SP_LOCKED = 1, SP_GEN_WRITTEN, SP_FIELDS_WRITTEN, SP_JUDGED, SP_CLAIMING };
 extern void (*vigil_slot_hook)(int point);
 static inline void slot_hook(int point)
 {
