@@ -69,6 +69,12 @@
  *   the marks carry 31 bits of them, and a place is chosen by the low
  *   bits, so two tickets confused by the gate would be 2^31 apart, with
  *   the place taken again in between (a header read fails).
+ * - The reader's count. The C reader skips an entry of another ticket
+ *   and then requires as many entries as the judgement's `counts` pair
+ *   says it wrote; here, where a judgement always writes both entries,
+ *   that is the requirement that both carry the ticket. A judgement that
+ *   stops writing (a pair a later ticket holds, or a scribbled one) is
+ *   a judge here whose record is no one's: `mine` false.
  * - Memory orders. Spin interleaves whole steps: sequential consistency.
  *   Every write here is a locked CAS in the C (16-byte pairs, the marks,
  *   the gate, the state) and every read the argument needs is seq_cst or
@@ -116,7 +122,7 @@ proctype W(byte i)
     bool mine, won;
     byte r1t, r1m;        /* the first whole read: header ticket, mark ticket (0: none) */
     byte rt, rm, rp; bool ok; /* a read in progress */
-    byte pass;
+    byte pass, tries;
 
 round:
     if :: e == R -> goto fin :: else fi;
@@ -128,10 +134,17 @@ end_wait:
     :: goto end_waiting
     fi;
 
-judge:  /* vigil_barrier__judge_recorded */
-    if K :: atomic { tickets++; t = tickets; p = t % P } fi;
+judge:  /* vigil_barrier__judge_recorded; claim_place: while the gate is
+         * still open for e, a ticket, then the claim of its place; a place
+         * a later ticket holds: once more with a fresh ticket */
+    tries = 0;
+ticket:
+    if K :: atomic { if :: ep == e && !(gep == e && gc) -> tickets++; t = tickets; p = t % P
+                      :: else -> t = 0; mine = false; goto record fi } fi;
     if K :: atomic { if :: NEWER(hd_t[p], t) -> hd_t[p] = t; hd_round[p] = e; mine = true
                       :: else -> mine = false fi } fi;
+    if :: !mine && tries == 0 -> tries = 1; goto ticket :: else fi;
+record:
     if K :: atomic { if :: mine && NEWER(en_t[p * 2], t) -> en_t[p * 2] = t; en_v[p * 2] = t
                       :: else fi } fi;
     if K :: atomic { if :: mine && NEWER(en_t[p * 2 + 1], t) -> en_t[p * 2 + 1] = t; en_v[p * 2 + 1] = t
@@ -210,10 +223,12 @@ readdone:
     :: else
     fi;
     e++; t = 0; p = 0; g = 0; mine = false; won = false; r1t = 0; r1m = 0; rt = 0; rm = 0; rp = 0; ok = false; pass = 0;
+    tries = 0;
     goto round;
 dead:
 fin:
-    e = 0; t = 0; p = 0; g = 0; mine = false; won = false; r1t = 0; r1m = 0; rt = 0; rm = 0; rp = 0; ok = false; pass = 0
+    e = 0; t = 0; p = 0; g = 0; mine = false; won = false; r1t = 0; r1m = 0; rt = 0; rm = 0; rp = 0; ok = false; pass = 0;
+    tries = 0
 }
 
 init

@@ -189,6 +189,7 @@ static int barrier_wrap(struct vigil_map *m, vigil_hb *hb, uint64_t grace, vigil
     b->grace = grace;
     atomic_init(&b->bound, 0);
     b->avx2 = vigil_barrier_use_avx2();
+    b->cas16 = vigil_barrier_cas16_ok();
     atomic_init(&b->tick_ns, 0);
     *out = b;
     return 0;

@@ -8,16 +8,18 @@
  * may be killed or paused at any step, or resume after later rounds; any
  * number of judgements of one round race, and one commits. So:
  *
- *   Record. A judgement that finds the round complete takes a ticket (one
- *   fetch_add of the release counter: a ticket never recurs) and writes
- *   itself into place ticket mod RELEASE_PLACES: first the place's
- *   `round` pair (the claim), then one entry per slot it counted or left
- *   out, then the `serial` and `counts` pairs. Each pair is one 16-byte
- *   CAS that replaces only a pair of an older ticket, so a judge that
- *   resumes after a later ticket took its place changes nothing of it
- *   (its own pairs elsewhere carry its ticket, which no reader asks for).
- *   The writing pass is the judgement: it commits only if that pass finds
- *   the round complete.
+ *   Record. A judgement that finds the round complete, while the gate is
+ *   still the one it judged under, takes a ticket (one fetch_add of the
+ *   release counter: a ticket never recurs) and writes itself into place
+ *   ticket mod RELEASE_PLACES: first the place's `round` pair (the claim),
+ *   then one entry per slot it counted or left out, then the `serial` and
+ *   `counts` pairs. Each pair is one 16-byte CAS that replaces only a pair
+ *   of an older ticket, so a judge that resumes after a later ticket took
+ *   its place changes nothing of it (its own pairs elsewhere carry its
+ *   ticket, which no reader asks for), and stops writing. The writing
+ *   pass is the judgement: it commits only if that pass finds the round
+ *   complete. Without the 16-byte CAS nothing is written: the commit
+ *   names ticket 0, which no place holds.
  *
  *   Commit. The gate's CAS sets COMMITTED and the ticket's low 31 bits
  *   (barrier_wait.c, try_release): of the judgements racing, the one that
@@ -47,43 +49,72 @@
 
 #include <errno.h>
 
-#define CAS_TRIES (1u << 20) /* as barrier_wait.c: a scribbler gets no hang */
+#define CAS_TRIES  (1u << 20) /* as barrier_wait.c: a scribbler gets no hang */
+#define PAIR_TRIES 64u        /* a pair's CAS; honest contention on a pair is one rival */
 
-/* Writes (value, ticket) over a pair of an older ticket. False when a
- * later ticket holds it (this judge is stale) or a peer kept rewriting it. */
-static bool pair_put(vigil_release_pair *p, uint64_t value, uint64_t ticket)
+/* Writes (value, ticket) over a pair of an older ticket: 1 written, 0 a
+ * later ticket holds it (this judge is stale), -1 a peer kept rewriting
+ * it (a scribbled file: the judgement stops writing). */
+static int pair_put(vigil_release_pair *p, uint64_t value, uint64_t ticket)
 {
     /* Relaxed: a torn pair only fails the CAS, which then gives it whole. */
     uint64_t v = atomic_load_explicit(&p->value, memory_order_relaxed);
     uint64_t t = atomic_load_explicit(&p->ticket, memory_order_relaxed);
-    for (unsigned tries = 0; tries < CAS_TRIES; tries++) {
+    for (unsigned tries = 0; tries < PAIR_TRIES; tries++) {
         if (t >= ticket)
             return t == ticket;
         if (vigil__cas16(p, &v, &t, value, ticket))
-            return true;
+            return 1;
     }
-    return false;
+    return -1;
 }
 
-/* The value of pair p if it holds `ticket`. */
+/* The value of pair p if it holds `ticket`. Both ticket loads acquire:
+ * a later judgement's ticket seen in either orders the reader's next
+ * loads after that judgement's claim of the place (its `round` pair,
+ * written before any of its entries), so the final check sees it. */
 static bool pair_get(const vigil_release_pair *p, uint64_t ticket, uint64_t *value)
 {
     uint64_t t1 = atomic_load_explicit(&p->ticket, memory_order_acquire);
     uint64_t v = atomic_load_explicit(&p->value, memory_order_acquire);
-    uint64_t t2 = atomic_load_explicit(&p->ticket, memory_order_relaxed);
+    uint64_t t2 = atomic_load_explicit(&p->ticket, memory_order_acquire);
     *value = v;
     return t1 == ticket && t2 == ticket;
 }
 
-int vigil_barrier__judge_recorded(vigil_barrier *b, uint32_t epoch, uint64_t s, uint32_t quorum, bool all,
-                                  uint64_t binding, uint64_t *ticket)
+/* Takes a ticket and claims its place: true with *t the ticket, false
+ * when no place could be had. A place a later ticket holds means eight
+ * judgements overtook this one: while the gate is still the one it
+ * judged under (it may still commit), a fresh ticket names another
+ * place; once the gate has moved it is stale, and takes none, so a judge
+ * paused before its ticket never evicts a kept record when it resumes. */
+static bool claim_place(vigil_barrier *b, uint32_t epoch, uint64_t s, uint64_t gate, uint64_t *t)
 {
-    /* Relaxed: the RMW alone makes tickets unique; nothing travels with it. */
-    uint64_t t = atomic_fetch_add_explicit(&b->rel->tickets, 1, memory_order_relaxed) + 1;
+    for (unsigned tries = 0; tries < 4; tries++) {
+        /* seq_cst, as every load of the gate (barrier_wait.c). */
+        if (atomic_load_explicit(&b->hdr->gate, memory_order_seq_cst) != gate)
+            return false;
+        /* Relaxed: the RMW alone makes tickets unique; nothing travels with it. */
+        *t = atomic_fetch_add_explicit(&b->rel->tickets, 1, memory_order_relaxed) + 1;
+        struct vigil_release_head *hd = &b->rel->heads[(uint32_t)(*t & TICKET_LOW) % RELEASE_PLACES];
+        int put = pair_put(&hd->round, st_make(epoch, st_arrived(s)), *t);
+        if (put != 0)
+            return put > 0;
+    }
+    return false;
+}
+
+int vigil_barrier__judge_recorded(vigil_barrier *b, uint32_t epoch, uint64_t s, uint64_t gate, uint32_t quorum,
+                                  bool all, uint64_t binding, uint64_t *ticket)
+{
+    /* Without the 16-byte CAS (vigil_barrier_cas16_ok) nothing is
+     * recorded: the judgement commits ticket 0, which no place holds, and
+     * round_info says VIGIL_EVACANT. */
+    uint64_t t = 0;
+    bool mine = b->cas16 && claim_place(b, epoch, s, gate, &t);
+    barrier_hook(BP_PLACE_CLAIMED);
     uint32_t place = (uint32_t)(t & TICKET_LOW) % RELEASE_PLACES;
     struct vigil_release_head *hd = &b->rel->heads[place];
-    bool mine = pair_put(&hd->round, st_make(epoch, st_arrived(s)), t);
-    barrier_hook(BP_PLACE_CLAIMED);
     vigil_release_pair *ent = b->entries + (size_t)place * b->capacity;
     const struct vigil_hb_slot *slots = b->hb->slots;
     struct live_rule lr = live_rule(b);
@@ -109,18 +140,18 @@ int vigil_barrier__judge_recorded(vigil_barrier *b, uint32_t epoch, uint64_t s, 
         if (!why)
             continue;
         left += why != VIGIL_BARRIER_COUNTED;
-        if (mine)
-            pair_put(&ent[i], who << ENTRY_WHY_BITS | why, t);
+        /* A pair a later ticket holds, or one a peer keeps rewriting,
+         * ends this judgement's writing: its record is then no one's. */
+        if (mine && pair_put(&ent[i], who << ENTRY_WHY_BITS | why, t) <= 0)
+            mine = false;
     }
     uint32_t unbound = st_arrived(s);
     if (quorum && (uint64_t)unbound + rec_live < quorum)
         return 0;
     if (all && live - rec_live > unbound)
         return 0;
-    if (mine) {
-        pair_put(&hd->serial, binding, t);
+    if (mine && pair_put(&hd->serial, binding, t) > 0)
         pair_put(&hd->counts, (uint64_t)rec_live << 32 | left, t);
-    }
     *ticket = t;
     return 1;
 }
@@ -168,11 +199,11 @@ int vigil_barrier_round_info(const vigil_barrier *b, uint32_t round, vigil_barri
     uint64_t m = atomic_load_explicit(mark, memory_order_seq_cst);
     if (st_epoch(m) != round || !(st_arrived(m) & MARK_VALID))
         return VIGIL_EVACANT; /* a later round's mark: no longer kept */
-    uint32_t low = st_arrived(m) & TICKET_LOW;
+    uint32_t low = st_arrived(m) & TICKET_LOW; /* 0: committed with nothing recorded */
     const struct vigil_release_head *hd = &b->rel->heads[low % RELEASE_PLACES];
     uint64_t t = atomic_load_explicit(&hd->round.ticket, memory_order_acquire);
     uint64_t rv, serial, counts;
-    if ((t & TICKET_LOW) != low || !pair_get(&hd->round, t, &rv) || st_epoch(rv) != round ||
+    if (t == 0 || (t & TICKET_LOW) != low || !pair_get(&hd->round, t, &rv) || st_epoch(rv) != round ||
         !pair_get(&hd->serial, t, &serial) || !pair_get(&hd->counts, t, &counts))
         return VIGIL_EVACANT;
     const vigil_release_pair *ent = b->entries + (size_t)(low % RELEASE_PLACES) * b->capacity;
@@ -199,8 +230,11 @@ int vigil_barrier_round_info(const vigil_barrier *b, uint32_t round, vigil_barri
     if (atomic_load_explicit(&hd->round.ticket, memory_order_acquire) != t ||
         atomic_load_explicit(mark, memory_order_acquire) != m)
         return VIGIL_EVACANT;
+    /* Every entry the judgement wrote read back: with the checks above,
+     * part of the argument (an entry skipped for a later ticket is seen
+     * here at the latest), and a scribbled file's guard. */
     if (nc != (uint32_t)(counts >> 32) || nl != (uint32_t)counts)
-        return VIGIL_EVACANT; /* a scribbled file: say nothing rather than a wrong list */
+        return VIGIL_EVACANT;
     uint64_t gen = serial >> BOUND_SLOT_BITS;
     info->serial_slot = gen ? (uint32_t)(serial & ((UINT64_C(1) << BOUND_SLOT_BITS) - 1)) + 1 : 0;
     info->serial_gen = gen;

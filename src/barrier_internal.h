@@ -125,6 +125,7 @@ struct vigil_barrier {
     _Atomic uint64_t             bound;     /* (gen << BOUND_SLOT_BITS) | slot, 0 unbound */
     _Atomic uint64_t             tick_ns;   /* learnt heartbeat tick interval, 0 unknown */
     bool                         avx2;      /* the live scan may use AVX2 */
+    bool                         cas16;     /* this processor has the 16-byte CAS the release record needs */
 };
 
 extern const struct vigil_layout vigil_barrier_layout;
@@ -247,11 +248,12 @@ struct rule {
 };
 
 /* THE RELEASE RECORD (barrier_info.c). judge_recorded: the judgement of
- * a round found complete, made again while it is written into a place;
- * 1 and *ticket when that pass finds the round complete, else 0. mark:
+ * a round found complete under gate value `gate`, made again while it is
+ * written into a place; 1 and *ticket when that pass finds the round
+ * complete, else 0. mark:
  * before the state leaves a committed round, its mark names the record. */
-int  vigil_barrier__judge_recorded(vigil_barrier *b, uint32_t epoch, uint64_t s, uint32_t quorum, bool all,
-                                   uint64_t binding, uint64_t *ticket);
+int  vigil_barrier__judge_recorded(vigil_barrier *b, uint32_t epoch, uint64_t s, uint64_t gate, uint32_t quorum,
+                                   bool all, uint64_t binding, uint64_t *ticket);
 void vigil_barrier__mark(vigil_barrier *b, uint32_t epoch, uint64_t gate);
 
 /* How long a waiter spins (pause instructions, about 30 ns each here) and

@@ -271,7 +271,7 @@ static int try_release(vigil_barrier *b, uint32_t epoch, struct rule rule, uint6
      * only what was written (THE RELEASE RECORD, barrier_info.c). Still
      * after the gate's load, so the argument above holds for it. */
     uint64_t ticket;
-    if (!vigil_barrier__judge_recorded(b, epoch, s, rule.quorum, rule.all, binding, &ticket))
+    if (!vigil_barrier__judge_recorded(b, epoch, s, g, rule.quorum, rule.all, binding, &ticket))
         return 0;
     barrier_hook(BP_JUDGED);
     /* The commit. Of all callers racing to commit a round exactly one CAS

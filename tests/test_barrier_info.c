@@ -16,7 +16,8 @@
  *   state moved;
  * - a judge stopped as it claims its place and resumed a dozen rounds
  *   later changes no later round's record, and its own round is then no
- *   longer kept (kept 0), never answered wrong.
+ *   longer kept (kept 0), never answered wrong;
+ * - without the 16-byte CAS nothing is recorded and the waits work.
  *
  * Every moment is the test's: children stop or kill themselves at a hook,
  * and the heartbeat epoch moves only when the parent ticks it.
@@ -461,6 +462,29 @@ static int test_stale_judge_changes_nothing(void)
     return 1;
 }
 
+/* ---- without the 16-byte CAS ------------------------------------------------ */
+
+/* A processor without cmpxchg16b (the handle says so): unbound waits still
+ * release, and no round is kept; nothing traps. */
+static int test_no_cas16_records_nothing(void)
+{
+    make_files("nc.hb", "nc.b");
+    vigil_hb *hb;
+    vigil_barrier *a = open_barrier("nc.hb", "nc.b", &hb);
+    a->cas16 = false;
+    uint32_t as;
+    EXPECT_RC(vigil_hb_register(hb, (uint32_t)getpid(), &as), 0);
+    vigil_barrier_round info = { 0 };
+    for (uint32_t r = 0; r < 3; r++) {
+        EXPECT_RC(vigil_barrier_wait_info(a, r, 1, 1000 * MS, &info), VIGIL_SERIAL);
+        EXPECT(info.kept == 0, "round %u kept without a record", r);
+        EXPECT_RC(vigil_barrier_round_info(a, r, &info), VIGIL_EVACANT);
+    }
+    vigil_barrier_close(a);
+    vigil_hb_close(hb);
+    return 0;
+}
+
 int main(void)
 {
     sh = vt_shared(sizeof(*sh));
@@ -474,6 +498,7 @@ int main(void)
         VT_CASE(test_judge_killed_committed),
         VT_CASE(test_judge_killed_moved),
         VT_CASE(test_stale_judge_changes_nothing),
+        VT_CASE(test_no_cas16_records_nothing),
     };
     return vt_run(cases, sizeof(cases) / sizeof(cases[0]));
 }

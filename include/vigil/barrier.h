@@ -116,7 +116,7 @@ typedef struct vigil_barrier_round {
 /* As vigil_barrier_wait_quorum_timeout (quorum 0: the all-live rule,
  * timeout_ns UINT64_MAX: none), and on 0 or VIGIL_SERIAL fills *info from
  * the round's record, info->kept 0 when that record is no longer kept
- * (the last eight releases are, fewer when judgements race). */
+ * (the last eight judgements' are: vigil_barrier_wait_info(3)). */
 int      vigil_barrier_wait_info(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum, uint64_t timeout_ns,
                                  vigil_barrier_round *info);
 /* A released round's record: 0, or VIGIL_EVACANT (not released, or no
