@@ -303,6 +303,31 @@ static int test_withdrawn_never_counted(void)
 
 /* ---- the judge killed --------------------------------------------------------- */
 
+/* Fresh files TAG.hb and TAG.b, three children X, Y, Z: X and Y arrive
+ * at round 0 and wait, then Z, armed to raise `sig` at `point` of its own
+ * wait, is let go. */
+static int z_judges_last(const char *tag, int sig, int point, vigil_hb **hb, vigil_barrier **a, pid_t kid[KIDS])
+{
+    char hbn[16], bn[16];
+    snprintf(hbn, sizeof(hbn), "%s.hb", tag);
+    snprintf(bn, sizeof(bn), "%s.b", tag);
+    make_files(hbn, bn);
+    memset(sh, 0, sizeof(*sh));
+    *a = open_barrier(hbn, bn, hb);
+    for (int i = 0; i < KIDS; i++)
+        kid[i] = spawn_peer(i, hbn, bn);
+    EXPECT(VT_WAIT_FOR(sh->slot[0] + sh->slot[1] + sh->slot[2] == 3, 20000), "children never registered");
+    atomic_store(&sh->go[0], 1);
+    atomic_store(&sh->go[1], 1);
+    EXPECT(VT_WAIT_FOR(atomic_load(&sh->arrived[0]) && atomic_load(&sh->arrived[1]), 20000),
+           "X and Y never arrived");
+    atomic_store(&sh->hook_sig, sig);
+    atomic_store(&sh->hook_idx, 2);
+    atomic_store(&sh->hook_at, point);
+    atomic_store(&sh->go[2], 1);
+    return 0;
+}
+
 /*
  * X and Y arrive and wait; Z arrives last, finds the round complete and
  * is killed at `point` of its judgement. The round's record is the
@@ -314,22 +339,11 @@ static int test_withdrawn_never_counted(void)
 static int judge_killed(int point)
 {
     for (int attempt = 0; attempt < 20; attempt++) {
-        make_files("jk.hb", "jk.b");
-        memset(sh, 0, sizeof(*sh));
         vigil_hb *hb;
-        vigil_barrier *a = open_barrier("jk.hb", "jk.b", &hb);
+        vigil_barrier *a;
         pid_t kid[KIDS];
-        for (int i = 0; i < KIDS; i++)
-            kid[i] = spawn_peer(i, "jk.hb", "jk.b");
-        EXPECT(VT_WAIT_FOR(sh->slot[0] + sh->slot[1] + sh->slot[2] == 3, 20000), "children never registered");
-        atomic_store(&sh->go[0], 1);
-        atomic_store(&sh->go[1], 1);
-        EXPECT(VT_WAIT_FOR(atomic_load(&sh->arrived[0]) && atomic_load(&sh->arrived[1]), 20000),
-               "X and Y never arrived");
-        atomic_store(&sh->hook_sig, SIGKILL);
-        atomic_store(&sh->hook_idx, 2);
-        atomic_store(&sh->hook_at, point);
-        atomic_store(&sh->go[2], 1);
+        if (z_judges_last("jk", SIGKILL, point, &hb, &a, kid))
+            return 1;
         EXPECT(returned(0, 0) && returned(1, 0), "X or Y never returned");
         int zst = atomic_load(&sh->hook_fired) ? vt_wait(kid[2], 20000) : -1;
         if (zst != 128 + SIGKILL) {
@@ -381,22 +395,11 @@ static int test_judge_killed_moved(void) { return judge_killed(BP_MOVED); }
 static int test_stale_judge_changes_nothing(void)
 {
     for (int attempt = 0; attempt < 20; attempt++) {
-        make_files("sj.hb", "sj.b");
-        memset(sh, 0, sizeof(*sh));
         vigil_hb *hb;
-        vigil_barrier *a = open_barrier("sj.hb", "sj.b", &hb);
+        vigil_barrier *a;
         pid_t kid[KIDS];
-        for (int i = 0; i < KIDS; i++)
-            kid[i] = spawn_peer(i, "sj.hb", "sj.b");
-        EXPECT(VT_WAIT_FOR(sh->slot[0] + sh->slot[1] + sh->slot[2] == 3, 20000), "children never registered");
-        atomic_store(&sh->go[0], 1);
-        atomic_store(&sh->go[1], 1);
-        EXPECT(VT_WAIT_FOR(atomic_load(&sh->arrived[0]) && atomic_load(&sh->arrived[1]), 20000),
-               "X and Y never arrived");
-        atomic_store(&sh->hook_sig, SIGSTOP);
-        atomic_store(&sh->hook_idx, 2);
-        atomic_store(&sh->hook_at, BP_PLACE_CLAIMED);
-        atomic_store(&sh->go[2], 1);
+        if (z_judges_last("sj", SIGSTOP, BP_PLACE_CLAIMED, &hb, &a, kid))
+            return 1;
         int st;
         bool stopped = false;
         for (uint64_t dl = vt_now_ms() + 20000; vt_now_ms() < dl && !stopped;) {
