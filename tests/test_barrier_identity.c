@@ -23,6 +23,7 @@
  */
 #include "hbtest.h"
 #include "nstest.h"
+#include "barriertest.h"
 
 #include "barrier_internal.h"
 
@@ -48,24 +49,6 @@ static void stop_at_hook(int point)
     }
 }
 
-static void make_files(const char *hbn, const char *bn)
-{
-    vigil_hb *hb = vt_hb_fresh(hbn, 8);
-    vigil_barrier *b;
-    if (vigil_barrier_create(vt_path(bn), hb, 2, &b) < 0)
-        exit(2);
-    vigil_barrier_close(b);
-    vigil_hb_close(hb);
-}
-
-static vigil_barrier *open_barrier(const char *hbn, const char *bn, vigil_hb **hb)
-{
-    vigil_barrier *b;
-    if (vigil_hb_open(vt_path(hbn), 0, hb) < 0 || vigil_barrier_open(vt_path(bn), *hb, 0, &b) < 0)
-        _exit(90);
-    return b;
-}
-
 /* A child: registers itself, binds, says so, waits for go, then waits for
  * round 0 with timeout_ns (UINT64_MAX: none) and posts the result. */
 static pid_t spawn_peer(int idx, const char *hbn, const char *bn, uint64_t timeout_ns)
@@ -76,7 +59,7 @@ static pid_t spawn_peer(int idx, const char *hbn, const char *bn, uint64_t timeo
         return p;
     vt_own_pgrp(); /* it may stop itself at a hook */
     vigil_hb *hb;
-    vigil_barrier *b = open_barrier(hbn, bn, &hb);
+    vigil_barrier *b = vt_barrier_open(hbn, bn, &hb);
     uint32_t slot;
     if (vigil_hb_register(hb, (uint32_t)getpid(), &slot) < 0 || vigil_barrier_bind(b, slot) < 0)
         _exit(91);
@@ -110,10 +93,10 @@ static int recycled(const char *tag, pid_t (*newcomer)(vigil_hb *hb, pid_t pid, 
     char hbn[32], bn[32];
     snprintf(hbn, sizeof(hbn), "%s.hb", tag);
     snprintf(bn, sizeof(bn), "%s.b", tag);
-    make_files(hbn, bn);
+    vt_barrier_files(hbn, bn, 2);
     memset(sh, 0, sizeof(*sh));
     vigil_hb *hb;
-    vigil_barrier *a = open_barrier(hbn, bn, &hb);
+    vigil_barrier *a = vt_barrier_open(hbn, bn, &hb);
     uint32_t as;
     EXPECT_RC(vigil_hb_register(hb, (uint32_t)getpid(), &as), 0);
     EXPECT_RC(vigil_barrier_bind(a, as), 0);
@@ -206,10 +189,10 @@ static int stale_arrival(bool successor_first)
 {
     const char *hbn = successor_first ? "sa1.hb" : "sa2.hb", *bn = successor_first ? "sa1.b" : "sa2.b";
     enum { S = 0, N = 1 };
-    make_files(hbn, bn);
+    vt_barrier_files(hbn, bn, 2);
     memset(sh, 0, sizeof(*sh));
     vigil_hb *hb;
-    vigil_barrier *a = open_barrier(hbn, bn, &hb);
+    vigil_barrier *a = vt_barrier_open(hbn, bn, &hb);
     uint32_t as;
     EXPECT_RC(vigil_hb_register(hb, (uint32_t)getpid(), &as), 0);
     EXPECT_RC(vigil_barrier_bind(a, as), 0);
@@ -280,10 +263,10 @@ static int test_stale_arrival_before_successor(void) { return stale_arrival(fals
 static int test_stale_withdrawal_keeps_successor_record(void)
 {
     enum { S = 0, N = 1 };
-    make_files("sw.hb", "sw.b");
+    vt_barrier_files("sw.hb", "sw.b", 2);
     memset(sh, 0, sizeof(*sh));
     vigil_hb *hb;
-    vigil_barrier *a = open_barrier("sw.hb", "sw.b", &hb);
+    vigil_barrier *a = vt_barrier_open("sw.hb", "sw.b", &hb);
     uint32_t as;
     EXPECT_RC(vigil_hb_register(hb, (uint32_t)getpid(), &as), 0);
     EXPECT_RC(vigil_barrier_bind(a, as), 0);

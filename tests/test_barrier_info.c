@@ -23,6 +23,7 @@
  * and the heartbeat epoch moves only when the parent ticks it.
  */
 #include "hbtest.h"
+#include "barriertest.h"
 
 #include "barrier_internal.h"
 
@@ -60,26 +61,6 @@ static void hook(int point)
         atomic_store(&sh->hook_fired, 1);
         raise(atomic_load(&sh->hook_sig));
     }
-}
-
-static void make_files(const char *hbn, const char *bn)
-{
-    unlink(vt_path(hbn)); /* a case tried again starts afresh */
-    unlink(vt_path(bn));
-    vigil_hb *hb = vt_hb_fresh(hbn, 8);
-    vigil_barrier *b;
-    if (vigil_barrier_create(vt_path(bn), hb, 2, &b) < 0)
-        exit(2);
-    vigil_barrier_close(b);
-    vigil_hb_close(hb);
-}
-
-static vigil_barrier *open_barrier(const char *hbn, const char *bn, vigil_hb **hb)
-{
-    vigil_barrier *b;
-    if (vigil_hb_open(vt_path(hbn), 0, hb) < 0 || vigil_barrier_open(vt_path(bn), *hb, 0, &b) < 0)
-        _exit(90);
-    return b;
 }
 
 static uint32_t mask_of(const vigil_barrier_peer *p, uint32_t n, uint32_t why)
@@ -120,8 +101,22 @@ static int wait_noted(vigil_barrier *b, uint32_t round, uint32_t quorum, uint64_
     return rc;
 }
 
+/* The files of the case under way (fresh_case), which its children open. */
+static char hb_name[16], b_name[16];
+
+/* A case's start: fresh files TAG.hb and TAG.b, the shared record
+ * cleared, and this process's handles on them. */
+static vigil_barrier *fresh_case(const char *tag, vigil_hb **hb)
+{
+    snprintf(hb_name, sizeof(hb_name), "%s.hb", tag);
+    snprintf(b_name, sizeof(b_name), "%s.b", tag);
+    vt_barrier_files(hb_name, b_name, 2);
+    memset(sh, 0, sizeof(*sh));
+    return vt_barrier_open(hb_name, b_name, hb);
+}
+
 /* A child: registers, binds, then waits the rounds it is let go to. */
-static pid_t spawn_peer(int idx, const char *hbn, const char *bn)
+static pid_t spawn_peer(int idx)
 {
     fflush(NULL);
     pid_t p = fork();
@@ -129,7 +124,7 @@ static pid_t spawn_peer(int idx, const char *hbn, const char *bn)
         return p;
     vt_own_pgrp(); /* it may stop itself at a hook */
     vigil_hb *hb;
-    vigil_barrier *b = open_barrier(hbn, bn, &hb);
+    vigil_barrier *b = vt_barrier_open(hb_name, b_name, &hb);
     uint32_t slot;
     if (vigil_hb_register(hb, (uint32_t)getpid(), &slot) < 0 || vigil_barrier_bind(b, slot) < 0)
         _exit(91);
@@ -176,16 +171,13 @@ static void end(pid_t *p, int n)
  * is the unbound one, matching its own live slot). */
 static int everyone_reads_the_same(bool parent_bound)
 {
-    const char *hbn = parent_bound ? "same1.hb" : "same2.hb", *bn = parent_bound ? "same1.b" : "same2.b";
-    make_files(hbn, bn);
-    memset(sh, 0, sizeof(*sh));
     vigil_hb *hb;
-    vigil_barrier *a = open_barrier(hbn, bn, &hb);
+    vigil_barrier *a = fresh_case(parent_bound ? "same1" : "same2", &hb);
     uint32_t as;
     EXPECT_RC(vigil_hb_register(hb, (uint32_t)getpid(), &as), 0);
     if (parent_bound)
         EXPECT_RC(vigil_barrier_bind(a, as), 0);
-    pid_t kid[2] = { spawn_peer(0, hbn, bn), spawn_peer(1, hbn, bn) };
+    pid_t kid[2] = { spawn_peer(0), spawn_peer(1) };
     EXPECT(VT_WAIT_FOR(atomic_load(&sh->slot[0]) && atomic_load(&sh->slot[1]), 20000), "children never registered");
     atomic_store(&sh->go[0], 1);
     atomic_store(&sh->go[1], 1);
@@ -229,14 +221,12 @@ static int test_everyone_reads_the_same_unbound(void) { return everyone_reads_th
  * lapsed the round releases with A and B, C left out as dead. */
 static int test_dead_peer_left_out(void)
 {
-    make_files("dead.hb", "dead.b");
-    memset(sh, 0, sizeof(*sh));
     vigil_hb *hb;
-    vigil_barrier *a = open_barrier("dead.hb", "dead.b", &hb);
+    vigil_barrier *a = fresh_case("dead", &hb);
     uint32_t as;
     EXPECT_RC(vigil_hb_register(hb, (uint32_t)getpid(), &as), 0);
     EXPECT_RC(vigil_barrier_bind(a, as), 0);
-    pid_t kid[2] = { spawn_peer(0, "dead.hb", "dead.b"), spawn_peer(1, "dead.hb", "dead.b") };
+    pid_t kid[2] = { spawn_peer(0), spawn_peer(1) };
     EXPECT(VT_WAIT_FOR(atomic_load(&sh->slot[0]) && atomic_load(&sh->slot[1]), 20000), "children never registered");
     uint32_t cs = sh->slot[1];
     uint64_t cgen = vigil_slot_gen(&hb->slots[cs]);
@@ -270,16 +260,14 @@ static int test_dead_peer_left_out(void)
  * absent, never counted. */
 static int test_withdrawn_never_counted(void)
 {
-    make_files("wd.hb", "wd.b");
-    memset(sh, 0, sizeof(*sh));
     vigil_hb *hb;
-    vigil_barrier *a = open_barrier("wd.hb", "wd.b", &hb);
+    vigil_barrier *a = fresh_case("wd", &hb);
     uint32_t as;
     EXPECT_RC(vigil_hb_register(hb, (uint32_t)getpid(), &as), 0);
     EXPECT_RC(vigil_barrier_bind(a, as), 0);
     atomic_store(&sh->quorum, 2);
     atomic_store(&sh->mode[1], 1);
-    pid_t kid[2] = { spawn_peer(0, "wd.hb", "wd.b"), spawn_peer(1, "wd.hb", "wd.b") };
+    pid_t kid[2] = { spawn_peer(0), spawn_peer(1) };
     EXPECT(VT_WAIT_FOR(atomic_load(&sh->slot[0]) && atomic_load(&sh->slot[1]), 20000), "children never registered");
     atomic_store(&sh->go[1], 1);
     EXPECT(returned(1, 0), "C never returned");
@@ -308,14 +296,9 @@ static int test_withdrawn_never_counted(void)
  * wait, is let go. */
 static int z_judges_last(const char *tag, int sig, int point, vigil_hb **hb, vigil_barrier **a, pid_t kid[KIDS])
 {
-    char hbn[16], bn[16];
-    snprintf(hbn, sizeof(hbn), "%s.hb", tag);
-    snprintf(bn, sizeof(bn), "%s.b", tag);
-    make_files(hbn, bn);
-    memset(sh, 0, sizeof(*sh));
-    *a = open_barrier(hbn, bn, hb);
+    *a = fresh_case(tag, hb);
     for (int i = 0; i < KIDS; i++)
-        kid[i] = spawn_peer(i, hbn, bn);
+        kid[i] = spawn_peer(i);
     EXPECT(VT_WAIT_FOR(sh->slot[0] + sh->slot[1] + sh->slot[2] == 3, 20000), "children never registered");
     atomic_store(&sh->go[0], 1);
     atomic_store(&sh->go[1], 1);
@@ -471,9 +454,8 @@ static int test_stale_judge_changes_nothing(void)
  * release, and no round is kept; nothing traps. */
 static int test_no_cas16_records_nothing(void)
 {
-    make_files("nc.hb", "nc.b");
     vigil_hb *hb;
-    vigil_barrier *a = open_barrier("nc.hb", "nc.b", &hb);
+    vigil_barrier *a = fresh_case("nc", &hb);
     a->cas16 = false;
     uint32_t as;
     EXPECT_RC(vigil_hb_register(hb, (uint32_t)getpid(), &as), 0);

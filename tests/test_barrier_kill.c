@@ -19,6 +19,7 @@
  * epoch only moves when the parent ticks it.
  */
 #include "testutil.h"
+#include "barriertest.h"
 
 #include <stdatomic.h>
 #include <sys/wait.h>
@@ -103,16 +104,6 @@ static pid_t spawn(int idx, const char *hbn, const char *bn, uint64_t timeout_ns
     return p;
 }
 
-static void make_files(const char *hbn, const char *bn, uint64_t grace)
-{
-    vigil_hb *hb = vt_hb_fresh(hbn, 8);
-    vigil_barrier *b;
-    if (vigil_barrier_create(vt_path(bn), hb, grace, &b) < 0)
-        exit(2);
-    vigil_barrier_close(b);
-    vigil_hb_close(hb);
-}
-
 static vigil_barrier_state peek(const char *bn)
 {
     vigil_barrier_state st = { 0 };
@@ -136,7 +127,7 @@ static int result(int idx)
 static int test_stale_judgement_after_withdrawal(void)
 {
     enum { W, R, X };
-    make_files("sj.hb", "sj.b", 2);
+    vt_barrier_files("sj.hb", "sj.b", 2);
     memset(sh, 0, sizeof(*sh));
     pid_t kid[3];
     kid[X] = spawn(X, "sj.hb", "sj.b", UINT64_MAX, NULL);
@@ -211,7 +202,7 @@ static int killed_arrival(int point)
     char hbn[16], bn[16];
     snprintf(hbn, sizeof(hbn), "ka%d.hb", point);
     snprintf(bn, sizeof(bn), "ka%d.b", point);
-    make_files(hbn, bn, 2);
+    vt_barrier_files(hbn, bn, 2);
     memset(sh, 0, sizeof(*sh));
     pid_t kid[4];
     for (int i = 0; i < 4; i++)
@@ -308,7 +299,7 @@ static int test_ahead_finishes_killed_commit(void)
     static const struct ahead_role roles[3] = {
         [A] = { 0, 2, BP_RECORDED }, [B] = { 0, 2, BP_COMMITTED }, [C] = { 1, 0, 0 },
     };
-    make_files("ah.hb", "ah.b", 2);
+    vt_barrier_files("ah.hb", "ah.b", 2);
     memset(sh, 0, sizeof(*sh));
     pid_t kid[3];
     for (int i = 0; i < 3; i++) {
