@@ -24,7 +24,7 @@
 #define CLOSE_RANGE_CLOEXEC (1u << 2)
 #endif
 
-static bool noted(const uint8_t *open, int fd)
+static bool fd_noted(const uint8_t *open, int fd)
 {
     return open[fd / 8] >> (fd % 8) & 1;
 }
@@ -50,12 +50,12 @@ void tool_fds_cloexec_unnoted(int from, int n, const uint8_t *open)
 {
     bool ranges = true;
     for (int lo = from; lo < n;) {
-        if (noted(open, lo)) {
+        if (fd_noted(open, lo)) {
             lo++;
             continue;
         }
         int hi = lo; /* [lo, hi] a run of descriptors to drop */
-        while (hi + 1 < n && !noted(open, hi + 1))
+        while (hi + 1 < n && !fd_noted(open, hi + 1))
             hi++;
         if (ranges && syscall(__NR_close_range, (unsigned)lo, (unsigned)hi, CLOSE_RANGE_CLOEXEC) != 0)
             ranges = false; /* ENOSYS, EINVAL: an older kernel, for this run and the rest */
