@@ -211,7 +211,8 @@ static char bench_etcd_script[1024], bench_etcd_state[256], bench_etcd_who[64];
 static inline void bench_etcd_stop(void)
 {
     if (bench_etcd_state[0]) {
-        bench_run_sh(bench_etcd_script, "stop", bench_etcd_state, NULL, NULL); /* leaves only its log, or the skip marker */
+        /* leaves only its log, or the skip marker */
+        bench_run_sh(bench_etcd_script, "stop", bench_etcd_state, NULL, NULL);
         static const char *const left[] = { "etcd.log", "skip" };
         char p[400];
         for (unsigned i = 0; i < 2; i++) {

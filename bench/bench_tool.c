@@ -3,8 +3,9 @@
  * The tool's start, as a shell script or a cron job pays it: whole
  * processes (fork, exec, wait), each beside the program a user would run
  * instead, in one run, alternating (A B, then B A, ...) so that the
- * machine's drift hits both alike; medians of RUNS runs, their ratio, and
- * the load average beside each group:
+ * machine's drift hits both alike; medians of 41 runs (101 on etcd, whose
+ * disk writes spread widely), their ratio, and the load average beside
+ * each group:
  *
  *   vigil lock --store S KEY -- true   flock F true              goal <= 1.5x
  *   vigil inspect T (64 slots)         cat T                     goal <= 2x
@@ -27,14 +28,19 @@
 
 #include <vigil/vigil.h>
 
-#define RUNS   41
-#define WARMUP 5
+#define RUNS      41
+#define RUNS_ETCD 101
+#define WARMUP    5
 #define MAXCOL 4
+
+/* A column: its name, the word for it in a ratio's line, its command. */
+#define COL(name_, tag_, ...) { .name = (name_), .tag = (tag_), .argv = { __VA_ARGS__ } }
 
 struct column {
     const char *name;
+    const char *tag; /* in the ratio's line */
     const char *argv[16];
-    double      ms[RUNS];
+    double      ms[RUNS_ETCD];
     double      median;
 };
 
@@ -80,41 +86,39 @@ static double load_average(void)
     return l;
 }
 
-/* The columns, alternating: each round runs every column once, in turn
- * forwards and backwards. Medians into each column. */
-static void measure(struct column *c, int n)
+/* The columns, alternating: each of `runs` rounds runs every column once,
+ * in turn forwards and backwards. Medians into each column. */
+static void measure(struct column *c, int n, int runs)
 {
     for (int w = 0; w < WARMUP; w++)
         for (int i = 0; i < n; i++)
             run_once(&c[i]);
-    for (int r = 0; r < RUNS; r++)
+    for (int r = 0; r < runs; r++)
         for (int k = 0; k < n; k++) {
             int i = r % 2 ? n - 1 - k : k;
             c[i].ms[r] = run_once(&c[i]);
         }
     for (int i = 0; i < n; i++) {
-        double s[RUNS];
-        memcpy(s, c[i].ms, sizeof(s));
-        qsort(s, RUNS, sizeof(s[0]), cmp_double);
-        c[i].median = s[RUNS / 2];
+        qsort(c[i].ms, (size_t)runs, sizeof(c[i].ms[0]), cmp_double);
+        c[i].median = c[i].ms[runs / 2];
     }
 }
 
 /* A group: vigil (column 0) beside its baselines; the ratio of column 0 to
  * column `goal_col` (none: -1) judged against `goal`. */
-static void group(const char *title, struct column *c, int n, int goal_col, double goal)
+static void group(const char *title, struct column *c, int n, int runs, int goal_col, double goal)
 {
     double before = load_average();
-    measure(c, n);
-    printf("%s (load %.2f, then %.2f)\n", title, before, load_average());
+    measure(c, n, runs);
+    printf("%s, %d runs (load %.2f, then %.2f)\n", title, runs, before, load_average());
     for (int i = 0; i < n; i++)
         printf("  %-56s %8.2f ms\n", c[i].name, c[i].median);
     for (int i = 1; i < n; i++) {
         double ratio = c[0].median / c[i].median;
         if (i == goal_col)
-            printf("  %-56s %8.2fx  goal <= %gx: %s\n", "vigil / that", ratio, goal, bench_verdict(ratio <= goal));
+            printf("  vigil / %-48s %8.2fx  goal <= %gx: %s\n", c[i].tag, ratio, goal, bench_verdict(ratio <= goal));
         else
-            printf("  vigil / %-48.48s %8.2fx\n", c[i].name, ratio);
+            printf("  vigil / %-48s %8.2fx\n", c[i].tag, ratio);
     }
     printf("\n");
 }
@@ -144,31 +148,32 @@ int main(void)
         fprintf(stderr, "bench_tool: %s: %s\n", hb, vigil_strerror(rc));
         return 1;
     }
-    printf("The tool's start: whole processes, alternating, medians of %d runs each\n", RUNS);
-    struct column floor_[] = { { .name = "/bin/true (the floor: fork, exec, exit)", .argv = { "/bin/true" } } };
-    measure(floor_, 1);
+    printf("The tool's start: whole processes, alternating, medians\n");
+    struct column floor_[] = { COL("/bin/true (the floor: fork, exec, exit)", "", "/bin/true") };
+    measure(floor_, 1, RUNS);
     printf("  %-56s %8.2f ms\n\n", floor_[0].name, floor_[0].median);
+    int n = old ? 3 : 2;
 
     struct column lock[MAXCOL] = {
-        { .name = "vigil lock --store S k -- true", .argv = { VIGIL_TOOL, "lock", "--store", store, "k", "--", "true" } },
-        { .name = "flock F true", .argv = { "flock", flockf, "true" } },
-        { .name = "old vigil lock --store S k -- true", .argv = { old, "lock", "--store", store, "k", "--", "true" } },
+        COL("vigil lock --store S k -- true", "", VIGIL_TOOL, "lock", "--store", store, "k", "--", "true"),
+        COL("flock F true", "flock", "flock", flockf, "true"),
+        COL("old vigil lock --store S k -- true", "old vigil", old, "lock", "--store", store, "k", "--", "true"),
     };
-    group("vigil lock --store beside flock(1)", lock, old ? 3 : 2, 1, 1.5);
+    group("vigil lock --store beside flock(1)", lock, n, RUNS, 1, 1.5);
 
     struct column inspect[MAXCOL] = {
-        { .name = "vigil inspect T (64 slots, 48 live)", .argv = { VIGIL_TOOL, "inspect", hb } },
-        { .name = "cat T", .argv = { "cat", hb } },
-        { .name = "old vigil inspect T", .argv = { old, "inspect", hb } },
+        COL("vigil inspect T (64 slots, 48 live)", "", VIGIL_TOOL, "inspect", hb),
+        COL("cat T", "cat", "cat", hb),
+        COL("old vigil inspect T", "old vigil", old, "inspect", hb),
     };
-    group("vigil inspect beside cat(1)", inspect, old ? 3 : 2, 1, 2.0);
+    group("vigil inspect beside cat(1)", inspect, n, RUNS, 1, 2.0);
 
     struct column version[MAXCOL] = {
-        { .name = "vigil --version", .argv = { VIGIL_TOOL, "--version" } },
-        { .name = "print_line (a C program that prints a line)", .argv = { PRINT_LINE } },
-        { .name = "old vigil --version", .argv = { old, "--version" } },
+        COL("vigil --version", "", VIGIL_TOOL, "--version"),
+        COL("print_line (a C program that prints a line)", "print_line", PRINT_LINE),
+        COL("old vigil --version", "old vigil", old, "--version"),
     };
-    group("vigil --version beside a C program that prints a line", version, old ? 3 : 2, 1, 1.2);
+    group("vigil --version beside a C program that prints a line", version, n, RUNS, 1, 1.2);
 
 #ifdef VIGIL_TOOL_HELPER
     char buf[300];
@@ -177,11 +182,13 @@ int main(void)
         char key[64];
         snprintf(key, sizeof(key), "vigil-bench-tool/%d", (int)getpid());
         struct column etcd[MAXCOL] = {
-            { .name = "vigil lock --etcd E k -- true (vigil, then its helper)", .argv = { VIGIL_TOOL, "lock", "--etcd", url, key, "--", "true" } },
-            { .name = "vigil-etcd lock --etcd E k -- true (adapter linked in)", .argv = { VIGIL_TOOL_HELPER, "lock", "--etcd", url, key, "--", "true" } },
-            { .name = "old vigil lock --etcd E k -- true", .argv = { old, "lock", "--etcd", url, key, "--", "true" } },
+            COL("vigil lock --etcd E k -- true (vigil, then its helper)", "", VIGIL_TOOL, "lock", "--etcd", url, key,
+                "--", "true"),
+            COL("vigil-etcd lock --etcd E k -- true (adapter linked in)", "vigil-etcd", VIGIL_TOOL_HELPER, "lock",
+                "--etcd", url, key, "--", "true"),
+            COL("old vigil lock --etcd E k -- true", "old vigil", old, "lock", "--etcd", url, key, "--", "true"),
         };
-        group("vigil lock --etcd beside the program with the adapter linked in", etcd, old ? 3 : 2, old ? 2 : -1,
+        group("vigil lock --etcd beside the program with the adapter linked in", etcd, n, RUNS_ETCD, old ? 2 : -1,
               1.0);
         if (!old)
             printf("  (the goal, no slower than before, is judged against VIGIL_BENCH_OLD_VIGIL)\n\n");

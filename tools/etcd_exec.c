@@ -22,7 +22,7 @@
 static bool is_option(const char *arg, const char *name)
 {
     size_t n = strlen(name);
-    return arg[0] == '-' && arg[1] == '-' && strncmp(arg + 2, name, n) == 0 && (arg[2 + n] == '\0' || arg[2 + n] == '=');
+    return strncmp(arg, "--", 2) == 0 && strncmp(arg + 2, name, n) == 0 && (arg[2 + n] == '\0' || arg[2 + n] == '=');
 }
 
 bool tool_wants_etcd(int argc, char **argv)
