@@ -5,7 +5,8 @@
  * themselves: descriptors open at the note kept, those opened after it
  * dropped at the exec, in runs and alone, with close_range(2) and on a
  * kernel without it (a seccomp filter answering ENOSYS, the fallback's
- * one-by-one close). Then through the tool: the CMD of `vigil lock
+ * one-by-one close), and noted under an RLIMIT_NOFILE lowered after a
+ * descriptor above it was opened. Then through the tool: the CMD of `vigil lock
  * --store` given fds 0, 1, 2 and 9 sees those four, with close_range and
  * without. CMD here is this program again, which,
  * with VT_LIST_FDS set, prints its open descriptors and exits.
@@ -18,6 +19,7 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
+#include <sys/resource.h>
 
 /* ---- CMD: this program, listing its descriptors ------------------------------- */
 
@@ -115,8 +117,10 @@ static int run_given(const char *const *argv, bool old_kernel, char *out, size_t
 /* Descriptors given (noted): 3 and 7..8 and 600, the rest of 3..20 and 700
  * opened after the note without close-on-exec, in runs (4..6, 9..20) and
  * alone (700). After tool_fds_cloexec_unnoted and an exec, only the noted
- * ones (and 0, 1, 2) are open. */
-static int check_note_and_drop(bool old_kernel)
+ * ones (and 0, 1, 2) are open. `low_limit`: the note taken under an
+ * RLIMIT_NOFILE of 256, lowered after 600 was opened (poll takes 256 at a
+ * time). */
+static int check_note_and_drop(bool old_kernel, bool low_limit)
 {
     if (find_self() != 0)
         return VT_SKIP;
@@ -131,12 +135,24 @@ static int check_note_and_drop(bool old_kernel)
             _exit(120);
         for (int fd = 3; fd < 1024; fd++)
             close(fd);
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_max < 1024)
+            _exit(125); /* no room for fd 700 here */
+        rl.rlim_cur = 1024;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+            _exit(125);
         int given[] = { 3, 7, 8, 600 };
         for (size_t i = 0; i < sizeof(given) / sizeof(given[0]); i++)
             if (dup2(0, given[i]) != given[i])
                 _exit(121);
+        rl.rlim_cur = 256;
+        if (low_limit && setrlimit(RLIMIT_NOFILE, &rl) != 0)
+            _exit(125);
         static uint8_t noted[1024 / 8];
         tool_fds_note(1024, noted);
+        rl.rlim_cur = 1024;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+            _exit(125);
         for (int fd = 3; fd <= 20; fd++)
             if (fd != 7 && fd != 8 && fd != 3 && dup2(0, fd) != fd)
                 _exit(122);
@@ -151,22 +167,27 @@ static int check_note_and_drop(bool old_kernel)
     }
     int rc = vt_wait(pid, 20000);
     vt_slurp(path, out, sizeof(out));
-    if (old_kernel && rc == 124)
-        return VT_SKIP; /* no seccomp here: nothing to say about old kernels */
+    if ((old_kernel && rc == 124) || rc == 125)
+        return VT_SKIP; /* no seccomp, or a hard limit below 1024: nothing to say */
     EXPECT(rc == 0, "the child exited %d", rc);
-    EXPECT(strcmp(out, "0 1 2 3 7 8 600\n") == 0, "%s: expected the noted '0 1 2 3 7 8 600', got '%s'",
-           old_kernel ? "without close_range" : "with close_range", out);
+    EXPECT(strcmp(out, "0 1 2 3 7 8 600\n") == 0, "%s%s: expected the noted '0 1 2 3 7 8 600', got '%s'",
+           old_kernel ? "without close_range" : "with close_range", low_limit ? ", RLIMIT_NOFILE 256" : "", out);
     return 0;
 }
 
 static int test_note_and_drop(void)
 {
-    return check_note_and_drop(false);
+    return check_note_and_drop(false, false);
 }
 
 static int test_note_and_drop_without_close_range(void)
 {
-    return check_note_and_drop(true);
+    return check_note_and_drop(true, false);
+}
+
+static int test_note_under_a_low_limit(void)
+{
+    return check_note_and_drop(false, true);
 }
 
 /* The note: open and closed told apart across the whole range, what was
@@ -217,4 +238,5 @@ static int test_lock_cmd_gets_the_given_fds_without_close_range(void)
 }
 
 VT_MAIN(VT_CASE(test_note), VT_CASE(test_note_and_drop), VT_CASE(test_note_and_drop_without_close_range),
+        VT_CASE(test_note_under_a_low_limit),
         VT_CASE(test_lock_cmd_gets_the_given_fds), VT_CASE(test_lock_cmd_gets_the_given_fds_without_close_range))

@@ -6,11 +6,11 @@
 #define _GNU_SOURCE
 #include "fds.h"
 
-#include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -32,17 +32,26 @@ static bool fd_noted(const uint8_t *open, int fd)
 void tool_fds_note(int n, uint8_t *open)
 {
     /* events 0: poll asks nothing of an open descriptor and answers
-     * POLLNVAL for a closed one, for all n in one call, never blocking. */
+     * POLLNVAL for a closed one, never blocking. One call for every
+     * RLIMIT_NOFILE descriptors (poll refuses more at once: a limit
+     * lowered after they were opened), fcntl one by one where it fails. */
+    struct rlimit rl;
+    int chunk = n;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)n)
+        chunk = rl.rlim_cur > 0 ? (int)rl.rlim_cur : 1;
     struct pollfd *pf = calloc((size_t)n, sizeof(*pf));
-    bool polled = false;
-    if (pf) {
-        for (int fd = 0; fd < n; fd++)
-            pf[fd].fd = fd;
-        polled = poll(pf, (nfds_t)n, 0) >= 0;
+    for (int lo = 0; lo < n; lo += chunk) {
+        int k = n - lo < chunk ? n - lo : chunk;
+        bool polled = false;
+        if (pf) {
+            for (int i = 0; i < k; i++)
+                pf[lo + i] = (struct pollfd){ .fd = lo + i };
+            polled = poll(pf + lo, (nfds_t)k, 0) >= 0;
+        }
+        for (int fd = lo; fd < lo + k; fd++)
+            if (polled ? !(pf[fd].revents & POLLNVAL) : fcntl(fd, F_GETFD) >= 0)
+                open[fd / 8] |= (uint8_t)(1u << (fd % 8));
     }
-    for (int fd = 0; fd < n; fd++)
-        if (polled ? !(pf[fd].revents & POLLNVAL) : fcntl(fd, F_GETFD) >= 0)
-            open[fd / 8] |= (uint8_t)(1u << (fd % 8));
     free(pf);
 }
 

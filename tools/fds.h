@@ -12,8 +12,8 @@
 
 /* Sets bit fd (byte fd / 8, bit fd % 8) of open[] for each fd below n
  * open now, leaving the other bits as they are. One poll(2) of the n
- * descriptors (POLLNVAL: not open); fcntl(F_GETFD) on each where poll
- * refuses n (above RLIMIT_NOFILE). */
+ * descriptors (POLLNVAL: not open), or one per RLIMIT_NOFILE of them
+ * where the limit is lower; fcntl(F_GETFD) on each where poll fails. */
 void tool_fds_note(int n, uint8_t *open);
 
 /* Makes every fd in [from, n) whose bit in open[] is clear close-on-exec,
