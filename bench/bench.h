@@ -224,6 +224,28 @@ static inline void bench_etcd_stop(void)
     }
 }
 
+/* What tests/etcd_server.sh or etcd_cluster.sh left in `state` once
+ * started: the endpoints into buf, or NULL when etcd is not installed
+ * (said on stdout in `who`'s name) or they cannot be read. */
+static inline const char *bench_etcd_started(const char *who, const char *state, char *buf, size_t cap)
+{
+    char p[400];
+    snprintf(p, sizeof(p), "%s/skip", state);
+    if (access(p, F_OK) == 0) {
+        printf("%s: skipped, etcd is not installed (Debian: etcd-server)\n", who);
+        return NULL;
+    }
+    snprintf(p, sizeof(p), "%s/endpoints", state);
+    FILE *f = fopen(p, "r");
+    bool ok = f && fgets(buf, (int)cap, f);
+    if (f)
+        fclose(f);
+    if (!ok)
+        return NULL;
+    buf[strcspn(buf, "\r\n")] = '\0';
+    return buf;
+}
+
 /* The endpoints: VIGIL_ETCD_ENDPOINTS, or one etcd server of our own
  * (tests/etcd_server.sh, stopped at exit) into buf. NULL: skip, said on
  * stdout or stderr in `who`'s name. */
@@ -252,21 +274,7 @@ static inline const char *bench_etcd_endpoints(const char *who, char *buf, size_
         fprintf(stderr, "%s: etcd did not start\n", who);
         return NULL;
     }
-    char p[400];
-    snprintf(p, sizeof(p), "%s/skip", bench_etcd_state);
-    if (access(p, F_OK) == 0) {
-        printf("%s: skipped, etcd is not installed (Debian: etcd-server)\n", who);
-        return NULL;
-    }
-    snprintf(p, sizeof(p), "%s/endpoints", bench_etcd_state);
-    FILE *f = fopen(p, "r");
-    bool ok = f && fgets(buf, (int)cap, f);
-    if (f)
-        fclose(f);
-    if (!ok)
-        return NULL;
-    buf[strcspn(buf, "\r\n")] = '\0';
-    return buf;
+    return bench_etcd_started(who, bench_etcd_state, buf, cap);
 }
 
 #endif
