@@ -4,7 +4,7 @@
 # (the etcd adapter and its tests are then skipped, never faked).
 #
 #   build  what the build needs: a compiler, make, cmake, pkg-config and the
-#          libraries the build links (libcurl, cJSON, libsystemd). No
+#          libraries the build links (libcurl, cJSON). No
 #          package of this set runs a service. `make build`, `make demo`.
 #   check  (the default) the build's needs and what the tests use: etcd and
 #          etcdctl, spin, promtool (prometheus), Python with cffi and pytest,
@@ -42,7 +42,6 @@ have_cmd cmake || need="$need cmake"
 have_cmd pkg-config || need="$need pkg-config"
 have_pc libcurl || need="$need libcurl4-openssl-dev"
 have_pc libcjson || need="$need libcjson-dev"
-have_pc libsystemd || need="$need libsystemd-dev"
 
 # ---- what the tests use --------------------------------------------------------
 if [ "$set_name" = check ]; then
