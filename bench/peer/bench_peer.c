@@ -34,8 +34,8 @@
 #include "peer.h"
 
 #include <curl/curl.h>
+#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <poll.h>
@@ -52,13 +52,6 @@
 #ifndef VIGIL_SOURCE_DIR
 #define VIGIL_SOURCE_DIR "."
 #endif
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static void nap_ms(int ms)
 {
@@ -148,12 +141,32 @@ static int start_etcd(void)
     return 0;
 }
 
-/* CPU seconds of a process (utime + stime); < 0 unknown. */
-static double proc_cpu_s(pid_t pid)
+/* Every thread's time on a CPU (schedstat, in ns), or else utime + stime
+ * (in clock ticks, 10 ms: too coarse for a batch of a few ms a sample). */
+double peer_proc_cpu_s(pid_t pid)
 {
     char path[64], buf[1024];
+    if (pid <= 0)
+        return -1;
+    snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    double ns = 0;
+    bool all = d != NULL;
+    for (struct dirent *t; d && (t = readdir(d));) {
+        if (t->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof(path), "/proc/%d/task/%.20s/schedstat", (int)pid, t->d_name);
+        if (read_line(path, buf, sizeof(buf)))
+            ns += strtod(buf, NULL);
+        else
+            all = false; /* gone meanwhile, or no schedstat */
+    }
+    if (d)
+        closedir(d);
+    if (all)
+        return ns / 1e9;
     snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    if (pid <= 0 || !read_line(path, buf, sizeof(buf)))
+    if (!read_line(path, buf, sizeof(buf)))
         return -1;
     const char *p = strrchr(buf, ')');
     unsigned long ut, st;
@@ -161,6 +174,36 @@ static double proc_cpu_s(pid_t pid)
     if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
         return -1;
     return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+int samples_add(struct samples *s, int64_t ns)
+{
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 256;
+        int64_t *v = realloc(s->v, cap * sizeof(*v));
+        if (!v)
+            return -ENOMEM;
+        s->v = v;
+        s->cap = cap;
+    }
+    s->v[s->n++] = ns;
+    return 0;
+}
+
+int buf_append(struct buf *b, const char *data, size_t len)
+{
+    if (b->n + len + 1 > b->cap) {
+        size_t cap = (b->n + len + 1) * 2;
+        char *p = realloc(b->p, cap);
+        if (!p)
+            return -ENOMEM;
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, data, len);
+    b->n += len;
+    b->p[b->n] = '\0';
+    return 0;
 }
 
 /* ---- etcd's /metrics: requests by method, keys, watchers -------------------------- */
@@ -175,27 +218,9 @@ struct counts {
     double keys, watchers, slow; /* slow: watchers not yet synced to the head revision */
 };
 
-struct buf {
-    char  *p;
-    size_t n, cap;
-};
-
-static size_t buf_write(char *data, size_t size, size_t n, void *arg)
+static size_t on_data(char *data, size_t size, size_t n, void *arg)
 {
-    struct buf *b = arg;
-    size_t len = size * n;
-    if (b->n + len + 1 > b->cap) {
-        size_t cap = (b->n + len + 1) * 2;
-        char *p = realloc(b->p, cap);
-        if (!p)
-            return 0;
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, data, len);
-    b->n += len;
-    b->p[b->n] = '\0';
-    return len;
+    return buf_append(arg, data, size * n) == 0 ? size * n : 0;
 }
 
 static CURL *curl;
@@ -205,7 +230,7 @@ static int http_get(const char *url)
 {
     page.n = 0;
     curl_easy_setopt(curl, CURLOPT_URL, url);
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, buf_write);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &page);
     curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 10000L);
     curl_easy_setopt(curl, CURLOPT_NOPROXY, "*");
@@ -244,179 +269,12 @@ static int metrics(struct counts *c)
     return 0;
 }
 
-/* ---- the Go side: a child over a pipe ----------------------------------------------- */
-
-static pid_t go_pid;
-static int go_in = -1, go_out = -1;
-static struct buf go_line;
-static size_t go_taken; /* bytes of go_line already handed out as lines */
-
-/* Sends a command, reads its answer (bounded): 0 and the text after "ok", or -1. */
-static int go_cmd(const char **rest, const char *fmt, ...)
-{
-    char cmd[256];
-    va_list ap;
-    va_start(ap, fmt);
-    int len = vsnprintf(cmd, sizeof(cmd) - 1, fmt, ap);
-    va_end(ap);
-    if (len < 0 || (size_t)len >= sizeof(cmd) - 1 || go_in < 0)
-        return -1;
-    cmd[len++] = '\n';
-    if (write(go_in, cmd, (size_t)len) != len) {
-        fprintf(stderr, "bench_peer: clientv3: the peer went away\n");
-        return -1;
-    }
-    if (go_taken) { /* the previous answer's line is consumed: keep what followed it */
-        memmove(go_line.p, go_line.p + go_taken, go_line.n - go_taken);
-        go_line.n -= go_taken;
-        go_taken = 0;
-    }
-    int64_t deadline = now_ns() + 900 * (int64_t)1000000000;
-    char *nl;
-    while (!(nl = go_line.n ? memchr(go_line.p, '\n', go_line.n) : NULL)) {
-        struct pollfd p = { go_out, POLLIN, 0 };
-        int left = (int)((deadline - now_ns()) / 1000000);
-        if (left <= 0 || poll(&p, 1, left) <= 0) {
-            fprintf(stderr, "bench_peer: clientv3: no answer to %.*s\n", len - 1, cmd);
-            return -1;
-        }
-        char chunk[65536];
-        ssize_t got = read(go_out, chunk, sizeof(chunk));
-        if (got <= 0 || buf_write(chunk, 1, (size_t)got, &go_line) != (size_t)got) {
-            fprintf(stderr, "bench_peer: clientv3: the peer went away\n");
-            return -1;
-        }
-    }
-    *nl = '\0';
-    go_taken = (size_t)(nl - go_line.p) + 1;
-    if (strncmp(go_line.p, "ok", 2) != 0) {
-        fprintf(stderr, "bench_peer: clientv3: %.*s: %s\n", len - 1, cmd, go_line.p);
-        return -1;
-    }
-    if (rest)
-        *rest = go_line.p + 2 + (go_line.p[2] == ' ');
-    return 0;
-}
-
-static int go_numbers(const char *s, struct samples *out, int64_t *first)
-{
-    char *end;
-    for (bool head = first != NULL;; head = false) {
-        errno = 0;
-        long long v = strtoll(s, &end, 10);
-        if (end == s)
-            return 0;
-        if (errno)
-            return -1;
-        if (head)
-            *first = v;
-        else if (samples_add(out, v) < 0)
-            return -1;
-        s = end;
-    }
-}
-
-static int go_prep(const char *op, int arg)
-{
-    return go_cmd(NULL, "prep %s %d", op, arg);
-}
-
-static int go_run(const char *op, int count, struct samples *out)
-{
-    const char *r;
-    return go_cmd(&r, "run %s %d", op, count) < 0 ? -1 : go_numbers(r, out, NULL);
-}
-
-static int go_tput(const char *op, int ms, int64_t *elapsed, struct samples *out)
-{
-    const char *r;
-    return go_cmd(&r, "tput %s %d", op, ms) < 0 ? -1 : go_numbers(r, out, elapsed);
-}
-
-static int go_hold(void)
-{
-    return go_cmd(NULL, "hold");
-}
-
-static int go_release(int64_t *ns)
-{
-    const char *r;
-    char *end;
-    if (go_cmd(&r, "release") < 0)
-        return -1;
-    *ns = strtoll(r, &end, 10);
-    return end == r ? -1 : 0;
-}
-
-static void go_drop(const char *op)
-{
-    go_cmd(NULL, "drop %s", op);
-}
-
-static double go_cpu(void)
-{
-    return proc_cpu_s(go_pid);
-}
-
-static const struct side peer_go = {
-    .name = "clientv3",
-    .prep = go_prep,
-    .run = go_run,
-    .tput = go_tput,
-    .hold = go_hold,
-    .release = go_release,
-    .drop = go_drop,
-    .cpu_s = go_cpu,
-};
-
-static int start_go(const char *program)
-{
-    int in[2], out[2];
-    if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0)
-        return -1;
-    fflush(NULL);
-    go_pid = fork();
-    if (go_pid < 0)
-        return -1;
-    if (go_pid == 0) {
-        dup2(in[0], 0);
-        dup2(out[1], 1);
-        execl(program, program, eps, (char *)NULL);
-        fprintf(stderr, "bench_peer: %s: %s\n", program, strerror(errno));
-        _exit(127);
-    }
-    close(in[0]);
-    close(out[1]);
-    go_in = in[1];
-    go_out = out[0];
-    return 0;
-}
-
-static void stop_go(void)
-{
-    if (go_pid <= 0)
-        return;
-    if (go_in >= 0 && write(go_in, "quit\n", 5) == 5) {
-        struct pollfd p = { go_out, POLLIN, 0 };
-        poll(&p, 1, 10000); /* it answers once every session is closed */
-    }
-    close(go_in);
-    go_in = -1;
-    int st;
-    for (int i = 0; i < 100 && waitpid(go_pid, &st, WNOHANG) == 0; i++)
-        nap_ms(50);
-    if (waitpid(go_pid, &st, WNOHANG) == 0) {
-        kill(go_pid, SIGKILL);
-        waitpid(go_pid, &st, 0);
-    }
-    go_pid = 0;
-}
-
 /* ---- the ops, alternating ------------------------------------------------------------ */
 
 enum kind { RUN, WAKE, TPUT };
 
 struct op {
+    const struct side *first; /* vigil, or the bare gateway for a floor */
     const char *key;   /* as named on the command line */
     const char *name;  /* as both sides take it */
     int         arg;   /* members, lockers */
@@ -426,16 +284,18 @@ struct op {
 };
 
 static struct op ops[] = {
-    { "lock", "lock", 0, "lock + unlock, kept session", RUN, 200, 20 },
-    { "lease", "lease", 0, "a lease each time", RUN, 150, 15 },
-    { "wake", "wake", 0, "wake-up of a queued waiter", WAKE, 60, 10 },
-    { "elect", "elect", 0, "election: campaign + resign", RUN, 200, 20 },
-    { "observe", "observe", 0, "election: proclaim to observer told", RUN, 100, 10 },
-    { "round10", "round", 10, "group round, %d members", RUN, 30, 5 },
-    { "round100", "round", 100, "group round, %d members", RUN, 8, 2 },
-    { "unit", "unit", 0, "add + take + done of a unit", RUN, 150, 15 },
-    { "tput16", "tput", 16, "%d lockers, distinct keys", TPUT, 3, 2000 },
-    { "tput16-shared", "tput-shared", 16, "%d lockers, one connection", TPUT, 3, 2000 },
+    { &peer_gateway, "put", "put", 0, "floor: one Put (gateway / gRPC)", RUN, 300, 30 },
+    { &peer_gateway, "range", "range", 0, "floor: one Range (gateway / gRPC)", RUN, 300, 30 },
+    { &peer_vigil, "lock", "lock", 0, "lock + unlock, kept session", RUN, 500, 50 },
+    { &peer_vigil, "lease", "lease", 0, "a lease each time", RUN, 300, 30 },
+    { &peer_vigil, "wake", "wake", 0, "wake-up of a queued waiter", WAKE, 100, 10 },
+    { &peer_vigil, "elect", "elect", 0, "election: campaign + resign", RUN, 500, 50 },
+    { &peer_vigil, "observe", "observe", 0, "election: proclaim to observer told", RUN, 300, 30 },
+    { &peer_vigil, "round10", "round", 10, "group round, %d members", RUN, 60, 10 },
+    { &peer_vigil, "round100", "round", 100, "group round, %d members", RUN, 12, 2 },
+    { &peer_vigil, "unit", "unit", 0, "add + take + done of a unit", RUN, 300, 30 },
+    { &peer_vigil, "tput16", "tput", 16, "%d lockers, distinct keys", TPUT, 4, 2000 },
+    { &peer_vigil, "tput16-shared", "tput-shared", 16, "%d lockers, one connection", TPUT, 4, 2000 },
 };
 #define N_OPS (sizeof(ops) / sizeof(ops[0]))
 
@@ -514,7 +374,7 @@ static int batch(const struct side *side, const struct op *op, int n, double idl
 {
     struct counts m0, m1;
     bool counted = metrics(&m0) == 0;
-    double c0 = side->cpu_s(), e0 = proc_cpu_s(etcd_pid);
+    double c0 = side->cpu_s(), e0 = peer_proc_cpu_s(etcd_pid);
     int rc;
     int64_t elapsed = 0;
     if (op->kind == RUN)
@@ -523,7 +383,7 @@ static int batch(const struct side *side, const struct op *op, int n, double idl
         rc = side->tput(op->name, op->batch, &elapsed, &t->s);
     else
         rc = wake_batch(side, n, idle, t);
-    double c1 = side->cpu_s(), e1 = proc_cpu_s(etcd_pid);
+    double c1 = side->cpu_s(), e1 = peer_proc_cpu_s(etcd_pid);
     counted = metrics(&m1) == 0 && counted;
     t->elapsed += elapsed;
     t->cpu += c0 >= 0 && c1 >= 0 ? c1 - c0 : NAN;
@@ -597,8 +457,6 @@ static const char *per_op(const struct tally *t, double per, char *buf, size_t c
     return buf;
 }
 
-static const struct side *const sides[2] = { &peer_vigil, &peer_go };
-
 static void print_result(struct result *r)
 {
     const struct op *op = r->op;
@@ -610,7 +468,7 @@ static void print_result(struct result *r)
         per[k] = (double)r->t[k].s.n; /* samples; TPUT: lock + unlock pairs */
         rate[k] = r->t[k].elapsed ? (double)r->t[k].s.n / ((double)r->t[k].elapsed / 1e9) : NAN;
     }
-    printf("   %-9s median %-10s p99 %-10s", "vigil", dur(st[0].p50, a, sizeof(a)), dur(st[0].p99, b, sizeof(b)));
+    printf("   %-9s median %-10s p99 %-10s", op->first->name, dur(st[0].p50, a, sizeof(a)), dur(st[0].p99, b, sizeof(b)));
     if (op->kind == TPUT)
         printf(" %.0f lock + unlock/s", rate[0]);
     printf("\n   %-9s median %-10s p99 %-10s", "clientv3", dur(st[1].p50, c, sizeof(c)), dur(st[1].p99, d, sizeof(d)));
@@ -625,9 +483,10 @@ static void print_result(struct result *r)
                r->t[0].unconfirmed, r->t[1].unconfirmed);
     for (int k = 0; k < 2; k++)
         per_op(&r->t[k], per[k] ? per[k] : 1, q[k], sizeof(q[k]));
-    printf("   requests per %s: vigil %s; clientv3 %s\n", op->kind == TPUT ? "lock + unlock" : "op", q[0], q[1]);
+    printf("   requests per %s: %s %s; clientv3 %s\n", op->kind == TPUT ? "lock + unlock" : "op", op->first->name,
+           q[0], q[1]);
     if (op->kind != WAKE) /* WAKE: the driver's own /metrics polling is in its CPU */
-        printf("   CPU per op: vigil %.0f us + etcd %.0f us; clientv3 %.0f us + etcd %.0f us\n",
+        printf("   CPU per op: %s %.0f us + etcd %.0f us; clientv3 %.0f us + etcd %.0f us\n", op->first->name,
                r->t[0].cpu / per[0] * 1e6, r->t[0].etcd_cpu / per[0] * 1e6, r->t[1].cpu / per[1] * 1e6,
                r->t[1].etcd_cpu / per[1] * 1e6);
     fflush(stdout);
@@ -635,6 +494,7 @@ static void print_result(struct result *r)
 
 static bool run_op(const struct op *op, struct result *r)
 {
+    const struct side *const sides[2] = { op->first, &peer_go };
     r->op = op;
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
@@ -711,15 +571,18 @@ int main(int argc, char **argv)
     int rc = start_etcd();
     if (rc != 0)
         return rc == 77 ? 0 : 1;
-    snprintf(metrics_url, sizeof(metrics_url), "%.*s/metrics", (int)strcspn(eps, ","), eps);
+    snprintf(metrics_url, sizeof(metrics_url), "%.*s/metrics", (int)strcspn(eps, ","), eps); /* the first */
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0 || !(curl = curl_easy_init()))
         return 1;
     char tag[48];
     snprintf(tag, sizeof(tag), "%d-%lld", (int)getpid(), (long long)time(NULL));
+    char first[1024];
+    snprintf(first, sizeof(first), "%.*s", (int)strcspn(eps, ","), eps);
     peer_vigil_init(eps, tag);
-    atexit(stop_go);
+    peer_gateway_init(first);
+    atexit(peer_go_stop);
     const char *version;
-    if (start_go(program) < 0 || go_cmd(&version, "version") < 0) {
+    if (peer_go_start(program, eps, &version) < 0) {
         fprintf(stderr, "bench_peer: the Go peer %s did not start (make bench-peer builds it)\n", program);
         return 1;
     }
@@ -754,7 +617,6 @@ int main(int argc, char **argv)
         for (int k = 0; k < 2; k++)
             free(results[i].t[k].s.v);
     free(page.p);
-    free(go_line.p);
     curl_easy_cleanup(curl);
     curl_global_cleanup();
     return all_ok ? 0 : 1;

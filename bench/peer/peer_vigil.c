@@ -33,13 +33,6 @@ static const char *eps;
 static char tag[48]; /* in the names that must not recur on one etcd across runs */
 static uint64_t seq; /* names that never recur within the run */
 
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static struct timespec deadline_in(uint64_t ns)
 {
     struct timespec ts;
@@ -58,20 +51,6 @@ static int fail(const char *what, int rc)
     const char *why = vigil_etcd_errmsg();
     fprintf(stderr, "bench_peer: vigil: %s: %s%s%s\n", what, vigil_strerror(rc), *why ? ": " : "", why);
     return rc < 0 ? rc : -1;
-}
-
-int samples_add(struct samples *s, int64_t ns)
-{
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 256;
-        int64_t *v = realloc(s->v, cap * sizeof(*v));
-        if (!v)
-            return -ENOMEM;
-        s->v = v;
-        s->cap = cap;
-    }
-    s->v[s->n++] = ns;
-    return 0;
 }
 
 /* ---- actors: a handle (and a session) each ------------------------------------ */
@@ -562,11 +541,10 @@ static double vigil_cpu(void)
            ru.ru_stime.tv_usec / 1e6;
 }
 
-int peer_vigil_init(const char *endpoints, const char *run_tag)
+void peer_vigil_init(const char *endpoints, const char *run_tag)
 {
     eps = endpoints;
     snprintf(tag, sizeof(tag), "%s", run_tag);
-    return 0;
 }
 
 const struct side peer_vigil = {

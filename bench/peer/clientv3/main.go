@@ -140,10 +140,10 @@ func (p *peer) prep(op string, n int) error {
 	switch op {
 	case "lock", "elect", "unit":
 		as, err = newActors(1, nil)
-	case "lease":
+	case "lease", "put", "range": // a client alone (lease: a session of its own each time)
 		var cli *clientv3.Client
 		if cli, err = newClient(); err == nil {
-			as = []*actor{{cli: cli}} // a session of its own each time
+			as = []*actor{{cli: cli}}
 		}
 	case "wake", "observe": // [0] the holder or leader, [1] the waiter or observer
 		as, err = newActors(2, nil)
@@ -175,7 +175,7 @@ func (p *peer) drop(op string) {
 		p.stopObs()
 		p.stopObs = nil
 	}
-	if op == "lease" && len(as) == 1 {
+	if len(as) == 1 && as[0].s == nil {
 		as[0].cli.Close()
 	} else {
 		closeActors(as)
@@ -254,6 +254,14 @@ func (p *peer) sample(op string, as []*actor) (int64, error) {
 			err = cerr
 		}
 		if err != nil {
+			return 0, err
+		}
+	case "put": // the floor: one bare request
+		if _, err := as[0].cli.Put(ctx, prefix+"floor", "v"); err != nil {
+			return 0, err
+		}
+	case "range":
+		if _, err := as[0].cli.Get(ctx, prefix+"floor"); err != nil {
 			return 0, err
 		}
 	case "elect": // Campaign + Resign on a kept session
