@@ -19,16 +19,22 @@
  * requests are counted as the gRPC calls it makes), and CPU per op of the
  * side's client and of etcd.
  *
- * The waiter's wake-up (op wake): the holder holds, the waiter queues;
- * the holder releases only once etcd shows the waiter's key and its watch
- * (etcd_debugging_mvcc_keys_total and _watcher_total), so the waiter is
- * asleep, on both sides alike; the sample is from the release's return to
- * the waiter's acquire returning.
+ * The floor first: one bare Put and one bare Range, on the JSON gateway
+ * (libcurl, the transport vigil speaks today) and on clientv3's gRPC, so
+ * that a ratio can be split into the transport's cost and the number of
+ * requests.
  *
- * etcd: VIGIL_ETCD_ENDPOINTS, or a throwaway one of its own
- * (tests/etcd_server.sh). --quick: one tiny batch of each op (the CTest
- * smoke test); OP...: only those (lock lease wake elect observe round10
- * round100 unit tput16 tput16-shared). Exit status 0, or 1 if an op failed.
+ * The waiter's wake-up (op wake): the holder holds, the waiter queues;
+ * the holder releases only once etcd shows the waiter's key and its watch,
+ * synced (etcd_debugging_mvcc_keys_total, _watcher_total,
+ * _slow_watcher_total), so the waiter is asleep, on both sides alike; the
+ * sample is from the release's return to the waiter's acquire returning.
+ *
+ * etcd: VIGIL_ETCD_ENDPOINTS (and VIGIL_ETCD_PID for etcd's CPU), or a
+ * throwaway one of its own (tests/etcd_server.sh). --quick: one tiny batch
+ * of each op (the CTest smoke test); OP...: only those (put range lock
+ * lease wake elect observe round10 round100 unit tput16 tput16-shared).
+ * Exit status 0, or 1 if an op failed.
  */
 #define _GNU_SOURCE
 #include "peer.h"
@@ -36,11 +42,8 @@
 #include <curl/curl.h>
 #include <dirent.h>
 #include <errno.h>
-#include <inttypes.h>
 #include <math.h>
-#include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -435,25 +438,29 @@ static const char *dur(double ns, char *buf, size_t cap)
     return buf;
 }
 
+/* v with two decimals, or none when it is whole. */
+static const char *num(double v, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%.*f", fabs(v - round(v)) < 0.005 ? 0 : 2, v);
+    return buf;
+}
+
 /* "Txn 2, Range 1, ..." per op, and the streams opened. */
 static const char *per_op(const struct tally *t, double per, char *buf, size_t cap)
 {
     size_t at = 0;
+    char n[32];
     buf[0] = '\0';
     if (!t->counted) {
         snprintf(buf, cap, "unknown");
         return buf;
     }
-    for (size_t i = 0; i <= N_METHODS && at < cap; i++) {
-        double v = t->msgs[i] / per;
-        if (v < 0.005)
-            continue;
-        bool whole = fabs(v - round(v)) < 0.005;
-        at += (size_t)snprintf(buf + at, cap - at, "%s%s %.*f", at ? ", " : "",
-                               i < N_METHODS ? methods[i] : "other", whole ? 0 : 2, v);
-    }
+    for (size_t i = 0; i <= N_METHODS && at < cap; i++)
+        if (t->msgs[i] / per >= 0.005)
+            at += (size_t)snprintf(buf + at, cap - at, "%s%s %s", at ? ", " : "",
+                                   i < N_METHODS ? methods[i] : "other", num(t->msgs[i] / per, n, sizeof(n)));
     if (at < cap)
-        snprintf(buf + at, cap - at, "%s(streams %.2g)", at ? " " : "", t->streams / per);
+        snprintf(buf + at, cap - at, "%s(streams %s)", at ? " " : "", num(t->streams / per, n, sizeof(n)));
     return buf;
 }
 
