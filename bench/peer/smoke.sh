@@ -8,7 +8,7 @@ set -u
 bench=$1
 out=$2
 sh "$(dirname "$0")/build.sh" "$out" || exit $?
-state=${VIGIL_ETCD_STATE:?the etcd fixture's state directory}
+state=${VIGIL_ETCD_STATE:?the state directory of the etcd fixture}
 if [ -f "$state/skip" ]; then
     echo "skipped: $(cat "$state/skip")"
     exit 77
