@@ -43,6 +43,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -74,6 +75,7 @@ static int run_script(const char *cmd)
     if (pid < 0)
         return -1;
     if (pid == 0) {
+        peer_unblock_signals(); /* in the script and its etcd */
         execlp("sh", "sh", script, cmd, state, (char *)NULL);
         _exit(127);
     }
@@ -404,6 +406,19 @@ static double load1(void)
     return read_line("/proc/loadavg", buf, sizeof(buf)) ? strtod(buf, NULL) : NAN;
 }
 
+/* Ctrl-C, or a kill: the etcd of our own stopped and its data removed
+ * all the same (it runs apart from us, started by a script), and the Go
+ * side with it (its parent-death signal). Every other thread has these
+ * signals blocked: this one takes them, in a thread's own context. */
+static void *on_signal(void *arg)
+{
+    int sig = 0;
+    sigwait(arg, &sig);
+    fprintf(stderr, "bench_peer: signal %d: stopping etcd\n", sig);
+    stop_etcd();
+    _exit(128 + sig);
+}
+
 static int cmp_i64(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -575,6 +590,14 @@ int main(int argc, char **argv)
     const char *program = argv[1 + quick];
     signal(SIGPIPE, SIG_IGN);
     setvbuf(stdout, NULL, _IOLBF, 0);
+    static sigset_t stops;
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGINT);
+    sigaddset(&stops, SIGTERM);
+    sigaddset(&stops, SIGHUP);
+    pthread_t sig_thread;
+    if (pthread_sigmask(SIG_BLOCK, &stops, NULL) != 0 || pthread_create(&sig_thread, NULL, on_signal, &stops) != 0)
+        return 1;
     int rc = start_etcd();
     if (rc != 0)
         return rc == 77 ? 0 : 1;

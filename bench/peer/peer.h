@@ -22,6 +22,7 @@
 #ifndef VIGIL_BENCH_PEER_H
 #define VIGIL_BENCH_PEER_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -32,6 +33,15 @@ static inline int64_t now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* For a child about to exec: bench_peer blocks SIGINT, SIGTERM and SIGHUP
+ * in all its threads but the one that takes them, and a mask outlives exec. */
+static inline void peer_unblock_signals(void)
+{
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
 /* Samples in ns, signed: a waiter may be told before its waker's call returns. */

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -156,10 +157,16 @@ int peer_go_start(const char *program, const char *eps, const char **version)
     if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0)
         return -1;
     fflush(NULL);
+    pid_t parent = getpid();
     go_pid = fork();
     if (go_pid < 0)
         return -1;
     if (go_pid == 0) {
+        /* Gone with this process, whatever it is doing then (a recipe's
+         * wait without a deadline): never an orphan holding sessions. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+            _exit(127);
+        peer_unblock_signals();
         dup2(in[0], 0);
         dup2(out[1], 1);
         execl(program, program, eps, (char *)NULL);
