@@ -588,6 +588,16 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *program = argv[1 + quick];
+    for (int a = 2 + quick; a < argc; a++) {
+        size_t i = 0;
+        while (i < N_OPS && strcmp(argv[a], ops[i].key) != 0)
+            i++;
+        if (i == N_OPS) {
+            fprintf(stderr, "bench_peer: no op %s (put range lock lease wake elect observe round10 round100 unit "
+                            "tput16 tput16-shared)\n", argv[a]);
+            return 2;
+        }
+    }
     signal(SIGPIPE, SIG_IGN);
     setvbuf(stdout, NULL, _IOLBF, 0);
     static sigset_t stops;
