@@ -5,7 +5,7 @@ MAKEFLAGS   += --no-print-directory
 JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps deps-build build demo check test bench sanitize sanitize-asan sanitize-tsan fuzz model stress chaos mutate rust-doc install clean
+.PHONY: all deps deps-build build demo check test bench bench-peer sanitize sanitize-asan sanitize-tsan fuzz model stress chaos mutate rust-doc install clean
 
 all: build
 
@@ -46,6 +46,17 @@ bench: deps-build
 	cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DVIGIL_TESTS=OFF >/dev/null
 	cmake --build build-bench -j $(JOBS)
 	@set -e; for b in build-bench/bench/bench_*; do echo "== $$b"; $$b; echo; done
+
+# vigil beside etcd's own Go client (clientv3/concurrency, contrib/recipes)
+# on one etcd of its own, alternating: a few minutes. Go and Debian's etcd
+# sources come from scripts/deps.sh bench-peer (make check never installs
+# them); the Go side builds offline. OPS="lock wake" for some ops only.
+bench-peer:
+	@sh scripts/deps.sh bench-peer
+	cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DVIGIL_TESTS=OFF >/dev/null
+	cmake --build build-bench -j $(JOBS) --target bench_peer
+	sh bench/peer/build.sh build-bench/bench/peer
+	build-bench/bench/peer/bench_peer build-bench/bench/peer/peer-clientv3 $(OPS)
 
 sanitize: sanitize-asan sanitize-tsan
 

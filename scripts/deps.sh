@@ -1,5 +1,5 @@
 #!/bin/sh
-# scripts/deps.sh [build|check]: installs what is missing from Debian's
+# scripts/deps.sh [build|check|bench-peer]: installs what is missing from Debian's
 # packages, when run as root; otherwise says what is missing and carries on
 # (the etcd adapter and its tests are then skipped, never faked).
 #
@@ -10,6 +10,8 @@
 #          etcdctl, spin, promtool (prometheus), Python with cffi and pytest,
 #          Debian's cargo.
 #          `make check`, the sanitizer builds.
+#   bench-peer  the build's needs, etcd, and Go with Debian's etcd sources
+#          (golang-go, golang-etcd-server-dev): `make bench-peer` only.
 #
 # No install leaves a system service started: apt-get runs under a
 # policy-rc.d that denies every start (put back as it was afterwards), and
@@ -24,8 +26,8 @@
 set -u
 set_name=${1:-check}
 case "$set_name" in
-build|check) ;;
-*) echo "usage: scripts/deps.sh [build|check]" >&2; exit 2 ;;
+build|check|bench-peer) ;;
+*) echo "usage: scripts/deps.sh [build|check|bench-peer]" >&2; exit 2 ;;
 esac
 root=${VIGIL_DEPS_ROOT:-}
 apt=${VIGIL_DEPS_APT:-apt-get}
@@ -58,6 +60,14 @@ if [ "$set_name" = check ]; then
     # crate's tests, not a rustup toolchain that may be on PATH: no crate
     # registry is reachable here.
     [ -x "$root/usr/bin/cargo" ] || need="$need cargo"
+fi
+
+# ---- what make bench-peer uses ---------------------------------------------------
+if [ "$set_name" = bench-peer ]; then
+    have_cmd etcd || need="$need etcd-server"
+    have_cmd curl || have_cmd etcdctl || need="$need curl" # tests/etcd_server.sh asks etcd if it is up
+    have_cmd go || need="$need golang-go"
+    [ -d "$root/usr/share/gocode/src/go.etcd.io/etcd/clientv3/concurrency" ] || need="$need golang-etcd-server-dev"
 fi
 
 [ -z "$need" ] && exit 0

@@ -79,6 +79,18 @@ grep -q '^systemctl disable --now etcd.service' "$tmp/log" || fail "etcd.service
 grep -q '^systemctl disable --now prometheus.service' "$tmp/log" || fail "prometheus.service not disabled and stopped"
 [ ! -e "$tmp/root/usr/sbin/policy-rc.d" ] || fail "a policy-rc.d was left where there was none"
 
+# bench-peer: Go and Debian's etcd sources, which check never asks for.
+for p in golang-go golang-etcd-server-dev; do
+    case "$install" in *" $p"*) fail "check installs $p, which only make bench-peer uses: $install" ;; esac
+done
+: >"$tmp/log"
+run bench-peer || fail "deps.sh bench-peer exited $?: $(cat "$tmp/out")"
+install=$(grep '^install' "$tmp/log")
+for p in gcc etcd-server golang-go golang-etcd-server-dev; do
+    case "$install" in *" $p"*) ;; *) fail "bench-peer: $p not installed: $install" ;; esac
+done
+case "$install" in *"| policy 101") ;; *) fail "bench-peer: apt-get install ran without a policy-rc.d denying starts" ;; esac
+
 # A set it does not know is a usage error.
 run nonsense && fail "deps.sh nonsense: expected a usage error"
-echo "3 passed, 0 failed"
+echo "4 passed, 0 failed"
