@@ -5,8 +5,9 @@
 # what the build needs (no package with a service, no test tool), that
 # `check` asks for the test tools too, that every install runs under a
 # policy-rc.d denying starts (101), that the admin's own policy-rc.d is
-# put back (and none is left where there was none), and that the service
-# of a package installed now is disabled and stopped.
+# put back (and none is left where there was none), that the service
+# of a package installed now is disabled and stopped, and that `deb` asks
+# for debian/control's Build-Depends.
 # Usage: deps_policy.sh SOURCE_DIR
 set -u
 src=$1
@@ -78,6 +79,18 @@ grep -q '^systemctl disable --now etcd.service' "$tmp/log" || fail "etcd.service
 grep -q '^systemctl disable --now prometheus.service' "$tmp/log" || fail "prometheus.service not disabled and stopped"
 [ ! -e "$tmp/root/usr/sbin/policy-rc.d" ] || fail "a policy-rc.d was left where there was none"
 
+# deb: debian/control's Build-Depends (debhelper for debhelper-compat, no
+# version, the first alternative) and the tools make deb and its test run.
+: >"$tmp/log"
+run deb || fail "deps.sh deb exited $?: $(cat "$tmp/out")"
+install=$(grep '^install' "$tmp/log")
+for p in gcc debhelper dh-python python3-all pybuild-plugin-pyproject libcjson-dev dpkg-dev lintian man-db; do
+    case "$install " in *" $p "*) ;; *) fail "deb: $p not installed: $install" ;; esac
+done
+case "$install" in *debhelper-compat* | *"(="* | *:any*) fail "deb: a dependency taken whole: $install" ;; esac
+case "$install" in *" etcd-server"*) fail "deb installs etcd-server, which only the tests use: $install" ;; esac
+case "$install" in *"| policy 101") ;; *) fail "deb: apt-get install ran without a policy-rc.d denying starts" ;; esac
+
 # A set it does not know is a usage error.
 run nonsense && fail "deps.sh nonsense: expected a usage error"
-echo "3 passed, 0 failed"
+echo "4 passed, 0 failed"
