@@ -19,10 +19,15 @@ src="$stage/vigil-$version"
 rm -rf "$stage"
 mkdir -p "$src"
 # The tree as it is: tracked files (deleted ones left out) and untracked
-# ones git does not ignore.
-git ls-files -z --cached --others --exclude-standard |
-    xargs -0 sh -c 'for f; do [ -e "$f" ] || [ -L "$f" ] && printf "%s\0" "$f"; done' sh |
-    tar --null -T - -cf - | tar -xf - -C "$src"
+# ones git does not ignore; outside a git checkout (a tarball), every file
+# but the build directories.
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    git ls-files -z --cached --others --exclude-standard |
+        xargs -0 sh -c 'for f; do [ -e "$f" ] || [ -L "$f" ] && printf "%s\0" "$f"; done' sh |
+        tar --null -T - -cf - | tar -xf - -C "$src"
+else
+    tar --exclude=./build --exclude='./build-*' --exclude=./dist -cf - . | tar -xf - -C "$src"
+fi
 
 start=$(date +%s)
 # Debian's own tools only (PATH): a python3 of pyenv's or a compiler in
