@@ -38,6 +38,13 @@ start=$(date +%s)
     echo "deb: dpkg-buildpackage failed (the whole log: $stage/dpkg-buildpackage.log)" >&2
     exit 1
 }
+# A public symbol the symbols files lack (or list wrongly) is a warning of
+# dpkg-gensymbols in the log: shown here, with the lines to add.
+if grep -q 'dpkg-gensymbols: warning' "$stage/dpkg-buildpackage.log"; then
+    sed -n '/dpkg-gensymbols: warning/,/^ *dh_/p' "$stage/dpkg-buildpackage.log" | grep -v '^ *dh_' >&2
+    echo "deb: debian/*.symbols differ from the libraries (above): bring them up to date" >&2
+fi
+
 # The packages in dist/, their debug symbols in dist/debug/ (so that
 # `apt-get install ./dist/*.deb` takes the packages alone); the .changes and
 # .buildinfo stay in build-deb/.
