@@ -91,6 +91,22 @@ case "$install" in *debhelper-compat* | *"(="* | *:any*) fail "deb: a dependency
 case "$install" in *" etcd-server"*) fail "deb installs etcd-server, which only the tests use: $install" ;; esac
 case "$install" in *"| policy 101") ;; *) fail "deb: apt-get install ran without a policy-rc.d denying starts" ;; esac
 
+# A run killed while installing left its policy-rc.d in place and the
+# admin's saved beside it: the next run puts the admin's back, not its own.
+cp "$tmp/admin-policy" "$tmp/root/usr/sbin/policy-rc.d.vigil-deps-saved"
+printf '#!/bin/sh\nexit 101\n' >"$tmp/root/usr/sbin/policy-rc.d"
+run deb || fail "deps.sh deb (after a killed run) exited $?: $(cat "$tmp/out")"
+cmp -s "$tmp/admin-policy" "$tmp/root/usr/sbin/policy-rc.d" || fail "after a killed run, the admin's policy-rc.d was not put back"
+[ ! -e "$tmp/root/usr/sbin/policy-rc.d.vigil-deps-saved" ] || fail "after a killed run, the saved policy-rc.d was left"
+
+# scripts/no-starts.sh on its own: allow_starts a second time (the EXIT
+# trap after an explicit call) leaves the admin's policy-rc.d alone.
+mkdir -p "$tmp/r2/usr/sbin"
+cp "$tmp/admin-policy" "$tmp/r2/usr/sbin/policy-rc.d"
+(root="$tmp/r2"; . "$src/scripts/no-starts.sh"; deny_starts && allow_starts && allow_starts) ||
+    fail "no-starts.sh: deny_starts, allow_starts twice failed"
+cmp -s "$tmp/admin-policy" "$tmp/r2/usr/sbin/policy-rc.d" || fail "a second allow_starts removed the admin's policy-rc.d"
+
 # A set it does not know is a usage error.
 run nonsense && fail "deps.sh nonsense: expected a usage error"
-echo "4 passed, 0 failed"
+echo "6 passed, 0 failed"
