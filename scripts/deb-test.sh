@@ -92,7 +92,8 @@ ok "installed$pkgs in $(( $(date +%s) - start )) s"
 for p in $pkgs; do dpkg -L "$p"; done | sort -u >"$tmp/files"
 
 for unit in vigil-tick.service vigil-failover.service; do
-    grep -qx "/lib/systemd/system/$unit" "$tmp/files" || fail "$unit not installed in /lib/systemd/system"
+    # /lib/systemd/system on Debian 12, /usr/lib/systemd/system after it.
+    grep -Eqx "(/usr)?/lib/systemd/system/$unit" "$tmp/files" || fail "$unit not installed in /lib/systemd/system"
     state=$(systemctl is-enabled "$unit" 2>/dev/null || true)
     [ "$state" = disabled ] || fail "$unit is '$state' after the install, not disabled"
     if [ -d /run/systemd/system ] && systemctl -q is-active "$unit"; then
