@@ -5,7 +5,7 @@ MAKEFLAGS   += --no-print-directory
 JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps deps-build build demo check test bench bench-peer sanitize sanitize-asan sanitize-tsan fuzz model stress chaos mutate rust-doc install clean
+.PHONY: all deps deps-build deps-deb build demo check test bench bench-peer sanitize sanitize-asan sanitize-tsan fuzz model stress chaos mutate rust-doc install deb deb-test clean
 
 all: build
 
@@ -108,5 +108,17 @@ mutate:
 install: build
 	cmake --install $(BUILD) --prefix $${PREFIX:-/usr/local}
 
+# Debian packages of this tree in dist/ (debian/, scripts/deb.sh; lintian
+# must find no error), and their test: installed, used, purged
+# (scripts/deb-test.sh, as root; CI runs it).
+deps-deb:
+	@sh scripts/deps.sh deb
+
+deb: deps-deb
+	@sh scripts/deb.sh
+
+deb-test: deb
+	@sh scripts/deb-test.sh
+
 clean:
-	rm -rf build build-bench build-asan build-tsan build-fuzz
+	rm -rf build build-bench build-asan build-tsan build-fuzz build-deb dist

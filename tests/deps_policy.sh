@@ -5,8 +5,9 @@
 # what the build needs (no package with a service, no test tool), that
 # `check` asks for the test tools too, that every install runs under a
 # policy-rc.d denying starts (101), that the admin's own policy-rc.d is
-# put back (and none is left where there was none), and that the service
-# of a package installed now is disabled and stopped.
+# put back (and none is left where there was none), that the service
+# of a package installed now is disabled and stopped, and that `deb` asks
+# for debian/control's Build-Depends.
 # Usage: deps_policy.sh SOURCE_DIR
 set -u
 src=$1
@@ -91,6 +92,34 @@ for p in gcc etcd-server golang-go golang-etcd-server-dev; do
 done
 case "$install" in *"| policy 101") ;; *) fail "bench-peer: apt-get install ran without a policy-rc.d denying starts" ;; esac
 
+# deb: debian/control's Build-Depends (debhelper for debhelper-compat, no
+# version, the first alternative) and the tools make deb and its test run.
+: >"$tmp/log"
+run deb || fail "deps.sh deb exited $?: $(cat "$tmp/out")"
+install=$(grep '^install' "$tmp/log")
+for p in gcc debhelper dh-python python3-all pybuild-plugin-pyproject libcjson-dev dpkg-dev lintian man-db; do
+    case "$install " in *" $p "*) ;; *) fail "deb: $p not installed: $install" ;; esac
+done
+case "$install" in *debhelper-compat* | *"(="* | *:any*) fail "deb: a dependency taken whole: $install" ;; esac
+case "$install" in *" etcd-server"*) fail "deb installs etcd-server, which only the tests use: $install" ;; esac
+case "$install" in *"| policy 101") ;; *) fail "deb: apt-get install ran without a policy-rc.d denying starts" ;; esac
+
+# A run killed while installing left its policy-rc.d in place and the
+# admin's saved beside it: the next run puts the admin's back, not its own.
+cp "$tmp/admin-policy" "$tmp/root/usr/sbin/policy-rc.d.vigil-deps-saved"
+printf '#!/bin/sh\nexit 101\n' >"$tmp/root/usr/sbin/policy-rc.d"
+run deb || fail "deps.sh deb (after a killed run) exited $?: $(cat "$tmp/out")"
+cmp -s "$tmp/admin-policy" "$tmp/root/usr/sbin/policy-rc.d" || fail "after a killed run, the admin's policy-rc.d was not put back"
+[ ! -e "$tmp/root/usr/sbin/policy-rc.d.vigil-deps-saved" ] || fail "after a killed run, the saved policy-rc.d was left"
+
+# scripts/no-starts.sh on its own: allow_starts a second time (the EXIT
+# trap after an explicit call) leaves the admin's policy-rc.d alone.
+mkdir -p "$tmp/r2/usr/sbin"
+cp "$tmp/admin-policy" "$tmp/r2/usr/sbin/policy-rc.d"
+(root="$tmp/r2"; . "$src/scripts/no-starts.sh"; deny_starts && allow_starts && allow_starts) ||
+    fail "no-starts.sh: deny_starts, allow_starts twice failed"
+cmp -s "$tmp/admin-policy" "$tmp/r2/usr/sbin/policy-rc.d" || fail "a second allow_starts removed the admin's policy-rc.d"
+
 # A set it does not know is a usage error.
 run nonsense && fail "deps.sh nonsense: expected a usage error"
-echo "4 passed, 0 failed"
+echo "7 passed, 0 failed"
