@@ -126,6 +126,14 @@ else
     fail "/usr/bin/vigil demo exited $?"
 fi
 
+# The etcd commands run vigil's helper, /usr/libexec/vigil/vigil-etcd: against
+# a port nobody serves, the refused connection is etcd's error, not a
+# missing helper.
+[ -x /usr/libexec/vigil/vigil-etcd ] || fail "/usr/libexec/vigil/vigil-etcd is not installed"
+/usr/bin/vigil group ls g --etcd http://127.0.0.1:1 >"$tmp/etcd.log" 2>&1 && fail "vigil group ls on a closed port exited 0"
+grep -q "Connection refused" "$tmp/etcd.log" || fail "vigil group ls did not reach etcd: $(cat "$tmp/etcd.log")"
+ok "/usr/bin/vigil group ls runs its etcd helper: $(cat "$tmp/etcd.log")"
+
 env -i PATH="$PATH" HOME="$tmp" /usr/bin/python3 - "$tmp" "$version" >"$tmp/py.log" 2>&1 <<'PY' || { cat "$tmp/py.log" >&2; fail "python3-vigil"; }
 import os, sys
 import vigil
