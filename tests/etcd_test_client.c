@@ -10,6 +10,8 @@
  */
 #include "etcd_testutil.h"
 
+#include <vigil/group.h>
+
 #define HDR "\"header\":{\"cluster_id\":\"7801232528081817440\",\"member_id\":\"13458989633860879742\"," \
             "\"revision\":\"4\",\"raft_term\":\"2\"}"
 #define LID  5007618193102948884LL
@@ -591,6 +593,98 @@ static int test_fake_cycle(void)
     return 0;
 }
 
+/* A store that went backwards (issue 25.7): etcd's data wiped, or
+ * restored from an older copy, while a holder holds token 4. Its lease
+ * may even be there (a restored copy), and every check of the key may
+ * pass; a txn answered at revision 2 is still a loss, at once, and the
+ * message says why. A keepalive's revision, which a lagging member
+ * answers from its own, is not judged. */
+static int test_store_behind(void)
+{
+#define HDR2 "\"header\":{\"cluster_id\":\"7801232528081817440\",\"revision\":\"2\",\"raft_term\":\"2\"}"
+    static const char KA_BEHIND[] = "{\"result\":{" HDR2 ",\"ID\":\"" LIDS "\",\"TTL\":\"2\"}}";
+    static const char TXN_BEHIND[] = "{" HDR2 ",\"succeeded\":true}";
+    static const struct et_reply script[] = {
+        { ET_REPLY, 200, GRANT_OK },  { ET_REPLY, 200, ACQ_WON },    /* acquire: token 4 */
+        { ET_REPLY, 200, KA_BEHIND }, { ET_REPLY, 200, TXN_TRUE },   /* renew: the keepalive's 2 is not judged */
+        { ET_REPLY, 200, KA_OK },     { ET_REPLY, 200, TXN_BEHIND }, /* renew: the txn's 2 is */
+        { ET_REPLY, 200, TXN_BEHIND },                               /* release */
+        { ET_REPLY, 200, TXN_BEHIND },                               /* proclaim */
+    };
+    struct et_fake f;
+    EXPECT_RC(et_fake_start(&f, script, sizeof(script) / sizeof(script[0])), 0);
+    vigil_etcd *e = et_connect(f.url);
+    vigil_lease l;
+    int rc = vigil_etcd_acquire(e, "k2", "worker-1", 1500, &l);
+    int r1 = rc == 0 ? vigil_etcd_renew(e, &l) : rc;
+    int r2 = rc == 0 ? vigil_etcd_renew(e, &l) : rc;
+    char why[300];
+    snprintf(why, sizeof(why), "%s", vigil_etcd_errmsg());
+    int r3 = rc == 0 ? vigil_etcd_release(e, &l) : rc;
+    char why_rel[300];
+    snprintf(why_rel, sizeof(why_rel), "%s", vigil_etcd_errmsg());
+    int r4 = rc == 0 ? vigil_etcd_proclaim(e, &l, "worker-2") : rc;
+    vigil_etcd_close(e);
+    et_fake_stop(&f);
+    EXPECT_RC(rc, 0);
+    EXPECT_RC(r1, 0);
+    EXPECT_RC(r2, VIGIL_ELOST);
+    EXPECT(strstr(why, "went backwards") && strstr(why, "revision 2") && strstr(why, "token 4"),
+           "renew: expected the store gone backwards in the message, got '%s'", why);
+    EXPECT_RC(r3, VIGIL_ELOST);
+    EXPECT(strstr(why_rel, "went backwards"), "release: expected the store gone backwards, got '%s'", why_rel);
+    EXPECT_RC(r4, VIGIL_ELOST);
+    EXPECT(strcmp(l.owner, "worker-1") == 0, "a refused proclaim changed the owner to '%s'", l.owner);
+
+    bool s = false;
+    int64_t at = -1;
+    EXPECT_RC(vigil_etcd__parse_txn_at(200, P(TXN_BEHIND), &s, &at), 0);
+    EXPECT(s && at == 2, "parse_txn_at: succeeded %d at %lld", s, (long long)at);
+    EXPECT_RC(vigil_etcd__parse_txn_at(200, P("{\"header\":{},\"succeeded\":true}"), &s, &at), 0);
+    EXPECT(at == 0, "no revision: expected 0 (not judged), got %lld", (long long)at);
+    EXPECT_RC(vigil_etcd__parse_txn_at(200, P("{\"header\":{\"revision\":\"x\"}}"), &s, &at), -EPROTO);
+    EXPECT_RC(vigil_etcd__store_behind(0, 4), 0);
+    EXPECT_RC(vigil_etcd__store_behind(4, 4), 0);
+    EXPECT_RC(vigil_etcd__store_behind(3, 4), VIGIL_ELOST);
+    return 0;
+}
+
+/* The same for a group member: every txn fenced by its join revision
+ * (50 here) answered at revision 2 is VIGIL_ELOST, whatever it says. */
+static int test_group_store_behind(void)
+{
+    static const char GRANT_LONG[] = "{" HDR ",\"ID\":\"" LIDS "\",\"TTL\":\"60\"}";
+    static const char JOINED[] = "{\"header\":{\"revision\":\"50\"},\"succeeded\":true}";
+    static const char DONE_BEHIND[] = "{" HDR2 ",\"succeeded\":true}";
+    static const struct et_reply script[] = {
+        { ET_REPLY, 200, GRANT_LONG }, { ET_REPLY, 200, JOINED }, /* join: revision 50 */
+        /* done, which sends again what it does not know yet: each
+         * reply is the same (one left over is as good a revoke's reply) */
+        { ET_REPLY, 200, DONE_BEHIND }, { ET_REPLY, 200, DONE_BEHIND },
+        { ET_REPLY, 200, DONE_BEHIND }, { ET_REPLY, 200, DONE_BEHIND },
+        { ET_REPLY, 200, REVOKE_OK },                              /* leave */
+    };
+    unsetenv("VIGIL_DIR");
+    struct et_fake f;
+    EXPECT_RC(et_fake_start(&f, script, sizeof(script) / sizeof(script[0])), 0);
+    vigil_etcd *e = et_connect(f.url);
+    vigil_group_member *m = NULL;
+    int rc = vigil_group_join(e, "g", "a", 60000, &m);
+    vigil_group_unit u = { .name = "u1", .token = 45 };
+    int done = rc == 0 ? vigil_group_done(m, &u) : rc;
+    char why[300];
+    snprintf(why, sizeof(why), "%s", vigil_etcd_errmsg());
+    vigil_group_leave(m);
+    vigil_etcd_close(e);
+    et_fake_stop(&f);
+    EXPECT_RC(rc, 0);
+    EXPECT(done == VIGIL_ELOST, "done: %d (%s), requests:\n%s", done, vigil_strerror(done), et_fake_log(&f));
+    EXPECT(strstr(why, "went backwards") && strstr(why, "token 50"), "expected the store gone backwards, got '%s'",
+           why);
+    return 0;
+#undef HDR2
+}
+
 /* Dead endpoints are passed over, and the one that answered is kept. */
 static int test_fake_endpoints(void)
 {
@@ -852,4 +946,5 @@ VT_MAIN(VT_CASE(test_base64), VT_CASE(test_endpoints), VT_CASE(test_arguments), 
         VT_CASE(test_parse_hostile), VT_CASE(test_unreachable), VT_CASE(test_fake_cycle),
         VT_CASE(test_fake_endpoints), VT_CASE(test_fake_prefix), VT_CASE(test_fake_hostile), VT_CASE(test_wait_bounded_by_time_left),
         VT_CASE(test_revoke_landed_and_expired_holder), VT_CASE(test_expires_in_rounding),
-        VT_CASE(test_connect_opts_limits))
+        VT_CASE(test_connect_opts_limits), VT_CASE(test_store_behind),
+        VT_CASE(test_group_store_behind))

@@ -107,15 +107,23 @@ static void stop_own(void)
         et_script("stop", state, NULL);
 }
 
-static int test_lost_under_frozen_etcd(void)
+/* Starts this test's own etcd once: 0, VT_SKIP without etcd, 1 on failure. */
+static int own_server(void)
 {
+    if (own_url[0])
+        return 0;
     if (!getenv("VIGIL_ETCD_SCRIPT"))
         return VT_SKIP;
     snprintf(state, sizeof(state), "%s", vt_path("etcd"));
     int st = et_script("start", state, NULL);
     atexit(stop_own);
     EXPECT(st == 0, "etcd_server.sh start exited %d", st);
-    int rc = et_read_endpoints(state, own_url, sizeof(own_url));
+    return et_read_endpoints(state, own_url, sizeof(own_url));
+}
+
+static int test_lost_under_frozen_etcd(void)
+{
+    int rc = own_server();
     if (rc)
         return rc;
     struct vt_proc p;
@@ -148,5 +156,74 @@ static int test_lost_under_frozen_etcd(void)
     return 0;
 }
 
+/* Puts n keys, each a revision: a store well past revision n. */
+static int bump_revision(const char *url, int n)
+{
+    vigil_etcd *e = et_connect(url);
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        char k[64], k64[100], body[200];
+        const char *reply;
+        size_t len;
+        long http;
+        snprintf(k, sizeof(k), "vigil-test/bump/%d", i);
+        vigil_etcd__b64(k, strlen(k), k64, sizeof(k64));
+        snprintf(body, sizeof(body), "{\"key\":\"%s\",\"value\":\"\"}", k64);
+        rc = vigil_etcd__request(e, "v3/kv/put", body, &http, &reply, &len);
+        if (rc == 0 && http != 200)
+            rc = -EIO;
+    }
+    vigil_etcd_close(e);
+    return rc;
+}
+
+/*
+ * Issue 25.7: etcd killed, its data removed, started again with the same
+ * name, URLs and cluster token (the same cluster ID), under a holder
+ * whose token (past 40) is above everything the new store has. The
+ * holder's CMD is stopped (SIGTERM), vigil lock exits 79 and says the
+ * store went backwards. vigil lock is stopped (SIGSTOP) while etcd is
+ * wiped and continued once it serves again: it then meets the new store,
+ * however long the restart took.
+ */
+static int test_lost_when_store_wiped(void)
+{
+    int rc = own_server();
+    if (rc)
+        return rc;
+    EXPECT_RC(bump_revision(own_url, 40), 0);
+    struct vt_proc p;
+    int efd = open(vt_path("wipe.stderr"), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int saved = dup(2);
+    dup2(efd, 2);
+    int sp = VT_SPAWN(&p, "lock", "--etcd", own_url, "--ttl", "3000", "--kill-after", "2000", et_key("wiped"), "--",
+                      "sh", "-c",
+                      "trap 'echo killed; exit 9' TERM; echo ready $VIGIL_LEASE_TOKEN; while :; do sleep 0.05; done");
+    dup2(saved, 2);
+    close(saved);
+    close(efd);
+    EXPECT(sp == 0, "spawn failed");
+    bool ready = vt_read_until(&p, "ready", 15000);
+    unsigned long long token = 0;
+    const char *r = strstr(p.buf, "ready ");
+    if (r)
+        token = strtoull(r + 6, NULL, 10);
+    kill(p.pid, SIGSTOP);
+    int wp = et_script("wipe", state, NULL);
+    kill(p.pid, SIGCONT);
+    bool killed = vt_read_until(&p, "killed", 20000);
+    int exit_st = vt_wait(p.pid, 20000);
+    close(p.fd);
+    char err[1024];
+    vt_slurp(vt_path("wipe.stderr"), err, sizeof(err));
+    EXPECT(ready && token > 40, "CMD never started, or its token %llu is not past 40: '%s'", token, p.buf);
+    EXPECT(wp == 0, "etcd_server.sh wipe exited %d", wp);
+    EXPECT(killed, "CMD was not stopped once the store went backwards: '%s'", p.buf);
+    EXPECT(exit_st == 79 && strstr(err, "lost") && strstr(err, "went backwards"),
+           "expected exit 79 and the store gone backwards on stderr, got %d, '%s'", exit_st, err);
+    fprintf(stderr, "etcd wiped under token %llu: %s", token, err);
+    return 0;
+}
+
 VT_MAIN(VT_CASE(test_two_never_overlap), VT_CASE(test_with_etcdctl), VT_CASE(test_connection_flags_usage),
-        VT_CASE(test_lost_under_frozen_etcd))
+        VT_CASE(test_lost_under_frozen_etcd), VT_CASE(test_lost_when_store_wiped))

@@ -107,6 +107,7 @@ void gtxn_fence(struct gtxn *t, const vigil_group_member *m)
         return;
     }
     gtxn_cmp(t, k, G_CREATE, G_EQ, (int64_t)m->rev);
+    t->fence_rev = (int64_t)m->rev; /* a store gone back below it: lost (gtxn_run) */
 }
 
 static void copy_str(char *dst, size_t cap, const char *src, size_t n)
