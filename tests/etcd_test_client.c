@@ -685,6 +685,44 @@ static int test_group_store_behind(void)
 #undef HDR2
 }
 
+/* Issue 25.5: a watch stream that ends at once (a proxy answering every
+ * watch with an empty 200) makes the observer look again and watch anew
+ * at once the first time, then backing off as the waiter does: a few
+ * streams in two seconds (0, 200, 400, 800 ms apart, then a second), not
+ * the hundreds a spinning observer opens. The fake answers by path, on
+ * every connection at once. */
+static int test_observe_backs_off(void)
+{
+    static const struct et_route routes[] = {
+        { "/v3/kv/range", 200, "{\"header\":{\"revision\":\"5\"},\"count\":\"0\"}", false },
+        { "/v3/watch", 200, "", true },
+    };
+    struct et_fake f;
+    EXPECT_RC(et_router_start(&f, routes, 2), 0);
+    vigil_etcd *e = et_connect(f.url);
+    vigil_etcd_observer *o = NULL;
+    int rc = vigil_etcd_observe(e, "k", &o);
+    vigil_lease_info info;
+    int first = rc == 0 ? vigil_etcd_observer_next(o, &info, 10000 * 1000000ull) : rc;
+    vt_sleep_ms(2000); /* what is counted: the streams of two seconds */
+    vigil_etcd_observer_close(o);
+    vigil_etcd_close(e);
+    et_fake_stop(&f);
+    const char *log = et_fake_log(&f);
+    unsigned streams = 0, looks = 0;
+    for (const char *p = log; (p = strstr(p, "POST /v3/watch ")); p++)
+        streams++;
+    for (const char *p = log; (p = strstr(p, "POST /v3/kv/range ")); p++)
+        looks++;
+    EXPECT_RC(rc, 0);
+    EXPECT_RC(first, 0);
+    EXPECT(info.state == VIGIL_LEASE_VACANT, "first report: state %d, expected vacant", info.state);
+    EXPECT(streams >= 2 && streams <= 10, "%u watch streams (and %u looks) in two seconds of streams that end at once",
+           streams, looks);
+    printf("watches that end at once, for two seconds: %u streams, %u looks\n", streams, looks);
+    return 0;
+}
+
 /* Dead endpoints are passed over, and the one that answered is kept. */
 static int test_fake_endpoints(void)
 {
@@ -947,4 +985,4 @@ VT_MAIN(VT_CASE(test_base64), VT_CASE(test_endpoints), VT_CASE(test_arguments), 
         VT_CASE(test_fake_endpoints), VT_CASE(test_fake_prefix), VT_CASE(test_fake_hostile), VT_CASE(test_wait_bounded_by_time_left),
         VT_CASE(test_revoke_landed_and_expired_holder), VT_CASE(test_expires_in_rounding),
         VT_CASE(test_connect_opts_limits), VT_CASE(test_store_behind),
-        VT_CASE(test_group_store_behind))
+        VT_CASE(test_group_store_behind), VT_CASE(test_observe_backs_off))
