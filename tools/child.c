@@ -33,7 +33,7 @@ static bool was_open(int fd)
     return fd < FD_NOTED && (open_at_start[fd / 8] >> (fd % 8) & 1);
 }
 
-char **tool_env_with(const char *const *add, const char *const *drop)
+char **tool_env_with(const char *const *add, const char *const *drop, bool (*skip)(const char *entry))
 {
     extern char **environ;
     size_t n = 0, na = 0;
@@ -48,7 +48,7 @@ char **tool_env_with(const char *const *add, const char *const *drop)
     for (size_t i = 0; i < na; i++)
         env[k++] = (char *)add[i];
     for (size_t i = 0; i < n; i++) {
-        bool dropped = false;
+        bool dropped = skip && skip(environ[i]);
         for (const char *const *d = drop; *d && !dropped; d++) {
             size_t l = strlen(*d);
             dropped = strncmp(environ[i], *d, l) == 0 && environ[i][l] == '=';

@@ -169,7 +169,7 @@ static int join_run(const struct tool_cmd *cmd, int argc, char **argv)
     snprintf(et, sizeof(et), "VIGIL_GROUP_TERM=%" PRIu64, self.revision);
     const char *const add[] = { eg, em, et, NULL };
     const char *const drop[] = { "VIGIL_GROUP", "VIGIL_MEMBER", "VIGIL_GROUP_TERM", NULL };
-    char **env = tool_env_with(add, drop);
+    char **env = tool_env_with(add, drop, tool_etcd_secret_env); /* no password reaches CMD */
     int status = EXIT_RUNTIME;
     bool lost = false;
     if (!env)

@@ -212,7 +212,8 @@ static void free_env(char **env)
 }
 
 /* CMD's environment: the lease's three, then ours less any VIGIL_LEASE_*
- * we had. Built before fork: the child only execs. */
+ * we had and less the etcd passwords (tool_etcd_secret_env). Built
+ * before fork: the child only execs. */
 static char **lease_env(const vigil_lease *l)
 {
     extern char **environ;
@@ -238,7 +239,7 @@ static char **lease_env(const vigil_lease *l)
     size_t k = 3;
     for (size_t i = 0; i < n; i++)
         if (strncmp(environ[i], "VIGIL_LEASE_KEY=", 16) != 0 && strncmp(environ[i], "VIGIL_LEASE_OWNER=", 18) != 0 &&
-            strncmp(environ[i], "VIGIL_LEASE_TOKEN=", 18) != 0)
+            strncmp(environ[i], "VIGIL_LEASE_TOKEN=", 18) != 0 && !tool_etcd_secret_env(environ[i]))
             env[k++] = environ[i];
     return env;
 }
