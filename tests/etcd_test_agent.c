@@ -19,16 +19,6 @@
 
 #define LONG_TTL 120000 /* far past every wait: a member gone within it was revoked */
 
-static int64_t lease_of(vigil_etcd *e, const char *group, const char *name)
-{
-    vigil_group_member_info m[16];
-    int n = vigil_group_members(e, group, m, 16);
-    for (int i = 0; i < n && i < 16; i++)
-        if (strcmp(m[i].name, name) == 0)
-            return m[i].lease;
-    return 0;
-}
-
 /* The agent's first report of lease ID (gt_agent_start's "revoked ID RC"
  * lines), within timeout_ms: true with *rc, false if none came. */
 static bool agent_report(struct vt_proc *agent, int64_t lease, int *rc, unsigned timeout_ms)
@@ -74,42 +64,52 @@ static bool record_is_foreign(const char *dir, int64_t lease)
            sscanf(p + 7, "%llu", &ns) == 1 && ns != 0 && ns != vigil_self_pidns();
 }
 
-/* The agent runs; a member joins from another pid namespace: the join
- * takes (the agent used to revoke the lease between the record and the
- * join, "Connection timed out"), the agent says -EREMOTE once, and the
- * member stays a member. */
-static int test_agent_running_other_pidns(void)
+/*
+ * A member of another pid namespace and the host's agent. agent_first:
+ * the agent runs as the member joins (the join takes: the agent used to
+ * revoke the lease between the record and the join, "Connection timed
+ * out"). Else the member joined while no agent ran, and the agent
+ * started then scans it (it used to revoke it: "pid 1 died", and `vigil
+ * group join` exited 79). Either way the agent says -EREMOTE once, and
+ * the member stays a member; its record names its own namespace and pid 1.
+ */
+static int other_pidns(bool agent_first, const char *tag)
 {
     const char *url;
     int f = et_fixture(&url);
     if (f)
         return f;
     vigil_etcd *e = et_connect(url);
-    const char *g = gt_group("nsrun");
+    const char *g = gt_group(tag);
     char dir[512];
-    snprintf(dir, sizeof(dir), "%s", vt_path("ns-run"));
+    snprintf(dir, sizeof(dir), "%s", vt_path(tag));
     struct vt_proc agent;
-    EXPECT(gt_agent_start(&agent, url, dir), "the agent did not start");
+    bool started = agent_first && gt_agent_start(&agent, url, dir);
     struct gt_child m;
     bool skip;
     if (!ns_member(&m, url, g, dir, &skip)) {
-        vt_stop(&agent, SIGKILL, 10000);
+        if (started)
+            vt_stop(&agent, SIGKILL, 10000);
         vigil_etcd_close(e);
         if (skip)
             return VT_SKIP;
         EXPECT(false, "the member in its own pid namespace did not join: '%s'", m.line);
     }
-    int64_t lease = lease_of(e, g, "boxed");
+    int64_t lease = gt_lease_of(e, g, "boxed");
+    if (!agent_first)
+        started = gt_agent_start(&agent, url, dir);
     int rc = 0;
-    bool said = agent_report(&agent, lease, &rc, 20000);
+    bool said = started && agent_report(&agent, lease, &rc, 20000);
     int members = gt_count(e, g);
     gt_send(&m, "lost");
     bool answered = gt_readline(m.out, m.line, sizeof(m.line), 10000);
     bool lost = !answered || strcmp(m.line, "lost 0") != 0;
     bool foreign = record_is_foreign(dir, lease);
     int left = gt_child_leave(&m);
-    vt_stop(&agent, SIGKILL, 10000);
+    if (started)
+        vt_stop(&agent, SIGKILL, 10000);
     vigil_etcd_close(e);
+    EXPECT(started, "the agent did not start");
     EXPECT(lease != 0, "the member is not listed");
     EXPECT(foreign, "the record does not name the member's own pid namespace and pid 1");
     EXPECT(said && rc == -EREMOTE, "the agent's report of the member: %s %d (expected -EREMOTE, %d): '%s'",
@@ -119,47 +119,8 @@ static int test_agent_running_other_pidns(void)
     return 0;
 }
 
-/* A member of another pid namespace joined while no agent ran; the
- * agent started then scans it and leaves it alone (it used to revoke it:
- * "pid 1 died", and `vigil group join` exited 79). */
-static int test_agent_restart_other_pidns(void)
-{
-    const char *url;
-    int f = et_fixture(&url);
-    if (f)
-        return f;
-    vigil_etcd *e = et_connect(url);
-    const char *g = gt_group("nsrestart");
-    char dir[512];
-    snprintf(dir, sizeof(dir), "%s", vt_path("ns-restart"));
-    struct gt_child m;
-    bool skip;
-    if (!ns_member(&m, url, g, dir, &skip)) {
-        vigil_etcd_close(e);
-        if (skip)
-            return VT_SKIP;
-        EXPECT(false, "the member in its own pid namespace did not join: '%s'", m.line);
-    }
-    int64_t lease = lease_of(e, g, "boxed");
-    struct vt_proc agent;
-    bool started = gt_agent_start(&agent, url, dir);
-    int rc = 0;
-    bool said = started && agent_report(&agent, lease, &rc, 20000);
-    int members = gt_count(e, g);
-    gt_send(&m, "lost");
-    bool answered = gt_readline(m.out, m.line, sizeof(m.line), 10000);
-    bool lost = !answered || strcmp(m.line, "lost 0") != 0;
-    int left = gt_child_leave(&m);
-    if (started)
-        vt_stop(&agent, SIGKILL, 10000);
-    vigil_etcd_close(e);
-    EXPECT(started, "the agent did not start");
-    EXPECT(said && rc == -EREMOTE, "the agent's report of the member: %s %d (expected -EREMOTE): '%s'",
-           said ? "said" : "none", rc, agent.buf);
-    EXPECT(members == 1 && !lost, "after the agent's scan: %d members, the member says '%s'", members, m.line);
-    EXPECT_RC(left, 0);
-    return 0;
-}
+static int test_agent_running_other_pidns(void) { return other_pidns(true, "nsrun"); }
+static int test_agent_restart_other_pidns(void) { return other_pidns(false, "nsrestart"); }
 
 /* ---- the inotify queue overflows ------------------------------------------ */
 

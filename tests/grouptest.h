@@ -44,6 +44,17 @@ static inline int gt_count(vigil_etcd *e, const char *group)
     return vigil_group_members(e, group, NULL, 0);
 }
 
+/* The lease of the member called name (among the first 16), 0 if none. */
+static inline int64_t gt_lease_of(vigil_etcd *e, const char *group, const char *name)
+{
+    vigil_group_member_info m[16];
+    int n = vigil_group_members(e, group, m, 16);
+    for (int i = 0; i < n && i < 16; i++)
+        if (strcmp(m[i].name, name) == 0)
+            return m[i].lease;
+    return 0;
+}
+
 /* The next event within timeout_ms, waiting on the watch's fd. */
 static inline int gt_next_event(vigil_group_watcher *w, vigil_group_event *ev, unsigned timeout_ms)
 {
