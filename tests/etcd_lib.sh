@@ -28,9 +28,14 @@ etcd_alive() {
 }
 
 # Has pid gone (exited, or a zombie its new parent has not reaped yet)?
+# A zombie main thread is not enough: /proc shows Z as soon as it has
+# exited, while the other threads may still be exiting with the
+# process's sockets open (a restart on the same ports then finds them
+# in use). Gone once it is the last of its threads.
 pid_gone() {
     ! kill -0 "$1" 2>/dev/null && return 0
-    [ "$(sed -n 's/^[0-9]* (.*) \(.\).*/\1/p' "/proc/$1/stat" 2>/dev/null)" = Z ]
+    [ "$(sed -n 's/^[0-9]* (.*) \(.\).*/\1/p' "/proc/$1/stat" 2>/dev/null)" = Z ] &&
+        [ "$(ls /proc/"$1"/task 2>/dev/null | wc -l)" -le 1 ]
 }
 
 # SIGSTOP to pid, and wait (bounded: 10 s) until every thread of it is

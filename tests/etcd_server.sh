@@ -133,12 +133,21 @@ wipe)
     running || die "no server running in $state"
     halt KILL
     rm -rf "$state/data"
-    launch
-    wait_ready || {
-        tail -n 20 "$state/etcd.log" >&2 2>/dev/null
-        die "etcd did not come back wiped on port $(cat "$state/port")"
-    }
-    exit 0
+    # The same ports: a moment's wait when they are still taken.
+    attempt=0
+    while [ $attempt -lt 20 ]; do
+        attempt=$((attempt + 1))
+        launch
+        wait_ready
+        rc=$?
+        [ $rc -eq 0 ] && exit 0
+        halt KILL
+        rm -rf "$state/data"
+        [ $rc -eq 2 ] || break
+        sleep 0.25
+    done
+    tail -n 20 "$state/etcd.log" >&2 2>/dev/null
+    die "etcd did not come back wiped on port $(cat "$state/port")"
     ;;
 freeze)
     running || die "no server running in $state"
