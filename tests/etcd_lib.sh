@@ -19,12 +19,20 @@ free_port() {
     return 1
 }
 
-# Is the pid in PIDFILE a live etcd (not a reused pid)?
+# Is the pid in PIDFILE a live etcd (not a reused pid)? An empty command
+# line is a process in the middle of its exec (the new image's arguments
+# are not set up yet), which a restart's first look can meet: alive,
+# unless it is a zombie.
 etcd_alive() {
     [ -f "$1" ] || return 1
     _pid=$(cat "$1")
     [ -n "$_pid" ] && kill -0 "$_pid" 2>/dev/null || return 1
-    tr '\0' ' ' <"/proc/$_pid/cmdline" 2>/dev/null | grep -q etcd
+    _cmd=$(tr '\0' ' ' <"/proc/$_pid/cmdline" 2>/dev/null)
+    if [ -z "$_cmd" ]; then
+        ! pid_gone "$_pid"
+    else
+        echo "$_cmd" | grep -q etcd
+    fi
 }
 
 # Has pid gone (exited, or a zombie its new parent has not reaped yet)?
