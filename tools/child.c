@@ -27,7 +27,7 @@ void tool_child_note_fds(void)
     tool_fds_note(FD_NOTED, open_at_start);
 }
 
-char **tool_env_with(const char *const *add, const char *const *drop)
+char **tool_env_with(const char *const *add, const char *const *drop, bool (*skip)(const char *entry))
 {
     extern char **environ;
     size_t n = 0, na = 0;
@@ -42,7 +42,7 @@ char **tool_env_with(const char *const *add, const char *const *drop)
     for (size_t i = 0; i < na; i++)
         env[k++] = (char *)add[i];
     for (size_t i = 0; i < n; i++) {
-        bool dropped = false;
+        bool dropped = skip && skip(environ[i]);
         for (const char *const *d = drop; *d && !dropped; d++) {
             size_t l = strlen(*d);
             dropped = strncmp(environ[i], *d, l) == 0 && environ[i][l] == '=';

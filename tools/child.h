@@ -40,8 +40,9 @@ int tool_child_wait(struct tool_child *c, int lost_fd, uint64_t kill_after_ms, i
  * made since tool_child_block are gone). */
 void tool_child_end(struct tool_child *c);
 
-/* environ less every variable named in drop, with add (NAME=VALUE
- * strings, NULL-terminated) in front: malloc'd, the strings not copied. */
-char **tool_env_with(const char *const *add, const char *const *drop);
+/* environ less every variable named in drop and every entry skip says
+ * so of (NULL: none), with add (NAME=VALUE strings, NULL-terminated) in
+ * front: malloc'd, the strings not copied. */
+char **tool_env_with(const char *const *add, const char *const *drop, bool (*skip)(const char *entry));
 
 #endif

@@ -26,7 +26,10 @@
 
 static void print_revoke(const vigil_agent_event *ev, bool json)
 {
-    const char *what = ev->result == 0 ? "revoked" : ev->result == VIGIL_ELOST ? "gone" : "failed";
+    /* -EREMOTE: a member this agent cannot see (another pid namespace,
+     * or /proc from another), said once and left to its TTL. */
+    bool unseen = ev->result == -EREMOTE;
+    const char *what = unseen ? "unwatched" : ev->result == 0 ? "revoked" : ev->result == VIGIL_ELOST ? "gone" : "failed";
     if (json) {
         printf("{\"event\": \"%s\", \"lease\": \"%" PRIx64 "\", \"pid\": %" PRIu32 ", \"group\": ", what,
                (uint64_t)ev->lease, ev->pid);
@@ -34,11 +37,17 @@ static void print_revoke(const vigil_agent_event *ev, bool json)
         printf(", \"name\": ");
         json_str(stdout, ev->name, sizeof(ev->name));
         printf(", \"error\": ");
-        if (ev->result < 0 && ev->result != VIGIL_ELOST)
+        if (unseen)
+            json_str(stdout, "in another pid namespace, or not visible from here: left to its TTL", 200);
+        else if (ev->result < 0 && ev->result != VIGIL_ELOST)
             json_str(stdout, vigil_strerror(ev->result), 200);
         else
             printf("null");
         printf("}\n");
+    } else if (unseen) {
+        printf("not watching lease %" PRIx64 " of %s in %s: its pid %" PRIu32 " is another pid namespace's, or "
+               "cannot be seen from here; its lease ends at its TTL\n",
+               (uint64_t)ev->lease, ev->name, ev->group, ev->pid);
     } else if (ev->result == 0 || ev->result == VIGIL_ELOST) {
         printf("%s lease %" PRIx64 " of %s in %s (pid %" PRIu32 " died)\n", what, (uint64_t)ev->lease, ev->name,
                ev->group, ev->pid);
@@ -140,7 +149,9 @@ const struct tool_cmd tool_cmd_agent = {
             "moment the member's process dies (it watches each through a pidfd), so\n"
             "other hosts see the member leave, its units free and its leadership gone\n"
             "at once rather than at its TTL. Members that died while no agent ran are\n"
-            "revoked when it starts. Prints a line per revoke; runs until SIGINT or\n"
+            "revoked when it starts. A member it cannot see (another pid namespace,\n"
+            "such as a container sharing DIR) is never judged dead: said once, and\n"
+            "left to its TTL. Prints a line per revoke; runs until SIGINT or\n"
             "SIGTERM. Run one per host (a systemd unit), as the members' user; DIR is\n"
             "made 0700.\n"
             "\n"
@@ -148,7 +159,8 @@ const struct tool_cmd tool_cmd_agent = {
             "  --etcd ENDPOINTS  etcd, e.g. http://10.0.0.1:2379,http://10.0.0.2:2379\n"
             "  --dir DIR         the directory the members record their leases in\n"
             "  --json            one JSON object per line: {\"event\": \"ready\"|\"revoked\"|\n"
-            "                    \"gone\"|\"failed\", \"lease\", \"pid\", \"group\", \"name\", \"error\"}\n"
+            "                    \"gone\"|\"failed\"|\"unwatched\", \"lease\", \"pid\", \"group\", \"name\",\n"
+            "                    \"error\"}\n"
             TOOL_ETCD_HELP
             "  -h, --help        show this help\n",
     .run = run,

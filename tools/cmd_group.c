@@ -148,13 +148,18 @@ static int join_run(const struct tool_cmd *cmd, int argc, char **argv)
     vigil_group_member *m = NULL;
     rc = vigil_group_join_opts(e, group, name, ttl, &o, &m);
     if (rc < 0) {
+        /* What happened: refused (the name is taken), lost (the lease
+         * gone before the join landed), or the request's own error. */
         if (rc == VIGIL_EBUSY)
-            group_fail(group, "the name '%s' is a live member's", name);
+            group_fail(group, "join as '%s' refused: the name is a live member's", name);
+        else if (rc == VIGIL_ELOST)
+            group_fail(group, "membership of '%s' lost before CMD started: %s; CMD not run", name,
+                       tool_etcd_reason(e, rc));
         else
-            group_fail(group, "join as '%s' on %s: %s", name, etcd, vigil_strerror(rc));
+            group_fail(group, "join as '%s' on %s: %s", name, etcd, tool_etcd_reason(e, rc));
         vigil_etcd_close(e);
         tool_child_end(&c);
-        return rc == VIGIL_EBUSY ? EXIT_NOT_JOINED : EXIT_RUNTIME;
+        return rc == VIGIL_EBUSY ? EXIT_NOT_JOINED : rc == VIGIL_ELOST ? EXIT_LOST : EXIT_RUNTIME;
     }
     vigil_group_member_info self;
     vigil_group_self(m, &self);
@@ -164,7 +169,7 @@ static int join_run(const struct tool_cmd *cmd, int argc, char **argv)
     snprintf(et, sizeof(et), "VIGIL_GROUP_TERM=%" PRIu64, self.revision);
     const char *const add[] = { eg, em, et, NULL };
     const char *const drop[] = { "VIGIL_GROUP", "VIGIL_MEMBER", "VIGIL_GROUP_TERM", NULL };
-    char **env = tool_env_with(add, drop);
+    char **env = tool_env_with(add, drop, tool_etcd_secret_env); /* no password reaches CMD */
     int status = EXIT_RUNTIME;
     bool lost = false;
     if (!env)

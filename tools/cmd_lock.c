@@ -176,6 +176,19 @@ static const char *backend_reason(struct backend *b, int err)
     return vigil_strerror(err);
 }
 
+/* What the backend said of its last failure on this thread, or "": why a
+ * lease was lost, when it knows more than the loss (a store that went
+ * backwards). */
+static const char *backend_why(struct backend *b)
+{
+#ifdef VIGIL_HAVE_ETCD
+    if (b->e)
+        return vigil_etcd_errmsg();
+#endif
+    (void)b;
+    return "";
+}
+
 /* The keepalive's port: its renew is the backend's renew. */
 static vigil_lease_port backend_port(struct backend *b)
 {
@@ -199,7 +212,8 @@ static void free_env(char **env)
 }
 
 /* CMD's environment: the lease's three, then ours less any VIGIL_LEASE_*
- * we had. Built before fork: the child only execs. */
+ * we had and less the etcd passwords (tool_etcd_secret_env). Built
+ * before fork: the child only execs. */
 static char **lease_env(const vigil_lease *l)
 {
     extern char **environ;
@@ -225,7 +239,7 @@ static char **lease_env(const vigil_lease *l)
     size_t k = 3;
     for (size_t i = 0; i < n; i++)
         if (strncmp(environ[i], "VIGIL_LEASE_KEY=", 16) != 0 && strncmp(environ[i], "VIGIL_LEASE_OWNER=", 18) != 0 &&
-            strncmp(environ[i], "VIGIL_LEASE_TOKEN=", 18) != 0)
+            strncmp(environ[i], "VIGIL_LEASE_TOKEN=", 18) != 0 && !tool_etcd_secret_env(environ[i]))
             env[k++] = environ[i];
     return env;
 }
@@ -502,8 +516,9 @@ release:;
      * local expiry, and revoking it frees KEY at once. */
     int rel = backend_release(&b, &lease);
     if (pid > 0 && (o.lost || ka_rc == VIGIL_ELOST || rel == VIGIL_ELOST)) {
-        lock_fail(key, "lease lost while CMD ran (token %" PRIu64 ")%s", lease.token,
-                  o.lost ? "; CMD was sent SIGTERM" : "");
+        const char *why = rel == VIGIL_ELOST ? backend_why(&b) : "";
+        lock_fail(key, "lease lost while CMD ran (token %" PRIu64 ")%s%s%s", lease.token,
+                  o.lost ? "; CMD was sent SIGTERM" : "", *why ? ": " : "", why);
         exit_rc = EXIT_LOST;
     } else if (rel < 0 && rel != VIGIL_ELOST) {
         lock_fail(key, "release on %s: %s (the lease lapses within its TTL)", b.where, backend_reason(&b, rel));

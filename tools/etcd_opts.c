@@ -50,12 +50,15 @@ int tool_etcd_options(const struct tool_cmd *cmd, struct tool_etcd_flags *f, str
         return tool_usage_error(cmd, "--key without --cert (or ETCDCTL_CERT)");
     if (password && !user)
         return tool_usage_error(cmd, "--password without --user (or ETCDCTL_USER)");
-    if (user && !password) {
-        /* NAME:PASSWORD, split at the first ':' as etcdctl splits it. */
-        const char *colon = strchr(user, ':');
-        if (!colon)
-            return tool_usage_error(cmd, "--user %s: no password (--user NAME:PASSWORD, --password, or "
-                                         "ETCDCTL_PASSWORD)", user);
+    /* NAME:PASSWORD is split once, at the first ':': the name alone goes
+     * on, into the handle and every message; the password given there is
+     * the one (over ETCDCTL_PASSWORD), and --password beside it is a
+     * usage error that names neither. */
+    const char *colon = user ? strchr(user, ':') : NULL;
+    if (colon) {
+        if (f->password)
+            return tool_usage_error(cmd, "a password both in --user NAME:PASSWORD (or ETCDCTL_USER) and in "
+                                         "--password: give it once");
         free(f->user_name);
         if (!(f->user_name = strndup(user, (size_t)(colon - user)))) {
             fprintf(stderr, "vigil %s: %s\n", cmd->name, strerror(ENOMEM));
@@ -63,6 +66,9 @@ int tool_etcd_options(const struct tool_cmd *cmd, struct tool_etcd_flags *f, str
         }
         user = f->user_name;
         password = colon + 1;
+    } else if (user && !password) {
+        return tool_usage_error(cmd, "--user %s: no password (--user NAME:PASSWORD, --password, or "
+                                     "ETCDCTL_PASSWORD)", user);
     }
     if (user && !*user)
         return tool_usage_error(cmd, "--user: an empty name");
@@ -70,6 +76,13 @@ int tool_etcd_options(const struct tool_cmd *cmd, struct tool_etcd_flags *f, str
     o->password = password;
     o->namespace = f->ns;
     return TOOL_GO;
+}
+
+bool tool_etcd_secret_env(const char *entry)
+{
+    if (strncmp(entry, "ETCDCTL_PASSWORD=", 17) == 0)
+        return true;
+    return strncmp(entry, "ETCDCTL_USER=", 13) == 0 && strchr(entry + 13, ':') != NULL; /* NAME:PASSWORD */
 }
 
 const char *tool_etcd_reason(vigil_etcd *e, int err)

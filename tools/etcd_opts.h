@@ -65,6 +65,11 @@ void tool_etcd_flags_free(struct tool_etcd_flags *f);
 /* Was any of the flags given (on the command line: not the environment)? */
 bool tool_etcd_flags_given(const struct tool_etcd_flags *f);
 
+/* Does an environment entry ("NAME=value") carry an etcd password
+ * (ETCDCTL_PASSWORD, or ETCDCTL_USER as NAME:PASSWORD)? A CMD run under
+ * vigil lock or vigil group join gets none of them. */
+bool tool_etcd_secret_env(const char *entry);
+
 #ifdef VIGIL_HAVE_ETCD
 /*
  * Connects to ENDPOINTS with o. 0, or EXIT_RUNTIME after one line on

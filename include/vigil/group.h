@@ -173,7 +173,8 @@ typedef struct vigil_agent vigil_agent;
 typedef struct vigil_agent_event {
     int64_t  lease;
     uint32_t pid;
-    int32_t  result;     /* of the revoke: 0, VIGIL_ELOST (already gone), or < 0 retried later */
+    int32_t  result;     /* of the revoke: 0, VIGIL_ELOST (already gone), or < 0 retried later;
+                            -EREMOTE: not watched (another pid namespace), left to its TTL, said once */
     char     group[104];
     char     name[64];
 } vigil_agent_event;
