@@ -36,6 +36,13 @@ void tool_etcd_flags_free(struct tool_etcd_flags *f)
     f->user_name = NULL;
 }
 
+bool tool_etcd_secret_env(const char *entry)
+{
+    if (strncmp(entry, "ETCDCTL_PASSWORD=", 17) == 0)
+        return true;
+    return strncmp(entry, "ETCDCTL_USER=", 13) == 0 && strchr(entry + 13, ':') != NULL; /* NAME:PASSWORD */
+}
+
 #ifdef VIGIL_HAVE_ETCD
 
 int tool_etcd_options(const struct tool_cmd *cmd, struct tool_etcd_flags *f, struct vigil_etcd_options *o)
@@ -76,13 +83,6 @@ int tool_etcd_options(const struct tool_cmd *cmd, struct tool_etcd_flags *f, str
     o->password = password;
     o->namespace = f->ns;
     return TOOL_GO;
-}
-
-bool tool_etcd_secret_env(const char *entry)
-{
-    if (strncmp(entry, "ETCDCTL_PASSWORD=", 17) == 0)
-        return true;
-    return strncmp(entry, "ETCDCTL_USER=", 13) == 0 && strchr(entry + 13, ':') != NULL; /* NAME:PASSWORD */
 }
 
 const char *tool_etcd_reason(vigil_etcd *e, int err)
