@@ -93,7 +93,7 @@
 
 void (*vigil_leases_hook)(int point);
 
-static const struct vigil_layout leases_layout = {
+const struct vigil_layout vigil_leases_layout = {
     .kind = VIGIL_KIND_LEASES,
     .max_capacity = VIGIL_LEASES_MAX_CAPACITY,
     .head_bytes = sizeof(struct vigil_leases_header),
@@ -136,7 +136,7 @@ int vigil_leases_create_group(const char *path, uint32_t capacity, unsigned mode
         return -EINVAL;
     struct vigil_map m;
     const struct vigil_create_how how = { mode, group };
-    int err = vigil_map_create(path, &leases_layout, capacity, &how, leases_init, NULL, &m);
+    int err = vigil_map_create(path, &vigil_leases_layout, capacity, &how, leases_init, NULL, &m);
     return err < 0 ? err : leases_wrap(&m, out);
 }
 
@@ -155,7 +155,7 @@ int vigil_leases_open_flags(const char *path, unsigned flags, vigil_leases **out
     if (!out)
         return -EINVAL;
     struct vigil_map m;
-    int err = vigil_map_open_flags(path, &leases_layout, 0, flags, &m);
+    int err = vigil_map_open_flags(path, &vigil_leases_layout, 0, flags, &m);
     return err < 0 ? err : leases_wrap(&m, out);
 }
 

@@ -9,6 +9,7 @@
  */
 #include "tooltest.h"
 
+#include "../tools/escape.c"
 #include "../tools/json.c"
 
 static char *render_str(const char *s, size_t maxlen)

@@ -66,6 +66,9 @@ typedef struct vigil_file_info {
     uint64_t size;     /* file size in bytes, as found */
 } vigil_file_info;
 int vigil_file_probe(const char *path, vigil_file_info *out);
+/* The size in bytes of a vigil file of this kind and capacity, as this
+ * vigil lays it out; 0 for an unknown kind or a capacity it cannot have. */
+uint64_t vigil_file_size(uint32_t kind, uint32_t capacity);
 
 #ifdef __cplusplus
 }

@@ -30,10 +30,16 @@
  *
  * DIR is the trust boundary: whoever may write in it may have the agent
  * revoke any lease ID it names. Make it 0700, the agent's and its
- * members' user's (join makes a missing DIR so).
+ * members' user's (join makes a missing DIR so). The agent refuses a DIR
+ * that another user could have written in (vigil_file_trusted: writable
+ * by everyone, or another user's outside a group of the agent's), and
+ * ignores a record such a user made, unless told to trust them. A record
+ * is written under a temporary name opened O_EXCL|O_NOFOLLOW, so never
+ * through a file or symlink someone put there first.
  */
 #define _GNU_SOURCE
 #include "group_internal.h"
+#include "file_internal.h"
 #include "proc_internal.h"
 
 #include <dirent.h>
@@ -81,7 +87,9 @@ int grecord_write(vigil_group_member *m, const char *dir)
         m->record[0] = '\0';
         return err;
     }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0 && errno == EEXIST && unlink(tmp) == 0) /* one a killed join of this lease left */
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     int rc = fd < 0 ? -errno : 0;
     if (rc == 0) {
         ssize_t w = write(fd, body, (size_t)b);
@@ -124,6 +132,7 @@ struct vigil_agent {
     vigil_etcd  *e;
     int          dirfd, ino, ep;
     bool         no_pidfd;
+    bool         trust;    /* VIGIL_OPEN_TRUST_OWNER: every record is read */
     struct rec **r;
     size_t       n, cap;
 };
@@ -222,7 +231,11 @@ static int load(vigil_agent *a, const char *file)
         return errno == ENOENT ? 0 : -errno;
     char buf[RECORD_MAX + 1];
     struct stat st;
-    ssize_t k = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, buf, RECORD_MAX) : -1;
+    /* A record another user could have made names a lease they chose:
+     * ignored, as any file that is not a record is. */
+    ssize_t k = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (a->trust || vigil_file_trusted(&st) == 0)
+                    ? read(fd, buf, RECORD_MAX)
+                    : -1;
     close(fd);
     if (k <= 0)
         return 0;
@@ -269,20 +282,26 @@ static int scan(vigil_agent *a)
     return rc;
 }
 
-int vigil_agent_open(vigil_etcd *e, const char *dir, vigil_agent **out)
+int vigil_agent_open_flags(vigil_etcd *e, const char *dir, unsigned flags, vigil_agent **out)
 {
-    if (!e || !dir || !*dir || !out)
+    if (!e || !dir || !*dir || !out || (flags & ~VIGIL_OPEN_TRUST_OWNER))
         return -EINVAL;
     vigil_agent *a = calloc(1, sizeof(*a));
     if (!a)
         return -ENOMEM;
     a->e = e;
     a->dirfd = a->ino = a->ep = -1;
+    a->trust = flags & VIGIL_OPEN_TRUST_OWNER;
     int rc = 0;
+    struct stat st;
     if (mkdir(dir, 0700) != 0 && errno != EEXIST)
         rc = -errno;
     if (rc == 0 && (a->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
         rc = -errno;
+    if (rc == 0 && fstat(a->dirfd, &st) != 0)
+        rc = -errno;
+    if (rc == 0 && !a->trust)
+        rc = vigil_file_trusted(&st);
     if (rc == 0 && ((a->ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0 || (a->ep = epoll_create1(EPOLL_CLOEXEC)) < 0))
         rc = -errno;
     /* A record arrives by rename (IN_MOVED_TO); one written in place is
@@ -300,6 +319,11 @@ int vigil_agent_open(vigil_etcd *e, const char *dir, vigil_agent **out)
     }
     *out = a;
     return 0;
+}
+
+int vigil_agent_open(vigil_etcd *e, const char *dir, vigil_agent **out)
+{
+    return vigil_agent_open_flags(e, dir, 0, out);
 }
 
 void vigil_agent_close(vigil_agent *a)
