@@ -12,6 +12,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -251,10 +253,8 @@ static int create_named(const struct target *t, const struct vigil_layout *lay, 
     }
     drop_temp(t, tmp, fd);
     close(fd);
-    if (err == 0) {
-        step("done");
+    if (err == 0)
         *basep = base;
-    }
     return err;
 }
 
@@ -288,6 +288,7 @@ int vigil_map_create(const char *path, const struct vigil_layout *lay, uint32_t 
     close(t.dirfd);
     if (err < 0)
         return err;
+    step("done");
     out->base = base;
     out->size = size;
     out->capacity = capacity;
@@ -416,13 +417,28 @@ int vigil_file_trusted(const struct stat *st)
     return VIGIL_EUNTRUSTED;
 }
 
-/* A file of an older vigil may have holes (it was only ftruncate'd): on
- * tmpfs the first touch of a hole allocates a page, and on a full file
- * system that touch is SIGBUS. True when fd's first size bytes have one. */
-static bool has_hole(int fd, size_t size)
+/* A file of an older vigil may have holes (it was only ftruncate'd): the
+ * first store to a hole allocates a block, and on a full file system that
+ * store is SIGBUS. True when some of fd's first size bytes have no
+ * storage: st_blocks says how much is allocated (fallocate's blocks
+ * count, though SEEK_HOLE on tmpfs still calls them holes until they are
+ * written), and SEEK_HOLE confirms a hole where fewer blocks may only
+ * mean a compressed file. */
+static bool has_hole(int fd, const struct stat *st, size_t size)
 {
+    if ((uint64_t)st->st_blocks * 512 >= (uint64_t)size)
+        return false;
     off_t hole = lseek(fd, 0, SEEK_HOLE);
     return hole >= 0 && (uint64_t)hole < (uint64_t)size;
+}
+
+/* Whether a load from a hole in a mapping of fd allocates, and so can
+ * fault: on tmpfs and hugetlbfs it does (a page is made for it); on a disk
+ * file system a hole maps the zero page. */
+static bool read_allocates(int fd)
+{
+    struct statfs sf;
+    return fstatfs(fd, &sf) == 0 && (sf.f_type == TMPFS_MAGIC || sf.f_type == HUGETLBFS_MAGIC);
 }
 
 /* A private copy of the file, read with pread: reading a hole never
@@ -458,9 +474,9 @@ static void *read_copy(int fd, size_t size)
  * (vigil_file_trusted, on the opened descriptor's own fstat) unless told to
  * trust it; then allocates any holes (fallocate leaves the bytes as they
  * are, so live peers see no change), or fails -ENOSPC when it cannot. A
- * read-only open of a file with holes takes a private copy instead of
- * mapping it: a look at it then never faults, though peers' later stores
- * do not show in it. */
+ * read-only open of a file with holes on tmpfs takes a private copy
+ * instead of mapping it (there even a load from a hole allocates): a look
+ * at it then never faults, though peers' later stores do not show in it. */
 int vigil_map_open_flags(const char *path, const struct vigil_layout *lay, uint32_t capacity, unsigned flags,
                          struct vigil_map *out)
 {
@@ -484,12 +500,14 @@ int vigil_map_open_flags(const char *path, const struct vigil_layout *lay, uint3
     }
     if (writable && !(flags & VIGIL_OPEN_TRUST_OWNER) && (err = vigil_file_trusted(&st)) < 0)
         goto fail;
-    bool sparse = has_hole(fd, size);
-    if (writable && sparse && fallocate(fd, 0, 0, (off_t)size) != 0) {
-        err = -errno; /* -ENOSPC: no room for it; -EOPNOTSUPP: cannot be allocated here */
+    bool sparse = has_hole(fd, &st, size);
+    /* A file system that cannot reserve space (EOPNOTSUPP) makes no file
+     * safer by refusing this one: new files there are no better. */
+    if (writable && sparse && fallocate(fd, 0, 0, (off_t)size) != 0 && errno != EOPNOTSUPP) {
+        err = -errno; /* -ENOSPC: no room for it */
         goto fail;
     }
-    void *base = !writable && sparse ? read_copy(fd, size)
+    void *base = !writable && sparse && read_allocates(fd) ? read_copy(fd, size)
                                      : mmap(NULL, size, PROT_READ | PROT_WRITE, writable ? MAP_SHARED : MAP_PRIVATE,
                                             fd, 0);
     if (base == MAP_FAILED) {

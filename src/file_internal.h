@@ -97,7 +97,7 @@ extern int vigil_file_no_tmpfile;
 /* Tests only: when set, called at each step of create with its name
  * ("open": the new file exists, nameless or under its temporary name;
  * "group", "mode", "reserve", "init": each done on its descriptor;
- * "publish": linked at path; "done": the temporary name removed), so a
+ * "publish": linked at path; "done": the temporary name, if any, removed), so a
  * test can act on the names between any two steps. */
 extern void (*vigil_file_create_hook)(const char *step);
 

@@ -161,6 +161,28 @@ static inline int vt_stop_tool(struct vt_proc *p, int sig, unsigned timeout_ms)
     return vt_stop(p, sig, timeout_ms);
 }
 
+/* promtool's verdict on an exposition: 0 valid, 1 not (said on stderr),
+ * VT_SKIP where promtool is not installed. */
+static inline int vt_promtool(const char *text)
+{
+    if (system("command -v promtool >/dev/null 2>&1") != 0)
+        return VT_SKIP;
+    static char in[600], out_path[600];
+    snprintf(in, sizeof(in), "%s/metrics.prom", vt_tmpdir());
+    snprintf(out_path, sizeof(out_path), "%s/promtool.out", vt_tmpdir());
+    FILE *f = fopen(in, "w");
+    if (!f || fputs(text, f) < 0 || fclose(f) != 0)
+        return 1;
+    char cmd[1400];
+    snprintf(cmd, sizeof(cmd), "promtool check metrics < %s > %s 2>&1", in, out_path);
+    int rc = system(cmd);
+    char out[4096];
+    vt_slurp(out_path, out, sizeof(out));
+    if (rc != 0 || out[0])
+        fprintf(stderr, "promtool check metrics: %s\n", out);
+    return rc == 0 && !out[0] ? 0 : 1;
+}
+
 /* ---- running the tool as an unprivileged user --------------------------- */
 
 /*

@@ -14,9 +14,10 @@
  * separators and the bidirectional overrides and isolates (which reorder
  * what a terminal shows) as \uNNNN. Distinct inputs stay distinct.
  *
- * json_str, for --json: quotes, backslashes and controls (C0, DEL, C1) as
- * JSON escapes, well-formed UTF-8 as itself, each byte of a malformed
- * sequence as \u00XX, so the document always parses.
+ * json_str, for --json: quotes, backslashes and what tool_esc escapes (C0,
+ * DEL, C1, the separators and bidirectional controls) as JSON escapes,
+ * other well-formed UTF-8 as itself, each byte of a malformed sequence as
+ * \u00XX, so the document always parses and never acts on a terminal.
  *
  * tool_label_value, for a Prometheus label value: tool_esc's text (always
  * valid UTF-8, which the exposition format requires of a label value, and
@@ -174,8 +175,9 @@ void json_str(FILE *out, const char *str, size_t maxlen)
         }
         uint32_t cp;
         size_t len = utf8_len(s + i, n - i, &cp);
-        if (len == 0 || c < 0x20 || c == 0x7f || (cp >= 0x80 && cp <= 0x9f)) {
-            /* A control, or a byte that is not UTF-8 (as U+00XX). */
+        if (len == 0 || c < 0x20 || c == 0x7f || acts(cp)) {
+            /* A control (C0, DEL, C1, a separator or bidirectional one),
+             * or a byte that is not UTF-8 (as U+00XX). */
             fprintf(out, "\\u%04x", len == 0 ? c : (unsigned)cp);
             i += len ? len : 1;
             continue;

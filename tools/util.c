@@ -126,9 +126,6 @@ int tool_fail_file(const char *path, int err, uint32_t want, bool writing)
         return tool_fail_untrusted(path);
     if ((err == -ENOSPC || err == -EDQUOT) && lstat(path, &st) == 0)
         return tool_fail_space(path, err, (uint64_t)st.st_size, false);
-    if (err == -EOPNOTSUPP && writing)
-        return tool_fail_msg(path, "made by an older vigil, its pages not yet allocated, and this file system "
-                                   "cannot allocate them (fallocate): re-create it with this vigil");
     if (err != VIGIL_EBADFILE && err != VIGIL_ECAPACITY)
         return tool_fail(path, err);
 

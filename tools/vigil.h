@@ -270,8 +270,9 @@ const char *tool_e(const char *s);
 void tool_label_value(FILE *out, const char *s);
 
 /* A JSON string of at most maxlen bytes of s (stopping at a NUL): quotes,
- * backslashes and control characters (C0, DEL, C1) escaped, other valid
- * UTF-8 kept, every byte of an invalid sequence written as \u00XX. */
+ * backslashes and what tool_esc escapes (C0, DEL, C1, separators,
+ * bidirectional controls) as JSON escapes, other valid UTF-8 kept, every
+ * byte of an invalid sequence written as \u00XX. */
 void json_str(FILE *out, const char *s, size_t maxlen);
 
 /* ---- JSON numbers (json.c) ------------------------------------------------- */
