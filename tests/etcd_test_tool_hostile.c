@@ -7,7 +7,8 @@
  * another user could have written in (world-writable; another user's),
  * unless --trust-owner, and ignores a record another user made: a dead
  * member recorded by the agent's own user is revoked, one recorded by the
- * unprivileged vigil-test (tests/usertest.h) is left alone.
+ * unprivileged vigil-test (tests/usertest.h) is left alone, unless
+ * vigil-test may write in the directory (a group's 1770 directory).
  */
 #include "grouptest.h"
 #include "tooltest.h"
@@ -22,24 +23,6 @@ static const char *url;
             return need_rc_;                                                  \
     } while (0)
 
-/* NULL when text holds nothing a terminal acts on, else what it holds. */
-static const char *unclean(const char *text)
-{
-    for (const unsigned char *s = (const unsigned char *)text; *s;) {
-        if ((*s < 0x20 && *s != '\n') || *s == 0x7f)
-            return "a C0 control or DEL";
-        size_t n = vj_utf8(s);
-        if (!n)
-            return "malformed UTF-8";
-        if (n == 2 && s[0] == 0xc2 && s[1] >= 0x80 && s[1] <= 0x9f)
-            return "a C1 control";
-        if (n == 3 && s[0] == 0xe2 && s[1] == 0x80 && s[2] >= 0xaa && s[2] <= 0xae)
-            return "a bidirectional control";
-        s += n;
-    }
-    return NULL;
-}
-
 static const char evil_name[] = "\x1b]0;pwned\x07name\xc2\x9b" "2J\xff";
 static const char evil_host[] = "host\x1b[2J\xe2\x80\xae\x7f";
 
@@ -52,18 +35,18 @@ static int test_hostile_members(void)
     vigil_group_member *m = NULL;
     EXPECT_RC(vigil_group_join_opts(e, g, evil_name, 60000, &o, &m), 0);
     VT_RUN("group", "ls", g, "--etcd", url);
-    EXPECT(R.rc == 0 && !unclean(R.out) && !unclean(R.err), "group ls: exit %d, %s reached the terminal:\n%s%s",
-           R.rc, unclean(R.out) ? unclean(R.out) : unclean(R.err), R.out, R.err);
+    EXPECT(R.rc == 0 && !vt_unclean(R.out) && !vt_unclean(R.err), "group ls: exit %d, %s reached the terminal:\n%s%s",
+           R.rc, vt_unclean(R.out) ? vt_unclean(R.out) : vt_unclean(R.err), R.out, R.err);
     EXPECT(strstr(R.out, "\\x1b]0;pwned\\x07name\\u009b2J\\xff") && strstr(R.out, "host\\x1b[2J\\u202e\\x7f"),
            "group ls: the name and host are not shown escaped:\n%s", R.out);
     VT_RUN("group", "ls", g, "--etcd", url, "--json");
-    EXPECT(R.rc == 0 && vj_parse(R.out) && !unclean(R.out), "group ls --json: not clean JSON (%s):\n%s", vj_error,
+    EXPECT(R.rc == 0 && vj_parse(R.out) && !vt_unclean(R.out), "group ls --json: not clean JSON (%s):\n%s", vj_error,
            R.out);
     struct vt_proc w;
     EXPECT(VT_SPAWN(&w, "group", "watch", g, "--etcd", url) == 0, "spawn watch");
     bool seen = vt_read_until(&w, "pwned", 15000) && vt_read_until(&w, "\n", 5000);
     vt_stop_tool(&w, SIGTERM, 10000);
-    EXPECT(seen && !unclean(w.buf), "group watch: %s:\n%s", seen ? unclean(w.buf) : "no join line", w.buf);
+    EXPECT(seen && !vt_unclean(w.buf), "group watch: %s:\n%s", seen ? vt_unclean(w.buf) : "no join line", w.buf);
     EXPECT_RC(vigil_group_leave(m), 0);
     vigil_etcd_close(e);
     return 0;
@@ -154,4 +137,35 @@ static int test_agent_ignores_foreign_records(void)
     return 0;
 }
 
-VT_MAIN(VT_CASE(test_hostile_members), VT_CASE(test_agent_dir_refused), VT_CASE(test_agent_ignores_foreign_records))
+/* A root agent serving a group's directory (root:G 1770): a member of G
+ * may write there, so its record is read and its dead member revoked. */
+static int test_agent_group_records(void)
+{
+    NEED_ETCD();
+    struct vt_user u;
+    int rc = vt_test_user(&u);
+    if (rc)
+        return rc;
+    vigil_etcd *e = et_connect(url);
+    const char *g = gt_group("grouprec");
+    vigil_group_member *m = gt_join(e, g, "member", 120000, NULL);
+    EXPECT(m, "join failed");
+    const char *d = vt_path("groupdir");
+    EXPECT(mkdir(d, 0700) == 0 && chown(d, 0, u.gid) == 0 && chmod(d, 01770) == 0, "mkdir: %s", strerror(errno));
+    EXPECT(plant_record(d, m, g, u.uid, u.gid) == 0, "record: %s", strerror(errno));
+    vigil_group_member_info mi;
+    vigil_group_self(m, &mi);
+    char want[64];
+    snprintf(want, sizeof(want), "\"lease\": \"%llx\"", (unsigned long long)mi.lease);
+    struct vt_proc a;
+    EXPECT(VT_SPAWN(&a, "agent", "--etcd", url, "--dir", d, "--json") == 0, "spawn agent");
+    bool revoked = vt_read_until(&a, want, 20000);
+    EXPECT(vt_stop_tool(&a, SIGTERM, 10000) == 0, "agent did not end cleanly");
+    EXPECT(revoked && strstr(a.buf, "\"revoked\""), "the agent ignored a group member's record: '%s'", a.buf);
+    vigil_group_leave(m);
+    vigil_etcd_close(e);
+    return 0;
+}
+
+VT_MAIN(VT_CASE(test_hostile_members), VT_CASE(test_agent_dir_refused), VT_CASE(test_agent_ignores_foreign_records),
+        VT_CASE(test_agent_group_records))

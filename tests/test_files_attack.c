@@ -17,7 +17,6 @@
 #include "usertest.h"
 
 #include <dirent.h>
-#include <linux/falloc.h>
 #include <sys/mman.h>
 
 #include "file_internal.h"
@@ -254,44 +253,16 @@ static int test_trust_rule(void)
 
 /* ---- an older vigil's sparse file ------------------------------------------- */
 
-/* Some of the file's size has no storage (fallocate'd blocks count). */
-static bool has_hole(const char *path, off_t size)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && st.st_blocks * 512 < size;
-}
-
-/* A table as an older vigil left it: only ftruncate'd, its untouched pages
- * holes. Made here by punching the zero pages of a new table. */
-static int make_sparse(const char *path, uint32_t cap, off_t *size)
-{
-    vigil_hb *hb;
-    int rc = vigil_hb_create(path, cap, &hb);
-    if (rc < 0)
-        return rc;
-    vigil_hb_close(hb);
-    int fd = open(path, O_RDWR | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0)
-        return -errno;
-    *size = st.st_size;
-    long page = sysconf(_SC_PAGESIZE);
-    rc = fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, page, st.st_size - page) == 0 ? 0 : -errno;
-    close(fd);
-    return rc;
-}
-
 static int test_sparse_file(void)
 {
     const char *p = vt_path("sparse.hb");
-    off_t size = 0;
-    int rc = make_sparse(p, 256, &size);
+    int rc = vt_make_sparse(p, 256);
     if (rc == -EOPNOTSUPP) {
         fprintf(stderr, "skipped: %s cannot punch holes\n", vt_tmpdir());
         return VT_SKIP;
     }
     EXPECT_RC(rc, 0);
-    EXPECT(has_hole(p, size), "no hole made");
+    EXPECT(vt_sparse(p), "no hole made");
     /* A look reads a copy: every slot vacant, and no change to the file. */
     vigil_hb *look, *hb;
     EXPECT_RC(vigil_hb_open_readonly(p, 256, &look), 0);
@@ -299,10 +270,10 @@ static int test_sparse_file(void)
     vigil_slot_info info;
     EXPECT_RC(vigil_hb_snapshot(look, 255, &info), VIGIL_EVACANT);
     vigil_hb_close(look);
-    EXPECT(has_hole(p, size), "a read-only open filled the holes");
+    EXPECT(vt_sparse(p), "a read-only open filled the holes");
     /* A writing open allocates it, bytes unchanged. */
     EXPECT_RC(vigil_hb_open(p, 256, &hb), 0);
-    EXPECT(!has_hole(p, size), "a writing open left the holes");
+    EXPECT(!vt_sparse(p), "a writing open left the holes");
     uint32_t slot;
     EXPECT_RC(vigil_hb_register(hb, 7, &slot), 0);
     vigil_hb_close(hb);

@@ -21,7 +21,6 @@
 #include "usertest.h"
 
 #include <dirent.h>
-#include <linux/falloc.h>
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
@@ -110,31 +109,9 @@ static const char *anyone_dir(struct scene *s, const char *name)
 
 /* ---- what no line may hold -------------------------------------------------- */
 
-/* NULL when text holds nothing a terminal acts on (only '\n' of the C0
- * controls, no DEL, no C1, no bidi control, valid UTF-8), else what. */
-static const char *unclean(const char *text)
-{
-    const unsigned char *s = (const unsigned char *)text;
-    while (*s) {
-        if ((*s < 0x20 && *s != '\n') || *s == 0x7f)
-            return "a C0 control or DEL";
-        size_t n = vj_utf8(s);
-        if (!n)
-            return "malformed UTF-8";
-        uint32_t cp = n == 1 ? s[0] : n == 2 ? (uint32_t)(s[0] & 0x1f) << 6 | (s[1] & 0x3f)
-                    : n == 3 ? (uint32_t)(s[0] & 0x0f) << 12 | (uint32_t)(s[1] & 0x3f) << 6 | (s[2] & 0x3f) : 0;
-        if (cp >= 0x80 && cp <= 0x9f)
-            return "a C1 control";
-        if ((cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069))
-            return "a bidirectional control";
-        s += n;
-    }
-    return NULL;
-}
-
 #define EXPECT_CLEAN(what)                                                                     \
     do {                                                                                       \
-        const char *why_o = unclean(R.out), *why_e = unclean(R.err);                           \
+        const char *why_o = vt_unclean(R.out), *why_e = vt_unclean(R.err);                           \
         EXPECT(!why_o && !why_e, "%s: %s reached the terminal", (what), why_o ? why_o : why_e); \
     } while (0)
 
@@ -157,30 +134,6 @@ static int small_tmpfs(const char *dir)
         return VT_SKIP;
     }
     return 0;
-}
-
-/* The table an older vigil made: only ftruncate'd, its zero pages holes. */
-static int make_sparse(const char *path)
-{
-    vigil_hb *hb;
-    int rc = vigil_hb_create(path, 256, &hb);
-    if (rc < 0)
-        return rc;
-    vigil_hb_close(hb);
-    int fd = open(path, O_RDWR | O_CLOEXEC);
-    long page = sysconf(_SC_PAGESIZE);
-    rc = fd >= 0 && fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, page, 64 + 256 * 64 - page) == 0
-             ? 0 : -errno;
-    if (fd >= 0)
-        close(fd);
-    return rc;
-}
-
-/* Some of the file's size has no storage (fallocate'd blocks count). */
-static bool sparse(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && st.st_blocks * 512 < st.st_size;
 }
 
 static int full_disk(struct scene *s)
@@ -206,8 +159,8 @@ static int full_disk(struct scene *s)
     EXPECT_EXIT(0, "create of a store that fits");
     VT_RUN("create", in(s, "b.bar"), "--kind", "barrier", "--table", in(s, "t.hb"));
     EXPECT_EXIT(0, "create of a barrier that fits");
-    EXPECT_RC(make_sparse(in(s, "old.hb")), 0);
-    EXPECT(sparse(in(s, "old.hb")), "the older vigil's table has no hole");
+    EXPECT_RC(vt_make_sparse(in(s, "old.hb"), 256), 0);
+    EXPECT(vt_sparse(in(s, "old.hb")), "the older vigil's table has no hole");
     return 0;
 }
 
@@ -266,7 +219,7 @@ static int test_full_tmpfs(void)
         fprintf(stderr, "a create refused for want of room left its file\n");
         fail = 1;
     }
-    if (!fail && !sparse(in(&s, "old.hb"))) {
+    if (!fail && !vt_sparse(in(&s, "old.hb"))) {
         fprintf(stderr, "the older vigil's table lost its holes with no room to allocate them?\n");
         fail = 1;
     }
@@ -275,7 +228,7 @@ static int test_full_tmpfs(void)
         fail = 1;
     if (!fail) {
         VT_RUN("tick", in(&s, "old.hb"), "--count", "1", "--quiet");
-        if (R.rc != 0 || sparse(in(&s, "old.hb"))) {
+        if (R.rc != 0 || vt_sparse(in(&s, "old.hb"))) {
             fprintf(stderr, "with room again, tick did not allocate the older table\n");
             vt_dump();
             fail = 1;
@@ -380,7 +333,7 @@ static int test_hostile_names(void)
     VT_RUN("ls", s.dir, "--json");
     EXPECT_EXIT(0, "ls --json");
     EXPECT(vj_parse(R.out), "ls --json is not JSON (%s):\n%s", vj_error, R.out);
-    EXPECT(!unclean(R.out) && strstr(R.out, "csi-\\u009b2J.hb"), "ls --json: C1 not escaped:\n%s", R.out);
+    EXPECT(!vt_unclean(R.out) && strstr(R.out, "csi-\\u009b2J.hb"), "ls --json: C1 not escaped:\n%s", R.out);
     char *argv[NHOSTILE + 4] = { "export" };
     size_t n = 1;
     for (size_t i = 0; i < NHOSTILE; i++) {
@@ -406,7 +359,7 @@ static int test_hostile_names(void)
     EXPECT(strstr(R.out, "\"\\x1b[2J\\u009bkey\\xff\", \"\\x1b]2;owned\\x07\\u0085\""),
            "inspect: the key and owner are not shown escaped:\n%s", R.out);
     VT_RUN("inspect", in(&s, "keys-\x1b[1m.ls"), "--json");
-    EXPECT(vj_parse(R.out) && !unclean(R.out), "inspect --json: not clean JSON (%s):\n%s", vj_error, R.out);
+    EXPECT(vj_parse(R.out) && !vt_unclean(R.out), "inspect --json: not clean JSON (%s):\n%s", vj_error, R.out);
     VT_RUN("lock", "--store", in(&s, "keys-\x1b[1m.ls"), "--trust-owner", "--wait", "0", hostile_key, "--", "true");
     EXPECT_EXIT(75, "lock of a hostile key another holds");
     EXPECT_CLEAN("lock's message");
@@ -427,7 +380,7 @@ static int test_hostile_names(void)
     bool seen = vt_read_until(&w, "vacant", 10000);
     vt_stop_tool(&w, SIGTERM, 10000);
     EXPECT(seen, "watch showed nothing: %s", w.buf);
-    EXPECT(!unclean(w.buf), "watch: %s reached the terminal:\n%s", unclean(w.buf), w.buf);
+    EXPECT(!vt_unclean(w.buf), "watch: %s reached the terminal:\n%s", vt_unclean(w.buf), w.buf);
     return 0;
 }
 

@@ -18,6 +18,7 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/falloc.h>
 #include <poll.h>
 #include <pwd.h>
 #include <sys/stat.h>
@@ -132,6 +133,38 @@ static inline bool vt_untouched(const char *path, const char *want)
         close(fd);
     return n >= 0 && lstat(path, &st) == 0 && st.st_uid == 0 && st.st_gid == 0 && (st.st_mode & 07777) == 0600 &&
            strcmp(buf, want) == 0;
+}
+
+/* ---- an older vigil's file ---------------------------------------------- */
+
+/* A table as an older vigil left it: only ftruncate'd, its untouched pages
+ * holes; made here by punching every page but the first of a new table of
+ * cap slots. 0, or a negative error (-EOPNOTSUPP: no holes here). */
+static inline int vt_make_sparse(const char *path, uint32_t cap)
+{
+    vigil_hb *hb;
+    int rc = vigil_hb_create(path, cap, &hb);
+    if (rc < 0)
+        return rc;
+    vigil_hb_close(hb);
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    struct stat st;
+    long page = sysconf(_SC_PAGESIZE);
+    rc = fd >= 0 && fstat(fd, &st) == 0 &&
+                 fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, page, st.st_size - page) == 0
+             ? 0
+             : -errno;
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
+/* Some of the file's size has no storage (fallocate'd blocks count, though
+ * SEEK_HOLE on tmpfs calls them holes until written). */
+static inline bool vt_sparse(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && st.st_blocks * 512 < st.st_size;
 }
 
 #endif

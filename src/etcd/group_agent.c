@@ -33,9 +33,11 @@
  * members' user's (join makes a missing DIR so). The agent refuses a DIR
  * that another user could have written in (vigil_file_trusted: writable
  * by everyone, or another user's outside a group of the agent's), and
- * ignores a record such a user made, unless told to trust them. A record
- * is written under a temporary name opened O_EXCL|O_NOFOLLOW, so never
- * through a file or symlink someone put there first.
+ * ignores a record that is writable by everyone or whose owner is neither
+ * trusted by that rule nor one who may write in DIR (its owner, or a
+ * member of its group when it is group-writable), unless told to trust
+ * them. A record is written under a temporary name opened
+ * O_EXCL|O_NOFOLLOW, so never through a file or symlink put there first.
  */
 #define _GNU_SOURCE
 #include "group_internal.h"
@@ -43,6 +45,8 @@
 #include "proc_internal.h"
 
 #include <dirent.h>
+#include <grp.h>
+#include <pwd.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -133,6 +137,7 @@ struct vigil_agent {
     int          dirfd, ino, ep;
     bool         no_pidfd;
     bool         trust;    /* VIGIL_OPEN_TRUST_OWNER: every record is read */
+    struct stat  dir;      /* DIR as opened: who may write in it */
     struct rec **r;
     size_t       n, cap;
 };
@@ -221,6 +226,40 @@ static int watch_proc(vigil_agent *a, struct rec *r)
     return 1;
 }
 
+/* Whether uid may write in the directory st describes: root, its owner,
+ * or, when it is group-writable, a member of its group. */
+static bool may_write_dir(uid_t uid, const struct stat *dir)
+{
+    if (uid == 0 || uid == dir->st_uid)
+        return true;
+    if (!(dir->st_mode & S_IWGRP))
+        return false;
+    struct passwd pw, *res = NULL;
+    char buf[4096];
+    if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) != 0 || !res)
+        return false;
+    gid_t groups[256];
+    int n = 256;
+    if (getgrouplist(pw.pw_name, pw.pw_gid, groups, &n) < 0)
+        n = 256; /* more than that: the first 256 */
+    for (int i = 0; i < n; i++)
+        if (groups[i] == dir->st_gid)
+            return true;
+    return false;
+}
+
+/* Whether a record could only have been made by someone trusted: not
+ * writable by everyone, and made by this agent's user, root, a group of
+ * this agent's (vigil_file_trusted), or someone who may write in DIR. */
+static bool record_trusted(const vigil_agent *a, const struct stat *st)
+{
+    if (a->trust)
+        return true;
+    if (st->st_mode & S_IWOTH)
+        return false;
+    return vigil_file_trusted(st) == 0 || may_write_dir(st->st_uid, &a->dir);
+}
+
 /* A record found in DIR: read, and watched or marked dead. */
 static int load(vigil_agent *a, const char *file)
 {
@@ -233,7 +272,7 @@ static int load(vigil_agent *a, const char *file)
     struct stat st;
     /* A record another user could have made names a lease they chose:
      * ignored, as any file that is not a record is. */
-    ssize_t k = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (a->trust || vigil_file_trusted(&st) == 0)
+    ssize_t k = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && record_trusted(a, &st)
                     ? read(fd, buf, RECORD_MAX)
                     : -1;
     close(fd);
@@ -293,15 +332,14 @@ int vigil_agent_open_flags(vigil_etcd *e, const char *dir, unsigned flags, vigil
     a->dirfd = a->ino = a->ep = -1;
     a->trust = flags & VIGIL_OPEN_TRUST_OWNER;
     int rc = 0;
-    struct stat st;
     if (mkdir(dir, 0700) != 0 && errno != EEXIST)
         rc = -errno;
     if (rc == 0 && (a->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
         rc = -errno;
-    if (rc == 0 && fstat(a->dirfd, &st) != 0)
+    if (rc == 0 && fstat(a->dirfd, &a->dir) != 0)
         rc = -errno;
     if (rc == 0 && !a->trust)
-        rc = vigil_file_trusted(&st);
+        rc = vigil_file_trusted(&a->dir);
     if (rc == 0 && ((a->ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0 || (a->ep = epoll_create1(EPOLL_CLOEXEC)) < 0))
         rc = -errno;
     /* A record arrives by rename (IN_MOVED_TO); one written in place is
