@@ -158,6 +158,11 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
     if (group && parse_group(group, &sp.gid) < 0)
         return tool_usage_error(cmd, "--group: no group named '%s'", group);
     tool_warn_dir(pos[0]);
+    if (sp.mode & 0002)
+        fprintf(stderr, "vigil: warning: %s: mode %04o lets anyone rewrite or truncate it, so vigil's writing "
+                        "commands will refuse it unless given --trust-owner; give it to a group instead "
+                        "(--mode 0660 --group NAME)\n",
+                tool_e(pos[0]), sp.mode);
     if ((rc = make(pos[0], &sp)) != 0)
         return rc == EXIT_RUNTIME ? rc : fail(pos[0], &sp, rc, group);
     printf("%s: %s, capacity %u, mode %04o%s%s, %llu bytes\n", tool_e(pos[0]),
