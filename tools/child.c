@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "child.h"
 #include "fds.h"
+#include "vigil.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -88,7 +89,7 @@ int tool_child_start(struct tool_child *c, char **argv, char **env)
         extern char **environ;
         execvpe(argv[0], argv, env ? env : environ);
         int err = errno;
-        fprintf(stderr, "vigil: %s: %s\n", argv[0], strerror(err));
+        fprintf(stderr, "vigil: %s: %s\n", tool_e(argv[0]), strerror(err));
         _exit(err == ENOENT ? 127 : 126);
     }
     return 0;

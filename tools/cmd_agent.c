@@ -49,23 +49,24 @@ static void print_revoke(const vigil_agent_event *ev, bool json)
                "cannot be seen from here; its lease ends at its TTL\n",
                (uint64_t)ev->lease, ev->name, ev->group, ev->pid);
     } else if (ev->result == 0 || ev->result == VIGIL_ELOST) {
-        printf("%s lease %" PRIx64 " of %s in %s (pid %" PRIu32 " died)\n", what, (uint64_t)ev->lease, ev->name,
-               ev->group, ev->pid);
+        printf("%s lease %" PRIx64 " of %s in %s (pid %" PRIu32 " died)\n", what, (uint64_t)ev->lease,
+               tool_e(ev->name), tool_e(ev->group), ev->pid);
     } else {
         printf("failed to revoke lease %" PRIx64 " of %s in %s (pid %" PRIu32 " died): %s; retrying\n",
-               (uint64_t)ev->lease, ev->name, ev->group, ev->pid, vigil_strerror(ev->result));
+               (uint64_t)ev->lease, tool_e(ev->name), tool_e(ev->group), ev->pid, vigil_strerror(ev->result));
     }
 }
 
 static int run(const struct tool_cmd *cmd, int argc, char **argv)
 {
     const char *etcd = NULL, *dir = NULL;
-    bool json = false;
+    bool json = false, trust = false;
     struct tool_etcd_flags flags = { 0 };
     const struct tool_opt opts[] = {
         { "etcd", OPT_STR, 0, 0, NULL, NULL, &etcd },
         { "dir", OPT_STR, 0, 0, NULL, NULL, &dir },
         { "json", OPT_FLAG, 0, 0, NULL, &json, NULL },
+        { "trust-owner", OPT_FLAG, 0, 0, NULL, &trust, NULL },
         TOOL_ETCD_OPTS(&flags),
     };
     size_t npos = 0;
@@ -87,9 +88,9 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
     /* A request is bounded well under any TTL: a revoke that hangs on a
      * frozen member goes to the next one. */
     vigil_etcd_set_timeout(e, 500, 1000);
-    if ((rc = vigil_agent_open(e, dir, &a)) < 0) {
+    if ((rc = vigil_agent_open_flags(e, dir, trust ? VIGIL_OPEN_TRUST_OWNER : 0, &a)) < 0) {
         vigil_etcd_close(e);
-        return tool_fail(dir, rc);
+        return rc == VIGIL_EUNTRUSTED ? tool_fail_untrusted(dir) : tool_fail(dir, rc);
     }
     sigset_t stop;
     sigemptyset(&stop);
@@ -98,7 +99,7 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
     sigprocmask(SIG_BLOCK, &stop, NULL);
     int sfd = signalfd(-1, &stop, SFD_CLOEXEC | SFD_NONBLOCK);
     if (!json)
-        printf("vigil agent: watching %s (%" PRIu32 " member%s)\n", dir, vigil_agent_watched(a),
+        printf("vigil agent: watching %s (%" PRIu32 " member%s)\n", tool_e(dir), vigil_agent_watched(a),
                vigil_agent_watched(a) == 1 ? "" : "s");
     else
         printf("{\"event\": \"ready\", \"watched\": %" PRIu32 "}\n", vigil_agent_watched(a));
@@ -142,7 +143,7 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
 
 const struct tool_cmd tool_cmd_agent = {
     .name = "agent",
-    .synopsis = "--etcd ENDPOINTS --dir DIR [--json] " TOOL_ETCD_SYNOPSIS,
+    .synopsis = "--etcd ENDPOINTS --dir DIR [--json] [--trust-owner] " TOOL_ETCD_SYNOPSIS,
     .summary = "end a group member's etcd lease the moment its process dies",
     .help = "The host's agent: every member started with the same --dir DIR (or\n"
             "VIGIL_DIR) records its etcd lease under DIR, and the agent revokes it the\n"
@@ -161,6 +162,10 @@ const struct tool_cmd tool_cmd_agent = {
             "  --json            one JSON object per line: {\"event\": \"ready\"|\"revoked\"|\n"
             "                    \"gone\"|\"failed\"|\"unwatched\", \"lease\", \"pid\", \"group\", \"name\",\n"
             "                    \"error\"}\n"
+            "  --trust-owner     use DIR even if another user could have written in it\n"
+            "                    (writable by everyone, or another user's outside a\n"
+            "                    group of yours), and read their records: refused and\n"
+            "                    ignored otherwise\n"
             TOOL_ETCD_HELP
             "  -h, --help        show this help\n",
     .run = run,

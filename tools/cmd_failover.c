@@ -165,7 +165,7 @@ static void notify_health(const vigil_hb *hb, struct health *h, struct start *st
 static int run(const struct tool_cmd *cmd, int argc, char **argv)
 {
     uint64_t grace = TOOL_DEFAULT_GRACE, interval = 1000, min_live = 1, start_grace = 60000, exec_timeout = 60000;
-    bool once = false, json = false, notify = false, epochs_only = false;
+    bool once = false, json = false, notify = false, epochs_only = false, trust = false;
     const char *exec = NULL;
     const struct tool_opt opts[] = {
         { "grace", OPT_U64, 0, TOOL_MAX_GRACE, &grace, NULL, NULL },
@@ -178,6 +178,7 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
         { "epochs-only", OPT_FLAG, 0, 0, NULL, &epochs_only, NULL },
         { "exec", OPT_STR, 0, 0, NULL, NULL, &exec },
         { "exec-timeout", OPT_MS, 1, TOOL_MAX_INTERVAL_MS, &exec_timeout, NULL, NULL },
+        { "trust-owner", OPT_FLAG, 0, 0, NULL, &trust, NULL },
     };
     const char *pos[1];
     size_t npos;
@@ -185,7 +186,7 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
     if (rc != TOOL_GO)
         return rc;
     vigil_hb *hb;
-    if ((rc = tool_open_hb(pos[0], &hb)) != 0)
+    if ((rc = tool_open_hb(pos[0], trust, &hb)) != 0)
         return rc;
     tool_catch_stop_signals();
     struct health h = { 0 };
@@ -249,7 +250,7 @@ out:
 const struct tool_cmd tool_cmd_failover = {
     .name = "failover",
     .synopsis = "FILE [--grace G] [--interval DURATION] [--once] [--json] [--epochs-only] [--exec CMD] "
-                "[--exec-timeout DURATION] [--sd-notify] [--min-live N] [--start-grace DURATION]",
+                "[--exec-timeout DURATION] [--sd-notify] [--min-live N] [--start-grace DURATION] [--trust-owner]",
     .summary = "watchdog",
     .help = "The watchdog of the heartbeat table FILE. It holds a pidfd for the owner\n"
             "of every occupied slot and reclaims a slot the moment its owner dies\n"
@@ -289,6 +290,9 @@ const struct tool_cmd tool_cmd_failover = {
             "  --min-live N    live slots --sd-notify needs for WATCHDOG=1 (default 1)\n"
             "  --start-grace DURATION  --min-live is not judged until it is first met\n"
             "                  or this long after the start, 0..24h (default 60s)\n"
+            "  --trust-owner   open FILE even if another user could have made or\n"
+            "                  rewritten it (writable by everyone, or another user's\n"
+            "                  outside a group of yours): refused otherwise\n"
             "  -h, --help      show this help\n"
             "\n"
             "On SIGINT or SIGTERM the CMDs of reclaims already made still run (each\n"

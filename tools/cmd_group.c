@@ -52,9 +52,9 @@ static int group_fail(const char *group, const char *fmt, ...)
 {
     va_list ap;
     fflush(stdout);
-    fprintf(stderr, "vigil: group %s: ", group);
+    fprintf(stderr, "vigil: group %s: ", tool_e(group));
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    tool_vmsg(stderr, fmt, ap);
     va_end(ap);
     fputc('\n', stderr);
     return EXIT_RUNTIME;
@@ -225,7 +225,7 @@ static void print_event(const vigil_group_event *ev, bool json)
         printf(", \"time\": \"%s\"}\n", t);
     } else {
         printf("%s %-5s %s (%s pid %" PRIu32 ") revision %" PRIu64 "%s\n", t, join ? "join" : "leave",
-               ev->member.name, ev->member.host[0] ? ev->member.host : "?", ev->member.pid, rev,
+               tool_e(ev->member.name), ev->member.host[0] ? tool_e(ev->member.host) : "?", ev->member.pid, rev,
                ev->member.flags & VIGIL_GROUP_FOREIGN ? " [not vigil]" : "");
     }
 }
@@ -358,10 +358,10 @@ static int ls_run(const struct tool_cmd *cmd, int argc, char **argv)
         }
         printf("]}\n");
     } else {
-        printf("group %s: %d member%s\n", group, n, n == 1 ? "" : "s");
+        printf("group %s: %d member%s\n", tool_e(group), n, n == 1 ? "" : "s");
         for (int i = 0; i < n; i++)
-            printf("  %-24s %-20s pid %-8" PRIu32 " revision %-10" PRIu64 "%s%s\n", m[i].name,
-                   m[i].host[0] ? m[i].host : "?", m[i].pid, m[i].revision, i == 0 ? " leader" : "",
+            printf("  %-24s %-20s pid %-8" PRIu32 " revision %-10" PRIu64 "%s%s\n", tool_e(m[i].name),
+                   m[i].host[0] ? tool_e(m[i].host) : "?", m[i].pid, m[i].revision, i == 0 ? " leader" : "",
                    m[i].flags & VIGIL_GROUP_FOREIGN ? " [not vigil]" : "");
     }
     free(m);

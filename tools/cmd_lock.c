@@ -78,9 +78,9 @@ static void note_inherited(void)
 __attribute__((format(printf, 2, 3))) static int lock_fail(const char *key, const char *fmt, ...)
 {
     va_list ap;
-    fprintf(stderr, "vigil: %s: ", key);
+    fprintf(stderr, "vigil: %s: ", tool_e(key));
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    tool_vmsg(stderr, fmt, ap);
     va_end(ap);
     fputc('\n', stderr);
     return EXIT_RUNTIME;
@@ -97,17 +97,26 @@ struct backend {
 };
 
 static int backend_open(struct backend *b, const char *store, const char *etcd, const char *key, uint64_t ttl,
-                        const struct tool_cmd *cmd, struct tool_etcd_flags *flags)
+                        const struct tool_cmd *cmd, struct tool_etcd_flags *flags, bool trust)
 {
     int rc;
     if (store) {
+        /* A store another user could have made is refused (unless
+         * --trust-owner): its owner could keep KEY from us, or truncate it
+         * under us. */
         b->where = store;
-        rc = vigil_leases_open(store, &b->ls);
+        tool_warn_dir(store);
+        unsigned how = trust ? VIGIL_OPEN_TRUST_OWNER : 0;
+        rc = vigil_leases_open_flags(store, how, &b->ls);
         if (rc == -ENOENT) {
             rc = vigil_leases_create(store, LOCK_STORE_CAPACITY, &b->ls);
             if (rc == -EEXIST) /* another vigil lock made it first */
-                rc = vigil_leases_open(store, &b->ls);
+                rc = vigil_leases_open_flags(store, how, &b->ls);
+            else if (rc == -ENOSPC || rc == -EDQUOT)
+                return tool_fail_space(store, rc, vigil_file_size(VIGIL_KIND_LEASES, LOCK_STORE_CAPACITY), true);
         }
+        if (rc == VIGIL_EUNTRUSTED || rc == -ENOSPC || rc == -EDQUOT)
+            return tool_fail_file(store, rc, VIGIL_KIND_LEASES, true);
         return rc < 0 ? lock_fail(key, "lease store %s: %s", store, vigil_strerror(rc)) : 0;
     }
     b->where = etcd;
@@ -276,7 +285,7 @@ static _Noreturn void exec_cmd(char **argv, char **env, const sigset_t *old, pid
     tool_fds_cloexec_unnoted(3, FD_SEEN, inherited);
     execvpe(argv[0], argv, env);
     int err = errno;
-    fprintf(stderr, "vigil: %s: %s\n", argv[0], strerror(err));
+    fprintf(stderr, "vigil: %s: %s\n", tool_e(argv[0]), strerror(err));
     _exit(err == ENOENT ? 127 : 126);
 }
 
@@ -346,34 +355,15 @@ static int supervise(pid_t pid, int sfd, vigil_keepalive *ka, uint64_t kill_afte
     }
 }
 
-/* Another holder's owner, as the store or etcd has it, for a message:
- * printable ASCII as is, a backslash doubled, every other byte \xNN, so
- * that an owner such as "\e[2J" cannot write escape codes to the user's
- * terminal. */
-static void escaped(char *dst, size_t cap, const char *s)
-{
-    size_t n = 0;
-    for (; *s && n + 5 < cap; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '\\')
-            n += (size_t)snprintf(dst + n, cap - n, "\\\\");
-        else if (ch >= 0x20 && ch < 0x7f)
-            dst[n++] = (char)ch;
-        else
-            n += (size_t)snprintf(dst + n, cap - n, "\\x%02x", ch);
-    }
-    dst[n] = '\0';
-}
-
 /* Why KEY was not acquired, with its holder when one can be named. */
 static int not_acquired(struct backend *b, const char *key, uint64_t wait_ms, bool waited)
 {
     vigil_lease_info info;
     char holder[400] = "";
     if (backend_get(b, key, &info) == 0) {
-        char owner[4 * sizeof(info.owner) + 1];
-        escaped(owner, sizeof(owner), info.owner);
-        snprintf(holder, sizeof(holder), ": held by '%s' (token %" PRIu64 ")", owner, info.token);
+        /* The owner as the store or etcd has it: lock_fail escapes it. */
+        snprintf(holder, sizeof(holder), ": held by '%.*s' (token %" PRIu64 ")", (int)sizeof(info.owner),
+                 info.owner, info.token);
     }
     char within[32];
     tool_format_ms(wait_ms, within, sizeof(within));
@@ -388,7 +378,7 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
 {
     const char *store = NULL, *etcd = NULL, *owner_opt = NULL, *ttl_text = NULL;
     uint64_t ttl = 10000, wait_ms = 0, kill_after = 5000;
-    bool have_wait = false;
+    bool have_wait = false, trust = false;
     struct tool_etcd_flags flags = { 0 };
     const struct tool_opt opts[] = {
         { "store", OPT_STR, 0, 0, NULL, NULL, &store },
@@ -397,6 +387,7 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
         { "wait", OPT_MS, 0, LOCK_MAX_WAIT_MS, &wait_ms, &have_wait, NULL },
         { "owner", OPT_STR, 0, 0, NULL, NULL, &owner_opt },
         { "kill-after", OPT_MS, 0, LOCK_MAX_TTL_MS, &kill_after, NULL, NULL },
+        { "trust-owner", OPT_FLAG, 0, 0, NULL, &trust, NULL },
         TOOL_ETCD_OPTS(&flags),
     };
     /* KEY before "--", CMD after it: the options end at the first "--". */
@@ -442,7 +433,7 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
 
     note_inherited();
     struct backend b = { 0 };
-    rc = backend_open(&b, store, etcd, key, ttl, cmd, &flags);
+    rc = backend_open(&b, store, etcd, key, ttl, cmd, &flags, trust);
     tool_etcd_flags_free(&flags); /* the handle has its own copies */
     if (rc != 0)
         return rc;
@@ -533,7 +524,7 @@ release:;
 const struct tool_cmd tool_cmd_lock = {
     .name = "lock",
     .synopsis = "(--store FILE | --etcd ENDPOINTS) [--ttl DURATION] [--wait DURATION] [--owner NAME] [--kill-after DURATION] "
-                TOOL_ETCD_SYNOPSIS " KEY -- CMD [ARG...]",
+                "[--trust-owner] " TOOL_ETCD_SYNOPSIS " KEY -- CMD [ARG...]",
     .summary = "run a command while holding a lease",
     .help = "Acquires the lease KEY, waiting for it up to --wait, runs CMD while the\n"
             "lease is kept alive, and releases it after CMD exits. CMD gets\n"
@@ -556,6 +547,9 @@ const struct tool_cmd tool_cmd_lock = {
             "  --owner NAME      the holder's name, at most 63 bytes (default host:pid)\n"
             "  --kill-after DURATION  from SIGTERM to SIGKILL on a loss, 0..24h\n"
             "                    (default 5s)\n"
+            "  --trust-owner     use the store FILE even if another user could have\n"
+            "                    made or rewritten it (writable by everyone, or another\n"
+            "                    user's outside a group of yours): refused otherwise\n"
             TOOL_ETCD_HELP
             "  -h, --help        show this help\n"
             "\n"

@@ -108,7 +108,7 @@ int tool_etcd_connect(const char *what, const char *endpoints, const struct vigi
 {
     int rc = vigil_etcd_connect_opts(endpoints, o, out);
     if (rc < 0) {
-        fprintf(stderr, "vigil: %s: etcd '%s': %s\n", what, endpoints, tool_etcd_reason(NULL, rc));
+        fprintf(stderr, "vigil: %s: etcd '%s': %s\n", tool_e(what), tool_e(endpoints), tool_e(tool_etcd_reason(NULL, rc)));
         return EXIT_RUNTIME;
     }
     return 0;

@@ -107,7 +107,7 @@ __attribute__((format(printf, 3, 4))) static void log_job(const struct tool_hook
     char what[320];
     describe(j, what, sizeof(what));
     fflush(stdout);
-    fprintf(stderr, "vigil: %s: --exec for %s: ", h->file, what);
+    fprintf(stderr, "vigil: %s: --exec for %s: ", tool_e(h->file), what);
     va_list ap;
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);

@@ -56,7 +56,7 @@ int main(int argc, char **argv)
 #endif
     if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0) {
         if (argc > 2) {
-            fprintf(stderr, "vigil: unexpected argument '%s'\n", argv[2]);
+            fprintf(stderr, "vigil: unexpected argument '%s'\n", tool_e(argv[2]));
             return EXIT_USAGE;
         }
         printf("vigil %s (layout version %u)\n", VIGIL_VERSION, VIGIL_LAYOUT_VERSION);
@@ -71,7 +71,7 @@ int main(int argc, char **argv)
         const struct tool_cmd *cmd = find(argv[2]);
         if (!cmd || argc > 3) {
             fprintf(stderr, "vigil: %s '%s'\n", cmd ? "unexpected argument" : "unknown command",
-                    cmd ? argv[3] : argv[2]);
+                    tool_e(cmd ? argv[3] : argv[2]));
             return EXIT_USAGE;
         }
         tool_print_help(cmd, stdout);
@@ -79,7 +79,7 @@ int main(int argc, char **argv)
     }
     const struct tool_cmd *cmd = find(name);
     if (!cmd) {
-        fprintf(stderr, "vigil: unknown command '%s' (try 'vigil --help')\n", name);
+        fprintf(stderr, "vigil: unknown command '%s' (try 'vigil --help')\n", tool_e(name));
         return EXIT_USAGE;
     }
     return cmd->run(cmd, argc - 1, argv + 1);

@@ -42,13 +42,23 @@
  *
  * DIR is the trust boundary: whoever may write in it may have the agent
  * revoke any lease ID it names. Make it 0700, the agent's and its
- * members' user's (join makes a missing DIR so).
+ * members' user's (join makes a missing DIR so). The agent refuses a DIR
+ * that another user could have written in (vigil_file_trusted: writable
+ * by everyone, or another user's outside a group of the agent's), and
+ * ignores a record that is writable by everyone or whose owner is neither
+ * trusted by that rule nor one who may write in DIR (its owner, or a
+ * member of its group when it is group-writable), unless told to trust
+ * them. A record is written under a temporary name opened
+ * O_EXCL|O_NOFOLLOW, so never through a file or symlink put there first.
  */
 #define _GNU_SOURCE
 #include "group_internal.h"
+#include "file_internal.h"
 #include "proc_internal.h"
 
 #include <dirent.h>
+#include <grp.h>
+#include <pwd.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -93,7 +103,9 @@ int grecord_write(vigil_group_member *m, const char *dir)
         m->record[0] = '\0';
         return err;
     }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0 && errno == EEXIST && unlink(tmp) == 0) /* one a killed join of this lease left */
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     int rc = fd < 0 ? -errno : 0;
     if (rc == 0) {
         ssize_t w = write(fd, body, (size_t)b);
@@ -140,6 +152,8 @@ struct vigil_agent {
     vigil_etcd  *e;
     int          dirfd, ino, ep;
     bool         no_pidfd;
+    bool         trust;    /* VIGIL_OPEN_TRUST_OWNER: every record is read */
+    struct stat  dir;      /* DIR as opened: who may write in it */
     struct rec **r;
     size_t       n, cap;
 };
@@ -262,6 +276,40 @@ static void judge_rec(vigil_agent *a, struct rec *r)
     r->unseen = v == PROC_UNSEEN;
 }
 
+/* Whether uid may write in the directory st describes: root, its owner,
+ * or, when it is group-writable, a member of its group. */
+static bool may_write_dir(uid_t uid, const struct stat *dir)
+{
+    if (uid == 0 || uid == dir->st_uid)
+        return true;
+    if (!(dir->st_mode & S_IWGRP))
+        return false;
+    struct passwd pw, *res = NULL;
+    char buf[4096];
+    if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) != 0 || !res)
+        return false;
+    gid_t groups[256];
+    int n = 256;
+    if (getgrouplist(pw.pw_name, pw.pw_gid, groups, &n) < 0)
+        n = 256; /* more than that: the first 256 */
+    for (int i = 0; i < n; i++)
+        if (groups[i] == dir->st_gid)
+            return true;
+    return false;
+}
+
+/* Whether a record could only have been made by someone trusted: not
+ * writable by everyone, and made by this agent's user, root, a group of
+ * this agent's (vigil_file_trusted), or someone who may write in DIR. */
+static bool record_trusted(const vigil_agent *a, const struct stat *st)
+{
+    if (a->trust)
+        return true;
+    if (st->st_mode & S_IWOTH)
+        return false;
+    return vigil_file_trusted(st) == 0 || may_write_dir(st->st_uid, &a->dir);
+}
+
 /* A record found in DIR: read, and watched or marked dead. */
 static int load(vigil_agent *a, const char *file)
 {
@@ -275,7 +323,11 @@ static int load(vigil_agent *a, const char *file)
         return errno == ENOENT ? 0 : -errno;
     char buf[RECORD_MAX + 1];
     struct stat st;
-    ssize_t k = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, buf, RECORD_MAX) : -1;
+    /* A record another user could have made names a lease they chose:
+     * ignored, as any file that is not a record is. */
+    ssize_t k = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && record_trusted(a, &st)
+                    ? read(fd, buf, RECORD_MAX)
+                    : -1;
     close(fd);
     if (k <= 0)
         return 0;
@@ -334,20 +386,25 @@ static int scan(vigil_agent *a)
     return rc;
 }
 
-int vigil_agent_open(vigil_etcd *e, const char *dir, vigil_agent **out)
+int vigil_agent_open_flags(vigil_etcd *e, const char *dir, unsigned flags, vigil_agent **out)
 {
-    if (!e || !dir || !*dir || !out)
+    if (!e || !dir || !*dir || !out || (flags & ~VIGIL_OPEN_TRUST_OWNER))
         return -EINVAL;
     vigil_agent *a = calloc(1, sizeof(*a));
     if (!a)
         return -ENOMEM;
     a->e = e;
     a->dirfd = a->ino = a->ep = -1;
+    a->trust = flags & VIGIL_OPEN_TRUST_OWNER;
     int rc = 0;
     if (mkdir(dir, 0700) != 0 && errno != EEXIST)
         rc = -errno;
     if (rc == 0 && (a->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
         rc = -errno;
+    if (rc == 0 && fstat(a->dirfd, &a->dir) != 0)
+        rc = -errno;
+    if (rc == 0 && !a->trust)
+        rc = vigil_file_trusted(&a->dir);
     if (rc == 0 && ((a->ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0 || (a->ep = epoll_create1(EPOLL_CLOEXEC)) < 0))
         rc = -errno;
     /* A record arrives by rename (IN_MOVED_TO); one written in place is
@@ -365,6 +422,11 @@ int vigil_agent_open(vigil_etcd *e, const char *dir, vigil_agent **out)
     }
     *out = a;
     return 0;
+}
+
+int vigil_agent_open(vigil_etcd *e, const char *dir, vigil_agent **out)
+{
+    return vigil_agent_open_flags(e, dir, 0, out);
 }
 
 void vigil_agent_close(vigil_agent *a)
