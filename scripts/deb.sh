@@ -73,7 +73,7 @@ start=$(date +%s)
         # The symbols the libraries export and debian/*.symbols differ: the
         # lines to add (+) or take out (-).
         sed -n '/dpkg-gensymbols: warning/,/dpkg-gensymbols: error/p' "$stage/dpkg-buildpackage.log" >&2
-        echo "deb: debian/*.symbols differ from the libraries (above): a new public function goes in with the version that adds it" >&2
+        echo "deb: debian/*.symbols differ from the libraries (above: + a symbol they lack, - one they list that is gone; all of them for a new soname): a new public function goes in with the version that adds it" >&2
     else
         tail -n 60 "$stage/dpkg-buildpackage.log" >&2
     fi
@@ -94,36 +94,14 @@ echo "deb: built in $(( $(date +%s) - start )) s:"
 ls dist/*.deb dist/source/*.dsc | sed 's/^/  /'
 
 failed=0
-# ---- each library in the package its soname names -----------------------------
-# Debian's rule: libfoo.so.N in libfooN (libfoo2.so.N in libfoo2-N), and
-# the package's symbols and shlibs files say that soname and that package.
-x=$(mktemp -d "${TMPDIR:-/tmp}/vigil-deb.XXXXXX")
-trap 'rm -rf "$x"' EXIT
-for deb in dist/*.deb; do
-    pkg=$(dpkg-deb -f "$deb" Package)
-    rm -rf "$x/root" "$x/control"
-    dpkg-deb -x "$deb" "$x/root"
-    dpkg-deb -e "$deb" "$x/control"
-    find "$x/root" -type f -name 'lib*.so.*' | while read -r so; do
-        soname=$(objdump -p "$so" | sed -n 's/^ *SONAME *//p')
-        base=${soname%.so.*} abi=${soname##*.so.}
-        case "$base" in *[0-9]) want=$base-$abi ;; *) want=$base$abi ;; esac
-        [ "$pkg" = "$want" ] || echo "$pkg ships ${so#"$x/root"}, whose soname $soname belongs in $want"
-        [ -f "$x/control/symbols" ] && head -n 1 "$x/control/symbols" | grep -qx "$soname $pkg #MINVER#" ||
-            echo "$pkg: its symbols file does not begin '$soname $pkg #MINVER#'"
-        grep -qx "${base} $abi $pkg .*" "$x/control/shlibs" 2>/dev/null ||
-            echo "$pkg: its shlibs file does not name $base $abi $pkg"
-    done
-    # This build directory, in the packages it makes: a program that
-    # looks there, a file that names it (the debug symbols excepted: they
-    # are in dist/debug/ and name their sources' place on purpose).
-    grep -rlF -e "$top_real/$stage" -e "$top/$stage" "$x/root" | sed "s|^$x/root|$pkg: names the build directory: |"
-done >"$x/wrong"
-if [ -s "$x/wrong" ]; then
-    sed 's/^/deb: /' "$x/wrong" >&2
-    failed=1
-else
+# ---- each library in the package its soname names; no build directory -------
+# (the debug symbols, in dist/debug/, name their sources' place on purpose)
+if sh scripts/deb-check.sh "$top_real/$stage" dist/*.deb >"$stage/deb-check.log" &&
+    { [ "$top" = "$top_real" ] || sh scripts/deb-check.sh "$top/$stage" dist/*.deb >>"$stage/deb-check.log"; }; then
     echo "deb: each library in the package of its soname; no build directory in any packaged file"
+else
+    sed 's/^/deb: /' "$stage/deb-check.log" >&2
+    failed=1
 fi
 
 # ---- lintian ------------------------------------------------------------------
