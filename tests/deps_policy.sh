@@ -19,7 +19,7 @@ fail() { echo "FAIL: $*"; echo "0 passed, 1 failed"; exit 1; }
 bin="$tmp/bin"
 mkdir -p "$bin"
 # The few real tools the script itself runs, and nothing it looks for.
-for t in mkdir mv rm chmod printf cat; do
+for t in mkdir mv rm chmod printf cat flock; do
     p=$(command -v "$t") && ln -s "$p" "$bin/$t"
 done
 cat >"$bin/id" <<'EOF'
@@ -144,6 +144,38 @@ cp "$tmp/admin-policy" "$tmp/r2/usr/sbin/policy-rc.d"
     fail "no-starts.sh: deny_starts, allow_starts twice failed"
 cmp -s "$tmp/admin-policy" "$tmp/r2/usr/sbin/policy-rc.d" || fail "a second allow_starts removed the admin's policy-rc.d"
 
+# Two at once (deps.sh here, deb-test.sh of another checkout): the second
+# waits for the first's policy-rc.d to be put back before saving the one
+# in place as the admin's. The lock held here; deps.sh found waiting on
+# it (its flock child), nothing installed meanwhile; then released.
+cp "$tmp/admin-policy" "$tmp/root/usr/sbin/policy-rc.d"
+mkfifo "$tmp/hold"
+exec 7<>"$tmp/hold" # read-write: opens at once; a line written releases the holder
+mkdir -p "$tmp/root/run/lock"
+flock "$tmp/root/run/lock/vigil-no-starts.lock" sh -c ': >"$2"; read -r x <"$1"' sh "$tmp/hold" "$tmp/locked" &
+holder=$!
+wait_for() { # CONDITION WHAT: CONDITION true within 30 s, else fail saying WHAT
+    i=0
+    until eval "$1"; do
+        i=$((i + 1))
+        [ $i -lt 300 ] || { echo >&7; wait; fail "$2"; }
+        sleep 0.1
+    done
+}
+wait_for '[ -e "$tmp/locked" ]' "the test's flock never took the lock"
+: >"$tmp/log"
+run deb &
+runner=$!
+wait_for 'pgrep -x flock -P "$(pgrep -P "$runner" | paste -sd, -)" >/dev/null 2>&1' "deps.sh never waited on the lock"
+[ ! -s "$tmp/log" ] || fail "apt-get ran while another held the lock: $(cat "$tmp/log")"
+cmp -s "$tmp/admin-policy" "$tmp/root/usr/sbin/policy-rc.d" || fail "policy-rc.d replaced while another held the lock"
+echo >&7
+wait "$holder"
+wait "$runner" || fail "deps.sh deb (after waiting) exited $?: $(cat "$tmp/out")"
+exec 7>&-
+grep -q ' install .*| policy 101' "$tmp/log" || fail "after waiting: no install under a policy-rc.d denying starts"
+cmp -s "$tmp/admin-policy" "$tmp/root/usr/sbin/policy-rc.d" || fail "after waiting: the admin's policy-rc.d not put back"
+
 # A set it does not know is a usage error.
 run nonsense && fail "deps.sh nonsense: expected a usage error"
-echo "9 passed, 0 failed"
+echo "10 passed, 0 failed"
