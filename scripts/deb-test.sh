@@ -40,6 +40,7 @@ set -- ./dist/*.deb
 apt="apt-get -o DPkg::Lock::Timeout=300"
 soversion=$(sh scripts/version.sh --soversion)
 # One run at a time: another's packages are not this run's to purge.
+mkdir -p /run/lock
 exec 9>/run/lock/vigil-deb-test.lock
 flock -w 900 9 || { echo "deb-test: another run held /run/lock/vigil-deb-test.lock for 15 minutes" >&2; exit 1; }
 pkgs=""
