@@ -232,14 +232,16 @@ else
 fi
 
 # ---- used: the manual -----------------------------------------------------------
+# In the C locale, as on a machine without LANG: troff warns there of what
+# UTF-8 lets through (tests/man_warnings.sh does the same on the tree).
 for page in "1 vigil" "7 vigil" "5 vigil-files" "3 vigil_hb_register" "3 vigil_hb_close" "3 vigil_etcd_acquire"; do
     # shellcheck disable=SC2086
     set -- $page
-    text=$(MANWIDTH=80 man "$1" "$2" 2>"$tmp/man.err") || { fail "man $page: $(cat "$tmp/man.err")"; continue; }
+    text=$(LC_ALL=C MANWIDTH=80 man "$1" "$2" 2>"$tmp/man.err") || { fail "man $page: $(cat "$tmp/man.err")"; continue; }
     case "$text" in *"$2"*) ;; *) fail "man $page: the page does not name $2" ;; esac
     [ ! -s "$tmp/man.err" ] || fail "man $page: $(cat "$tmp/man.err")"
 done
-MANWIDTH=80 man vigil 2>/dev/null | head -n 5 | grep -q "make, inspect, watch" || fail "man vigil is not vigil(1)"
+LC_ALL=C MANWIDTH=80 man vigil 2>/dev/null | head -n 5 | grep -q "make, inspect, watch" || fail "man vigil is not vigil(1)"
 # Each section 3 page in the -dev package of its library: libvigil-etcd-dev
 # for a function libvigil-etcd exports, libvigil-dev for the rest (the
 # core's functions, its inline ones and its types).
@@ -275,7 +277,9 @@ in_own_run() { # SYSTEMD(yes|no) ARG: the prerm ARG, deb-systemd-invoke's calls 
 if [ ! -f "$prerm" ]; then
     fail "no $prerm"
 elif ! unshare -m --propagation private true 2>/dev/null; then
-    echo "deb-test: skipped: the prerm's stop (unshare -m is refused here: $(unshare -m true 2>&1 | head -n 1))"
+    # (a chroot: its / is no mount point, and a /run mounted without a
+    # private namespace could show through to the host)
+    echo "deb-test: skipped: the prerm's stop (no private mount namespace here: $(unshare -m --propagation private true 2>&1 | head -n 1))"
 else
     in_own_run yes remove || fail "prerm remove (systemd) exited $?: $(cat "$tmp/prerm.log")"
     [ "$(cat "$tmp/invoked")" = "stop vigil-tick.service vigil-failover.service" ] ||
