@@ -37,7 +37,10 @@ if [ "$(id -u)" != 0 ]; then
 fi
 set -- ./dist/*.deb
 [ -e "$1" ] || { echo "deb-test: no packages in dist/ (make deb)" >&2; exit 1; }
-apt="apt-get -o DPkg::Lock::Timeout=300"
+# Every apt-get waits up to 5 minutes for another apt or dpkg at work, and
+# is not handed the locks' descriptors (8: no-starts.sh's, 9: this test's),
+# which a daemon some maintainer script left behind would hold for ever.
+apt_get() { DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 "$@" 8>&- 9>&-; }
 soversion=$(sh scripts/version.sh --soversion)
 # One run at a time: another's packages are not this run's to purge.
 mkdir -p /run/lock
@@ -51,7 +54,7 @@ for p in $pkgs; do
             # On CI's machine, only an earlier run that was killed put it there.
             echo "deb-test: $p is installed already (an earlier run's): purged first"
             # shellcheck disable=SC2086
-            DEBIAN_FRONTEND=noninteractive $apt purge -y -qq $pkgs >/dev/null 2>&1
+            apt_get purge -y -qq $pkgs >/dev/null 2>&1
             break
         fi
         echo "deb-test: $p is installed already: purge it first (apt-get purge$pkgs)" >&2
@@ -66,7 +69,7 @@ root=
 . scripts/no-starts.sh
 purge() {
     # shellcheck disable=SC2086
-    DEBIAN_FRONTEND=noninteractive $apt purge -y -qq $pkgs >"$tmp/purge.log" 2>&1
+    apt_get purge -y -qq $pkgs >"$tmp/purge.log" 2>&1
 }
 cleanup() {
     allow_starts
@@ -85,8 +88,7 @@ start=$(date +%s)
 policy_before=none
 [ ! -e "$policy" ] || policy_before=$(cat "$policy")
 deny_starts
-# shellcheck disable=SC2086
-DEBIAN_FRONTEND=noninteractive $apt install -y -qq --no-install-recommends "$@" >"$tmp/install.log" 2>&1 || {
+apt_get install -y -qq --no-install-recommends "$@" >"$tmp/install.log" 2>&1 || {
     cat "$tmp/install.log" >&2
     echo "deb-test: apt-get install ./dist/*.deb failed" >&2
     exit 1

@@ -112,19 +112,19 @@ echo "deps: installing$what"
 export DEBIAN_FRONTEND=noninteractive
 # Another apt-get or dpkg at work (an unattended upgrade, the packages'
 # test of another checkout): waited for, up to 5 minutes, not failed on.
-lock="-o DPkg::Lock::Timeout=300"
-# shellcheck disable=SC2086
-"$apt" $lock update -qq >/dev/null 2>&1 || true
+# Fd 8, no-starts.sh's lock, not handed down: a daemon some maintainer
+# script leaves behind would hold it for ever.
+apt_get() { "$apt" -o DPkg::Lock::Timeout=300 "$@" 8>&-; }
+apt_get update -qq >/dev/null 2>&1 || true
 if [ -n "$build_dep" ]; then
-    # shellcheck disable=SC2086
-    "$apt" $lock build-dep -y -qq --no-install-recommends "$build_dep/" >/dev/null 2>&1 || {
+    apt_get build-dep -y -qq --no-install-recommends "$build_dep/" >/dev/null 2>&1 || {
         echo "deps: apt-get build-dep $build_dep/ (debian/control's Build-Depends) failed" >&2
         exit 1
     }
 fi
 if [ -n "$need" ]; then
     # shellcheck disable=SC2086
-    "$apt" $lock install -y -qq --no-install-recommends $need >/dev/null 2>&1 || {
+    apt_get install -y -qq --no-install-recommends $need >/dev/null 2>&1 || {
         echo "deps: apt-get install$need failed" >&2
         exit 1
     }

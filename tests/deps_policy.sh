@@ -33,6 +33,7 @@ verdict=none
 [ -x "$VIGIL_DEPS_ROOT/usr/sbin/policy-rc.d" ] && { "$VIGIL_DEPS_ROOT/usr/sbin/policy-rc.d" etcd start; verdict=$?; }
 echo "$* | policy $verdict" >>"$LOG"
 echo "$*" >>"$LOG.all"
+[ ! -e /proc/$$/fd/8 ] || echo "fd 8 (the lock) handed to apt-get $*" >>"$LOG.all"
 EOF
 cat >"$bin/dpkg" <<'EOF'
 #!/bin/sh
@@ -126,7 +127,7 @@ rm -f "$bin/dpkg-checkbuilddeps"
 # Every apt-get of every set waits for another apt or dpkg at work instead
 # of failing.
 nolock=$(grep -v '^-o DPkg::Lock::Timeout=[1-9][0-9]* ' "$tmp/log.all")
-[ -z "$nolock" ] || fail "apt-get run without DPkg::Lock::Timeout: $nolock"
+[ -z "$nolock" ] || fail "apt-get run without DPkg::Lock::Timeout, or given the lock: $nolock"
 
 # A run killed while installing left its policy-rc.d in place and the
 # admin's saved beside it: the next run puts the admin's back, not its own.
