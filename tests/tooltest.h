@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <stdarg.h>
 #include <grp.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 
 #ifndef VIGIL_TOOL
@@ -194,6 +195,22 @@ static inline int vt_as_nobody(int (*body)(void *), void *arg)
     int st = vt_wait(kid, 60000);
     chmod(vt_tmpdir(), 0700);
     return st == VT_SKIP ? VT_SKIP : st == 0 ? 0 : 1;
+}
+
+/* ---- a system without /proc ---------------------------------------------------- */
+
+/*
+ * Gives the calling process (a child of the test: it stays so) a mount
+ * namespace of its own, private so that nothing leaks to the host, with
+ * an empty /proc: as in a container or chroot that mounted none. 0, or
+ * -errno (not root: no CAP_SYS_ADMIN, and the caller skips).
+ */
+static inline int vt_hide_proc(void)
+{
+    if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+        mount("none", "/proc", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0555") != 0)
+        return -errno;
+    return access("/proc/self", F_OK) != 0 ? 0 : -EEXIST;
 }
 
 /* ---- a small strict JSON reader --------------------------------------------- */

@@ -64,14 +64,11 @@ enum { EXIT_NOT_ACQUIRED = 75, EXIT_LOST = 79 };
 #define LOCK_MAX_TTL_MS     UINT64_C(86400000)        /* a day */
 #define LOCK_MAX_WAIT_MS    (UINT64_MAX / 1000000 - 1) /* in ns, below UINT64_MAX */
 
-/* The fds the tool was given (0..FD_SEEN-1): CMD inherits these and no
- * other, whatever the libraries opened without close-on-exec. */
-#define FD_SEEN 1024
-static uint8_t inherited[FD_SEEN / 8];
-
+/* The fds the tool was given: CMD inherits these and no other, whatever
+ * the libraries opened without close-on-exec. */
 static void note_inherited(void)
 {
-    tool_fds_note(FD_SEEN, inherited);
+    tool_fds_note();
 }
 
 /* "vigil: KEY: message" on stderr; EXIT_RUNTIME. */
@@ -259,7 +256,7 @@ static _Noreturn void exec_cmd(char **argv, char **env, const sigset_t *old, pid
     if (vigil_keepalive_lost(ka))
         _exit(EXIT_LOST);
     sigprocmask(SIG_SETMASK, old, NULL);
-    tool_fds_cloexec_unnoted(3, FD_SEEN, inherited);
+    tool_fds_cloexec_unnoted(3);
     execvpe(argv[0], argv, env);
     int err = errno;
     fprintf(stderr, "vigil: %s: %s\n", argv[0], strerror(err));
