@@ -198,23 +198,28 @@ static int test_etcd_commands_run_the_helper(void)
         int rc;
         const char *says;
         const char *endpoints; /* ETCDCTL_ENDPOINTS, or NULL for none */
+        const char *once;      /* said exactly once on stderr: the command ran once, not begun here and
+                                  again in the helper */
     } runs_[] = {
-        { "lock --etcd", { "lock", "--etcd", NOBODY, "--wait", "0", "k", "--", "true" }, 1, "vigil: k: ", NULL },
+        { "lock --etcd", { "lock", "--etcd", NOBODY, "--wait", "0", "k", "--", "true" }, 1, "vigil: k: ", NULL, NULL },
+        { "lock --ttl 500 --etcd", { "lock", "--ttl", "500", "--etcd", NOBODY, "--wait", "0", "k", "--", "true" }, 1,
+          "vigil: k: ", NULL, "--ttl 500 is 500ms" },
         { "lock --etcd=", { "lock", "--ttl", "5s", "--etcd=" NOBODY, "--wait=0", "k", "--", "true" }, 1, "vigil: k: ",
-          NULL },
+          NULL, NULL },
         { "lock KEY --etcd (after the positional KEY)", { "lock", "k", "--etcd", NOBODY, "--wait", "0", "--", "true" },
-          1, "vigil: k: ", NULL },
-        { "lock --etcd= (empty)", { "lock", "--etcd=", "k", "--", "true" }, 2, "--etcd: empty value", NULL },
+          1, "vigil: k: ", NULL, NULL },
+        { "lock --etcd= (empty)", { "lock", "--etcd=", "k", "--", "true" }, 2, "--etcd: empty value", NULL, NULL },
         { "lock --endpoints", { "lock", "--endpoints", NOBODY, "--wait", "0", "k", "--", "true" }, ANY_EXIT, "vigil",
-          NULL },
-        { "lock, ETCDCTL_ENDPOINTS set", { "lock", "--wait", "0", "k", "--", "true" }, ANY_EXIT, "vigil", NOBODY },
-        { "agent", { "agent" }, 2, "vigil agent: missing --etcd ENDPOINTS", NULL },
-        { "group ls", { "group", "ls", "g", "--etcd", NOBODY }, 1, "vigil: group g: ", NULL },
+          NULL, NULL },
+        { "lock, ETCDCTL_ENDPOINTS set", { "lock", "--wait", "0", "k", "--", "true" }, ANY_EXIT, "vigil", NOBODY, NULL },
+        { "agent", { "agent" }, 2, "vigil agent: missing --etcd ENDPOINTS", NULL, NULL },
+        { "group ls", { "group", "ls", "g", "--etcd", NOBODY }, 1, "vigil: group g: ", NULL, NULL },
         { "group ls, a --help after '--'", { "group", "ls", "g", "--etcd", NOBODY, "--", "--help" }, 2,
-          "unexpected argument '--help'", NULL },
-        { "export --etcd", { "export", hb, "--etcd", NOBODY, "--group", "g" }, 1, "vigil: group g: ", NULL },
+          "unexpected argument '--help'", NULL, NULL },
+        { "export --etcd", { "export", hb, "--etcd", NOBODY, "--group", "g" }, 1, "vigil: group g: ", NULL, NULL },
         { "export --textfile -- --etcd (a '--' that is an option's value)",
-          { "export", "--textfile", "--", "--etcd", NOBODY, "--group", "g" }, 1, "vigil: group g: ", NULL },
+          { "export", "--textfile", "--", "missing.hb", "--etcd", NOBODY, "--group", "g" }, 1, "vigil: group g: ",
+          NULL, "missing.hb" },
     };
     for (size_t i = 0; i < sizeof(runs_) / sizeof(runs_[0]); i++) {
         const char *prefix = ld_debug_on();
@@ -230,6 +235,9 @@ static int test_etcd_commands_run_the_helper(void)
                runs_[i].rc, rc, R.err);
         EXPECT(strstr(R.err, runs_[i].says) && !strstr(R.err, "built without"),
                "%s: expected '%s' on stderr, got '%s'", runs_[i].what, runs_[i].says, R.err);
+        const char *once = runs_[i].once, *at = once ? strstr(R.err, once) : NULL;
+        EXPECT(!once || (at && !strstr(at + 1, once)), "%s: expected '%s' once on stderr, got '%s'", runs_[i].what,
+               once, R.err);
         EXPECT(strstr(ld, "file=libcurl"), "%s: the helper (which loads libcurl) did not run", runs_[i].what);
         /* One process from start to end: vigil execs the helper in its place. */
         EXPECT(files == 1, "%s: %d processes wrote loader output, not the one", runs_[i].what, files);
