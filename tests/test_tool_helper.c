@@ -13,10 +13,11 @@
  * one too); a vigil owned by a user trusts that user's helper. Without
  * /proc, and from a hardlink outside any BINDIR, the absolute place
  * compiled in is taken (a mount namespace puts a helper there and hides
- * /proc), and group and agent --help need no helper. The helper's process
- * is named vigil (what pgrep -x, killall and ps -C match), its
- * /proc/PID/exe the helper. The cases with another user or a mount
- * namespace need root (make check runs as root) and say so when skipped.
+ * /proc; a /proc that is not procfs is not believed), and group and agent
+ * --help need no helper. The helper's process is named vigil (what pgrep
+ * -x, killall and ps -C match), its /proc/PID/exe the helper. The cases
+ * with another user or a mount namespace need root (make check runs as
+ * root) and say so when skipped.
  */
 #include "tooltest.h"
 
@@ -365,6 +366,18 @@ static void without_proc_body(const char *vigil)
                  "without /proc, lock --etcd");
     RUN_PROG(vigil, "group", "ls", "g", "--etcd", NOBODY_HOME);
     CHILD_EXPECT(R.rc == 1 && strncmp(R.err, "vigil: group g: ", 16) == 0, "without /proc, group ls");
+    /* A /proc that is no procfs (here a tmpfs with a self/exe pointing into
+     * a bin/ whose libexec/ has a decoy that cannot run) is not believed. */
+    char fake_bin[1024], decoy[1024];
+    snprintf(fake_bin, sizeof(fake_bin), "%.900s/fake/bin/vigil", vt_tmpdir());
+    snprintf(decoy, sizeof(decoy), "%.900s/fake/libexec/vigil/vigil-etcd", vt_tmpdir());
+    CHILD_EXPECT(make_parents(fake_bin) == 0 && copy_file(VIGIL_TOOL, fake_bin) == 0 && make_parents(decoy) == 0 &&
+                     copy_file(VIGIL_TOOL_HELPER, decoy) == 0 && chmod(decoy, 0644) == 0 &&
+                     mkdir("/proc/self", 0755) == 0 && symlink(fake_bin, "/proc/self/exe") == 0,
+                 "a fake /proc/self/exe: %s", strerror(errno));
+    RUN_PROG(vigil, "agent");
+    CHILD_EXPECT(R.rc == 2 && strstr(R.err, "vigil agent: missing --etcd ENDPOINTS"),
+                 "with a /proc that is a tmpfs, agent did not run the helper at %s", VIGIL_HELPER_ABSOLUTE);
     /* Help without any helper: none where the build's vigil would look, and
      * the absolute one made unrunnable. */
     CHILD_EXPECT(chmod(VIGIL_HELPER_ABSOLUTE, 0644) == 0, "chmod");

@@ -28,9 +28,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/magic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 static char **kept_argv;
@@ -174,9 +176,12 @@ static void placed_helper(char *buf, size_t cap, struct stat *self, struct trust
 {
     buf[0] = '\0';
     char dir[PATH_MAX];
+    struct statfs fs; /* the kernel's /proc, not a file system that only looks like it */
+    if (statfs("/proc/self", &fs) != 0 || fs.f_type != PROC_SUPER_MAGIC)
+        return; /* no /proc: the absolute path */
     ssize_t n = readlink("/proc/self/exe", dir, sizeof(dir) - 1);
     if (n <= 0 || (size_t)n >= sizeof(dir) - 1 || stat("/proc/self/exe", self) != 0)
-        return; /* no /proc: the absolute path */
+        return;
     t->known = true;
     t->owner = self->st_uid;
     dir[n] = '\0';
