@@ -229,7 +229,8 @@ static int check_note_and_drop(unsigned how)
     vt_slurp(path, out, sizeof(out));
     if (rc == 124 || rc == 125) {
         fprintf(stderr, "  skipped %s: %s\n", describe(how),
-                rc == 124 ? "no seccomp filter or mount namespace here (not root?)" : "a hard limit below 1024");
+                rc == 124 ? "no seccomp filter or mount namespace here (not root? a sanitized build without /proc?)"
+                          : "a hard limit below 1024");
         return VT_SKIP;
     }
     const char *want = high ? "0 1 2 3 7 8 600 1500\n" : "0 1 2 3 7 8 600\n";
@@ -307,7 +308,8 @@ static int check_lock(unsigned how)
     const char *argv[] = { VIGIL_TOOL, "lock", "--store", store, "k", "--", self, NULL };
     int rc = run_given(argv, how, out, sizeof(out), err, sizeof(err));
     if (rc == 124) {
-        fprintf(stderr, "  skipped %s: no seccomp filter or mount namespace here (not root?)\n", describe(how));
+        fprintf(stderr, "  skipped %s: no seccomp filter or mount namespace here (not root? a sanitized build "
+                        "without /proc?)\n", describe(how));
         return VT_SKIP;
     }
     const char *want = can_go_above_1024() ? "0 1 2 9 10 1500\n" : "0 1 2 9 10\n";

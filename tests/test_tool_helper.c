@@ -350,8 +350,8 @@ static int with_absolute_helper(bool hide_proc, void (*body)(const char *), cons
     }
     int rc = vt_wait(pid, 60000);
     if (rc == VT_SKIP)
-        fprintf(stderr, "  skipped: no mount namespace here, or %s lies where the test cannot cover it\n",
-                VIGIL_HELPER_ABSOLUTE);
+        fprintf(stderr, "  skipped: no mount namespace here, a sanitized build without /proc, or %s lies where "
+                        "the test cannot cover it\n", VIGIL_HELPER_ABSOLUTE);
     return rc;
 }
 
@@ -362,10 +362,9 @@ static void without_proc_body(const char *vigil)
     CHILD_EXPECT(R.rc == 2 && strstr(R.err, "vigil agent: missing --etcd ENDPOINTS"),
                  "without /proc, agent did not run the helper at %s", VIGIL_HELPER_ABSOLUTE);
     RUN_PROG(vigil, "lock", "--etcd", NOBODY_HOME, "--wait", "0", "k", "--", "true");
-    CHILD_EXPECT(R.rc == 1 && strncmp(R.err, "vigil: k: acquire on http://127.0.0.1:1: ", 41) == 0,
-                 "without /proc, lock --etcd");
+    CHILD_EXPECT(R.rc == 1 && strstr(R.err, "vigil: k: acquire on http://127.0.0.1:1: "), "without /proc, lock --etcd");
     RUN_PROG(vigil, "group", "ls", "g", "--etcd", NOBODY_HOME);
-    CHILD_EXPECT(R.rc == 1 && strncmp(R.err, "vigil: group g: ", 16) == 0, "without /proc, group ls");
+    CHILD_EXPECT(R.rc == 1 && strstr(R.err, "vigil: group g: "), "without /proc, group ls");
     /* A /proc that is no procfs (here a tmpfs with a self/exe pointing into
      * a bin/ whose libexec/ has a decoy that cannot run) is not believed. */
     char fake_bin[1024], decoy[1024];
