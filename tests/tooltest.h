@@ -199,23 +199,14 @@ static inline int vt_as_nobody(int (*body)(void *), void *arg)
 
 /* ---- a system without /proc ---------------------------------------------------- */
 
-/* A sanitizer's runtime reads /proc before main (its options come from
- * /proc/self/environ; LeakSanitizer fails every process at exit without
- * /proc/PID/task): a sanitized build cannot run without /proc. */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define VT_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define VT_SANITIZED 1
-#endif
-#endif
-
 /*
  * Gives the calling process (a child of the test: it stays so) a mount
  * namespace of its own, private so that nothing leaks to the host, with
  * an empty /proc: as in a container or chroot that mounted none. 0, or
- * -errno: not root (no CAP_SYS_ADMIN), or a sanitized build (-ENOTSUP);
- * the caller skips.
+ * -errno: not root (no CAP_SYS_ADMIN), or a sanitized build (-ENOTSUP: a
+ * sanitizer's runtime reads its options from /proc/self/environ, and
+ * LeakSanitizer fails every process at exit without /proc/PID/task); the
+ * caller skips.
  */
 static inline int vt_hide_proc(void)
 {
