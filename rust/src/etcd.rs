@@ -8,7 +8,7 @@ use std::ptr::NonNull;
 use std::time::Duration;
 
 use crate::error::{check, Error, Result};
-use crate::lease::{blank_lease, Lease, LeaseInfo, LeasePort, NativePort};
+use crate::lease::{blank_lease, sealed, Lease, LeaseInfo, LeasePort};
 use crate::sys;
 use crate::util::{c_path, c_string, timeout_ns, ttl_ms};
 
@@ -40,6 +40,10 @@ use crate::util::{c_path, c_string, timeout_ns, ttl_ms};
 pub struct Etcd {
     raw: NonNull<sys::vigil_etcd>,
     endpoints: String,
+    // The process that connected: a forked child's copy is not closed
+    // (its connection and lock are the parent's, caught mid-state by the
+    // fork), only forgotten.
+    creator: u32,
 }
 
 // SAFETY: every call holds the handle's mutex for all of its requests
@@ -63,6 +67,7 @@ impl Etcd {
         Ok(Etcd {
             raw: NonNull::new(raw).expect("vigil returned success and a NULL handle"),
             endpoints: endpoints.to_string(),
+            creator: std::process::id(),
         })
     }
 
@@ -102,6 +107,7 @@ impl Etcd {
         Ok(Etcd {
             raw: NonNull::new(raw).expect("vigil returned success and a NULL handle"),
             endpoints: endpoints.to_string(),
+            creator: std::process::id(),
         })
     }
 
@@ -359,15 +365,23 @@ impl LeasePort for Etcd {
         Etcd::renew(self, lease)
     }
 
-    fn native_port(&self) -> Option<NativePort> {
-        // SAFETY: an open handle; the port lives as long as it.
-        Some(NativePort(unsafe { sys::vigil_etcd_port(self.ptr()) }))
+    fn native_port(&self, _: sealed::Token) -> Option<sealed::NativePort<'_>> {
+        // SAFETY: an open handle. The port points into it, and the
+        // NativePort borrows `self`, so it cannot outlive the handle.
+        let raw = unsafe { sys::vigil_etcd_port(self.ptr()) };
+        Some(sealed::NativePort { raw, _of: std::marker::PhantomData })
     }
 }
 
 impl Drop for Etcd {
     fn drop(&mut self) {
-        // SAFETY: the handle is open and nothing borrows it any more.
+        if std::process::id() != self.creator {
+            // A forked child: closing would end a connection (a TLS
+            // session) the parent still uses. The child's copy is leaked.
+            return;
+        }
+        // SAFETY: the handle is open, and `&mut self` means nothing
+        // borrows it (a keepalive on it holds an Arc, so it is gone too).
         unsafe { sys::vigil_etcd_close(self.ptr()) }
     }
 }

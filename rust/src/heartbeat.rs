@@ -274,7 +274,7 @@ impl HeartbeatTable {
         let mut slot = 0u32;
         // SAFETY: an open handle; slot is written only on success.
         check(unsafe { sys::vigil_hb_register(self.raw(), pid, &mut slot) })?;
-        Ok(Registration { table: self, slot, armed: true })
+        Ok(Registration { table: self, slot, armed: true, creator: std::process::id() })
     }
 
     /// Vacates `slot`. A slot this handle's registration no longer holds
@@ -585,6 +585,11 @@ impl fmt::Debug for HeartbeatTable {
 /// guard unregisters and ignores that answer; [`into_slot`](Self::into_slot)
 /// keeps the slot registered past the guard.
 ///
+/// **Fork.** The guard belongs to the process that registered. In a child
+/// forked while it is held, dropping it does nothing and
+/// [`unregister`](Self::unregister) is [`Error::Lost`](crate::Error::Lost):
+/// the slot stays the parent's. A child registers a slot of its own.
+///
 /// ```
 /// # let dir = std::env::temp_dir().join(format!("vigil-doc-registration-{}", std::process::id()));
 /// # std::fs::create_dir_all(&dir)?;
@@ -602,6 +607,9 @@ pub struct Registration<'t> {
     table: &'t HeartbeatTable,
     slot: u32,
     armed: bool,
+    // The process that registered: in a forked child the guard is the
+    // parent's, and leaving it there unregisters nothing.
+    creator: u32,
 }
 
 impl<'t> Registration<'t> {
@@ -768,6 +776,9 @@ impl<'t> Registration<'t> {
     #[inline]
     pub fn unregister(mut self) -> Result<()> {
         self.armed = false;
+        if std::process::id() != self.creator {
+            return Err(crate::Error::Lost); // a forked child: the parent's slot
+        }
         self.table.unregister(self.slot)
     }
 
@@ -795,7 +806,8 @@ impl<'t> Registration<'t> {
 impl Drop for Registration<'_> {
     #[inline]
     fn drop(&mut self) {
-        if self.armed {
+        // Never in a forked child: the registration is the parent's.
+        if self.armed && std::process::id() == self.creator {
             let _ = self.table.unregister(self.slot);
         }
     }

@@ -287,20 +287,39 @@ pub trait LeasePort {
     fn renew(&self, lease: &Lease) -> Result<()>;
 
     /// The C port of a backend the library implements itself (the store,
-    /// etcd), renewed without a call back into Rust.
+    /// etcd), renewed without a call back into Rust. Sealed: only this
+    /// crate can name the token and the port, so it can neither be called
+    /// nor overridden elsewhere, and the port borrows `self`.
     #[doc(hidden)]
-    fn native_port(&self) -> Option<NativePort> {
+    fn native_port(&self, _: sealed::Token) -> Option<sealed::NativePort<'_>> {
         None
     }
 }
 
-/// A C port (`vigil_lease_port`), for the backends the library implements.
-#[doc(hidden)]
-pub struct NativePort(pub(crate) sys::vigil_lease_port);
+/// What only this crate can name: a port's native form is no one else's to
+/// make or take.
+pub(crate) mod sealed {
+    use std::fmt;
+    use std::marker::PhantomData;
 
-impl fmt::Debug for NativePort {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("NativePort")
+    use crate::sys;
+
+    /// The key to [`LeasePort::native_port`](super::LeasePort::native_port):
+    /// made only inside the crate.
+    #[derive(Debug)]
+    pub struct Token(pub(crate) ());
+
+    /// A C port (`vigil_lease_port`) of a backend the library implements,
+    /// valid for as long as the backend it was taken from is borrowed.
+    pub struct NativePort<'p> {
+        pub(crate) raw: sys::vigil_lease_port,
+        pub(crate) _of: PhantomData<&'p ()>,
+    }
+
+    impl fmt::Debug for NativePort<'_> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("NativePort")
+        }
     }
 }
 
@@ -614,9 +633,11 @@ impl LeasePort for Leases {
         Leases::renew(self, lease)
     }
 
-    fn native_port(&self) -> Option<NativePort> {
-        // SAFETY: an open handle; the port lives as long as it.
-        Some(NativePort(unsafe { sys::vigil_leases_port(self.ptr()) }))
+    fn native_port(&self, _: sealed::Token) -> Option<sealed::NativePort<'_>> {
+        // SAFETY: an open handle. The port points into it, and the
+        // NativePort borrows `self`, so it cannot outlive the handle.
+        let raw = unsafe { sys::vigil_leases_port(self.ptr()) };
+        Some(sealed::NativePort { raw, _of: std::marker::PhantomData })
     }
 }
 

@@ -111,7 +111,7 @@ pub use etcd::{Etcd, EtcdOptions};
 pub use failover::{Election, FailoverWatchInfo, Leader, Reclaim, ReclaimReason};
 pub use heartbeat::{Beater, HeartbeatCounters, HeartbeatTable, Registration, Role, SlotInfo};
 pub use keepalive::{with_keepalive, Keepalive, KeepaliveStats};
-pub use lease::{Lease, LeaseInfo, LeasePort, LeaseState, Leases, LeasesCounters, NativePort};
+pub use lease::{Lease, LeaseInfo, LeasePort, LeaseState, Leases, LeasesCounters};
 
 /// The Rust programs of README.md, run as doc tests (`make rust-doc`).
 #[cfg(doctest)]
@@ -131,7 +131,7 @@ mod tests {
         check::<Barrier<'static>>();
         check::<Leases>();
         check::<Lease>();
-        check::<Keepalive<'static>>();
+        check::<Keepalive>();
         check::<compat::HeartbeatTable>();
         check::<compat::EpochBarrier>();
         check::<compat::FailoverWatchdog<'static>>();

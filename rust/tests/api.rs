@@ -61,7 +61,7 @@ fn registration_guard_unregisters_and_a_reclaimed_one_is_lost() {
 fn stale_guard_dropped_and_stale_barrier_arrival() {
     let dir = TempDir::new("api-stale-drop");
     let table = HeartbeatTable::create(dir.path("t"), 2).unwrap();
-    let barrier = Barrier::create(dir.path("b"), &table, 1).unwrap();
+    let mut barrier = Barrier::create(dir.path("b"), &table, 1).unwrap();
     let stale = table.register().unwrap();
     let slot = stale.slot();
     barrier.bind(slot).unwrap();
@@ -92,14 +92,14 @@ fn stale_guard_dropped_and_stale_barrier_arrival() {
 fn start_on_a_reused_barrier() {
     let dir = TempDir::new("api-start");
     let table = HeartbeatTable::create(dir.path("t"), 4).unwrap();
-    let barrier = Barrier::create(dir.path("b"), &table, 5).unwrap();
+    let mut barrier = Barrier::create(dir.path("b.state.bin"), &table, 5).unwrap();
     for r in 0..5 {
         barrier.wait_quorum(r, 1).unwrap();
     }
     let me = table.register().unwrap();
     barrier.bind(me.slot()).unwrap();
     assert!(matches!(barrier.start_timeout(2, Duration::from_millis(20)), Err(Error::Timeout)));
-    assert_eq!(Barrier::peek(dir.path("b")).unwrap().arrived, 0, "the timed-out start stayed arrived");
+    assert_eq!(Barrier::peek(dir.path("b.state.bin")).unwrap().arrived, 0, "the timed-out start stayed arrived");
     let start = barrier.start(1).unwrap();
     assert_eq!(start.first_round, 6);
     assert!(start.is_serial());
@@ -108,7 +108,7 @@ fn start_on_a_reused_barrier() {
     assert!(matches!(barrier.start(0), Err(Error::OutOfRange)));
     // compat's start: the same first round for the next group.
     let hb = Arc::new(compat::HeartbeatTable::open(dir.path("t"), 4).unwrap());
-    let eb = EpochBarrier::open(dir.path("b"), hb, 0).unwrap();
+    let eb = EpochBarrier::open(dir.path("b"), hb, 0).unwrap(); // the file at state_path("b")
     assert_eq!(eb.start(1).unwrap(), 8);
 }
 
@@ -154,10 +154,10 @@ impl LeasePort for RefuseFrom {
 #[test]
 fn keepalive_renews_and_its_loss_is_told() {
     let dir = TempDir::new("api-ka");
-    let store = Leases::create(dir.path("l"), 4).unwrap();
+    let store = std::sync::Arc::new(Leases::create(dir.path("l"), 4).unwrap());
     let lease = store.acquire("k", "me", Duration::from_millis(40)).unwrap();
-    let port = RefuseFrom(AtomicU32::new(0), 3);
-    let ka = Keepalive::start(&port, &lease).unwrap();
+    let port = std::sync::Arc::new(RefuseFrom(AtomicU32::new(0), 3));
+    let ka = Keepalive::start(port.clone(), &lease).unwrap();
     let end = std::time::Instant::now() + Duration::from_secs(10);
     while !ka.is_lost() && std::time::Instant::now() < end {
         std::thread::sleep(Duration::from_millis(2));
@@ -182,7 +182,7 @@ fn keepalive_renews_and_its_loss_is_told() {
 
     // The store's own port (the library's, no call into Rust) renews it.
     let lease = store.acquire("k2", "me", Duration::from_millis(1500)).unwrap();
-    let ka = Keepalive::start(&store, &lease).unwrap();
+    let ka = Keepalive::start(store.clone(), &lease).unwrap();
     let end = std::time::Instant::now() + Duration::from_secs(10);
     while ka.stats().unwrap().renewals < 2 && std::time::Instant::now() < end {
         std::thread::sleep(Duration::from_millis(10));
@@ -198,7 +198,7 @@ fn with_keepalive_gives_the_body_error_first_then_lost() {
     let store = Leases::create(dir.path("l"), 4).unwrap();
     let lease = store.acquire("k", "me", Duration::from_millis(30)).unwrap();
     let refusing = RefuseFrom(AtomicU32::new(0), 1);
-    let wait_lost = |ka: &Keepalive<'_>| {
+    let wait_lost = |ka: &Keepalive| {
         let end = std::time::Instant::now() + Duration::from_secs(10);
         while !ka.is_lost() {
             assert!(std::time::Instant::now() < end, "a refused lease never lost");

@@ -130,7 +130,7 @@ fn role_watch(args: &[String]) -> i32 {
 /// member did. "first F serial S early E" (S counts the start's serial).
 fn role_barrier(args: &[String]) -> i32 {
     let table = HeartbeatTable::open(&args[0]).expect("open table");
-    let barrier = Barrier::open(&args[1], &table).expect("open barrier");
+    let mut barrier = Barrier::open(&args[1], &table).expect("open barrier");
     let words = Words::open(Path::new(&args[2]), table.capacity() as usize);
     let group: u32 = args[3].parse().expect("group");
     let rounds: u32 = args[4].parse().expect("rounds");
