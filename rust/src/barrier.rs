@@ -4,7 +4,8 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
-use std::sync::{Condvar, Mutex};
+use std::marker::PhantomData;
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::error::{check, Result};
@@ -222,16 +223,25 @@ impl Drop for TurnHeld<'_> {
 /// thread at a time (vigil_barrier_create(3)). Here the binding changes
 /// only through `&mut self`, and every wait of a bound handle holds its
 /// turn.
-pub(crate) struct RawBarrier {
+pub(crate) struct RawBarrier<'t> {
     ptr: NonNull<sys::vigil_barrier>,
     bound: bool,
     turn: Turn,
+    // The heartbeat table the C handle reads on every wait, kept open for
+    // as long as the handle: borrowed for 't, or a share of it held (and
+    // dropped after the handle is closed, a field dropped after Drop).
+    _table: PhantomData<&'t HeartbeatTable>,
+    _share: Option<Arc<dyn Send + Sync>>,
 }
 
-// SAFETY: the handle may be closed, and used, from any thread: its fields
-// are atomics or fixed at open, and the heartbeat table it reads is Sync
-// (the callers hold it for longer than the barrier).
-unsafe impl Send for RawBarrier {}
+// INVARIANT: `ptr` is an open handle from `wrap` until `drop`, and the
+// table it reads stays open as long (`_table`, `_share`): every call below
+// that says "an open handle" rests on it.
+
+// SAFETY: the handle keeps no state of a thread's (its fields are atomics
+// or fixed at open), and may be closed on any thread; the table it reads
+// is Sync, and a share of it held is Send + Sync.
+unsafe impl Send for RawBarrier<'_> {}
 // SAFETY: calls through `&RawBarrier` are either reads of the shared
 // mapping and of fields fixed at open (epoch, live_peers, stats,
 // round_info), or waits. Waits may run on any number of threads at once
@@ -239,35 +249,69 @@ unsafe impl Send for RawBarrier {}
 // which takes `&mut self`, so no call is in progress on any thread when
 // it does, and every wait of a bound handle holds `turn` for the length of
 // the C call, so a bound handle never has two waits at once.
-unsafe impl Sync for RawBarrier {}
+unsafe impl Sync for RawBarrier<'_> {}
 
-impl RawBarrier {
-    fn wrap(raw: *mut sys::vigil_barrier) -> RawBarrier {
+impl<'t> RawBarrier<'t> {
+    fn wrap(raw: *mut sys::vigil_barrier, share: Option<Arc<dyn Send + Sync>>) -> RawBarrier<'t> {
         RawBarrier {
             ptr: NonNull::new(raw).expect("vigil returned success and a NULL barrier"),
             bound: false,
             turn: Turn::new(),
+            _table: PhantomData,
+            _share: share,
         }
     }
 
-    pub(crate) fn create(path: &Path, table: &HeartbeatTable, grace: u64, mode: u32) -> Result<RawBarrier> {
+    /// Creates (`mode` Some) or opens the barrier file at `path` over
+    /// `table`, for a handle that keeps `share` until it is closed.
+    fn make(
+        path: &Path,
+        table: &HeartbeatTable,
+        grace: u64,
+        mode: Option<u32>,
+        share: Option<Arc<dyn Send + Sync>>,
+    ) -> Result<RawBarrier<'t>> {
         let c = c_path(path)?;
         let mut raw = std::ptr::null_mut();
-        // SAFETY: c is a C string, table an open table that outlives the
-        // barrier (Barrier borrows it, EpochBarrier holds an Arc of it);
-        // raw is written only on success.
-        check(unsafe { sys::vigil_barrier_create_mode(c.as_ptr(), table.raw(), grace, mode, &mut raw) })?;
-        Ok(RawBarrier::wrap(raw))
+        // SAFETY: c is a C string and table an open table (its invariant);
+        // the callers tie its life to the handle's ('t, or `share`); raw
+        // is written only on success.
+        check(unsafe {
+            match mode {
+                Some(mode) => sys::vigil_barrier_create_mode(c.as_ptr(), table.raw(), grace, mode, &mut raw),
+                None => sys::vigil_barrier_open(c.as_ptr(), table.raw(), grace, &mut raw),
+            }
+        })?;
+        Ok(RawBarrier::wrap(raw, share))
     }
 
-    pub(crate) fn open(path: &Path, table: &HeartbeatTable, grace: u64) -> Result<RawBarrier> {
-        let c = c_path(path)?;
-        let mut raw = std::ptr::null_mut();
-        // SAFETY: as in create.
-        check(unsafe { sys::vigil_barrier_open(c.as_ptr(), table.raw(), grace, &mut raw) })?;
-        Ok(RawBarrier::wrap(raw))
+    /// A handle over `table`, which it borrows for 't.
+    pub(crate) fn create(path: &Path, table: &'t HeartbeatTable, grace: u64, mode: u32) -> Result<RawBarrier<'t>> {
+        Self::make(path, table, grace, Some(mode), None)
     }
 
+    /// As [`create`](Self::create), opening an existing file.
+    pub(crate) fn open(path: &Path, table: &'t HeartbeatTable, grace: u64) -> Result<RawBarrier<'t>> {
+        Self::make(path, table, grace, None, None)
+    }
+}
+
+impl RawBarrier<'static> {
+    /// A handle over the table inside `owner`, a share of which it holds
+    /// until closed (compat's EpochBarrier, which holds the table by Arc).
+    pub(crate) fn with_share<T: Send + Sync + 'static>(
+        path: &Path,
+        owner: &Arc<T>,
+        table: fn(&T) -> &HeartbeatTable,
+        grace: u64,
+        mode: Option<u32>,
+    ) -> Result<RawBarrier<'static>> {
+        let share: Arc<dyn Send + Sync> = owner.clone();
+        Self::make(path, table(owner), grace, mode, Some(share))
+    }
+}
+
+impl RawBarrier<'_> {
     fn ptr(&self) -> *mut sys::vigil_barrier {
         self.ptr.as_ptr()
     }
@@ -293,7 +337,7 @@ impl RawBarrier {
     pub(crate) fn wait(&self, epoch: u32, quorum: Option<u32>, timeout: Option<Duration>) -> Result<WaitOutcome> {
         let (_turn, timeout) = self.turn(timeout)?;
         let b = self.ptr();
-        // SAFETY: an open handle; a bound one's turn is held (see Sync).
+        // SAFETY: an open handle (the invariant); a bound one's turn is held (see Sync).
         let rc = unsafe {
             match (quorum, timeout) {
                 (None, None) => sys::vigil_barrier_wait(b, epoch),
@@ -308,7 +352,7 @@ impl RawBarrier {
     pub(crate) fn start(&self, participants: u32, timeout: Option<Duration>) -> Result<Start> {
         let (_turn, timeout) = self.turn(timeout)?;
         let mut first = 0u32;
-        // SAFETY: an open handle, a bound one's turn held (see Sync);
+        // SAFETY: an open handle (the invariant), a bound one's turn held (see Sync);
         // first is written only on success.
         let rc = unsafe { sys::vigil_barrier_start(self.ptr(), participants, timeout_ns(timeout), &mut first) };
         check(rc).map(|rc| Start {
@@ -318,19 +362,19 @@ impl RawBarrier {
     }
 
     pub(crate) fn bind(&mut self, slot: u32) -> Result<()> {
-        // SAFETY: an open handle, and `&mut self`: no wait in progress.
+        // SAFETY: an open handle (the invariant), and `&mut self`: no wait in progress.
         check(unsafe { sys::vigil_barrier_bind(self.ptr(), slot) })?;
         self.bound = true;
         Ok(())
     }
 
     pub(crate) fn epoch(&self) -> u32 {
-        // SAFETY: an open handle.
+        // SAFETY: an open handle (the invariant).
         unsafe { sys::vigil_barrier_epoch(self.ptr()) }
     }
 
     pub(crate) fn live_peers(&self) -> u32 {
-        // SAFETY: an open handle.
+        // SAFETY: an open handle (the invariant).
         unsafe { sys::vigil_barrier_live_peers(self.ptr()) }
     }
 
@@ -351,7 +395,7 @@ impl RawBarrier {
             left_out_peers: left.as_mut_ptr(),
             left_out_cap: capacity,
         };
-        // SAFETY: an open handle; the arrays have room for capacity peers.
+        // SAFETY: an open handle (the invariant); the arrays have room for capacity peers.
         let rc = unsafe { sys::vigil_barrier_round_info(self.ptr(), round, &mut info) };
         if rc == sys::VIGIL_EVACANT {
             return Ok(None);
@@ -383,15 +427,16 @@ impl RawBarrier {
 
     pub(crate) fn stats(&self) -> Result<BarrierCounters> {
         let mut out = sys::Spare::<sys::vigil_barrier_counters>::zeroed();
-        // SAFETY: an open handle; out has room for a longer struct.
+        // SAFETY: an open handle (the invariant); out has room for a longer struct.
         check(unsafe { sys::vigil_barrier_stats(self.ptr(), &mut out.value) })?;
         Ok(BarrierCounters { releases: out.value.releases, withdrawals: out.value.withdrawals })
     }
 }
 
-impl Drop for RawBarrier {
+impl Drop for RawBarrier<'_> {
     fn drop(&mut self) {
-        // SAFETY: the handle is open and nothing borrows it any more.
+        // SAFETY: an open handle (the invariant), closed once; `&mut self`:
+        // no wait is in progress. The table's share, a field, goes after.
         unsafe { sys::vigil_barrier_close(self.ptr()) }
     }
 }
@@ -443,7 +488,7 @@ impl Drop for RawBarrier {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Barrier<'t> {
-    raw: RawBarrier,
+    raw: RawBarrier<'t>,
     table: &'t HeartbeatTable,
     path: PathBuf,
 }
@@ -580,16 +625,6 @@ impl<'t> Barrier<'t> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     ///
-    /// Not while the handle is shared with a thread that may be waiting:
-    ///
-    /// ```compile_fail
-    /// # fn f(table: &vigil::HeartbeatTable, mut barrier: vigil::Barrier<'_>, slot: u32) {
-    /// std::thread::scope(|s| {
-    ///     s.spawn(|| barrier.wait(0));
-    ///     barrier.bind(slot).unwrap(); // the waiting thread borrows it
-    /// });
-    /// # }
-    /// ```
     pub fn bind(&mut self, slot: u32) -> Result<()> {
         self.raw.bind(slot)
     }

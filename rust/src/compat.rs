@@ -556,7 +556,7 @@ pub fn state_path(base: &Path) -> PathBuf {
 /// ```
 pub struct EpochBarrier {
     // Unbound: any number of threads wait on it at once, each an arrival.
-    shared: RawBarrier,
+    shared: RawBarrier<'static>,
     // Bound to this process's own slot, opened at the first wait that
     // finds one: one wait at a time (try_lock), the others go to `shared`.
     own: Mutex<Option<OwnHandle>>,
@@ -567,7 +567,7 @@ pub struct EpochBarrier {
 
 /// The barrier handle bound to a slot of this process.
 struct OwnHandle {
-    raw: RawBarrier,
+    raw: RawBarrier<'static>,
     slot: u32,
 }
 
@@ -593,9 +593,9 @@ impl EpochBarrier {
         grace_epochs: u64,
     ) -> Result<Self, BarrierError> {
         let path = state_path(base_path.as_ref());
-        let table = &heartbeat.inner;
-        let shared = match RawBarrier::create(&path, table, grace_epochs, 0o600) {
-            Err(Error::Os(e)) if e.kind() == ErrorKind::AlreadyExists => RawBarrier::open(&path, table, grace_epochs)?,
+        let open = |mode| RawBarrier::with_share(&path, &heartbeat, HeartbeatTable::vigil, grace_epochs, mode);
+        let shared = match open(Some(0o600)) {
+            Err(Error::Os(e)) if e.kind() == ErrorKind::AlreadyExists => open(None)?,
             other => other?,
         };
         Ok(EpochBarrier { shared, own: Mutex::new(None), heartbeat, path, grace_epochs })
@@ -621,7 +621,7 @@ impl EpochBarrier {
         grace_epochs: u64,
     ) -> Result<Self, BarrierError> {
         let path = state_path(base_path.as_ref());
-        let shared = RawBarrier::open(&path, &heartbeat.inner, grace_epochs)?;
+        let shared = RawBarrier::with_share(&path, &heartbeat, HeartbeatTable::vigil, grace_epochs, None)?;
         Ok(EpochBarrier { shared, own: Mutex::new(None), heartbeat, path, grace_epochs })
     }
 
@@ -645,7 +645,7 @@ impl EpochBarrier {
     /// Runs `call` as one arrival: on the handle bound to this process's
     /// slot when there is one and no other thread is in it, else on the
     /// shared handle.
-    fn arrive<T>(&self, call: impl Fn(&RawBarrier) -> crate::Result<T>) -> Result<T, BarrierError> {
+    fn arrive<T>(&self, call: impl Fn(&RawBarrier<'static>) -> crate::Result<T>) -> Result<T, BarrierError> {
         if let Some(slot) = self.heartbeat.sole_own_slot() {
             let own = match self.own.try_lock() {
                 Ok(own) => Some(own),
@@ -667,7 +667,8 @@ impl EpochBarrier {
     /// A handle of this barrier bound to `slot`; None when it cannot be
     /// had (the waits then arrive unbound, as subetha-cxc's).
     fn bound_handle(&self, slot: u32) -> Option<OwnHandle> {
-        let mut raw = RawBarrier::open(&self.path, &self.heartbeat.inner, self.grace_epochs).ok()?;
+        let mut raw =
+            RawBarrier::with_share(&self.path, &self.heartbeat, HeartbeatTable::vigil, self.grace_epochs, None).ok()?;
         raw.bind(slot).ok()?;
         Some(OwnHandle { raw, slot })
     }

@@ -46,9 +46,16 @@ pub struct Etcd {
     creator: u32,
 }
 
-// SAFETY: every call holds the handle's mutex for all of its requests
-// (src/etcd/etcd.c), so the handle is shared safely between threads.
+// INVARIANT: `raw` is an open connection from connect until `drop`; every
+// call below that says "an open handle" rests on it.
+
+// SAFETY: the C handle keeps no state of a thread's between calls (each
+// holds the handle's mutex for all of its requests), and may be closed on
+// any thread.
 unsafe impl Send for Etcd {}
+// SAFETY: every call holds the handle's mutex for all of its requests
+// (src/etcd/), so any number of threads may call at once, a keepalive's
+// renewer among them.
 unsafe impl Sync for Etcd {}
 
 impl Etcd {
@@ -126,7 +133,7 @@ impl Etcd {
     /// ```
     pub fn set_timeout(&self, connect: Duration, total: Duration) -> Result<()> {
         let ms = |d: Duration| d.as_millis().clamp(1, u128::from(u32::MAX)) as u32;
-        // SAFETY: an open handle.
+        // SAFETY: an open handle (the invariant).
         check(unsafe { sys::vigil_etcd_set_timeout(self.ptr(), ms(connect), ms(total)) }).map(drop)
     }
 
@@ -145,7 +152,7 @@ impl Etcd {
     pub fn acquire(&self, key: &str, owner: &str, ttl: Duration) -> Result<Lease> {
         let (k, o) = (c_string(key)?, c_string(owner)?);
         let mut out = blank_lease();
-        // SAFETY: an open handle, C strings; out is written only on success.
+        // SAFETY: an open handle (the invariant), C strings; out is written only on success.
         check(unsafe { sys::vigil_etcd_acquire(self.ptr(), k.as_ptr(), o.as_ptr(), ttl_ms(ttl), &mut out) })?;
         Ok(Lease::from_raw(out))
     }
@@ -162,7 +169,7 @@ impl Etcd {
     pub fn acquire_wait(&self, key: &str, owner: &str, ttl: Duration, timeout: Option<Duration>) -> Result<Lease> {
         let (k, o) = (c_string(key)?, c_string(owner)?);
         let mut out = blank_lease();
-        // SAFETY: an open handle, C strings; out is written only on success.
+        // SAFETY: an open handle (the invariant), C strings; out is written only on success.
         check(unsafe {
             sys::vigil_etcd_acquire_wait(self.ptr(), k.as_ptr(), o.as_ptr(), ttl_ms(ttl), timeout_ns(timeout), &mut out)
         })?;
@@ -208,7 +215,7 @@ impl Etcd {
     pub fn get(&self, key: &str) -> Result<Option<LeaseInfo>> {
         let k = c_string(key)?;
         let mut out = sys::Spare::<sys::vigil_lease_info>::zeroed();
-        // SAFETY: an open handle, a C string; out has room for a longer struct.
+        // SAFETY: an open handle (the invariant), a C string; out has room for a longer struct.
         match check(unsafe { sys::vigil_etcd_get(self.ptr(), k.as_ptr(), &mut out.value) }) {
             Ok(_) => Ok(Some(LeaseInfo::from_raw(&out.value))),
             Err(Error::Vacant) => Ok(None),
@@ -366,7 +373,7 @@ impl LeasePort for Etcd {
     }
 
     fn native_port(&self, _: sealed::Token) -> Option<sealed::NativePort<'_>> {
-        // SAFETY: an open handle. The port points into it, and the
+        // SAFETY: an open handle (the invariant). The port points into it, and the
         // NativePort borrows `self`, so it cannot outlive the handle.
         let raw = unsafe { sys::vigil_etcd_port(self.ptr()) };
         Some(sealed::NativePort { raw, _of: std::marker::PhantomData })
@@ -380,8 +387,8 @@ impl Drop for Etcd {
             // session) the parent still uses. The child's copy is leaked.
             return;
         }
-        // SAFETY: the handle is open, and `&mut self` means nothing
-        // borrows it (a keepalive on it holds an Arc, so it is gone too).
+        // SAFETY: an open handle (the invariant), closed once; `&mut self`:
+        // nothing borrows it (a keepalive on it holds an Arc of it).
         unsafe { sys::vigil_etcd_close(self.ptr()) }
     }
 }

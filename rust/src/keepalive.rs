@@ -67,28 +67,8 @@ impl<T: Send + Sync + ?Sized> Holds for T {}
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
-/// A port that borrows what it renews through is refused: the keepalive
-/// could outlive the borrow.
-///
-/// ```compile_fail
-/// use std::sync::Arc;
-/// struct Borrowing<'a>(&'a vigil::Leases);
-/// impl vigil::LeasePort for Borrowing<'_> {
-///     fn renew(&self, lease: &vigil::Lease) -> vigil::Result<()> { self.0.renew(lease) }
-/// }
-/// fn leak(store: &vigil::Leases, lease: &vigil::Lease) {
-///     let ka = vigil::Keepalive::start(Arc::new(Borrowing(store)), lease).unwrap();
-///     std::mem::forget(ka); // would renew through `store` after it is closed
-/// }
-/// ```
-///
-/// Nor is a borrowed store: the keepalive takes a share of it.
-///
-/// ```compile_fail
-/// # fn f(store: &vigil::Leases, lease: &vigil::Lease) {
-/// let ka = vigil::Keepalive::start(store, lease);
-/// # }
-/// ```
+/// What the types rule out here (a borrowed or borrowing port, one that is
+/// not `Sync`) is shown in the crate's documentation.
 pub struct Keepalive {
     // Some from start until stop (by value) or drop takes it: whenever a
     // method can be called, it holds a running keepalive.
@@ -374,18 +354,6 @@ pub struct KeepaliveStats {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
-/// The keepalive cannot leave the body, so it cannot outlive the borrow:
-///
-/// ```compile_fail
-/// # fn f(store: &vigil::Leases, lease: &vigil::Lease) {
-/// let mut kept = None;
-/// let _ = vigil::with_keepalive(store, lease, |ka| -> vigil::Result<()> {
-///     kept = Some(ka); // the body's reference ends with the body
-///     Ok(())
-/// });
-/// # drop(kept);
-/// # }
-/// ```
 pub fn with_keepalive<P, T, E, F>(port: &P, lease: &Lease, body: F) -> std::result::Result<T, E>
 where
     P: LeasePort + Sync,

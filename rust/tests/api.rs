@@ -314,3 +314,60 @@ fn compat_watchdogs_reclaim_once_and_spare_the_live() {
     assert!(hb.snapshot(dead).is_none());
     assert!(reports.windows(2).all(|w| w[1].new_global_epoch > w[0].new_global_epoch));
 }
+
+/// Two threads on one bound handle (one of them with a short timeout) and
+/// a third peer: the timed-out wait leaves without taking the other's
+/// arrival, and the round releases when the third peer comes (issue 27:
+/// it stayed stuck, the slot's one record withdrawn).
+#[test]
+fn a_bound_barrier_shared_by_threads_keeps_its_arrival() {
+    let dir = TempDir::new("api-bound-threads");
+    let table = HeartbeatTable::create(dir.path("t"), 4).unwrap();
+    let (me, peer) = (table.register().unwrap(), table.register().unwrap());
+    let mut mine = Barrier::create(dir.path("b"), &table, 5).unwrap();
+    mine.bind(me.slot()).unwrap();
+    let mut theirs = Barrier::open(dir.path("b"), &table).unwrap();
+    theirs.bind(peer.slot()).unwrap();
+    let long = Duration::from_secs(60);
+    std::thread::scope(|s| {
+        let waiting = s.spawn(|| mine.wait_timeout(0, long));
+        // Until the first arrival stands, then one more wait on the handle.
+        let end = std::time::Instant::now() + long;
+        while Barrier::peek(dir.path("b")).unwrap().recorded == 0 {
+            assert!(std::time::Instant::now() < end, "the first wait never arrived");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let short = s.spawn(|| mine.wait_timeout(0, Duration::from_millis(50)));
+        assert!(matches!(short.join().unwrap(), Err(Error::Timeout)));
+        assert_eq!(Barrier::peek(dir.path("b")).unwrap().recorded, 1, "the short wait withdrew the other's arrival");
+        assert!(theirs.wait_timeout(0, long).is_ok());
+        assert!(waiting.join().unwrap().is_ok());
+    });
+    assert_eq!(mine.epoch(), 1);
+}
+
+/// A keepalive leaked with mem::forget keeps its own share of the store:
+/// dropping every other handle neither closes the store under the renewer
+/// nor stops it (under valgrind, no read of freed memory).
+#[test]
+fn a_forgotten_keepalive_keeps_its_store() {
+    let dir = TempDir::new("api-forget");
+    let store = Arc::new(Leases::create(dir.path("l"), 4).unwrap());
+    let lease = store.acquire("k", "me", Duration::from_secs(2)).unwrap();
+    let ka = Keepalive::start(store.clone(), &lease).unwrap();
+    std::mem::forget(ka);
+    drop(store);
+    // Renewed after the last other handle went: the time left grows back.
+    let view = Leases::open(dir.path("l")).unwrap();
+    let left = || view.get("k").unwrap().and_then(|i| i.expires_in).expect("the lease lapsed");
+    let (mut low, end) = (left(), std::time::Instant::now() + Duration::from_secs(60));
+    loop {
+        let now = left();
+        if now > low + Duration::from_millis(100) {
+            break;
+        }
+        low = low.min(now);
+        assert!(std::time::Instant::now() < end, "the leaked keepalive never renewed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

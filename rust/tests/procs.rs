@@ -18,7 +18,9 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use support::{Proc, TempDir, Words};
-use vigil::{Barrier, HeartbeatTable, ReclaimReason, WaitOutcome};
+use std::sync::Arc;
+
+use vigil::{Barrier, HeartbeatTable, Keepalive, Leases, ReclaimReason, WaitOutcome};
 
 type TestResult = Result<(), String>;
 type Test = (&'static str, fn() -> TestResult);
@@ -344,6 +346,87 @@ fn rust_c_python_workers_share_one_table() -> TestResult {
     Ok(())
 }
 
+extern "C" {
+    fn fork() -> i32;
+    fn _exit(code: i32) -> !;
+    fn waitpid(pid: i32, status: *mut i32, options: i32) -> i32;
+}
+
+/// Forks: 0 in the child, the child's pid in the parent.
+fn fork_now() -> Result<i32, String> {
+    // SAFETY: fork has no preconditions. The children here only drop
+    // values and make C calls that take no lock a fork can catch held, then
+    // _exit.
+    let pid = unsafe { fork() };
+    ensure!(pid >= 0, "fork failed: {}", std::io::Error::last_os_error());
+    Ok(pid)
+}
+
+/// Ends a forked child at once: nothing of the parent's (destructors, the
+/// harness) runs there.
+fn exit_child(code: i32) -> ! {
+    // SAFETY: _exit has no preconditions.
+    unsafe { _exit(code) }
+}
+
+/// The exit code of the forked child `pid`.
+fn child_code(pid: i32) -> Result<i32, String> {
+    let mut status = 0;
+    // SAFETY: our own child, and a local to write its status in.
+    let got = unsafe { waitpid(pid, &mut status, 0) };
+    ensure!(got == pid, "waitpid: {}", std::io::Error::last_os_error());
+    ensure!(status & 0x7f == 0, "the child died of signal {}", status & 0x7f);
+    Ok((status >> 8) & 0xff)
+}
+
+/// A child forked while the parent holds a registration (two guards) and
+/// a lease under a keepalive unregisters, drops and stops its copies: the
+/// parent's slots, units and lease are untouched, and its keepalive goes
+/// on renewing.
+fn forked_child_leaves_the_parents_guards() -> TestResult {
+    let dir = TempDir::new("procs-fork");
+    let table = HeartbeatTable::create(dir.path("t"), 4).map_err(err("create"))?;
+    let (a, b) = (table.register().map_err(err("register"))?, table.register().map_err(err("register"))?);
+    a.mark(5).map_err(err("mark"))?;
+    let store = Arc::new(Leases::create(dir.path("l"), 4).map_err(err("leases"))?);
+    let ttl = Duration::from_millis(300);
+    let lease = store.acquire("k", "parent", ttl).map_err(err("acquire"))?;
+    let ka = Keepalive::start(store.clone(), &lease).map_err(err("keepalive"))?;
+    let slots = [a.slot(), b.slot()];
+    let pid = fork_now()?;
+    if pid == 0 {
+        // The child leaves the guards as a program would: by hand, by
+        // drop, by stop, then the handles.
+        let told = matches!(a.unregister(), Err(vigil::Error::Lost));
+        drop(b);
+        let stopped = ka.stop().is_ok();
+        drop(store);
+        drop(table);
+        exit_child(if told && stopped { 0 } else { 10 + i32::from(told) });
+    }
+    let code = child_code(pid)?;
+    ensure!(code == 0, "the child's view of the parent's guards: exit {code}");
+    for slot in slots {
+        let s = table.snapshot(slot).map_err(err("snapshot"))?;
+        ensure!(s.pid == std::process::id(), "slot {slot} left the parent: {s:?}");
+    }
+    ensure!(a.is_owned() && b.is_owned(), "the parent no longer owns its registrations");
+    ensure!(a.snapshot().map_err(err("snapshot"))?.in_flight == 1 << 5, "the parent's unit was touched");
+    // Past two TTLs only the parent's renewer, still running, keeps it.
+    let renewals = ka.stats().map_err(err("stats"))?.renewals;
+    std::thread::sleep(ttl * 2);
+    ensure!(!ka.is_lost(), "the parent's keepalive stopped");
+    ensure!(ka.stats().map_err(err("stats"))?.renewals > renewals, "the parent's keepalive no longer renews");
+    let held = store.get("k").map_err(err("get"))?;
+    ensure!(held.as_ref().map(|i| i.token) == Some(lease.token()), "the parent's lease was let go: {held:?}");
+    ka.stop().map_err(err("stop"))?;
+    store.release(&lease).map_err(err("release"))?;
+    a.unregister().map_err(err("unregister"))?;
+    drop(b);
+    ensure!(table.stats().map_err(err("stats"))?.occupied == 0, "the parent's guards did not unregister");
+    Ok(())
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("--child") {
@@ -359,7 +442,8 @@ fn main() {
         std::process::exit(code);
     }
     let filter: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
-    let tests: [Test; 3] = [
+    let tests: [Test; 4] = [
+        ("forked_child_leaves_the_parents_guards", forked_child_leaves_the_parents_guards),
         ("worker_killed_units_reclaimed_once", worker_killed_units_reclaimed_once),
         ("barrier_four_processes_hundred_rounds", barrier_four_processes_hundred_rounds),
         ("rust_c_python_workers_share_one_table", rust_c_python_workers_share_one_table),
