@@ -323,16 +323,28 @@ fn rust_c_python_workers_share_one_table() -> TestResult {
         ensure!(s.pid == w.pid() && s.in_flight == bits(units), "{name}: slot {slot} reads {s:?}");
     }
     ensure!(table.live_count(5) == 3, "live {} of 3", table.live_count(5));
+    // Where the kernel (or valgrind) has no pidfd_open, the wait has no
+    // exit to wake on: a probing scan finds the dead instead.
+    table.failover_wait(1000, Some(Duration::ZERO)).map_err(err("failover_wait"))?;
+    let pidfds = table.failover_wait_info().map_err(err("failover_wait_info"))?.pidfds > 0;
+    if !pidfds {
+        println!("    (no pidfds here: reclaimed by probing instead)");
+    }
 
     for name in ["c", "python"] {
         let (w, slot, units) = workers.get_mut(name).unwrap();
         w.kill();
         w.wait(LIMIT)?;
-        let got = table.failover_wait(1000, Some(LIMIT)).map_err(err("failover_wait"))?;
+        let got = if pidfds {
+            table.failover_wait(1000, Some(LIMIT)).map_err(err("failover_wait"))?
+        } else {
+            table.failover_scan_probe(1000).map_err(err("failover_scan_probe"))?
+        };
         ensure!(got.len() == 1, "{name}: reclaimed {got:?}");
         let r = got[0];
         ensure!(r.slot == *slot && r.pid == w.pid(), "{name}: reclaimed {r:?}, expected slot {slot}");
-        ensure!(r.in_flight == bits(units) && r.reason == ReclaimReason::Exited, "{name}: reclaimed {r:?}");
+        let why = if pidfds { ReclaimReason::Exited } else { ReclaimReason::StaleOrExited };
+        ensure!(r.in_flight == bits(units) && r.reason == why, "{name}: reclaimed {r:?}");
     }
     let (rust, slot, _) = workers.get_mut("rust").unwrap();
     ensure!(table.snapshot(*slot).is_ok(), "the Rust worker lost its slot");
@@ -389,7 +401,7 @@ fn forked_child_leaves_the_parents_guards() -> TestResult {
     let (a, b) = (table.register().map_err(err("register"))?, table.register().map_err(err("register"))?);
     a.mark(5).map_err(err("mark"))?;
     let store = Arc::new(Leases::create(dir.path("l"), 4).map_err(err("leases"))?);
-    let ttl = Duration::from_millis(300);
+    let ttl = Duration::from_secs(3); // slow machines, valgrind: the renewer must keep up
     let lease = store.acquire("k", "parent", ttl).map_err(err("acquire"))?;
     let ka = Keepalive::start(store.clone(), &lease).map_err(err("keepalive"))?;
     let slots = [a.slot(), b.slot()];
@@ -412,11 +424,12 @@ fn forked_child_leaves_the_parents_guards() -> TestResult {
     }
     ensure!(a.is_owned() && b.is_owned(), "the parent no longer owns its registrations");
     ensure!(a.snapshot().map_err(err("snapshot"))?.in_flight == 1 << 5, "the parent's unit was touched");
-    // Past two TTLs only the parent's renewer, still running, keeps it.
-    let renewals = ka.stats().map_err(err("stats"))?.renewals;
-    std::thread::sleep(ttl * 2);
-    ensure!(!ka.is_lost(), "the parent's keepalive stopped");
-    ensure!(ka.stats().map_err(err("stats"))?.renewals > renewals, "the parent's keepalive no longer renews");
+    // The parent's renewer goes on: two more renewals, the lease held.
+    let (renewals, end) = (ka.stats().map_err(err("stats"))?.renewals, Instant::now() + LIMIT);
+    while ka.stats().map_err(err("stats"))?.renewals < renewals + 2 {
+        ensure!(!ka.is_lost() && Instant::now() < end, "the parent's keepalive stopped renewing");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let held = store.get("k").map_err(err("get"))?;
     ensure!(held.as_ref().map(|i| i.token) == Some(lease.token()), "the parent's lease was let go: {held:?}");
     ka.stop().map_err(err("stop"))?;
