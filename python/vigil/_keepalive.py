@@ -14,12 +14,13 @@ schedule and with the same rules.
 import asyncio
 import errno
 import inspect
+import os
 import threading
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Callable, Optional, Tuple, Type
 
-from . import _ffi, _leases, _util
+from . import _ffi, _leases, _signals, _util
 from ._aio import finish, pool
 from ._errors import VIGIL_ELOST, Lost, check, exception
 from ._ffi import ffi, lib
@@ -68,7 +69,11 @@ class Keepalive:
 
     `lost` says whether the lease was lost; `fileno()` becomes readable at
     that moment (for select, poll, asyncio). A loss is told once: if the
-    block read `lost` as True it has been told, else the exit raises Lost."""
+    block read `lost` as True it has been told, else the exit raises Lost.
+
+    It belongs to the process that started it: in a child forked while it
+    runs, stopping, closing or leaving the block frees the child's copy and
+    never stops the parent's renewer."""
 
     def __init__(self, store: Any, lease: Any) -> None:
         """Not started yet: `start()`, or enter it with `with`."""
@@ -79,11 +84,10 @@ class Keepalive:
         self._rc: Optional[int] = None
         self._told = False
         self._stopping = threading.Lock()
+        self._armed = False  # a `with` block's hold on the signal guard
 
-    def start(self) -> "Keepalive":
-        """Start renewing at 0.32 of the lease's TTL; returns self."""
-        if self._ka != ffi.NULL:
-            raise RuntimeError("keepalive already running")
+    def _port(self) -> Tuple[Any, Any, tuple]:
+        """The C port, the C lease and what must outlive the renewer."""
         port = ffi.new("vigil_lease_port *")
         keep: tuple = ()
         if isinstance(self.store, _Store):
@@ -97,13 +101,32 @@ class Keepalive:
                 port.renew = cb
                 keep = (cb,)
         clease = c_lease(self.lease) if isinstance(self.store, _Store) else _loose_c_lease(self.lease)
+        return port, clease, (port, clease) + keep
+
+    @_signals.protected
+    def start(self) -> "Keepalive":
+        """Start renewing at 0.32 of the lease's TTL; returns self. A signal
+        (Ctrl-C) arriving meanwhile is raised once the renewer is stopped."""
+        if self._ka != ffi.NULL:
+            raise RuntimeError("keepalive already running")
+        port, clease, keep = self._port()
         out = ffi.new("vigil_keepalive **")
-        check(lib.vigil_keepalive_start(port, clease, out))
-        self._ka, self._keep, self._rc, self._told = out[0], (port, clease) + keep, None, False
+        armed = _signals.arm()
+        try:
+            check(lib.vigil_keepalive_start(port, clease, out))
+        except BaseException:
+            _signals.disarm(armed)
+            raise
+        self._ka, self._keep, self._rc, self._told = out[0], keep, None, False
         deps = getattr(self.store, "_dependents", None)
         if deps is not None:
             deps.add(self)  # closing the store stops this first
-        return self
+        try:
+            _signals.disarm(armed)  # the signals held back are raised here
+            return self
+        except BaseException:
+            self.stop()
+            raise
 
     def _p(self) -> Any:
         if self._ka == ffi.NULL:
@@ -144,34 +167,57 @@ class Keepalive:
         return KeepaliveStats(v.period_ns / 1e9, v.renewals, v.failures, v.consecutive_failures,
                               bool(v.lost), v.cpu_ns / 1e9)
 
+    @_signals.protected
     def stop(self) -> int:
         """Stop and join the renewer: 0, or VIGIL_ELOST if the lease was lost.
-        Idempotent, and safe from several threads at once."""
-        with self._stopping:
-            if self._ka != ffi.NULL:
-                ka, self._ka = self._ka, ffi.NULL
-                self._rc = lib.vigil_keepalive_stop(ka)
-                self._keep = ()
-            return self._rc if self._rc is not None else 0
+        Idempotent, and safe from several threads at once. In a forked child
+        it frees the child's copy only (the library knows whose it is)."""
+        armed = _signals.arm()
+        try:
+            with self._stopping:
+                if self._ka != ffi.NULL:
+                    ka, self._ka = self._ka, ffi.NULL
+                    self._rc = lib.vigil_keepalive_stop(ka)
+                    self._keep = ()
+                return self._rc if self._rc is not None else 0
+        finally:
+            _signals.disarm(armed)
 
     def close(self) -> None:
         """`stop`, for closing code that expects close()."""
         self.stop()
 
+    @_signals.protected
     def __enter__(self) -> "Keepalive":
-        return self.start()
+        armed = _signals.arm()
+        try:
+            self.start()
+        except BaseException:
+            _signals.disarm(armed)
+            raise
+        if armed and _signals.noted:  # a signal during the start: stopped, then raised
+            _signals.settle(armed, self.stop)
+            armed = _signals.arm()
+        self._armed = armed
+        return self
 
+    @_signals.protected
     def __exit__(self, et: Optional[Type[BaseException]], ev: Optional[BaseException],
                  tb: Optional[TracebackType]) -> None:
-        rc = self.stop()
-        if rc == VIGIL_ELOST and self._told:
-            return
-        if rc < 0 and et is None:  # the body's own exception wins
-            raise exception(rc, f"lease {self.lease.key}")
+        armed, self._armed = self._armed, False
+        try:
+            rc = self.stop()
+            if rc == VIGIL_ELOST and self._told:
+                return
+            if rc < 0 and et is None:  # the body's own exception wins
+                raise exception(rc, f"lease {self.lease.key}")
+        finally:
+            _signals.disarm(armed)
 
     def __del__(self) -> None:
         try:
-            self.stop()
+            if self._ka != ffi.NULL:
+                self.stop()
         except Exception:
             pass
 
@@ -212,6 +258,8 @@ class Heartbeat:
         self._ka: Optional[Keepalive] = None
         self._fd: Optional[int] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._pid = os.getpid()
+        self._armed = False  # the block's hold on the signal guard
 
     def _is_lost(self) -> bool:
         if not self._lost and self._ka is not None and self._ka._is_lost():
@@ -240,9 +288,24 @@ class Heartbeat:
         if self._event is not None:
             self._event.set()
 
+    @_signals.protected
     async def __aenter__(self) -> "Heartbeat":
+        armed = _signals.arm()
+        try:
+            self._start()
+        except BaseException:
+            _signals.disarm(armed)
+            raise
+        if armed and _signals.noted:  # a signal during the start: stopped, then raised
+            _signals.settle(armed, self._unstart)
+            armed = _signals.arm()
+        self._armed = armed
+        return self
+
+    def _start(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._event = asyncio.Event()
+        self._pid = os.getpid()
         if isinstance(self.leases, _Store):
             self._ka = Keepalive(self.leases, self.lease).start()
             try:
@@ -252,15 +315,24 @@ class Heartbeat:
                 else:  # an older library: look at the flag a few times a TTL
                     self._task = asyncio.create_task(self._poll(_ttl(self.lease) / 8))
             except BaseException:
-                self._fd = None
-                self._ka.stop()
-                self._ka = None
+                self._unstart()
                 raise
         else:
             renew = getattr(self.leases, "renew", None)
             if renew is not None:  # a port without renew is accepted and not renewed
                 self._task = asyncio.create_task(self._beat(renew, _ttl(self.lease)))
-        return self
+
+    def _unstart(self) -> None:
+        """Undo _start at once (no await): the reader, the task, the keepalive."""
+        if self._fd is not None and self._loop is not None:
+            self._loop.remove_reader(self._fd)
+        self._fd = None
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+        ka, self._ka = self._ka, None
+        if ka is not None:
+            ka.stop()
 
     def _on_fd(self) -> None:
         assert self._loop is not None and self._fd is not None
@@ -346,15 +418,24 @@ class Heartbeat:
         if self._lost and not self._told and et is None:
             raise Lost(VIGIL_ELOST, f"lease {getattr(self.lease, 'key', self.lease)!r} was lost")
 
+    @_signals.protected
     async def __aexit__(self, et: Optional[Type[BaseException]], ev: Optional[BaseException],
                         tb: Optional[TracebackType]) -> None:
+        armed, self._armed = self._armed, False
         try:
-            await self._stop(et)
+            if os.getpid() != self._pid:
+                # A forked child: the renewal and the lease are the parent's.
+                self._unstart()
+                return
+            try:
+                await self._stop(et)
+            finally:
+                if et is not None:
+                    # The code after the block, which would release, will not run.
+                    await self._release()
+            self._raise_untold(et)
         finally:
-            if et is not None:
-                # The code after the block, which would release, will not run.
-                await self._release()
-        self._raise_untold(et)
+            _signals.disarm(armed)
 
 
 def heartbeat(leases: Any, lease: Any) -> Heartbeat:
@@ -386,10 +467,8 @@ class LeaseLock:
         self._hb: Optional[Heartbeat] = None
         self._lost = False
         self._told = False
-
-    def _enter(self, lease: Lease) -> Lease:
-        self.lease, self._lost, self._told = lease, False, False
-        return lease
+        self._pid = os.getpid()
+        self._armed = False  # the block's hold on the signal guard
 
     @property
     def lost(self) -> bool:
@@ -406,67 +485,132 @@ class LeaseLock:
             raise ValueError("the lock is not held through `with`")
         return self._ka.fileno()
 
+    # The way in and the way out are protected sections (vigil._signals):
+    # a signal (Ctrl-C) landing in them is raised after the lease is given
+    # back (on the way in) or after the block is left (on the way out), so
+    # no way out leaves the lease held or its keepalive running. The block
+    # holds the guard from __enter__ to __exit__, so __exit__ is covered
+    # from its first instruction.
+
+    @_signals.protected
     def __enter__(self) -> Lease:
         if self.lease is not None:
             raise RuntimeError(f"lock {self.key!r} is already held through this object")
-        lease = self.store.acquire_wait(self.key, self.owner, self.ttl, self.timeout)
+        armed = _signals.arm()
         try:
-            self._ka = Keepalive(self.store, lease).start()
+            lease = self.store.acquire_wait(self.key, self.owner, self.ttl, self.timeout)
+            try:
+                ka = Keepalive(self.store, lease).start()
+            except BaseException:
+                self.store._release_for_you(lease)
+                raise
         except BaseException:
-            self.store._release_for_you(lease)
+            _signals.disarm(armed)
             raise
-        return self._enter(lease)
+        self.lease, self._ka, self._lost, self._told, self._pid = lease, ka, False, False, os.getpid()
+        if armed and _signals.noted:  # a signal on the way in: given back, then raised
+            _signals.settle(armed, self._undo)
+            armed = _signals.arm()
+        self._armed = armed
+        return lease
 
+    def _undo(self) -> None:
+        """Give back what __enter__ took, quietly (a signal on the way in)."""
+        ka, lease, self._ka, self.lease = self._ka, self.lease, None, None
+        if ka is not None:
+            ka.stop()
+        if lease is not None:
+            self.store._release_for_you(lease)
+
+    @_signals.protected
     def __exit__(self, et: Optional[Type[BaseException]], ev: Optional[BaseException],
                  tb: Optional[TracebackType]) -> None:
-        ka, lease, self._ka, self.lease = self._ka, self.lease, None, None
-        if ka is None or lease is None:
-            return
-        self._lost = ka.stop() == VIGIL_ELOST
-        if not self._lost:
-            try:
-                self.store.release(lease)
-            except Lost:
-                self._lost = True  # taken after the last renewal
-            except Exception:
-                if et is None:
-                    raise
-        self._raise_untold(et, lease)
-
-    async def __aenter__(self) -> Lease:
-        if self.lease is not None:
-            raise RuntimeError(f"lock {self.key!r} is already held through this object")
-        lease = await self.store.acquire_wait_async(self.key, self.owner, self.ttl, self.timeout)
-        hb = Heartbeat(self.store, lease)
+        armed, self._armed = self._armed, False
         try:
-            await hb.__aenter__()
-        except BaseException:
-            await finish(asyncio.get_running_loop().run_in_executor(pool(), self.store._release_for_you, lease))
-            raise
-        self._hb = hb
-        return self._enter(lease)
-
-    async def __aexit__(self, et: Optional[Type[BaseException]], ev: Optional[BaseException],
-                        tb: Optional[TracebackType]) -> None:
-        hb, lease, self._hb, self.lease = self._hb, self.lease, None, None
-        if hb is None or lease is None:
-            return
-        try:
-            await hb._stop(et)
-        finally:
-            self._lost = hb._lost
+            ka, lease, self._ka, self.lease = self._ka, self.lease, None, None
+            if ka is None or lease is None:
+                return
+            if os.getpid() != self._pid:
+                ka.stop()  # a forked child's copy: the lease is the parent's
+                return
+            self._lost = ka.stop() == VIGIL_ELOST
             if not self._lost:
-                loop = asyncio.get_running_loop()
-                fut = loop.run_in_executor(pool(), _release_checked, self.store, lease)
-                await finish(fut)
                 try:
-                    fut.result()
+                    self.store.release(lease)
                 except Lost:
-                    self._lost = True
+                    self._lost = True  # taken after the last renewal
                 except Exception:
                     if et is None:
                         raise
-        self._raise_untold(et, lease)
+            self._raise_untold(et, lease)
+        finally:
+            _signals.disarm(armed)
+
+    @_signals.protected
+    async def __aenter__(self) -> Lease:
+        if self.lease is not None:
+            raise RuntimeError(f"lock {self.key!r} is already held through this object")
+        armed = _signals.arm()  # held across the wait: the lease is guarded from its first moment here
+        try:
+            lease = await self.store.acquire_wait_async(self.key, self.owner, self.ttl, self.timeout)
+        except BaseException:
+            _signals.disarm(armed)
+            raise
+        hb = Heartbeat(self.store, lease)
+        try:
+            hb._start()
+        except BaseException:
+            try:
+                await finish(asyncio.get_running_loop().run_in_executor(pool(), self.store._release_for_you, lease))
+            finally:
+                _signals.disarm(armed)
+            raise
+        self.lease, self._hb, self._lost, self._told, self._pid = lease, hb, False, False, os.getpid()
+        if armed and _signals.noted:  # a signal on the way in: given back, then raised
+            _signals.settle(armed, self._aundo)
+            armed = _signals.arm()
+        self._armed = armed
+        return lease
+
+    def _aundo(self) -> None:
+        """_undo for the async way in: the heartbeat's renewal stopped, the
+        lease given back (here, in the loop's thread: a store's release is
+        quick, an etcd one a request)."""
+        hb, lease, self._hb, self.lease = self._hb, self.lease, None, None
+        if hb is not None:
+            hb._unstart()
+        if lease is not None:
+            self.store._release_for_you(lease)
+
+    @_signals.protected
+    async def __aexit__(self, et: Optional[Type[BaseException]], ev: Optional[BaseException],
+                        tb: Optional[TracebackType]) -> None:
+        armed, self._armed = self._armed, False
+        try:
+            hb, lease, self._hb, self.lease = self._hb, self.lease, None, None
+            if hb is None or lease is None:
+                return
+            if os.getpid() != self._pid:
+                hb._unstart()  # a forked child's copy: the lease is the parent's
+                return
+            try:
+                await hb._stop(et)
+            finally:
+                self._lost = hb._lost
+                if not self._lost:
+                    loop = asyncio.get_running_loop()
+                    fut = loop.run_in_executor(pool(), _release_checked, self.store, lease)
+                    await finish(fut)
+                    try:
+                        fut.result()
+                    except Lost:
+                        self._lost = True
+                    except Exception:
+                        if et is None:
+                            raise
+            self._raise_untold(et, lease)
+        finally:
+            _signals.disarm(armed)
 
     def _raise_untold(self, et: Optional[Type[BaseException]], lease: Lease) -> None:
         if self._lost and not self._told and et is None:

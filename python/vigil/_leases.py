@@ -14,7 +14,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Optional, Tuple, Union
 
-from . import _ffi, _util
+from . import _ffi, _signals, _util
 from ._aio import finish, pool
 from ._errors import VIGIL_EBUSY, VIGIL_ELOST, VIGIL_ETIMEDOUT, VIGIL_EVACANT, Lost, check, exception
 from ._ffi import ffi, lib
@@ -99,9 +99,10 @@ def c_lease(lease: Any) -> Any:
     c = ffi.new("vigil_lease *")
     c.key = _key(lease.key)
     c.owner = _owner(lease.owner)
-    c.token = lease.token
-    c.ttl_ms = getattr(lease, "ttl_ms", 0) or _util.ttl_ms(lease.ttl)
-    c.id = getattr(lease, "id", 0) or 0
+    c.token = _util.uint(lease.token, "token", _util.U64_MAX)
+    ms = getattr(lease, "ttl_ms", 0)
+    c.ttl_ms = _util.uint(ms, "ttl_ms", _util.U64_MAX) if ms else _util.ttl_ms(lease.ttl)
+    c.id = _util.uint(getattr(lease, "id", 0) or 0, "id", (1 << 63) - 1, -(1 << 63))
     return c
 
 
@@ -140,21 +141,54 @@ class _Store(_Handle):
     def _ttl(self, ttl: float) -> int:
         return _util.ttl_ms(ttl, self._least_ttl_ms)
 
+    @_signals.protected
     def acquire(self, key: str, owner: str, ttl: float) -> Lease:
         """Take `key` for `owner` for `ttl` seconds; Busy while anyone holds it
-        unexpired. `key` is at most 127 bytes of UTF-8, `owner` at most 63."""
+        unexpired. `key` is at most 127 bytes of UTF-8, `owner` at most 63.
+        A signal (Ctrl-C) arriving during the call is raised once the lease
+        is given back: the call returns the lease or leaves nothing held."""
         out = ffi.new("vigil_lease *")
         k, o, ms = _key(key), _owner(owner), self._ttl(ttl)
-        check(self._c("acquire")(self._p(), k, o, ms, out), self._where(key))
-        return _lease_from(out)
+        fn, ptr = self._c("acquire"), self._p()
+        armed = _signals.arm()
+        lease = self._taken(armed, fn(ptr, k, o, ms, out), out, key)
+        try:
+            _signals.disarm(armed)  # the signals held back are raised here
+            return lease
+        except BaseException:
+            self._release_for_you(lease)
+            raise
 
+    def _taken(self, armed: bool, rc: int, out: Any, key: Union[str, bytes]) -> Lease:
+        """The lease the C call `rc` wrote in `out`; on failure the section
+        `armed` began ends and the error is raised. The caller ends it on
+        success, in a try that gives the lease back if that raises (the
+        signals held back): every frame the lease passes through guards it."""
+        try:
+            check(rc, self._where(key))
+            return _lease_from(out)
+        except BaseException:
+            _signals.disarm(armed)
+            raise
+
+    @_signals.protected
     def acquire_wait(self, key: str, owner: str, ttl: float, timeout: Optional[float] = None) -> Lease:
         """`acquire`, sleeping until `key` is released or its holder's lease
-        lapses; Timeout after `timeout` seconds (None: no deadline, 0: one try)."""
-        return self._acquire_wait(key, owner, ttl, timeout, None)
+        lapses; Timeout after `timeout` seconds (None: no deadline, 0: one try).
+        Ctrl-C ends the wait (within a quarter of a second on a store) and
+        leaves nothing held."""
+        armed, lease = self._acquire_wait(key, owner, ttl, timeout, None)
+        try:
+            _signals.disarm(armed)
+            return lease
+        except BaseException:
+            self._release_for_you(lease)
+            raise
 
     def _acquire_wait(self, key: str, owner: str, ttl: float, timeout: Optional[float],
-                      gone: Optional[threading.Event], slice_max: Optional[float] = None) -> Lease:
+                      gone: Optional[threading.Event], slice_max: Optional[float] = None) -> Tuple[bool, Lease]:
+        """The wait; returns the lease with the protected section that took
+        it still open (the caller ends it, as acquire_wait does)."""
         if not self._has("acquire_wait"):
             raise NotImplementedError(f"the loaded library has no {self._prefix}acquire_wait")
         fn = self._c("acquire_wait")
@@ -163,18 +197,23 @@ class _Store(_Handle):
         out = ffi.new("vigil_lease *")
         slice_s = slice_max or self._slice
         if slice_s is None:
-            check(fn(self._p(), k, o, ms, ns, out), self._where(key))
-            return _lease_from(out)
-        deadline = None if timeout is None else time.monotonic() + timeout
+            ptr = self._p()
+            armed = _signals.arm()
+            return armed, self._taken(armed, fn(ptr, k, o, ms, ns, out), out, key)
+        deadline = _util.deadline(timeout)
         # In slices, so that a signal handler (Ctrl-C) runs while it waits:
-        # the store's waiters hold no place in a queue that leaving would lose.
+        # the store's waiters hold no place in a queue that leaving would
+        # lose. Each slice is a protected section: a signal is raised
+        # between two, or after the lease one took is given back.
         while True:
             if deadline is not None:
                 slice_s = min(slice_s, max(0.0, deadline - time.monotonic()))
-            rc = fn(self._p(), k, o, ms, _util.timeout_ns(slice_s), out)
+            ptr = self._p()
+            armed = _signals.arm()
+            rc = fn(ptr, k, o, ms, _util.timeout_ns(slice_s), out)
             if rc != VIGIL_ETIMEDOUT:
-                check(rc, self._where(key))
-                return _lease_from(out)
+                return armed, self._taken(armed, rc, out, key)
+            _signals.disarm(armed)
             if (deadline is not None and time.monotonic() >= deadline) or (gone is not None and gone.is_set()):
                 raise exception(rc, self._where(key))
 
@@ -182,24 +221,35 @@ class _Store(_Handle):
         """Extend `lease` by its TTL; Lost once it expired or changed hands."""
         check(self._c("renew")(self._p(), c_lease(lease)), self._where(lease.key))
 
+    @_signals.protected
     def release(self, lease: Lease) -> None:
         """Give `lease` up; Lost if it was no longer held (quiet for a lease a
-        heartbeat or lock already released for you when its block raised)."""
-        rc = self._c("release")(self._p(), c_lease(lease))
+        heartbeat or lock already released for you when its block raised).
+        A signal arriving meanwhile is raised once it is given up."""
+        c, ptr = c_lease(lease), self._p()
+        armed = _signals.arm()
+        rc = self._c("release")(ptr, c)
+        _signals.disarm(armed)
         if rc == VIGIL_ELOST and self._forget_released(lease):
             return
         check(rc, self._where(lease.key))
 
+    @_signals.protected
     def _release_for_you(self, lease: Any) -> None:
-        """Release on the caller's behalf (an exit by exception), quietly."""
+        """Release on the caller's behalf (an exit by exception), quietly,
+        the signals held back until it is done."""
+        armed = _signals.arm()
         try:
-            self.release(lease)
-        except Exception:
-            return
-        with self._released_lock:
-            self._released_for_you[_identity(lease)] = None
-            while len(self._released_for_you) > 1024:
-                self._released_for_you.popitem(last=False)
+            try:
+                self.release(lease)
+            except Exception:
+                return
+            with self._released_lock:
+                self._released_for_you[_identity(lease)] = None
+                while len(self._released_for_you) > 1024:
+                    self._released_for_you.popitem(last=False)
+        finally:
+            _signals.disarm(armed)
 
     def _forget_released(self, lease: Any) -> bool:
         with self._released_lock:
@@ -235,7 +285,7 @@ class _Store(_Handle):
 
         _key(key), _owner(owner), self._ttl(ttl)  # checked now, not at entry
         if timeout is not None:
-            _util.seconds(timeout, "timeout")
+            _util.timeout_ns(timeout)  # checked now: OutOfRange naming the limit
         return LeaseLock(self, key, owner, ttl, timeout)
 
     async def acquire_async(self, key: str, owner: str, ttl: float) -> Lease:
@@ -252,9 +302,15 @@ class _Store(_Handle):
         queue is given up) and nothing stays held."""
         _key(key), _owner(owner), self._ttl(ttl)
         if timeout is not None:
-            _util.seconds(timeout, "timeout")
+            _util.timeout_ns(timeout)  # checked now: OutOfRange naming the limit
         gone = threading.Event()
-        return await self._in_thread(self._acquire_wait, key, owner, ttl, timeout, gone, 0.05, gone=gone)
+        return await self._in_thread(self._acquire_wait_in_thread, key, owner, ttl, timeout, gone, 0.05, gone=gone)
+
+    def _acquire_wait_in_thread(self, *args: Any) -> Lease:
+        """_acquire_wait in a worker thread, where no signal handler runs."""
+        armed, lease = self._acquire_wait(*args)
+        _signals.disarm(armed)
+        return lease
 
     async def _in_thread(self, fn: Callable[..., Lease], *args: Any,
                          gone: Optional[threading.Event] = None) -> Lease:
@@ -384,8 +440,8 @@ class Etcd(_Store):
                          "namespace": namespace, "connect_timeout": connect_timeout, "timeout": timeout}
         out = ffi.new("vigil_etcd **")
 
-        def ms(s: Optional[float], name: str) -> int:
-            return 0 if s is None else max(1, round(_util.seconds(s, name) * 1000))
+        def ms(s: Optional[float], name: str) -> int:  # whole ms, as C takes them: 32 bits
+            return 0 if s is None else max(1, round(_util.seconds(s, name, _util.U32_MAX / 1000) * 1000))
 
         strings = {name: value for name, value in (("cacert", cacert), ("cert", cert), ("key", key),
                                                    ("user", user), ("password", password),
@@ -394,7 +450,7 @@ class Etcd(_Store):
             if not _ffi.has("vigil_etcd_connect_opts", self._library):
                 raise OSError(errno.ENOSYS, "this libvigil-etcd has no TLS, auth or namespace options", endpoints)
             # The C strings live until connect returns; it copies them.
-            keep = {name: ffi.new("char[]", os.fsencode(v) if name in ("cacert", "cert", "key")
+            keep = {name: ffi.new("char[]", _ffi.path_bytes(v, name) if name in ("cacert", "cert", "key")
                                   else _util.text(v, name))
                     for name, v in strings.items()}
             opts = ffi.new("struct vigil_etcd_options *")
@@ -422,13 +478,16 @@ class Etcd(_Store):
         return type(self)(self.endpoints, **self._options)
 
     def close(self) -> None:
-        """Close the connection; idempotent. Keepalives on it are stopped first."""
+        """Close the connection; idempotent. Keepalives on it are stopped first.
+        In a forked child the connection is the parent's (a TLS session, a
+        lock the fork may have caught held): it is only forgotten."""
         if self._ptr == ffi.NULL:
             return
         for dep in list(self._dependents):
             dep.close()
         ptr, self._ptr = self._ptr, ffi.NULL
-        self._library.vigil_etcd_close(ptr)
+        if os.getpid() == self._pid:
+            self._library.vigil_etcd_close(ptr)
 
     def _describe(self) -> str:
         return self.endpoints
@@ -445,7 +504,7 @@ class Etcd(_Store):
         (a process that exits meanwhile leaves it to lapse with its TTL)."""
         _key(key), _owner(owner), self._ttl(ttl)
         if timeout is not None:
-            _util.seconds(timeout, "timeout")
+            _util.timeout_ns(timeout)  # checked now: OutOfRange naming the limit
         self._p()
         loop = asyncio.get_running_loop()
         woken: "asyncio.Future[None]" = loop.create_future()

@@ -3,12 +3,13 @@
 import enum
 import os
 import threading
+import time
 import weakref
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Dict, List, Optional, Tuple, Type, Union
 
-from . import _ffi, _util
+from . import _ffi, _signals, _util
 from ._errors import VIGIL_ELOST, VIGIL_EVACANT, Lost, Vacant, check, exception
 from ._ffi import ffi, lib
 from ._util import DEFAULT_MODE, PathLike
@@ -90,6 +91,7 @@ class _Handle:
     _closer: Any = None
 
     def _init_handle(self) -> None:
+        self._pid = os.getpid()  # the process that opened it (fork: see the subclasses)
         self._dependents: "weakref.WeakSet[Any]" = weakref.WeakSet()
         self._inside: Dict[int, int] = {}  # thread -> its calls in progress that close() waits for
         self._quiet = threading.Condition(threading.Lock())
@@ -209,29 +211,57 @@ class Registration:
 
     On exit the slot is unregistered. If a failover scan took it meanwhile
     (this process was judged dead: stopped, or not beating), the exit
-    raises Lost, unless the block raised an exception of its own."""
+    raises Lost, unless the block raised an exception of its own.
+
+    No way out leaves the slot registered: a signal (Ctrl-C) landing on the
+    way in is raised after the slot is given back, one on the way out after
+    it is. In a child forked inside the block, leaving it unregisters
+    nothing: the slot is the parent's (the child registers its own)."""
 
     def __init__(self, table: "HeartbeatTable", pid: Optional[int]) -> None:
         """Made by `HeartbeatTable.registered`."""
         self.table = table
         self.pid = pid
         self.slot: Optional[int] = None
+        self._owner = os.getpid()  # the process that registered
+        self._armed = False  # the block's hold on the signal guard
 
+    @_signals.protected
     def __enter__(self) -> int:
-        self.slot = self.table.register(self.pid)
-        return self.slot
+        armed = _signals.arm()
+        try:
+            slot = self.table.register(self.pid)
+        except BaseException:
+            _signals.disarm(armed)
+            raise
+        self.slot, self._owner = slot, os.getpid()
+        if armed and _signals.noted:  # a signal on the way in: unregistered, then raised
+            _signals.settle(armed, self._undo)
+            armed = _signals.arm()
+        self._armed = armed
+        return slot
 
+    def _undo(self) -> None:
+        slot, self.slot = self.slot, None
+        if slot is not None:
+            self.table._unregister_quietly(slot)
+
+    @_signals.protected
     def __exit__(self, et: Optional[Type[BaseException]], ev: Optional[BaseException],
                  tb: Optional[TracebackType]) -> None:
-        slot, self.slot = self.slot, None
-        if slot is None or self.table.closed:
-            return
+        armed, self._armed = self._armed, False
         try:
-            self.table.unregister(slot)
-        except (Vacant, Lost) as e:
-            if et is None:
-                raise Lost(VIGIL_ELOST, f"{self.table.path}: slot {slot} was taken from this registration "
-                                        f"(reclaimed by failover)") from e
+            slot, self.slot = self.slot, None
+            if slot is None or self.table.closed or os.getpid() != self._owner:
+                return  # nothing, or a forked child's copy of the parent's slot
+            try:
+                self.table.unregister(slot)
+            except (Vacant, Lost) as e:
+                if et is None:
+                    raise Lost(VIGIL_ELOST, f"{self.table.path}: slot {slot} was taken from this registration "
+                                            f"(reclaimed by failover)") from e
+        finally:
+            _signals.disarm(armed)
 
 
 class HeartbeatTable(_Handle):
@@ -247,6 +277,8 @@ class HeartbeatTable(_Handle):
         self._ptr = ptr
         self.path = os.fsdecode(path)
         self._beaters: Dict[int, Beater] = {}
+        # vigil_failover_wait keeps state in the handle: one wait at a time.
+        self._failover_turn = threading.Lock()
 
     @classmethod
     def create(cls, path: PathLike, capacity: int, mode: int = DEFAULT_MODE) -> "HeartbeatTable":
@@ -296,13 +328,41 @@ class HeartbeatTable(_Handle):
         """The global epoch: how many times the table has been ticked."""
         return lib.vigil_hb_epoch(self._p())
 
+    @_signals.protected
     def register(self, pid: Optional[int] = None) -> int:
         """Claim the first vacant slot for `pid` (this process by default) and
-        return its number; Full when every slot is taken."""
+        return its number; Full when every slot is taken. A signal (Ctrl-C)
+        arriving during the call is raised once the slot is given back: it
+        returns the slot or leaves nothing registered."""
         out = ffi.new("uint32_t *")
         p = os.getpid() if pid is None else _util.uint(pid, "pid", low=1)
-        check(lib.vigil_hb_register(self._p(), p, out), self.path)
-        return out[0]
+        ptr = self._p()
+        armed = _signals.arm()
+        rc = lib.vigil_hb_register(ptr, p, out)
+        try:
+            check(rc, self.path)
+            slot = out[0]
+        except BaseException:
+            _signals.disarm(armed)
+            raise
+        try:
+            _signals.disarm(armed)  # the signals held back are raised here
+            return slot
+        except BaseException:
+            self._unregister_quietly(slot)
+            raise
+
+    @_signals.protected
+    def _unregister_quietly(self, slot: int) -> None:
+        """Give back a slot this handle just registered (the caller never got
+        it), the signals held back meanwhile."""
+        armed = _signals.arm()
+        try:
+            self._beaters.pop(slot, None)
+            if self._ptr != ffi.NULL:
+                lib.vigil_hb_unregister(self._ptr, slot)
+        finally:
+            _signals.disarm(armed)
 
     def registered(self, pid: Optional[int] = None) -> Registration:
         """`with table.registered() as slot:` registers on entry and
@@ -392,26 +452,49 @@ class HeartbeatTable(_Handle):
         """How many slots beat within the last `grace` epochs."""
         return lib.vigil_hb_live_count(self._p(), _grace(grace))
 
+    def _reclaim_room(self, max: int) -> int:
+        """Entries for at most `max` reclaims (1..the largest capacity): never
+        more than the table has slots."""
+        return min(_util.uint(max, "max", _util.MAX_CAPACITY, 1), self.capacity)
+
     def failover_scan(self, grace: int, max: int = 64, *, probe: bool = False) -> List[Reclaim]:
         """Vacate every slot stale past `grace` epochs (and, with `probe`,
         every slot whose owner is provably dead) and return at most `max`
-        of them with their work units, each handed to exactly one scanner."""
-        n_max = _util.uint(max, "max", low=1)
+        (1..1048576) of them with their work units, each handed to exactly
+        one scanner."""
+        n_max = self._reclaim_room(max)
+        g = _grace(grace)
         out = ffi.new("vigil_reclaim[]", n_max)
         fn = lib.vigil_failover_scan_probe if probe else lib.vigil_failover_scan
-        n = check(fn(self._p(), _grace(grace), out, n_max), self.path)
+        n = check(fn(self._p(), g, out, n_max), self.path)
         return [Reclaim(out[i].slot, out[i].pid, out[i].in_flight) for i in range(n)]
 
     def failover_wait(self, grace: int, timeout: Optional[float] = None, max: int = 64) -> List[Reclaim]:
         """Block until some slot can be reclaimed (stale past `grace`, or its
         owner exited: seen at once through pidfds) and reclaim it, as
         `failover_scan`; [] when `timeout` seconds pass first (None: no
-        deadline). One wait per table handle at a time."""
-        n_max = _util.uint(max, "max", low=1)
+        deadline). Waits on one table handle take turns (the handle holds
+        the wait's pidfds): a second thread's wait begins when the first's
+        ends, its timeout running from its call. Ctrl-C ends it within a
+        quarter of a second."""
+        n_max = self._reclaim_room(max)
+        g = _grace(grace)
+        deadline = _util.deadline(timeout)
         out = ffi.new("vigil_reclaim[]", n_max)
-        ns = _util.timeout_ns(timeout)
-        n = check(lib.vigil_failover_wait(self._p(), _grace(grace), ns, out, n_max), self.path)
-        return [Reclaim(out[i].slot, out[i].pid, out[i].in_flight) for i in range(n)]
+        left = None if deadline is None else max_(0.0, deadline - time.monotonic())
+        if not self._failover_turn.acquire(timeout=-1 if left is None else min(left, _util.TIMEOUT_MAX)):
+            return []
+        try:
+            while True:
+                # In slices, so that a signal handler (Ctrl-C) runs while it
+                # waits; the handle keeps its pidfds from one to the next.
+                left = None if deadline is None else max_(0.0, deadline - time.monotonic())
+                s = _WAIT_SLICE if left is None else min(left, _WAIT_SLICE)
+                n = check(lib.vigil_failover_wait(self._p(), g, _util.timeout_ns(s), out, n_max), self.path)
+                if n > 0 or (left is not None and left <= s):
+                    return [Reclaim(out[i].slot, out[i].pid, out[i].in_flight) for i in range(n)]
+        finally:
+            self._failover_turn.release()
 
     def leader_elect(self, grace: int) -> Leader:
         """Make the lowest live pid the coordinator and return it (its term
@@ -446,6 +529,10 @@ class HeartbeatTable(_Handle):
         if rc == VIGIL_EVACANT:
             raise exception(rc, f"{self.path}: slot {s}")
         return None
+
+
+_WAIT_SLICE = 0.25  # failover_wait in slices of this at most, for Ctrl-C
+max_ = max  # the builtin, under the parameter named max
 
 
 def _bit(bit: int) -> int:

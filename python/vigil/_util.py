@@ -4,6 +4,7 @@ repr, and annotations resolved to types for help()."""
 import inspect
 import math
 import os
+import time
 import typing
 from typing import Any, Optional, Union
 
@@ -14,6 +15,8 @@ PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 U32_MAX = (1 << 32) - 1
 U64_MAX = (1 << 64) - 1
 MAX_CAPACITY = 1 << 20  # heartbeat tables and lease stores alike
+TIMEOUT_MAX = (U64_MAX - 1) / 1e9  # seconds: the longest deadline the C calls take (about 584 years)
+TTL_MAX = U64_MAX / 1000  # seconds: a TTL in whole milliseconds, 64 bits
 KEY_MAX = 127  # bytes of UTF-8; the C field has room for the NUL
 OWNER_MAX = 63
 
@@ -34,6 +37,14 @@ def out_of_range(message: str) -> OutOfRange:
     return OutOfRange(VIGIL_ERANGE, message)
 
 
+def show(value: Any) -> str:
+    """`value` for a message: a number of hundreds of digits shortened."""
+    text_ = repr(value)
+    if len(text_) > 24:
+        text_ = f"{text_[:12]}...({len(text_)} characters)"
+    return text_
+
+
 def uint(value: Any, name: str, high: int = U32_MAX, low: int = 0) -> int:
     """`value` as an int in low..high, else OutOfRange (TypeError for a non-int)
     naming the parameter and its limits."""
@@ -43,7 +54,7 @@ def uint(value: Any, name: str, high: int = U32_MAX, low: int = 0) -> int:
         except (AttributeError, TypeError):
             raise TypeError(f"{name} must be an int, not {type(value).__name__}") from None
     if not low <= value <= high:
-        raise out_of_range(f"{name} {value} is out of range {low}..{high}")
+        raise out_of_range(f"{name} {show(value)} is out of range {low}..{high}")
     return value
 
 
@@ -73,7 +84,7 @@ def text(value: Union[str, bytes], name: str, limit: Optional[int] = None, empty
     else:
         raise TypeError(f"{name} must be str or bytes, not {type(value).__name__}")
     if b"\0" in raw:
-        raise out_of_range(f"{name} contains a NUL byte")
+        raise ValueError(f"{name}: embedded null byte")  # as open() says it
     if limit is not None and len(raw) > limit:
         raise out_of_range(f"{name} is {len(raw)} bytes long (UTF-8); at most {limit}")
     if not raw and not empty:
@@ -81,33 +92,42 @@ def text(value: Union[str, bytes], name: str, limit: Optional[int] = None, empty
     return raw
 
 
-def seconds(value: Any, name: str) -> float:
-    """A finite, non-negative number of seconds."""
+def seconds(value: Any, name: str, high: float = TIMEOUT_MAX) -> float:
+    """A number of seconds in 0..high (ints of any size compared exactly,
+    never converted first), else OutOfRange naming `name` and the range."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__}")
-    if value != value or value < 0 or math.isinf(value):
-        raise out_of_range(f"{name} {value!r} is not a finite non-negative number of seconds")
+    if not 0 <= value <= high:  # NaN fails both
+        raise out_of_range(f"{name} {show(value)} is out of range 0..{high:.15g} seconds")
     return float(value)
 
 
 def timeout_ns(timeout: Optional[float], name: str = "timeout") -> int:
-    """Seconds (None: no deadline) as the C calls' timeout_ns."""
+    """Seconds (None or +inf: no deadline) as the C calls' timeout_ns."""
     if timeout is None:
         return U64_MAX
-    if isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and math.isinf(timeout) and timeout > 0:
+    if isinstance(timeout, float) and math.isinf(timeout) and timeout > 0:
         return U64_MAX
     return min(int(seconds(timeout, name) * 1e9), U64_MAX - 1)
+
+
+def deadline(timeout: Optional[float], name: str = "timeout") -> Optional[float]:
+    """time.monotonic() at which `timeout` seconds from now end (None: never)."""
+    if timeout is None or (isinstance(timeout, float) and math.isinf(timeout) and timeout > 0):
+        return None
+    return time.monotonic() + seconds(timeout, name)
 
 
 def ttl_ms(ttl: Any, least_ms: int = 1) -> int:
     """A lease's TTL in seconds as the C calls' milliseconds, at least `least_ms`."""
     if isinstance(ttl, bool) or not isinstance(ttl, (int, float)):
         raise TypeError(f"ttl must be a number of seconds, not {type(ttl).__name__}")
-    if not ttl > 0 or math.isinf(ttl) or ttl * 1000 >= U64_MAX:
-        raise out_of_range(f"ttl {ttl!r} is not a finite positive number of seconds")
-    ms = max(1, round(ttl * 1000))
+    least = least_ms / 1000
+    if not 0 < ttl <= TTL_MAX:  # NaN fails both
+        raise out_of_range(f"ttl {show(ttl)} is out of range {least:g}..{TTL_MAX:.15g} seconds")
+    ms = min(max(1, round(ttl * 1000)), U64_MAX)
     if ms < least_ms:
-        raise out_of_range(f"ttl {ttl!r} is out of range: at least {least_ms / 1000:g} seconds")
+        raise out_of_range(f"ttl {show(ttl)} is out of range {least:g}..{TTL_MAX:.15g} seconds")
     return ms
 
 
@@ -148,13 +168,13 @@ def open_error(rc: int, path: str, want: int, asked: int = 0) -> BaseException:
     for a file of another kind, another version or another capacity, what
     was found there (as `vigil inspect` says it), not only that it is wrong."""
     from ._errors import VIGIL_EBADFILE, VIGIL_ECAPACITY, exception
-    from ._ffi import ffi, has, lib
+    from ._ffi import ffi, has, lib, path_bytes
 
     err = exception(rc, path)
     if rc not in (VIGIL_EBADFILE, VIGIL_ECAPACITY) or not has("vigil_file_probe"):
         return err
     info = ffi.new("vigil_file_info *")
-    if lib.vigil_file_probe(os.fsencode(path), info) < 0:
+    if lib.vigil_file_probe(path_bytes(path), info) < 0:
         try:
             with open(path, "rb") as f:
                 if f.read(8) != _MAGIC:
