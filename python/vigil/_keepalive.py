@@ -103,29 +103,26 @@ class Keepalive:
         clease = c_lease(self.lease) if isinstance(self.store, _Store) else _loose_c_lease(self.lease)
         return port, clease, (port, clease) + keep
 
-    @_signals.protected
     def start(self) -> "Keepalive":
         """Start renewing at 0.32 of the lease's TTL; returns self. A signal
-        (Ctrl-C) arriving meanwhile is raised once the renewer is stopped."""
+        (Ctrl-C) landing in the call stops the renewer before it is raised."""
         if self._ka != ffi.NULL:
             raise RuntimeError("keepalive already running")
         port, clease, keep = self._port()
-        out = ffi.new("vigil_keepalive **")
-        armed = _signals.arm()
+        out = ffi.new("vigil_keepalive **")  # NULL until the library starts one
         try:
             check(lib.vigil_keepalive_start(port, clease, out))
-        except BaseException:
-            _signals.disarm(armed)
-            raise
-        self._ka, self._keep, self._rc, self._told = out[0], keep, None, False
-        deps = getattr(self.store, "_dependents", None)
-        if deps is not None:
-            deps.add(self)  # closing the store stops this first
-        try:
-            _signals.disarm(armed)  # the signals held back are raised here
+            self._ka, self._keep, self._rc, self._told = out[0], keep, None, False
+            deps = getattr(self.store, "_dependents", None)
+            if deps is not None:
+                deps.add(self)  # closing the store stops this first
             return self
         except BaseException:
-            self.stop()
+            if out[0] != ffi.NULL:  # started, never handed over
+                if self._ka == out[0]:
+                    self.stop()
+                else:
+                    lib.vigil_keepalive_stop(out[0])
             raise
 
     def _p(self) -> Any:

@@ -141,95 +141,73 @@ class _Store(_Handle):
     def _ttl(self, ttl: float) -> int:
         return _util.ttl_ms(ttl, self._least_ttl_ms)
 
-    @_signals.protected
     def acquire(self, key: str, owner: str, ttl: float) -> Lease:
         """Take `key` for `owner` for `ttl` seconds; Busy while anyone holds it
         unexpired. `key` is at most 127 bytes of UTF-8, `owner` at most 63.
-        A signal (Ctrl-C) arriving during the call is raised once the lease
-        is given back: the call returns the lease or leaves nothing held."""
-        out = ffi.new("vigil_lease *")
+        A signal (Ctrl-C) landing in the call gives the lease back before it
+        is raised: the call returns the lease, or leaves nothing held."""
+        out = ffi.new("vigil_lease *")  # token 0 until the library writes a lease
         k, o, ms = _key(key), _owner(owner), self._ttl(ttl)
         fn, ptr = self._c("acquire"), self._p()
-        armed = _signals.arm()
-        lease = self._taken(armed, fn(ptr, k, o, ms, out), out, key)
         try:
-            _signals.disarm(armed)  # the signals held back are raised here
-            return lease
-        except BaseException:
-            self._release_for_you(lease)
-            raise
-
-    def _taken(self, armed: bool, rc: int, out: Any, key: Union[str, bytes]) -> Lease:
-        """The lease the C call `rc` wrote in `out`; on failure the section
-        `armed` began ends and the error is raised. The caller ends it on
-        success, in a try that gives the lease back if that raises (the
-        signals held back): every frame the lease passes through guards it."""
-        try:
-            check(rc, self._where(key))
+            check(fn(ptr, k, o, ms, out), self._where(key))
             return _lease_from(out)
         except BaseException:
-            _signals.disarm(armed)
+            self._give_back(out)
             raise
 
-    @_signals.protected
+    def _give_back(self, out: Any) -> None:
+        """Release the lease a call wrote in `out` and never handed over (an
+        exception, a signal, between the library's answer and the return).
+        The library writes `out` only on success, and a token is never 0."""
+        if out.token:
+            self._release_for_you(_lease_from(out))
+
     def acquire_wait(self, key: str, owner: str, ttl: float, timeout: Optional[float] = None) -> Lease:
         """`acquire`, sleeping until `key` is released or its holder's lease
         lapses; Timeout after `timeout` seconds (None: no deadline, 0: one try).
         Ctrl-C ends the wait (within a quarter of a second on a store) and
         leaves nothing held."""
-        armed, lease = self._acquire_wait(key, owner, ttl, timeout, None)
-        try:
-            _signals.disarm(armed)
-            return lease
-        except BaseException:
-            self._release_for_you(lease)
-            raise
+        return self._acquire_wait(key, owner, ttl, timeout, None)
 
     def _acquire_wait(self, key: str, owner: str, ttl: float, timeout: Optional[float],
-                      gone: Optional[threading.Event], slice_max: Optional[float] = None) -> Tuple[bool, Lease]:
-        """The wait; returns the lease with the protected section that took
-        it still open (the caller ends it, as acquire_wait does)."""
+                      gone: Optional[threading.Event], slice_max: Optional[float] = None) -> Lease:
         if not self._has("acquire_wait"):
             raise NotImplementedError(f"the loaded library has no {self._prefix}acquire_wait")
         fn = self._c("acquire_wait")
         k, o, ms = _key(key), _owner(owner), self._ttl(ttl)
         ns = _util.timeout_ns(timeout)
-        out = ffi.new("vigil_lease *")
+        out = ffi.new("vigil_lease *")  # token 0 until the library writes a lease
         slice_s = slice_max or self._slice
-        if slice_s is None:
-            ptr = self._p()
-            armed = _signals.arm()
-            return armed, self._taken(armed, fn(ptr, k, o, ms, ns, out), out, key)
         deadline = _util.deadline(timeout)
-        # In slices, so that a signal handler (Ctrl-C) runs while it waits:
-        # the store's waiters hold no place in a queue that leaving would
-        # lose. Each slice is a protected section: a signal is raised
-        # between two, or after the lease one took is given back.
-        while True:
-            if deadline is not None:
-                slice_s = min(slice_s, max(0.0, deadline - time.monotonic()))
-            ptr = self._p()
-            armed = _signals.arm()
-            rc = fn(ptr, k, o, ms, _util.timeout_ns(slice_s), out)
-            if rc != VIGIL_ETIMEDOUT:
-                return armed, self._taken(armed, rc, out, key)
-            _signals.disarm(armed)
-            if (deadline is not None and time.monotonic() >= deadline) or (gone is not None and gone.is_set()):
-                raise exception(rc, self._where(key))
+        try:
+            if slice_s is None:
+                check(fn(self._p(), k, o, ms, ns, out), self._where(key))
+                return _lease_from(out)
+            # In slices, so that a signal handler (Ctrl-C) runs while it
+            # waits: the store's waiters hold no place in a queue that
+            # leaving would lose.
+            while True:
+                if deadline is not None:
+                    slice_s = min(slice_s, max(0.0, deadline - time.monotonic()))
+                rc = fn(self._p(), k, o, ms, _util.timeout_ns(slice_s), out)
+                if rc != VIGIL_ETIMEDOUT:
+                    check(rc, self._where(key))
+                    return _lease_from(out)
+                if (deadline is not None and time.monotonic() >= deadline) or (gone is not None and gone.is_set()):
+                    raise exception(rc, self._where(key))
+        except BaseException:
+            self._give_back(out)
+            raise
 
     def renew(self, lease: Lease) -> None:
         """Extend `lease` by its TTL; Lost once it expired or changed hands."""
         check(self._c("renew")(self._p(), c_lease(lease)), self._where(lease.key))
 
-    @_signals.protected
     def release(self, lease: Lease) -> None:
         """Give `lease` up; Lost if it was no longer held (quiet for a lease a
-        heartbeat or lock already released for you when its block raised).
-        A signal arriving meanwhile is raised once it is given up."""
-        c, ptr = c_lease(lease), self._p()
-        armed = _signals.arm()
-        rc = self._c("release")(ptr, c)
-        _signals.disarm(armed)
+        heartbeat or lock already released for you when its block raised)."""
+        rc = self._c("release")(self._p(), c_lease(lease))
         if rc == VIGIL_ELOST and self._forget_released(lease):
             return
         check(rc, self._where(lease.key))
@@ -304,13 +282,7 @@ class _Store(_Handle):
         if timeout is not None:
             _util.timeout_ns(timeout)  # checked now: OutOfRange naming the limit
         gone = threading.Event()
-        return await self._in_thread(self._acquire_wait_in_thread, key, owner, ttl, timeout, gone, 0.05, gone=gone)
-
-    def _acquire_wait_in_thread(self, *args: Any) -> Lease:
-        """_acquire_wait in a worker thread, where no signal handler runs."""
-        armed, lease = self._acquire_wait(*args)
-        _signals.disarm(armed)
-        return lease
+        return await self._in_thread(self._acquire_wait, key, owner, ttl, timeout, gone, 0.05, gone=gone)
 
     async def _in_thread(self, fn: Callable[..., Lease], *args: Any,
                          gone: Optional[threading.Event] = None) -> Lease:

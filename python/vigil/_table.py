@@ -328,28 +328,20 @@ class HeartbeatTable(_Handle):
         """The global epoch: how many times the table has been ticked."""
         return lib.vigil_hb_epoch(self._p())
 
-    @_signals.protected
     def register(self, pid: Optional[int] = None) -> int:
         """Claim the first vacant slot for `pid` (this process by default) and
         return its number; Full when every slot is taken. A signal (Ctrl-C)
-        arriving during the call is raised once the slot is given back: it
-        returns the slot or leaves nothing registered."""
-        out = ffi.new("uint32_t *")
+        landing in the call gives the slot back before it is raised: the
+        call returns the slot, or leaves nothing registered."""
+        out = ffi.new("uint32_t *", _NO_SLOT)  # written by the library only on success
         p = os.getpid() if pid is None else _util.uint(pid, "pid", low=1)
         ptr = self._p()
-        armed = _signals.arm()
-        rc = lib.vigil_hb_register(ptr, p, out)
         try:
-            check(rc, self.path)
-            slot = out[0]
+            check(lib.vigil_hb_register(ptr, p, out), self.path)
+            return out[0]
         except BaseException:
-            _signals.disarm(armed)
-            raise
-        try:
-            _signals.disarm(armed)  # the signals held back are raised here
-            return slot
-        except BaseException:
-            self._unregister_quietly(slot)
+            if out[0] != _NO_SLOT:  # registered, never handed over
+                self._unregister_quietly(out[0])
             raise
 
     @_signals.protected
@@ -532,6 +524,7 @@ class HeartbeatTable(_Handle):
 
 
 _WAIT_SLICE = 0.25  # failover_wait in slices of this at most, for Ctrl-C
+_NO_SLOT = _util.U32_MAX  # never a slot: capacities stop at 2^20
 max_ = max  # the builtin, under the parameter named max
 
 
