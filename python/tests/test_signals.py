@@ -25,6 +25,7 @@ import dis
 import os
 import signal
 import sys
+import threading
 import time
 from typing import Any, Callable, List, Optional
 
@@ -248,3 +249,23 @@ def test_a_signal_elsewhere_is_raised_at_once(store):
             signal.raise_signal(signal.SIGINT)
             raise AssertionError("not interrupted")
     assert store.get("k") is None
+
+
+def test_ctrl_c_ends_a_lock_wait_inside_another_block(tmp, store):
+    """The guard holds signals back only while something is half-made: a
+    lock() waiting for its key (inside a registered() block, which holds
+    the guard) is still ended by Ctrl-C, with nothing held after."""
+    holder = store.acquire("k", "holder", 30.0)
+    with vigil.HeartbeatTable.create(os.path.join(tmp, "t.hb"), 4) as t:
+        timer = threading.Timer(0.2, _thread.interrupt_main)
+        started = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            with t.registered():
+                timer.start()
+                with store.lock("k", "me", ttl=5.0, timeout=30.0):
+                    raise AssertionError("the key was never free")
+        timer.join()
+        assert time.monotonic() - started < 25, "Ctrl-C did not end the wait"
+        assert t.live_count(vigil._util.U64_MAX) == 0
+    assert store.get("k").owner == "holder"
+    store.release(holder)

@@ -276,7 +276,6 @@ class Group:
 
     # ---- membership -------------------------------------------------------
 
-    @_signals.protected
     def join(self, member: str, ttl: float = 10.0, *, dir: Optional[str] = None,
              host: Optional[str] = None) -> "Group":
         """Join as `member` (1 to 63 bytes) under a lease of `ttl` seconds

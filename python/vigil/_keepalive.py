@@ -84,7 +84,7 @@ class Keepalive:
         self._rc: Optional[int] = None
         self._told = False
         self._stopping = threading.Lock()
-        self._armed = False  # a `with` block's hold on the signal guard
+        self._armed: Any = None  # a `with` block's hold on the signal guard
 
     def _port(self) -> Tuple[Any, Any, tuple]:
         """The C port, the C lease and what must outlive the renewer."""
@@ -184,7 +184,6 @@ class Keepalive:
         """`stop`, for closing code that expects close()."""
         self.stop()
 
-    @_signals.protected
     def __enter__(self) -> "Keepalive":
         armed = _signals.arm()
         try:
@@ -201,7 +200,7 @@ class Keepalive:
     @_signals.protected
     def __exit__(self, et: Optional[Type[BaseException]], ev: Optional[BaseException],
                  tb: Optional[TracebackType]) -> None:
-        armed, self._armed = self._armed, False
+        armed, self._armed = self._armed, None
         try:
             rc = self.stop()
             if rc == VIGIL_ELOST and self._told:
@@ -256,7 +255,7 @@ class Heartbeat:
         self._fd: Optional[int] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._pid = os.getpid()
-        self._armed = False  # the block's hold on the signal guard
+        self._armed: Any = None  # the block's hold on the signal guard
 
     def _is_lost(self) -> bool:
         if not self._lost and self._ka is not None and self._ka._is_lost():
@@ -285,7 +284,6 @@ class Heartbeat:
         if self._event is not None:
             self._event.set()
 
-    @_signals.protected
     async def __aenter__(self) -> "Heartbeat":
         armed = _signals.arm()
         try:
@@ -418,7 +416,7 @@ class Heartbeat:
     @_signals.protected
     async def __aexit__(self, et: Optional[Type[BaseException]], ev: Optional[BaseException],
                         tb: Optional[TracebackType]) -> None:
-        armed, self._armed = self._armed, False
+        armed, self._armed = self._armed, None
         try:
             if os.getpid() != self._pid:
                 # A forked child: the renewal and the lease are the parent's.
@@ -465,7 +463,7 @@ class LeaseLock:
         self._lost = False
         self._told = False
         self._pid = os.getpid()
-        self._armed = False  # the block's hold on the signal guard
+        self._armed: Any = None  # the block's hold on the signal guard
 
     @property
     def lost(self) -> bool:
@@ -489,19 +487,19 @@ class LeaseLock:
     # holds the guard from __enter__ to __exit__, so __exit__ is covered
     # from its first instruction.
 
-    @_signals.protected
     def __enter__(self) -> Lease:
         if self.lease is not None:
             raise RuntimeError(f"lock {self.key!r} is already held through this object")
-        armed = _signals.arm()
+        lease, armed = None, None
         try:
+            # The wait stays interruptible: nothing is held until it returns
+            # (it gives back a lease it took, if interrupted on the way).
             lease = self.store.acquire_wait(self.key, self.owner, self.ttl, self.timeout)
-            try:
-                ka = Keepalive(self.store, lease).start()
-            except BaseException:
-                self.store._release_for_you(lease)
-                raise
+            armed = _signals.arm()  # from here signals wait until the block holds the lease
+            ka = Keepalive(self.store, lease).start()
         except BaseException:
+            if lease is not None:
+                self.store._release_for_you(lease)
             _signals.disarm(armed)
             raise
         self.lease, self._ka, self._lost, self._told, self._pid = lease, ka, False, False, os.getpid()
@@ -522,7 +520,7 @@ class LeaseLock:
     @_signals.protected
     def __exit__(self, et: Optional[Type[BaseException]], ev: Optional[BaseException],
                  tb: Optional[TracebackType]) -> None:
-        armed, self._armed = self._armed, False
+        armed, self._armed = self._armed, None
         try:
             ka, lease, self._ka, self.lease = self._ka, self.lease, None, None
             if ka is None or lease is None:
@@ -543,7 +541,6 @@ class LeaseLock:
         finally:
             _signals.disarm(armed)
 
-    @_signals.protected
     async def __aenter__(self) -> Lease:
         if self.lease is not None:
             raise RuntimeError(f"lock {self.key!r} is already held through this object")
@@ -582,7 +579,7 @@ class LeaseLock:
     @_signals.protected
     async def __aexit__(self, et: Optional[Type[BaseException]], ev: Optional[BaseException],
                         tb: Optional[TracebackType]) -> None:
-        armed, self._armed = self._armed, False
+        armed, self._armed = self._armed, None
         try:
             hb, lease, self._hb, self.lease = self._hb, self.lease, None, None
             if hb is None or lease is None:

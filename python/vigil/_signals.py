@@ -34,7 +34,8 @@ SIGNALS = tuple(getattr(signal, name) for name in
                 ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM")
                 if hasattr(signal, name))
 
-_protected: Set[Any] = set()  # code objects of the protected functions
+_protected: Set[Any] = set()  # code objects of the functions protected whenever they run
+_armed: Dict[Any, int] = {}  # frames that armed the guard (their sections), with counts
 _saved: Dict[int, Any] = {}  # signal -> the handler the guard stands in for
 noted: List[Tuple[int, Any]] = []  # signals noted, with their handlers
 _holders = 0  # sections and blocks that keep the guard (main thread only)
@@ -43,15 +44,21 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def protected(fn: F) -> F:
-    """Mark `fn` (a function, or an async function) as a protected section:
-    a signal landing while it runs waits until the outermost one settles."""
+    """Mark `fn` (a function, or an async function) as protected whenever it
+    runs: a block's way out, which must be covered from its first
+    instruction. Other sections are the frames that call arm(), from then
+    until disarm() (a wait before it stays interruptible)."""
     _protected.add(fn.__code__)
     return fn
 
 
+def _section(frame: Any) -> bool:
+    return frame.f_code in _protected or frame in _armed
+
+
 def _inside(frame: Any) -> bool:
     while frame is not None:
-        if frame.f_code in _protected:
+        if _section(frame):
             return True
         frame = frame.f_back
     return False
@@ -72,14 +79,22 @@ def _main() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
-def arm() -> bool:
-    """Start a protected section (or a block's hold on the guard): install
-    the guard if it is not up. True when armed (disarm it later); False
-    outside the main thread, where no handler runs."""
+def arm() -> Any:
+    """Start a protected section in the caller's frame (and a hold on the
+    guard, which a block keeps until its exit): install the guard if it is
+    not up. Returns what to give disarm() (true), or None outside the main
+    thread, where no handler runs."""
     global _holders
     if not _main():
-        return False
-    if _holders == 0:
+        return None
+    frame = sys._getframe(1)
+    count = _armed.get(frame, 0)
+    # The section and the hold count change together, with no call between
+    # them (a signal handler runs only at a call, a function's start or a
+    # jump back): from here a signal landing in `frame` is noted.
+    _armed[frame] = count + 1
+    _holders += 1
+    if _holders == 1:
         installed = []
         try:
             for signum in SIGNALS:
@@ -90,15 +105,20 @@ def arm() -> bool:
                     installed.append(signum)
         except BaseException:
             # A signal that landed before the guard was up: nothing is held
-            # yet; put back what was swapped and let it be raised.
+            # yet; undo the count (no call), put back what was swapped, and
+            # let it be raised.
+            _holders -= 1
+            if count:
+                _armed[frame] = count
+            else:
+                del _armed[frame]
             for signum in installed:
                 signal.signal(signum, _saved.pop(signum))
             raise
-    _holders += 1
-    return True
+    return frame
 
 
-def disarm(armed: bool) -> None:
+def disarm(armed: Any) -> None:
     """End what arm() began (from a protected function, or a helper it
     calls): the handlers are put back when no section or block holds the
     guard, and the signals noted are delivered (their handlers called,
@@ -107,6 +127,10 @@ def disarm(armed: bool) -> None:
     global _holders
     if not armed:
         return
+    if _armed.get(armed, 0) > 1:
+        _armed[armed] -= 1
+    else:
+        _armed.pop(armed, None)
     _holders -= 1
     if _holders == 0:
         for signum, handler in list(_saved.items()):
@@ -115,7 +139,7 @@ def disarm(armed: bool) -> None:
             del _saved[signum]
     caller = sys._getframe(1)
     section = caller
-    while section is not None and section.f_code not in _protected:
+    while section is not None and not _section(section):
         section = section.f_back
     if not noted or (section is not None and _inside(section.f_back)):
         return
@@ -125,7 +149,7 @@ def disarm(armed: bool) -> None:
             handler(signum, caller)
 
 
-def settle(armed: bool, undo: Callable[[], Any]) -> None:
+def settle(armed: Any, undo: Callable[[], Any]) -> None:
     """End the section `armed` began by delivering what was noted; if that
     raises, undo() what the section made (the signals held back again
     while it runs) before the exception goes on. For a block's __enter__

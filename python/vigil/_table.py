@@ -224,9 +224,8 @@ class Registration:
         self.pid = pid
         self.slot: Optional[int] = None
         self._owner = os.getpid()  # the process that registered
-        self._armed = False  # the block's hold on the signal guard
+        self._armed: Any = None  # the block's hold on the signal guard
 
-    @_signals.protected
     def __enter__(self) -> int:
         armed = _signals.arm()
         try:
@@ -249,7 +248,7 @@ class Registration:
     @_signals.protected
     def __exit__(self, et: Optional[Type[BaseException]], ev: Optional[BaseException],
                  tb: Optional[TracebackType]) -> None:
-        armed, self._armed = self._armed, False
+        armed, self._armed = self._armed, None
         try:
             slot, self.slot = self.slot, None
             if slot is None or self.table.closed or os.getpid() != self._owner:
