@@ -185,16 +185,7 @@ class Keepalive:
         self.stop()
 
     def __enter__(self) -> "Keepalive":
-        armed = _signals.arm()
-        try:
-            self.start()
-        except BaseException:
-            _signals.disarm(armed)
-            raise
-        if armed and _signals.noted:  # a signal during the start: stopped, then raised
-            _signals.settle(armed, self.stop)
-            armed = _signals.arm()
-        self._armed = armed
+        _, self._armed = _signals.enter(self.start, lambda ka: ka.stop())
         return self
 
     @_signals.protected
@@ -285,16 +276,7 @@ class Heartbeat:
             self._event.set()
 
     async def __aenter__(self) -> "Heartbeat":
-        armed = _signals.arm()
-        try:
-            self._start()
-        except BaseException:
-            _signals.disarm(armed)
-            raise
-        if armed and _signals.noted:  # a signal during the start: stopped, then raised
-            _signals.settle(armed, self._unstart)
-            armed = _signals.arm()
-        self._armed = armed
+        _, self._armed = _signals.enter(self._start, lambda _: self._unstart())
         return self
 
     def _start(self) -> None:
@@ -490,32 +472,19 @@ class LeaseLock:
     def __enter__(self) -> Lease:
         if self.lease is not None:
             raise RuntimeError(f"lock {self.key!r} is already held through this object")
-        lease, armed = None, None
+        lease, pid = None, os.getpid()
         try:
             # The wait stays interruptible: nothing is held until it returns
             # (it gives back a lease it took, if interrupted on the way).
             lease = self.store.acquire_wait(self.key, self.owner, self.ttl, self.timeout)
-            armed = _signals.arm()  # from here signals wait until the block holds the lease
-            ka = Keepalive(self.store, lease).start()
+            ka, armed = _signals.enter(lambda: Keepalive(self.store, lease).start(), lambda ka: ka.stop())
         except BaseException:
             if lease is not None:
                 self.store._release_for_you(lease)
-            _signals.disarm(armed)
             raise
-        self.lease, self._ka, self._lost, self._told, self._pid = lease, ka, False, False, os.getpid()
-        if armed and _signals.noted:  # a signal on the way in: given back, then raised
-            _signals.settle(armed, self._undo)
-            armed = _signals.arm()
-        self._armed = armed
+        # No call from enter()'s return to here: nothing a signal could interrupt.
+        self.lease, self._ka, self._lost, self._told, self._pid, self._armed = lease, ka, False, False, pid, armed
         return lease
-
-    def _undo(self) -> None:
-        """Give back what __enter__ took, quietly (a signal on the way in)."""
-        ka, lease, self._ka, self.lease = self._ka, self.lease, None, None
-        if ka is not None:
-            ka.stop()
-        if lease is not None:
-            self.store._release_for_you(lease)
 
     @_signals.protected
     def __exit__(self, et: Optional[Type[BaseException]], ev: Optional[BaseException],
@@ -544,37 +513,19 @@ class LeaseLock:
     async def __aenter__(self) -> Lease:
         if self.lease is not None:
             raise RuntimeError(f"lock {self.key!r} is already held through this object")
-        armed = _signals.arm()  # held across the wait: the lease is guarded from its first moment here
+        lease, pid = None, os.getpid()
         try:
+            # Cancelled, the wait gives back what it took (acquire_wait_async).
             lease = await self.store.acquire_wait_async(self.key, self.owner, self.ttl, self.timeout)
+            hb = Heartbeat(self.store, lease)
+            _, armed = _signals.enter(hb._start, lambda _: hb._unstart())
         except BaseException:
-            _signals.disarm(armed)
-            raise
-        hb = Heartbeat(self.store, lease)
-        try:
-            hb._start()
-        except BaseException:
-            try:
+            if lease is not None:
                 await finish(asyncio.get_running_loop().run_in_executor(pool(), self.store._release_for_you, lease))
-            finally:
-                _signals.disarm(armed)
             raise
-        self.lease, self._hb, self._lost, self._told, self._pid = lease, hb, False, False, os.getpid()
-        if armed and _signals.noted:  # a signal on the way in: given back, then raised
-            _signals.settle(armed, self._aundo)
-            armed = _signals.arm()
-        self._armed = armed
+        # No call from enter()'s return to here: nothing a signal could interrupt.
+        self.lease, self._hb, self._lost, self._told, self._pid, self._armed = lease, hb, False, False, pid, armed
         return lease
-
-    def _aundo(self) -> None:
-        """_undo for the async way in: the heartbeat's renewal stopped, the
-        lease given back (here, in the loop's thread: a store's release is
-        quick, an etcd one a request)."""
-        hb, lease, self._hb, self.lease = self._hb, self.lease, None, None
-        if hb is not None:
-            hb._unstart()
-        if lease is not None:
-            self.store._release_for_you(lease)
 
     @_signals.protected
     async def __aexit__(self, et: Optional[Type[BaseException]], ev: Optional[BaseException],

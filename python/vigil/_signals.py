@@ -27,6 +27,8 @@ import sys
 import threading
 from typing import Any, Callable, Dict, List, Set, Tuple, TypeVar
 
+T = TypeVar("T")
+
 # The signals whose Python handler may raise: Ctrl-C and the usual
 # termination and user signals. A signal left to the system (SIG_DFL,
 # SIG_IGN) raises nothing and is not touched.
@@ -163,3 +165,21 @@ def settle(armed: Any, undo: Callable[[], Any]) -> None:
         finally:
             disarm(again)
         raise
+
+
+def enter(make: Callable[[], T], undo: Callable[[T], Any]) -> Tuple[T, Any]:
+    """A block's way in: make() what the block holds, the signals held back
+    from the start. A signal noted meanwhile is delivered once undo(made)
+    has given it back; else returns (made, the hold), which the block keeps
+    until its way out disarms it (so that its __exit__ is covered from its
+    first instruction)."""
+    armed = arm()
+    try:
+        made = make()
+    except BaseException:
+        disarm(armed)
+        raise
+    if armed and noted:
+        settle(armed, lambda: undo(made))
+        armed = arm()  # the handler raised nothing: the block goes on
+    return made, armed

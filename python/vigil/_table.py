@@ -227,23 +227,10 @@ class Registration:
         self._armed: Any = None  # the block's hold on the signal guard
 
     def __enter__(self) -> int:
-        armed = _signals.arm()
-        try:
-            slot = self.table.register(self.pid)
-        except BaseException:
-            _signals.disarm(armed)
-            raise
-        self.slot, self._owner = slot, os.getpid()
-        if armed and _signals.noted:  # a signal on the way in: unregistered, then raised
-            _signals.settle(armed, self._undo)
-            armed = _signals.arm()
-        self._armed = armed
+        pid = os.getpid()
+        slot, self._armed = _signals.enter(lambda: self.table.register(self.pid), self.table._unregister_quietly)
+        self.slot, self._owner = slot, pid  # no call since enter() returned
         return slot
-
-    def _undo(self) -> None:
-        slot, self.slot = self.slot, None
-        if slot is not None:
-            self.table._unregister_quietly(slot)
 
     @_signals.protected
     def __exit__(self, et: Optional[Type[BaseException]], ev: Optional[BaseException],
