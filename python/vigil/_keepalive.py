@@ -299,15 +299,20 @@ class Heartbeat:
             if renew is not None:  # a port without renew is accepted and not renewed
                 self._task = asyncio.create_task(self._beat(renew, _ttl(self.lease)))
 
-    def _unstart(self) -> None:
-        """Undo _start at once (no await): the reader, the task, the keepalive."""
+    def _detach(self) -> Tuple[Optional["asyncio.Task[None]"], Optional[Keepalive]]:
+        """The loss reader taken off the loop, and the renewal (a task or a
+        keepalive) taken off the heartbeat, for the caller to stop."""
         if self._fd is not None and self._loop is not None:
             self._loop.remove_reader(self._fd)
         self._fd = None
-        task, self._task = self._task, None
+        task, ka, self._task, self._ka = self._task, self._ka, None, None
+        return task, ka
+
+    def _unstart(self) -> None:
+        """Undo _start at once (no await): the reader, the task, the keepalive."""
+        task, ka = self._detach()
         if task is not None:
             task.cancel()
-        ka, self._ka = self._ka, None
         if ka is not None:
             ka.stop()
 
@@ -354,14 +359,10 @@ class Heartbeat:
 
     async def _stop(self, et: Optional[Type[BaseException]]) -> None:
         """Stop renewing, on every way out: nothing is in flight after it."""
-        if self._fd is not None and self._loop is not None:
-            self._loop.remove_reader(self._fd)
-            self._fd = None
-        task, self._task = self._task, None
+        task, ka = self._detach()
         if task is not None:
             task.cancel()
             await finish(task)
-        ka, self._ka = self._ka, None
         if ka is not None:
             # stop joins the renewer, which may be inside a network request:
             # in a thread, so the loop runs meanwhile.
@@ -491,12 +492,10 @@ class LeaseLock:
                  tb: Optional[TracebackType]) -> None:
         armed, self._armed = self._armed, None
         try:
-            ka, lease, self._ka, self.lease = self._ka, self.lease, None, None
-            if ka is None or lease is None:
+            held = self._take()
+            if held is None:
                 return
-            if os.getpid() != self._pid:
-                ka.stop()  # a forked child's copy: the lease is the parent's
-                return
+            ka, lease = held
             self._lost = ka.stop() == VIGIL_ELOST
             if not self._lost:
                 try:
@@ -532,12 +531,10 @@ class LeaseLock:
                         tb: Optional[TracebackType]) -> None:
         armed, self._armed = self._armed, None
         try:
-            hb, lease, self._hb, self.lease = self._hb, self.lease, None, None
-            if hb is None or lease is None:
+            held = self._take()
+            if held is None:
                 return
-            if os.getpid() != self._pid:
-                hb._unstart()  # a forked child's copy: the lease is the parent's
-                return
+            hb, lease = held
             try:
                 await hb._stop(et)
             finally:
@@ -556,6 +553,20 @@ class LeaseLock:
             self._raise_untold(et, lease)
         finally:
             _signals.disarm(armed)
+
+    def _take(self) -> Optional[Tuple[Any, Lease]]:
+        """What the block holds (its keepalive or heartbeat, and the lease),
+        taken off the lock for the way out; None when it holds nothing, and
+        in a forked child, whose copy of the renewal is only let go (the
+        lease and its renewer are the parent's)."""
+        watch = self._ka if self._ka is not None else self._hb
+        lease, self._ka, self._hb, self.lease = self.lease, None, None, None
+        if watch is None or lease is None:
+            return None
+        if os.getpid() != self._pid:
+            watch.stop() if isinstance(watch, Keepalive) else watch._unstart()
+            return None
+        return watch, lease
 
     def _raise_untold(self, et: Optional[Type[BaseException]], lease: Lease) -> None:
         if self._lost and not self._told and et is None:
