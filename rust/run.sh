@@ -14,8 +14,9 @@
 #              warnings as errors where it is installed
 #   valgrind   the unit and multi-process tests and the examples, each
 #              process under valgrind's memcheck (the children it starts
-#              too, but for Python and the compiler): any error fails it;
-#              exit 77 without valgrind
+#              too, but for Python and the compiler): any error fails it
+#              but the std false reports rust/valgrind.supp names; exit 77
+#              without valgrind
 set -u
 build=$1
 src=$2
@@ -78,7 +79,7 @@ if [ $mode = valgrind ]; then
     # cargo runs every test binary and example through the target's runner.
     host=$(rustc -vV | sed -n 's/^host: //p')
     runner_var=CARGO_TARGET_$(echo "$host" | tr 'a-z-' 'A-Z_')_RUNNER
-    export "$runner_var=valgrind -q --error-exitcode=99 --trace-children=yes --trace-children-skip=*python*,*/cc,*/gcc*,*/cc1,*/collect2,*/ld,*/as"
+    export "$runner_var=valgrind -q --error-exitcode=99 --suppressions=$src/rust/valgrind.supp --trace-children=yes --trace-children-skip=*python*,*/cc,*/gcc*,*/cc1,*/collect2,*/ld,*/as"
     # The tests that need no etcd (the etcd adapter is libcurl's and
     # OpenSSL's under memcheck), with the features of the build above.
     # shellcheck disable=SC2086
