@@ -85,9 +85,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#if defined(__x86_64__)
-#include <cpuid.h>
-#endif
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -112,12 +109,7 @@ uint32_t vigil_barrier_epoch(const vigil_barrier *b)
 
 bool vigil_barrier_cas16_ok(void)
 {
-#if defined(__x86_64__)
-    unsigned a, bx, c, d;
-    return __get_cpuid(1, &a, &bx, &c, &d) && (c & bit_CMPXCHG16B);
-#else
-    return true; /* the build refused a target without it */
-#endif
+    return vigil_cpu_has_cas16();
 }
 
 int vigil_barrier_bind(vigil_barrier *b, uint32_t slot)

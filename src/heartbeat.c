@@ -65,9 +65,6 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <time.h>
-#if defined(__x86_64__)
-#include <cpuid.h>
-#endif
 
 /* 2^20 slots is a 64 MiB file; far past any pool on one host. */
 const struct vigil_layout vigil_hb_layout = {
@@ -136,22 +133,13 @@ static int hb_wrap(struct vigil_map *m, vigil_hb **out)
 
 /* Every change to a slot's identity is a 16-byte compare-and-swap
  * (vigil__cas16): a table is not opened for writing on a processor
- * without one (x86-64 processors before 2006 lack cmpxchg16b). */
-static bool cpu_has_cas16(void)
-{
-#if defined(__x86_64__)
-    unsigned a, b, c, d;
-    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_CMPXCHG16B);
-#else
-    return true;
-#endif
-}
-
+ * without one (x86-64 processors before 2006 lack cmpxchg16b), which
+ * vigil_cpu_has_cas16 tells. */
 int vigil_hb_create_mode(const char *path, uint32_t capacity, unsigned mode, vigil_hb **out)
 {
     if (!out)
         return -EINVAL;
-    if (!cpu_has_cas16())
+    if (!vigil_cpu_has_cas16())
         return -ENOTSUP;
     struct vigil_map m;
     int err = vigil_map_create(path, &vigil_hb_layout, capacity, mode, hb_init, NULL, &m);
@@ -167,7 +155,7 @@ int vigil_hb_open(const char *path, uint32_t capacity, vigil_hb **out)
 {
     if (!out)
         return -EINVAL;
-    if (!cpu_has_cas16())
+    if (!vigil_cpu_has_cas16())
         return -ENOTSUP;
     struct vigil_map m;
     int err = vigil_map_open(path, &vigil_hb_layout, capacity, &m);

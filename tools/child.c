@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include "child.h"
+#include "fds.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -23,14 +24,7 @@ static uint8_t open_at_start[FD_NOTED / 8];
 
 void tool_child_note_fds(void)
 {
-    for (int fd = 0; fd < FD_NOTED; fd++)
-        if (fcntl(fd, F_GETFD) >= 0)
-            open_at_start[fd / 8] |= (uint8_t)(1u << (fd % 8));
-}
-
-static bool was_open(int fd)
-{
-    return fd < FD_NOTED && (open_at_start[fd / 8] >> (fd % 8) & 1);
+    tool_fds_note(FD_NOTED, open_at_start);
 }
 
 char **tool_env_with(const char *const *add, const char *const *drop)
@@ -90,9 +84,7 @@ int tool_child_start(struct tool_child *c, char **argv, char **env)
         if (getppid() != parent)
             _exit(128 + SIGTERM);
         sigprocmask(SIG_SETMASK, &c->old, NULL);
-        for (int fd = 3; fd < FD_NOTED; fd++)
-            if (!was_open(fd))
-                close(fd);
+        tool_fds_cloexec_unnoted(3, FD_NOTED, open_at_start);
         extern char **environ;
         execvpe(argv[0], argv, env ? env : environ);
         int err = errno;

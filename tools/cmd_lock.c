@@ -35,6 +35,7 @@
  */
 #define _GNU_SOURCE
 #include "etcd_opts.h"
+#include "fds.h"
 #include "vigil.h"
 
 #include <errno.h>
@@ -66,12 +67,11 @@ enum { EXIT_NOT_ACQUIRED = 75, EXIT_LOST = 79 };
 /* The fds the tool was given (0..FD_SEEN-1): CMD inherits these and no
  * other, whatever the libraries opened without close-on-exec. */
 #define FD_SEEN 1024
-static unsigned char inherited[FD_SEEN];
+static uint8_t inherited[FD_SEEN / 8];
 
 static void note_inherited(void)
 {
-    for (int fd = 0; fd < FD_SEEN; fd++)
-        inherited[fd] = fcntl(fd, F_GETFD) >= 0;
+    tool_fds_note(FD_SEEN, inherited);
 }
 
 /* "vigil: KEY: message" on stderr; EXIT_RUNTIME. */
@@ -124,7 +124,7 @@ static int backend_open(struct backend *b, const char *store, const char *etcd, 
     vigil_etcd_set_timeout(b->e, (uint32_t)(total < 1000 ? total : 1000), (uint32_t)total);
     return 0;
 #else
-    (void)rc, (void)cmd, (void)flags;
+    (void)rc, (void)cmd, (void)flags, (void)ttl;
     return lock_fail(key, "this vigil was built without the etcd adapter (libcurl and cJSON)");
 #endif
 }
@@ -259,9 +259,7 @@ static _Noreturn void exec_cmd(char **argv, char **env, const sigset_t *old, pid
     if (vigil_keepalive_lost(ka))
         _exit(EXIT_LOST);
     sigprocmask(SIG_SETMASK, old, NULL);
-    for (int fd = 3; fd < FD_SEEN; fd++)
-        if (!inherited[fd])
-            close(fd);
+    tool_fds_cloexec_unnoted(3, FD_SEEN, inherited);
     execvpe(argv[0], argv, env);
     int err = errno;
     fprintf(stderr, "vigil: %s: %s\n", argv[0], strerror(err));

@@ -20,7 +20,7 @@
 
 #include "vigil.h"
 
-struct vigil_etcd_options;
+#include <vigil/etcd.h> /* the options' struct, which `vigil` without the adapter parses too */
 
 /* The flags as given (NULL: absent); tool_etcd_options fills the rest. */
 struct tool_etcd_flags {
@@ -66,7 +66,6 @@ void tool_etcd_flags_free(struct tool_etcd_flags *f);
 bool tool_etcd_flags_given(const struct tool_etcd_flags *f);
 
 #ifdef VIGIL_HAVE_ETCD
-#include <vigil/etcd.h>
 /*
  * Connects to ENDPOINTS with o. 0, or EXIT_RUNTIME after one line on
  * stderr, "vigil: WHAT: etcd ENDPOINTS: reason", the reason naming the

@@ -4,6 +4,7 @@
  * whole system at work (`vigil demo`). This file is main and the dispatch;
  * each command lives in its own cmd_<name>.c.
  */
+#include "etcd_exec.h"
 #include "vigil.h"
 
 #include <string.h>
@@ -49,6 +50,10 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     const char *name = argv[1];
+#ifdef VIGIL_ETCD_HELPER
+    if (tool_wants_etcd(argc, argv)) /* the etcd commands run in the helper, in our place */
+        return tool_exec_etcd(argv);
+#endif
     if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0) {
         if (argc > 2) {
             fprintf(stderr, "vigil: unexpected argument '%s'\n", argv[2]);
