@@ -147,7 +147,7 @@ def test_two_threads_on_one_bound_barrier_keep_its_arrival(tmp):
         first = threading.Thread(target=lambda: got.setdefault("first", mine.wait(0, timeout=60)))
         first.start()
         deadline = time.monotonic() + 60
-        while mine._waits == 0:
+        while mine._turns.busy == 0:
             assert time.monotonic() < deadline
             time.sleep(0.001)
         with pytest.raises(vigil.Timeout, match="another thread"):

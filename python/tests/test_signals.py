@@ -269,3 +269,18 @@ def test_ctrl_c_ends_a_lock_wait_inside_another_block(tmp, store):
         assert t.live_count(vigil._util.U64_MAX) == 0
     assert store.get("k").owner == "holder"
     store.release(holder)
+
+
+def test_turns_are_given_back(tmp):
+    """A bound barrier's wait and a table's failover_wait take a turn on
+    their handle: whatever way they end, it is given back (else the next
+    wait would find the handle busy for ever)."""
+    with vigil.HeartbeatTable.create(os.path.join(tmp, "t.hb"), 4) as t, \
+            vigil.Barrier.create(os.path.join(tmp, "b.bar"), t, 5) as b:
+        b.bind(t.register())
+
+        def check() -> None:
+            assert b._turns.busy == 0 and t._failover_turns.busy == 0, "a turn was kept"
+
+        each_point(lambda: b.wait(b.epoch, quorum=1, timeout=5.0), (), check)
+        each_point(lambda: t.failover_wait(5, timeout=0), (), check)

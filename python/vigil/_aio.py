@@ -21,7 +21,10 @@ class WaitPool(concurrent.futures.Executor):
     IDLE = 30.0
 
     def __init__(self) -> None:
-        self._cv = threading.Condition(threading.Lock())
+        # `with` on the lock itself (its acquire is C): no point where a
+        # signal handler could run with it taken and nothing to give it back.
+        self._lock = threading.Lock()
+        self._cv = threading.Condition(self._lock)
         self._jobs: Deque[Any] = deque()
         self._idle = 0  # threads waiting for a job
         self._threads = 0
@@ -31,7 +34,7 @@ class WaitPool(concurrent.futures.Executor):
         """Run fn(*args, **kwargs) on a thread of its own (an idle one, or a
         new one); its Future."""
         fut: "concurrent.futures.Future[Any]" = concurrent.futures.Future()
-        with self._cv:
+        with self._lock:
             if self._shutdown:
                 raise RuntimeError("cannot schedule new calls after shutdown")
             self._jobs.append((fut, fn, args, kwargs))
@@ -42,14 +45,14 @@ class WaitPool(concurrent.futures.Executor):
         try:
             threading.Thread(target=self._work, name="vigil-wait", daemon=True).start()
         except BaseException:
-            with self._cv:
+            with self._lock:
                 self._threads -= 1
             raise
         return fut
 
     def _work(self) -> None:
         while True:
-            with self._cv:
+            with self._lock:
                 while not self._jobs:
                     if self._shutdown:
                         self._threads -= 1
@@ -73,7 +76,7 @@ class WaitPool(concurrent.futures.Executor):
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         """Refuse new calls; idle threads end (calls in progress finish)."""
-        with self._cv:
+        with self._lock:
             self._shutdown = True
             self._cv.notify_all()
 

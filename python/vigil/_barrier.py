@@ -104,8 +104,7 @@ class Barrier(_Handle):
         self._capacity = table.capacity  # fixed at create: checked against quorums without a call
         # A bound handle stands for one peer: its waits take turns, and the
         # binding changes only while no wait is in progress.
-        self._turn = threading.Condition(threading.Lock())
-        self._waits = 0
+        self._turns = _util.Turns()
         self._bound = False
         table._dependents.add(self)
 
@@ -159,34 +158,11 @@ class Barrier(_Handle):
         that are peers of their own register a slot each and bind a handle
         each."""
         s = _util.slot(slot, self.table.capacity)
-        with self._turn:
-            while self._waits:
-                self._turn.wait()
-            check(lib.vigil_barrier_bind(self._p(), s), self.path)
-            self._bound = True
+        self._turns.when_idle(lambda: self._bind(s))
 
-    def _take_turn(self, deadline: Optional[float], gone: Optional[threading.Event], taken: List[bool]) -> bool:
-        """Count a wait in progress: at once on an unbound handle; on a bound
-        one once no other wait is in progress. False if `deadline` passes or
-        `gone` is set first. The count and `taken` change together, with no
-        point between them where a signal handler can run (no call): the
-        caller's `finally` gives back exactly what was taken."""
-        with self._turn:
-            while self._bound and self._waits:
-                left = _SLICE if deadline is None else min(_SLICE, deadline - time.monotonic())
-                if left <= 0 or (gone is not None and gone.is_set()):
-                    return False
-                self._turn.wait(left)
-            self._waits += 1
-            taken[0] = True
-            return True
-
-    def _give_turn(self, taken: List[bool]) -> None:
-        if taken[0]:
-            with self._turn:
-                self._waits -= 1
-                taken[0] = False
-                self._turn.notify_all()
+    def _bind(self, slot: int) -> None:
+        check(lib.vigil_barrier_bind(self._p(), slot), self.path)
+        self._bound = True
 
     def stats(self) -> BarrierStats:
         """Rounds released and arrivals withdrawn since the barrier was created."""
@@ -279,17 +255,17 @@ class Barrier(_Handle):
     def _start(self, participants: int, timeout: Optional[float], gone: Optional[threading.Event],
                slice_max: float = _SLICE) -> int:
         """The start in slices that keep the arrival, as `_wait`, in turn."""
-        deadline, taken = _util.deadline(timeout), [False]
-        try:
-            if not self._take_turn(deadline, gone, taken):
-                if gone is not None and gone.is_set():
-                    return 0
-                raise Timeout(VIGIL_ETIMEDOUT, f"{self.path}: the start of {participants}: deadline passed "
-                                               f"(another thread was waiting on this bound handle)")
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            return self._start_turn(participants, left, gone, slice_max)
-        finally:
-            self._give_turn(taken)
+        return self._turns.run(self._bound, timeout, gone,
+                               lambda left: self._start_turn(participants, left, gone, slice_max),
+                               lambda: self._missed(gone, 0, f"the start of {participants}"))
+
+    def _missed(self, gone: Optional[threading.Event], abandoned: Any, what: str) -> Any:
+        """The turn of a bound handle did not come in time: `abandoned` for a
+        wait given up (gone), else Timeout."""
+        if gone is not None and gone.is_set():
+            return abandoned
+        raise Timeout(VIGIL_ETIMEDOUT, f"{self.path}: {what}: deadline passed "
+                                       f"(another thread was waiting on this bound handle)")
 
     def _start_turn(self, participants: int, timeout: Optional[float], gone: Optional[threading.Event],
                     slice_max: float) -> int:
@@ -350,17 +326,9 @@ class Barrier(_Handle):
     def _wait(self, my_epoch: int, quorum: int, timeout: Optional[float],
               gone: Optional[threading.Event], slice_max: float = _SLICE) -> bool:
         """The wait, in turn on a bound handle."""
-        deadline, taken = _util.deadline(timeout), [False]
-        try:
-            if not self._take_turn(deadline, gone, taken):
-                if gone is not None and gone.is_set():
-                    return False
-                raise Timeout(VIGIL_ETIMEDOUT, f"{self.path}: round {my_epoch}: deadline passed "
-                                               f"(another thread was waiting on this bound handle)")
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            return self._wait_turn(my_epoch, quorum, left, gone, slice_max)
-        finally:
-            self._give_turn(taken)
+        return self._turns.run(self._bound, timeout, gone,
+                               lambda left: self._wait_turn(my_epoch, quorum, left, gone, slice_max),
+                               lambda: self._missed(gone, False, f"round {my_epoch}"))
 
     def _wait_turn(self, my_epoch: int, quorum: int, timeout: Optional[float],
                    gone: Optional[threading.Event], slice_max: float) -> bool:

@@ -94,25 +94,33 @@ class _Handle:
         self._pid = os.getpid()  # the process that opened it (fork: see the subclasses)
         self._dependents: "weakref.WeakSet[Any]" = weakref.WeakSet()
         self._inside: Dict[int, int] = {}  # thread -> its calls in progress that close() waits for
-        self._quiet = threading.Condition(threading.Lock())
+        # Entered through `with` on the lock itself, whose acquire is C: no
+        # point where a signal handler could run between taking it and the
+        # block that gives it back (threading.Condition's __enter__ is
+        # Python, and has one).
+        self._quiet_lock = threading.Lock()
+        self._quiet = threading.Condition(self._quiet_lock)
 
     def _call(self, fn: Any, *args: Any) -> Any:
         """fn(pointer, *args), a bounded blocking call (a barrier slice) that
         a close() on another thread waits for instead of unmapping under it;
         ValueError once closed."""
-        me = threading.get_ident()
-        with self._quiet:
-            ptr = self._p()
-            self._inside[me] = self._inside.get(me, 0) + 1
+        me, counted = threading.get_ident(), False
         try:
+            with self._quiet_lock:
+                ptr = self._p()
+                self._inside[me] = self._inside.get(me, 0) + 1
+                counted = True  # with the count: no call between them
             return fn(ptr, *args)
         finally:
-            with self._quiet:
-                if self._inside[me] == 1:
-                    del self._inside[me]
-                else:
-                    self._inside[me] -= 1
-                self._quiet.notify_all()
+            if counted:
+                with self._quiet_lock:
+                    n = self._inside[me]
+                    if n == 1:
+                        del self._inside[me]
+                    else:
+                        self._inside[me] = n - 1
+                    self._quiet.notify_all()
 
     def _p(self) -> Any:
         ptr = self._ptr
@@ -131,7 +139,7 @@ class _Handle:
             return
         for dep in list(self._dependents):
             dep.close()
-        quiet = getattr(self, "_quiet", None)
+        quiet = getattr(self, "_quiet_lock", None)
         if quiet is None:  # made without _init_handle
             ptr, self._ptr = self._ptr, ffi.NULL
         else:
@@ -141,10 +149,11 @@ class _Handle:
                 ptr, self._ptr = self._ptr, ffi.NULL
                 # A call in progress on another thread (a slice: bounded)
                 # returns before the memory goes; this thread's own would
-                # be waiting for itself.
+                # be waiting for itself. (A wake lost to a signal in a
+                # notify costs a look 50 ms later.)
                 me = threading.get_ident()
                 while any(t != me for t in self._inside):
-                    quiet.wait()
+                    self._quiet.wait(0.05)
         type(self)._closer(ptr)
 
     def __enter__(self) -> Any:
@@ -264,7 +273,7 @@ class HeartbeatTable(_Handle):
         self.path = os.fsdecode(path)
         self._beaters: Dict[int, Beater] = {}
         # vigil_failover_wait keeps state in the handle: one wait at a time.
-        self._failover_turn = threading.Lock()
+        self._failover_turns = _util.Turns()
 
     @classmethod
     def create(cls, path: PathLike, capacity: int, mode: int = DEFAULT_MODE) -> "HeartbeatTable":
@@ -457,12 +466,11 @@ class HeartbeatTable(_Handle):
         quarter of a second."""
         n_max = self._reclaim_room(max)
         g = _grace(grace)
-        deadline = _util.deadline(timeout)
+        _util.timeout_ns(timeout)  # checked now: OutOfRange naming the limit
         out = ffi.new("vigil_reclaim[]", n_max)
-        left = None if deadline is None else max_(0.0, deadline - time.monotonic())
-        if not self._failover_turn.acquire(timeout=-1 if left is None else min(left, _util.TIMEOUT_MAX)):
-            return []
-        try:
+
+        def wait(timeout: Optional[float]) -> List[Reclaim]:
+            deadline = _util.deadline(timeout)
             while True:
                 # In slices, so that a signal handler (Ctrl-C) runs while it
                 # waits; the handle keeps its pidfds from one to the next.
@@ -471,8 +479,8 @@ class HeartbeatTable(_Handle):
                 n = check(lib.vigil_failover_wait(self._p(), g, _util.timeout_ns(s), out, n_max), self.path)
                 if n > 0 or (left is not None and left <= s):
                     return [Reclaim(out[i].slot, out[i].pid, out[i].in_flight) for i in range(n)]
-        finally:
-            self._failover_turn.release()
+
+        return self._failover_turns.run(True, timeout, None, wait, list)
 
     def leader_elect(self, grace: int) -> Leader:
         """Make the lowest live pid the coordinator and return it (its term

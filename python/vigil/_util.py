@@ -4,9 +4,10 @@ repr, and annotations resolved to types for help()."""
 import inspect
 import math
 import os
+import threading
 import time
 import typing
-from typing import Any, Optional, Union
+from typing import Any, Callable, List, Optional, TypeVar, Union
 
 from ._errors import VIGIL_ERANGE, OutOfRange
 
@@ -129,6 +130,77 @@ def ttl_ms(ttl: Any, least_ms: int = 1) -> int:
     if ms < least_ms:
         raise out_of_range(f"ttl {show(ttl)} is out of range {least:g}..{TTL_MAX:.15g} seconds")
     return ms
+
+
+T = TypeVar("T")
+
+
+class Turns:
+    """Calls on one handle counted, and taken in turn when `exclusive`: a
+    bound barrier's waits, a table's failover_wait (the handle keeps state
+    for the call). `busy` is how many calls are in progress.
+
+    Only a plain lock is held, through `with` (its acquire is C: no point
+    where a signal handler could run between taking it and the block that
+    gives it back; threading.Condition's __enter__ is Python and has one).
+    A call that must wait for its turn looks again every few milliseconds:
+    two waits on one bound handle or one table are the rare case."""
+
+    POLL = 0.005
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.busy = 0
+
+    def _take(self, exclusive: bool, until: Optional[float], gone: Optional[threading.Event],
+              taken: List[bool]) -> bool:
+        while True:
+            with self.lock:
+                if not (exclusive and self.busy):
+                    # The count and the flag change together, with no call
+                    # between them (where a signal handler could run): the
+                    # caller gives back exactly what was taken.
+                    self.busy += 1
+                    taken[0] = True
+                    return True
+            left = self.POLL if until is None else min(self.POLL, until - time.monotonic())
+            if left <= 0 or (gone is not None and gone.is_set()):
+                return False
+            time.sleep(left)
+
+    def _give(self, taken: List[bool]) -> None:
+        with self.lock:
+            if taken[0]:
+                self.busy -= 1
+                taken[0] = False
+
+    def when_idle(self, fn: Callable[[], T]) -> T:
+        """fn() with no call in progress and none starting meanwhile."""
+        while True:
+            with self.lock:
+                if not self.busy:
+                    return fn()
+            time.sleep(self.POLL)
+
+    def run(self, exclusive: bool, timeout: Optional[float], gone: Optional[threading.Event],
+            body: Callable[[Optional[float]], T], missed: Callable[[], T]) -> T:
+        """body(the time left of `timeout`) in its turn; missed() when the
+        turn does not come before the deadline (or `gone` is set)."""
+        until, taken, late = deadline(timeout), [False], None
+        try:
+            if not self._take(exclusive, until, gone, taken):
+                return missed()
+            return body(None if until is None else max(0.0, until - time.monotonic()))
+        finally:
+            # A signal landing as the turn is given back (at _give's first
+            # instruction) is raised once it is given back.
+            while taken[0]:
+                try:
+                    self._give(taken)
+                except BaseException as e:
+                    late = e
+            if late is not None:
+                raise late
 
 
 def resolve_annotations(*objects: Any) -> None:
