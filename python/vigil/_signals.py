@@ -115,7 +115,8 @@ def arm() -> Any:
             else:
                 del _armed[frame]
             for signum in installed:
-                signal.signal(signum, _saved.pop(signum))
+                signal.signal(signum, _saved[signum])
+                del _saved[signum]  # after: the guard never stands without the handler it stands in for
             raise
     return frame
 
