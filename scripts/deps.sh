@@ -67,6 +67,7 @@ if [ "$set_name" = check ]; then
     # crate's tests, not a rustup toolchain that may be on PATH: no crate
     # registry is reachable here.
     [ -x "$root/usr/bin/cargo" ] || need="$need cargo"
+    have_cmd valgrind || need="$need valgrind" # the Rust crate's tests under memcheck (rust_valgrind)
 fi
 
 # ---- what make bench-peer uses ---------------------------------------------------

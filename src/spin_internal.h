@@ -13,7 +13,9 @@
 #if defined(__x86_64__) && defined(__has_include)
 #if __has_include(<sys/platform/x86.h>)
 #include <sys/platform/x86.h>
+#ifdef CPU_FEATURE_ACTIVE /* 2.33 on: 2.32's header has CPU_FEATURE_USABLE alone */
 #define VIGIL_GLIBC_CPU_FEATURES 1
+#endif
 #endif
 #endif
 #if defined(__x86_64__) && !defined(VIGIL_GLIBC_CPU_FEATURES)
@@ -34,12 +36,13 @@ static inline void vigil_cpu_relax(void)
 /*
  * What the processor offers, x86-64: cmpxchg16b (vigil__cas16) and AVX2
  * (the barrier's live scan). As glibc found it when the program started
- * (<sys/platform/x86.h>, glibc 2.33 and later; AVX2 only where the kernel
- * saves its registers, and not when GLIBC_TUNABLES masks it), never by a
- * cpuid of ours: a virtual machine traps every cpuid (8 us each on the
- * machine of docs/performance.md), and libgcc's __builtin_cpu_supports
- * runs a dozen of them in a constructor of every program linking libvigil,
- * a `vigil --version` included. Elsewhere, cpuid and libgcc as before.
+ * (CPU_FEATURE_ACTIVE of <sys/platform/x86.h>, glibc 2.33 and later; AVX2
+ * only where the kernel saves its registers, and not when GLIBC_TUNABLES
+ * masks it), never by a cpuid of ours: a virtual machine traps every cpuid
+ * (8 us each on the machine of docs/performance.md), and libgcc's
+ * __builtin_cpu_supports runs a dozen of them in a constructor of every
+ * program linking libvigil, a `vigil --version` included. Elsewhere (glibc
+ * 2.32's header too: tests/spin_old_glibc.c), cpuid and libgcc as before.
  */
 static inline bool vigil_cpu_has_cas16(void)
 {

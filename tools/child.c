@@ -20,12 +20,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define FD_NOTED 1024
-static uint8_t open_at_start[FD_NOTED / 8];
-
 void tool_child_note_fds(void)
 {
-    tool_fds_note(FD_NOTED, open_at_start);
+    tool_fds_note();
 }
 
 char **tool_env_with(const char *const *add, const char *const *drop, bool (*skip)(const char *entry))
@@ -85,7 +82,7 @@ int tool_child_start(struct tool_child *c, char **argv, char **env)
         if (getppid() != parent)
             _exit(128 + SIGTERM);
         sigprocmask(SIG_SETMASK, &c->old, NULL);
-        tool_fds_cloexec_unnoted(3, FD_NOTED, open_at_start);
+        tool_fds_cloexec_unnoted(3);
         extern char **environ;
         execvpe(argv[0], argv, env ? env : environ);
         int err = errno;

@@ -132,12 +132,12 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
     vigil_etcd_close(e);
     return exit_rc;
 }
-#else
+#else /* no etcd adapter: the helper's, or help */
+#include "etcd_exec.h"
+
 static int run(const struct tool_cmd *cmd, int argc, char **argv)
 {
-    (void)argc, (void)argv;
-    fprintf(stderr, "vigil %s: this vigil was built without the etcd adapter (libcurl and cJSON)\n", cmd->name);
-    return EXIT_RUNTIME;
+    return tool_etcd_elsewhere(cmd, argc, argv);
 }
 #endif
 

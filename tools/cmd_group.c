@@ -368,13 +368,12 @@ static int ls_run(const struct tool_cmd *cmd, int argc, char **argv)
     return tool_flush();
 }
 
-#else /* no etcd adapter */
+#else /* no etcd adapter: the helper's, or help */
+#include "etcd_exec.h"
 
 static int no_etcd(const struct tool_cmd *cmd, int argc, char **argv)
 {
-    (void)argc, (void)argv;
-    fprintf(stderr, "vigil %s: this vigil was built without the etcd adapter (libcurl and cJSON)\n", cmd->name);
-    return EXIT_RUNTIME;
+    return tool_etcd_elsewhere(cmd, argc, argv);
 }
 #define join_run  no_etcd
 #define watch_run no_etcd

@@ -55,6 +55,8 @@
 
 #ifdef VIGIL_HAVE_ETCD
 #include <vigil/etcd.h>
+#else
+#include "etcd_exec.h"
 #endif
 
 enum { EXIT_NOT_ACQUIRED = 75, EXIT_LOST = 79 };
@@ -64,14 +66,11 @@ enum { EXIT_NOT_ACQUIRED = 75, EXIT_LOST = 79 };
 #define LOCK_MAX_TTL_MS     UINT64_C(86400000)        /* a day */
 #define LOCK_MAX_WAIT_MS    (UINT64_MAX / 1000000 - 1) /* in ns, below UINT64_MAX */
 
-/* The fds the tool was given (0..FD_SEEN-1): CMD inherits these and no
- * other, whatever the libraries opened without close-on-exec. */
-#define FD_SEEN 1024
-static uint8_t inherited[FD_SEEN / 8];
-
+/* The fds the tool was given: CMD inherits these and no other, whatever
+ * the libraries opened without close-on-exec. */
 static void note_inherited(void)
 {
-    tool_fds_note(FD_SEEN, inherited);
+    tool_fds_note();
 }
 
 /* "vigil: KEY: message" on stderr; EXIT_RUNTIME. */
@@ -132,9 +131,9 @@ static int backend_open(struct backend *b, const char *store, const char *etcd, 
     uint64_t total = ttl / 3 < 200 ? 200 : ttl / 3 > 3000 ? 3000 : ttl / 3;
     vigil_etcd_set_timeout(b->e, (uint32_t)(total < 1000 ? total : 1000), (uint32_t)total);
     return 0;
-#else
-    (void)rc, (void)cmd, (void)flags, (void)ttl;
-    return lock_fail(key, "this vigil was built without the etcd adapter (libcurl and cJSON)");
+#else /* the command line goes on in the helper, whole */
+    (void)rc, (void)flags, (void)ttl, (void)key;
+    return tool_etcd_elsewhere(cmd, 0, NULL);
 #endif
 }
 
@@ -282,7 +281,7 @@ static _Noreturn void exec_cmd(char **argv, char **env, const sigset_t *old, pid
     if (vigil_keepalive_lost(ka))
         _exit(EXIT_LOST);
     sigprocmask(SIG_SETMASK, old, NULL);
-    tool_fds_cloexec_unnoted(3, FD_SEEN, inherited);
+    tool_fds_cloexec_unnoted(3);
     execvpe(argv[0], argv, env);
     int err = errno;
     fprintf(stderr, "vigil: %s: %s\n", tool_e(argv[0]), strerror(err));

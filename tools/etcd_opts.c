@@ -115,12 +115,22 @@ int tool_etcd_connect(const char *what, const char *endpoints, const struct vigi
 }
 
 #else
+#include "etcd_exec.h"
 
+/* A command that asks needs etcd: in a `vigil` beside a helper, the
+ * command line goes on there, whole, before the command did anything
+ * (export has read no file yet); in a build without one, the command
+ * says so where it connects. */
 int tool_etcd_options(const struct tool_cmd *cmd, struct tool_etcd_flags *f, struct vigil_etcd_options *o)
 {
-    (void)cmd, (void)f, (void)o;
+    (void)f, (void)o;
     (void)flag_or_env;
+#ifdef VIGIL_ETCD_HELPER
+    return tool_etcd_elsewhere(cmd, 0, NULL);
+#else
+    (void)cmd;
     return TOOL_GO;
+#endif
 }
 
 #endif

@@ -56,7 +56,9 @@ struct tool_etcd_flags {
  * tool_etcd_flags_free). --user NAME:PASSWORD is split at the first ':'
  * unless a password is given apart, as etcdctl does. Returns TOOL_GO, or
  * EXIT_USAGE after saying what was wrong (a password without a user, a
- * user without a password, a key without a certificate).
+ * user without a password, a key without a certificate). In a `vigil`
+ * without the adapter, the command line goes on in the helper
+ * (tool_etcd_elsewhere): then only a failure to run it returns.
  */
 int tool_etcd_options(const struct tool_cmd *cmd, struct tool_etcd_flags *f, struct vigil_etcd_options *o);
 

@@ -8,6 +8,7 @@
 #include "vigil.h"
 
 #include <string.h>
+#include <sys/prctl.h>
 
 static const struct tool_cmd *const commands[] = {
     &tool_cmd_create, &tool_cmd_inspect, &tool_cmd_watch,
@@ -49,6 +50,13 @@ int main(int argc, char **argv)
         print_overview(stderr);
         return EXIT_USAGE;
     }
+#ifdef VIGIL_HAVE_ETCD
+    /* The helper, exec'd by `vigil` in its place, keeps the name scripts
+     * look for (pgrep -x vigil, killall vigil, ps -C vigil); its
+     * /proc/PID/exe names vigil-etcd. */
+    prctl(PR_SET_NAME, "vigil", 0, 0, 0);
+#endif
+    tool_etcd_keep_argv(argv);
     const char *name = argv[1];
 #ifdef VIGIL_ETCD_HELPER
     if (tool_wants_etcd(argc, argv)) /* the etcd commands run in the helper, in our place */
