@@ -21,10 +21,10 @@
 # No install leaves a system service started: apt-get runs under a
 # policy-rc.d that denies every start (put back as it was afterwards), and
 # the services of the packages installed now are then disabled and, where
-# systemd runs, stopped. apt-get waits up to 5 minutes for another apt or
-# dpkg to finish (DPkg::Lock::Timeout) rather than fail. etcd-server and prometheus are test tools here,
+# systemd runs, stopped. etcd-server and prometheus are test tools here,
 # not services of this host: a system etcd on 2379 would also stand in the
-# way of the test cluster.
+# way of the test cluster. apt-get waits up to 5 minutes for another apt
+# or dpkg to finish (DPkg::Lock::Timeout) rather than fail.
 #
 # For the test of this script (tests/deps_policy.sh) alone: VIGIL_DEPS_ROOT
 # prefixes the system paths it writes or looks at, VIGIL_DEPS_APT replaces

@@ -24,7 +24,7 @@ allow_starts() {
     else
         rm -f "$policy"
     fi
-    exec 8>&- # the lock, released (apt-get's children, which shared it, are gone)
+    exec 8>&- # the lock, released (apt-get is never handed it: 8>&-)
 }
 
 deny_starts() {
