@@ -167,5 +167,33 @@ static int test_agent_group_records(void)
     return 0;
 }
 
+/* A member the agent cannot see (its record names another pid namespace):
+ * said once, "not watching lease ... of NAME in GROUP", the name and
+ * group as the record holds them, hostile, and escaped. */
+static int test_agent_unseen_escaped(void)
+{
+    NEED_ETCD();
+    const char *d = vt_path("unseen");
+    EXPECT(mkdir(d, 0700) == 0, "mkdir: %s", strerror(errno));
+    char path[700];
+    snprintf(path, sizeof(path), "%s/vigil-7e57.lease", d);
+    FILE *f = fopen(path, "w");
+    EXPECT(f, "record: %s", strerror(errno));
+    /* pidns 12345: no pid namespace's inode, so never the agent's own. */
+    fprintf(f, "vigil-lease 2\nlease %lld\npid %d\nstart 0\npidns 12345\ngroup %s\nname %s\n", 0x7e57LL,
+            (int)getpid(), evil_host, evil_name);
+    EXPECT(fclose(f) == 0, "record: %s", strerror(errno));
+    struct vt_proc a;
+    EXPECT(VT_SPAWN(&a, "agent", "--etcd", url, "--dir", d) == 0, "spawn agent");
+    bool said = vt_read_until(&a, "not watching lease 7e57", 20000) && vt_read_until(&a, "TTL\n", 5000);
+    EXPECT(vt_stop_tool(&a, SIGTERM, 10000) == 0, "agent did not end cleanly");
+    EXPECT(said, "the agent did not say it leaves the unseen member alone: '%s'", a.buf);
+    EXPECT(!vt_unclean(a.buf), "agent: %s reached the terminal:\n%s", vt_unclean(a.buf), a.buf);
+    EXPECT(strstr(a.buf, "of \\x1b]0;pwned\\x07name\\u009b2J\\xff in host\\x1b[2J\\u202e\\x7f"),
+           "the member's name and group are not shown escaped:\n%s", a.buf);
+    return 0;
+}
+
 VT_MAIN(VT_CASE(test_hostile_members), VT_CASE(test_agent_dir_refused), VT_CASE(test_agent_ignores_foreign_records),
-        VT_CASE(test_agent_group_records))
+        VT_CASE(test_agent_group_records),
+        VT_CASE(test_agent_unseen_escaped))
