@@ -441,23 +441,80 @@ static bool read_allocates(int fd)
     return fstatfs(fd, &sf) == 0 && (sf.f_type == TMPFS_MAGIC || sf.f_type == HUGETLBFS_MAGIC);
 }
 
-/* A private copy of the file, read with pread: reading a hole never
- * allocates, so a sparse file on a full file system is read, not faulted
- * on. Returns the copy or MAP_FAILED with errno set. */
-static void *read_copy(int fd, size_t size)
+/* True when all n bytes at p are zero. */
+static bool all_zero(const unsigned char *p, size_t n)
 {
-    void *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (base == MAP_FAILED)
+    return n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0);
+}
+
+/* Copies fd's bytes [off, end) into base + off with pread, skipping the
+ * chunks that are all zero (base is fresh anonymous memory: it reads as
+ * zeros untouched). 0, or VIGIL_EBADFILE when the file ended first (shrunk
+ * while being read), or a negative errno. */
+static int copy_range(int fd, unsigned char *base, size_t off, size_t end, unsigned char *buf, size_t cap)
+{
+    while (off < end) {
+        size_t want = end - off < cap ? end - off : cap;
+        ssize_t n = pread(fd, buf, want, (off_t)off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        if (n == 0)
+            return VIGIL_EBADFILE;
+        if (!all_zero(buf, (size_t)n))
+            memcpy(base + off, buf, (size_t)n);
+        off += (size_t)n;
+    }
+    return 0;
+}
+
+/*
+ * A private copy of fd's first size bytes, for a look that must never
+ * fault: pread neither faults (a file shrunk under it is a short read) nor
+ * allocates (a hole on tmpfs reads as zeros). It costs memory only for
+ * what the file really holds, never for the size it claims: the copy is
+ * fresh anonymous memory, which reads as zeros (the shared zero page)
+ * until written; only the ranges SEEK_DATA finds are read, through a
+ * bounded buffer, and of those only the chunks that are not all zero are
+ * stored. A hostile sparse file of the kind's largest size costs address
+ * space, and time to step over its holes, but no memory. Returns the copy,
+ * or MAP_FAILED with *err set (VIGIL_EBADFILE: shrunk while being read).
+ */
+static void *read_copy(int fd, size_t size, int *err)
+{
+    void *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (base == MAP_FAILED) {
+        *err = -errno;
         return base;
-    for (size_t off = 0; off < size;) {
-        ssize_t n = pread(fd, (char *)base + off, size - off, (off_t)off);
-        if (n <= 0 && !(n < 0 && errno == EINTR)) {
-            munmap(base, size);
-            errno = n == 0 ? EIO : errno; /* shrank while being read */
-            return MAP_FAILED;
-        }
-        if (n > 0)
-            off += (size_t)n;
+    }
+    enum { CHUNK = 64 * 1024 };
+    unsigned char *buf = malloc(CHUNK);
+    int rc = buf ? 0 : -ENOMEM;
+    for (size_t off = 0; rc == 0 && off < size;) {
+        off_t data = lseek(fd, (off_t)off, SEEK_DATA);
+        if (data < 0 && errno == ENXIO)
+            break; /* nothing but holes from off on (or the file ended: told below) */
+        if (data < 0)
+            data = (off_t)off; /* no SEEK_DATA here: all of it is data */
+        if ((uint64_t)data >= size)
+            break;
+        off_t hole = lseek(fd, data, SEEK_HOLE);
+        size_t end = hole < 0 || (uint64_t)hole > size ? size : (size_t)hole;
+        if (end <= (size_t)data)
+            end = size; /* a hole before data: SEEK_HOLE disagrees with itself; read the rest */
+        rc = copy_range(fd, base, (size_t)data, end, buf, CHUNK);
+        off = end;
+    }
+    free(buf);
+    /* Holes past the end are no proof the file still has its size. */
+    struct stat st;
+    if (rc == 0 && (fstat(fd, &st) != 0 || (uint64_t)st.st_size < (uint64_t)size))
+        rc = VIGIL_EBADFILE;
+    if (rc < 0) {
+        munmap(base, size);
+        *err = rc;
+        return MAP_FAILED;
     }
     return base;
 }
@@ -473,10 +530,16 @@ static void *read_copy(int fd, size_t size)
  * A writing open first asks whether the file could be someone else's doing
  * (vigil_file_trusted, on the opened descriptor's own fstat) unless told to
  * trust it; then allocates any holes (fallocate leaves the bytes as they
- * are, so live peers see no change), or fails -ENOSPC when it cannot. A
- * read-only open of a file with holes on tmpfs takes a private copy
- * instead of mapping it (there even a load from a hole allocates): a look
- * at it then never faults, though peers' later stores do not show in it. */
+ * are, so live peers see no change), or fails -ENOSPC when it cannot.
+ *
+ * A read-only open takes a private copy (read_copy) instead of a mapping
+ * when a mapping could fault: when the caller does not trust the file
+ * (vigil_file_trusted, unless VIGIL_OPEN_TRUST_OWNER), whose owner, or
+ * anyone for a world-writable one, may truncate it while it is being
+ * looked at (a load past the new end is SIGBUS); and when the file has
+ * holes on tmpfs, where even a load from a hole allocates, and faults on a
+ * full file system. A look at a copy never faults; peers' later stores do
+ * not show in it (open again to see them). */
 int vigil_map_open_flags(const char *path, const struct vigil_layout *lay, uint32_t capacity, unsigned flags,
                          struct vigil_map *out)
 {
@@ -507,13 +570,17 @@ int vigil_map_open_flags(const char *path, const struct vigil_layout *lay, uint3
         err = -errno; /* -ENOSPC: no room for it */
         goto fail;
     }
-    void *base = !writable && sparse && read_allocates(fd) ? read_copy(fd, size)
-                                     : mmap(NULL, size, PROT_READ | PROT_WRITE, writable ? MAP_SHARED : MAP_PRIVATE,
-                                            fd, 0);
-    if (base == MAP_FAILED) {
+    bool copy = !writable && ((sparse && read_allocates(fd)) ||
+                              (!(flags & VIGIL_OPEN_TRUST_OWNER) && vigil_file_trusted(&st) < 0));
+    void *base;
+    if (copy) {
+        base = read_copy(fd, size, &err);
+    } else {
+        base = mmap(NULL, size, PROT_READ | PROT_WRITE, writable ? MAP_SHARED : MAP_PRIVATE, fd, 0);
         err = -errno;
-        goto fail;
     }
+    if (base == MAP_FAILED)
+        goto fail;
     close(fd);
     /* The bounds are the ones checked here, never re-read from the file. */
     out->base = base;

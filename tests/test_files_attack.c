@@ -282,5 +282,101 @@ static int test_sparse_file(void)
     return 0;
 }
 
+/* ---- a sparse file of the largest size ------------------------------------------ */
+
+/* This process's resident memory, KiB. */
+static long rss_kib(void)
+{
+    long pages = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "re");
+    if (f && fscanf(f, "%ld %ld", &pages, &resident) != 2)
+        resident = 0;
+    if (f)
+        fclose(f);
+    return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/* A lease store of cap entries that is a header and nothing else: a
+ * sparse file (anyone can make one of the largest size, 256 MiB, for free
+ * on a tmpfs), or with written zeros after the header when `written`. */
+static int make_hollow_store(const char *path, uint32_t cap, bool written)
+{
+    vigil_leases *small;
+    int rc = vigil_leases_create(path, 4, &small);
+    if (rc < 0)
+        return rc;
+    vigil_leases_close(small);
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    struct vigil_file_header h;
+    uint64_t size = vigil_file_size(VIGIL_KIND_LEASES, cap);
+    rc = fd >= 0 && pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) && ftruncate(fd, 0) == 0 ? 0 : -errno;
+    h.capacity = cap;
+    if (rc == 0 && (pwrite(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) || ftruncate(fd, (off_t)size) != 0))
+        rc = -errno;
+    static char zeros[1 << 16];
+    for (uint64_t off = sizeof(h); rc == 0 && written && off < size; off += sizeof(zeros))
+        if (pwrite(fd, zeros, size - off < sizeof(zeros) ? size - off : sizeof(zeros), (off_t)off) <= 0)
+            rc = -errno;
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
+/* Looked at whole, every entry read, such a file costs no memory: the
+ * look keeps what the file holds (a header), never the size it claims,
+ * nor zeros. */
+static int look_costs_little(const char *path, uint32_t cap, const char *whose)
+{
+    long before = rss_kib();
+    vigil_leases *ls;
+    EXPECT_RC(vigil_leases_open_readonly(path, &ls), 0);
+    EXPECT(vigil_leases_capacity(ls) == cap, "%s: capacity %u", whose, vigil_leases_capacity(ls));
+    vigil_lease_info info;
+    uint32_t used = 0;
+    for (uint32_t i = 0; i < cap; i++)
+        used += vigil_leases_entry(ls, i, &info) == 0;
+    long after = rss_kib();
+    vigil_leases_close(ls);
+    EXPECT(used == 0, "%s: %u entries in use in an empty store", whose, used);
+    EXPECT(after - before < 4 * 1024, "%s: a look at a store of %u empty entries (%llu bytes) took %ld KiB of memory",
+           whose, cap, (unsigned long long)vigil_file_size(VIGIL_KIND_LEASES, cap), after - before);
+    return 0;
+}
+
+static int test_hollow_file_costs_no_memory(void)
+{
+    /* On a tmpfs, where a hole is copied rather than mapped. */
+    const char *shm = vt_path("hollow-tmpfs");
+    int rc = vt_tmpfs(shm, "size=24m,mode=1777");
+    if (rc)
+        return rc;
+    char path[600];
+    const uint32_t max = 1u << 20, some = 1u << 16;
+    snprintf(path, sizeof(path), "%s/huge.ls", shm);
+    EXPECT_RC(make_hollow_store(path, max, false), 0);
+    EXPECT(vt_sparse(path), "the store has no holes");
+    if (look_costs_little(path, max, "root's own hollow store on a tmpfs"))
+        return 1;
+    /* Another user's, anywhere: copied too, as its owner could truncate it. */
+    struct vt_user u;
+    if ((rc = vt_test_user(&u)) != 0)
+        return rc;
+    EXPECT(chown(path, u.uid, u.gid) == 0, "chown: %s", strerror(errno));
+    if (look_costs_little(path, max, "their hollow store on a tmpfs"))
+        return 1;
+    snprintf(path, sizeof(path), "%s", vt_path("huge.ls"));
+    EXPECT_RC(make_hollow_store(path, max, false), 0);
+    EXPECT(chown(path, u.uid, u.gid) == 0, "chown: %s", strerror(errno));
+    if (look_costs_little(path, max, "their hollow store on the test's file system"))
+        return 1;
+    /* Zeros written out are data, not holes: still nothing kept. */
+    snprintf(path, sizeof(path), "%s/zeros.ls", shm);
+    EXPECT_RC(make_hollow_store(path, some, true), 0);
+    EXPECT(!vt_sparse(path), "the store of written zeros has holes");
+    EXPECT(chown(path, u.uid, u.gid) == 0, "chown: %s", strerror(errno));
+    return look_costs_little(path, some, "their store of written zeros on a tmpfs");
+}
+
 VT_MAIN(VT_CASE(test_swap_tmpfile_plain), VT_CASE(test_swap_named_plain), VT_CASE(test_swap_tmpfile_sticky),
-        VT_CASE(test_swap_named_sticky), VT_CASE(test_trust_rule), VT_CASE(test_sparse_file))
+        VT_CASE(test_swap_named_sticky), VT_CASE(test_trust_rule), VT_CASE(test_sparse_file),
+        VT_CASE(test_hollow_file_costs_no_memory))

@@ -21,6 +21,8 @@
 #include <linux/falloc.h>
 #include <poll.h>
 #include <pwd.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 
 #define VT_TEST_USER "vigil-test"
@@ -133,6 +135,28 @@ static inline bool vt_untouched(const char *path, const char *want)
         close(fd);
     return n >= 0 && lstat(path, &st) == 0 && st.st_uid == 0 && st.st_gid == 0 && (st.st_mode & 07777) == 0600 &&
            strcmp(buf, want) == 0;
+}
+
+/* ---- a file system of the test's own ------------------------------------------ */
+
+/* A tmpfs mounted at dir (made here) with these options, in a mount
+ * namespace of this test's own (gone with it, whatever happens): 0, or
+ * VT_SKIP where mounting is not allowed. */
+static inline int vt_tmpfs(const char *dir, const char *options)
+{
+    static bool own_ns;
+    if (!own_ns) {
+        if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
+            fprintf(stderr, "skipped: no mount namespace here (%s)\n", strerror(errno));
+            return VT_SKIP;
+        }
+        own_ns = true;
+    }
+    if (mkdir(dir, 0755) != 0 || mount("vigil-test", dir, "tmpfs", 0, options) != 0) {
+        fprintf(stderr, "skipped: cannot mount a tmpfs (%s)\n", strerror(errno));
+        return VT_SKIP;
+    }
+    return 0;
 }
 
 /* ---- an older vigil's file ---------------------------------------------- */
