@@ -6,6 +6,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -380,6 +382,18 @@ fail:
     return err;
 }
 
+/* What vigil_file_trusted refused last on this thread (see
+ * vigil_file_refused). */
+static _Thread_local struct stat refused_st;
+static _Thread_local bool refused_valid;
+
+static int refuse(const struct stat *st)
+{
+    refused_st = *st;
+    refused_valid = true;
+    return VIGIL_EUNTRUSTED;
+}
+
 /* Whether gid is the caller's effective group or one of its others. */
 static bool in_my_groups(gid_t gid)
 {
@@ -399,22 +413,76 @@ static bool in_my_groups(gid_t gid)
     return found;
 }
 
+bool vigil_user_in_group(uid_t uid, gid_t gid)
+{
+    if (uid == 0)
+        return true;
+    long hint = sysconf(_SC_GETPW_R_SIZE_MAX);
+    size_t cap = hint > 0 ? (size_t)hint : 1024;
+    struct passwd pw, *res = NULL;
+    char *buf = NULL;
+    int err = ERANGE;
+    /* The entry, in a buffer grown while it is too small (to a bound). */
+    while (err == ERANGE && cap <= (1u << 20)) {
+        char *more = realloc(buf, cap);
+        if (!more)
+            break;
+        buf = more;
+        err = getpwuid_r(uid, &pw, buf, cap, &res);
+        cap *= 2;
+    }
+    bool member = false;
+    if (err == 0 && res) {
+        member = pw.pw_gid == gid;
+        int n = 32;
+        gid_t *groups = NULL;
+        for (int tries = 0; !member && tries < 4; tries++) {
+            gid_t *more = realloc(groups, (size_t)n * sizeof(*groups));
+            if (!more)
+                break;
+            groups = more;
+            int want = n;
+            if (getgrouplist(pw.pw_name, pw.pw_gid, groups, &want) >= 0) {
+                for (int i = 0; i < want && !member; i++)
+                    member = groups[i] == gid;
+                break;
+            }
+            n = want > n ? want : n * 2; /* too small: want says how many */
+        }
+        free(groups);
+    }
+    free(buf);
+    return member;
+}
+
 int vigil_file_trusted(const struct stat *st)
 {
     /* As ssh's StrictModes: a file anyone may write could have been made
      * or rewritten by anyone, and its owner (or anyone, for a world-
      * writable one) can truncate it under every process that maps it. */
     if (st->st_mode & S_IWOTH)
-        return VIGIL_EUNTRUSTED;
+        return refuse(st);
     if (st->st_uid == geteuid() || st->st_uid == 0)
         return 0;
     /* Another user's: trusted only as a group arrangement, a file made
      * group-writable for a group this caller is in (create --mode 0660
-     * --group G). A non-root owner can only give a file to a group of
-     * their own, so owner and caller share that group. */
-    if ((st->st_mode & S_IWGRP) && in_my_groups(st->st_gid))
+     * --group G), by a member of that group. The file's group alone
+     * proves nothing of its owner: in a setgid directory a new file takes
+     * the directory's group whoever makes it, so a user outside the group
+     * (anyone, in a world-writable setgid directory) could give a file to
+     * it. The owner must belong to the group as the group database says
+     * (their primary group, or a listed member). */
+    if ((st->st_mode & S_IWGRP) && in_my_groups(st->st_gid) && vigil_user_in_group(st->st_uid, st->st_gid))
         return 0;
-    return VIGIL_EUNTRUSTED;
+    return refuse(st);
+}
+
+int vigil_file_refused(struct stat *out)
+{
+    if (!refused_valid)
+        return -ENOENT;
+    *out = refused_st;
+    return 0;
 }
 
 /* A file of an older vigil may have holes (it was only ftruncate'd): the

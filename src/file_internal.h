@@ -10,6 +10,7 @@
 
 #include <vigil/common.h>
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 #define VIGIL_HEADER_SIZE    64u
@@ -85,10 +86,20 @@ int vigil_file_open_regular(const char *path, int flags, struct stat *st);
 
 /* 0 when the file st describes could have been made or rewritten only by
  * this caller, root, or a group this caller is in (a group-writable file
- * of that group: create --mode 0660 --group G); VIGIL_EUNTRUSTED when it
- * is writable by everyone, or another non-root user's outside such an
- * arrangement. */
+ * of that group: create --mode 0660 --group G, whose owner is a member of
+ * the group); VIGIL_EUNTRUSTED when it is writable by everyone, or another
+ * non-root user's outside such an arrangement. */
 int vigil_file_trusted(const struct stat *st);
+
+/* The stat of the file vigil_file_trusted refused last on this thread: 0
+ * and *out, or -ENOENT if it refused none. For a message describing the
+ * very file refused, not whatever its path names by the time it is
+ * written. */
+int vigil_file_refused(struct stat *out);
+
+/* Whether uid belongs to group gid as the group database says: root, its
+ * primary group, or a group listing it (getgrouplist). */
+bool vigil_user_in_group(uid_t uid, gid_t gid);
 
 /* Tests only: non-zero makes create skip O_TMPFILE and use its fallback,
  * a named temporary file beside the target, so both ways stay tested. */

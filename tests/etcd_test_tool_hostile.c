@@ -76,6 +76,13 @@ static int test_agent_dir_refused(void)
     VT_RUN("agent", "--etcd", url, "--dir", theirs);
     EXPECT(R.rc == 1 && strstr(R.err, VT_TEST_USER) && strstr(R.err, "another user's"),
            "agent on another user's directory: exit %d, '%s'", R.rc, R.err);
+    /* Through a symlink of root's (mode 0777 as every symlink's): the
+     * message describes the directory refused, not the link. */
+    const char *link = vt_path("link");
+    EXPECT(symlink(theirs, link) == 0, "symlink: %s", strerror(errno));
+    VT_RUN("agent", "--etcd", url, "--dir", link);
+    EXPECT(R.rc == 1 && strstr(R.err, VT_TEST_USER) && strstr(R.err, "mode 0700") && strstr(R.err, "another user's"),
+           "agent on a link to another user's directory: exit %d, '%s'", R.rc, R.err);
     return 0;
 }
 

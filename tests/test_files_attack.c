@@ -10,8 +10,9 @@
  * (the root-only file keeps owner, mode and content), the path is this
  * create's own file with the group and mode asked, or create fails with
  * -EEXIST. Opening for writing refuses what another user could have made
- * (world-writable, or theirs outside a group arrangement) and accepts the
- * arrangement itself; an older vigil's sparse file is allocated by a
+ * (world-writable, or theirs outside a group arrangement, a group-writable
+ * file whose owner is not in its group included: a setgid directory gives
+ * its group to anyone's file) and accepts the arrangement itself; an older vigil's sparse file is allocated by a
  * writing open and copied by a read-only one.
  */
 #include "usertest.h"
@@ -214,6 +215,24 @@ static int test_trust_rule(void)
     vigil_hb_close(hb);
     const gid_t theirs = u.gid, other = u.gid + 1;
     const uid_t stranger = u.uid + 1000; /* a user with no name: only its groups matter */
+    /* A setgid directory anyone may write (root's group): the attacker's
+     * file there takes the group root is in, a group the attacker is not. */
+    char sgid_dir[600], theirs_sgid[700], strangers[600];
+    snprintf(sgid_dir, sizeof(sgid_dir), "%s/setgid", d);
+    snprintf(theirs_sgid, sizeof(theirs_sgid), "%s/theirs-0660.hb", sgid_dir);
+    EXPECT(mkdir(sgid_dir, 0700) == 0 && chown(sgid_dir, 0, 0) == 0 && chmod(sgid_dir, 03777) == 0, "mkdir: %s",
+           strerror(errno));
+    EXPECT(make_as(theirs_sgid, 0660, u.uid, u.gid) == 0, "the attacker could not make its file there");
+    struct stat sg;
+    EXPECT(stat(theirs_sgid, &sg) == 0 && sg.st_gid == 0 && sg.st_uid == u.uid && (sg.st_mode & 0777) == 0660,
+           "the setgid directory did not give its group: uid %u gid %u mode %o", (unsigned)sg.st_uid,
+           (unsigned)sg.st_gid, (unsigned)sg.st_mode);
+    /* A 0660 file of the attacker's group, owned by a user outside it (one
+     * with no name at all). */
+    snprintf(strangers, sizeof(strangers), "%s/strangers-0660.hb", d);
+    EXPECT_RC(vigil_hb_create_group(strangers, 2, 0660, u.gid, &hb), 0);
+    vigil_hb_close(hb);
+    EXPECT(chown(strangers, stranger, u.gid) == 0, "chown: %s", strerror(errno));
     static const char *const said[] = { "opened", "VIGIL_EUNTRUSTED", "-EACCES", "another error" };
     struct {
         const char *path;
@@ -242,6 +261,10 @@ static int test_trust_rule(void)
         { root_world, 0, u.uid, u.gid, NULL, 0, 1, "the attacker, root's 0666 file" },
         { theirs_world, 0, u.uid, u.gid, NULL, 0, 1, "the attacker, its own 0666 file" },
         { theirs_own, 0, u.uid, u.gid, NULL, 0, 0, "the attacker, its own 0600 file" },
+        /* the group is the file's, but the owner is no member of it */
+        { theirs_sgid, 0, 0, 0, NULL, 0, 1, "root, their 0660 file given root's group by a setgid directory" },
+        { strangers, 0, 0, 0, &theirs, 1, 1, "root in the group, a 0660 file of it whose owner is not in it" },
+        { theirs_sgid, VIGIL_OPEN_TRUST_OWNER, 0, 0, NULL, 0, 0, "root trusting the owner, the setgid case" },
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         int got = open_as(cases[i].path, cases[i].flags, cases[i].uid, cases[i].gid, cases[i].groups, cases[i].n);

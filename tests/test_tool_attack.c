@@ -135,6 +135,11 @@ static char act(char cmd, void *arg)
             return 1;
         vigil_leases_close(ls);
         return 0;
+    case 'g': /* a table in a setgid directory of root's group */
+        if (vigil_hb_create_mode(in(s, "setgid/group.hb"), 4, 0660, &hb) != 0)
+            return 1;
+        vigil_hb_close(hb);
+        return 0;
     case 'F': /* a child that flips their sizes until told to stop */
         return flip_start(s) == 0 ? 0 : 1;
     case 'X':
@@ -316,6 +321,17 @@ static int test_foreign_files(void)
         VT_RUN("inspect", in(&s, tables[i]));
         EXPECT_EXIT(0, "inspect only looks: no owner check");
     }
+    /* A setgid directory anyone may write, root's group: the attacker's
+     * table there is of root's group, which the attacker is not in. */
+    char sgid[700];
+    snprintf(sgid, sizeof(sgid), "%s/setgid", s.dir);
+    EXPECT(mkdir(sgid, 0700) == 0 && chown(sgid, 0, 0) == 0 && chmod(sgid, 03777) == 0, "mkdir: %s", strerror(errno));
+    EXPECT(vt_attack(&a, 'g') == 0, "the attacker could not make its table there");
+    VT_RUN("tick", in(&s, "setgid/group.hb"), "--count", "1");
+    EXPECT_EXIT(1, "tick on their table of root's group");
+    EXPECT(strstr(R.err, owner) && strstr(R.err, "group root (gid 0), mode 0660") &&
+               strstr(R.err, "not a member of its group"),
+           "tick: expected the owner outside the group named, got: %s", R.err);
     EXPECT(vt_attacker_stop(&a) == 0, "the attacker failed");
     return 0;
 }

@@ -57,8 +57,6 @@
 #include "proc_internal.h"
 
 #include <dirent.h>
-#include <grp.h>
-#include <pwd.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -282,20 +280,7 @@ static bool may_write_dir(uid_t uid, const struct stat *dir)
 {
     if (uid == 0 || uid == dir->st_uid)
         return true;
-    if (!(dir->st_mode & S_IWGRP))
-        return false;
-    struct passwd pw, *res = NULL;
-    char buf[4096];
-    if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) != 0 || !res)
-        return false;
-    gid_t groups[256];
-    int n = 256;
-    if (getgrouplist(pw.pw_name, pw.pw_gid, groups, &n) < 0)
-        n = 256; /* more than that: the first 256 */
-    for (int i = 0; i < n; i++)
-        if (groups[i] == dir->st_gid)
-            return true;
-    return false;
+    return (dir->st_mode & S_IWGRP) && vigil_user_in_group(uid, dir->st_gid);
 }
 
 /* Whether a record could only have been made by someone trusted: not
