@@ -9,6 +9,7 @@
 #include <grp.h>
 #include <pwd.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,9 +104,7 @@ static int link_fd(int fd, const struct target *t)
     return -err;
 }
 
-/* True when dirfd's `name` is the file open at fd (not a symlink, not
- * another file put there since). */
-static bool names_fd(int dirfd, const char *name, int fd)
+bool vigil_file_names_fd(int dirfd, const char *name, int fd)
 {
     struct stat a, b;
     return fstatat(dirfd, name, &a, AT_SYMLINK_NOFOLLOW) == 0 && fstat(fd, &b) == 0 && a.st_dev == b.st_dev &&
@@ -194,27 +193,47 @@ static int create_anon(const struct target *t, const struct vigil_layout *lay, u
 #endif
 }
 
-/* A fresh temporary name in t's directory, opened O_CREAT|O_EXCL (so never
- * a file or symlink already there); its name in tmp. */
-static int open_temp(const struct target *t, char tmp[32])
+int vigil_file_random_name(char *out, size_t cap, const char *prefix, const char *suffix)
 {
+    static _Atomic uint64_t calls;
+    uint64_t r = 0;
+    if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r)) {
+        /* Relaxed: only a distinct number per call is wanted. */
+        uint64_t n = atomic_fetch_add_explicit(&calls, 1, memory_order_relaxed);
+        r = ((uint64_t)getpid() << 32) ^ (uint64_t)vigil_now_ns() ^ n * 0x9e3779b97f4a7c15u;
+    }
+    int n = snprintf(out, cap, "%s%012llx%s", prefix, (unsigned long long)(r & 0xffffffffffffull), suffix);
+    return n > 0 && (size_t)n < cap ? 0 : VIGIL_ERANGE;
+}
+
+int vigil_file_open_temp(int dirfd, const char *prefix, const char *suffix, char *name, size_t cap)
+{
+    /* Another user may have put a file (or symlink) at any name they can
+     * guess: a random one, opened O_EXCL|O_NOFOLLOW, is never theirs, and
+     * one taken is passed over, never removed (it may be theirs). */
     for (int attempt = 0; attempt < 100; attempt++) {
-        uint64_t r = 0;
-        if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
-            r = ((uint64_t)getpid() << 32) ^ (uint64_t)vigil_now_ns() ^ (uint64_t)attempt * 0x9e3779b97f4a7c15u;
-        snprintf(tmp, 32, ".vigil-tmp.%012llx", (unsigned long long)(r & 0xffffffffffffull));
-        int fd = openat(t->dirfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        int err = vigil_file_random_name(name, cap, prefix, suffix);
+        if (err < 0)
+            return err;
+        int fd = openat(dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd >= 0 || errno != EEXIST)
             return fd < 0 ? -errno : fd;
     }
     return -EEXIST;
 }
 
+/* A fresh temporary name in t's directory, opened O_CREAT|O_EXCL (so never
+ * a file or symlink already there); its name in tmp. */
+static int open_temp(const struct target *t, char tmp[32])
+{
+    return vigil_file_open_temp(t->dirfd, ".vigil-tmp.", "", tmp, 32);
+}
+
 /* Removes the temporary name, if it still names this file: another user
  * may have renamed it away and put their own in its place. */
 static void drop_temp(const struct target *t, const char *tmp, int fd)
 {
-    if (names_fd(t->dirfd, tmp, fd))
+    if (vigil_file_names_fd(t->dirfd, tmp, fd))
         unlinkat(t->dirfd, tmp, 0);
 }
 
@@ -240,7 +259,7 @@ static int create_named(const struct target *t, const struct vigil_layout *lay, 
              * this file; anything else is taken away again. */
             if (renameat2(t->dirfd, tmp, t->dirfd, t->base, RENAME_NOREPLACE) == 0) {
                 err = 0;
-                if (!names_fd(t->dirfd, t->base, fd)) {
+                if (!vigil_file_names_fd(t->dirfd, t->base, fd)) {
                     unlinkat(t->dirfd, t->base, 0);
                     err = -ESTALE;
                 }

@@ -101,6 +101,21 @@ int vigil_file_refused(struct stat *out);
  * primary group, or a group listing it (getgrouplist). */
 bool vigil_user_in_group(uid_t uid, gid_t gid);
 
+/* A name in a directory others may write, for a file of this process's
+ * own: prefix, 12 random hex digits, suffix, into out (VIGIL_ERANGE if it
+ * does not fit in cap). */
+int vigil_file_random_name(char *out, size_t cap, const char *prefix, const char *suffix);
+
+/* Creates and opens O_RDWR a new file mode 0600 under such a random name
+ * in dirfd (O_CREAT|O_EXCL|O_NOFOLLOW: never a file or symlink already
+ * there; a name taken is passed over for another, never removed). The fd
+ * with the name in `name`, or a negative error. */
+int vigil_file_open_temp(int dirfd, const char *prefix, const char *suffix, char *name, size_t cap);
+
+/* True when dirfd's `name` is the file open at fd (not a symlink, not
+ * another file put there since). */
+bool vigil_file_names_fd(int dirfd, const char *name, int fd);
+
 /* Tests only: non-zero makes create skip O_TMPFILE and use its fallback,
  * a named temporary file beside the target, so both ways stay tested. */
 extern int vigil_file_no_tmpfile;

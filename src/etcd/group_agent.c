@@ -7,7 +7,15 @@
  *
  * The record: DIR/vigil-<lease hex>.lease, written by join before the
  * member key exists (a temporary file renamed into place: an agent never
- * reads half a record), removed by leave once the revoke is answered:
+ * reads half a record), removed by leave once the revoke is answered. DIR
+ * may be a group's (1770), whose members see the lease IDs etcd hands out
+ * in order and could put a file at any name they guess: the temporary
+ * name is random (opened O_EXCL|O_NOFOLLOW, another taken if it exists,
+ * never removing what is there), and when another user's file holds the
+ * final name the record takes DIR/vigil-<lease hex>-<random>.lease
+ * instead (renamed without replacing). So no other user can keep a
+ * member from joining, and what a record's name says is never trusted:
+ * the agent reads every vigil-*.lease by its owner and its content.
  *
  *   vigil-lease 2
  *   lease <lease ID, decimal>
@@ -48,7 +56,7 @@
  * ignores a record that is writable by everyone or whose owner is neither
  * trusted by that rule nor one who may write in DIR (its owner, or a
  * member of its group when it is group-writable), unless told to trust
- * them. A record is written under a temporary name opened
+ * them. A record is written under a random temporary name opened
  * O_EXCL|O_NOFOLLOW, so never through a file or symlink put there first.
  */
 #define _GNU_SOURCE
@@ -83,40 +91,79 @@ static bool record_name(const char *n)
     return l > 12 && strncmp(n, "vigil-", 6) == 0 && strcmp(n + l - 6, ".lease") == 0;
 }
 
+/* Moves the record open at fd from tmp to its final name in dirfd, which
+ * goes into `final`: vigil-<hex>.lease when that name is free or already
+ * ours (a record this user left for the same lease, replaced), else, when
+ * another user's file holds it, vigil-<hex>-<random>.lease, never
+ * replacing anything. Returns 0 or a negative error. */
+static int grecord_publish(int dirfd, const char *tmp, int fd, const char *hex, char *final, size_t cap)
+{
+    struct stat st;
+    snprintf(final, cap, "vigil-%s.lease", hex);
+    bool free_or_ours = fstatat(dirfd, final, &st, AT_SYMLINK_NOFOLLOW) != 0
+                            ? errno == ENOENT
+                            : S_ISREG(st.st_mode) && st.st_uid == geteuid();
+    if (free_or_ours && renameat(dirfd, tmp, dirfd, final) == 0)
+        return 0;
+    /* Another user's name (planted there, or arrived since: a sticky
+     * directory refuses the rename over it): a name of our own instead.
+     * The agent reads every vigil-*.lease, whatever follows the hex. */
+    int err = -EEXIST;
+    for (int attempt = 0; attempt < 100 && err == -EEXIST; attempt++) {
+        char prefix[32];
+        snprintf(prefix, sizeof(prefix), "vigil-%s-", hex);
+        if ((err = vigil_file_random_name(final, cap, prefix, ".lease")) < 0)
+            return err;
+        if (renameat2(dirfd, tmp, dirfd, final, RENAME_NOREPLACE) == 0)
+            return 0;
+        err = -errno;
+        if (err == -EINVAL || err == -ENOSYS) {
+            /* No RENAME_NOREPLACE here: a link never replaces either. */
+            if (linkat(dirfd, tmp, dirfd, final, 0) == 0) {
+                if (vigil_file_names_fd(dirfd, tmp, fd))
+                    unlinkat(dirfd, tmp, 0);
+                return 0;
+            }
+            err = -errno;
+        }
+    }
+    return err;
+}
+
 int grecord_write(vigil_group_member *m, const char *dir)
 {
-    char tmp[sizeof(m->record)], body[RECORD_MAX];
-    int n = snprintf(m->record, sizeof(m->record), "%s/vigil-%s.lease", dir, m->hex);
-    int t = snprintf(tmp, sizeof(tmp), "%s/.vigil-%s.tmp", dir, m->hex);
+    char tmp[64], final[64], body[RECORD_MAX];
     int b = snprintf(body, sizeof(body), "vigil-lease 2\nlease %" PRId64 "\npid %" PRIu32 "\nstart %" PRIu64
                      "\npidns %" PRIu64 "\ngroup %s\nname %s\n",
                      m->lease, m->pid, vigil_self_start_time(), vigil_self_pidns(), m->group, m->name);
-    if (n <= 0 || (size_t)n >= sizeof(m->record) || t <= 0 || (size_t)t >= sizeof(tmp) || b <= 0 ||
-        (size_t)b >= sizeof(body)) {
-        m->record[0] = '\0';
+    m->record[0] = '\0';
+    if (b <= 0 || (size_t)b >= sizeof(body) || strlen(dir) + sizeof(final) + 1 > sizeof(m->record))
         return VIGIL_ERANGE;
-    }
-    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
-        int err = -errno;
-        m->record[0] = '\0';
-        return err;
-    }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0 && errno == EEXIST && unlink(tmp) == 0) /* one a killed join of this lease left */
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    int rc = fd < 0 ? -errno : 0;
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+        return -errno;
+    int dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (dirfd < 0)
+        return -errno;
+    /* A random temporary name: DIR may be a group's, whose other members
+     * can see the lease IDs (etcd hands them out in order) and put a file
+     * at any name they can guess; a guessed name is never ours to remove. */
+    char prefix[32];
+    snprintf(prefix, sizeof(prefix), ".vigil-%s.", m->hex);
+    int fd = vigil_file_open_temp(dirfd, prefix, ".tmp", tmp, sizeof(tmp));
+    int rc = fd < 0 ? fd : 0;
     if (rc == 0) {
         ssize_t w = write(fd, body, (size_t)b);
         rc = w == b ? 0 : w < 0 ? -errno : -EIO;
-        if (close(fd) != 0 && rc == 0)
-            rc = -errno;
     }
-    if (rc == 0 && rename(tmp, m->record) != 0)
+    if (rc == 0)
+        rc = grecord_publish(dirfd, tmp, fd, m->hex, final, sizeof(final));
+    if (rc == 0)
+        snprintf(m->record, sizeof(m->record), "%s/%s", dir, final);
+    else if (fd >= 0 && vigil_file_names_fd(dirfd, tmp, fd))
+        unlinkat(dirfd, tmp, 0); /* ours still: another user's is left alone */
+    if (fd >= 0 && close(fd) != 0 && rc == 0)
         rc = -errno;
-    if (rc < 0) {
-        unlink(tmp);
-        m->record[0] = '\0';
-    }
+    close(dirfd);
     return rc;
 }
 
