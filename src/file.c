@@ -32,10 +32,11 @@ size_t vigil_layout_size(const struct vigil_layout *lay, uint64_t capacity)
     return lay->head_bytes + (size_t)capacity * lay->slot_bytes;
 }
 
-/* Tests only: called with the name of each step of create (see
- * file_internal.h); NULL in every real process. */
+/* Tests only: called with the name of each step of create, and the
+ * limits of other systems to act out (see file_internal.h); NULL and 0 in
+ * every real process. */
 void (*vigil_file_create_hook)(const char *step);
-int vigil_file_no_tmpfile;
+unsigned vigil_file_pretend;
 
 static void step(const char *name)
 {
@@ -91,15 +92,17 @@ static int link_fd(int fd, const struct target *t)
 {
     char proc[40];
     snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-    if (linkat(AT_FDCWD, proc, t->dirfd, t->base, AT_SYMLINK_FOLLOW) == 0)
+    const bool no_proc = vigil_file_pretend & VIGIL_PRETEND_NO_PROC;
+    if (!no_proc && linkat(AT_FDCWD, proc, t->dirfd, t->base, AT_SYMLINK_FOLLOW) == 0)
         return 0;
-    int err = errno;
-    if (err != EEXIST && access(proc, F_OK) != 0) {
-        /* No /proc: flink() proper, which older kernels allow only with
-         * CAP_DAC_READ_SEARCH. */
-        if (linkat(fd, "", t->dirfd, t->base, AT_EMPTY_PATH) == 0)
+    int err = no_proc ? ENOENT : errno;
+    if (err != EEXIST && (no_proc || access(proc, F_OK) != 0)) {
+        /* No /proc: flink() proper, which kernels before 6.10 allow only
+         * with CAP_DAC_READ_SEARCH (ENOENT to anyone else). */
+        if (!(vigil_file_pretend & VIGIL_PRETEND_OLD_FLINK) &&
+            linkat(fd, "", t->dirfd, t->base, AT_EMPTY_PATH) == 0)
             return 0;
-        err = errno;
+        err = vigil_file_pretend & VIGIL_PRETEND_OLD_FLINK ? ENOENT : errno;
     }
     return -err;
 }
@@ -162,7 +165,7 @@ static int create_anon(const struct target *t, const struct vigil_layout *lay, u
                        const struct vigil_create_how *how, vigil_init_fn init, void *arg, void **basep)
 {
 #ifdef O_TMPFILE
-    if (vigil_file_no_tmpfile)
+    if (vigil_file_pretend & VIGIL_PRETEND_NO_TMPFILE)
         return 1;
     int fd = openat(t->dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
     if (fd < 0)
@@ -253,10 +256,13 @@ static int create_named(const struct target *t, const struct vigil_layout *lay, 
     int err = fill(fd, lay, capacity, size, how, init, arg, &base);
     if (err == 0) {
         err = link_fd(fd, t);
-        if (err == -EPERM || err == -EOPNOTSUPP || err == -ENOSYS || err == -EMLINK) {
-            /* No hard links here: the temporary name is moved, which is a
-             * call on a name, so what arrives at path is checked to be
-             * this file; anything else is taken away again. */
+        if (err < 0 && err != -EEXIST) {
+            /* No hard links here (EPERM, EOPNOTSUPP, EMLINK), or no way to
+             * link a descriptor (no /proc, and a kernel before 6.10 says
+             * ENOENT to an unprivileged flink): the temporary name is
+             * moved, which is a call on a name, so what arrives at path is
+             * checked to be this file; anything else is taken away again.
+             * Whatever stopped the link, the move says its own error. */
             if (renameat2(t->dirfd, tmp, t->dirfd, t->base, RENAME_NOREPLACE) == 0) {
                 err = 0;
                 if (!vigil_file_names_fd(t->dirfd, t->base, fd)) {
@@ -651,10 +657,16 @@ int vigil_map_open_flags(const char *path, const struct vigil_layout *lay, uint3
     if (writable && !(flags & VIGIL_OPEN_TRUST_OWNER) && (err = vigil_file_trusted(&st)) < 0)
         goto fail;
     bool sparse = has_hole(fd, &st, size);
-    /* A file system that cannot reserve space (EOPNOTSUPP) makes no file
-     * safer by refusing this one: new files there are no better. */
-    if (writable && sparse && fallocate(fd, 0, 0, (off_t)size) != 0 && errno != EOPNOTSUPP) {
-        err = -errno; /* -ENOSPC: no room for it */
+    /* Allocated, or refused: -ENOSPC (-EDQUOT) with no room, -EOPNOTSUPP
+     * on a file system that cannot allocate a file's holes in place. Its
+     * holes would fault at the first store once that file system fills;
+     * writing zeros into them instead could wipe a peer's store made
+     * meanwhile. (A new file there is allocated at create by writing
+     * every block, before anyone can reach it.) */
+    if (writable && sparse &&
+        ((vigil_file_pretend & VIGIL_PRETEND_NO_FALLOCATE) ? (errno = EOPNOTSUPP, -1)
+                                                           : fallocate(fd, 0, 0, (off_t)size)) != 0) {
+        err = -errno;
         goto fail;
     }
     bool copy = !writable && ((sparse && read_allocates(fd)) ||

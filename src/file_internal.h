@@ -71,7 +71,8 @@ int  vigil_map_create(const char *path, const struct vigil_layout *lay, uint32_t
  * and maps private: stores from peers show as they land, and nothing this
  * process does can change the file (see file.c). Otherwise the file is
  * mapped shared for writing, after vigil_file_trusted unless
- * VIGIL_OPEN_TRUST_OWNER, and with any hole allocated (-ENOSPC). */
+ * VIGIL_OPEN_TRUST_OWNER, and with any hole allocated (-ENOSPC, -EDQUOT;
+ * -EOPNOTSUPP where the file system cannot). */
 int  vigil_map_open_flags(const char *path, const struct vigil_layout *lay, uint32_t capacity, unsigned flags,
                           struct vigil_map *out);
 void vigil_map_close(struct vigil_map *m);
@@ -116,9 +117,17 @@ int vigil_file_open_temp(int dirfd, const char *prefix, const char *suffix, char
  * another file put there since). */
 bool vigil_file_names_fd(int dirfd, const char *name, int fd);
 
-/* Tests only: non-zero makes create skip O_TMPFILE and use its fallback,
- * a named temporary file beside the target, so both ways stay tested. */
-extern int vigil_file_no_tmpfile;
+/* Tests only: limits of other systems the file layer acts out, so that
+ * every way it takes stays tested here. NO_TMPFILE: create skips O_TMPFILE
+ * for its fallback, a named temporary file beside the target; NO_PROC:
+ * no /proc to link a descriptor through; OLD_FLINK: linkat AT_EMPTY_PATH
+ * says ENOENT, as kernels before 6.10 do without CAP_DAC_READ_SEARCH;
+ * NO_FALLOCATE: fallocate says EOPNOTSUPP, as some file systems do. */
+#define VIGIL_PRETEND_NO_TMPFILE   0x1u
+#define VIGIL_PRETEND_NO_PROC      0x2u
+#define VIGIL_PRETEND_OLD_FLINK    0x4u
+#define VIGIL_PRETEND_NO_FALLOCATE 0x8u
+extern unsigned vigil_file_pretend;
 
 /* Tests only: when set, called at each step of create with its name
  * ("open": the new file exists, nameless or under its temporary name;

@@ -88,7 +88,7 @@ static int swap_at(struct swap *s, struct vt_attacker *a, gid_t gid, const char 
     vigil_hb *hb = NULL;
     int rc = vigil_hb_create_group(s->target, 4, 0660, gid, &hb);
     vigil_file_create_hook = NULL;
-    const char *way = vigil_file_no_tmpfile ? "named" : "O_TMPFILE";
+    const char *way = vigil_file_pretend & VIGIL_PRETEND_NO_TMPFILE ? "named" : "O_TMPFILE";
     EXPECT(hook_done == 1, "%s, step %s: the attacker did not act (%d)", way, step, hook_done);
     EXPECT(vt_untouched(s->victim, "secret"), "%s, step %s, attack %c: the root-only file was given away", way,
            step, cmd);
@@ -139,7 +139,7 @@ static int swap_every_step(bool named, bool sticky)
            "shared directory: %s", strerror(errno));
     struct vt_attacker a;
     EXPECT(vt_attacker_start(&a, &u, swap_names, &s) == 0, "attacker: %s", strerror(errno));
-    vigil_file_no_tmpfile = named;
+    vigil_file_pretend = named ? VIGIL_PRETEND_NO_TMPFILE : 0;
     int fail = 0;
     for (size_t i = 0; i < NSTEPS && !fail; i++) {
         fail = swap_at(&s, &a, u.gid, steps[i], 't', sticky);
@@ -149,7 +149,7 @@ static int swap_every_step(bool named, bool sticky)
         if (!fail && sticky)
             fail = swap_at(&s, &a, u.gid, steps[i], 'p', sticky);
     }
-    vigil_file_no_tmpfile = 0;
+    vigil_file_pretend = 0;
     EXPECT(vt_attacker_stop(&a) == 0, "the attacker failed");
     unlink(s.victim);
     return fail;
@@ -294,6 +294,16 @@ static int test_sparse_file(void)
     EXPECT_RC(vigil_hb_snapshot(look, 255, &info), VIGIL_EVACANT);
     vigil_hb_close(look);
     EXPECT(vt_sparse(p), "a read-only open filled the holes");
+    /* Where the file system cannot allocate holes (no fallocate), a
+     * writing open refuses it rather than map it with them. */
+    vigil_file_pretend = VIGIL_PRETEND_NO_FALLOCATE;
+    rc = vigil_hb_open(p, 256, &hb);
+    vigil_file_pretend = 0;
+    if (rc == 0)
+        vigil_hb_close(hb);
+    EXPECT(rc == -EOPNOTSUPP, "a sparse file where fallocate is not supported: expected -EOPNOTSUPP, got %d (%s)", rc,
+           vigil_strerror(rc));
+    EXPECT(vt_sparse(p), "the refused open changed the file");
     /* A writing open allocates it, bytes unchanged. */
     EXPECT_RC(vigil_hb_open(p, 256, &hb), 0);
     EXPECT(!vt_sparse(p), "a writing open left the holes");
@@ -302,6 +312,56 @@ static int test_sparse_file(void)
     vigil_hb_close(hb);
     vigil_file_info fi;
     EXPECT(vigil_file_probe(p, &fi) == 0 && fi.capacity == 256, "the header changed");
+    return 0;
+}
+
+/* ---- create where descriptors cannot be linked ---------------------------------- */
+
+/* The named way of create, as an unprivileged user, where nothing can
+ * link a descriptor: no /proc, and a kernel before 6.10 (linkat
+ * AT_EMPTY_PATH is ENOENT without CAP_DAC_READ_SEARCH). The temporary
+ * name is moved into place instead; the file is whole, the user's, and
+ * nothing else is left in the directory. */
+static int test_create_without_flink(void)
+{
+    struct vt_user u;
+    int rc = vt_test_user(&u);
+    if (rc)
+        return rc;
+    const char *d = vt_path("noflink");
+    EXPECT(mkdir(d, 0700) == 0 && chown(d, u.uid, u.gid) == 0, "mkdir: %s", strerror(errno));
+    char p[600];
+    snprintf(p, sizeof(p), "%s/t.hb", d);
+    fflush(NULL);
+    pid_t kid = fork();
+    if (kid == 0) {
+        vt_become(u.uid, u.gid, NULL, 0);
+        vigil_file_pretend = VIGIL_PRETEND_NO_TMPFILE | VIGIL_PRETEND_NO_PROC | VIGIL_PRETEND_OLD_FLINK;
+        vigil_hb *hb;
+        int r = vigil_hb_create_mode(p, 4, 0640, &hb);
+        if (r != 0) {
+            fprintf(stderr, "create: %s\n", vigil_strerror(r));
+            _exit(1);
+        }
+        vigil_hb_tick(hb);
+        _exit(0);
+    }
+    EXPECT(vt_wait(kid, 10000) == 0, "create without a way to link a descriptor failed");
+    struct stat st;
+    EXPECT(lstat(p, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == u.uid && (st.st_mode & 07777) == 0640,
+           "the file is not vigil-test's 0640 regular file");
+    vigil_hb *look;
+    EXPECT_RC(vigil_hb_open_readonly(p, 4, &look), 0);
+    EXPECT(vigil_hb_epoch(look) == 1, "the path is not the table create made");
+    vigil_hb_close(look);
+    DIR *dh = opendir(d);
+    struct dirent *e;
+    int names = 0;
+    while (dh && (e = readdir(dh)))
+        names += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    if (dh)
+        closedir(dh);
+    EXPECT(names == 1, "create left %d names in the directory, not 1", names);
     return 0;
 }
 
@@ -402,4 +462,4 @@ static int test_hollow_file_costs_no_memory(void)
 
 VT_MAIN(VT_CASE(test_swap_tmpfile_plain), VT_CASE(test_swap_named_plain), VT_CASE(test_swap_tmpfile_sticky),
         VT_CASE(test_swap_named_sticky), VT_CASE(test_trust_rule), VT_CASE(test_sparse_file),
-        VT_CASE(test_hollow_file_costs_no_memory))
+        VT_CASE(test_hollow_file_costs_no_memory), VT_CASE(test_create_without_flink))
