@@ -15,6 +15,7 @@
 #include "usertest.h"
 
 #include "group_internal.h"
+#include "proc_internal.h"
 
 static const char *url;
 
@@ -310,7 +311,50 @@ static int test_record_names_planted(void)
     return fail;
 }
 
+/* DIR renamed away, and another directory put at its path, between the
+ * agent's opening it and its watching it: the agent watches the directory
+ * it opened (and scanned), so a record arriving there later is read. */
+static char swap_dir[600], swap_away[600];
+
+static void swap_at_open(const char *step)
+{
+    if (strcmp(step, "opened") == 0 && rename(swap_dir, swap_away) == 0)
+        (void)mkdir(swap_dir, 0700);
+}
+
+static int test_agent_watches_what_it_opened(void)
+{
+    NEED_ETCD();
+    vigil_etcd *e = et_connect(url);
+    snprintf(swap_dir, sizeof(swap_dir), "%s", vt_path("swapped"));
+    snprintf(swap_away, sizeof(swap_away), "%s", vt_path("swapped-away"));
+    EXPECT(mkdir(swap_dir, 0700) == 0, "mkdir: %s", strerror(errno));
+    vigil_agent *a = NULL;
+    gagent_test_hook = swap_at_open;
+    int rc = vigil_agent_open(e, swap_dir, &a);
+    gagent_test_hook = NULL;
+    EXPECT_RC(rc, 0);
+    EXPECT(access(swap_away, F_OK) == 0, "the directory was not swapped");
+    /* A record of this live process, arriving by rename in the directory
+     * the agent opened. */
+    char tmp[700], rec[700];
+    snprintf(tmp, sizeof(tmp), "%s/.tmp", swap_away);
+    snprintf(rec, sizeof(rec), "%s/vigil-7e59.lease", swap_away);
+    FILE *f = fopen(tmp, "w");
+    EXPECT(f, "record: %s", strerror(errno));
+    fprintf(f, "vigil-lease 2\nlease %lld\npid %d\nstart %llu\npidns %llu\ngroup g\nname n\n", 0x7e59LL,
+            (int)getpid(), (unsigned long long)vigil_self_start_time(), (unsigned long long)vigil_self_pidns());
+    EXPECT(fclose(f) == 0 && rename(tmp, rec) == 0, "record: %s", strerror(errno));
+    vigil_agent_event ev[4];
+    bool seen = VT_WAIT_FOR((vigil_agent_run(a, 50, ev, 4), vigil_agent_watched(a) == 1), 10000);
+    vigil_agent_close(a);
+    vigil_etcd_close(e);
+    EXPECT(seen, "the agent did not see a record arrive in the directory it opened (watching what its path named)");
+    return 0;
+}
+
 VT_MAIN(VT_CASE(test_hostile_members), VT_CASE(test_agent_dir_refused), VT_CASE(test_agent_ignores_foreign_records),
         VT_CASE(test_agent_group_records),
         VT_CASE(test_agent_unseen_escaped),
-        VT_CASE(test_record_names_planted))
+        VT_CASE(test_record_names_planted),
+        VT_CASE(test_agent_watches_what_it_opened))

@@ -418,6 +418,27 @@ static int scan(vigil_agent *a)
     return rc;
 }
 
+void (*gagent_test_hook)(const char *step);
+
+/* Watches the directory open at a->dirfd, never another that its path
+ * names by now (renamed away, another put in its place: the agent would
+ * scan one and hear of the other). Through /proc/self/fd, which names the
+ * open directory itself; without /proc, by path, checked afterwards to
+ * still name it. */
+static int watch_dir(vigil_agent *a, const char *dir, uint32_t mask)
+{
+    char proc[40];
+    snprintf(proc, sizeof(proc), "/proc/self/fd/%d", a->dirfd);
+    if (inotify_add_watch(a->ino, proc, mask) >= 0)
+        return 0;
+    if (errno != ENOENT)
+        return -errno;
+    struct stat now;
+    if (inotify_add_watch(a->ino, dir, mask) < 0 || stat(dir, &now) != 0)
+        return -errno;
+    return now.st_dev == a->dir.st_dev && now.st_ino == a->dir.st_ino ? 0 : -ESTALE;
+}
+
 int vigil_agent_open_flags(vigil_etcd *e, const char *dir, unsigned flags, vigil_agent **out)
 {
     if (!e || !dir || !*dir || !out || (flags & ~VIGIL_OPEN_TRUST_OWNER))
@@ -439,10 +460,12 @@ int vigil_agent_open_flags(vigil_etcd *e, const char *dir, unsigned flags, vigil
         rc = vigil_file_trusted(&a->dir);
     if (rc == 0 && ((a->ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0 || (a->ep = epoll_create1(EPOLL_CLOEXEC)) < 0))
         rc = -errno;
+    if (gagent_test_hook)
+        gagent_test_hook("opened");
     /* A record arrives by rename (IN_MOVED_TO); one written in place is
      * read once closed. */
-    if (rc == 0 && inotify_add_watch(a->ino, dir, IN_MOVED_TO | IN_CLOSE_WRITE | IN_DELETE | IN_MOVED_FROM) < 0)
-        rc = -errno;
+    if (rc == 0)
+        rc = watch_dir(a, dir, IN_MOVED_TO | IN_CLOSE_WRITE | IN_DELETE | IN_MOVED_FROM);
     struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
     if (rc == 0 && epoll_ctl(a->ep, EPOLL_CTL_ADD, a->ino, &ev) != 0)
         rc = -errno;
