@@ -32,9 +32,12 @@ struct vt_user {
     gid_t gid; /* its own group */
 };
 
-/* The attacker's identity: 0, or VT_SKIP after saying why on stderr. */
+/* The attacker's identity: 0, or VT_SKIP after saying why on stderr; the
+ * attacks are the program's point, so it then reports itself skipped
+ * (vt_point_skipped) whatever else passed. */
 static inline int vt_test_user(struct vt_user *u)
 {
+    vt_point_skipped = true; /* until the user is found */
     if (geteuid() != 0) {
         fprintf(stderr, "skipped: not root: the attacks need root as the victim and the user %s as the attacker "
                         "(make check as root makes it)\n", VT_TEST_USER);
@@ -46,6 +49,7 @@ static inline int vt_test_user(struct vt_user *u)
                 VT_TEST_USER);
         return VT_SKIP;
     }
+    vt_point_skipped = false;
     u->uid = pw->pw_uid;
     u->gid = pw->pw_gid;
     /* The test's directory must be reachable by the attacker (search
