@@ -178,19 +178,6 @@ static int open_as(const char *path, uint32_t flags, uid_t uid, gid_t gid, const
     return vt_wait(kid, 10000);
 }
 
-/* A 2-slot table made at path by uid:gid with mode, in a child. */
-static int make_as(const char *path, unsigned mode, uid_t uid, gid_t gid)
-{
-    fflush(NULL);
-    pid_t kid = fork();
-    if (kid == 0) {
-        vt_become(uid, gid, NULL, 0);
-        vigil_hb *hb;
-        _exit(vigil_hb_create_mode(path, 2, mode, &hb) == 0 ? 0 : 1);
-    }
-    return vt_wait(kid, 10000);
-}
-
 static int test_trust_rule(void)
 {
     struct vt_user u;
@@ -205,8 +192,8 @@ static int test_trust_rule(void)
     snprintf(theirs_group, sizeof(theirs_group), "%s/theirs-0660.hb", d);
     snprintf(root_group, sizeof(root_group), "%s/root-0660.hb", d);
     snprintf(root_world, sizeof(root_world), "%s/root-0666.hb", d);
-    EXPECT(make_as(theirs_world, 0666, u.uid, u.gid) == 0 && make_as(theirs_own, 0600, u.uid, u.gid) == 0 &&
-               make_as(theirs_group, 0660, u.uid, u.gid) == 0,
+    EXPECT(vt_make_table_as(theirs_world, 0666, u.uid, u.gid) == 0 && vt_make_table_as(theirs_own, 0600, u.uid, u.gid) == 0 &&
+               vt_make_table_as(theirs_group, 0660, u.uid, u.gid) == 0,
            "the attacker could not make its files");
     vigil_hb *hb;
     EXPECT_RC(vigil_hb_create_group(root_group, 2, 0660, u.gid, &hb), 0);
@@ -222,7 +209,7 @@ static int test_trust_rule(void)
     snprintf(theirs_sgid, sizeof(theirs_sgid), "%s/theirs-0660.hb", sgid_dir);
     EXPECT(mkdir(sgid_dir, 0700) == 0 && chown(sgid_dir, 0, 0) == 0 && chmod(sgid_dir, 03777) == 0, "mkdir: %s",
            strerror(errno));
-    EXPECT(make_as(theirs_sgid, 0660, u.uid, u.gid) == 0, "the attacker could not make its file there");
+    EXPECT(vt_make_table_as(theirs_sgid, 0660, u.uid, u.gid) == 0, "the attacker could not make its file there");
     struct stat sg;
     EXPECT(stat(theirs_sgid, &sg) == 0 && sg.st_gid == 0 && sg.st_uid == u.uid && (sg.st_mode & 0777) == 0660,
            "the setgid directory did not give its group: uid %u gid %u mode %o", (unsigned)sg.st_uid,

@@ -255,14 +255,7 @@ static int test_units_member_table(void)
            strerror(errno));
     char table[600];
     snprintf(table, sizeof(table), "%s/pool.hb", run);
-    fflush(NULL);
-    pid_t kid = fork();
-    if (kid == 0) {
-        vt_become(u.uid, u.gid, NULL, 0);
-        vigil_hb *hb;
-        _exit(vigil_hb_create_mode(table, 64, 0660, &hb) == 0 ? 0 : 1);
-    }
-    EXPECT(vt_wait(kid, 10000) == 0, "the member could not make the table");
+    EXPECT(vt_make_table_as(table, 0660, u.uid, u.gid) == 0, "the member could not make the table");
     return run_units(table, u.gid);
 }
 
