@@ -54,10 +54,11 @@ static pid_t flipper;
 
 static int flip_start(const struct scene *s)
 {
-    static const char *const big[] = { "big.hb", "big.bar", "big.ls" };
-    int fd[3];
-    off_t size[3];
-    for (int i = 0; i < 3; i++) {
+    static const char *const big[] = { "big.hb", "big.bar", "big.ls", "root.hb", "root.ls" };
+    enum { NBIG = sizeof(big) / sizeof(big[0]) };
+    int fd[NBIG];
+    off_t size[NBIG];
+    for (int i = 0; i < NBIG; i++) {
         struct stat st;
         fd[i] = open(in(s, big[i]), O_RDWR | O_CLOEXEC);
         if (fd[i] < 0 || fstat(fd[i], &st) != 0)
@@ -68,12 +69,12 @@ static int flip_start(const struct scene *s)
     if (flipper == 0) {
         vt_die_with_parent();
         for (long round = 0; round < 100000000; round++)
-            for (int i = 0; i < 3; i++)
+            for (int i = 0; i < NBIG; i++)
                 if (ftruncate(fd[i], 4096) != 0 || fallocate(fd[i], 0, 0, size[i]) != 0)
                     _exit(1);
         _exit(0);
     }
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < NBIG; i++)
         close(fd[i]);
     return flipper > 0 ? 0 : -1;
 }
@@ -338,10 +339,12 @@ static int test_foreign_files(void)
 
 /* ---- a file truncated while root looks at it ------------------------------ */
 
-/* The attacker's own files, readable by root, their sizes flipped between
- * a page and whole while root runs the commands that only look, over and
- * over: none may die of SIGBUS (a look at a file its caller does not
- * trust reads a copy, never the mapping the owner can shrink). */
+/* The attacker's own files, readable by root, and root's own made for the
+ * attacker's group (0660: the group arrangement, which root trusts), their
+ * sizes flipped between a page and whole while root runs the commands
+ * that only look, over and over: none may die of SIGBUS (every look of
+ * the tool reads a copy, never a mapping whoever may write it can
+ * shrink). */
 static int test_truncated_while_looked_at(void)
 {
     struct vt_user u;
@@ -353,16 +356,28 @@ static int test_truncated_while_looked_at(void)
     struct vt_attacker a;
     EXPECT(vt_attacker_start(&a, &u, act, &s) == 0, "attacker: %s", strerror(errno));
     EXPECT(vt_attack(&a, 'b') == 0, "the attacker could not make its files");
+    vigil_hb *hb;
+    vigil_leases *ls;
+    EXPECT_RC(vigil_hb_create_group(in(&s, "root.hb"), 1u << 14, 0660, u.gid, &hb), 0);
+    vigil_hb_close(hb);
+    EXPECT_RC(vigil_leases_create_group(in(&s, "root.ls"), 4096, 0660, u.gid, &ls), 0);
+    vigil_leases_close(ls);
     EXPECT(vt_attack(&a, 'F') == 0, "the attacker could not start flipping");
+    static const char *const names[] = { "big.hb", "big.ls", "big.bar", "root.hb", "root.ls" };
+    char p[5][700];
+    for (int i = 0; i < 5; i++)
+        snprintf(p[i], sizeof(p[i]), "%s/%s", s.dir, names[i]);
+    const char *const runs[][7] = {
+        { "ls", s.dir },
+        { "inspect", p[0] },
+        { "inspect", p[1] },
+        { "inspect", p[2] },
+        { "inspect", p[3] },
+        { "inspect", p[4] },
+        { "export", p[0], p[1], p[2], p[3], p[4] },
+    };
     int fail = 0, faulted = 0, ran = 0;
     for (int round = 0; round < 25 && !fail; round++) {
-        const char *const runs[][6] = {
-            { "ls", s.dir },
-            { "inspect", in(&s, "big.hb") },
-            { "inspect", in(&s, "big.ls") },
-            { "inspect", in(&s, "big.bar") },
-            { "export", in(&s, "big.hb"), in(&s, "big.ls"), in(&s, "big.bar") },
-        };
         for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++, ran++) {
             vt_runv(20000, runs[i]);
             if (R.rc == 128 + SIGBUS)
