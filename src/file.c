@@ -37,7 +37,6 @@ size_t vigil_layout_size(const struct vigil_layout *lay, uint64_t capacity)
  * every real process. */
 void (*vigil_file_create_hook)(const char *step);
 unsigned vigil_file_pretend;
-bool vigil_file_copy_looks;
 
 static void step(const char *name)
 {
@@ -633,10 +632,10 @@ static void *read_copy(int fd, size_t size, int *err)
  * looked at (a load past the new end is SIGBUS); and when the file has
  * holes on tmpfs, where even a load from a hole allocates, and faults on a
  * full file system. A look at a copy never faults; peers' later stores do
- * not show in it (open again to see them). A program whose every look is
- * a one-shot (the vigil tool) has them all copied (vigil_file_copy_looks):
- * then not even a trusted peer, a member of the file's group who may
- * write it, can make one fault by truncating the file. */
+ * not show in it (open again to see them). A trusted file is mapped, and
+ * follows peers live: whoever the caller trusts to write it (a member of
+ * its group) may also shrink it under the look, which the vigil tool's
+ * commands guard against (tools/guard.c). */
 int vigil_map_open_flags(const char *path, const struct vigil_layout *lay, uint32_t capacity, unsigned flags,
                          struct vigil_map *out)
 {
@@ -673,7 +672,7 @@ int vigil_map_open_flags(const char *path, const struct vigil_layout *lay, uint3
         err = -errno;
         goto fail;
     }
-    bool copy = !writable && (vigil_file_copy_looks || (sparse && read_allocates(fd)) ||
+    bool copy = !writable && ((sparse && read_allocates(fd)) ||
                               (!(flags & VIGIL_OPEN_TRUST_OWNER) && vigil_file_trusted(&st) < 0));
     void *base;
     if (copy) {

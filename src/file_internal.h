@@ -117,14 +117,6 @@ int vigil_file_open_temp(int dirfd, const char *prefix, const char *suffix, char
  * another file put there since). */
 bool vigil_file_names_fd(int dirfd, const char *name, int fd);
 
-/* Set by a program whose read-only opens are all one-shot looks (the vigil
- * tool: ls, inspect, watch's views, export): every one reads a copy, never
- * a mapping, so whoever may write the file, a trusted member of its group
- * included, cannot make a look fault by truncating it. Off: only files
- * the caller does not trust (and holes on tmpfs) are copied, and a
- * read-only handle of a trusted file follows peers' stores live. */
-extern bool vigil_file_copy_looks;
-
 /* Tests only: limits of other systems the file layer acts out, so that
  * every way it takes stays tested here. NO_TMPFILE: create skips O_TMPFILE
  * for its fallback, a named temporary file beside the target; NO_PROC:

@@ -302,6 +302,83 @@ static int test_sparse_file(void)
     return 0;
 }
 
+/* ---- a file its owner truncates while root looks ------------------------------ */
+
+static char flip_paths[2][600];
+
+static char flip_act(char cmd, void *arg)
+{
+    (void)arg;
+    const char *paths[2] = { flip_paths[0], flip_paths[1] };
+    if (cmd == 'F')
+        return vt_flip_start(paths, 2) == 0 ? 0 : 1;
+    return cmd == 'X' && vt_flip_stop() == 0 ? 0 : 1;
+}
+
+/* Root's read-only handles on the attacker's table and store (0644: root
+ * does not trust them), each looked at whole, over and over, while the
+ * attacker flips their sizes between a page and whole: the looks read
+ * copies, so none faults (a file shrunk at the open, or during its copy,
+ * is VIGIL_EBADFILE). */
+static int test_truncated_under_look(void)
+{
+    struct vt_user u;
+    int rc = vt_test_user(&u);
+    if (rc)
+        return rc;
+    const char *d = vt_path("flip");
+    EXPECT(mkdir(d, 01777) == 0 && chmod(d, 01777) == 0, "mkdir: %s", strerror(errno));
+    snprintf(flip_paths[0], sizeof(flip_paths[0]), "%s/theirs.hb", d);
+    snprintf(flip_paths[1], sizeof(flip_paths[1]), "%s/theirs.ls", d);
+    fflush(NULL);
+    pid_t kid = fork();
+    if (kid == 0) {
+        vt_become(u.uid, u.gid, NULL, 0);
+        vigil_hb *hb;
+        vigil_leases *ls;
+        _exit(vigil_hb_create_mode(flip_paths[0], 1u << 14, 0644, &hb) == 0 &&
+                      vigil_leases_create_mode(flip_paths[1], 4096, 0644, &ls) == 0
+                  ? 0
+                  : 1);
+    }
+    EXPECT(vt_wait(kid, 10000) == 0, "the attacker could not make its files");
+    struct vt_attacker a;
+    EXPECT(vt_attacker_start(&a, &u, flip_act, NULL) == 0, "attacker: %s", strerror(errno));
+    EXPECT(vt_attack(&a, 'F') == 0, "the attacker could not start flipping");
+    /* The looks in a child: a fault kills it, not this test. */
+    fflush(NULL);
+    pid_t looker = fork();
+    if (looker == 0) {
+        int opened = 0;
+        for (int round = 0; round < 200; round++) {
+            vigil_hb *hb;
+            if (vigil_hb_open_readonly(flip_paths[0], 0, &hb) == 0) {
+                vigil_slot_info si;
+                for (uint32_t i = 0; i < vigil_hb_capacity(hb); i++)
+                    (void)vigil_hb_snapshot(hb, i, &si);
+                (void)vigil_hb_live_count(hb, 5);
+                vigil_hb_close(hb);
+                opened++;
+            }
+            vigil_leases *ls;
+            if (vigil_leases_open_readonly(flip_paths[1], &ls) == 0) {
+                vigil_lease_info li;
+                for (uint32_t i = 0; i < vigil_leases_capacity(ls); i++)
+                    (void)vigil_leases_entry(ls, i, &li);
+                vigil_leases_close(ls);
+                opened++;
+            }
+        }
+        _exit(opened > 0 ? 0 : 3);
+    }
+    int st = vt_wait(looker, 120000);
+    EXPECT(vt_attack(&a, 'X') == 0, "the flipper was not flipping to the end");
+    EXPECT(vt_attacker_stop(&a) == 0, "the attacker failed");
+    EXPECT(st != 128 + SIGBUS, "a read-only look died of SIGBUS while the owner truncated the file");
+    EXPECT(st == 0, "the looks: exit %d (3: not one open of 400 got past the flips)", st);
+    return 0;
+}
+
 /* ---- create where descriptors cannot be linked ---------------------------------- */
 
 /* The named way of create, as an unprivileged user, where nothing can
@@ -449,4 +526,5 @@ static int test_hollow_file_costs_no_memory(void)
 
 VT_MAIN(VT_CASE(test_swap_tmpfile_plain), VT_CASE(test_swap_named_plain), VT_CASE(test_swap_tmpfile_sticky),
         VT_CASE(test_swap_named_sticky), VT_CASE(test_trust_rule), VT_CASE(test_sparse_file),
-        VT_CASE(test_hollow_file_costs_no_memory), VT_CASE(test_create_without_flink))
+        VT_CASE(test_hollow_file_costs_no_memory), VT_CASE(test_create_without_flink),
+        VT_CASE(test_truncated_under_look))

@@ -47,44 +47,18 @@ static const char *in(const struct scene *s, const char *name)
     return b;
 }
 
-/* The owner's truncation race: a child of the attacker that shrinks each
- * of its big files to a page and allocates it whole again, over and over
- * (a bounded number of times), until the test has it stopped. */
-static pid_t flipper;
-
-static int flip_start(const struct scene *s)
+/* The files the attacker flips (case 'F'): its own, and root's for its
+ * group. */
+static int flip_these(const struct scene *s)
 {
     static const char *const big[] = { "big.hb", "big.bar", "big.ls", "root.hb", "root.ls" };
-    enum { NBIG = sizeof(big) / sizeof(big[0]) };
-    int fd[NBIG];
-    off_t size[NBIG];
-    for (int i = 0; i < NBIG; i++) {
-        struct stat st;
-        fd[i] = open(in(s, big[i]), O_RDWR | O_CLOEXEC);
-        if (fd[i] < 0 || fstat(fd[i], &st) != 0)
-            return -1;
-        size[i] = st.st_size;
+    const char *paths[5];
+    char bufs[5][1200];
+    for (int i = 0; i < 5; i++) {
+        snprintf(bufs[i], sizeof(bufs[i]), "%s/%s", s->dir, big[i]);
+        paths[i] = bufs[i];
     }
-    flipper = fork();
-    if (flipper == 0) {
-        vt_die_with_parent();
-        for (long round = 0; round < 100000000; round++)
-            for (int i = 0; i < NBIG; i++)
-                if (ftruncate(fd[i], 4096) != 0 || fallocate(fd[i], 0, 0, size[i]) != 0)
-                    _exit(1);
-        _exit(0);
-    }
-    for (int i = 0; i < NBIG; i++)
-        close(fd[i]);
-    return flipper > 0 ? 0 : -1;
-}
-
-static int flip_stop(void)
-{
-    int st;
-    /* Killed, as it may still be flipping: still going is a pass. */
-    kill(flipper, SIGKILL);
-    return waitpid(flipper, &st, 0) == flipper && WIFSIGNALED(st) ? 0 : -1;
+    return vt_flip_start(paths, 5);
 }
 
 static char act(char cmd, void *arg)
@@ -142,9 +116,9 @@ static char act(char cmd, void *arg)
         vigil_hb_close(hb);
         return 0;
     case 'F': /* a child that flips their sizes until told to stop */
-        return flip_start(s) == 0 ? 0 : 1;
+        return flip_these(s) == 0 ? 0 : 1;
     case 'X':
-        return flip_stop() == 0 ? 0 : 1;
+        return vt_flip_stop() == 0 ? 0 : 1;
     case 'n': /* files with names that are not text, a store with such keys */
         for (size_t i = 0; i < NHOSTILE; i++) {
             if (vigil_hb_create_mode(in(s, hostile[i]), 2, 0644, &hb) != 0)

@@ -155,6 +155,49 @@ static inline bool vt_untouched(const char *path, const char *want)
            strcmp(buf, want) == 0;
 }
 
+/* ---- the owner's truncation race ------------------------------------------------ */
+
+/* A child (of the attacker, who may write the files) that shrinks each of
+ * the n files to a page and allocates it whole again, over and over (a
+ * bounded number of times), until vt_flip_stop: 0, or -1. */
+static pid_t vt_flipper;
+
+static inline int vt_flip_start(const char *const *paths, int n)
+{
+    int fd[8];
+    off_t size[8];
+    if (n > 8)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        struct stat st;
+        fd[i] = open(paths[i], O_RDWR | O_CLOEXEC);
+        if (fd[i] < 0 || fstat(fd[i], &st) != 0)
+            return -1;
+        size[i] = st.st_size;
+    }
+    fflush(NULL);
+    vt_flipper = fork();
+    if (vt_flipper == 0) {
+        vt_die_with_parent();
+        for (long round = 0; round < 100000000; round++)
+            for (int i = 0; i < n; i++)
+                if (ftruncate(fd[i], 4096) != 0 || fallocate(fd[i], 0, 0, size[i]) != 0)
+                    _exit(1);
+        _exit(0);
+    }
+    for (int i = 0; i < n; i++)
+        close(fd[i]);
+    return vt_flipper > 0 ? 0 : -1;
+}
+
+/* Stops the flipper: 0 when it was still flipping (killed, not exited). */
+static inline int vt_flip_stop(void)
+{
+    int st;
+    kill(vt_flipper, SIGKILL);
+    return waitpid(vt_flipper, &st, 0) == vt_flipper && WIFSIGNALED(st) ? 0 : -1;
+}
+
 /* ---- a file system of the test's own ------------------------------------------ */
 
 /* A tmpfs mounted at dir (made here) with these options, in a mount

@@ -6,7 +6,6 @@
  */
 #include "etcd_exec.h"
 #include "vigil.h"
-#include "file_internal.h"
 
 #include <string.h>
 
@@ -51,10 +50,6 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     const char *name = argv[1];
-    /* Every look of a command is a one-shot: copied, never mapped, so no
-     * one truncating a file (a member of its group included) can make a
-     * command that only looks fault. */
-    vigil_file_copy_looks = true;
 #ifdef VIGIL_ETCD_HELPER
     if (tool_wants_etcd(argc, argv)) /* the etcd commands run in the helper, in our place */
         return tool_exec_etcd(argv);
