@@ -215,6 +215,8 @@ int tool_show(const char *path, uint64_t grace, bool json, FILE *out, struct too
  * mapped file truncated under the look by whoever may write it. */
 #define TOOL_SHRUNK (-999)
 int tool_guarded(int (*look)(void *), void *arg);
+/* Whether a guarded look was jumped out of (its allocations left behind). */
+bool tool_guard_jumped(void);
 /* vigil_strerror, and what TOOL_SHRUNK means. */
 const char *tool_look_strerror(int err);
 
