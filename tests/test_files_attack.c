@@ -431,6 +431,16 @@ static int test_create_without_flink(void)
 
 /* ---- a sparse file of the largest size ------------------------------------------ */
 
+/* ThreadSanitizer shadows every byte read with memory of its own: the
+ * resident size then says nothing of what the look kept. */
+#if defined(__SANITIZE_THREAD__)
+#define VT_SHADOWED 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define VT_SHADOWED 1
+#endif
+#endif
+
 /* This process's resident memory, KiB. */
 static long rss_kib(void)
 {
@@ -485,6 +495,10 @@ static int look_costs_little(const char *path, uint32_t cap, const char *whose)
     long after = rss_kib();
     vigil_leases_close(ls);
     EXPECT(used == 0, "%s: %u entries in use in an empty store", whose, used);
+#ifdef VT_SHADOWED
+    (void)before, (void)after;
+    return 0;
+#endif
     EXPECT(after - before < 4 * 1024, "%s: a look at a store of %u empty entries (%llu bytes) took %ld KiB of memory",
            whose, cap, (unsigned long long)vigil_file_size(VIGIL_KIND_LEASES, cap), after - before);
     return 0;
