@@ -9,6 +9,7 @@
 
 #include <string.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 
 static const struct tool_cmd *const commands[] = {
     &tool_cmd_create, &tool_cmd_inspect, &tool_cmd_watch,
@@ -90,5 +91,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "vigil: unknown command '%s' (try 'vigil --help')\n", tool_e(name));
         return EXIT_USAGE;
     }
-    return cmd->run(cmd, argc - 1, argv + 1);
+    int rc = cmd->run(cmd, argc - 1, argv + 1);
+    /* A look the guard jumped out of left its handles behind (by design,
+     * tools/guard.c): leave without the exit handlers that would count
+     * them as leaks. */
+    if (tool_guard_jumped()) {
+        fflush(NULL);
+        _exit(rc);
+    }
+    return rc;
 }

@@ -171,8 +171,12 @@ int64_t  grealtime_ns(void);
 void gmember_parse(const struct gkv *kv, const char *hex, vigil_group_member_info *info);
 
 /* The agent's records (group_agent.c): writes dir/vigil-<hex>.lease for m
- * (path into m->record), or removes it. */
+ * (dir/vigil-<hex>-<random>.lease when another user's file holds that
+ * name; the path into m->record), or removes it. */
 int  grecord_write(vigil_group_member *m, const char *dir);
+/* Tests only: called by vigil_agent_open at "opened" (DIR open, not yet
+ * watched), so a test can swap DIR's name there; NULL otherwise. */
+extern void (*gagent_test_hook)(const char *step);
 void grecord_remove(vigil_group_member *m);
 
 #endif
