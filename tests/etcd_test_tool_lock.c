@@ -249,7 +249,7 @@ static int test_no_password_in_proc(void)
                count_of(join_out, "--password=******** ") == 2 && !strstr(join_out, "Pw0rdArg") &&
                !strstr(join_out, "UserSecr3t"),
            "vigil group join: exit %d; CMD read (environ, cmdline, cmdline as nobody):\n%s", join_rc, join_out);
-    EXPECT(R.rc == 0 && strstr(R.out, "environ-closed") && strstr(R.out, "--password ************ --user dave") &&
+    EXPECT(R.rc == 0 && strncmp(R.out, "environ-closed\n", 15) == 0 && strstr(R.out, "--password ************ --user dave") &&
                !strstr(R.out, "N0body5ecret"),
            "vigil lock as nobody: exit %d; nobody's CMD read:\n%s\nstderr: %s", R.rc, R.out, R.err);
     return 0;
