@@ -637,16 +637,76 @@ static int test_store_behind(void)
     EXPECT(strcmp(l.owner, "worker-1") == 0, "a refused proclaim changed the owner to '%s'", l.owner);
 
     bool s = false;
-    int64_t at = -1;
+    struct vigil_etcd_hdr at = { -1, 1 };
     EXPECT_RC(vigil_etcd__parse_txn_at(200, P(TXN_BEHIND), &s, &at), 0);
-    EXPECT(s && at == 2, "parse_txn_at: succeeded %d at %lld", s, (long long)at);
+    EXPECT(s && at.rev == 2 && at.cluster == 7801232528081817440ull, "parse_txn_at: succeeded %d at %lld in %llu", s,
+           (long long)at.rev, (unsigned long long)at.cluster);
     EXPECT_RC(vigil_etcd__parse_txn_at(200, P("{\"header\":{},\"succeeded\":true}"), &s, &at), 0);
-    EXPECT(at == 0, "no revision: expected 0 (not judged), got %lld", (long long)at);
+    EXPECT(at.rev == 0 && at.cluster == 0, "no revision, no cluster: expected 0 and 0 (not judged), got %lld, %llu",
+           (long long)at.rev, (unsigned long long)at.cluster);
     EXPECT_RC(vigil_etcd__parse_txn_at(200, P("{\"header\":{\"revision\":\"x\"}}"), &s, &at), -EPROTO);
-    EXPECT_RC(vigil_etcd__store_behind(0, 4), 0);
-    EXPECT_RC(vigil_etcd__store_behind(4, 4), 0);
-    EXPECT_RC(vigil_etcd__store_behind(3, 4), VIGIL_ELOST);
+    EXPECT_RC(vigil_etcd__parse_txn_at(200, P("{\"header\":{\"cluster_id\":\"-1\"}}"), &s, &at), -EPROTO);
+    EXPECT_RC(vigil_etcd__parse_txn_at(200, P("{\"header\":{\"cluster_id\":\"18446744073709551616\"}}"), &s, &at),
+              -EPROTO);
+    e = et_connect("127.0.0.1:1");
+    int none = vigil_etcd__store_behind(e, &(struct vigil_etcd_hdr){ 9, 42 }, 4); /* no cluster seen yet */
+    vigil_etcd__note_cluster(e, P(KA_OK));
+    vigil_etcd__note_cluster(e, P("{\"header\":{\"cluster_id\":\"42\"}}")); /* the first stays */
+    int same = vigil_etcd__store_behind(e, &(struct vigil_etcd_hdr){ 4, 7801232528081817440ull }, 4);
+    int behind = vigil_etcd__store_behind(e, &(struct vigil_etcd_hdr){ 3, 0 }, 4);
+    int other = vigil_etcd__store_behind(e, &(struct vigil_etcd_hdr){ 9, 42 }, 4);
+    vigil_etcd_close(e);
+    EXPECT_RC(none, 0);
+    EXPECT_RC(same, 0);
+    EXPECT_RC(behind, VIGIL_ELOST);
+    EXPECT_RC(other, VIGIL_ELOST);
     return 0;
+}
+
+/* A reply from another cluster than the one the handle first spoke to
+ * (the endpoints now lead to another etcd: the token's store is not
+ * there) is a lost lease, whatever its revision: a holder's check, and
+ * a member's fenced write, each with a message of its own. */
+static int test_other_cluster(void)
+{
+#define HDR42 "\"header\":{\"cluster_id\":\"42\",\"member_id\":\"7\",\"revision\":\"900\",\"raft_term\":\"2\"}"
+    static const char TXN_ELSEWHERE[] = "{" HDR42 ",\"succeeded\":true}";
+    static const char GRANT_LONG[] = "{" HDR ",\"ID\":\"" LIDS "\",\"TTL\":\"60\"}";
+    static const char JOINED[] = "{" HDR ",\"succeeded\":true}";
+    static const struct et_reply script[] = {
+        { ET_REPLY, 200, GRANT_OK },      { ET_REPLY, 200, ACQ_WON },       /* acquire: token 4, cluster 78.. */
+        { ET_REPLY, 200, KA_OK },         { ET_REPLY, 200, TXN_ELSEWHERE }, /* renew: answered by cluster 42 */
+        { ET_REPLY, 200, GRANT_LONG },    { ET_REPLY, 200, JOINED },        /* join: revision 4 */
+        { ET_REPLY, 200, TXN_ELSEWHERE }, { ET_REPLY, 200, TXN_ELSEWHERE }, /* done, and what it sends again */
+        { ET_REPLY, 200, TXN_ELSEWHERE }, { ET_REPLY, 200, TXN_ELSEWHERE },
+        { ET_REPLY, 200, REVOKE_OK },                                       /* leave */
+    };
+    unsetenv("VIGIL_DIR");
+    struct et_fake f;
+    EXPECT_RC(et_fake_start(&f, script, sizeof(script) / sizeof(script[0])), 0);
+    vigil_etcd *e = et_connect(f.url);
+    vigil_lease l;
+    int rc = vigil_etcd_acquire(e, "k2", "worker-1", 1500, &l);
+    int renewed = rc == 0 ? vigil_etcd_renew(e, &l) : rc;
+    char why[300];
+    snprintf(why, sizeof(why), "%s", vigil_etcd_errmsg());
+    vigil_group_member *m = NULL;
+    int joined = vigil_group_join(e, "g", "a", 60000, &m);
+    vigil_group_unit u = { .name = "u1", .token = 4 };
+    int done = joined == 0 ? vigil_group_done(m, &u) : joined;
+    char why_done[300];
+    snprintf(why_done, sizeof(why_done), "%s", vigil_etcd_errmsg());
+    vigil_group_leave(m);
+    vigil_etcd_close(e);
+    et_fake_stop(&f);
+    EXPECT_RC(rc, 0);
+    EXPECT(renewed == VIGIL_ELOST && strstr(why, "another cluster") && strstr(why, "ID 2a"),
+           "renew answered by another cluster: %d, '%s'", renewed, why);
+    EXPECT_RC(joined, 0);
+    EXPECT(done == VIGIL_ELOST && strstr(why_done, "another cluster"), "done answered by another cluster: %d, '%s'",
+           done, why_done);
+    return 0;
+#undef HDR42
 }
 
 /* The same for a group member: every txn fenced by its join revision
@@ -990,4 +1050,4 @@ VT_MAIN(VT_CASE(test_base64), VT_CASE(test_endpoints), VT_CASE(test_arguments), 
         VT_CASE(test_fake_endpoints), VT_CASE(test_fake_prefix), VT_CASE(test_fake_hostile), VT_CASE(test_wait_bounded_by_time_left),
         VT_CASE(test_revoke_landed_and_expired_holder), VT_CASE(test_expires_in_rounding),
         VT_CASE(test_connect_opts_limits), VT_CASE(test_store_behind),
-        VT_CASE(test_group_store_behind), VT_CASE(test_observe_backs_off))
+        VT_CASE(test_group_store_behind), VT_CASE(test_other_cluster), VT_CASE(test_observe_backs_off))
