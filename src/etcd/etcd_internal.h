@@ -90,6 +90,10 @@ void vigil_etcd__note_cluster(vigil_etcd *e, const char *body, size_t len);
  * store went backwards). VIGIL_ELOST with vigil_etcd_errmsg saying which,
  * else 0. On the parsed header, whatever the transport. */
 int vigil_etcd__store_behind(vigil_etcd *e, const struct vigil_etcd_hdr *at, uint64_t token);
+/* The observer's pause (ms) before it watches again after a watch ended,
+ * *ended counting the ends since the last news, lived_ms the ended
+ * stream's life (etcd_observe.c). */
+unsigned vigil_etcd__watch_ended_pause(unsigned *ended, uint64_t lived_ms);
 /* lease/revoke: 0, or VIGIL_ELOST when the lease was already gone. */
 int vigil_etcd__parse_revoke(long http, const char *body, size_t len);
 
