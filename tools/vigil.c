@@ -5,6 +5,7 @@
  * each command lives in its own cmd_<name>.c.
  */
 #include "etcd_exec.h"
+#include "etcd_opts.h"
 #include "vigil.h"
 
 #include <string.h>
@@ -46,6 +47,7 @@ static const struct tool_cmd *find(const char *name)
 
 int main(int argc, char **argv)
 {
+    tool_etcd_hide_secrets(argc, argv); /* first: /proc/PID/cmdline is everyone's to read */
     if (argc < 2) {
         fputs("vigil: missing COMMAND\n", stderr);
         print_overview(stderr);

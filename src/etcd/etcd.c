@@ -113,13 +113,13 @@ int vigil_etcd__if_held_locked(vigil_etcd *e, const vigil_lease *lease, int then
 {
     char body[VIGIL_ETCD_REQ_MAX], full[VIGIL_ETCD_KEY_MAX];
     struct vigil_etcd_reply r;
-    int64_t at = 0;
+    struct vigil_etcd_hdr at;
     int rc = vigil_etcd__full_key(e, lease->key, full, sizeof(full));
     if (rc == 0)
         rc = vigil_etcd__body_if_held(body, sizeof(body), full, lease->token, lease->id, then, value);
     if (rc == 0 && (rc = vigil_etcd__call(e, "v3/kv/txn", body, &r)) == 0 &&
         (rc = vigil_etcd__parse_txn_at(r.http, r.body, r.len, held, &at)) == 0)
-        rc = vigil_etcd__store_behind(at, lease->token);
+        rc = vigil_etcd__store_behind(e, &at, lease->token);
     return rc;
 }
 

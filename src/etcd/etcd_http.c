@@ -352,6 +352,7 @@ static int call_endpoints(vigil_etcd *e, const char *path, const char *body, str
                 break;
             }
             e->cur = i;
+            vigil_etcd__note_cluster(e, r->body, r->len);
             /* The last word: etcd's error, or none (an endpoint that
              * failed before this one answered is no reason any more). */
             vigil_etcd__why("%s", "");

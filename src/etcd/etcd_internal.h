@@ -12,6 +12,7 @@
 #include <vigil/etcd.h>
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -67,16 +68,32 @@ int vigil_etcd__parse_acquire(long http, const char *body, size_t len, int64_t l
  * when TTL is 0 or missing (etcd's answer for an expired or revoked lease)
  * or the error is "lease not found". */
 int vigil_etcd__parse_keepalive(long http, const char *body, size_t len, int64_t lease_id, int64_t *ttl);
-/* kv/txn: whether the comparisons held; _at also the header's revision
- * (0 when the reply has none). */
+/* What a reply's header says of the store that answered: its revision
+ * and its cluster's ID, each 0 when the header has none. */
+struct vigil_etcd_hdr {
+    int64_t  rev;
+    uint64_t cluster;
+};
+/* A reply's header object read: 0, or -EPROTO. */
+struct cJSON;
+int vigil_etcd__header_of(const struct cJSON *header, struct vigil_etcd_hdr *out);
+/* kv/txn: whether the comparisons held; _at also the header. */
 int vigil_etcd__parse_txn(long http, const char *body, size_t len, bool *succeeded);
-int vigil_etcd__parse_txn_at(long http, const char *body, size_t len, bool *succeeded, int64_t *rev);
-/* The store went backwards: a linearizable reply (a txn, a write; never
- * a keepalive or a watch, which a lagging member answers from its own
- * older revision) at header revision header_rev, below a token the
- * caller holds. VIGIL_ELOST with vigil_etcd_errmsg saying so, else 0.
- * On the parsed revision, whatever the transport. */
-int vigil_etcd__store_behind(int64_t header_rev, uint64_t token);
+int vigil_etcd__parse_txn_at(long http, const char *body, size_t len, bool *succeeded, struct vigil_etcd_hdr *at);
+/* The handle's cluster: the ID the first reply that names one carries
+ * (a reply's body; any reply, called on every answer). */
+void vigil_etcd__note_cluster(vigil_etcd *e, const char *body, size_t len);
+/* The store is not the one the token came from: a linearizable reply (a
+ * txn, a write; never a keepalive or a watch, which a lagging member
+ * answers from its own older revision) from another cluster than the
+ * handle's, or at a header revision below a token the caller holds (the
+ * store went backwards). VIGIL_ELOST with vigil_etcd_errmsg saying which,
+ * else 0. On the parsed header, whatever the transport. */
+int vigil_etcd__store_behind(vigil_etcd *e, const struct vigil_etcd_hdr *at, uint64_t token);
+/* The observer's pause (ms) before it watches again after a watch ended,
+ * *ended counting the ends since the last news, lived_ms the ended
+ * stream's life (etcd_observe.c). */
+unsigned vigil_etcd__watch_ended_pause(unsigned *ended, uint64_t lived_ms);
 /* lease/revoke: 0, or VIGIL_ELOST when the lease was already gone. */
 int vigil_etcd__parse_revoke(long http, const char *body, size_t len);
 
@@ -173,6 +190,7 @@ struct vigil_etcd {
      * server (timed out, reset): its effect may have been applied. */
     bool                        maybe_applied;
     int64_t                     revoke_unsure; /* a lease whose revoke failed that way, or 0 */
+    _Atomic uint64_t            cluster; /* the cluster's ID, from the first reply naming one; 0 none yet */
     char                        curl_err[256]; /* libcurl's own words for the last failure */
 };
 

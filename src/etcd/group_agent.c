@@ -26,7 +26,9 @@
  *   name <member>
  *
  * (Version 1, without the pidns line, is read as a member of the agent's
- * own namespace, as it always was.)
+ * own namespace, as it always was. In version 2 a pidns or start of 0 is
+ * no identity: the member could not read its own /proc, so its pid may
+ * be another namespace's.)
  *
  * The agent (vigil_agent_*, `vigil agent --dir DIR`) watches DIR with
  * inotify and each recorded process with a pidfd, as failover_wait does
@@ -44,9 +46,12 @@
  *
  * Only a death the agent can see is judged. A member of another pid
  * namespace (a container sharing DIR: its pid means another process
- * here, or none), or one whose /proc entries the agent reads from
- * another namespace's /proc, is never judged dead: the agent says so
- * once (an event with result -EREMOTE) and leaves its lease to its TTL.
+ * here, or none), one that does not know its own namespace (no /proc
+ * where it runs: it recorded pidns 0), one whose namespace the agent
+ * cannot tell its own from (no /proc of the agent's), or one whose /proc
+ * entries the agent reads from another namespace's /proc, is never
+ * judged dead: the agent says so once (an event with result -EREMOTE)
+ * and leaves its lease to its TTL.
  *
  * DIR is the trust boundary: whoever may write in it may have the agent
  * revoke any lease ID it names. Make it 0700, the agent's and its
@@ -181,7 +186,8 @@ struct rec {
     int64_t  lease;
     uint32_t pid;
     uint64_t start;
-    uint64_t pidns;    /* 0: not recorded (version 1): taken as the agent's */
+    uint64_t pidns;    /* 0: unknown (version 2), or not recorded (version 1) */
+    unsigned version;  /* of the record: 1 names no namespace, 2 does */
     char     group[104];
     char     name[64];
     int      pidfd;    /* -1: not watched (dead, unseen, or no pidfds) */
@@ -235,6 +241,7 @@ static int parse_record(const char *s, struct rec *r)
     r->pid = (uint32_t)pid;
     r->start = start;
     r->pidns = pidns;
+    r->version = strncmp(s, "vigil-lease 1\n", 14) == 0 ? 1 : 2;
     memcpy(r->group, group, strlen(group) + 1);
     memcpy(r->name, name, strlen(name) + 1);
     return 0;
@@ -263,16 +270,31 @@ static void drop_rec(vigil_agent *a, struct rec *r)
 
 enum { PROC_DEAD = 0, PROC_ALIVE = 1, PROC_UNSEEN = 2 };
 
+/* Does the record's pid name a process of the agent's own namespace?
+ * Only when the record says so: its namespace known (the member read
+ * its own /proc: pidns and start time), and the agent's known and the
+ * same. A version 1 record said nothing, and is taken as ours, as it
+ * always was. A pidns of 0 in version 2 is a member without /proc where
+ * it runs: a container with /proc hidden or another's, whose pid may
+ * name another process here, or none (a death here it is not). */
+static bool pid_is_ours(const struct rec *r)
+{
+    if (r->version < 2)
+        return true;
+    uint64_t mine = vigil_self_pidns();
+    return r->pidns != 0 && r->start != 0 && mine != 0 && r->pidns == mine;
+}
+
 /* The judge of a recorded process from here, without a pidfd: its pid
  * names a process of the agent's own namespace only if the record says
- * so (or is of version 1, which said nothing); a verdict of death that
- * rests on a /proc of another namespace (vigil_pid_judge's -EREMOTE) is
- * no verdict. Unknown otherwise: alive (a death it cannot see is left to
- * the TTL, never guessed). */
+ * so (pid_is_ours); a verdict of death that rests on a /proc of another
+ * namespace (vigil_pid_judge's -EREMOTE) is no verdict. Unknown
+ * otherwise: alive (a death it cannot see is left to the TTL, never
+ * guessed). */
 static int judge_proc(const struct rec *r)
 {
-    if (r->pidns && r->pidns != vigil_self_pidns())
-        return PROC_UNSEEN; /* another namespace's pid: it means nothing here */
+    if (!pid_is_ours(r))
+        return PROC_UNSEEN; /* another namespace's pid, or not known to be ours: it means nothing here */
     int v = vigil_pid_judge(r->pid, r->start, r->start ? ~0ull : 0, 0, 0);
     return v == 0 ? PROC_DEAD : v == -EREMOTE ? PROC_UNSEEN : PROC_ALIVE;
 }
@@ -282,7 +304,7 @@ static int judge_proc(const struct rec *r)
  * judge. */
 static int watch_proc(vigil_agent *a, struct rec *r)
 {
-    if (a->no_pidfd || (r->pidns && r->pidns != vigil_self_pidns()))
+    if (a->no_pidfd || !pid_is_ours(r))
         return judge_proc(r);
     int fd = pidfd_open_(r->pid);
     if (fd < 0) {

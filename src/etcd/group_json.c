@@ -178,18 +178,18 @@ int gtxn_run(vigil_etcd *e, struct gtxn *t, struct greply *r)
         return VIGIL_ELOST; /* "requested lease not found": our lease is gone */
     if (rc < 0)
         return rc;
-    int64_t rev = 0;
-    if (vigil_etcd__txn_succeeded(root, &r->ok) < 0 ||
-        vigil_etcd__json_i64(vigil_etcd__field(root, "header"), "revision", &rev) != 1 || rev <= 0) {
+    struct vigil_etcd_hdr at;
+    if (vigil_etcd__txn_succeeded(root, &r->ok) < 0 || vigil_etcd__header_of(vigil_etcd__field(root, "header"), &at) < 0 ||
+        at.rev <= 0) {
         cJSON_Delete(root);
         return -EPROTO;
     }
-    if (t->fence_rev > 0 && (rc = vigil_etcd__store_behind(rev, (uint64_t)t->fence_rev)) < 0) {
+    if (t->fence_rev > 0 && (rc = vigil_etcd__store_behind(e, &at, (uint64_t)t->fence_rev)) < 0) {
         cJSON_Delete(root);
         return rc;
     }
     r->root = root;
-    r->rev = rev;
+    r->rev = at.rev;
     return 0;
 }
 
