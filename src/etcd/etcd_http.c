@@ -380,10 +380,13 @@ int vigil_etcd__call(vigil_etcd *e, const char *path, const char *body, struct v
         return rc;
     rc = call_endpoints(e, path, body, r);
     /* An auth token etcd no longer takes (expired, or from before a change
-     * of the auth store): authenticate again, and once more the request. */
+     * of the auth store): authenticate again, and once more the request.
+     * A sending of the first round that may have landed still may. */
     if (rc == 0 && vigil_etcd__auth_refused(e, r)) {
+        bool maybe = e->maybe_applied;
         if ((rc = vigil_etcd__authenticate(e)) == 0)
             rc = call_endpoints(e, path, body, r);
+        e->maybe_applied = e->maybe_applied || maybe;
     }
     return rc;
 }
