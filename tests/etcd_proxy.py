@@ -16,7 +16,8 @@ del:KEY; for a lease call, id:ID. A MATCH is words separated by commas,
 each a shell pattern that some word of the summary must match.
 
 The commands, each the body of a POST to /_proxy (never itself faulted),
-answered with one line:
+answered with one line; a rule's command may end with skip=K, which lets
+the first K requests it matches pass before it acts:
 
     hold MATCH [N]        the next N requests that match are held: never
                           passed on, their client left without an answer
@@ -127,12 +128,16 @@ def matches(patterns, words):
 
 
 def take_rule(words):
-    """The first rule the request matches, its count spent: (kind, extra) or None."""
+    """The first rule the request matches, its count spent: (kind, extra) or
+    None (none matches, or the one that does lets it pass: skip=)."""
     for r in rules:
-        kind, pats, count, extra = r
+        kind, pats, count, extra, skip = r
         if kind == "endwatch" and words[0] != "watch":
             continue
         if matches(pats, words):
+            if skip > 0:
+                r[4] -= 1
+                return None
             r[2] -= 1
             if r[2] <= 0:
                 rules.remove(r)
@@ -270,17 +275,20 @@ async def control(line):
     if not w:
         return "error: empty"
     cmd = w[0]
+    skip = [int(x[5:]) for x in w[1:] if x.startswith("skip=")]
+    skip = skip[0] if skip else 0
+    w = [x for x in w if not x.startswith("skip=")]
     try:
         if cmd in ("hold", "cut", "drop", "lose"):
-            rules.append([cmd, w[1].split(","), int(w[2]) if len(w) > 2 else 1, None])
+            rules.append([cmd, w[1].split(","), int(w[2]) if len(w) > 2 else 1, None, skip])
         elif cmd == "dup":
             first = "first" in w[2:]
             counts = [x for x in w[2:] if x.isdigit()]
-            rules.append([cmd, w[1].split(","), int(counts[0]) if counts else 1, first])
+            rules.append([cmd, w[1].split(","), int(counts[0]) if counts else 1, first, skip])
         elif cmd == "delay":
-            rules.append([cmd, w[1].split(","), int(w[3]) if len(w) > 3 else 1, int(w[2]) / 1000.0])
+            rules.append([cmd, w[1].split(","), int(w[3]) if len(w) > 3 else 1, int(w[2]) / 1000.0, skip])
         elif cmd == "endwatch":
-            rules.append([cmd, ["watch"], int(w[1]) if len(w) > 1 else 1, None])
+            rules.append([cmd, ["watch"], int(w[1]) if len(w) > 1 else 1, None, skip])
         elif cmd == "release":
             n = int(w[1]) if len(w) > 1 else len(held)
             out = []

@@ -268,10 +268,13 @@ int vigil_etcd_release(vigil_etcd *e, const vigil_lease *lease)
         int rv = vigil_etcd__revoke_locked(e, lease->id);
         if (!held && unsure && rv == 0)
             rc = 0; /* our key went with that revoke: released, not lost */
-        else if (!held || rv == VIGIL_ELOST)
-            rc = VIGIL_ELOST; /* not ours, or lapsed between check and revoke */
-        else if (rv < 0)
+        else if (!held)
+            rc = VIGIL_ELOST; /* not ours */
+        else if (rv < 0 && rv != VIGIL_ELOST)
             rc = rv; /* the key is still there and ours: the caller may retry */
+        /* Held, and the lease not found by the revoke: gone by this very
+         * revoke, delivered twice (its first copy's answer lost), or
+         * lapsed in between; released either way. */
     }
     vigil_etcd__unlock(e);
     return rc;

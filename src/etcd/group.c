@@ -316,9 +316,9 @@ int vigil_group_leave(vigil_group_member *m)
     vigil_etcd__unlock(m->e);
     if (rv == 0 || rv == VIGIL_ELOST)
         grecord_remove(m);
-    if (rc == 0 && rv == VIGIL_ELOST)
-        rc = VIGIL_ELOST;
-    else if (rc == 0 && rv < 0)
+    /* Not found while the keepalive says the lease cannot have lapsed:
+     * gone by this very revoke, delivered twice. */
+    if (rc == 0 && rv < 0 && rv != VIGIL_ELOST)
         rc = rv;
     member_free(m);
     return rc;
