@@ -372,6 +372,27 @@ static bool our_done(const vigil_group_member *m, const vigil_group_unit *u, con
     return ours;
 }
 
+/* After VIGIL_ELOST: is the done record of u (key kd) ours? 0 yes (our
+ * done landed before we were out), VIGIL_ELOST no, or the read's error. */
+static int done_found(vigil_group_member *m, const vigil_group_unit *u, const char *kd)
+{
+    struct gtxn t;
+    struct greply r;
+    struct gkv rec;
+    gtxn_init(&t);
+    gtxn_range(&t, G_OK, kd, 0, 0);
+    int rc = gtxn_run(m->e, &t, &r);
+    gtxn_free(&t);
+    if (rc < 0)
+        return rc; /* unknown still: the caller may call again */
+    int f = greply_first(&r, 0, &rec);
+    greply_free(&r);
+    bool ours = f == 1 && our_done(m, u, &rec);
+    if (f == 1)
+        gkv_free(&rec);
+    return f < 0 ? f : ours ? 0 : VIGIL_ELOST;
+}
+
 #define FINISH_SENDS 4 /* a done or a give-back sent again while it is known not to have landed */
 
 /* The txns of done and giveback: fenced, on our claim of u (group_fence.c:
@@ -425,6 +446,8 @@ static int finish(vigil_group_member *m, const vigil_group_unit *u, bool done)
         rc = rc == -EAGAIN ? GOP_VOID : rc;
     }
     free(val);
+    if (rc == VIGIL_ELOST && done)
+        rc = done_found(m, u, kd); /* out: but a done of ours may have landed before */
     if (rc == GOP_REFUSED) {
         struct gkv me, rec;
         int f = greply_first(&r, 0, &me), fd = f < 0 || !done ? 0 : greply_first(&r, 1, &rec);
