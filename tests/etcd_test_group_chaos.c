@@ -396,17 +396,19 @@ struct hevent {
     char    val[48];
 };
 
-/* Every event of the group from revision 1 (a watch: etcd keeps the whole
- * history of a test's cluster), up to a marker put now: their number, into
- * *out (malloc'd), or -1. */
-static long history(vigil_etcd *e, struct hevent **out)
+/* Every event under the group's prefix rest (GROUP/rest) from revision 1
+ * (a watch: etcd keeps the whole history of a test's cluster), up to a
+ * marker put under it now, appended to *h (n events of cap): 0, or -1.
+ * A prefix at a time: a watch's first message gathers up to a thousand
+ * revisions, which for the whole group is more than a message may be. */
+static int history_of(vigil_etcd *e, const char *rest, struct hevent **h, long *n, long *cap)
 {
-    char pfx[GKEY_MAX], mark[GKEY_MAX], b64[2 * GKEY_MAX], body[2 * GKEY_MAX + 64];
-    long http, n = 0, cap = 0;
+    char pfx[GKEY_MAX], mark[GKEY_MAX + 16], b64[2 * GKEY_MAX + 32], body[2 * GKEY_MAX + 96];
+    long http;
     const char *reply;
     size_t len;
-    snprintf(pfx, sizeof(pfx), "%s/", group);
-    snprintf(mark, sizeof(mark), "%s/~history-end", group);
+    snprintf(pfx, sizeof(pfx), "%s/%s", group, rest);
+    snprintf(mark, sizeof(mark), "%s~history-end", pfx);
     vigil_etcd__b64(mark, strlen(mark), b64, sizeof(b64));
     snprintf(body, sizeof(body), "{\"key\":\"%s\",\"value\":\"\"}", b64);
     int rc = vigil_etcd__request(e, "v3/kv/put", body, &http, &reply, &len);
@@ -414,35 +416,35 @@ static long history(vigil_etcd *e, struct hevent **out)
         printf("history: the marker's put: %d (%s), http %ld\n", rc, vigil_strerror(rc), http);
         return -1;
     }
-    struct hevent *h = NULL;
     struct gstream *s = NULL;
     struct gevent ev[64];
     int64_t rev = 0;
     bool marked = false;
-    uint64_t deadline = now_ms() + 120000;
+    uint64_t deadline = now_ms() + 60000;
     while (!marked && now_ms() < deadline) {
-        if (!s && gstream_open(e, pfx, G_PREFIX, rev + 1, &s) < 0) {
+        if (!s && (rc = gstream_open(e, pfx, G_PREFIX, rev + 1, &s)) < 0) {
             s = NULL;
             vt_sleep_ms(100);
             continue;
         }
         int k = gstream_next(s, 1000, -1, ev, 64, &rev);
         if (k < 0 || k == GSTREAM_ENDED) {
+            rc = k;
             gstream_close(s);
             s = NULL;
             continue;
         }
         for (int i = 0; i < k; i++) {
             marked = marked || strcmp(ev[i].kv.key, mark) == 0;
-            if (!marked && n == cap) {
-                cap = cap ? cap * 2 : 4096;
-                struct hevent *g = realloc(h, (size_t)cap * sizeof(*h));
+            if (!marked && *n == *cap) {
+                *cap = *cap ? *cap * 2 : 4096;
+                struct hevent *g = realloc(*h, (size_t)*cap * sizeof(**h));
                 if (!g)
                     abort();
-                h = g;
+                *h = g;
             }
             if (!marked) {
-                struct hevent *x = &h[n++];
+                struct hevent *x = &(*h)[(*n)++];
                 memset(x, 0, sizeof(*x));
                 snprintf(x->key, sizeof(x->key), "%s", ev[i].kv.key);
                 x->rev = ev[i].kv.mod;
@@ -456,10 +458,22 @@ static long history(vigil_etcd *e, struct hevent **out)
         }
     }
     gstream_close(s);
-    *out = h;
     if (!marked)
-        printf("history: the marker never came (%ld events, up to revision %lld)\n", n, (long long)rev);
-    return marked ? n : -1;
+        printf("history of %s: the marker never came (%ld events, up to revision %lld; the stream's last word %d)\n",
+               pfx, *n, (long long)rev, rc);
+    return marked ? 0 : -1;
+}
+
+/* The claims, done records and arrivals of the group's history, each
+ * prefix in revision order: their number, into *out (malloc'd), or -1. */
+static long history(vigil_etcd *e, struct hevent **out)
+{
+    long n = 0, cap = 0;
+    *out = NULL;
+    if (history_of(e, "work/owners/", out, &n, &cap) < 0 || history_of(e, "work/done/", out, &n, &cap) < 0 ||
+        history_of(e, "rounds/", out, &n, &cap) < 0)
+        return -1;
+    return n;
 }
 
 static int by_key_val(const void *a, const void *b)
@@ -495,8 +509,8 @@ static void history_units(struct hevent *h, long n, unsigned *late_claims, unsig
 }
 
 /* Arrivals put after a withdrawal that told VIGIL_ETIMEDOUT and before the
- * member's next call: from the history (sorted by nothing: in revision
- * order, as etcd sent it). */
+ * member's next call: from the history (each prefix in revision order, as
+ * etcd sent it; an arrival's key is under rounds/ alone). */
 static unsigned history_arrivals(const struct hevent *h, long n)
 {
     unsigned late = 0, nt = atomic_load(&S->ntout);
@@ -507,11 +521,11 @@ static unsigned history_arrivals(const struct hevent *h, long n)
         char key[GKEY_MAX];
         snprintf(key, sizeof(key), "%s/rounds/%020" PRIu64 "/a/%s", group, o->round, o->name);
         int64_t next = o->next == 0 ? INT64_MAX : o->next > o->after ? o->next : o->after + 1, gone = 0;
-        for (long i = 0; i < n && h[i].rev <= o->after; i++)
-            if (h[i].del && strcmp(h[i].key, key) == 0)
+        for (long i = 0; i < n; i++)
+            if (h[i].del && h[i].rev <= o->after && h[i].rev > gone && strcmp(h[i].key, key) == 0)
                 gone = h[i].rev; /* the withdrawal's deletion, or an earlier one */
-        for (long i = 0; i < n && h[i].rev < next; i++)
-            if (!h[i].del && h[i].rev > gone && strcmp(h[i].key, key) == 0) {
+        for (long i = 0; i < n; i++)
+            if (!h[i].del && h[i].rev > gone && h[i].rev < next && strcmp(h[i].key, key) == 0) {
                 late++;
                 printf("late arrival: %s put at %lld, after its withdrawal (told VIGIL_ETIMEDOUT by %lld) and "
                        "before the member's next call (%lld)\n", key, (long long)h[i].rev, (long long)o->after,

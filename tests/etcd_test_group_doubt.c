@@ -379,6 +379,32 @@ static int test_done_all_lost(void)
     return 0;
 }
 
+/* A done that lands unanswered, every resolution unanswered too, and the
+ * member out before the next call (its lease revoked): the next done
+ * answers 0, its record being ours, never VIGIL_ELOST for a done that
+ * landed. */
+static int test_done_landed_then_out(void)
+{
+    struct setup s = { 0 };
+    int rc = setup(&s, "dout", 1);
+    if (rc)
+        return rc;
+    vigil_group_unit u;
+    uint32_t owned = 0, done = 0;
+    EXPECT_RC(vigil_group_take(s.m, &u), 0);
+    proxy_arm(CUT_REPLY, 0, 1000); /* the done, and every resolution after it */
+    rc = vigil_group_done(s.m, &u);
+    EXPECT(rc < 0 && rc != VIGIL_ELOST, "done with every answer lost: %d (%s)", rc, vigil_strerror(rc));
+    proxy_arm(PASS, 0, 0);
+    vigil_group_member_info self;
+    EXPECT_RC(vigil_group_self(s.m, &self), 0);
+    EXPECT_RC(et_revoke(s.e, self.lease), 0);
+    EXPECT_RC(vigil_group_done(s.m, &u), 0);
+    EXPECT(counts(&s, &owned, &done) == 0 && owned == 0 && done == 1, "owned %u done %u", owned, done);
+    teardown(&s);
+    return 0;
+}
+
 /* A give-back whose answer is lost: 0, and the unit is free again. */
 static int test_giveback_answer_lost(void)
 {
@@ -525,7 +551,8 @@ static int test_join_answer_dropped(void)
 
 VT_MAIN(VT_CASE(test_claim_answer_dropped), VT_CASE(test_claim_answer_cut), VT_CASE(test_claim_doubt_kept),
         VT_CASE(test_claim_request_lost), VT_CASE(test_done_answer_dropped), VT_CASE(test_done_answer_cut),
-        VT_CASE(test_done_request_lost), VT_CASE(test_done_all_lost), VT_CASE(test_giveback_answer_lost),
+        VT_CASE(test_done_request_lost), VT_CASE(test_done_all_lost),
+        VT_CASE(test_done_landed_then_out), VT_CASE(test_giveback_answer_lost),
         VT_CASE(test_stale_done_refused), VT_CASE(test_arrival_answer_lost_resolved),
         VT_CASE(test_arrival_answer_lost_serial),
         VT_CASE(test_join_answer_dropped))

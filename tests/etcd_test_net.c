@@ -156,6 +156,45 @@ static int test_claim_late(void)
     return net_down(&n);
 }
 
+struct taker {
+    vigil_group_member *m;
+    vigil_group_unit    u;
+    int                 rc;
+    pthread_t           th;
+};
+
+static void *take_thread(void *arg)
+{
+    struct taker *t = arg;
+    t->rc = vigil_group_take(t->m, &t->u);
+    return NULL;
+}
+
+/* The claim held while b claims the unit: the copy sent elsewhere is
+ * refused (busy), but the held one may still land, so the member resolves
+ * it before answering; b gives the unit back; the held claim delivered
+ * late must not make it the member's. */
+static int test_claim_late_refused(void)
+{
+    struct net n;
+    NET_UP(&n, "claim-late-refused", 1, TTL);
+    EXPECT_STR(et_proxy(n.p, "hold put:%s", gk(&n, "work/owners/%s", "u0")), "ok");
+    struct taker t = { .m = n.m, .rc = INT32_MIN };
+    EXPECT(pthread_create(&t.th, NULL, take_thread, &t) == 0, "no thread");
+    bool held = VT_WAIT_FOR(strcmp(et_proxy(n.p, "held"), "held 1") == 0, 20000);
+    vigil_group_unit v;
+    int rb = vigil_group_take(n.b, &v);
+    pthread_join(t.th, NULL);
+    EXPECT(held, "the claim was never held");
+    EXPECT_RC(rb, 0);
+    EXPECT_RC(t.rc, VIGIL_EBUSY);
+    EXPECT_RC(vigil_group_giveback(n.b, &v), 0);
+    const char *late = et_proxy(n.p, "release");
+    EXPECT(not_applied(late), "the claim delivered late: '%s'", late);
+    EXPECT(owned(&n) == 0, "owned %d after b's giveback", owned(&n));
+    return net_down(&n);
+}
+
 /* The claim delivered twice: take answers with the unit, at its token. */
 static int test_claim_twice(void)
 {
@@ -715,7 +754,7 @@ static int test_resign_twice(void)
     return 0;
 }
 
-VT_MAIN(VT_CASE(test_claim_late), VT_CASE(test_claim_twice), VT_CASE(test_done_late), VT_CASE(test_done_twice),
+VT_MAIN(VT_CASE(test_claim_late), VT_CASE(test_claim_late_refused), VT_CASE(test_claim_twice), VT_CASE(test_done_late), VT_CASE(test_done_twice),
         VT_CASE(test_giveback_late), VT_CASE(test_giveback_twice), VT_CASE(test_arrive_late),
         VT_CASE(test_arrive_twice), VT_CASE(test_withdraw_late), VT_CASE(test_withdraw_twice),
         VT_CASE(test_commit_late), VT_CASE(test_commit_twice), VT_CASE(test_join_late), VT_CASE(test_join_twice),
