@@ -60,6 +60,13 @@ static bool not_applied(const char *answer)
     return sscanf(answer, "released 1 %d/%7s", &status, ok) == 2 && (status != 200 || strcmp(ok, "false") == 0);
 }
 
+/* The fault's held copy, delivered now, changed nothing. */
+#define EXPECT_LATE_VOID(p, what)                                             \
+    do {                                                                      \
+        const char *late_ = et_proxy((p), "release");                         \
+        EXPECT(not_applied(late_), "%s delivered late: '%s'", (what), late_); \
+    } while (0)
+
 /* A key's version (puts since its creation), 0 absent, -1 no answer. */
 static int key_version(vigil_etcd *e, const char *key)
 {
@@ -148,8 +155,7 @@ static int test_claim_late(void)
     EXPECT_RC(vigil_group_take(n.m, &u), 0);
     EXPECT_STR(et_proxy(n.p, "held"), "held 1");
     EXPECT_RC(vigil_group_giveback(n.m, &u), 0);
-    const char *late = et_proxy(n.p, "release");
-    EXPECT(not_applied(late), "the claim delivered late: '%s'", late);
+    EXPECT_LATE_VOID(n.p, "the claim");
     EXPECT(owned(&n) == 0, "owned %d after the giveback", owned(&n));
     EXPECT_RC(vigil_group_take(n.b, &v), 0);
     EXPECT_RC(vigil_group_done(n.b, &v), 0);
@@ -189,8 +195,7 @@ static int test_claim_late_refused(void)
     EXPECT_RC(rb, 0);
     EXPECT_RC(t.rc, VIGIL_EBUSY);
     EXPECT_RC(vigil_group_giveback(n.b, &v), 0);
-    const char *late = et_proxy(n.p, "release");
-    EXPECT(not_applied(late), "the claim delivered late: '%s'", late);
+    EXPECT_LATE_VOID(n.p, "the claim");
     EXPECT(owned(&n) == 0, "owned %d after b's giveback", owned(&n));
     return net_down(&n);
 }
@@ -219,8 +224,7 @@ static int test_done_late(void)
     EXPECT_STR(et_proxy(n.p, "hold put:%s", gk(&n, "work/done/%s", "u0")), "ok");
     EXPECT_RC(vigil_group_done(n.m, &u), 0);
     EXPECT_STR(et_proxy(n.p, "held"), "held 1");
-    const char *late = et_proxy(n.p, "release");
-    EXPECT(not_applied(late), "the done delivered late: '%s'", late);
+    EXPECT_LATE_VOID(n.p, "the done");
     EXPECT(key_version(n.d, gk(&n, "work/done/%s", "u0")) == 1, "done/u0 put %d times",
            key_version(n.d, gk(&n, "work/done/%s", "u0")));
     return net_down(&n);
@@ -252,8 +256,7 @@ static int test_giveback_late(void)
     EXPECT_RC(vigil_group_giveback(n.m, &u), 0);
     EXPECT_STR(et_proxy(n.p, "held"), "held 1");
     EXPECT_RC(vigil_group_take(n.m, &u2), 0);
-    const char *late = et_proxy(n.p, "release");
-    EXPECT(not_applied(late), "the giveback delivered late: '%s'", late);
+    EXPECT_LATE_VOID(n.p, "the giveback");
     EXPECT(owned(&n) == 1, "owned %d: the new claim freed", owned(&n));
     EXPECT_RC(vigil_group_done(n.m, &u2), 0);
     return net_down(&n);
@@ -334,8 +337,7 @@ static int test_arrive_late(void)
     EXPECT_STR(et_proxy(n.p, "hold put:%s", round_key(&n, 0, "a/m")), "ok");
     EXPECT_RC(vigil_group_barrier_wait(n.m, 0, 3500000000ull), VIGIL_ETIMEDOUT);
     EXPECT_STR(et_proxy(n.p, "held"), "held 1");
-    const char *late = et_proxy(n.p, "release");
-    EXPECT(not_applied(late), "the arrival delivered late: '%s'", late);
+    EXPECT_LATE_VOID(n.p, "the arrival");
     EXPECT_RC(vigil_group_barrier_wait(n.b, 0, 500000000ull), VIGIL_ETIMEDOUT);
     return net_down(&n);
 }
@@ -393,23 +395,24 @@ static int test_withdraw_twice(void)
     return net_down(&n);
 }
 
-/* The commit held (b, with a long TTL, looks again only after it): the
- * copy sent elsewhere releases the round; the held one delivered late
- * must not release anything again. */
-static int test_commit_late(void)
+/* A commit held (b, with a long TTL, looks again only after it), the copy
+ * sent elsewhere releasing the round, then delivered late; or delivered
+ * twice: one release, one serial, and nothing released again. */
+static int commit_fault(const char *fault)
 {
     struct net n;
-    NET_UP(&n, "commit-late", 0, 60000);
+    NET_UP(&n, "commit", 0, 60000);
     struct waiter b;
     EXPECT(wait_start(&b, n.b, 0, 40000), "no thread");
     bool in = VT_WAIT_FOR(arrivals(&n, 0) == 1, 20000);
-    EXPECT_STR(et_proxy(n.p, "hold put:%s/released/*", n.g), "ok");
+    EXPECT_STR(et_proxy(n.p, "%s put:%s/released/*", fault, n.g), "ok");
     int rm = vigil_group_barrier_wait(n.m, 0, 30000000000ull);
     pthread_join(b.th, NULL);
     EXPECT(in, "b's arrival never showed");
-    EXPECT_STR(et_proxy(n.p, "held"), "held 1");
-    const char *late = et_proxy(n.p, "release");
-    EXPECT(not_applied(late), "the commit delivered late: '%s'", late);
+    if (strcmp(fault, "hold") == 0) {
+        EXPECT_STR(et_proxy(n.p, "held"), "held 1");
+        EXPECT_LATE_VOID(n.p, "the commit");
+    }
     if (one_serial(&n, 0, rm, b.rc))
         return 1;
     vigil_group_stats st;
@@ -417,61 +420,50 @@ static int test_commit_late(void)
     return net_down(&n);
 }
 
-/* A commit delivered twice: one release, one serial. */
+static int test_commit_late(void)
+{
+    return commit_fault("hold");
+}
+
 static int test_commit_twice(void)
 {
-    struct net n;
-    NET_UP(&n, "commit-twice", 0, 60000);
-    struct waiter b;
-    EXPECT(wait_start(&b, n.b, 0, 40000), "no thread");
-    bool in = VT_WAIT_FOR(arrivals(&n, 0) == 1, 20000);
-    EXPECT_STR(et_proxy(n.p, "dup put:%s/released/*", n.g), "ok");
-    int rm = vigil_group_barrier_wait(n.m, 0, 30000000000ull);
-    pthread_join(b.th, NULL);
-    EXPECT(in, "b's arrival never showed");
-    if (one_serial(&n, 0, rm, b.rc))
-        return 1;
-    return net_down(&n);
+    return commit_fault("dup");
 }
 
 /* ---- membership --------------------------------------------------------------- */
 
-/* A join held, landed elsewhere; the member leaves; the join delivered
- * late must not bring it back. */
-static int test_join_late(void)
+/* A join held, landed elsewhere, and delivered late after the member
+ * left; or delivered twice: joined once, and never brought back. */
+static int join_fault(const char *fault)
 {
     NEED_PROXIES();
     vigil_etcd *e = connect_quick(), *d = et_connect(eps);
-    const char *g = gt_group("join-late");
+    const char *g = gt_group("join");
     int p = first_proxy(e);
-    EXPECT_STR(et_proxy(p, "hold put:%s/names/m", g), "ok");
+    EXPECT_STR(et_proxy(p, "%s put:%s/names/m", fault, g), "ok");
     vigil_group_member *m = gt_join(e, g, "m", TTL, NULL);
     EXPECT(m, "join failed");
-    EXPECT_STR(et_proxy(p, "held"), "held 1");
+    EXPECT(gt_count(d, g) == 1 && vigil_group_is_leader(m) == 1, "%d members", gt_count(d, g));
     EXPECT_RC(vigil_group_leave(m), 0);
-    const char *late = et_proxy(p, "release");
-    EXPECT(not_applied(late), "the join delivered late: '%s'", late);
+    if (strcmp(fault, "hold") == 0) {
+        EXPECT_STR(et_proxy(p, "held"), "held 1");
+        EXPECT_LATE_VOID(p, "the join");
+    }
     EXPECT(gt_count(d, g) == 0, "%d members after the leave", gt_count(d, g));
+    EXPECT_STR(et_proxy(p, "clear"), "ok");
     vigil_etcd_close(d);
     vigil_etcd_close(e);
     return 0;
 }
 
-/* A join delivered twice: joined, once. */
+static int test_join_late(void)
+{
+    return join_fault("hold");
+}
+
 static int test_join_twice(void)
 {
-    NEED_PROXIES();
-    vigil_etcd *e = connect_quick(), *d = et_connect(eps);
-    const char *g = gt_group("join-twice");
-    int p = first_proxy(e);
-    EXPECT_STR(et_proxy(p, "dup put:%s/names/m", g), "ok");
-    vigil_group_member *m = gt_join(e, g, "m", TTL, NULL);
-    EXPECT(m, "join failed");
-    EXPECT(gt_count(d, g) == 1 && vigil_group_is_leader(m) == 1, "%d members", gt_count(d, g));
-    EXPECT_RC(vigil_group_leave(m), 0);
-    vigil_etcd_close(d);
-    vigil_etcd_close(e);
-    return 0;
+    return join_fault("dup");
 }
 
 /* A leave's revoke held, landed elsewhere, delivered late; and delivered
@@ -486,10 +478,8 @@ static int leave_fault(const char *fault)
     int p = first_proxy(e);
     EXPECT_STR(et_proxy(p, "%s lease/revoke", fault), "ok");
     EXPECT_RC(vigil_group_leave(m), 0);
-    if (strcmp(fault, "hold") == 0) {
-        const char *late = et_proxy(p, "release");
-        EXPECT(not_applied(late), "the revoke delivered late: '%s'", late);
-    }
+    if (strcmp(fault, "hold") == 0)
+        EXPECT_LATE_VOID(p, "the revoke");
     EXPECT(gt_count(d, g) == 0, "%d members after the leave", gt_count(d, g));
     EXPECT_STR(et_proxy(p, "clear"), "ok");
     vigil_etcd_close(d);
@@ -509,51 +499,88 @@ static int test_leave_twice(void)
 
 /* ---- locks, sessions, elections (etcd.c, etcd_session.c) -------------------------- */
 
+/* A key through the proxies (e, quick; d plain), in a session when s is
+ * asked for, held as "A" when a session acquire is asked for too. */
+struct keyed {
+    vigil_etcd         *e, *d;
+    const char         *key;
+    vigil_etcd_session *s;
+    vigil_lease         l;
+    int                 p; /* the proxy e speaks to first */
+};
+
+static int keyed_up(struct keyed *k, const char *name, bool session, bool acquire)
+{
+    memset(k, 0, sizeof(*k));
+    k->e = connect_quick();
+    k->d = et_connect(eps);
+    k->key = et_key(name);
+    if (session)
+        EXPECT_RC(vigil_etcd_session_open(k->e, TTL, &k->s), 0);
+    if (acquire)
+        EXPECT_RC(vigil_etcd_session_acquire(k->s, k->key, "A", &k->l), 0);
+    k->p = first_proxy(k->e);
+    EXPECT(k->p > 0, "no proxy is first (%s)", vigil_etcd__current_endpoint(k->e));
+    return 0;
+}
+
+static int keyed_down(struct keyed *k)
+{
+    EXPECT_STR(et_proxy(k->p, "clear"), "ok");
+    EXPECT_RC(vigil_etcd_session_close(k->s), 0);
+    vigil_etcd_close(k->d);
+    vigil_etcd_close(k->e);
+    return 0;
+}
+
+#define KEYED_UP(k, name, session, acquire)                                   \
+    do {                                                                      \
+        NEED_PROXIES();                                                       \
+        if (keyed_up((k), (name), (session), (acquire)))                      \
+            return 1;                                                         \
+    } while (0)
+
+/* The key's holder, as d reads it: its token and owner. */
+static int holder_is(struct keyed *k, uint64_t token, const char *owner)
+{
+    vigil_lease_info info;
+    EXPECT_RC(vigil_etcd_get(k->d, k->key, &info), 0);
+    EXPECT(info.token == token && strcmp(info.owner, owner) == 0, "held at %llu by '%s', not %llu by '%s'",
+           (unsigned long long)info.token, info.owner, (unsigned long long)token, owner);
+    return 0;
+}
+
 /* A lock's acquire held, landed elsewhere; released; delivered late: its
  * lease is gone, and nobody holds the key. */
 static int test_lock_late(void)
 {
-    NEED_PROXIES();
-    vigil_etcd *e = connect_quick(), *d = et_connect(eps);
-    const char *key = et_key("lock-late");
-    int p = first_proxy(e);
-    vigil_lease l;
+    struct keyed k;
     vigil_lease_info info;
-    EXPECT_STR(et_proxy(p, "hold put:%s/*", key), "ok");
-    EXPECT_RC(vigil_etcd_acquire(e, key, "a", 5000, &l), 0);
-    EXPECT_STR(et_proxy(p, "held"), "held 1");
-    EXPECT_RC(vigil_etcd_release(e, &l), 0);
-    const char *late = et_proxy(p, "release");
-    EXPECT(not_applied(late), "the acquire delivered late: '%s'", late);
-    EXPECT_RC(vigil_etcd_get(d, key, &info), VIGIL_EVACANT);
-    vigil_etcd_close(d);
-    vigil_etcd_close(e);
-    return 0;
+    KEYED_UP(&k, "lock-late", false, false);
+    EXPECT_STR(et_proxy(k.p, "hold put:%s/*", k.key), "ok");
+    EXPECT_RC(vigil_etcd_acquire(k.e, k.key, "a", 5000, &k.l), 0);
+    EXPECT_STR(et_proxy(k.p, "held"), "held 1");
+    EXPECT_RC(vigil_etcd_release(k.e, &k.l), 0);
+    EXPECT_LATE_VOID(k.p, "the acquire");
+    EXPECT_RC(vigil_etcd_get(k.d, k.key, &info), VIGIL_EVACANT);
+    return keyed_down(&k);
 }
 
 /* A lock's acquire and its release delivered twice: held at the token the
  * acquire says, released with 0. */
 static int test_lock_twice(void)
 {
-    NEED_PROXIES();
-    vigil_etcd *e = connect_quick(), *d = et_connect(eps);
-    const char *key = et_key("lock-twice");
-    int p = first_proxy(e);
-    vigil_lease l;
+    struct keyed k;
     vigil_lease_info info;
-    EXPECT_STR(et_proxy(p, "dup put:%s/*", key), "ok");
-    EXPECT_RC(vigil_etcd_acquire(e, key, "a", 5000, &l), 0);
-    EXPECT_RC(vigil_etcd_get(d, key, &info), 0);
-    EXPECT(info.token == l.token && strcmp(info.owner, "a") == 0, "held at %llu by '%s', told %llu",
-           (unsigned long long)info.token, info.owner, (unsigned long long)l.token);
-    p = first_proxy(e);
-    EXPECT_STR(et_proxy(p, "dup lease/revoke"), "ok");
-    EXPECT_RC(vigil_etcd_release(e, &l), 0);
-    EXPECT_RC(vigil_etcd_get(d, key, &info), VIGIL_EVACANT);
-    EXPECT_STR(et_proxy(p, "clear"), "ok");
-    vigil_etcd_close(d);
-    vigil_etcd_close(e);
-    return 0;
+    KEYED_UP(&k, "lock-twice", false, false);
+    EXPECT_STR(et_proxy(k.p, "dup put:%s/*", k.key), "ok");
+    EXPECT_RC(vigil_etcd_acquire(k.e, k.key, "a", 5000, &k.l), 0);
+    if (holder_is(&k, k.l.token, "a"))
+        return 1;
+    EXPECT_STR(et_proxy(k.p = first_proxy(k.e), "dup lease/revoke"), "ok");
+    EXPECT_RC(vigil_etcd_release(k.e, &k.l), 0);
+    EXPECT_RC(vigil_etcd_get(k.d, k.key, &info), VIGIL_EVACANT);
+    return keyed_down(&k);
 }
 
 /* A session's acquire held while another holds the key, landed elsewhere
@@ -561,52 +588,34 @@ static int test_lock_twice(void)
  * behind the holder, to hold the key unknowingly once the holder goes. */
 static int test_session_acquire_late(void)
 {
-    NEED_PROXIES();
-    vigil_etcd *e = connect_quick(), *d = et_connect(eps);
-    const char *key = et_key("session-late");
-    vigil_lease h, l;
+    struct keyed k;
+    vigil_lease h;
     vigil_lease_info info;
-    vigil_etcd_session *s = NULL;
-    EXPECT_RC(vigil_etcd_acquire(d, key, "holder", 10000, &h), 0);
-    EXPECT_RC(vigil_etcd_session_open(e, TTL, &s), 0);
-    int p = first_proxy(e);
-    EXPECT_STR(et_proxy(p, "hold put:%s/*", key), "ok");
-    EXPECT_RC(vigil_etcd_session_acquire(s, key, "s", &l), VIGIL_EBUSY);
-    EXPECT_STR(et_proxy(p, "held"), "held 1");
-    const char *late = et_proxy(p, "release");
-    EXPECT(not_applied(late), "the session's acquire delivered late: '%s'", late);
-    EXPECT(et_count_under(d, key) == 1, "%d keys under %s: the session queued", et_count_under(d, key), key);
-    EXPECT_RC(vigil_etcd_release(d, &h), 0);
-    EXPECT_RC(vigil_etcd_get(d, key, &info), VIGIL_EVACANT);
-    EXPECT_RC(vigil_etcd_session_close(s), 0);
-    vigil_etcd_close(d);
-    vigil_etcd_close(e);
-    return 0;
+    KEYED_UP(&k, "session-late", true, false);
+    EXPECT_RC(vigil_etcd_acquire(k.d, k.key, "holder", 10000, &h), 0);
+    EXPECT_STR(et_proxy(k.p, "hold put:%s/*", k.key), "ok");
+    EXPECT_RC(vigil_etcd_session_acquire(k.s, k.key, "s", &k.l), VIGIL_EBUSY);
+    EXPECT_STR(et_proxy(k.p, "held"), "held 1");
+    EXPECT_LATE_VOID(k.p, "the session's acquire");
+    EXPECT(et_count_under(k.d, k.key) == 1, "%d keys: the session queued", et_count_under(k.d, k.key));
+    EXPECT_RC(vigil_etcd_release(k.d, &h), 0);
+    EXPECT_RC(vigil_etcd_get(k.d, k.key, &info), VIGIL_EVACANT);
+    return keyed_down(&k);
 }
 
 /* A session's acquire delivered twice: held, at the token the key has. */
 static int test_session_acquire_twice(void)
 {
-    NEED_PROXIES();
-    vigil_etcd *e = connect_quick(), *d = et_connect(eps);
-    const char *key = et_key("session-twice");
-    vigil_lease l;
-    vigil_lease_info info;
-    vigil_etcd_session *s = NULL;
-    EXPECT_RC(vigil_etcd_session_open(e, TTL, &s), 0);
-    int p = first_proxy(e);
-    EXPECT_STR(et_proxy(p, "dup put:%s/*", key), "ok");
-    EXPECT_RC(vigil_etcd_session_acquire(s, key, "s", &l), 0);
-    EXPECT_RC(vigil_etcd_get(d, key, &info), 0);
-    EXPECT(info.token == l.token && et_count_under(d, key) == 1, "held at %llu, told %llu, %d keys",
-           (unsigned long long)info.token, (unsigned long long)l.token, et_count_under(d, key));
-    EXPECT_RC(vigil_etcd_resign(e, &l), 0);
-    EXPECT(et_count_under(d, key) == 0, "%d keys after the resign", et_count_under(d, key));
-    EXPECT_STR(et_proxy(p, "clear"), "ok");
-    EXPECT_RC(vigil_etcd_session_close(s), 0);
-    vigil_etcd_close(d);
-    vigil_etcd_close(e);
-    return 0;
+    struct keyed k;
+    KEYED_UP(&k, "session-twice", true, false);
+    EXPECT_STR(et_proxy(k.p, "dup put:%s/*", k.key), "ok");
+    EXPECT_RC(vigil_etcd_session_acquire(k.s, k.key, "s", &k.l), 0);
+    if (holder_is(&k, k.l.token, "s"))
+        return 1;
+    EXPECT(et_count_under(k.d, k.key) == 1, "%d keys", et_count_under(k.d, k.key));
+    EXPECT_RC(vigil_etcd_resign(k.e, &k.l), 0);
+    EXPECT(et_count_under(k.d, k.key) == 0, "%d keys after the resign", et_count_under(k.d, k.key));
+    return keyed_down(&k);
 }
 
 struct session_wait {
@@ -627,29 +636,23 @@ static void *session_wait_thread(void *arg)
  * not the one another thread of the same session queued (issue 25.3). */
 static int test_session_busy_keeps_other(void)
 {
-    NEED_PROXIES();
-    vigil_etcd *e = et_connect(eps), *d = et_connect(eps);
-    const char *key = et_key("session-other");
-    vigil_lease h, l;
-    vigil_etcd_session *s = NULL;
-    EXPECT_RC(vigil_etcd_acquire(d, key, "holder", 10000, &h), 0);
-    EXPECT_RC(vigil_etcd_session_open(e, 60000, &s), 0);
-    struct session_wait w = { .s = s, .key = key, .rc = INT32_MIN };
+    struct keyed k;
+    vigil_lease h;
+    KEYED_UP(&k, "session-other", true, false);
+    EXPECT_RC(vigil_etcd_acquire(k.d, k.key, "holder", 10000, &h), 0);
+    struct session_wait w = { .s = k.s, .key = k.key, .rc = INT32_MIN };
     pthread_t th;
     EXPECT(pthread_create(&th, NULL, session_wait_thread, &w) == 0, "no thread");
-    bool queued = VT_WAIT_FOR(et_count_under(d, key) == 2, 20000);
-    int rc = vigil_etcd_session_acquire(s, key, "other", &l);
-    int after = et_count_under(d, key);
-    EXPECT_RC(vigil_etcd_release(d, &h), 0);
+    bool queued = VT_WAIT_FOR(et_count_under(k.d, k.key) == 2, 20000);
+    int rc = vigil_etcd_session_acquire(k.s, k.key, "other", &k.l);
+    int after = et_count_under(k.d, k.key);
+    EXPECT_RC(vigil_etcd_release(k.d, &h), 0);
     pthread_join(th, NULL);
     EXPECT(queued, "the waiter never queued");
     EXPECT(rc == VIGIL_EBUSY && after == 2, "the second acquire: %d (%s), %d keys left", rc, vigil_strerror(rc), after);
     EXPECT_RC(w.rc, 0);
-    EXPECT_RC(vigil_etcd_resign(e, &w.l), 0);
-    EXPECT_RC(vigil_etcd_session_close(s), 0);
-    vigil_etcd_close(d);
-    vigil_etcd_close(e);
-    return 0;
+    EXPECT_RC(vigil_etcd_resign(k.e, &w.l), 0);
+    return keyed_down(&k);
 }
 
 /* A proclaim's put held, landed elsewhere; a newer proclaim; the first
@@ -657,101 +660,58 @@ static int test_session_busy_keeps_other(void)
  * guard, same create revision and lease, still passed, issue 25.3). */
 static int test_proclaim_late(void)
 {
-    NEED_PROXIES();
-    vigil_etcd *e = connect_quick(), *d = et_connect(eps);
-    const char *key = et_key("proclaim-late");
-    vigil_lease l;
-    vigil_lease_info info;
-    vigil_etcd_session *s = NULL;
-    EXPECT_RC(vigil_etcd_session_open(e, TTL, &s), 0);
-    EXPECT_RC(vigil_etcd_session_acquire(s, key, "A", &l), 0);
-    int p = first_proxy(e);
-    EXPECT_STR(et_proxy(p, "hold put:%s/* skip=1", key), "ok"); /* the reading passes, the put is held */
-    EXPECT_RC(vigil_etcd_proclaim(e, &l, "B"), 0);
-    EXPECT_STR(et_proxy(p, "held"), "held 1");
-    EXPECT_RC(vigil_etcd_proclaim(e, &l, "C"), 0);
-    const char *late = et_proxy(p, "release");
-    EXPECT(not_applied(late), "the proclaim delivered late: '%s'", late);
-    EXPECT_RC(vigil_etcd_get(d, key, &info), 0);
-    EXPECT(strcmp(info.owner, "C") == 0 && info.token == l.token, "the value '%s' at %llu", info.owner,
-           (unsigned long long)info.token);
-    EXPECT_RC(vigil_etcd_session_close(s), 0);
-    vigil_etcd_close(d);
-    vigil_etcd_close(e);
-    return 0;
+    struct keyed k;
+    KEYED_UP(&k, "proclaim-late", true, true);
+    EXPECT_STR(et_proxy(k.p, "hold put:%s/* skip=1", k.key), "ok"); /* the reading passes, the put is held */
+    EXPECT_RC(vigil_etcd_proclaim(k.e, &k.l, "B"), 0);
+    EXPECT_STR(et_proxy(k.p, "held"), "held 1");
+    EXPECT_RC(vigil_etcd_proclaim(k.e, &k.l, "C"), 0);
+    EXPECT_LATE_VOID(k.p, "the proclaim");
+    if (holder_is(&k, k.l.token, "C"))
+        return 1;
+    return keyed_down(&k);
 }
 
 /* A proclaim delivered twice: 0, the new value. */
 static int test_proclaim_twice(void)
 {
-    NEED_PROXIES();
-    vigil_etcd *e = connect_quick(), *d = et_connect(eps);
-    const char *key = et_key("proclaim-twice");
-    vigil_lease l;
-    vigil_lease_info info;
-    vigil_etcd_session *s = NULL;
-    EXPECT_RC(vigil_etcd_session_open(e, TTL, &s), 0);
-    EXPECT_RC(vigil_etcd_session_acquire(s, key, "A", &l), 0);
-    int p = first_proxy(e);
-    EXPECT_STR(et_proxy(p, "dup put:%s/* skip=1", key), "ok");
-    EXPECT_RC(vigil_etcd_proclaim(e, &l, "B"), 0);
-    EXPECT_RC(vigil_etcd_get(d, key, &info), 0);
-    EXPECT(strcmp(info.owner, "B") == 0 && strcmp(l.owner, "B") == 0, "the value '%s', told '%s'", info.owner,
-           l.owner);
-    EXPECT_STR(et_proxy(p, "clear"), "ok");
-    EXPECT_RC(vigil_etcd_session_close(s), 0);
-    vigil_etcd_close(d);
-    vigil_etcd_close(e);
-    return 0;
+    struct keyed k;
+    KEYED_UP(&k, "proclaim-twice", true, true);
+    EXPECT_STR(et_proxy(k.p, "dup put:%s/* skip=1", k.key), "ok");
+    EXPECT_RC(vigil_etcd_proclaim(k.e, &k.l, "B"), 0);
+    EXPECT(strcmp(k.l.owner, "B") == 0, "told '%s'", k.l.owner);
+    if (holder_is(&k, k.l.token, "B"))
+        return 1;
+    return keyed_down(&k);
 }
 
 /* A resign held, landed elsewhere; the session takes the key again; the
  * resign delivered late must not delete the new hold. */
 static int test_resign_late(void)
 {
-    NEED_PROXIES();
-    vigil_etcd *e = connect_quick(), *d = et_connect(eps);
-    const char *key = et_key("resign-late");
-    vigil_lease l, l2;
-    vigil_lease_info info;
-    vigil_etcd_session *s = NULL;
-    EXPECT_RC(vigil_etcd_session_open(e, TTL, &s), 0);
-    EXPECT_RC(vigil_etcd_session_acquire(s, key, "A", &l), 0);
-    int p = first_proxy(e);
-    EXPECT_STR(et_proxy(p, "hold del:%s/*", key), "ok");
-    EXPECT_RC(vigil_etcd_resign(e, &l), 0);
-    EXPECT_STR(et_proxy(p, "held"), "held 1");
-    EXPECT_RC(vigil_etcd_session_acquire(s, key, "A2", &l2), 0);
-    const char *late = et_proxy(p, "release");
-    EXPECT(not_applied(late), "the resign delivered late: '%s'", late);
-    EXPECT_RC(vigil_etcd_get(d, key, &info), 0);
-    EXPECT(info.token == l2.token, "held at %llu, not %llu", (unsigned long long)info.token,
-           (unsigned long long)l2.token);
-    EXPECT_RC(vigil_etcd_session_close(s), 0);
-    vigil_etcd_close(d);
-    vigil_etcd_close(e);
-    return 0;
+    struct keyed k;
+    vigil_lease l2;
+    KEYED_UP(&k, "resign-late", true, true);
+    EXPECT_STR(et_proxy(k.p, "hold del:%s/*", k.key), "ok");
+    EXPECT_RC(vigil_etcd_resign(k.e, &k.l), 0);
+    EXPECT_STR(et_proxy(k.p, "held"), "held 1");
+    EXPECT_RC(vigil_etcd_session_acquire(k.s, k.key, "A2", &l2), 0);
+    EXPECT_LATE_VOID(k.p, "the resign");
+    if (holder_is(&k, l2.token, "A2"))
+        return 1;
+    return keyed_down(&k);
 }
 
 /* A resign delivered twice: 0 (its own first copy took the key), not
  * VIGIL_ELOST. */
 static int test_resign_twice(void)
 {
-    NEED_PROXIES();
-    vigil_etcd *e = connect_quick(), *d = et_connect(eps);
-    const char *key = et_key("resign-twice");
-    vigil_lease l;
-    vigil_etcd_session *s = NULL;
-    EXPECT_RC(vigil_etcd_session_open(e, TTL, &s), 0);
-    EXPECT_RC(vigil_etcd_session_acquire(s, key, "A", &l), 0);
-    int p = first_proxy(e);
-    EXPECT_STR(et_proxy(p, "dup del:%s/*", key), "ok");
-    EXPECT_RC(vigil_etcd_resign(e, &l), 0);
-    EXPECT(et_count_under(d, key) == 0, "%d keys after the resign", et_count_under(d, key));
-    EXPECT_RC(vigil_etcd_session_close(s), 0);
-    vigil_etcd_close(d);
-    vigil_etcd_close(e);
-    return 0;
+    struct keyed k;
+    KEYED_UP(&k, "resign-twice", true, true);
+    EXPECT_STR(et_proxy(k.p, "dup del:%s/*", k.key), "ok");
+    EXPECT_RC(vigil_etcd_resign(k.e, &k.l), 0);
+    EXPECT(et_count_under(k.d, k.key) == 0, "%d keys after the resign", et_count_under(k.d, k.key));
+    return keyed_down(&k);
 }
 
 VT_MAIN(VT_CASE(test_claim_late), VT_CASE(test_claim_late_refused), VT_CASE(test_claim_twice), VT_CASE(test_done_late), VT_CASE(test_done_twice),

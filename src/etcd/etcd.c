@@ -41,7 +41,9 @@
  *            create_revision. Ours (the put took, perhaps on an attempt
  *            whose reply was lost) is the token; a lower one is
  *            VIGIL_EBUSY. On anything but success our lease is revoked,
- *            and with it OWN: a refused acquire leaves no waiter behind.
+ *            and with it OWN: a refused acquire leaves no waiter behind,
+ *            and a copy of the txn that lands late (group_fence.c, THE
+ *            RULE) fails whole, its lease gone; a release revokes it too.
  *   renew    P lease/keepalive {"ID"}    -> TTL > 0; TTL 0 or absent: lost
  *            P kv/txn  if create_revision(OWN) == token && lease(OWN) == ID
  *            A live lease alone does not prove the key is ours: someone may

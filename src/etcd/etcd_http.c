@@ -8,7 +8,12 @@
  * Endpoints are tried in turn, starting with the last one that answered; an
  * endpoint is passed over on a transport failure, a 5xx without JSON, or
  * etcd's Unavailable / DeadlineExceeded. When none answers, the last such
- * failure is the result: a transient -errno, never VIGIL_ELOST. Every
+ * failure is the result: a transient -errno, never VIGIL_ELOST. A request
+ * passed over after it may have reached a member (maybe_applied) may still
+ * be applied there, late, after the copy sent on: that is safe only
+ * because every write vigil sends is idempotent by construction or fenced
+ * (group_fence.c, THE RULE), and the callers learn of it to resolve their
+ * write before telling theirs (greply.doubt, revoke_unsure). Every
  * request carries require-leader (a member cut off from the leader says
  * Unavailable at once, and the next is tried) and, with a user, the auth
  * token (etcd_handle.c).

@@ -67,18 +67,25 @@
 
 #define SENDS      3   /* a request whose answer never came, sent again at once */
 #define CLEANUP_MS 600 /* what a call's clean-up gets past a wait's deadline */
+/* Clean-ups left at once, at most: past it (eight calls in a row that
+ * could not clean up, while the session's next could not either) what
+ * is left goes with the session's lease at its close. */
+#define LEFT_MAX   8
 
 struct vigil_etcd_session {
     vigil_etcd      *e;
     vigil_lease      lease; /* the session's lease, as the keepalive knows it */
     int64_t          granted; /* seconds */
     vigil_keepalive *ka;
-    /* What a call left for want of an answer, done before the next
-     * (taken only after e's lock, never before it). */
+    /* What calls left for want of an answer, done before the next (the
+     * lock taken only after e's, never before it). */
     pthread_mutex_t  lock;
-    int64_t          left_lease;                   /* a call's lease to revoke, or 0 */
-    char             left_key[VIGIL_ETCD_KEY_MAX]; /* our key KEY/<hex>'s KEY (full), "" none ... */
-    uint64_t         left_rev;                     /* ... to delete at this create revision */
+    struct left {
+        int64_t  lease;                   /* a call's lease to revoke; or 0 and ... */
+        char     key[VIGIL_ETCD_KEY_MAX]; /* ... our key KEY/<hex>'s KEY (full) to delete ... */
+        uint64_t rev;                     /* ... if it still has this create revision */
+    } left[LEFT_MAX];
+    unsigned         nleft;
 };
 
 static int session_renew(void *ctx, const vigil_lease *lease)
@@ -131,8 +138,9 @@ int vigil_etcd_session_close(vigil_etcd_session *s)
     int ka = vigil_keepalive_stop(s->ka); /* no renewal after the revoke */
     vigil_etcd__lock(s->e);
     int rc = vigil_etcd__revoke_locked(s->e, s->lease.id); /* and every key on it */
-    if (s->left_lease)
-        (void)vigil_etcd__revoke_locked(s->e, s->left_lease); /* else it lapses at its TTL, never renewed */
+    for (unsigned i = 0; i < s->nleft; i++)
+        if (s->left[i].lease)
+            (void)vigil_etcd__revoke_locked(s->e, s->left[i].lease); /* else it lapses at its TTL, never renewed */
     vigil_etcd__unlock(s->e);
     pthread_mutex_destroy(&s->lock);
     free(s);
@@ -205,39 +213,47 @@ static int delete_sure(vigil_etcd_session *s, const char *full, uint64_t rev)
 }
 
 /* What a call leaves to the session's next (with e's lock held or not:
- * s->lock is taken only after it). */
+ * s->lock is taken only after it): a lease to revoke, or (lease 0) our
+ * key under full to delete at rev. */
 static void leave_behind(vigil_etcd_session *s, int64_t lease, const char *full, uint64_t rev)
 {
     pthread_mutex_lock(&s->lock);
-    if (lease)
-        s->left_lease = lease;
-    if (full) {
-        snprintf(s->left_key, sizeof(s->left_key), "%s", full);
-        s->left_rev = rev;
+    if (s->nleft < LEFT_MAX) {
+        struct left *l = &s->left[s->nleft++];
+        l->lease = lease;
+        snprintf(l->key, sizeof(l->key), "%s", full ? full : "");
+        l->rev = rev;
     }
     pthread_mutex_unlock(&s->lock);
 }
 
-/* Does what earlier calls left: 0, or the error (then the call that asked
- * does nothing: what is left stays for the next). */
+/* Does what earlier calls left, the leases first (a move sent late then
+ * finds nothing to move): 0, or the first error (then the call that asked
+ * does nothing: what could not be done stays for the next). */
 static int settle(vigil_etcd_session *s)
 {
+    struct left todo[LEFT_MAX];
     pthread_mutex_lock(&s->lock);
-    int64_t lease = s->left_lease;
-    char full[VIGIL_ETCD_KEY_MAX];
-    uint64_t rev = s->left_rev;
-    memcpy(full, s->left_key, sizeof(full));
-    s->left_lease = 0;
-    s->left_key[0] = '\0';
+    unsigned n = s->nleft;
+    memcpy(todo, s->left, n * sizeof(todo[0]));
+    s->nleft = 0;
     pthread_mutex_unlock(&s->lock);
-    if (!lease && !full[0])
-        return 0;
-    vigil_etcd__lock(s->e);
-    int rl = lease ? revoke_sure(s->e, lease) : 0, rk = full[0] && rl == 0 ? delete_sure(s, full, rev) : 0;
-    vigil_etcd__unlock(s->e);
-    if (rl < 0 || rk < 0)
-        leave_behind(s, rl < 0 ? lease : 0, full[0] ? full : NULL, rev);
-    return rl < 0 ? rl : rk;
+    int rc = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (unsigned i = 0; i < n; i++) {
+            struct left *l = &todo[i];
+            if ((pass == 0) != (l->lease != 0))
+                continue;
+            vigil_etcd__lock(s->e);
+            int r = l->lease ? revoke_sure(s->e, l->lease) : rc == 0 ? delete_sure(s, l->key, l->rev) : rc;
+            vigil_etcd__unlock(s->e);
+            if (r < 0) {
+                leave_behind(s, l->lease, l->key, l->rev);
+                rc = rc < 0 ? rc : r;
+            }
+        }
+    }
+    return rc;
 }
 
 /* With e's lock held: the move of our key from the call's lease L to the
@@ -296,10 +312,10 @@ int vigil_etcd__session_put_locked(vigil_etcd_session *s, const char *full, cons
      * outcome unknown) deleted from the session's lease, now or before
      * the session's next call (after L's revoke: a move sent late then
      * finds nothing to move). */
-    if (ours && failed && (rv < 0 || (mv < 0 && delete_sure(s, full, token) < 0)))
-        leave_behind(s, rv < 0 ? call_lease : 0, full, token);
-    else if (rv < 0)
+    if (rv < 0)
         leave_behind(s, call_lease, NULL, 0);
+    if (ours && failed && (rv < 0 || (mv < 0 && delete_sure(s, full, token) < 0)))
+        leave_behind(s, 0, full, token);
     vigil_etcd__bound(e, deadline, (uint32_t)attempt);
     vigil_etcd__why_restore(why);
     if (!failed) {
@@ -315,11 +331,6 @@ int vigil_etcd__session_unqueue_locked(vigil_etcd_session *s, const char *full, 
     if (rc < 0)
         leave_behind(s, 0, full, rev);
     return rc;
-}
-
-int vigil_etcd__session_settle(vigil_etcd_session *s)
-{
-    return settle(s);
 }
 
 int vigil_etcd_session_acquire(vigil_etcd_session *s, const char *key, const char *owner, vigil_lease *out)

@@ -161,7 +161,7 @@ static int resolve_once(vigil_group_member *m, bool *landed, int64_t *rev)
 static int resolve(vigil_group_member *m, bool *landed, int64_t *rev)
 {
     int rc = -EIO;
-    for (int i = 0; i < RESOLVE_TRIES && rc < 0 && rc != VIGIL_ELOST && !vigil_group_lost(m); i++)
+    for (int i = 0; i < RESOLVE_TRIES && rc < 0 && rc != VIGIL_ELOST; i++)
         rc = resolve_once(m, landed, rev);
     if (rc == 0 || rc == VIGIL_ELOST)
         m->doubt.op = GOP_NONE;
