@@ -714,7 +714,8 @@ static int test_resign_twice(void)
     return keyed_down(&k);
 }
 
-VT_MAIN(VT_CASE(test_claim_late), VT_CASE(test_claim_late_refused), VT_CASE(test_claim_twice), VT_CASE(test_done_late), VT_CASE(test_done_twice),
+VT_MAIN(VT_CASE(test_claim_late), VT_CASE(test_claim_late_refused), VT_CASE(test_claim_twice),
+        VT_CASE(test_done_late), VT_CASE(test_done_twice),
         VT_CASE(test_giveback_late), VT_CASE(test_giveback_twice), VT_CASE(test_arrive_late),
         VT_CASE(test_arrive_twice), VT_CASE(test_withdraw_late), VT_CASE(test_withdraw_twice),
         VT_CASE(test_commit_late), VT_CASE(test_commit_twice), VT_CASE(test_join_late), VT_CASE(test_join_twice),

@@ -53,10 +53,12 @@
  * fence holds across the member's threads, its calls, and a caller told
  * an error: the write it was told of is resolved before the next.
  *
- * Model: model/group.pml, runs claim_net and round_net (every request of a
- * member may be held and delivered after its later ones, or delivered
- * twice); claim_late and round_late are the txns before the fence, where
- * Spin finds issue 25's claim applied late and withdrawn arrival counted.
+ * Model: model/group_net.pml, runs claim_net and round_net (every request
+ * of a member may be held and delivered after its later ones, or
+ * delivered twice); claim_late, round_late and withdraw_late are the txns
+ * before the fence, where Spin finds issue 25's claim applied late and
+ * withdrawn arrival counted, and nodoubt the fence without the resolution
+ * of a refused answer whose copy may still land.
  * Tests: etcd_test_net.c (each write held then delivered late, and
  * delivered twice, through tests/etcd_proxy.py), etcd_test_group_doubt.c
  * (answers lost), etcd_test_group_chaos.c (the proxy as a nemesis).
