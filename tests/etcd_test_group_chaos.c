@@ -120,6 +120,7 @@ static _Noreturn void worker(int h, int i, unsigned gen)
     vigil_group_stats st;
     uint64_t round = vigil_group_stats_get(e, group, &st) == 0 ? st.round : 0;
     int tout = -1; /* our last VIGIL_ETIMEDOUT, until our next call */
+    uint64_t quiet_until = 0;
     srand((unsigned)getpid());
     for (;;) {
         vigil_group_unit u;
@@ -183,6 +184,11 @@ static _Noreturn void worker(int h, int i, unsigned gen)
             break;
         if (rc == VIGIL_EVACANT && atomic_load(&S->stop))
             break;
+        /* After a time-out the member stays away from the barrier a
+         * while (takes go on): an arrival of the call that timed out,
+         * delivered late meanwhile, is then one that no call made. */
+        if (tout >= 0 && now_ms() < quiet_until)
+            continue;
         if (tout >= 0)
             S->tout[tout].next = revision_now(e, 1); /* before this call's arrival */
         tout = -1;
@@ -194,6 +200,7 @@ static _Noreturn void worker(int h, int i, unsigned gen)
             snprintf(t->name, sizeof(t->name), "%s", name);
             t->round = round;
             t->after = revision_now(e, 0); /* 0: unknown, the entry is not judged */
+            quiet_until = now_ms() + 2000 + (uint64_t)(rand() % 2000);
         } else {
             tout = -1;
         }
@@ -304,9 +311,17 @@ static int done_record(vigil_etcd *e, uint32_t k, uint64_t *member, uint64_t *to
 
 struct nemesis {
     uint64_t release_at[MEMBERS + 1], thaw_at[MEMBERS + 1], member_thaw_at;
+    bool     holding[MEMBERS + 1]; /* a hold armed, its request not yet seen held ... */
+    uint64_t hold_since[MEMBERS + 1]; /* ... since then (after 5 s, the proxy's rules cleared) */
     int      frozen_member;
     unsigned *faults, *member_freezes; /* in S: counted for the parent */
 };
+
+/* What a fault hits: any txn, any request (a keepalive, a watch, a read),
+ * or one of the group's writes by its keys (a claim, an arrival, a
+ * withdrawal, a round's commit, a done). */
+static const char *const targets[] = { "kv/txn", "*", "put:*/work/owners/*", "put:*/rounds/*/a/*",
+                                       "put:*/rounds/*/gate", "put:*/released/*", "put:*/work/done/*" };
 static const char *const fault_names[] = { "held and delivered late", "delivered twice", "delayed", "answer cut",
                                            "answer dropped", "watch ended", "proxy frozen" };
 
@@ -314,13 +329,13 @@ static const char *const fault_names[] = { "held and delivered late", "delivered
  * watch, a read). */
 static void nemesis_strike(struct nemesis *n)
 {
-    int i = 1 + rand() % MEMBERS, kind = rand() % 7;
-    const char *what = rand() % 3 == 0 ? "*" : "kv/txn";
+    int i = 1 + rand() % MEMBERS, r = rand() % 10, kind = r < 3 ? 0 : r == 9 ? 1 : r - 2; /* holds thrice as often */
+    const char *what = targets[rand() % (int)(sizeof(targets) / sizeof(targets[0]))];
     uint64_t later = now_ms() + 200 + (unsigned)(rand() % 1300);
-    if ((kind == 0 && n->release_at[i]) || (kind == 6 && n->thaw_at[i]))
+    if ((kind == 0 && (n->holding[i] || n->release_at[i])) || (kind == 6 && n->thaw_at[i]))
         return;
     switch (kind) {
-    case 0: et_proxy(i, "hold %s", what); n->release_at[i] = later; break;
+    case 0: et_proxy(i, "hold %s", what); n->holding[i] = true; n->hold_since[i] = now_ms(); break;
     case 1: et_proxy(i, "dup %s", what); break;
     case 2: et_proxy(i, "delay %s %d", what, 50 + rand() % 400); break;
     case 3: et_proxy(i, "cut %s", what); break;
@@ -348,6 +363,16 @@ static void nemesis_due(struct nemesis *n, bool all)
 {
     uint64_t now = now_ms();
     for (int i = 1; i <= MEMBERS; i++) {
+        /* A held request is delivered late: once its client has given up
+         * (1.5 s) and gone on (resent it, withdrawn, given back), while
+         * what it acts on may still be as it was. */
+        if (n->holding[i] && strcmp(et_proxy(i, "held"), "held 1") == 0) {
+            n->holding[i] = false;
+            n->release_at[i] = now + 1500 + (unsigned)(rand() % 2000);
+        } else if (n->holding[i] && now - n->hold_since[i] > 5000) {
+            n->holding[i] = false; /* nothing came its way */
+            et_proxy(i, "clear");
+        }
         if (n->release_at[i] && (all || now >= n->release_at[i])) {
             et_proxy(i, "release");
             n->release_at[i] = 0;
@@ -357,6 +382,7 @@ static void nemesis_due(struct nemesis *n, bool all)
             n->thaw_at[i] = 0;
         }
         if (all) {
+            n->holding[i] = false;
             et_proxy(i, "release");
             et_proxy(i, "clear");
             et_proxy(i, "thaw");
