@@ -37,9 +37,10 @@
  *           we left), or our lease revoked (a join that fails revokes it).
  *           Then the keepalive renews the lease every 0.32 TTL: one
  *           lease/keepalive, the member's only request at rest.
- *   leave   stop the keepalive, lease/revoke, remove the record (a revoke
- *           sent twice is the same revoke: "not found" after one that may
- *           have landed is ours, etcd.c).
+ *   leave   stop the keepalive, lease/revoke, remove the record. A revoke
+ *           delivered twice answers "not found" to its second copy: while
+ *           the keepalive says the lease cannot have lapsed, that is our
+ *           own revoke, and the leave answers 0.
  *   members kv/range of members/, by create_revision.
  *
  * The leader is the live member with the lowest join revision; its join
