@@ -626,6 +626,28 @@ static int test_fake_endpoints(void)
     return 0;
 }
 
+/* The leader killed, a member electing: one says "no leader", the other
+ * refuses the connection. Unavailable is the answer whichever is tried
+ * last (a group txn rides it out; a refusal it would give up on: the
+ * leader-killed case of etcd_test_group_cluster, under load). */
+static int test_fake_electing(void)
+{
+    static const struct et_reply script[] = { { ET_REPLY, 503, NO_LEADER } };
+    struct et_fake f;
+    EXPECT_RC(et_fake_start(&f, script, sizeof(script) / sizeof(script[0])), 0);
+    char spec[256];
+    snprintf(spec, sizeof(spec), "%s,127.0.0.1:%d", f.url, et_closed_port());
+    vigil_etcd *e = et_connect(spec);
+    long http;
+    const char *reply;
+    size_t len;
+    int rc = vigil_etcd__request(e, "v3/kv/txn", "{}", &http, &reply, &len);
+    vigil_etcd_close(e);
+    et_fake_stop(&f);
+    EXPECT_RC(rc, -EAGAIN);
+    return 0;
+}
+
 /* etcd 3.3 serves /v3beta/, 3.2 /v3alpha/: a 404 without JSON moves on. */
 static int test_fake_prefix(void)
 {
@@ -850,6 +872,6 @@ static int test_connect_opts_limits(void)
 VT_MAIN(VT_CASE(test_base64), VT_CASE(test_endpoints), VT_CASE(test_arguments), VT_CASE(test_parse_grant),
         VT_CASE(test_parse_acquire), VT_CASE(test_queue_bodies), VT_CASE(test_parse_queue), VT_CASE(test_parse_keepalive), VT_CASE(test_parse_txn_revoke),
         VT_CASE(test_parse_hostile), VT_CASE(test_unreachable), VT_CASE(test_fake_cycle),
-        VT_CASE(test_fake_endpoints), VT_CASE(test_fake_prefix), VT_CASE(test_fake_hostile), VT_CASE(test_wait_bounded_by_time_left),
+        VT_CASE(test_fake_endpoints), VT_CASE(test_fake_electing), VT_CASE(test_fake_prefix), VT_CASE(test_fake_hostile), VT_CASE(test_wait_bounded_by_time_left),
         VT_CASE(test_revoke_landed_and_expired_holder), VT_CASE(test_expires_in_rounding),
         VT_CASE(test_connect_opts_limits))

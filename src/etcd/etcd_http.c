@@ -320,7 +320,7 @@ static void note_error_reply(const struct vigil_etcd_reply *r)
 /* The endpoints in turn, from the last that answered. */
 static int call_endpoints(vigil_etcd *e, const char *path, const char *body, struct vigil_etcd_reply *r)
 {
-    bool gateway = strncmp(path, "v3/", 3) == 0;
+    bool gateway = strncmp(path, "v3/", 3) == 0, electing = false;
     int rc = -EHOSTUNREACH;
     e->maybe_applied = false;
     for (unsigned k = 0; k < e->n; k++) {
@@ -354,6 +354,7 @@ static int call_endpoints(vigil_etcd *e, const char *path, const char *body, str
             if (c < 0) {
                 note_error_reply(r);
                 rc = c;
+                electing = electing || c == -EAGAIN;
                 break;
             }
             e->cur = i;
@@ -375,6 +376,12 @@ static int call_endpoints(vigil_etcd *e, const char *path, const char *body, str
         if (rc == VIGIL_ETIMEDOUT || rc == VIGIL_ETLS)
             break; /* the holder's time is up; or TLS, configured alike everywhere */
     }
+    /* A member that said Unavailable (no leader: an election under way)
+     * beside one that refused the connection (the leader killed): the
+     * election is the news, whichever was tried last; callers ride it
+     * out (group_json.c). */
+    if (electing && (rc == -ECONNREFUSED || rc == -EHOSTUNREACH || rc == -ENETUNREACH))
+        rc = -EAGAIN;
     return rc;
 }
 
