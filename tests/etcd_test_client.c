@@ -535,7 +535,7 @@ static int test_fake_cycle(void)
         { ET_REPLY, 200, TXN_TRUE }, { ET_REPLY, 200, REVOKE_OK },   /* release: ours */
         { ET_REPLY, 200, TXN_FALSE }, { ET_REPLY, 404, NOT_FOUND },  /* release: not ours any more */
         { ET_REPLY, 200, GRANT_OK }, { ET_REPLY, 200, ACQ_HELD }, { ET_REPLY, 200, REVOKE_OK }, /* busy */
-        { ET_REPLY, 200, TXN_TRUE }, { ET_REPLY, 404, NOT_FOUND },  /* release: lapsed before the revoke */
+        { ET_REPLY, 200, TXN_TRUE }, { ET_REPLY, 404, NOT_FOUND },  /* release: gone before the revoke */
         { ET_REPLY, 200, TXN_TRUE }, { ET_REPLY, 503, NO_LEADER },  /* release: revoke unavailable */
     };
     struct et_fake f;
@@ -566,7 +566,7 @@ static int test_fake_cycle(void)
     EXPECT_RC(r4, 0);
     EXPECT_RC(r5, VIGIL_ELOST);
     EXPECT_RC(r6, VIGIL_EBUSY);
-    EXPECT_RC(r7, VIGIL_ELOST);
+    EXPECT_RC(r7, 0); /* held, then not found: by this revoke delivered twice, or lapsed since; released */
     EXPECT_RC(r8, -EAGAIN);
 
     /* What went over the wire: our key k2/<hex> in base64 and the owner, the lease on
@@ -862,6 +862,28 @@ static int test_fake_endpoints(void)
     return 0;
 }
 
+/* The leader killed, a member electing: one says "no leader", the other
+ * refuses the connection. Unavailable is the answer whichever is tried
+ * last (a group txn rides it out; a refusal it would give up on: the
+ * leader-killed case of etcd_test_group_cluster, under load). */
+static int test_fake_electing(void)
+{
+    static const struct et_reply script[] = { { ET_REPLY, 503, NO_LEADER } };
+    struct et_fake f;
+    EXPECT_RC(et_fake_start(&f, script, sizeof(script) / sizeof(script[0])), 0);
+    char spec[256];
+    snprintf(spec, sizeof(spec), "%s,127.0.0.1:%d", f.url, et_closed_port());
+    vigil_etcd *e = et_connect(spec);
+    long http;
+    const char *reply;
+    size_t len;
+    int rc = vigil_etcd__request(e, "v3/kv/txn", "{}", &http, &reply, &len);
+    vigil_etcd_close(e);
+    et_fake_stop(&f);
+    EXPECT_RC(rc, -EAGAIN);
+    return 0;
+}
+
 /* etcd 3.3 serves /v3beta/, 3.2 /v3alpha/: a 404 without JSON moves on. */
 static int test_fake_prefix(void)
 {
@@ -1091,7 +1113,7 @@ static int test_connect_opts_limits(void)
 VT_MAIN(VT_CASE(test_base64), VT_CASE(test_endpoints), VT_CASE(test_arguments), VT_CASE(test_parse_grant),
         VT_CASE(test_parse_acquire), VT_CASE(test_queue_bodies), VT_CASE(test_parse_queue), VT_CASE(test_parse_keepalive), VT_CASE(test_parse_txn_revoke),
         VT_CASE(test_parse_hostile), VT_CASE(test_unreachable), VT_CASE(test_fake_cycle),
-        VT_CASE(test_fake_endpoints), VT_CASE(test_fake_prefix), VT_CASE(test_fake_hostile), VT_CASE(test_wait_bounded_by_time_left),
+        VT_CASE(test_fake_endpoints), VT_CASE(test_fake_electing), VT_CASE(test_fake_prefix), VT_CASE(test_fake_hostile), VT_CASE(test_wait_bounded_by_time_left),
         VT_CASE(test_revoke_landed_and_expired_holder), VT_CASE(test_expires_in_rounding),
         VT_CASE(test_connect_opts_limits), VT_CASE(test_store_behind),
         VT_CASE(test_group_store_behind), VT_CASE(test_other_cluster), VT_CASE(test_observe_pause),

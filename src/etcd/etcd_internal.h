@@ -294,6 +294,29 @@ int vigil_etcd__body_if_held(char *buf, size_t cap, const char *key, uint64_t to
  * key at my_rev under lease_id, then the last key created before it) and
  * a watch for the deletion of a key given in base64 from revision rev. */
 int vigil_etcd__body_acquire(char *buf, size_t cap, const char *key, const char *owner, int64_t lease_id);
+/* The same for the key named after name_id, put on lease_id (a session's
+ * key on a lease of the call's own: etcd_session.c). */
+int vigil_etcd__body_acquire_as(char *buf, size_t cap, const char *key, const char *owner, int64_t name_id,
+                                int64_t lease_id);
+/* The reply of either: as vigil__parse_acquire, with the lease our key
+ * hangs on into *lease (on 0 and VIGIL_EBUSY), whatever it is. */
+int vigil_etcd__parse_acquire_on(long http, const char *body, size_t len, int64_t *lease, uint64_t *my_rev);
+/* Proclaim and a session key's move (etcd_session.c): the txn "our key
+ * KEY/<name_id hex> has create revision token, lease lease_id and, when
+ * mod >= 0, mod_revision mod (0: never, a txn that only reads)", then a
+ * put of value on it under lease to_lease; the failure branch ranges it. */
+int vigil_etcd__body_put_if(char *buf, size_t cap, const char *key, int64_t name_id, uint64_t token,
+                           int64_t lease_id, int64_t mod, int64_t to_lease, const char *value);
+/* The reply of that txn: 0 and *ok; when it failed, our key as the failure
+ * branch read it (found false: gone; else its create revision, lease,
+ * mod_revision and value, NUL-terminated; value_fits false for a value
+ * longer than any owner). */
+struct vigil_etcd_own {
+    bool    ok, found, value_fits;
+    int64_t create, lease, mod;
+    char    value[64];
+};
+int vigil_etcd__parse_put_if(long http, const char *body, size_t len, struct vigil_etcd_own *own);
 int vigil_etcd__body_holder(char *buf, size_t cap, const char *key);
 int vigil_etcd__body_pred(char *buf, size_t cap, const char *key, int64_t lease_id, uint64_t my_rev);
 int vigil_etcd__body_watch(char *buf, size_t cap, const char *key_b64, int64_t rev);
@@ -341,16 +364,28 @@ int vigil_etcd__keepalive(vigil_etcd *e, int64_t id);
 int vigil_etcd__keepalive_locked(vigil_etcd *e, int64_t id);
 
 /* A place in a key's queue (etcd_wait.c), for acquire_wait and for a
- * session's waits (then shared: the session's lease, never revoked by
- * the wait; granted is the session's TTL). */
+ * session's waits (then session is set: the key hangs on the session's
+ * lease, never revoked by the wait; granted is the session's TTL). */
 struct vigil_etcd_place {
     const char *key;        /* namespace and key (set by queue_wait) */
     int64_t     id;
     int64_t     granted;    /* seconds */
     uint64_t    rev;        /* our key's create_revision: the token, once ours */
     uint64_t    renewed_ns; /* when the request that last kept the lease was sent */
-    bool        shared;
+    struct vigil_etcd_session *session;
+    bool        mine;       /* in a session: this wait put our key (else another call of the session did) */
 };
+/* A session's key put as A KEY PUT IN A SESSION says (etcd_session.c),
+ * with e's lock held: 0 held, VIGIL_EBUSY queued (our key on the
+ * session's lease either way, its create revision in *rev; *mine: this
+ * call put it), or an error (nothing of the call's left, or what is left
+ * kept in the session for its next call). */
+int vigil_etcd__session_put_locked(struct vigil_etcd_session *s, const char *full, const char *owner, uint64_t *rev,
+                                   bool *mine);
+/* Our key in the session (full: KEY with the namespace) deleted if still
+ * at rev, with e's lock held: 0, or the error (then kept in the session
+ * for its next call). */
+int vigil_etcd__session_unqueue_locked(struct vigil_etcd_session *s, const char *full, uint64_t rev);
 /* Joins KEY's queue and waits for the key up to timeout_ns (UINT64_MAX:
  * for ever): 0 with *p (ours), VIGIL_ETIMEDOUT, or an error no retry
  * mends; through outages it waits on (see etcd_wait.c). */

@@ -126,6 +126,7 @@ void gtxn_range(struct gtxn *t, enum gbranch b, const char *key, unsigned flags,
     cJSON *r = new_op(t, b, "request_range");
     if (!r)
         return;
+    t->franges += b == G_FAIL;
     add_key(t, r, key, flags);
     if (((flags & G_KEYS_ONLY) && !cJSON_AddTrueToObject(r, "keys_only")) ||
         ((flags & G_COUNT) && !cJSON_AddTrueToObject(r, "count_only")) ||
@@ -158,13 +159,16 @@ int gtxn_run(vigil_etcd *e, struct gtxn *t, struct greply *r)
     int rc;
     /* Unavailable (-EAGAIN: no leader, leader changed) from every
      * endpoint: an election under way, sent again for up to UNAVAILABLE_MS
-     * with a growing pause. Every txn of ours may be sent twice: each is
-     * guarded, and its failure branch knows its own landing (group_units.c,
-     * "A CLAIM IN DOUBT"; join_txn; a round's txns compare the round). */
+     * with a growing pause. Every txn of ours may be sent twice, and may
+     * land late: a read changes nothing, and every write is safe so
+     * (group_fence.c, THE RULE). Whether a copy may still be on its way
+     * is told in r->doubt. */
     uint64_t until = gnow_ns() + UNAVAILABLE_MS * 1000000ull;
+    bool doubt = false;
     for (unsigned pause_ms = 25;; pause_ms *= 2) {
         vigil_etcd__lock(e);
         rc = vigil_etcd__call(e, "v3/kv/txn", body, &rep);
+        doubt = doubt || e->maybe_applied;
         if (rc == 0)
             rc = vigil_etcd__reply_open(rep.http, rep.body, rep.len, false, &root);
         vigil_etcd__unlock(e);
@@ -190,6 +194,7 @@ int gtxn_run(vigil_etcd *e, struct gtxn *t, struct greply *r)
     }
     r->root = root;
     r->rev = at.rev;
+    r->doubt = doubt;
     return 0;
 }
 
