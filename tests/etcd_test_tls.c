@@ -9,8 +9,12 @@
  * reason in vigil_etcd_errmsg. With auth: the right password serves, a
  * wrong one or none is -EACCES naming authentication, a key outside the
  * user's permission -EACCES, an expired token is renewed without the
- * caller seeing it. A namespace prefixes every key as etcd's own
- * namespace client does. etcdctl shares the keys under TLS and auth.
+ * caller seeing it; a client certificate with a CommonName beside the
+ * password is served, or, through etcd's JSON gateway, refused with the
+ * gateway named (tests/etcd_testutil.h, ET_GATEWAY_XFAIL). A namespace
+ * prefixes every key as etcd's own namespace client does. etcdctl shares
+ * the keys under TLS and auth. The whole matrix of TLS and auth
+ * configurations, layer by layer: etcd_test_matrix.c.
  */
 #include "etcd_testutil.h"
 
@@ -283,8 +287,9 @@ static int test_auth(void)
     int outside = vigil_etcd_acquire(good, "elsewhere/auth", "x", 2000, &l);
     char why_outside[256];
     snprintf(why_outside, sizeof(why_outside), "%s", vigil_etcd_errmsg());
-    /* etcd 3.4's gateway, auth on, refuses a client certificate with a
-     * CommonName (it would stand for a user): said so. */
+    /* A client certificate with a CommonName, and a password: served as
+     * etcdctl is, or, while vigil speaks etcd 3.4's JSON gateway, refused
+     * by the gateway (et_gateway_refusal) and said so. */
     char cn_cert[1200], cn_key[1200];
     snprintf(cn_cert, sizeof(cn_cert), "%s/client-cn.pem", certs);
     snprintf(cn_key, sizeof(cn_key), "%s/client-cn-key.pem", certs);
@@ -293,6 +298,8 @@ static int test_auth(void)
     int with_cn = vigil_etcd_acquire(cn, tkey("auth-cn"), "x", 2000, &l);
     char why_cn[256];
     snprintf(why_cn, sizeof(why_cn), "%s", vigil_etcd_errmsg());
+    if (with_cn == 0)
+        with_cn = vigil_etcd_release(cn, &l);
     vigil_etcd_close(cn);
     /* The token (2 s idle: --auth-token-ttl=2) expires between two calls:
      * the next is refused once, authenticates again, and succeeds. */
@@ -308,8 +315,8 @@ static int test_auth(void)
     EXPECT(wrong == -EACCES && strstr(why_wrong, "authentication"), "wrong password: %d (%s), '%s'", wrong,
            vigil_strerror(wrong), why_wrong);
     EXPECT_RC(none, -EACCES);
-    EXPECT(with_cn == -EACCES && strstr(why_cn, "CommonName"), "a client certificate with a CN: %d, '%s'", with_cn,
-           why_cn);
+    EXPECT(with_cn == 0 || (ET_GATEWAY_XFAIL && with_cn == -EACCES && et_gateway_refusal(why_cn)),
+           "a client certificate with a CN and a password: %d (%s), '%s'", with_cn, vigil_strerror(with_cn), why_cn);
     EXPECT(outside == -EACCES && strstr(why_outside, "permission denied"), "outside the user's prefix: %d, '%s'",
            outside, why_outside);
     EXPECT_RC(acq, 0);
