@@ -3,10 +3,12 @@
  * Description: lease keepalive: cadence near a third of the TTL, a refusal
  * stops it for good, transient failures are retried, stop is prompt with a
  * long TTL and waits out a renewal in flight, nothing renews after stop
- * returns, a port without renew, vigil_with_keepalive on every exit path.
+ * returns, a port without renew, vigil_with_keepalive on every exit path,
+ * a stop from inside the port's own renew.
  */
 #include "testutil.h"
 
+#include <fcntl.h>
 #include <poll.h>
 
 #include <pthread.h>
@@ -553,8 +555,85 @@ static int test_stats_cpu(void)
     return 0;
 }
 
+/* The threads of this process now (/proc/self/status). */
+static int thread_count(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    int n = -1;
+    while (f && fgets(line, sizeof(line), f))
+        if (sscanf(line, "Threads: %d", &n) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+/* A port whose renew stops its own keepalive (model/keepalive.pml, run
+ * self_stop): the stop runs on the renewer, inside the renewal. */
+struct self_stopper {
+    _Atomic(vigil_keepalive *) ka;
+    _Atomic int calls;
+    _Atomic int stop_rc;
+    int         answer;   /* what the renewal that stops answers */
+    unsigned    after_ms; /* and how long it goes on after the stop */
+};
+
+static int self_stop_renew(void *ctx, const vigil_lease *lease)
+{
+    struct self_stopper *s = ctx;
+    (void)lease;
+    if (atomic_fetch_add(&s->calls, 1) != 0)
+        return 0; /* a renewal after the stop: counted, and the test fails */
+    vigil_keepalive *ka = NULL;
+    VT_WAIT_FOR((ka = atomic_load(&s->ka)) != NULL, 5000);
+    atomic_store(&s->stop_rc, vigil_keepalive_stop(ka));
+    if (s->after_ms)
+        vt_sleep_ms(s->after_ms); /* the renewal goes on, the keepalive with it */
+    return s->answer;
+}
+
+/* Stopped from its own renewer: the stop returns at once (it cannot join
+ * itself), no renewal starts after the one it was called from, and the
+ * renewer frees the keepalive as it leaves: both threads end and the loss
+ * fd is closed. The keepalive before the fix joined itself (EDEADLK,
+ * ignored), freed the keepalive, and the renewal returned into freed
+ * memory (a crash here, a use after free under ASan). */
+static int test_stop_from_renew(void)
+{
+    static const struct { int answer; unsigned after_ms; } cases[] = {
+        { 0, 0 }, { 0, 30 }, { VIGIL_ELOST, 0 }, { -EIO, 10 },
+    };
+    for (unsigned c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        static struct self_stopper s;
+        memset(&s, 0, sizeof(s));
+        s.answer = cases[c].answer;
+        s.after_ms = cases[c].after_ms;
+        atomic_store(&s.stop_rc, 1);
+        int before = thread_count();
+        vigil_lease l = mk_lease("self-stop", 30); /* the first renewal ~10 ms after start */
+        vigil_lease_port port = { &s, self_stop_renew };
+        vigil_keepalive *ka;
+        EXPECT_RC(vigil_keepalive_start(&port, &l, &ka), 0);
+        int fd = vigil_keepalive_fd(ka);
+        EXPECT(fd >= 0, "case %u: no loss fd", c);
+        atomic_store(&s.ka, ka);
+        EXPECT(VT_WAIT_FOR(atomic_load(&s.stop_rc) != 1, 5000), "case %u: renew never stopped", c);
+        int rc = atomic_load(&s.stop_rc);
+        EXPECT(rc == 0 || rc == VIGIL_ELOST, "case %u: stop from renew gave %d", c, rc);
+        EXPECT(VT_WAIT_FOR(thread_count() == before, 5000), "case %u: %d threads left of %d, expected %d", c,
+               thread_count(), before + 2, before);
+        EXPECT(fcntl(fd, F_GETFD) < 0 && errno == EBADF, "case %u: the loss fd %d is still open: not freed", c,
+               fd);
+        EXPECT(atomic_load(&s.calls) == 1, "case %u: %d renewals, expected only the one that stopped", c,
+               atomic_load(&s.calls));
+    }
+    return 0;
+}
+
 VT_MAIN(VT_CASE(test_cadence), VT_CASE(test_refusal_stops), VT_CASE(test_transient_retried),
         VT_CASE(test_two_lost_survived_store), VT_CASE(test_stop_prompt),
         VT_CASE(test_stop_joins_in_flight), VT_CASE(test_no_renew_after_stop),
         VT_CASE(test_null_renew), VT_CASE(test_args), VT_CASE(test_copies_lease),
-        VT_CASE(test_with_keepalive), VT_CASE(test_with_keepalive_exits), VT_CASE(test_stats_cpu))
+        VT_CASE(test_with_keepalive), VT_CASE(test_with_keepalive_exits), VT_CASE(test_stats_cpu),
+        VT_CASE(test_stop_from_renew))
