@@ -371,3 +371,103 @@ fn a_forgotten_keepalive_keeps_its_store() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// The keepalive a port's renewal takes out of a static and drops.
+static OWN_KEEPALIVE: std::sync::Mutex<Option<Keepalive>> = std::sync::Mutex::new(None);
+
+/// A port whose renewal drops its own keepalive (and with it, the last
+/// share of the port itself).
+struct DropsItsKeepalive {
+    renewals: Arc<AtomicU32>,
+    dropped: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl LeasePort for DropsItsKeepalive {
+    fn renew(&self, _: &Lease) -> vigil::Result<()> {
+        self.renewals.fetch_add(1, Ordering::SeqCst);
+        let ka = OWN_KEEPALIVE.lock().unwrap_or_else(|e| e.into_inner()).take();
+        drop(ka); // stops it from its own renewer; `self` must outlive this call
+        // Still here, still readable: the renewal holds a share of its own.
+        assert!(self.renewals.load(Ordering::SeqCst) >= 1);
+        Ok(())
+    }
+}
+
+impl Drop for DropsItsKeepalive {
+    fn drop(&mut self) {
+        self.dropped.store(true, Ordering::SeqCst);
+    }
+}
+
+/// A keepalive dropped by its own port's renewal (issue 27's review: the
+/// C stop joined itself, freed the keepalive, and the renewal returned
+/// into freed memory: SIGSEGV 3 of 3, and valgrind's invalid reads): the
+/// drop returns, no renewal follows, and the port, whose last share the
+/// keepalive held, is dropped once the renewal has returned.
+#[test]
+fn a_keepalive_dropped_by_its_own_renewal() {
+    let dir = TempDir::new("api-selfdrop");
+    let store = Leases::create(dir.path("l"), 4).unwrap();
+    for round in 0..3 {
+        // Long enough that no starved machine (valgrind) loses it before
+        // the first renewal, 0.32 TTL after the start.
+        let lease = store.acquire("k", "me", Duration::from_millis(1500)).unwrap();
+        let renewals = Arc::new(AtomicU32::new(0));
+        let dropped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let port = DropsItsKeepalive { renewals: renewals.clone(), dropped: dropped.clone() };
+        {
+            // Held while it starts: the first renewal finds it there.
+            let mut own = OWN_KEEPALIVE.lock().unwrap_or_else(|e| e.into_inner());
+            *own = Some(Keepalive::start(Arc::new(port), &lease).unwrap());
+        }
+        let end = std::time::Instant::now() + Duration::from_secs(10);
+        while !dropped.load(Ordering::SeqCst) {
+            assert!(std::time::Instant::now() < end, "round {round}: the port was never dropped");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        assert_eq!(renewals.load(Ordering::SeqCst), 1, "round {round}: a renewal after the drop");
+        std::thread::sleep(Duration::from_millis(600)); // past the next period
+        assert_eq!(renewals.load(Ordering::SeqCst), 1, "round {round}: a renewal after the drop");
+        store.release(&lease).unwrap();
+    }
+}
+
+/// A panic payload whose own drop panics.
+struct Bomb;
+
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        panic!("the payload's drop panics too");
+    }
+}
+
+/// Panics in its renewal with a payload whose drop panics.
+struct PanicsTwice(AtomicU32);
+
+impl LeasePort for PanicsTwice {
+    fn renew(&self, _: &Lease) -> vigil::Result<()> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        std::panic::panic_any(Bomb)
+    }
+}
+
+/// A renewal that panics with a payload whose drop panics is a transient
+/// failure: nothing unwinds into C (before, the second panic left the
+/// renewer's catch and unwound through the library: undefined behaviour,
+/// an abort on later compilers).
+#[test]
+fn a_renewal_panicking_twice_is_a_failure() {
+    let dir = TempDir::new("api-bomb");
+    let store = Leases::create(dir.path("l"), 4).unwrap();
+    let lease = store.acquire("k", "me", Duration::from_millis(1500)).unwrap();
+    let port = Arc::new(PanicsTwice(AtomicU32::new(0)));
+    let ka = Keepalive::start(port.clone(), &lease).unwrap();
+    let end = std::time::Instant::now() + Duration::from_secs(10);
+    while ka.stats().unwrap().failures < 1 && !ka.is_lost() {
+        assert!(std::time::Instant::now() < end, "no renewal failed");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert!(port.0.load(Ordering::SeqCst) >= 1);
+    let _ = ka.stop();
+    let _ = store.release(&lease);
+}
