@@ -202,3 +202,70 @@ async def test_waits_that_need_each_other_outnumber_any_fixed_pool(tmp):
         b = vigil.Barrier.create(os.path.join(tmp, "b.bar"), t, 5)
         got = await asyncio.wait_for(asyncio.gather(*(b.wait_async(0, quorum=n, timeout=60) for _ in range(n))), 90)
         assert sorted(got) == [False] * (n - 1) + [True]
+
+
+def test_a_port_whose_renew_stops_its_own_keepalive(tmp):
+    """A port's renew that stops the keepalive calling it (issue 27's
+    review: the C stop joined itself, freed, and the renewal returned into
+    freed memory: a segfault). The stop returns at once, no renewal comes
+    after it, and the renewer's threads end."""
+    base = len(os.listdir("/proc/self/task"))
+
+    class StopsItself:
+        def __init__(self) -> None:
+            self.ka = None
+            self.calls = 0
+            self.stopped = threading.Event()
+            self.rc = None
+
+        def renew(self, lease):
+            self.calls += 1
+            if self.calls == 1:
+                assert self.ka is not None
+                self.rc = self.ka.stop()
+                self.stopped.set()
+            return True
+
+    for _ in range(5):
+        port = StopsItself()
+        lease = vigil.Lease("k", "me", 1, 1.5)  # first renewal 0.48 s after start
+        ka = port.ka = vigil.keepalive(port, lease).start()
+        assert port.stopped.wait(30), "renew was never called"
+        assert port.rc == 0 and not ka.running
+        deadline = time.monotonic() + 10
+        while len(os.listdir("/proc/self/task")) != base and time.monotonic() < deadline:
+            time.sleep(0.002)
+        assert len(os.listdir("/proc/self/task")) == base, "the renewer's threads are still running"
+        time.sleep(0.6)  # past the next beat
+        assert port.calls == 1, f"{port.calls} renewals: one came after the stop"
+        assert ka.stop() == 0  # again: idempotent
+        del port.ka
+        gc.collect()
+
+
+def test_a_renew_that_stops_while_another_thread_stops(tmp):
+    """The renew stops its keepalive while another thread's stop is joining
+    the renewer (and so waiting for that renewal): neither waits for the
+    other."""
+    inside, leave = threading.Event(), threading.Event()
+
+    class Slow:
+        ka = None
+
+        def renew(self, lease):
+            inside.set()
+            assert leave.wait(30)
+            return self.ka.stop() == 0
+
+    port = Slow()
+    ka = port.ka = vigil.keepalive(port, vigil.Lease("k", "me", 1, 0.3)).start()
+    assert inside.wait(30)
+    stopper = threading.Thread(target=ka.stop)
+    stopper.start()
+    deadline = time.monotonic() + 10
+    while not ka._stopping.locked() and time.monotonic() < deadline:
+        time.sleep(0.001)
+    leave.set()
+    stopper.join(30)
+    assert not stopper.is_alive(), "the stops waited for each other"
+    assert not ka.running

@@ -43,25 +43,46 @@ class KeepaliveStats:
     cpu: float
 
 
-def _python_port(renew: Callable[[Any], Any], lease: Any) -> Any:
-    """A C callback that renews through a Python `renew(lease)`: False or Lost
-    is a refusal, another exception a transient failure."""
+class _Renewal:
+    """What the C renewer calls through a Python port: `renew(lease)`.
+    Reached from the one module-level callback through a cffi handle that
+    the keepalive holds (a callback per keepalive, freed by a stop made from
+    inside its own call, would free the code the call returns through)."""
 
-    def cb(_ctx: Any, _clease: Any) -> int:
-        try:
-            result = renew(lease)
-        except Lost:
-            return VIGIL_ELOST
-        except Exception:
-            return -errno.EIO
-        if inspect.isawaitable(result):
-            close = getattr(result, "close", None)
-            if close:
-                close()
-            return -errno.EINVAL
-        return VIGIL_ELOST if result is False else 0
+    __slots__ = ("renew", "lease", "thread")
 
-    return ffi.callback("int(void *, const vigil_lease *)", cb, error=-errno.EIO)
+    def __init__(self, renew: Callable[[Any], Any], lease: Any) -> None:
+        self.renew = renew
+        self.lease = lease
+        self.thread: Optional[int] = None  # the renewer's ident, while it is inside renew
+
+
+def _renew_through(ctx: Any, _clease: Any) -> int:
+    """The C port's renew for a Python `renew(lease)`: False or Lost is a
+    refusal, another exception a transient failure. `ctx` is resolved to
+    its _Renewal first: from then on the call holds it, so a stop made by
+    renew itself (which lets the keepalive's handle go) frees nothing the
+    call still uses."""
+    state: _Renewal = ffi.from_handle(ctx)
+    state.thread = threading.get_ident()  # only while inside: an ident is reused once its thread ends
+    try:
+        result = state.renew(state.lease)
+    except Lost:
+        return VIGIL_ELOST
+    except Exception:
+        return -errno.EIO
+    finally:
+        state.thread = None
+    if inspect.isawaitable(result):
+        close = getattr(result, "close", None)
+        if close:
+            close()
+        return -errno.EINVAL
+    return VIGIL_ELOST if result is False else 0
+
+
+# Made once and never freed: no C call can return through freed code.
+_RENEW_THROUGH = ffi.callback("int(void *, const vigil_lease *)", _renew_through, error=-errno.EIO)
 
 
 class Keepalive:
@@ -84,12 +105,15 @@ class Keepalive:
         self._rc: Optional[int] = None
         self._told = False
         self._stopping = threading.Lock()
+        self._renewal: Optional[_Renewal] = None  # a Python port's, while it runs
         self._armed: Any = None  # a `with` block's hold on the signal guard
 
-    def _port(self) -> Tuple[Any, Any, tuple]:
-        """The C port, the C lease and what must outlive the renewer."""
+    def _port(self) -> Tuple[Any, Any, tuple, Optional[_Renewal]]:
+        """The C port, the C lease, what must outlive the renewer, and the
+        Python port's renewal (None for a store's own port)."""
         port = ffi.new("vigil_lease_port *")
         keep: tuple = ()
+        renewal = None
         if isinstance(self.store, _Store):
             port[0] = self.store._port()
         else:
@@ -97,22 +121,23 @@ class Keepalive:
             if renew is not None:
                 if inspect.iscoroutinefunction(renew):
                     raise TypeError("keepalive needs a plain renew(); use `async with vigil.heartbeat(...)`")
-                cb = _python_port(renew, self.lease)
-                port.renew = cb
-                keep = (cb,)
+                renewal = _Renewal(renew, self.lease)
+                handle = ffi.new_handle(renewal)
+                port.ctx, port.renew = handle, _RENEW_THROUGH
+                keep = (handle,)
         clease = c_lease(self.lease) if isinstance(self.store, _Store) else _loose_c_lease(self.lease)
-        return port, clease, (port, clease) + keep
+        return port, clease, (port, clease) + keep, renewal
 
     def start(self) -> "Keepalive":
         """Start renewing at 0.32 of the lease's TTL; returns self. A signal
         (Ctrl-C) landing in the call stops the renewer before it is raised."""
         if self._ka != ffi.NULL:
             raise RuntimeError("keepalive already running")
-        port, clease, keep = self._port()
+        port, clease, keep, renewal = self._port()
         out = ffi.new("vigil_keepalive **")  # NULL until the library starts one
         try:
             check(lib.vigil_keepalive_start(port, clease, out))
-            self._ka, self._keep, self._rc, self._told = out[0], keep, None, False
+            self._ka, self._keep, self._renewal, self._rc, self._told = out[0], keep, renewal, None, False
             deps = getattr(self.store, "_dependents", None)
             if deps is not None:
                 deps.add(self)  # closing the store stops this first
@@ -168,15 +193,29 @@ class Keepalive:
     def stop(self) -> int:
         """Stop and join the renewer: 0, or VIGIL_ELOST if the lease was lost.
         Idempotent, and safe from several threads at once. In a forked child
-        it frees the child's copy only (the library knows whose it is)."""
+        it frees the child's copy only (the library knows whose it is).
+
+        A port's renew may stop its own keepalive: that stop cannot wait for
+        the renewal it is called from, so it returns at once (no renewal
+        follows it), and the library frees the keepalive when that renewal
+        returns. If another thread is stopping it meanwhile (and so waiting
+        for this renewal), it returns at once too."""
         armed = _signals.arm()
         try:
-            with self._stopping:
+            renewal = self._renewal
+            on_renewer = renewal is not None and renewal.thread == threading.get_ident()
+            # The renewer never waits for the lock: a stop holding it on
+            # another thread is joining the renewer, i.e. waiting for us.
+            if not self._stopping.acquire(blocking=not on_renewer):
+                return 0
+            try:
                 if self._ka != ffi.NULL:
                     ka, self._ka = self._ka, ffi.NULL
                     self._rc = lib.vigil_keepalive_stop(ka)
-                    self._keep = ()
+                    self._keep, self._renewal = (), None
                 return self._rc if self._rc is not None else 0
+            finally:
+                self._stopping.release()
         finally:
             _signals.disarm(armed)
 
