@@ -143,11 +143,21 @@ class Keepalive:
                 deps.add(self)  # closing the store stops this first
             return self
         except BaseException:
-            if out[0] != ffi.NULL:  # started, never handed over
-                if self._ka == out[0]:
-                    self.stop()
-                else:
-                    lib.vigil_keepalive_stop(out[0])
+            # Started, never handed over: stopped, past a second signal
+            # landing as that starts too (the loop is in this frame: its
+            # first point where a signal can land is inside the try).
+            owned = self._ka == out[0]  # decided once: stop() empties self._ka
+            while out[0] != ffi.NULL:
+                try:
+                    if owned:
+                        self.stop()  # idempotent
+                        out[0] = ffi.NULL
+                    else:
+                        _stop_unowned(out)
+                except Exception:
+                    break
+                except BaseException:
+                    pass  # a second signal: the first is raised once it is stopped
             raise
 
     def _p(self) -> Any:
@@ -246,6 +256,20 @@ class Keepalive:
                 self.stop()
         except Exception:
             pass
+
+
+@_signals.protected
+def _stop_unowned(out: Any) -> None:
+    """Stop the keepalive in `out` that no Keepalive owns yet, once: it is
+    taken out of `out` and stopped with the signals held back, so that
+    running this again (after a signal at its start) never stops it twice."""
+    armed = _signals.arm()
+    try:
+        if out[0] != ffi.NULL:
+            ka, out[0] = out[0], ffi.NULL
+            lib.vigil_keepalive_stop(ka)
+    finally:
+        _signals.disarm(armed)
 
 
 def keepalive(store: Any, lease: Any) -> Keepalive:
@@ -519,8 +543,16 @@ class LeaseLock:
             lease = self.store.acquire_wait(self.key, self.owner, self.ttl, self.timeout)
             ka, armed = _signals.enter(lambda: Keepalive(self.store, lease).start(), lambda ka: ka.stop())
         except BaseException:
-            if lease is not None:
-                self.store._release_for_you(lease)
+            # Given back, past a second signal landing as that starts too
+            # (the loop is in this frame, its first point inside the try).
+            while lease is not None:
+                try:
+                    self.store._release_for_you(lease)
+                    lease = None
+                except Exception:
+                    break
+                except BaseException:
+                    pass  # a second signal: the first is raised once it is given back
             raise
         # No call from enter()'s return to here: nothing a signal could interrupt.
         self.lease, self._ka, self._lost, self._told, self._pid, self._armed = lease, ka, False, False, pid, armed

@@ -149,19 +149,36 @@ class _Store(_Handle):
         out = ffi.new("vigil_lease *")  # token 0 until the library writes a lease
         k, o, ms = _key(key), _owner(owner), self._ttl(ttl)
         fn, ptr = self._c("acquire"), self._p()
+        return self._handed_over(out, lambda: check(fn(ptr, k, o, ms, out), self._where(key)))
+
+    def _handed_over(self, out: Any, call: Callable[[], Any]) -> Lease:
+        """call(), which leaves a lease in `out` (or raises), and that lease;
+        if anything is raised before it is returned (an error, a signal
+        between the library's answer and the return), the lease is given
+        back first, past a second signal landing as that starts too (the
+        loop is here, in this frame: its first point where a signal can
+        land is inside the try, as in _util.Turns.run)."""
         try:
-            check(fn(ptr, k, o, ms, out), self._where(key))
+            call()
             return _lease_from(out)
         except BaseException:
-            self._give_back(out)
+            while out.token:
+                try:
+                    self._give_back(out)
+                except Exception:
+                    break
+                except BaseException:
+                    pass  # a second signal: the first is raised once it is given back
             raise
 
     def _give_back(self, out: Any) -> None:
-        """Release the lease a call wrote in `out` and never handed over (an
-        exception, a signal, between the library's answer and the return).
-        The library writes `out` only on success, and a token is never 0."""
+        """Release the lease a call wrote in `out` and never handed over, and
+        zero its token once done (so a run again after a signal releases
+        nothing twice). The library writes `out` only on success, and a
+        token is never 0."""
         if out.token:
             self._release_for_you(_lease_from(out))
+            out.token = 0
 
     def acquire_wait(self, key: str, owner: str, ttl: float, timeout: Optional[float] = None) -> Lease:
         """`acquire`, sleeping until `key` is released or its holder's lease
@@ -180,10 +197,12 @@ class _Store(_Handle):
         out = ffi.new("vigil_lease *")  # token 0 until the library writes a lease
         slice_s = slice_max or self._slice
         deadline = _util.deadline(timeout)
-        try:
+
+        def wait() -> None:
+            nonlocal slice_s
             if slice_s is None:
                 check(fn(self._p(), k, o, ms, ns, out), self._where(key))
-                return _lease_from(out)
+                return
             # In slices, so that a signal handler (Ctrl-C) runs while it
             # waits: the store's waiters hold no place in a queue that
             # leaving would lose.
@@ -193,12 +212,11 @@ class _Store(_Handle):
                 rc = fn(self._p(), k, o, ms, _util.timeout_ns(slice_s), out)
                 if rc != VIGIL_ETIMEDOUT:
                     check(rc, self._where(key))
-                    return _lease_from(out)
+                    return
                 if (deadline is not None and time.monotonic() >= deadline) or (gone is not None and gone.is_set()):
                     raise exception(rc, self._where(key))
-        except BaseException:
-            self._give_back(out)
-            raise
+
+        return self._handed_over(out, wait)
 
     def renew(self, lease: Lease) -> None:
         """Extend `lease` by its TTL; Lost once it expired or changed hands."""

@@ -335,19 +335,31 @@ class HeartbeatTable(_Handle):
             check(lib.vigil_hb_register(ptr, p, out), self.path)
             return out[0]
         except BaseException:
-            if out[0] != _NO_SLOT:  # registered, never handed over
-                self._unregister_quietly(out[0])
+            # Registered, never handed over: given back, past a second
+            # signal landing as that starts too (the loop is in this frame:
+            # its first point where a signal can land is inside the try).
+            while out[0] != _NO_SLOT:
+                try:
+                    self._unregister_quietly(out[0], out)
+                except Exception:
+                    break
+                except BaseException:
+                    pass  # a second signal: the first is raised once it is given back
             raise
 
     @_signals.protected
-    def _unregister_quietly(self, slot: int) -> None:
+    def _unregister_quietly(self, slot: int, out: Any = None) -> None:
         """Give back a slot this handle just registered (the caller never got
-        it), the signals held back meanwhile."""
+        it), the signals held back meanwhile; `out`, where register wrote
+        it, is marked empty once it is (so a run again after a signal
+        unregisters nothing twice)."""
         armed = _signals.arm()
         try:
             self._beaters.pop(slot, None)
             if self._ptr != ffi.NULL:
                 lib.vigil_hb_unregister(self._ptr, slot)
+            if out is not None:
+                out[0] = _NO_SLOT
         finally:
             _signals.disarm(armed)
 
