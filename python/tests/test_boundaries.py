@@ -7,6 +7,7 @@ waits at once than any fixed pool has threads."""
 from __future__ import annotations
 
 import asyncio
+import faulthandler
 import gc
 import os
 import sys
@@ -20,20 +21,31 @@ import vigil
 from vigil import _table
 
 
-def in_child(leave) -> int:
+def in_child(leave, limit: float = 60.0) -> int:
     """Fork; the child runs leave() and _exits (0, or 1 with the traceback
-    on stderr); the parent gets the child's exit code."""
+    on stderr); the parent gets the child's exit code. A child still
+    running after `limit` seconds prints where it is and is killed."""
     pid = os.fork()
     if pid == 0:
         code = 1
         try:
+            faulthandler.dump_traceback_later(limit, exit=True)
             leave()
             code = 0
         except BaseException:
             traceback.print_exc()
         finally:
             os._exit(code)
-    _, status = os.waitpid(pid, 0)
+    deadline = time.monotonic() + limit + 10
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            raise AssertionError(f"the child did not finish in {limit + 10} s")
+        time.sleep(0.005)
     assert os.WIFEXITED(status), f"child ended by signal {os.WTERMSIG(status)}"
     return os.WEXITSTATUS(status)
 
@@ -269,3 +281,98 @@ def test_a_renew_that_stops_while_another_thread_stops(tmp):
     stopper.join(30)
     assert not stopper.is_alive(), "the stops waited for each other"
     assert not ka.running
+
+
+def test_a_forked_child_starts_the_wait_pool_and_turns_afresh(tmp):
+    """Forked while the parent's threads hold a table's failover_wait turn,
+    are inside a barrier wait (counted by close) and idle in the asyncio
+    wait pool: the child's own async calls, failover_wait and close run
+    (issue 27's review: every *_async call hung for ever in the child)."""
+    with vigil.HeartbeatTable.create(os.path.join(tmp, "t.hb"), 8) as t, \
+            vigil.Leases.create(os.path.join(tmp, "l.ls"), 4) as store:
+        b = vigil.Barrier.create(os.path.join(tmp, "b.bar"), t, 5)
+        asyncio.run(store.acquire_async("warm", "me", 5.0))  # the pool has an idle thread now
+        me = t.register()
+        t.register(pid=os.getpid())  # a second live peer, which never arrives
+        waiting, release = threading.Event(), threading.Event()
+
+        def hold_turn() -> None:
+            # A failover_wait's turn held (as a wait in progress holds it),
+            # claiming nothing: the child's wait is the only one to claim.
+            t._failover_turns.run(True, None, None, lambda _: (waiting.set(), release.wait(60)), list)
+
+        holders = [threading.Thread(target=hold_turn),
+                   threading.Thread(target=lambda: b.wait(b.epoch, timeout=30))]
+        for th in holders:
+            th.start()
+        assert waiting.wait(30)
+        deadline = time.monotonic() + 30
+        while not (b._inside and t._failover_turns.busy) and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert b._inside and t._failover_turns.busy, "the parent's threads never got in"
+
+        def child() -> None:
+            async def both():
+                lease = await asyncio.wait_for(store.acquire_async("k", "child", 5.0), 20)
+                await asyncio.wait_for(store.acquire_wait_async("k2", "child", 5.0, timeout=5.0), 20)
+                return lease
+            lease = asyncio.run(both())
+            assert lease.owner == "child"
+            dead = _registered_and_dead(t)
+            got = t.failover_wait(10**6, timeout=20)  # the turn is free: its exit is seen at once
+            assert [r.slot for r in got] == [dead], got
+            b.close()  # nothing counted of the parent's waits
+
+        try:
+            assert in_child(child, 30) == 0
+        finally:
+            release.set()
+            b.wait(0, timeout=30)  # the second of the two live peers: the parent's wait is released
+            for th in holders:
+                th.join(60)
+        b.close()
+        t.unregister(me)
+
+
+def _registered_and_dead(t) -> int:
+    """The slot of a child that registered in `t` and exited (reaped)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        os.write(w, str(t.register()).encode())
+        os._exit(0)
+    os.close(w)
+    slot = int(os.read(r, 32))
+    os.close(r)
+    os.waitpid(pid, 0)
+    return slot
+
+
+def test_a_child_forked_by_another_thread_has_no_guard_up(tmp):
+    """Forked by a thread while the main thread is inside a block (which
+    holds the signal guard): the child has none of the main thread's
+    frames, so nothing holds the guard there and its handlers are the
+    program's own (Ctrl-C raises at once)."""
+    import signal
+
+    from vigil import _signals
+
+    codes = []
+    with vigil.Leases.create(os.path.join(tmp, "l.ls"), 4) as store, store.lock("k", "me", ttl=5.0):
+        assert _signals._holders > 0
+
+        def leave() -> None:
+            assert _signals._holders == 0 and not _signals._armed
+            assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+            try:
+                signal.raise_signal(signal.SIGINT)
+                time.sleep(0)
+            except KeyboardInterrupt:
+                return
+            raise AssertionError("Ctrl-C was held back")
+
+        th = threading.Thread(target=lambda: codes.append(in_child(leave, 30)))
+        th.start()
+        th.join(60)
+    assert codes == [0]

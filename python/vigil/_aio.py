@@ -6,8 +6,19 @@ import threading
 from collections import deque
 from typing import Any, Callable, Deque, Optional
 
+from . import _fork
+
 _lock = threading.Lock()
 _pool: Optional["WaitPool"] = None
+
+
+@_fork.at_fork_child
+def _fresh_pool() -> None:
+    """A forked child has none of the pool's threads (its idle count would
+    hand every call to a thread that is not there): a new pool, made at the
+    child's first call."""
+    global _lock, _pool
+    _lock, _pool = threading.Lock(), None
 
 
 class WaitPool(concurrent.futures.Executor):

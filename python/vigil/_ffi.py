@@ -196,6 +196,15 @@ _etcd_lock = threading.Lock()
 _etcd_lib: Optional[Any] = None
 
 
+def _fresh_etcd_lock() -> None:
+    global _etcd_lock
+    _etcd_lock = threading.Lock()  # a parent's thread may have been loading it
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_fresh_etcd_lock)
+
+
 def etcd_lib() -> Any:
     """libvigil-etcd, loaded on first use: the core never needs it (OSError if absent)."""
     global _etcd_lib

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Callable, Optional, Tuple, Type
 
-from . import _ffi, _leases, _signals, _util
+from . import _ffi, _fork, _leases, _signals, _util
 from ._aio import finish, pool
 from ._errors import VIGIL_ELOST, Lost, check, exception
 from ._ffi import ffi, lib
@@ -107,6 +107,10 @@ class Keepalive:
         self._stopping = threading.Lock()
         self._renewal: Optional[_Renewal] = None  # a Python port's, while it runs
         self._armed: Any = None  # a `with` block's hold on the signal guard
+        _fork.renew_in_child(self)
+
+    def _after_fork(self) -> None:
+        self._stopping = threading.Lock()  # a parent's thread may have been stopping it
 
     def _port(self) -> Tuple[Any, Any, tuple, Optional[_Renewal]]:
         """The C port, the C lease, what must outlive the renewer, and the

@@ -125,6 +125,10 @@ class _Store(_Handle):
         self._released_for_you: "OrderedDict[Tuple[Any, Any, Any], None]" = OrderedDict()
         self._released_lock = threading.Lock()
 
+    def _after_fork(self) -> None:
+        super()._after_fork()
+        self._released_lock = threading.Lock()
+
     def _c(self, name: str) -> Any:
         return getattr(self._library, self._prefix + name)
 

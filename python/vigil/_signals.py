@@ -38,6 +38,8 @@ import sys
 import threading
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple, TypeVar
 
+from . import _fork
+
 T = TypeVar("T")
 
 # The signals whose Python handler may raise: Ctrl-C and the usual
@@ -204,6 +206,26 @@ def disarm(armed: Any) -> None:
             err = e
     if err is not None:
         raise err
+
+
+@_fork.at_fork_child
+def _fresh_guard() -> None:
+    """In a child forked by a thread other than the main one, the sections
+    and blocks that held the guard ran on the parent's main thread, whose
+    frames the child does not have: nothing holds it, nothing is noted,
+    and the program's handlers are put back. (Forked by the main thread,
+    the child goes on inside the same blocks, which give it back as they
+    end.)"""
+    global _holders
+    if _fork.forked_from_main():
+        return
+    _armed.clear()
+    del noted[:]
+    _holders = 0
+    try:
+        _put_back()
+    except ValueError:  # no handlers here
+        pass
 
 
 def through(give_back: Callable[[], Any]) -> None:

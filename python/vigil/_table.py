@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Dict, List, Optional, Tuple, Type, Union
 
-from . import _ffi, _signals, _util
+from . import _ffi, _fork, _signals, _util
 from ._errors import VIGIL_ELOST, VIGIL_EVACANT, Lost, Vacant, check, exception
 from ._ffi import ffi, lib
 from ._util import DEFAULT_MODE, PathLike
@@ -100,6 +100,15 @@ class _Handle:
         # Python, and has one).
         self._quiet_lock = threading.Lock()
         self._quiet = threading.Condition(self._quiet_lock)
+        _fork.renew_in_child(self)
+
+    def _after_fork(self) -> None:
+        """In a forked child: a fresh lock, and only this thread's calls
+        counted (the others' threads are not there to end them)."""
+        self._quiet_lock = threading.Lock()
+        self._quiet = threading.Condition(self._quiet_lock)
+        me = threading.get_ident()
+        self._inside = {me: self._inside[me]} if me in self._inside else {}
 
     def _call(self, fn: Any, *args: Any) -> Any:
         """fn(pointer, *args), a bounded blocking call (a barrier slice) that

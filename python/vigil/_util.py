@@ -9,6 +9,7 @@ import time
 import typing
 from typing import Any, Callable, List, Optional, TypeVar, Union
 
+from . import _fork
 from ._errors import VIGIL_ERANGE, OutOfRange
 
 PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
@@ -149,6 +150,13 @@ class Turns:
     POLL = 0.005
 
     def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.busy = 0
+        _fork.renew_in_child(self)
+
+    def _after_fork(self) -> None:
+        # The calls in progress were other threads' (the forking thread is
+        # in os.fork, not in a call): none is left in the child.
         self.lock = threading.Lock()
         self.busy = 0
 
