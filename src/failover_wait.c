@@ -41,6 +41,16 @@
  *      exactly one of any number of watchdogs and scans in any number of
  *      processes gets the bits.
  *
+ * One wait at a time on a handle (it holds the pidfds), and a wait's
+ * timeout covers its turn too: a second caller takes the handle's lock
+ * with the deadline of its own call (pthread_mutex_clocklock on
+ * CLOCK_MONOTONIC), and returns 0, nothing reclaimed, when the first is
+ * still waiting at that deadline (it took the lock untimed, and a 100 ms
+ * wait behind a 3 s one returned after 3 s; test_failover_wait.c
+ * test_second_wait_keeps_its_timeout). The lock is the handle's own, not
+ * shared between processes: the protocol above, the model and the
+ * processes it proves are unchanged.
+ *
  * A descriptor or memory that runs out is transient: an epoll instance or
  * a pidfd that could not be made for EMFILE, ENFILE or ENOMEM (an epoll_ctl
  * for ENOMEM or ENOSPC) is tried again at the next look, and the slot
@@ -294,6 +304,29 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* The handle's turn, taken by `deadline` (CLOCK_MONOTONIC ns; UINT64_MAX:
+ * none): 0, or -ETIMEDOUT when another wait holds it past the deadline. */
+static int take_turn(struct vigil_failover_watch *w, uint64_t deadline)
+{
+    if (deadline == UINT64_MAX)
+        return -pthread_mutex_lock(&w->mu);
+    struct timespec at = { (time_t)(deadline / 1000000000u), (long)(deadline % 1000000000u) };
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 30))
+    return -pthread_mutex_clocklock(&w->mu, CLOCK_MONOTONIC, &at);
+#else
+    /* No clocklock: timedlock's clock is CLOCK_REALTIME, so the deadline
+     * is moved onto it (a wall-clock step meanwhile moves it too). */
+    uint64_t now = now_ns();
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    uint64_t left = deadline > now ? deadline - now : 0;
+    uint64_t abs_ns = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec + left;
+    at.tv_sec = (time_t)(abs_ns / 1000000000u);
+    at.tv_nsec = (long)(abs_ns % 1000000000u);
+    return -pthread_mutex_timedlock(&w->mu, &at);
+#endif
+}
+
 int vigil_failover_wait_why(vigil_hb *hb, uint64_t grace_epochs, uint64_t timeout_ns, vigil_reclaim *out,
                             uint32_t *why, uint32_t max)
 {
@@ -304,7 +337,11 @@ int vigil_failover_wait_why(vigil_hb *hb, uint64_t grace_epochs, uint64_t timeou
         return -ENOMEM;
     uint64_t start = now_ns();
     uint64_t deadline = timeout_ns == UINT64_MAX || timeout_ns > UINT64_MAX - start ? UINT64_MAX : start + timeout_ns;
-    pthread_mutex_lock(&w->mu);
+    int turn = take_turn(w, deadline);
+    if (turn == -ETIMEDOUT)
+        return 0; /* another wait holds the handle past our deadline: nothing reclaimed */
+    if (turn < 0)
+        return turn;
     int result = 0;
     for (;;) {
         sync_table(hb, w);
