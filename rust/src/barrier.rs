@@ -5,13 +5,13 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
 use std::marker::PhantomData;
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use crate::error::{check, Result};
 use crate::heartbeat::HeartbeatTable;
 use crate::sys;
-use crate::util::{c_path, timeout_ns};
+use crate::util::{c_path, timeout_ns, Turn, TurnHeld};
 
 /// How a wait on a [`Barrier`] ended: the round was released, and to
 /// exactly one caller per released round, `Serial` (its CAS released it).
@@ -172,50 +172,6 @@ impl Start {
     }
 }
 
-/// One wait at a time: what a bound handle's waits take in turn.
-struct Turn {
-    busy: Mutex<bool>,
-    freed: Condvar,
-}
-
-/// A turn held; given back when dropped.
-struct TurnHeld<'a>(&'a Turn);
-
-impl Turn {
-    fn new() -> Turn {
-        Turn { busy: Mutex::new(false), freed: Condvar::new() }
-    }
-
-    /// Takes the turn, waiting for the wait in progress to end, up to
-    /// `deadline` ([`Error::Timeout`](crate::Error::Timeout) then).
-    fn take(&self, deadline: Option<Instant>) -> Result<TurnHeld<'_>> {
-        // The flag is only ever set and cleared under the lock, so a
-        // poisoned lock (a panic elsewhere while holding it) is still right.
-        let mut busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
-        while *busy {
-            busy = match deadline {
-                None => self.freed.wait(busy).unwrap_or_else(|e| e.into_inner()),
-                Some(d) => {
-                    let left = d.saturating_duration_since(Instant::now());
-                    if left.is_zero() {
-                        return Err(crate::Error::Timeout);
-                    }
-                    self.freed.wait_timeout(busy, left).unwrap_or_else(|e| e.into_inner()).0
-                }
-            };
-        }
-        *busy = true;
-        Ok(TurnHeld(self))
-    }
-}
-
-impl Drop for TurnHeld<'_> {
-    fn drop(&mut self) {
-        *self.0.busy.lock().unwrap_or_else(|e| e.into_inner()) = false;
-        self.0.freed.notify_one();
-    }
-}
-
 /// The owned C handle, shared by [`Barrier`] and `compat::EpochBarrier`.
 ///
 /// The C handle may be used by any number of threads at once while it is
@@ -322,14 +278,7 @@ impl RawBarrier<'_> {
         if !self.bound {
             return Ok((None, timeout));
         }
-        let start = Instant::now();
-        let deadline = timeout.and_then(|t| start.checked_add(t));
-        let held = self.turn.take(deadline)?;
-        // A deadline past what an Instant holds waits as long as asked.
-        let left = match (timeout, deadline) {
-            (Some(_), Some(d)) => Some(d.saturating_duration_since(Instant::now())),
-            (t, _) => t,
-        };
+        let (held, left) = self.turn.take_within(timeout)?;
         Ok((Some(held), left))
     }
 

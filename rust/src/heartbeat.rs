@@ -5,11 +5,10 @@ use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
 
 use crate::error::{check, Result};
 use crate::sys;
-use crate::util::c_path;
+use crate::util::{c_path, Turn};
 
 /// A heartbeat table: a file of one 64-byte slot per process, mapped
 /// shared. Processes [`register`](Self::register) a slot, beat it, and
@@ -47,8 +46,9 @@ pub struct HeartbeatTable {
     epoch: NonNull<AtomicU64>,
     seen0: NonNull<AtomicU64>,
     stride: usize,
-    // vigil_failover_wait: one wait at a time per handle.
-    pub(crate) wait_lock: Mutex<()>,
+    // vigil_failover_wait: one wait at a time per handle, its turn taken
+    // within the wait's own timeout.
+    pub(crate) wait_turn: Turn,
 }
 
 // INVARIANT: `raw` is an open handle from `wrap` until `drop` (which has
@@ -64,7 +64,7 @@ unsafe impl Send for HeartbeatTable {}
 // the shared mapping or reads fields fixed at open (register's note of the
 // handle's own registrations is an atomic store per slot); the one call
 // that keeps per-handle state, vigil_failover_wait, runs only while
-// holding `wait_lock` (failover.rs), so never twice at once.
+// holding `wait_turn` (failover.rs), so never twice at once.
 unsafe impl Sync for HeartbeatTable {}
 
 impl HeartbeatTable {
@@ -193,7 +193,7 @@ impl HeartbeatTable {
             epoch: NonNull::new(b0.epoch as *mut AtomicU64).expect("beater epoch"),
             seen0: NonNull::new(b0.seen as *mut AtomicU64).expect("beater word"),
             stride,
-            wait_lock: Mutex::new(()),
+            wait_turn: Turn::new(),
         }
     }
 

@@ -471,3 +471,36 @@ fn a_renewal_panicking_twice_is_a_failure() {
     let _ = ka.stop();
     let _ = store.release(&lease);
 }
+
+/// A failover_wait behind another on the same table returns empty at its
+/// own timeout while the first still waits (issue 27's review: it took
+/// the turn untimed, and a 100 ms wait returned after 3 s).
+#[test]
+fn a_second_failover_wait_keeps_its_timeout() {
+    let dir = TempDir::new("api-fwturn");
+    let table = HeartbeatTable::create(dir.path("t"), 4).unwrap();
+    let slot = table.register().unwrap().into_slot(); // alive (this process), not beating
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let first = s.spawn(|| {
+            let got = table.failover_wait(2, Some(Duration::from_secs(60))).unwrap();
+            done.store(true, Ordering::SeqCst);
+            got
+        });
+        let end = std::time::Instant::now() + Duration::from_secs(30);
+        while table.failover_wait_info().unwrap().watched + table.failover_wait_info().unwrap().by_epochs == 0 {
+            assert!(std::time::Instant::now() < end, "the first wait never looked at the table");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        for i in 0..3 {
+            let got = table.failover_wait(2, Some(Duration::from_millis(100))).unwrap();
+            assert!(got.is_empty(), "wait {i}: {got:?}");
+            assert!(!done.load(Ordering::SeqCst), "wait {i} returned only after the first ended");
+        }
+        for _ in 0..4 {
+            table.tick(); // the slot goes stale: the first wait takes it
+        }
+        let got = first.join().unwrap();
+        assert_eq!(got.iter().map(|r| r.slot).collect::<Vec<_>>(), vec![slot]);
+    });
+}
