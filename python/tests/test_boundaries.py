@@ -376,3 +376,74 @@ def test_a_child_forked_by_another_thread_has_no_guard_up(tmp):
         th.start()
         th.join(60)
     assert codes == [0]
+
+
+def test_failover_waits_on_one_table_are_served_in_turn(tmp, monkeypatch):
+    """A thread calling failover_wait again and again with short timeouts,
+    and one with longer ones, on one table: the turns go in the order
+    asked, so the second is served as often as the first (polling for the
+    turn let the first take nearly all of them: 176 to 2)."""
+    served = {"short": 0, "long": 0}
+    real = _table.lib
+
+    class Counting:
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        @staticmethod
+        def vigil_failover_wait(*args):
+            served[threading.current_thread().name] += 1  # the C wait runs only in a turn
+            return real.vigil_failover_wait(*args)
+
+    monkeypatch.setattr(_table, "lib", Counting())
+    with vigil.HeartbeatTable.create(os.path.join(tmp, "t.hb"), 4) as t:
+        stop = threading.Event()
+
+        def loop(timeout: float) -> None:
+            while not stop.is_set():
+                t.failover_wait(10**6, timeout=timeout)
+                if served["short"] >= 30:
+                    stop.set()
+
+        threads = [threading.Thread(target=loop, args=(0.01,), name="short"),
+                   threading.Thread(target=loop, args=(0.1,), name="long")]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(120)
+    assert served["long"] >= 10, f"served {served}: the longer waits starved"
+
+
+def test_a_turn_waiter_leaves_the_queue_at_its_timeout_or_signal(tmp):
+    """A waiter whose timeout passes, or whose wait a signal's exception
+    ends, leaves the queue: the turn goes to the next one, never to a
+    waiter that is gone (else every later call waits for ever)."""
+    turns = vigil._util.Turns()
+    inside, leave = threading.Event(), threading.Event()
+    holder = threading.Thread(target=lambda: turns.run(True, None, None, lambda _: (inside.set(), leave.wait(60)), list))
+    holder.start()
+    assert inside.wait(30)
+    assert turns.run(True, 0.05, None, lambda _: "ran", lambda: "missed") == "missed"
+    import signal
+
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        # A real SIGINT to the main thread, waiting on its gate.
+        timer = threading.Timer(0.05, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))
+        with pytest.raises(KeyboardInterrupt):
+            timer.start()
+            turns.run(True, 30, None, lambda _: "ran", lambda: "missed")
+        timer.join()
+    finally:
+        signal.signal(signal.SIGINT, old)
+    assert not turns._queue, "a waiter that left is still queued"
+    got = []
+    late = threading.Thread(target=lambda: got.append(turns.run(True, 30, None, lambda _: "ran", lambda: "missed")))
+    late.start()
+    deadline = time.monotonic() + 30
+    while not turns._queue and time.monotonic() < deadline:
+        time.sleep(0.001)
+    leave.set()
+    holder.join(30)
+    late.join(30)
+    assert got == ["ran"] and turns.busy == 0 and not turns._queue

@@ -7,7 +7,8 @@ import os
 import threading
 import time
 import typing
-from typing import Any, Callable, List, Optional, TypeVar, Union
+from collections import deque
+from typing import Any, Callable, Deque, List, Optional, Tuple, TypeVar, Union
 
 from . import _fork
 from ._errors import VIGIL_ERANGE, OutOfRange
@@ -141,52 +142,87 @@ class Turns:
     bound barrier's waits, a table's failover_wait (the handle keeps state
     for the call). `busy` is how many calls are in progress.
 
-    Only a plain lock is held, through `with` (its acquire is C: no point
-    where a signal handler could run between taking it and the block that
-    gives it back; threading.Condition's __enter__ is Python and has one).
-    A call that must wait for its turn looks again every few milliseconds:
-    two waits on one bound handle or one table are the rare case."""
+    Exclusive calls queue in the order they came (a ticket each): the one
+    that gives the turn back hands it to the first in the queue, so a
+    thread that calls again at once never passes one that waits (polling
+    let one thread take every turn, 102 to 0). Each waiter sleeps on a gate
+    of its own (a lock the hand-over releases) within its timeout, and
+    leaves the queue when that passes, when `gone` is set, or when a
+    signal's exception leaves its wait; a turn handed to it meanwhile is
+    its own, given back by run()'s finally.
 
-    POLL = 0.005
+    Only plain locks are held, through `with` or a C acquire: no point where
+    a signal handler could run between taking one and the block that gives
+    it back (threading.Condition's __enter__ is Python and has one)."""
+
+    POLL = 0.005  # when_idle's look, and a gone wait's slice at most 10 of these
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.busy = 0
+        self._queue: Deque[Tuple[List[bool], Any]] = deque()  # (the waiter's taken, its gate)
         _fork.renew_in_child(self)
 
     def _after_fork(self) -> None:
-        # The calls in progress were other threads' (the forking thread is
-        # in os.fork, not in a call): none is left in the child.
+        # The calls in progress and the waiters were other threads' (the
+        # forking thread is in os.fork, not in a call): none is left.
         self.lock = threading.Lock()
         self.busy = 0
+        self._queue = deque()
 
     def _take(self, exclusive: bool, until: Optional[float], gone: Optional[threading.Event],
               taken: List[bool]) -> bool:
-        while True:
+        gate = None
+        with self.lock:
+            if not exclusive or not (self.busy or self._queue):
+                # The count and the flag change together, with no call
+                # between them (where a signal handler could run): the
+                # caller gives back exactly what was taken.
+                self.busy += 1
+                taken[0] = True
+                return True
+            gate = threading.Lock()
+            gate.acquire()
+            self._queue.append((taken, gate))
+        try:
+            while True:
+                left = -1.0 if until is None else until - time.monotonic()
+                if gone is not None:
+                    left = 10 * self.POLL if left < 0 else min(left, 10 * self.POLL)
+                if (until is None or left > 0) and gate.acquire(timeout=left):
+                    return True  # handed over: taken[0] was set by the giver
+                with self.lock:
+                    if taken[0]:
+                        return True  # handed over as the wait ended
+                    if (until is not None and time.monotonic() >= until) or (gone is not None and gone.is_set()):
+                        self._queue.remove((taken, gate))
+                        return False
+        except BaseException:
+            # A signal's exception: out of the queue, unless the turn was
+            # handed over meanwhile (then it is given back by run()).
             with self.lock:
-                if not (exclusive and self.busy):
-                    # The count and the flag change together, with no call
-                    # between them (where a signal handler could run): the
-                    # caller gives back exactly what was taken.
-                    self.busy += 1
-                    taken[0] = True
-                    return True
-            left = self.POLL if until is None else min(self.POLL, until - time.monotonic())
-            if left <= 0 or (gone is not None and gone.is_set()):
-                return False
-            time.sleep(left)
+                if not taken[0] and (taken, gate) in self._queue:
+                    self._queue.remove((taken, gate))
+            raise
 
     def _give(self, taken: List[bool]) -> None:
         with self.lock:
             if taken[0]:
-                self.busy -= 1
                 taken[0] = False
+                self.busy -= 1
+                if not self.busy and self._queue:
+                    # Straight to the first waiter: the turn is never free
+                    # for a caller that came after it.
+                    waiter, gate = self._queue.popleft()
+                    self.busy += 1
+                    waiter[0] = True
+                    gate.release()
 
     def when_idle(self, fn: Callable[[], T]) -> T:
-        """fn() with no call in progress and none starting meanwhile."""
+        """fn() with no call in progress or waiting, and none starting meanwhile."""
         while True:
             with self.lock:
-                if not self.busy:
+                if not self.busy and not self._queue:
                     return fn()
             time.sleep(self.POLL)
 
