@@ -447,3 +447,26 @@ def test_a_turn_waiter_leaves_the_queue_at_its_timeout_or_signal(tmp):
     holder.join(30)
     late.join(30)
     assert got == ["ran"] and turns.busy == 0 and not turns._queue
+
+
+def test_a_wait_pool_thread_that_fails_to_start_leaves_no_call_behind(monkeypatch):
+    """A call whose thread cannot be started raises, and is never made later
+    by another thread of the pool (it was left queued: an acquire made
+    then held a lease nobody would release)."""
+    pool = vigil._aio.WaitPool()
+    ran = []
+    real = threading.Thread.start
+
+    def refuse(self):
+        if self.name == "vigil-wait":
+            raise RuntimeError("can't start new thread")
+        return real(self)
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    with pytest.raises(RuntimeError):
+        pool.submit(ran.append, "stale")
+    monkeypatch.undo()
+    assert pool.submit(ran.append, "fresh").result(30) is None
+    assert pool.submit(ran.append, "again").result(30) is None
+    assert ran == ["fresh", "again"], ran
+    pool.shutdown()
