@@ -3,6 +3,7 @@
 repr, and annotations resolved to types for help()."""
 import inspect
 import math
+import operator
 import os
 import threading
 import time
@@ -48,14 +49,27 @@ def show(value: Any) -> str:
     return text_
 
 
+def _integer(value: Any) -> Optional[int]:
+    """`value` as an int if it is one: an int, or anything with __index__
+    (numpy's integers) but a bool, which is a flag, not a number; else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return int(value)
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
+
+
 def uint(value: Any, name: str, high: int = U32_MAX, low: int = 0) -> int:
-    """`value` as an int in low..high, else OutOfRange (TypeError for a non-int)
-    naming the parameter and its limits."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        try:
-            value = value.__index__()
-        except (AttributeError, TypeError):
-            raise TypeError(f"{name} must be an int, not {type(value).__name__}") from None
+    """`value` as an int in low..high, else OutOfRange (TypeError for a non-int:
+    an int or an __index__ integer such as numpy's, never a bool) naming the
+    parameter and its limits."""
+    number = _integer(value)
+    if number is None:
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    value = number
     if not low <= value <= high:
         raise out_of_range(f"{name} {show(value)} is out of range {low}..{high}")
     return value
@@ -95,11 +109,21 @@ def text(value: Union[str, bytes], name: str, limit: Optional[int] = None, empty
     return raw
 
 
+def _seconds_number(value: Any, name: str) -> Any:
+    """`value` as a number of seconds: a float (numpy's included), or an
+    integer as uint() takes them (an __index__ one included, a bool not)."""
+    if isinstance(value, float):
+        return value
+    number = _integer(value)
+    if number is None:
+        raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__}")
+    return number
+
+
 def seconds(value: Any, name: str, high: float = TIMEOUT_MAX) -> float:
     """A number of seconds in 0..high (ints of any size compared exactly,
     never converted first), else OutOfRange naming `name` and the range."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__}")
+    value = _seconds_number(value, name)
     if not 0 <= value <= high:  # NaN fails both
         raise out_of_range(f"{name} {show(value)} is out of range 0..{high:.15g} seconds")
     return float(value)
@@ -123,8 +147,7 @@ def deadline(timeout: Optional[float], name: str = "timeout") -> Optional[float]
 
 def ttl_ms(ttl: Any, least_ms: int = 1) -> int:
     """A lease's TTL in seconds as the C calls' milliseconds, at least `least_ms`."""
-    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)):
-        raise TypeError(f"ttl must be a number of seconds, not {type(ttl).__name__}")
+    ttl = _seconds_number(ttl, "ttl")
     least = least_ms / 1000
     if not 0 < ttl <= TTL_MAX:  # NaN fails both
         raise out_of_range(f"ttl {show(ttl)} is out of range {least:g}..{TTL_MAX:.15g} seconds")
