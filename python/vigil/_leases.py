@@ -342,23 +342,28 @@ class Leases(_Store):
         self.path = os.fsdecode(path)
 
     @classmethod
-    def create(cls, path: PathLike, capacity: int, mode: int = DEFAULT_MODE) -> "Leases":
+    def create(cls, path: PathLike, capacity: int, mode: int = DEFAULT_MODE, *,
+               group: Union[int, str, None] = None) -> "Leases":
         """Make a store of `capacity` keys (1..1048576), its file created with
-        `mode`; FileExistsError if `path` exists."""
+        `mode` and given to `group` (a gid or a name) if given, as
+        `HeartbeatTable.create`; FileExistsError if `path` exists."""
         p = _ffi.path_bytes(path)
         cap, md = _util.capacity(capacity), _util.mode(mode)
         out = ffi.new("vigil_leases **")
-        check(lib.vigil_leases_create_mode(p, cap, md, out), os.fsdecode(p))
+        _util.created(p, "leases", (cap,), md, group, out)
         return cls(out[0], p)
 
     @classmethod
-    def open(cls, path: PathLike, *, readonly: bool = False) -> "Leases":
+    def open(cls, path: PathLike, *, readonly: bool = False, trust_owner: bool = False) -> "Leases":
         """Map an existing store (`readonly`: for `get` and `entry` only). A file
-        of another kind is BadFile, saying what the file is."""
+        of another kind is BadFile, saying what the file is; one another
+        user could have made or rewritten is Untrusted unless `trust_owner`
+        (as `HeartbeatTable.open`)."""
         p = _ffi.path_bytes(path)
         out = ffi.new("vigil_leases **")
-        fn = lib.vigil_leases_open_readonly if readonly else lib.vigil_leases_open
-        rc = fn(p, out)
+        flagged = lib.vigil_leases_open_flags if _ffi.has("vigil_leases_open_flags") else None
+        plain = lib.vigil_leases_open_readonly if readonly else lib.vigil_leases_open
+        rc = _util.opened(p, plain, flagged, (), _util.open_flags(readonly, trust_owner), out)
         if rc < 0:
             raise _util.open_error(rc, os.fsdecode(p), _util.KIND_LEASES)
         return cls(out[0], p)

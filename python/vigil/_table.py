@@ -285,27 +285,36 @@ class HeartbeatTable(_Handle):
         self._failover_turns = _util.Turns()
 
     @classmethod
-    def create(cls, path: PathLike, capacity: int, mode: int = DEFAULT_MODE) -> "HeartbeatTable":
+    def create(cls, path: PathLike, capacity: int, mode: int = DEFAULT_MODE, *,
+               group: Union[int, str, None] = None) -> "HeartbeatTable":
         """Make a new table of `capacity` slots (1..1048576), its file created
-        with `mode` (0o600: only its owner can map it); FileExistsError if
-        `path` exists."""
+        with `mode` (0o600: only its owner can map it) and, given `group` (a
+        gid or a group's name, one the caller is in), given to that group as
+        it is made: with mode 0o660, the arrangement in which the group's
+        members trust each other's file. FileExistsError if `path` exists."""
         p = _ffi.path_bytes(path)
         cap, md = _util.capacity(capacity), _util.mode(mode)
         out = ffi.new("vigil_hb **")
-        check(lib.vigil_hb_create_mode(p, cap, md, out), os.fsdecode(p))
+        _util.created(p, "hb", (cap,), md, group, out)
         return cls(out[0], p)
 
     @classmethod
-    def open(cls, path: PathLike, capacity: int = 0, *, readonly: bool = False) -> "HeartbeatTable":
+    def open(cls, path: PathLike, capacity: int = 0, *, readonly: bool = False,
+             trust_owner: bool = False) -> "HeartbeatTable":
         """Map an existing table; `capacity` 0 takes the file's (another value
         must match it: CapacityMismatch). `readonly` maps it for reading only
         (snapshots, counts, the leader), as `vigil inspect` does. A file of
-        another kind is BadFile, saying what the file is."""
+        another kind is BadFile, saying what the file is. Opened for
+        writing, a file that another user could have made or rewritten
+        (writable by everyone, or another user's outside a group
+        arrangement) is Untrusted, naming its owner and mode, unless
+        `trust_owner`."""
         p = _ffi.path_bytes(path)
         cap = _util.uint(capacity, "capacity", _util.MAX_CAPACITY)
         out = ffi.new("vigil_hb **")
-        fn = lib.vigil_hb_open_readonly if readonly else lib.vigil_hb_open
-        rc = fn(p, cap, out)
+        flagged = lib.vigil_hb_open_flags if _ffi.has("vigil_hb_open_flags") else None
+        plain = lib.vigil_hb_open_readonly if readonly else lib.vigil_hb_open
+        rc = _util.opened(p, plain, flagged, (cap,), _util.open_flags(readonly, trust_owner), out)
         if rc < 0:
             raise _util.open_error(rc, os.fsdecode(p), _util.KIND_HEARTBEAT, cap)
         return cls(out[0], p)

@@ -297,19 +297,84 @@ def resolve_annotations(*objects: Any) -> None:
                     pass
 
 
+OPEN_READONLY, OPEN_TRUST_OWNER = 0x1, 0x2  # VIGIL_OPEN_*
+
+
+def open_flags(readonly: bool, trust_owner: bool) -> int:
+    """The VIGIL_OPEN_* flags of an open's keywords."""
+    return (OPEN_READONLY if readonly else 0) | (OPEN_TRUST_OWNER if trust_owner else 0)
+
+
+def created(path: bytes, kind: str, args: tuple, mode_: int, group_: Any, out: Any) -> None:
+    """A *_create call of `kind` (hb, leases, barrier): vigil_KIND_create_mode
+    (path, *args, mode, out), or, given a group, vigil_KIND_create_group
+    (path, *args, mode, gid, out); raises what a failure means."""
+    from ._errors import check
+    from ._ffi import lib
+
+    if group_ is None:
+        rc = getattr(lib, f"vigil_{kind}_create_mode")(path, *args, mode_, out)
+    else:
+        gid = group(group_)
+        rc = getattr(lib, f"vigil_{kind}_create_group")(path, *args, mode_, gid, out)
+    check(rc, os.fsdecode(path))
+
+
+def opened(path: bytes, plain: Any, flagged: Any, args: tuple, flags: int, out: Any) -> int:
+    """An open: flagged(path, *args, flags, out) where the library has it,
+    else plain(path, *args, out) (an older library checks no owner)."""
+    if flagged is not None:
+        return flagged(path, *args, flags, out)
+    return plain(path, *args, out)
+
+
+def group(value: Any) -> int:
+    """A group for a file a *_create call makes: a gid, or a group's name."""
+    if isinstance(value, (str, bytes)):
+        import grp
+
+        name = value if isinstance(value, str) else os.fsdecode(value)
+        try:
+            return grp.getgrnam(name).gr_gid
+        except KeyError:
+            raise ValueError(f"group {name!r}: no such group") from None
+    return uint(value, "group", U32_MAX - 1)  # (gid_t)-1 is "keep the creator's": group=None
+
+
 KIND_HEARTBEAT, KIND_BARRIER, KIND_LEASES = 1, 2, 3
 _KINDS = {KIND_HEARTBEAT: "a heartbeat table", KIND_BARRIER: "a barrier file", KIND_LEASES: "a lease store"}
 _MAGIC = b"\x7fVIGIL\r\n"
+
+
+def untrusted(err: BaseException, path: str) -> BaseException:
+    """The Untrusted error for `path`, naming its owner and mode as the tool
+    does (read again by name: for the message only)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return err
+    try:
+        import pwd
+
+        owner = f"{pwd.getpwuid(st.st_uid).pw_name} (uid {st.st_uid})"
+    except (ImportError, KeyError):
+        owner = f"uid {st.st_uid}"
+    why = "writable by everyone" if st.st_mode & 0o002 else "owned by another user"
+    return type(err)(getattr(err, "code", -1011),
+                     f"{path}: owned by {owner}, mode {oct(st.st_mode & 0o7777)}: {why}, so another user could "
+                     f"have made or rewritten it; open it with trust_owner=True if its owner is trusted")
 
 
 def open_error(rc: int, path: str, want: int, asked: int = 0) -> BaseException:
     """The exception for a failed open of `path` as a file of kind `want`:
     for a file of another kind, another version or another capacity, what
     was found there (as `vigil inspect` says it), not only that it is wrong."""
-    from ._errors import VIGIL_EBADFILE, VIGIL_ECAPACITY, exception
+    from ._errors import VIGIL_EBADFILE, VIGIL_ECAPACITY, VIGIL_EUNTRUSTED, exception
     from ._ffi import ffi, has, lib, path_bytes
 
     err = exception(rc, path)
+    if rc == VIGIL_EUNTRUSTED:
+        return untrusted(err, path)
     if rc not in (VIGIL_EBADFILE, VIGIL_ECAPACITY) or not has("vigil_file_probe"):
         return err
     info = ffi.new("vigil_file_info *")

@@ -172,6 +172,14 @@ impl Start {
     }
 }
 
+/// How a barrier file is come by: made (with its mode, and its group when
+/// given), or opened (with VIGIL_OPEN_* flags).
+#[derive(Clone, Copy)]
+enum Make {
+    Create { mode: u32, group: Option<u32> },
+    Open { flags: std::os::raw::c_uint },
+}
+
 /// The owned C handle, shared by [`Barrier`] and `compat::EpochBarrier`.
 ///
 /// The C handle may be used by any number of threads at once while it is
@@ -218,13 +226,14 @@ impl<'t> RawBarrier<'t> {
         }
     }
 
-    /// Creates (`mode` Some) or opens the barrier file at `path` over
-    /// `table`, for a handle that keeps `share` until it is closed.
+    /// Creates (`mode` Some, for the group `group` when Some) or opens
+    /// (with `flags`) the barrier file at `path` over `table`, for a handle
+    /// that keeps `share` until it is closed.
     fn make(
         path: &Path,
         table: &HeartbeatTable,
         grace: u64,
-        mode: Option<u32>,
+        how: Make,
         share: Option<Arc<dyn Send + Sync>>,
     ) -> Result<RawBarrier<'t>> {
         let c = c_path(path)?;
@@ -233,22 +242,38 @@ impl<'t> RawBarrier<'t> {
         // the callers tie its life to the handle's ('t, or `share`); raw
         // is written only on success.
         check(unsafe {
-            match mode {
-                Some(mode) => sys::vigil_barrier_create_mode(c.as_ptr(), table.raw(), grace, mode, &mut raw),
-                None => sys::vigil_barrier_open(c.as_ptr(), table.raw(), grace, &mut raw),
+            match how {
+                Make::Create { mode, group: None } => {
+                    sys::vigil_barrier_create_mode(c.as_ptr(), table.raw(), grace, mode, &mut raw)
+                }
+                Make::Create { mode, group: Some(gid) } => {
+                    sys::vigil_barrier_create_group(c.as_ptr(), table.raw(), grace, mode, gid, &mut raw)
+                }
+                Make::Open { flags } => sys::vigil_barrier_open_flags(c.as_ptr(), table.raw(), grace, flags, &mut raw),
             }
         })?;
         Ok(RawBarrier::wrap(raw, share))
     }
 
     /// A handle over `table`, which it borrows for 't.
-    pub(crate) fn create(path: &Path, table: &'t HeartbeatTable, grace: u64, mode: u32) -> Result<RawBarrier<'t>> {
-        Self::make(path, table, grace, Some(mode), None)
+    pub(crate) fn create(
+        path: &Path,
+        table: &'t HeartbeatTable,
+        grace: u64,
+        mode: u32,
+        group: Option<u32>,
+    ) -> Result<RawBarrier<'t>> {
+        Self::make(path, table, grace, Make::Create { mode, group }, None)
     }
 
     /// As [`create`](Self::create), opening an existing file.
-    pub(crate) fn open(path: &Path, table: &'t HeartbeatTable, grace: u64) -> Result<RawBarrier<'t>> {
-        Self::make(path, table, grace, None, None)
+    pub(crate) fn open(
+        path: &Path,
+        table: &'t HeartbeatTable,
+        grace: u64,
+        options: crate::OpenOptions,
+    ) -> Result<RawBarrier<'t>> {
+        Self::make(path, table, grace, Make::Open { flags: options.flags() }, None)
     }
 }
 
@@ -263,7 +288,11 @@ impl RawBarrier<'static> {
         mode: Option<u32>,
     ) -> Result<RawBarrier<'static>> {
         let share: Arc<dyn Send + Sync> = owner.clone();
-        Self::make(path, table(owner), grace, mode, Some(share))
+        let how = match mode {
+            Some(mode) => Make::Create { mode, group: None },
+            None => Make::Open { flags: 0 },
+        };
+        Self::make(path, table(owner), grace, how, Some(share))
     }
 }
 
@@ -477,7 +506,34 @@ impl<'t> Barrier<'t> {
         mode: u32,
     ) -> Result<Barrier<'t>> {
         let path = path.as_ref();
-        let raw = RawBarrier::create(path, table, grace_epochs, mode)?;
+        let raw = RawBarrier::create(path, table, grace_epochs, mode, None)?;
+        Ok(Barrier { raw, table, path: path.to_path_buf() })
+    }
+
+    /// As [`create_with_mode`](Self::create_with_mode), the file given to
+    /// the group `gid` (the caller must be in it) as it is made
+    /// (vigil_barrier_create_group(3)).
+    ///
+    /// ```
+    /// use std::os::unix::fs::MetadataExt;
+    /// # let dir = std::env::temp_dir().join(format!("vigil-doc-bgroup-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// let gid = std::fs::metadata(&dir)?.gid();
+    /// let table = vigil::HeartbeatTable::create_with_group(dir.join("t"), 8, 0o660, gid)?;
+    /// let barrier = vigil::Barrier::create_with_group(dir.join("b"), &table, 5, 0o660, gid)?;
+    /// assert_eq!(std::fs::metadata(dir.join("b"))?.gid(), gid);
+    /// # drop(barrier); drop(table); std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn create_with_group<P: AsRef<Path>>(
+        path: P,
+        table: &'t HeartbeatTable,
+        grace_epochs: u64,
+        mode: u32,
+        gid: u32,
+    ) -> Result<Barrier<'t>> {
+        let path = path.as_ref();
+        let raw = RawBarrier::create(path, table, grace_epochs, mode, Some(gid))?;
         Ok(Barrier { raw, table, path: path.to_path_buf() })
     }
 
@@ -515,8 +571,34 @@ impl<'t> Barrier<'t> {
         table: &'t HeartbeatTable,
         grace_epochs: u64,
     ) -> Result<Barrier<'t>> {
+        Self::open_with(path, table, grace_epochs, crate::OpenOptions::new())
+    }
+
+    /// Opens an existing barrier with `grace_epochs` for this handle (0
+    /// keeps the stored grace), as `options` say: a file another user
+    /// could have rewritten is [`Error::Untrusted`](crate::Error::Untrusted)
+    /// unless [`OpenOptions::trust_owner`](crate::OpenOptions::trust_owner)
+    /// (a barrier is always opened for writing: `readonly` is
+    /// `InvalidInput`).
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("vigil-doc-bopenwith-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// let table = vigil::HeartbeatTable::create(dir.join("t"), 8)?;
+    /// vigil::Barrier::create(dir.join("b"), &table, 5)?;
+    /// let trusting = vigil::OpenOptions::new().trust_owner(true);
+    /// let barrier = vigil::Barrier::open_with(dir.join("b"), &table, 0, trusting)?;
+    /// # drop(barrier); drop(table); std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open_with<P: AsRef<Path>>(
+        path: P,
+        table: &'t HeartbeatTable,
+        grace_epochs: u64,
+        options: crate::OpenOptions,
+    ) -> Result<Barrier<'t>> {
         let path = path.as_ref();
-        let raw = RawBarrier::open(path, table, grace_epochs)?;
+        let raw = RawBarrier::open(path, table, grace_epochs, options)?;
         Ok(Barrier { raw, table, path: path.to_path_buf() })
     }
 

@@ -117,6 +117,7 @@ impl From<Error> for HeartbeatError {
             Error::BadFile | Error::CapacityMismatch => HeartbeatError::LayoutMismatch,
             Error::Os(e) => HeartbeatError::IoError(e.kind()),
             Error::OutOfRange => HeartbeatError::IoError(ErrorKind::InvalidInput),
+            Error::Untrusted => HeartbeatError::IoError(ErrorKind::PermissionDenied),
             _ => HeartbeatError::IoError(ErrorKind::Other),
         }
     }
@@ -517,6 +518,7 @@ impl From<Error> for BarrierError {
             Error::Os(e) => BarrierError::IoError(e.kind()),
             Error::OutOfRange => BarrierError::IoError(ErrorKind::InvalidInput),
             Error::Lost => BarrierError::Reclaimed,
+            Error::Untrusted => BarrierError::IoError(ErrorKind::PermissionDenied),
             _ => BarrierError::IoError(ErrorKind::Other),
         }
     }

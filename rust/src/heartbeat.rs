@@ -161,6 +161,55 @@ impl HeartbeatTable {
         Self::open_raw(path.as_ref(), 0, true)
     }
 
+    /// Maps an existing table as `options` say (whose file to trust, or for
+    /// looking only); `capacity` 0 takes the file's, another must match
+    /// it. A file another user could have rewritten is
+    /// [`Error::Untrusted`](crate::Error::Untrusted) unless
+    /// [`OpenOptions::trust_owner`](crate::OpenOptions::trust_owner).
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("vigil-doc-openwith-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let path = dir.join("t");
+    /// vigil::HeartbeatTable::create(&path, 4)?;
+    /// let view = vigil::HeartbeatTable::open_with(&path, 4, vigil::OpenOptions::new().readonly(true))?;
+    /// assert!(view.is_readonly());
+    /// # drop(view); std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open_with<P: AsRef<Path>>(path: P, capacity: u32, options: crate::OpenOptions) -> Result<HeartbeatTable> {
+        let path = path.as_ref();
+        let c = c_path(path)?;
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: c is a valid C string; raw is written only on success.
+        check(unsafe { sys::vigil_hb_open_flags(c.as_ptr(), capacity, options.flags(), &mut raw) })?;
+        Ok(Self::wrap(raw, path, options.is_readonly()))
+    }
+
+    /// As [`create_with_mode`](Self::create_with_mode), the file given to
+    /// the group `gid` (the caller must be in it) as it is made: with mode
+    /// 0o660, the arrangement in which the group's members trust each
+    /// other's table (vigil_hb_create_group(3)).
+    ///
+    /// ```
+    /// use std::os::unix::fs::MetadataExt;
+    /// # let dir = std::env::temp_dir().join(format!("vigil-doc-group-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// let gid = std::fs::metadata(&dir)?.gid(); // a group the caller is in
+    /// let table = vigil::HeartbeatTable::create_with_group(dir.join("t"), 8, 0o660, gid)?;
+    /// assert_eq!(std::fs::metadata(dir.join("t"))?.gid(), gid);
+    /// # drop(table); std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn create_with_group<P: AsRef<Path>>(path: P, capacity: u32, mode: u32, gid: u32) -> Result<HeartbeatTable> {
+        let path = path.as_ref();
+        let c = c_path(path)?;
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: c is a valid C string; raw is written only on success.
+        check(unsafe { sys::vigil_hb_create_group(c.as_ptr(), capacity, mode, gid, &mut raw) })?;
+        Ok(Self::wrap(raw, path, false))
+    }
+
     fn open_raw(path: &Path, capacity: u32, readonly: bool) -> Result<HeartbeatTable> {
         let c = c_path(path)?;
         let mut raw = std::ptr::null_mut();

@@ -241,6 +241,7 @@ mod failover;
 mod heartbeat;
 mod keepalive;
 mod lease;
+mod open;
 mod sys;
 mod util;
 
@@ -252,6 +253,7 @@ pub use failover::{Election, FailoverWatchInfo, Leader, Reclaim, ReclaimReason};
 pub use heartbeat::{Beater, HeartbeatCounters, HeartbeatTable, Registration, Role, SlotInfo};
 pub use keepalive::{with_keepalive, Keepalive, KeepaliveStats};
 pub use lease::{Lease, LeaseInfo, LeasePort, LeaseState, Leases, LeasesCounters};
+pub use open::OpenOptions;
 
 /// The Rust programs of README.md, run as doc tests (`make rust-doc`).
 #[cfg(doctest)]

@@ -504,3 +504,67 @@ fn a_second_failover_wait_keeps_its_timeout() {
         assert_eq!(got.iter().map(|r| r.slot).collect::<Vec<_>>(), vec![slot]);
     });
 }
+
+extern "C" {
+    fn chown(path: *const std::os::raw::c_char, uid: u32, gid: u32) -> std::os::raw::c_int;
+}
+
+/// vigil-test's uid (tests/test_user.sh), when this runs as root and the
+/// user exists: the other user whose file is not trusted.
+fn other_user() -> Option<u32> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let euid = status.lines().find(|l| l.starts_with("Uid:"))?.split_whitespace().nth(2)?.to_string();
+    if euid != "0" {
+        return None;
+    }
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    let line = passwd.lines().find(|l| l.starts_with("vigil-test:"))?;
+    line.split(':').nth(2)?.parse().ok()
+}
+
+fn give_to(path: &std::path::Path, uid: u32) {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+    // SAFETY: c is a NUL-terminated path for the length of the call; -1
+    // (u32::MAX) keeps the group.
+    assert_eq!(unsafe { chown(c.as_ptr(), uid, u32::MAX) }, 0, "chown {}", path.display());
+}
+
+/// Opening for writing refuses a file anyone may write, or another user's
+/// (as root, vigil-test's), with Error::Untrusted; OpenOptions::trust_owner
+/// opens it; a look needs no trust (issue 26's opens, bound here).
+#[test]
+fn untrusted_files_are_refused_unless_their_owner_is_trusted() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = TempDir::new("api-trust");
+    let (t, l, b) = (dir.path("t"), dir.path("l"), dir.path("b"));
+    let table = HeartbeatTable::create(&t, 4).unwrap();
+    Barrier::create(&b, &table, 5).unwrap();
+    drop(Leases::create(&l, 4).unwrap());
+    let trusting = vigil::OpenOptions::new().trust_owner(true);
+    let other = other_user();
+    for mode in [0o666, 0o644] {
+        if mode == 0o644 && other.is_none() {
+            break; // a file of one's own that only its owner writes is trusted
+        }
+        for path in [&t, &l, &b] {
+            if let Some(uid) = other {
+                give_to(path, uid);
+            }
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+        }
+        assert!(matches!(HeartbeatTable::open(&t), Err(Error::Untrusted)), "mode {mode:o}");
+        assert!(matches!(Leases::open(&l), Err(Error::Untrusted)), "mode {mode:o}");
+        assert!(matches!(Barrier::open(&b, &table), Err(Error::Untrusted)), "mode {mode:o}");
+        assert_eq!(Error::Untrusted.code(), -1011);
+        HeartbeatTable::open_with(&t, 4, trusting).unwrap();
+        Leases::open_with(&l, trusting).unwrap();
+        Barrier::open_with(&b, &table, 0, trusting).unwrap();
+        HeartbeatTable::open_readonly(&t).unwrap();
+        Leases::open_readonly(&l).unwrap();
+    }
+    assert!(matches!(
+        Barrier::open_with(&b, &table, 0, vigil::OpenOptions::new().readonly(true)),
+        Err(Error::Os(e)) if e.kind() == std::io::ErrorKind::InvalidInput
+    ));
+}
