@@ -51,6 +51,14 @@
  * shared between processes: the protocol above, the model and the
  * processes it proves are unchanged.
  *
+ * THE DESCRIPTOR (vigil_failover_wait_fd): the epoll instance the waits
+ * sleep on, for an event loop. It is made once per handle, under
+ * make_lock, and never changes until the handle is closed, so a loop can
+ * register it; it polls readable while a watched owner has exited and its
+ * slot is not yet claimed (the claim takes the pidfd out). Only a wait
+ * adds and removes pidfds: a loop calls one with a timeout of 0 when it is
+ * readable and at every tick (stale slots, newly registered ones).
+ *
  * A descriptor or memory that runs out is transient: an epoll instance or
  * a pidfd that could not be made for EMFILE, ENFILE or ENOMEM (an epoll_ctl
  * for ENOMEM or ENOSPC) is tried again at the next look, and the slot
@@ -90,7 +98,7 @@ struct watched {
 
 struct vigil_failover_watch {
     pthread_mutex_t mu;        /* one wait at a time on a handle */
-    int             epfd;      /* -1: none yet (retried), or no pidfds here */
+    _Atomic int     epfd;      /* -1: none yet (retried), or no pidfds here; set once, under make_lock */
     bool            no_pidfds; /* the kernel has none: epochs alone, for good */
     uint32_t        cap;
     /* Counts of the last look, read by vigil_failover_wait_info without
@@ -119,8 +127,9 @@ void vigil_failover_watch_free(struct vigil_failover_watch *w)
     for (uint32_t i = 0; i < w->cap; i++)
         if (w->w[i].fd >= 0)
             close(w->w[i].fd);
-    if (w->epfd >= 0)
-        close(w->epfd);
+    int ep = atomic_load_explicit(&w->epfd, memory_order_acquire);
+    if (ep >= 0)
+        close(ep);
     pthread_mutex_destroy(&w->mu);
     free(w);
 }
@@ -143,7 +152,7 @@ static struct vigil_failover_watch *watch_of(vigil_hb *hb)
             w->no_pidfds = probe < 0 && errno == ENOSYS;
             if (probe >= 0)
                 close(probe);
-            w->epfd = -1;
+            atomic_init(&w->epfd, -1);
             hb->watch = w;
         }
     }
@@ -151,11 +160,34 @@ static struct vigil_failover_watch *watch_of(vigil_hb *hb)
     return w;
 }
 
+/* The handle's epoll instance, made at the first call that needs it (and
+ * again at every call until it can be): its descriptor, or -errno. Set
+ * once under make_lock, never changed: release, so that whoever loads it
+ * (acquire) uses the instance made. */
+static int epoll_of(struct vigil_failover_watch *w)
+{
+    int ep = atomic_load_explicit(&w->epfd, memory_order_acquire);
+    if (ep >= 0)
+        return ep;
+    pthread_mutex_lock(&make_lock);
+    ep = atomic_load_explicit(&w->epfd, memory_order_relaxed); /* make_lock orders it */
+    if (ep < 0) {
+        ep = epoll_create1(EPOLL_CLOEXEC);
+        if (ep >= 0)
+            atomic_store_explicit(&w->epfd, ep, memory_order_release);
+        else
+            ep = -errno;
+    }
+    pthread_mutex_unlock(&make_lock);
+    return ep;
+}
+
 static void unwatch(struct vigil_failover_watch *w, uint32_t i)
 {
     struct watched *x = &w->w[i];
     if (x->fd >= 0) {
-        epoll_ctl(w->epfd, EPOLL_CTL_DEL, x->fd, NULL);
+        /* x->fd was added to the instance, so it exists. */
+        epoll_ctl(atomic_load_explicit(&w->epfd, memory_order_acquire), EPOLL_CTL_DEL, x->fd, NULL);
         close(x->fd);
     }
     *x = (struct watched){ .fd = -1 };
@@ -178,12 +210,10 @@ static void watch_slot(struct vigil_failover_watch *w, uint32_t i, uint32_t ns, 
         x->epochs = true;
         return;
     }
-    if (w->epfd < 0) {
-        w->epfd = epoll_create1(EPOLL_CLOEXEC);
-        if (w->epfd < 0) {
-            x->retry = transient(errno), x->epochs = !x->retry;
-            return;
-        }
+    int ep = epoll_of(w);
+    if (ep < 0) {
+        x->retry = transient(-ep), x->epochs = !x->retry;
+        return;
     }
     /* Step 4. */
     int fd = pidfd_open_(x->pid);
@@ -202,7 +232,7 @@ static void watch_slot(struct vigil_failover_watch *w, uint32_t i, uint32_t ns, 
         return;
     }
     struct epoll_event ev = { .events = EPOLLIN, .data.u32 = i };
-    if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+    if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
         x->retry = transient(errno), x->epochs = !x->retry;
         close(fd);
         return;
@@ -274,22 +304,25 @@ static uint32_t claim_dead(vigil_hb *hb, struct vigil_failover_watch *w, vigil_r
     return n;
 }
 
-/* Sleeps until a pidfd is readable or ns pass; marks the readable dead. */
+/* Sleeps until a pidfd is readable or ns pass (0: only looks); marks the
+ * readable dead. */
 static void sleep_on_pidfds(struct vigil_failover_watch *w, uint64_t ns)
 {
-    if (w->epfd < 0) {
+    int ep = atomic_load_explicit(&w->epfd, memory_order_acquire);
+    if (ep < 0) {
         struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
-        nanosleep(&ts, NULL);
+        if (ns)
+            nanosleep(&ts, NULL);
         return;
     }
     struct epoll_event ev[16];
     int n;
 #ifdef SYS_epoll_pwait2
     struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
-    n = (int)syscall(SYS_epoll_pwait2, w->epfd, ev, 16, &ts, NULL, 0);
+    n = (int)syscall(SYS_epoll_pwait2, ep, ev, 16, &ts, NULL, 0);
     if (n < 0 && errno == ENOSYS)
 #endif
-        n = epoll_wait(w->epfd, ev, 16, (int)((ns + 999999u) / 1000000u));
+        n = epoll_wait(ep, ev, 16, (int)((ns + 999999u) / 1000000u));
     for (int k = 0; k < n; k++) {
         uint32_t i = ev[k].data.u32;
         if (i < w->cap && w->w[i].fd >= 0)
@@ -345,6 +378,10 @@ int vigil_failover_wait_why(vigil_hb *hb, uint64_t grace_epochs, uint64_t timeou
     int result = 0;
     for (;;) {
         sync_table(hb, w);
+        /* The pidfds readable already, without sleeping: a wait with a
+         * timeout of 0 (an event loop's, woken by the descriptor) claims
+         * an owner that exited since the last look. */
+        sleep_on_pidfds(w, 0);
         uint32_t n = claim_dead(hb, w, out, why, max);
         if (n < max) {
             int m = vigil_failover_scan(hb, grace_epochs, out + n, max - n);
@@ -374,6 +411,18 @@ int vigil_failover_wait_why(vigil_hb *hb, uint64_t grace_epochs, uint64_t timeou
 int vigil_failover_wait(vigil_hb *hb, uint64_t grace_epochs, uint64_t timeout_ns, vigil_reclaim *out, uint32_t max)
 {
     return vigil_failover_wait_why(hb, grace_epochs, timeout_ns, out, NULL, max);
+}
+
+int vigil_failover_wait_fd(vigil_hb *hb)
+{
+    if (!hb)
+        return -EINVAL;
+    struct vigil_failover_watch *w = watch_of(hb);
+    if (!w)
+        return -ENOMEM;
+    if (w->no_pidfds)
+        return -ENOSYS; /* nothing would ever make it readable */
+    return epoll_of(w);
 }
 
 int vigil_failover_wait_info(const vigil_hb *hb, vigil_failover_watch_info *out)

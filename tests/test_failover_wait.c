@@ -10,13 +10,15 @@
  * recorded in another pid namespace is never judged by its pid here
  * (issue 17.4), and a wait that ran out of descriptors watches again once
  * it has them (issue 17.7), and a second wait on a handle another wait
- * holds returns at its own timeout. Kills are decided by the test, waits are
+ * holds returns at its own timeout, and the wait's descriptor turns
+ * readable at an owner's death for an event loop. Kills are decided by the test, waits are
  * bounded, nothing is timed. The cases that need a pid namespace and pid
  * recycling are in test_failover_wait_ns.c.
  */
 #include "hbtest.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/resource.h>
@@ -410,8 +412,41 @@ static int test_three_watchdogs_exactly_once(void)
     return 0;
 }
 
+/* The wait's descriptor, for an event loop: one descriptor for the
+ * handle's life, not readable while the watched owner lives, readable
+ * once it is killed, and not readable again once a wait has reclaimed
+ * its slot. */
+static int test_wait_fd_for_a_loop(void)
+{
+    const char *path = vt_path("fd.hb");
+    vigil_hb *hb = vt_hb_fresh_at(path, 8);
+    EXPECT_RC(vigil_failover_wait_fd(NULL), -EINVAL);
+    int fd = vigil_failover_wait_fd(hb);
+    EXPECT(fd >= 0, "no descriptor: %d", fd);
+    EXPECT(vigil_failover_wait_fd(hb) == fd, "a second call gave another descriptor");
+    struct worker w;
+    EXPECT(spawn_worker(path, 0x4, &w) == 0, "worker did not start");
+    vigil_reclaim out[8];
+    EXPECT_RC(vigil_failover_wait(hb, 1000000, 0, out, 8), 0); /* the look that watches it */
+    vigil_failover_watch_info info;
+    EXPECT_RC(vigil_failover_wait_info(hb, &info), 0);
+    EXPECT(info.watched == 1, "expected the worker watched, got %u", info.watched);
+    struct pollfd p = { fd, POLLIN, 0 };
+    EXPECT(poll(&p, 1, 0) == 0, "readable while the worker lives");
+    kill(w.pid, SIGKILL);
+    waitpid(w.pid, NULL, 0);
+    EXPECT(poll(&p, 1, 10000) == 1 && (p.revents & POLLIN), "not readable after the worker was killed");
+    int n = vigil_failover_wait(hb, 1000000, 0, out, 8);
+    EXPECT(n == 1 && out[0].slot == w.slot && out[0].in_flight == 0x4, "expected slot %u with 0x4, got n=%d",
+           w.slot, n);
+    p.revents = 0;
+    EXPECT(poll(&p, 1, 0) == 0, "still readable after the reclaim");
+    vigil_hb_close(hb);
+    return 0;
+}
+
 VT_MAIN(VT_CASE(test_killed_reclaimed_before_any_tick), VT_CASE(test_timeout_and_stale),
         VT_CASE(test_reused_and_foreign), VT_CASE(test_main_thread_exited_is_alive),
         VT_CASE(test_registered_while_waiting), VT_CASE(test_three_watchdogs_exactly_once),
         VT_CASE(test_foreign_namespace_never_judged), VT_CASE(test_out_of_fds_retried),
-        VT_CASE(test_second_wait_keeps_its_timeout))
+        VT_CASE(test_second_wait_keeps_its_timeout), VT_CASE(test_wait_fd_for_a_loop))
