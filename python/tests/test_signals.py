@@ -477,3 +477,22 @@ def test_lock_in_a_subinterpreter(tmp):
         mod.destroy(interp)
     with vigil.Leases.open(path) as s:
         assert s.get("k") is None, "the lease is still held"
+
+
+@pytest.mark.filterwarnings("ignore:coroutine .* was never awaited")
+def test_async_registered_enter_and_exit(tmp):
+    """`async with table.registered()` under asyncio.run: no way out leaves
+    a slot registered."""
+    with vigil.HeartbeatTable.create(os.path.join(tmp, "t.hb"), 4) as t:
+
+        async def registered() -> None:
+            async with t.registered() as slot:
+                t.mark(slot, 1)
+
+        def scenario() -> None:
+            asyncio.run(registered())
+
+        def check() -> None:
+            assert t.live_count(vigil._util.U64_MAX) == 0, "a slot is still registered"
+
+        each_point(scenario, (scenario.__code__, registered.__code__), check)

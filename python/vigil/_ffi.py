@@ -60,6 +60,7 @@ ffi.cdef(
     typedef struct vigil_leader { uint32_t slot; uint32_t pid; uint64_t term; } vigil_leader;
     int  vigil_failover_scan(vigil_hb *hb, uint64_t grace_epochs, vigil_reclaim *out, uint32_t max);
     int  vigil_failover_scan_probe(vigil_hb *hb, uint64_t grace_epochs, vigil_reclaim *out, uint32_t max);
+    int  vigil_failover_wait_fd(vigil_hb *hb);
     int  vigil_failover_wait(vigil_hb *hb, uint64_t grace_epochs, uint64_t timeout_ns,
                              vigil_reclaim *out, uint32_t max);
     int  vigil_leader_elect(vigil_hb *hb, uint64_t grace_epochs, vigil_leader *out);

@@ -5,7 +5,9 @@
 the library renews at 0.32 of the TTL, stops for good on a refusal, and is
 joined on the way out so that no renewal lands after the caller releases.
 
-`heartbeat` is the same promise for asyncio. For a vigil store the C
+`keepalive_async` is the same promise for asyncio (`heartbeat` is its
+first name, kept: not to be confused with a heartbeat table's beat,
+which says a process is alive, not a lease). For a vigil store the C
 keepalive renews, and the event loop watches its descriptor, so a loss is
 known at once without a Python thread per lease. For any other object with
 a `renew(lease)` method (plain or async) an asyncio task renews on the same
@@ -124,7 +126,7 @@ class Keepalive:
             renew = getattr(self.store, "renew", None)
             if renew is not None:
                 if inspect.iscoroutinefunction(renew):
-                    raise TypeError("keepalive needs a plain renew(); use `async with vigil.heartbeat(...)`")
+                    raise TypeError("keepalive needs a plain renew(); use `async with vigil.keepalive_async(...)`")
                 renewal = _Renewal(renew, self.lease)
                 handle = ffi.new_handle(renewal)
                 port.ctx, port.renew = handle, _RENEW_THROUGH
@@ -296,9 +298,9 @@ async def _call(fn: Callable[..., Any], *args: Any) -> Any:
     return result
 
 
-class Heartbeat:
-    """`async with vigil.heartbeat(leases, lease) as hb:` keeps `lease` alive
-    while the block runs. `hb.lost` tells the body (reading True counts as
+class AsyncKeepalive:
+    """`async with vigil.keepalive_async(leases, lease) as ka:` keeps `lease`
+    alive while the block runs (`vigil.Heartbeat` is its first name). `hb.lost` tells the body (reading True counts as
     being told), `await hb.wait_lost()` sleeps until the loss."""
 
     def __init__(self, leases: Any, lease: Any) -> None:
@@ -342,7 +344,7 @@ class Heartbeat:
         if self._event is not None:
             self._event.set()
 
-    async def __aenter__(self) -> "Heartbeat":
+    async def __aenter__(self) -> "AsyncKeepalive":
         _, self._armed = _signals.enter(self._start, lambda _: self._unstart())
         return self
 
@@ -483,8 +485,8 @@ class Heartbeat:
             _signals.disarm(armed)
 
 
-def heartbeat(leases: Any, lease: Any) -> Heartbeat:
-    """`async with vigil.heartbeat(leases, lease) as hb:` renews `lease` while the block runs.
+def keepalive_async(leases: Any, lease: Any) -> AsyncKeepalive:
+    """`async with vigil.keepalive_async(leases, lease) as ka:` renews `lease` while the block runs.
 
     The renewal is stopped and awaited on every way out, so none is in
     flight when the caller releases. A block left by an exception or a
@@ -493,7 +495,13 @@ def heartbeat(leases: Any, lease: Any) -> Heartbeat:
     release or keep. Lost is raised on exit if the lease was lost, unless
     the block raised or already saw it (`hb.lost` read True, or
     `hb.wait_lost()` returned)."""
-    return Heartbeat(leases, lease)
+    return AsyncKeepalive(leases, lease)
+
+
+# The first names, kept (programs and the contract use them): a lease kept
+# alive under asyncio, not a heartbeat table's beat.
+Heartbeat = AsyncKeepalive
+heartbeat = keepalive_async
 
 
 class LeaseLock:
@@ -509,7 +517,7 @@ class LeaseLock:
         self.key, self.owner, self.ttl, self.timeout = key, owner, ttl, timeout
         self.lease: Optional[Lease] = None
         self._ka: Optional[Keepalive] = None
-        self._hb: Optional[Heartbeat] = None
+        self._hb: Optional[AsyncKeepalive] = None
         self._lost = False
         self._told = False
         self._pid = os.getpid()
@@ -591,7 +599,7 @@ class LeaseLock:
         try:
             # Cancelled, the wait gives back what it took (acquire_wait_async).
             lease = await self.store.acquire_wait_async(self.key, self.owner, self.ttl, self.timeout)
-            hb = Heartbeat(self.store, lease)
+            hb = AsyncKeepalive(self.store, lease)
             _, armed = _signals.enter(hb._start, lambda _: hb._unstart())
         except BaseException:
             if lease is not None:
@@ -676,5 +684,5 @@ def _ttl(lease: Any) -> float:
 
 # _leases names LeaseLock for its annotations only; now it exists.
 _leases.LeaseLock = LeaseLock  # type: ignore[attr-defined]
-_util.resolve_annotations(KeepaliveStats, Keepalive, keepalive, Heartbeat, heartbeat, LeaseLock,
+_util.resolve_annotations(KeepaliveStats, Keepalive, keepalive, AsyncKeepalive, keepalive_async, LeaseLock,
                           _leases._Store, _leases.Leases, _leases.Etcd)

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
 """The heartbeat table: one 64-byte slot per process in a shared mapping."""
+import asyncio
 import enum
 import os
 import threading
@@ -7,7 +8,7 @@ import time
 import weakref
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Dict, List, Optional, Tuple, Type, Union
+from typing import Any, Dict, List, Optional, Set, Tuple, Type, Union
 
 from . import _ffi, _fork, _signals, _util
 from ._errors import VIGIL_ELOST, VIGIL_EVACANT, Lost, Vacant, check, exception
@@ -250,22 +251,44 @@ class Registration:
         self.slot, self._owner = slot, pid  # no call since enter() returned
         return slot
 
+    async def __aenter__(self) -> int:
+        """`async with table.registered() as slot:` registering is one call
+        that never blocks: the same way in as `with`."""
+        return self.__enter__()
+
+    # The ways out disarm in their own frame: a signal noted in one is
+    # delivered when it settles (a nested protected frame would leave it
+    # to an outer one).
+
+    @_signals.protected
+    async def __aexit__(self, et: Optional[Type[BaseException]], ev: Optional[BaseException],
+                        tb: Optional[TracebackType]) -> None:
+        """The same way out as `with` (unregistering never blocks)."""
+        armed, self._armed = self._armed, None
+        try:
+            self._leave(et)
+        finally:
+            _signals.disarm(armed)
+
     @_signals.protected
     def __exit__(self, et: Optional[Type[BaseException]], ev: Optional[BaseException],
                  tb: Optional[TracebackType]) -> None:
         armed, self._armed = self._armed, None
         try:
-            slot, self.slot = self.slot, None
-            if slot is None or self.table.closed or os.getpid() != self._owner:
-                return  # nothing, or a forked child's copy of the parent's slot
-            try:
-                self.table.unregister(slot)
-            except (Vacant, Lost) as e:
-                if et is None:
-                    raise Lost(VIGIL_ELOST, f"{self.table.path}: slot {slot} was taken from this registration "
-                                            f"(reclaimed by failover)") from e
+            self._leave(et)
         finally:
             _signals.disarm(armed)
+
+    def _leave(self, et: Optional[Type[BaseException]]) -> None:
+        slot, self.slot = self.slot, None
+        if slot is None or self.table.closed or os.getpid() != self._owner:
+            return  # nothing, or a forked child's copy of the parent's slot
+        try:
+            self.table.unregister(slot)
+        except (Vacant, Lost) as e:
+            if et is None:
+                raise Lost(VIGIL_ELOST, f"{self.table.path}: slot {slot} was taken from this registration "
+                                        f"(reclaimed by failover)") from e
 
 
 class HeartbeatTable(_Handle):
@@ -283,6 +306,8 @@ class HeartbeatTable(_Handle):
         self._beaters: Dict[int, Beater] = {}
         # vigil_failover_wait keeps state in the handle: one wait at a time.
         self._failover_turns = _util.Turns()
+        # failover_wait_async's waiters, per event loop: one reader each.
+        self._fd_waiters: Dict[Any, Set[Any]] = {}
 
     @classmethod
     def create(cls, path: PathLike, capacity: int, mode: int = DEFAULT_MODE, *,
@@ -382,8 +407,9 @@ class HeartbeatTable(_Handle):
             _signals.disarm(armed)
 
     def registered(self, pid: Optional[int] = None) -> Registration:
-        """`with table.registered() as slot:` registers on entry and
-        unregisters on exit (Lost on exit if failover took the slot meanwhile)."""
+        """`with table.registered() as slot:` (or `async with`) registers on
+        entry and unregisters on exit (Lost on exit if failover took the slot
+        meanwhile)."""
         return Registration(self, pid)
 
     def unregister(self, slot: int) -> None:
@@ -512,6 +538,78 @@ class HeartbeatTable(_Handle):
 
         return self._failover_turns.run(True, timeout, None, wait, list)
 
+    def failover_fileno(self) -> int:
+        """The descriptor this table's failover waits sleep on, for an event
+        loop (vigil_failover_wait_fd): it polls readable while the owner of
+        a watched slot has exited and the slot is not yet reclaimed. Only a
+        wait adds owners to it and reclaims: call `failover_wait(grace,
+        timeout=0)` when it is readable, and at every tick too (a slot stale
+        by epochs, or registered since the last wait, is seen only by a
+        wait). `failover_wait_async` does all that. Owned by the table,
+        valid until it is closed; never read or close it. OSError (ENOSYS)
+        on a kernel without pidfds. (A loop that also runs
+        failover_wait_async on this table leaves the reader to it: one
+        reader per descriptor and loop.)"""
+        if not _ffi.has("vigil_failover_wait_fd"):
+            raise NotImplementedError("the loaded libvigil has no vigil_failover_wait_fd")
+        return check(lib.vigil_failover_wait_fd(self._p()), self.path)
+
+    async def failover_wait_async(self, grace: int, timeout: Optional[float] = None, max: int = 64) -> List[Reclaim]:
+        """`failover_wait` without blocking the event loop and without a
+        thread: the loop watches `failover_fileno()`, so an owner's death
+        wakes it at once, and looks again every 50 ms for slots stale by
+        epochs and slots registered meanwhile. [] when `timeout` seconds
+        pass first (None: no deadline). Cancelled, it leaves nothing behind
+        (each look is a call that does not block: a reclaim it made is
+        returned, never dropped). A look made while another thread's wait
+        holds this table's turn finds nothing and waits again."""
+        n_max = self._reclaim_room(max)
+        g = _grace(grace)
+        _util.timeout_ns(timeout)  # checked now: OutOfRange naming the limit
+        until = _util.deadline(timeout)
+        loop = asyncio.get_running_loop()
+        try:
+            fd: Optional[int] = self.failover_fileno()
+        except (NotImplementedError, OSError):
+            fd = None  # no pidfds (or an older library): the looks alone
+        while True:
+            got = self.failover_wait(g, timeout=0, max=n_max)
+            if got:
+                return got
+            left = _ASYNC_LOOK if until is None else min(_ASYNC_LOOK, until - time.monotonic())
+            if left <= 0:
+                return []
+            woken: "asyncio.Future[None]" = loop.create_future()
+            if fd is not None:
+                self._watch_fd(loop, fd, woken)
+            try:
+                await asyncio.wait((woken,), timeout=left)
+            finally:
+                if fd is not None:
+                    self._unwatch_fd(loop, fd, woken)
+                woken.cancel()
+
+    def _watch_fd(self, loop: asyncio.AbstractEventLoop, fd: int, woken: "asyncio.Future[None]") -> None:
+        """One reader per loop for the table's descriptor, shared by every
+        failover_wait_async waiting on that loop (a second add_reader would
+        replace the first's, and its remove_reader take both)."""
+        waiting = self._fd_waiters.setdefault(loop, set())
+        if not waiting:
+            loop.add_reader(fd, self._wake, loop)
+        waiting.add(woken)
+
+    def _unwatch_fd(self, loop: asyncio.AbstractEventLoop, fd: int, woken: "asyncio.Future[None]") -> None:
+        waiting = self._fd_waiters.get(loop, set())
+        waiting.discard(woken)
+        if not waiting:
+            self._fd_waiters.pop(loop, None)
+            loop.remove_reader(fd)
+
+    def _wake(self, loop: asyncio.AbstractEventLoop) -> None:
+        for woken in self._fd_waiters.get(loop, ()):
+            if not woken.done():
+                woken.set_result(None)
+
     def leader_elect(self, grace: int) -> Leader:
         """Make the lowest live pid the coordinator and return it (its term
         grows when leadership changes hands); NoPeers when nothing is live."""
@@ -548,6 +646,7 @@ class HeartbeatTable(_Handle):
 
 
 _WAIT_SLICE = 0.25  # failover_wait in slices of this at most, for Ctrl-C
+_ASYNC_LOOK = 0.05  # failover_wait_async looks at the table at least this often
 _NO_SLOT = _util.U32_MAX  # never a slot: capacities stop at 2^20
 max_ = max  # the builtin, under the parameter named max
 
