@@ -315,6 +315,7 @@ struct vigil_etcd_own {
     bool    ok, found, value_fits;
     int64_t create, lease, mod;
     char    value[64];
+    struct vigil_etcd_hdr at; /* the reply's header: vigil_etcd__store_behind judges it */
 };
 int vigil_etcd__parse_put_if(long http, const char *body, size_t len, struct vigil_etcd_own *own);
 int vigil_etcd__body_holder(char *buf, size_t cap, const char *key);

@@ -402,8 +402,9 @@ static int gone_by_us(vigil_etcd *e, const vigil_lease *lease)
     /* mod_revision 0 never holds: a txn that only reads our key. */
     if (rc == 0)
         rc = vigil_etcd__body_put_if(body, sizeof(body), full, lease->id, lease->token, lease->id, 0, lease->id, "");
-    if (rc == 0 && (rc = vigil_etcd__call(e, "v3/kv/txn", body, &r)) == 0)
-        rc = vigil_etcd__parse_put_if(r.http, r.body, r.len, &own);
+    if (rc == 0 && (rc = vigil_etcd__call(e, "v3/kv/txn", body, &r)) == 0 &&
+        (rc = vigil_etcd__parse_put_if(r.http, r.body, r.len, &own)) == 0)
+        rc = vigil_etcd__store_behind(e, &own.at, lease->token);
     if (rc < 0)
         return rc;
     if (own.ok || own.found)
@@ -461,8 +462,8 @@ int vigil_etcd_proclaim(vigil_etcd *e, vigil_lease *lease, const char *owner)
         }
         if (rc < 0)
             break; /* unknown: it lands before any later write of our key, or never */
-        if (own.ok)
-            break;
+        if ((rc = vigil_etcd__store_behind(e, &own.at, lease->token)) < 0 || own.ok)
+            break; /* a store gone back below the token, or another cluster: lost */
         if (!own.found || own.create != (int64_t)lease->token || own.lease != lease->id)
             rc = VIGIL_ELOST;
         else if (mod > 0 && own.mod != mod && own.value_fits && strcmp(own.value, owner) == 0)

@@ -137,6 +137,8 @@ static int resolve_once(vigil_group_member *m, bool *landed, int64_t *rev)
     fence_add(&t, m, id);
     int rc = gtxn_run(m->e, &t, &r);
     gtxn_free(&t);
+    if (r.behind)
+        atomic_store(&m->behind, true);
     if (rc < 0)
         return rc;
     int64_t version = 0, mod = 0;
@@ -198,6 +200,8 @@ int gop_run(vigil_group_member *m, struct gtxn *t, uint64_t id, int op, const ch
     int frange = t->franges;
     fence_add(t, m, id);
     rc = gtxn_run(m->e, t, r);
+    if (r->behind)
+        atomic_store(&m->behind, true);
     if (rc == VIGIL_ELOST)
         return rc; /* our lease not found: the txn failed whole, and so will every copy */
     bool doubt = rc < 0;

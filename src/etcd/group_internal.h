@@ -71,6 +71,7 @@ void gtxn_del(struct gtxn *t, enum gbranch b, const char *key, unsigned flags);
 struct greply {
     struct cJSON *root;
     bool          ok, doubt;
+    bool          behind; /* refused by vigil_etcd__store_behind: the store went back, or is another */
     int64_t       rev;
 };
 /* Sends t through e (taking e's lock): 0 with *r (free with greply_free),
@@ -164,6 +165,10 @@ struct vigil_group_member {
     } doubt;
     char             found[VIGIL_UNIT_MAX + 1]; /* a claim in doubt found landed: the next take's ("" none) */
     uint64_t         found_token;
+    /* A fenced write answered by a store that went back below our join, or
+     * by another cluster: lost for good, and nothing read there since
+     * (a done record, say) can tell otherwise. */
+    _Atomic bool     behind;
 };
 
 /* The comparison every write of a member makes: its key under members/

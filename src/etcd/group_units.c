@@ -446,8 +446,8 @@ static int finish(vigil_group_member *m, const vigil_group_unit *u, bool done)
         rc = rc == -EAGAIN ? GOP_VOID : rc;
     }
     free(val);
-    if (rc == VIGIL_ELOST && done)
-        rc = done_found(m, u, kd); /* out: but a done of ours may have landed before */
+    if (rc == VIGIL_ELOST && done && !atomic_load(&m->behind))
+        rc = done_found(m, u, kd); /* out: but a done of ours may have landed before (not on a store gone back) */
     if (rc == GOP_REFUSED) {
         struct gkv me, rec;
         int f = greply_first(&r, 0, &me), fd = f < 0 || !done ? 0 : greply_first(&r, 1, &rec);
