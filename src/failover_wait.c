@@ -42,12 +42,12 @@
  *      processes gets the bits.
  *
  * One wait at a time on a handle (it holds the pidfds), and a wait's
- * timeout covers its turn too: a second caller takes the handle's lock
- * with the deadline of its own call (pthread_mutex_clocklock on
- * CLOCK_MONOTONIC), and returns 0, nothing reclaimed, when the first is
- * still waiting at that deadline (it took the lock untimed, and a 100 ms
+ * timeout covers its turn too: a second caller waits for the handle's
+ * turn (take_turn) until the deadline of its own call, on
+ * CLOCK_MONOTONIC, and returns 0, nothing reclaimed, when the first is
+ * still waiting at that deadline (it took a lock untimed, and a 100 ms
  * wait behind a 3 s one returned after 3 s; test_failover_wait.c
- * test_second_wait_keeps_its_timeout). The lock is the handle's own, not
+ * test_second_wait_keeps_its_timeout). The turn is the handle's own, not
  * shared between processes: the protocol above, the model and the
  * processes it proves are unchanged.
  *
@@ -97,7 +97,9 @@ struct watched {
 };
 
 struct vigil_failover_watch {
-    pthread_mutex_t mu;        /* one wait at a time on a handle */
+    pthread_mutex_t mu;        /* guards busy */
+    pthread_cond_t  freed;     /* busy cleared, on CLOCK_MONOTONIC */
+    bool            busy;      /* a wait holds the handle (its turn) */
     _Atomic int     epfd;      /* -1: none yet (retried), or no pidfds here; set once, under make_lock */
     bool            no_pidfds; /* the kernel has none: epochs alone, for good */
     uint32_t        cap;
@@ -130,6 +132,7 @@ void vigil_failover_watch_free(struct vigil_failover_watch *w)
     int ep = atomic_load_explicit(&w->epfd, memory_order_acquire);
     if (ep >= 0)
         close(ep);
+    pthread_cond_destroy(&w->freed);
     pthread_mutex_destroy(&w->mu);
     free(w);
 }
@@ -140,7 +143,14 @@ static struct vigil_failover_watch *watch_of(vigil_hb *hb)
     struct vigil_failover_watch *w = hb->watch;
     if (!w) {
         w = calloc(1, sizeof(*w) + (size_t)hb->capacity * sizeof(w->w[0]));
+        pthread_condattr_t ca;
+        if (w && (pthread_condattr_init(&ca) != 0 || pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) != 0 ||
+                  pthread_cond_init(&w->freed, &ca) != 0)) {
+            free(w); /* (an attribute object holds nothing to destroy on Linux) */
+            w = NULL;
+        }
         if (w) {
+            pthread_condattr_destroy(&ca);
             pthread_mutex_init(&w->mu, NULL);
             w->cap = hb->capacity;
             for (uint32_t i = 0; i < w->cap; i++)
@@ -338,26 +348,33 @@ static uint64_t now_ns(void)
 }
 
 /* The handle's turn, taken by `deadline` (CLOCK_MONOTONIC ns; UINT64_MAX:
- * none): 0, or -ETIMEDOUT when another wait holds it past the deadline. */
+ * none): 0, or -ETIMEDOUT when another wait holds it past the deadline.
+ * A flag under a mutex, waited on with a condition variable on
+ * CLOCK_MONOTONIC, rather than a timed lock of the mutex itself:
+ * pthread_mutex_clocklock came only in glibc 2.30, and ThreadSanitizer
+ * does not see it (it reported every unlock that followed one). */
 static int take_turn(struct vigil_failover_watch *w, uint64_t deadline)
 {
-    if (deadline == UINT64_MAX)
-        return -pthread_mutex_lock(&w->mu);
     struct timespec at = { (time_t)(deadline / 1000000000u), (long)(deadline % 1000000000u) };
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 30))
-    return -pthread_mutex_clocklock(&w->mu, CLOCK_MONOTONIC, &at);
-#else
-    /* No clocklock: timedlock's clock is CLOCK_REALTIME, so the deadline
-     * is moved onto it (a wall-clock step meanwhile moves it too). */
-    uint64_t now = now_ns();
-    struct timespec rt;
-    clock_gettime(CLOCK_REALTIME, &rt);
-    uint64_t left = deadline > now ? deadline - now : 0;
-    uint64_t abs_ns = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec + left;
-    at.tv_sec = (time_t)(abs_ns / 1000000000u);
-    at.tv_nsec = (long)(abs_ns % 1000000000u);
-    return -pthread_mutex_timedlock(&w->mu, &at);
-#endif
+    int rc = 0;
+    pthread_mutex_lock(&w->mu);
+    while (w->busy && rc != ETIMEDOUT)
+        rc = deadline == UINT64_MAX ? pthread_cond_wait(&w->freed, &w->mu)
+                                    : pthread_cond_timedwait(&w->freed, &w->mu, &at);
+    bool mine = !w->busy; /* free at the deadline's wake-up too: taken */
+    if (mine)
+        w->busy = true;
+    pthread_mutex_unlock(&w->mu);
+    return mine ? 0 : -ETIMEDOUT;
+}
+
+/* The turn given back, to the next wait if one is asleep for it. */
+static void give_turn(struct vigil_failover_watch *w)
+{
+    pthread_mutex_lock(&w->mu);
+    w->busy = false;
+    pthread_cond_signal(&w->freed);
+    pthread_mutex_unlock(&w->mu);
 }
 
 int vigil_failover_wait_why(vigil_hb *hb, uint64_t grace_epochs, uint64_t timeout_ns, vigil_reclaim *out,
@@ -370,11 +387,8 @@ int vigil_failover_wait_why(vigil_hb *hb, uint64_t grace_epochs, uint64_t timeou
         return -ENOMEM;
     uint64_t start = now_ns();
     uint64_t deadline = timeout_ns == UINT64_MAX || timeout_ns > UINT64_MAX - start ? UINT64_MAX : start + timeout_ns;
-    int turn = take_turn(w, deadline);
-    if (turn == -ETIMEDOUT)
+    if (take_turn(w, deadline) != 0)
         return 0; /* another wait holds the handle past our deadline: nothing reclaimed */
-    if (turn < 0)
-        return turn;
     int result = 0;
     for (;;) {
         sync_table(hb, w);
@@ -404,7 +418,7 @@ int vigil_failover_wait_why(vigil_hb *hb, uint64_t grace_epochs, uint64_t timeou
         uint64_t slice = deadline - now < WAIT_SLICE_NS ? deadline - now : WAIT_SLICE_NS;
         sleep_on_pidfds(w, slice);
     }
-    pthread_mutex_unlock(&w->mu);
+    give_turn(w);
     return result;
 }
 
