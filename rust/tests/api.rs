@@ -353,7 +353,9 @@ fn a_bound_barrier_shared_by_threads_keeps_its_arrival() {
 fn a_forgotten_keepalive_keeps_its_store() {
     let dir = TempDir::new("api-forget");
     let store = Arc::new(Leases::create(dir.path("l"), 4).unwrap());
-    let lease = store.acquire("k", "me", Duration::from_secs(2)).unwrap();
+    // Long enough that a renewer starved by valgrind on a loaded machine
+    // still renews before the lease lapses (it renews at 0.32 TTL).
+    let lease = store.acquire("k", "me", Duration::from_secs(10)).unwrap();
     let ka = Keepalive::start(store.clone(), &lease).unwrap();
     std::mem::forget(ka);
     drop(store);
@@ -428,7 +430,12 @@ fn a_keepalive_dropped_by_its_own_renewal() {
         assert_eq!(renewals.load(Ordering::SeqCst), 1, "round {round}: a renewal after the drop");
         std::thread::sleep(Duration::from_millis(600)); // past the next period
         assert_eq!(renewals.load(Ordering::SeqCst), 1, "round {round}: a renewal after the drop");
-        store.release(&lease).unwrap();
+        // The port renews nothing: on a slow run (valgrind, a loaded
+        // machine) the lease has lapsed by now, and release says so.
+        match store.release(&lease) {
+            Ok(()) | Err(Error::Lost) => {}
+            Err(e) => panic!("round {round}: release: {e}"),
+        }
     }
 }
 
