@@ -71,12 +71,14 @@ async def test_stale_timeout_and_cancel(table):
     pid, slot = worker(table, units=(5,))
     try:
         assert await table.failover_wait_async(2, timeout=0.1) == []  # alive and fresh
+        fds = len(os.listdir("/proc/self/fd"))
         task = asyncio.ensure_future(table.failover_wait_async(2))
         await asyncio.sleep(0.1)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        assert table._failover_turns.busy == 0 and not table._fd_waiters, "the cancelled wait left something"
+        assert table._failover_turns.busy == 0, "the cancelled wait left its turn taken"
+        assert len(os.listdir("/proc/self/fd")) == fds, "the cancelled wait left its descriptor open"
         for _ in range(4):
             table.tick()  # the worker is alive but silent: stale past the grace
         got = await asyncio.wait_for(table.failover_wait_async(2, timeout=30), 60)
@@ -90,16 +92,48 @@ async def test_two_async_waits_on_one_table_share_its_descriptor(table):
     a, sa = worker(table)
     b, sb = worker(table)
     try:
+        table.failover_fileno()  # the epoll instance, made at the first call that needs it
+        fds = len(os.listdir("/proc/self/fd"))
         waits = [asyncio.ensure_future(table.failover_wait_async(10**6, timeout=60, max=1)) for _ in range(2)]
         await asyncio.sleep(0.1)
         os.kill(a, signal.SIGKILL)
         os.kill(b, signal.SIGKILL)
         got = await asyncio.wait_for(asyncio.gather(*waits), 30)
         assert sorted(r.slot for g in got for r in g) == sorted([sa, sb])
-        assert not table._fd_waiters
+        assert len(os.listdir("/proc/self/fd")) == fds, "a wait left its descriptor open"
     finally:
         reap(a)
         reap(b)
+
+
+@pytest.mark.asyncio
+async def test_a_table_closed_under_an_async_wait(tmp):
+    """The table closed while a failover_wait_async waits, and its
+    descriptor's number taken by another file that the loop reads: the
+    wait ends (ValueError, the table is closed) and the other file's
+    reader is left alone (the wait watched the table's own descriptor:
+    its remove_reader took the new file's reader, or its add_reader
+    failed on it)."""
+    loop = asyncio.get_running_loop()
+    table = vigil.HeartbeatTable.create(os.path.join(tmp, "c.hb"), 8)
+    fd = table.failover_fileno()
+    task = asyncio.ensure_future(table.failover_wait_async(10**6, timeout=60))
+    await asyncio.sleep(0.1)
+    table.close()
+    r, w = os.pipe()
+    if fd not in (r, w):
+        os.dup2(r, fd)  # the table's descriptor's number, now a pipe's (if the pipe did not take it)
+    try:
+        readable = loop.create_future()
+        loop.add_reader(fd, lambda: readable.done() or readable.set_result(None))
+        with pytest.raises(ValueError):
+            await asyncio.wait_for(task, 30)
+        os.write(w, b"x")
+        await asyncio.wait_for(readable, 30)
+        loop.remove_reader(fd)
+    finally:
+        for f in {fd, r, w}:
+            os.close(f)
 
 
 def test_failover_fileno_for_a_loop_of_ones_own(table):

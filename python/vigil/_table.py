@@ -8,7 +8,7 @@ import time
 import weakref
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Dict, List, Optional, Set, Tuple, Type, Union
+from typing import Any, Dict, List, Optional, Tuple, Type, Union
 
 from . import _ffi, _fork, _signals, _util
 from ._errors import VIGIL_ELOST, VIGIL_EVACANT, Lost, Vacant, check, exception
@@ -306,8 +306,6 @@ class HeartbeatTable(_Handle):
         self._beaters: Dict[int, Beater] = {}
         # vigil_failover_wait keeps state in the handle: one wait at a time.
         self._failover_turns = _util.Turns()
-        # failover_wait_async's waiters, per event loop: one reader each.
-        self._fd_waiters: Dict[Any, Set[Any]] = {}
 
     @classmethod
     def create(cls, path: PathLike, capacity: int, mode: int = DEFAULT_MODE, *,
@@ -547,9 +545,8 @@ class HeartbeatTable(_Handle):
         by epochs, or registered since the last wait, is seen only by a
         wait). `failover_wait_async` does all that. Owned by the table,
         valid until it is closed; never read or close it. OSError (ENOSYS)
-        on a kernel without pidfds. (A loop that also runs
-        failover_wait_async on this table leaves the reader to it: one
-        reader per descriptor and loop.)"""
+        on a kernel without pidfds. (failover_wait_async watches a
+        duplicate of it: a reader of one's own on this one is left alone.)"""
         if not _ffi.has("vigil_failover_wait_fd"):
             raise NotImplementedError("the loaded libvigil has no vigil_failover_wait_fd")
         return check(lib.vigil_failover_wait_fd(self._p()), self.path)
@@ -568,47 +565,36 @@ class HeartbeatTable(_Handle):
         _util.timeout_ns(timeout)  # checked now: OutOfRange naming the limit
         until = _util.deadline(timeout)
         loop = asyncio.get_running_loop()
+        fd: Optional[int] = None
         try:
-            fd: Optional[int] = self.failover_fileno()
-        except (NotImplementedError, OSError):
-            fd = None  # no pidfds (or an older library): the looks alone
-        while True:
-            got = self.failover_wait(g, timeout=0, max=n_max)
-            if got:
-                return got
-            left = _ASYNC_LOOK if until is None else min(_ASYNC_LOOK, until - time.monotonic())
-            if left <= 0:
-                return []
-            woken: "asyncio.Future[None]" = loop.create_future()
-            if fd is not None:
-                self._watch_fd(loop, fd, woken)
             try:
-                await asyncio.wait((woken,), timeout=left)
-            finally:
+                # A descriptor of this wait's own, a duplicate of the
+                # table's (the same epoll instance): the table may be closed
+                # meanwhile, and its descriptor's number given to another
+                # file, whose reader on this loop ours must never replace
+                # nor remove. Each wait has its own reader, too.
+                fd = os.dup(self.failover_fileno())
+            except (NotImplementedError, OSError):
+                pass  # no pidfds (or an older library): the looks alone
+            while True:
+                got = self.failover_wait(g, timeout=0, max=n_max)
+                if got:
+                    return got
+                left = _ASYNC_LOOK if until is None else min(_ASYNC_LOOK, until - time.monotonic())
+                if left <= 0:
+                    return []
+                woken: "asyncio.Future[None]" = loop.create_future()
                 if fd is not None:
-                    self._unwatch_fd(loop, fd, woken)
-                woken.cancel()
-
-    def _watch_fd(self, loop: asyncio.AbstractEventLoop, fd: int, woken: "asyncio.Future[None]") -> None:
-        """One reader per loop for the table's descriptor, shared by every
-        failover_wait_async waiting on that loop (a second add_reader would
-        replace the first's, and its remove_reader take both)."""
-        waiting = self._fd_waiters.setdefault(loop, set())
-        if not waiting:
-            loop.add_reader(fd, self._wake, loop)
-        waiting.add(woken)
-
-    def _unwatch_fd(self, loop: asyncio.AbstractEventLoop, fd: int, woken: "asyncio.Future[None]") -> None:
-        waiting = self._fd_waiters.get(loop, set())
-        waiting.discard(woken)
-        if not waiting:
-            self._fd_waiters.pop(loop, None)
-            loop.remove_reader(fd)
-
-    def _wake(self, loop: asyncio.AbstractEventLoop) -> None:
-        for woken in self._fd_waiters.get(loop, ()):
-            if not woken.done():
-                woken.set_result(None)
+                    loop.add_reader(fd, _wake, woken)
+                try:
+                    await asyncio.wait((woken,), timeout=left)
+                finally:
+                    if fd is not None:
+                        loop.remove_reader(fd)
+                    woken.cancel()
+        finally:
+            if fd is not None:
+                os.close(fd)
 
     def leader_elect(self, grace: int) -> Leader:
         """Make the lowest live pid the coordinator and return it (its term
@@ -647,6 +633,12 @@ class HeartbeatTable(_Handle):
 
 _WAIT_SLICE = 0.25  # failover_wait in slices of this at most, for Ctrl-C
 _ASYNC_LOOK = 0.05  # failover_wait_async looks at the table at least this often
+
+
+def _wake(woken: "asyncio.Future[None]") -> None:
+    """failover_wait_async's reader: the wait's descriptor is readable."""
+    if not woken.done():
+        woken.set_result(None)
 _NO_SLOT = _util.U32_MAX  # never a slot: capacities stop at 2^20
 max_ = max  # the builtin, under the parameter named max
 
