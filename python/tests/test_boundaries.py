@@ -169,27 +169,35 @@ def test_two_threads_on_one_bound_barrier_keep_its_arrival(tmp):
         assert "first" in got and mine.epoch == 1
 
 
+def wrap_failover_wait(monkeypatch, wait):
+    """The table module's library with vigil_failover_wait replaced by `wait`."""
+    real = _table.lib
+
+    class Wrapped:
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        vigil_failover_wait = staticmethod(wait)
+
+    monkeypatch.setattr(_table, "lib", Wrapped())
+
+
 def test_failover_waits_on_one_table_take_turns(tmp, monkeypatch):
     """Two threads' failover_wait on one table never run the C wait at once
     (it keeps the handle's pidfds), and a dead worker's units go to one."""
     inside, most = [0], [0]
     real = _table.lib
 
-    class Counting:
-        def __getattr__(self, name):
-            return getattr(real, name)
+    def counted(*args):
+        inside[0] += 1
+        most[0] = max(most[0], inside[0])
+        try:
+            time.sleep(0.002)
+            return real.vigil_failover_wait(*args)
+        finally:
+            inside[0] -= 1
 
-        @staticmethod
-        def vigil_failover_wait(*args):
-            inside[0] += 1
-            most[0] = max(most[0], inside[0])
-            try:
-                time.sleep(0.002)
-                return real.vigil_failover_wait(*args)
-            finally:
-                inside[0] -= 1
-
-    monkeypatch.setattr(_table, "lib", Counting())
+    wrap_failover_wait(monkeypatch, counted)
     with vigil.HeartbeatTable.create(os.path.join(tmp, "t.hb"), 4) as t:
         slot = t.register(pid=os.getpid())
         t.mark(slot, 9)
@@ -386,16 +394,11 @@ def test_failover_waits_on_one_table_are_served_in_turn(tmp, monkeypatch):
     served = {"short": 0, "long": 0}
     real = _table.lib
 
-    class Counting:
-        def __getattr__(self, name):
-            return getattr(real, name)
+    def counted(*args):
+        served[threading.current_thread().name] += 1  # the C wait runs only in a turn
+        return real.vigil_failover_wait(*args)
 
-        @staticmethod
-        def vigil_failover_wait(*args):
-            served[threading.current_thread().name] += 1  # the C wait runs only in a turn
-            return real.vigil_failover_wait(*args)
-
-    monkeypatch.setattr(_table, "lib", Counting())
+    wrap_failover_wait(monkeypatch, counted)
     with vigil.HeartbeatTable.create(os.path.join(tmp, "t.hb"), 4) as t:
         stop = threading.Event()
 
