@@ -45,10 +45,12 @@ def threads() -> int:
 
 
 def threads_back_to(base: int) -> int:
-    """The thread count once it is `base` again, or what it still is after
-    10 s: a joined thread leaves /proc a moment after its join returns."""
+    """The thread count once it is `base` or fewer again, or what it still
+    is after 10 s: a joined thread leaves /proc a moment after its join
+    returns. Fewer is no thread left running: `base` may have counted one
+    of an earlier test's, or an idle pool thread, leaving as it was read."""
     deadline = time.monotonic() + 10
-    while threads() != base and time.monotonic() < deadline:
+    while threads() > base and time.monotonic() < deadline:
         time.sleep(0.001)
     return threads()
 
@@ -189,7 +191,7 @@ def nothing_held(store: vigil.Leases, base: int) -> Callable[[], None]:
     def check() -> None:
         assert store.get("k") is None, "the lease is still held"
         left = threads_back_to(base) - base
-        assert left == 0, f"{left} keepalive thread(s) left running"
+        assert left <= 0, f"{left} keepalive thread(s) left running"
     return check
 
 
@@ -250,7 +252,7 @@ def test_keepalive_enter_and_exit(store):
             assert not ka.lost
 
     def check() -> None:
-        assert threads_back_to(base) == base, "a keepalive thread was left running"
+        assert threads_back_to(base) <= base, "a keepalive thread was left running"
         assert store.get("held") is not None  # a keepalive never releases
 
     each_point(scenario, (scenario.__code__,), check)
@@ -276,7 +278,7 @@ def test_async_lock_and_heartbeat(store):
         assert store.get("k") is None, "the lease is still held"
         assert store.get("held") is not None
         left = threads_back_to(base) - base
-        assert left == 0, f"{left} keepalive thread(s) left running"
+        assert left <= 0, f"{left} keepalive thread(s) left running"
 
     for coro in (locked, beating):
         def scenario(coro=coro) -> None:
@@ -370,7 +372,7 @@ def test_two_ctrl_cs_leave_nothing_held(tmp, store, monkeypatch):
     def check_started() -> None:
         while started:
             started.pop().stop()
-        assert threads_back_to(base) == base, "a keepalive thread was left running"
+        assert threads_back_to(base) <= base, "a keepalive thread was left running"
 
     for names in (("stop",), ("_stop_unowned",)):
         owner = _keepalive.Keepalive if names == ("stop",) else _keepalive
