@@ -104,39 +104,47 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 /* Renewals over a window come at about 0.32 ttl: never faster (the count
- * is capped by the window), not at half the TTL (the median gap). */
+ * is capped by the window), not at half the TTL (the median gap). A window
+ * in which the machine stalled the renewer past the 150 ms TTL (the lease
+ * then lost by the local clock, as it must be) measures the load, not the
+ * cadence: it is measured again, five windows at most. */
 static int test_cadence(void)
 {
     static struct rec r;
-    rec_init(&r);
-    vigil_lease l = mk_lease("cadence", 150); /* beat 48 ms */
-    vigil_lease_port port = { &r, rec_renew };
-    vigil_keepalive *ka;
-    EXPECT_RC(vigil_keepalive_start(&port, &l, &ka), 0);
-    vigil_keepalive_info info;
-    EXPECT_RC(vigil_keepalive_stats(ka, &info), 0);
-    EXPECT(info.period_ns == 48000000u, "expected a 48 ms beat for a 150 ms TTL, got %llu ns",
-           (unsigned long long)info.period_ns);
-    uint64_t t0 = now_ns();
-    vt_sleep_ms(1200);
-    uint64_t window = now_ns() - t0;
-    EXPECT_RC(vigil_keepalive_stop(ka), 0);
-    unsigned n = rec_calls(&r);
-    unsigned expected = (unsigned)(window / 48000000u);
-    EXPECT(n <= expected + 1, "expected at most %u renewals in %llu ms (no bursts), got %u",
-           expected + 1, (unsigned long long)(window / 1000000u), n);
-    EXPECT(n >= expected / 2, "expected about %u renewals in %llu ms, got only %u", expected,
-           (unsigned long long)(window / 1000000u), n);
-    uint64_t gaps[MAX_CALLS];
-    for (unsigned i = 1; i < n; i++)
-        gaps[i - 1] = r.at_ns[i] - r.at_ns[i - 1];
-    qsort(gaps, n - 1, sizeof(gaps[0]), cmp_u64);
-    uint64_t median = gaps[(n - 1) / 2];
-    EXPECT(median > 48000000u * 7 / 10 && median < 48000000u * 14 / 10,
-           "expected a median gap near 48 ms (a third of the TTL is 50, half 75), got %.1f ms",
-           median / 1e6);
-    EXPECT(atomic_load(&r.overlap) == 0, "renewals overlapped");
-    return 0;
+    for (int attempt = 1;; attempt++) {
+        rec_init(&r);
+        vigil_lease l = mk_lease("cadence", 150); /* beat 48 ms */
+        vigil_lease_port port = { &r, rec_renew };
+        vigil_keepalive *ka;
+        EXPECT_RC(vigil_keepalive_start(&port, &l, &ka), 0);
+        vigil_keepalive_info info;
+        EXPECT_RC(vigil_keepalive_stats(ka, &info), 0);
+        EXPECT(info.period_ns == 48000000u, "expected a 48 ms beat for a 150 ms TTL, got %llu ns",
+               (unsigned long long)info.period_ns);
+        uint64_t t0 = now_ns();
+        vt_sleep_ms(1200);
+        uint64_t window = now_ns() - t0;
+        int rc = vigil_keepalive_stop(ka);
+        if (rc == VIGIL_ELOST && attempt < 5)
+            continue; /* stalled past the TTL: another window */
+        EXPECT_RC(rc, 0);
+        unsigned n = rec_calls(&r);
+        unsigned expected = (unsigned)(window / 48000000u);
+        EXPECT(n <= expected + 1, "expected at most %u renewals in %llu ms (no bursts), got %u",
+               expected + 1, (unsigned long long)(window / 1000000u), n);
+        EXPECT(n >= expected / 2, "expected about %u renewals in %llu ms, got only %u", expected,
+               (unsigned long long)(window / 1000000u), n);
+        uint64_t gaps[MAX_CALLS];
+        for (unsigned i = 1; i < n; i++)
+            gaps[i - 1] = r.at_ns[i] - r.at_ns[i - 1];
+        qsort(gaps, n - 1, sizeof(gaps[0]), cmp_u64);
+        uint64_t median = gaps[(n - 1) / 2];
+        EXPECT(median > 48000000u * 7 / 10 && median < 48000000u * 14 / 10,
+               "expected a median gap near 48 ms (a third of the TTL is 50, half 75), got %.1f ms",
+               median / 1e6);
+        EXPECT(atomic_load(&r.overlap) == 0, "renewals overlapped");
+        return 0;
+    }
 }
 
 /* A refusal stops the renewer for good: no further renewal, lost() says
