@@ -53,7 +53,8 @@
  *
  * THE DESCRIPTOR (vigil_failover_wait_fd): the epoll instance the waits
  * sleep on, for an event loop. It is made once per handle, under
- * make_lock, and never changes until the handle is closed, so a loop can
+ * make_lock, and never changes until the handle is closed (a forked
+ * child's first call makes the child's own: see watch_leave), so a loop can
  * register it; it polls readable while a watched owner has exited and its
  * slot is not yet claimed (the claim takes the pidfd out). Only a wait
  * adds and removes pidfds: a loop calls one with a timeout of 0 when it is
@@ -106,10 +107,28 @@ struct vigil_failover_watch {
     /* Counts of the last look, read by vigil_failover_wait_info without
      * the lock (a wait may hold it for long): relaxed, each a figure. */
     _Atomic uint32_t watched, by_epochs, retrying;
+    uint32_t        owner;     /* the process that made it (see watch_of) */
     struct watched  w[];
 };
 
 static pthread_mutex_t make_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* make_lock is held across fork, so that a child never inherits it locked
+ * by a thread it does not have. */
+static void make_lock_take(void)
+{
+    pthread_mutex_lock(&make_lock);
+}
+
+static void make_lock_give(void)
+{
+    pthread_mutex_unlock(&make_lock);
+}
+
+static void make_lock_at_fork(void)
+{
+    pthread_atfork(make_lock_take, make_lock_give, make_lock_give);
+}
 
 static int pidfd_open_(uint32_t pid)
 {
@@ -137,10 +156,34 @@ void vigil_failover_watch_free(struct vigil_failover_watch *w)
     free(w);
 }
 
+/* A watch inherited by fork is the parent's: its epoll instance is the
+ * same kernel object as the parent's, so a pidfd the child added there
+ * would wake the parent's waits, tagged with a slot the parent may watch
+ * another owner of (test_forked_child_waits_apart). The child leaves it:
+ * its copies of the descriptors are closed (never epoll_ctl'd: the
+ * parent's entries are the parent's) when no wait held it at the fork,
+ * else left as they are (its state was caught mid-change), and it makes
+ * its own. */
+static void watch_leave(struct vigil_failover_watch *w)
+{
+    if (pthread_mutex_trylock(&w->mu) != 0)
+        return;
+    bool busy = w->busy;
+    pthread_mutex_unlock(&w->mu);
+    if (!busy)
+        vigil_failover_watch_free(w);
+}
+
 static struct vigil_failover_watch *watch_of(vigil_hb *hb)
 {
+    static pthread_once_t at_fork = PTHREAD_ONCE_INIT;
+    pthread_once(&at_fork, make_lock_at_fork);
     pthread_mutex_lock(&make_lock);
     struct vigil_failover_watch *w = hb->watch;
+    if (w && w->owner != vigil_self_pid()) {
+        watch_leave(w);
+        hb->watch = w = NULL;
+    }
     if (!w) {
         w = calloc(1, sizeof(*w) + (size_t)hb->capacity * sizeof(w->w[0]));
         pthread_condattr_t ca;
@@ -153,6 +196,7 @@ static struct vigil_failover_watch *watch_of(vigil_hb *hb)
             pthread_condattr_destroy(&ca);
             pthread_mutex_init(&w->mu, NULL);
             w->cap = hb->capacity;
+            w->owner = vigil_self_pid();
             for (uint32_t i = 0; i < w->cap; i++)
                 w->w[i].fd = -1;
             /* A kernel without pidfds: said once, epochs for good. The
@@ -443,10 +487,13 @@ int vigil_failover_wait_info(const vigil_hb *hb, vigil_failover_watch_info *out)
 {
     if (!hb || !out)
         return -EINVAL;
-    pthread_mutex_lock(&make_lock); /* the pointer is written under it */
+    /* The pointer is written under make_lock, and a forked child's first
+     * wait frees an inherited watch under it: read the figures inside. */
+    pthread_mutex_lock(&make_lock);
     struct vigil_failover_watch *w = hb->watch;
-    pthread_mutex_unlock(&make_lock);
     vigil_failover_watch_info info = { 0 };
+    if (w && w->owner != vigil_self_pid())
+        w = NULL; /* the parent's: this process has none yet */
     if (w) {
         info.pidfds = !w->no_pidfds; /* set once, before the handle could see w */
         info.watched = atomic_load_explicit(&w->watched, memory_order_relaxed);
@@ -458,6 +505,7 @@ int vigil_failover_wait_info(const vigil_hb *hb, vigil_failover_watch_info *out)
         if (probe >= 0)
             close(probe);
     }
+    pthread_mutex_unlock(&make_lock);
     *out = info;
     return 0;
 }

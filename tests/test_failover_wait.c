@@ -457,8 +457,69 @@ static int test_wait_fd_for_a_loop(void)
     return 0;
 }
 
+/* A child that waits and is killed with the test. */
+static pid_t idle_child(void)
+{
+    pid_t p = fork();
+    if (p == 0) {
+        vt_die_with_parent();
+        vt_await_kill();
+    }
+    return p;
+}
+
+/* A forked child's waits are its own. The child inherits the handle and
+ * with it the parent's epoll instance, which the kernel shares between the
+ * two: a pidfd the child added there, tagged with a slot's number, made
+ * the parent take the death of the slot's former owner for the death of
+ * its live new one, and reclaim it. */
+static int test_forked_child_waits_apart(void)
+{
+    vigil_hb *hb = vt_hb_fresh("forked.hb", 4);
+    EXPECT(vigil_failover_wait_fd(hb) >= 0, "no descriptor"); /* the instance, made before the fork */
+    pid_t first = idle_child(), second = idle_child();
+    uint32_t s1, s2;
+    EXPECT_RC(vigil_hb_register(hb, (uint32_t)first, &s1), 0);
+    int back[2], go[2];
+    EXPECT(pipe(back) == 0 && pipe(go) == 0, "pipe");
+    pid_t kid = fork();
+    if (kid == 0) {
+        vt_die_with_parent();
+        vigil_reclaim r[4];
+        char c = vigil_failover_wait(hb, 1000000, 0, r, 4) == 0 ? 1 : 2; /* the child watches `first` */
+        if (write(back[1], &c, 1) != 1 || read(go[0], &c, 1) < 0)
+            _exit(3);
+        _exit(0); /* it keeps its watch until told */
+    }
+    char c = 0;
+    EXPECT(read(back[0], &c, 1) == 1 && c == 1, "the child's wait failed (%d)", c);
+    /* `first` leaves its slot alive and `second` takes the same slot. */
+    EXPECT_RC(vigil_hb_unregister(hb, s1), 0);
+    EXPECT_RC(vigil_hb_register(hb, (uint32_t)second, &s2), 0);
+    EXPECT(s2 == s1, "expected slot %u again, got %u", s1, s2);
+    vigil_reclaim r[4];
+    EXPECT_RC(vigil_failover_wait(hb, 1000000, 0, r, 4), 0); /* the parent watches `second` */
+    kill(first, SIGKILL);
+    waitpid(first, NULL, 0);
+    int n = vigil_failover_wait(hb, 1000000, 0, r, 4);
+    int still = vigil_hb_probe(hb, s2);
+    c = 0;
+    EXPECT(write(go[1], &c, 1) == 1, "pipe");
+    int status = -1;
+    waitpid(kid, &status, 0);
+    kill(second, SIGKILL);
+    waitpid(second, NULL, 0);
+    EXPECT(n == 0, "the death of slot %u's former owner, watched by a forked child, reclaimed its live owner (%d)",
+           s1, n);
+    EXPECT(still == 1, "the live owner's slot: probe %d", still);
+    EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child: status %#x", status);
+    vigil_hb_close(hb);
+    return 0;
+}
+
 VT_MAIN(VT_CASE(test_killed_reclaimed_before_any_tick), VT_CASE(test_timeout_and_stale),
         VT_CASE(test_reused_and_foreign), VT_CASE(test_main_thread_exited_is_alive),
         VT_CASE(test_registered_while_waiting), VT_CASE(test_three_watchdogs_exactly_once),
         VT_CASE(test_foreign_namespace_never_judged), VT_CASE(test_out_of_fds_retried),
-        VT_CASE(test_second_wait_keeps_its_timeout), VT_CASE(test_wait_fd_for_a_loop))
+        VT_CASE(test_second_wait_keeps_its_timeout), VT_CASE(test_wait_fd_for_a_loop),
+        VT_CASE(test_forked_child_waits_apart))
