@@ -19,65 +19,9 @@
 #include "tooltest.h"
 
 #include <pty.h>
-#include <sys/statvfs.h>
 #include <sys/wait.h>
 
-/* ---- the set-user-ID CMD -------------------------------------------------- */
-
-/* This very program, run as CMD with --suid-cmd: says its pid and its
- * uids, then waits to be killed. */
-static _Noreturn int suid_cmd(void)
-{
-    printf("pid %d euid %d ruid %d\n", (int)getpid(), (int)geteuid(), (int)getuid());
-    fflush(stdout);
-    for (;;)
-        pause();
-}
-
-/* A root-owned set-user-ID copy of this program in the test's directory,
- * or NULL (and why, on stderr) where there can be none. */
-static const char *suid_copy(void)
-{
-    static char path[512];
-    if (geteuid() != 0) {
-        fprintf(stderr, "not root: no set-user-ID copy can be made\n");
-        return NULL;
-    }
-    struct statvfs sv;
-    if (statvfs(vt_tmpdir(), &sv) == 0 && (sv.f_flag & ST_NOSUID)) {
-        fprintf(stderr, "%s is on a nosuid filesystem (set TMPDIR elsewhere)\n", vt_tmpdir());
-        return NULL;
-    }
-    snprintf(path, sizeof(path), "%s/suid-cmd", vt_tmpdir());
-    int in = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
-    int out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0700);
-    char buf[65536];
-    ssize_t n;
-    bool ok = in >= 0 && out >= 0;
-    while (ok && (n = read(in, buf, sizeof(buf))) > 0)
-        ok = write(out, buf, (size_t)n) == n;
-    if (in >= 0)
-        close(in);
-    if (out >= 0)
-        close(out);
-    if (!ok || chown(path, 0, 0) != 0 || chmod(path, 04755) != 0) {
-        fprintf(stderr, "could not make %s\n", path);
-        return NULL;
-    }
-    return path;
-}
-
-/* Whether process pid is gone: no such process, or a zombie. */
-static bool gone(pid_t pid)
-{
-    if (kill(pid, 0) != 0 && errno == ESRCH)
-        return true;
-    char path[64], text[512];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    vt_slurp(path, text, sizeof(text));
-    const char *rp = strrchr(text, ')');
-    return !rp || rp[2] == 'Z' || rp[2] == 'X';
-}
+/* ---- a set-user-ID CMD ------------------------------------------------------ */
 
 /* As nobody: vigil lock runs the set-user-ID copy; once it has said it
  * runs (euid 0, ruid nobody), vigil lock gets SIGKILL; CMD must go too. */
@@ -85,18 +29,19 @@ static int suid_body(void *arg)
 {
     const char *cmd_path = arg;
     struct vt_proc p;
-    if (VT_SPAWN(&p, "lock", "--store", vt_path("suid.leases"), "--ttl", "60s", "suid", "--", cmd_path,
-                 "--suid-cmd") != 0)
+    if (VT_SPAWN(&p, "lock", "--store", vt_path("suid.leases"), "--ttl", "60s", "suid", "--", cmd_path) != 0)
         return 1;
-    bool ready = vt_read_until(&p, "\n", 15000);
-    int cmd = 0, euid = -1, ruid = -1;
-    EXPECT(ready && sscanf(p.buf, "pid %d euid %d ruid %d", &cmd, &euid, &ruid) == 3,
-           "CMD never said it runs: '%s'", p.buf);
-    EXPECT(euid == 0 && ruid == (int)getuid(), "CMD is not set-user-ID root: euid %d ruid %d", euid, ruid);
+    pid_t cmd = vt_suid_said(&p, "suid");
+    if (cmd <= 0) {
+        kill(p.pid, SIGKILL);
+        vt_wait(p.pid, 15000);
+        close(p.fd);
+        return 1;
+    }
     kill(p.pid, SIGKILL);
     int st = vt_wait(p.pid, 15000);
     close(p.fd);
-    bool dead = VT_WAIT_FOR(gone(cmd), 10000);
+    bool dead = VT_WAIT_FOR(vt_gone(cmd), 10000);
     if (!dead)
         kill(cmd, SIGKILL); /* ours to kill: its real uid is ours */
     EXPECT(st == 128 + SIGKILL, "vigil lock: %d", st);
@@ -106,7 +51,7 @@ static int suid_body(void *arg)
 
 static int test_suid_cmd_dies_with_lock(void)
 {
-    const char *copy = suid_copy();
+    const char *copy = vt_suid_copy();
     if (!copy)
         return VT_SKIP;
     return vt_as_nobody(suid_body, (void *)copy);
@@ -139,11 +84,11 @@ static int test_group_dies_with_lock(void)
     kill(p.pid, SIGKILL);
     vt_wait(p.pid, 15000);
     close(p.fd);
-    bool dead = VT_WAIT_FOR(gone(worker) && gone(leader), 10000);
+    bool dead = VT_WAIT_FOR(vt_gone(worker) && vt_gone(leader), 10000);
     if (!dead)
         kill(worker, SIGKILL), kill(leader, SIGKILL);
     EXPECT(dead, "CMD's group runs on after vigil lock was killed: leader %d gone %d, worker %d gone %d", leader,
-           gone(leader), worker, gone(worker));
+           vt_gone(leader), worker, vt_gone(worker));
     return 0;
 }
 
@@ -164,7 +109,7 @@ static int test_leftover_ended_at_exit(void)
         pid_t worker = said(&p, "worker");
         int st = vt_wait(p.pid, 15000);
         close(p.fd);
-        bool dead = worker > 0 && gone(worker);
+        bool dead = worker > 0 && vt_gone(worker);
         if (worker > 0 && !dead)
             kill(worker, SIGKILL);
         EXPECT(worker > 0, "case %d: CMD never said its worker: '%s'", i, p.buf);
@@ -193,7 +138,7 @@ static int test_signal_to_leader_only(void)
     VT_WAIT_FOR(vt_sig_blocked(p.pid, SIGUSR1), 10000);
     kill(p.pid, SIGUSR1);
     bool got = vt_read_until(&p, "got-usr1", 15000);
-    bool alive = !gone(worker);
+    bool alive = !vt_gone(worker);
     kill(worker, SIGKILL); /* then the leader's wait returns and it exits */
     int st = vt_wait(p.pid, 15000);
     close(p.fd);
@@ -330,19 +275,6 @@ static int test_terminal_stop(void)
     return 0;
 }
 
-int main(int argc, char **argv)
-{
-    if (argc > 1 && strcmp(argv[1], "--suid-cmd") == 0)
-        return suid_cmd();
-    static const struct vt_case cases[] = {
-        VT_CASE(test_suid_cmd_dies_with_lock),
-        VT_CASE(test_group_dies_with_lock),
-        VT_CASE(test_leftover_ended_at_exit),
-        VT_CASE(test_signal_to_leader_only),
-        VT_CASE(test_exec_errors),
-        VT_CASE(test_terminal_foreground),
-        VT_CASE(test_terminal_interrupt),
-        VT_CASE(test_terminal_stop),
-    };
-    return vt_run(cases, sizeof(cases) / sizeof(cases[0]));
-}
+VT_MAIN(VT_CASE(test_suid_cmd_dies_with_lock), VT_CASE(test_group_dies_with_lock),
+        VT_CASE(test_leftover_ended_at_exit), VT_CASE(test_signal_to_leader_only), VT_CASE(test_exec_errors),
+        VT_CASE(test_terminal_foreground), VT_CASE(test_terminal_interrupt), VT_CASE(test_terminal_stop))

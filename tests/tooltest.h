@@ -14,6 +14,7 @@
 #include <stdarg.h>
 #include <grp.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #ifndef VIGIL_TOOL
 #error "VIGIL_TOOL (the path of the built vigil) is set by tests/CMakeLists.txt"
@@ -194,6 +195,82 @@ static inline int vt_as_nobody(int (*body)(void *), void *arg)
     int st = vt_wait(kid, 60000);
     chmod(vt_tmpdir(), 0700);
     return st == VT_SKIP ? VT_SKIP : st == 0 ? 0 : 1;
+}
+
+/* ---- a set-user-ID CMD ------------------------------------------------------ */
+
+/*
+ * A root-owned set-user-ID copy of tests/suid_cmd.c in the test's
+ * directory (search-only for others while vt_as_nobody runs), or NULL
+ * with the reason on stderr where there can be none: not root, or a
+ * temporary directory on a nosuid filesystem (set TMPDIR elsewhere). Run
+ * by nobody it prints "WORD pid P euid 0 ruid 65534".
+ */
+static inline const char *vt_suid_copy(void)
+{
+#ifdef VIGIL_SUID_CMD
+    static char path[512];
+    if (geteuid() != 0) {
+        fprintf(stderr, "not root: no set-user-ID copy can be made\n");
+        return NULL;
+    }
+    struct statvfs sv;
+    if (statvfs(vt_tmpdir(), &sv) == 0 && (sv.f_flag & ST_NOSUID)) {
+        fprintf(stderr, "%s is on a nosuid filesystem: set TMPDIR elsewhere\n", vt_tmpdir());
+        return NULL;
+    }
+    snprintf(path, sizeof(path), "%s/suid-cmd", vt_tmpdir());
+    int in = open(VIGIL_SUID_CMD, O_RDONLY | O_CLOEXEC);
+    int out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0700);
+    char buf[65536];
+    ssize_t n;
+    bool ok = in >= 0 && out >= 0;
+    while (ok && (n = read(in, buf, sizeof(buf))) > 0)
+        ok = write(out, buf, (size_t)n) == n;
+    if (in >= 0)
+        close(in);
+    if (out >= 0)
+        close(out);
+    if (!ok || chown(path, 0, 0) != 0 || chmod(path, 04755) != 0) {
+        fprintf(stderr, "could not make %s set-user-ID\n", path);
+        return NULL;
+    }
+    return path;
+#else
+    return NULL;
+#endif
+}
+
+/* Reads "WORD pid P euid E ruid R" from a spawned tool's CMD: P when E is
+ * 0 and R this process's real uid (a set-user-ID root CMD run by us), 0
+ * otherwise (and why, on stderr). */
+static inline pid_t vt_suid_said(struct vt_proc *p, const char *word)
+{
+    char want[64];
+    snprintf(want, sizeof(want), "%s pid ", word);
+    if (!vt_read_until(p, want, 15000) || !vt_read_until(p, "\n", 15000)) {
+        fprintf(stderr, "the set-user-ID CMD never said it runs: '%s'\n", p->buf);
+        return 0;
+    }
+    int pid = 0, euid = -1, ruid = -1;
+    if (sscanf(strstr(p->buf, want) + strlen(want), "%d euid %d ruid %d", &pid, &euid, &ruid) != 3 || euid != 0 ||
+        ruid != (int)getuid()) {
+        fprintf(stderr, "the CMD is not set-user-ID root run by uid %d: '%s'\n", (int)getuid(), p->buf);
+        return 0;
+    }
+    return pid;
+}
+
+/* Whether process pid is gone: no such process, or a zombie. */
+static inline bool vt_gone(pid_t pid)
+{
+    if (kill(pid, 0) != 0 && errno == ESRCH)
+        return true;
+    char path[64], text[512];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    vt_slurp(path, text, sizeof(text));
+    const char *rp = strrchr(text, ')');
+    return !rp || rp[2] == 'Z' || rp[2] == 'X';
 }
 
 /* ---- a small strict JSON reader --------------------------------------------- */
