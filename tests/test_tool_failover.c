@@ -7,6 +7,8 @@
  * the same stale slots with every slot reclaimed exactly once; --exec:
  * the CMD's environment per reclaim, its failure logged while the others
  * run, a hung CMD killed at its timeout without holding up the reclaims,
+ * the timeout following CMD's process group (SIGKILL 5 s after SIGTERM
+ * whether or not the shell is gone, the next CMD only after the group),
  * and the queued CMDs run on SIGTERM.
  */
 #include "tooltest.h"
@@ -363,16 +365,60 @@ static int test_exec_hung(void)
     vigil_hb_tick(hb);
     vigil_hb_tick(hb);
     bool reclaimed = vt_read_until(&p, "pid 703", 10000);
-    bool killed = file_has(err, "ran past --exec-timeout 300ms and was killed", ebuf, sizeof(ebuf), 10000);
+    bool killed = file_has(err, "ran past --exec-timeout 300ms; SIGTERM to its process group", ebuf, sizeof(ebuf), 10000);
     bool after = file_has(out, "done 703", buf, sizeof(buf), 10000);
     int rc = vt_stop(&p, SIGTERM, 10000);
     EXPECT(hung && reclaimed, "the watchdog stopped reclaiming behind a hung CMD:\n%s\n%s", buf, p.buf);
     char want[96];
     snprintf(want, sizeof(want), "--exec for slot %u (pid 701, stale, units none): ran past", a);
+    EXPECT(strstr(ebuf, "its process group is gone"), "the hung CMD's end was not said: '%s'", ebuf);
     EXPECT(killed && strstr(ebuf, want), "the hung CMD was not logged: '%s'", ebuf);
     EXPECT(after && strstr(buf, "done 702 6\n") && strstr(buf, "done 702") < strstr(buf, "done 703") &&
                !strstr(buf, "done 701"),
            "the queued CMDs did not run in order after the hung one:\n%s", buf);
+    EXPECT(rc == 0, "expected exit 0 on SIGTERM, got %d", rc);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+/*
+ * --exec-timeout follows the process group, not the shell (issue 32): a
+ * CMD whose step ignores SIGTERM while its shell dies of it. The group
+ * gets SIGKILL 5 s after the SIGTERM, whether or not the shell was
+ * reaped; the next CMD starts only once the step is gone (it looks for
+ * it), and the log says what happened: SIGTERM, the shell killed by it,
+ * SIGKILL 5 s later, the group gone.
+ */
+static int test_exec_timeout_follows_group(void)
+{
+    const char *f = vt_path("tgroup.hb"), *out = vt_path("tgroup.out"), *err = vt_path("tgroup.err");
+    vigil_hb *hb = make_hb(f, 4);
+    setenv("HOOK_OUT", out, 1);
+    struct vt_proc p;
+    int sp = spawn_logged(&p, err, (const char *const[]){ "failover", f, "--grace", "1", "--interval", "5ms",
+        "--epochs-only", "--exec-timeout", "300ms", "--exec",
+        "if [ \"$VIGIL_RECLAIM_PID\" = 901 ]; then "
+        "  (trap '' TERM; echo \"step $(exec sh -c 'echo $PPID')\" >> \"$HOOK_OUT\"; exec sleep 1000); "
+        "else step=$(sed -n 's/^step //p' \"$HOOK_OUT\"); "
+        "  if kill -0 \"$step\" 2>/dev/null; then echo \"next: step $step alive\"; else echo \"next: step gone\"; fi "
+        "  >> \"$HOOK_OUT\"; fi", NULL });
+    unsetenv("HOOK_OUT");
+    EXPECT(sp == 0, "spawn");
+    uint32_t a, b;
+    EXPECT_RC(vigil_hb_register(hb, 901, &a), 0);
+    EXPECT_RC(vigil_hb_register(hb, 902, &b), 0);
+    vigil_hb_tick(hb);
+    vigil_hb_tick(hb);
+    char buf[4096], ebuf[4096];
+    bool next = file_has(out, "next: ", buf, sizeof(buf), 30000);
+    bool said = file_has(err, "its process group is gone", ebuf, sizeof(ebuf), 10000);
+    int rc = vt_stop(&p, SIGTERM, 10000);
+    EXPECT(next && strstr(buf, "next: step gone"), "the next CMD started beside the first one's step:\n%s", buf);
+    char want[200];
+    snprintf(want, sizeof(want), "--exec for slot %u (pid 901, stale, units none): ran past --exec-timeout 300ms; "
+             "SIGTERM to its process group; SIGKILL to its process group 5s later; the shell was killed by signal 15",
+             a);
+    EXPECT(said && strstr(ebuf, want), "expected '%s' in the log, got '%s'", want, ebuf);
     EXPECT(rc == 0, "expected exit 0 on SIGTERM, got %d", rc);
     vigil_hb_close(hb);
     return 0;
@@ -416,4 +462,4 @@ static int test_exec_runs_on_stop(void)
 
 VT_MAIN(VT_CASE(test_usage), VT_CASE(test_killed_worker_exited), VT_CASE(test_once_json), VT_CASE(test_once_human), VT_CASE(test_once_gone_pid),
         VT_CASE(test_watchdog_runs), VT_CASE(test_two_watchdogs_exactly_once), VT_CASE(test_exec_env),
-        VT_CASE(test_exec_hung), VT_CASE(test_exec_runs_on_stop))
+        VT_CASE(test_exec_hung), VT_CASE(test_exec_timeout_follows_group), VT_CASE(test_exec_runs_on_stop))

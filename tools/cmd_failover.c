@@ -79,10 +79,8 @@ static int reclaim(const char *path, vigil_hb *hb, uint64_t grace, bool json, bo
         int rc = tool_flush();
         if (rc != 0)
             return rc;
-        /* After the lines are out: the log holds every reclaim's units
-         * before anything is done with them. */
-        for (int i = 0; hooks && i < n; i++)
-            tool_hooks_add(hooks, &r[i], why[i], epoch);
+        /* With --exec the reclaims are in the journal already, written
+         * before their slots were vacated; the CMDs run from there. */
         tool_hooks_poll(hooks);
         if (n < 64)
             return 0;
@@ -166,7 +164,7 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
 {
     uint64_t grace = TOOL_DEFAULT_GRACE, interval = 1000, min_live = 1, start_grace = 60000, exec_timeout = 60000;
     bool once = false, json = false, notify = false, epochs_only = false;
-    const char *exec = NULL;
+    const char *exec = NULL, *journal = NULL;
     const struct tool_opt opts[] = {
         { "grace", OPT_U64, 0, TOOL_MAX_GRACE, &grace, NULL, NULL },
         { "interval", OPT_MS, 1, TOOL_MAX_INTERVAL_MS, &interval, NULL, NULL },
@@ -178,21 +176,24 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
         { "epochs-only", OPT_FLAG, 0, 0, NULL, &epochs_only, NULL },
         { "exec", OPT_STR, 0, 0, NULL, NULL, &exec },
         { "exec-timeout", OPT_MS, 1, TOOL_MAX_INTERVAL_MS, &exec_timeout, NULL, NULL },
+        { "journal", OPT_STR, 0, 0, NULL, NULL, &journal },
     };
     const char *pos[1];
     size_t npos;
     int rc = tool_parse(cmd, argc, argv, opts, sizeof(opts) / sizeof(opts[0]), pos, 1, 1, &npos);
     if (rc != TOOL_GO)
         return rc;
+    if (journal && !exec)
+        return tool_usage_error(cmd, "--journal goes with --exec");
     vigil_hb *hb;
     if ((rc = tool_open_hb(pos[0], &hb)) != 0)
         return rc;
     tool_catch_stop_signals();
     struct health h = { 0 };
     struct tool_hooks *hooks = NULL;
-    if (exec && (rc = tool_hooks_new(exec, pos[0], exec_timeout, &hooks)) < 0) {
+    if (exec && (rc = tool_hooks_new(exec, pos[0], journal, exec_timeout, hb, &hooks)) != 0) {
         vigil_hb_close(hb);
-        return tool_fail(pos[0], rc);
+        return rc < 0 ? tool_fail(pos[0], rc) : rc;
     }
     if (notify) {
         h.odd_v = calloc(vigil_hb_capacity(hb), sizeof(*h.odd_v));

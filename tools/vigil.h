@@ -144,21 +144,22 @@ int tool_slot_look(const vigil_hb *hb, uint32_t i, vigil_slot_info *info, bool *
 
 /* ---- failover --exec (reclaim_exec.c) -------------------------------------- */
 
-/* The CMDs of failover --exec: queued per reclaim, run one at a time by
- * /bin/sh -c with the reclaim in their environment, never waited on by
- * the watchdog, each bounded by timeout_ms (then SIGTERM, SIGKILL to its
- * process group 5 s later); a failure is logged on stderr with its units. */
+/* The CMDs of failover --exec: every reclaim written in the table's
+ * journal (JOURNAL, or FILE.journal, made when missing) before its slot is
+ * vacated, and its CMD run from there, one at a time across the table's
+ * watchdogs, each under a guardian (guard.h). tool_hooks_new attaches the
+ * journal to hb (every claim through hb is journaled from then on): 0, or
+ * EXIT_RUNTIME after saying why. */
 struct tool_hooks;
-int      tool_hooks_new(const char *cmd, const char *file, uint64_t timeout_ms, struct tool_hooks **out);
-void     tool_hooks_free(struct tool_hooks *h);                  /* NULL is fine */
-/* Queues one reclaim's CMD; 0, or -ENOMEM (logged, and counted failed). */
-int      tool_hooks_add(struct tool_hooks *h, const vigil_reclaim *r, uint32_t why, uint64_t epoch);
-/* Reaps a finished CMD, enforces the timeout, starts the next: call it
- * often (the watchdog does at each of its short waits). NULL: nothing. */
+int      tool_hooks_new(const char *cmd, const char *file, const char *journal, uint64_t timeout_ms, vigil_hb *hb,
+                        struct tool_hooks **out);
+void     tool_hooks_free(struct tool_hooks *h);                  /* NULL is fine; detaches the journal */
+/* Reaps a finished CMD and says what became of it, takes over what dead
+ * watchdogs and guardians left, starts the next: call it often. */
 void     tool_hooks_poll(struct tool_hooks *h);
 bool     tool_hooks_busy(const struct tool_hooks *h);
-/* Runs the queue to its end; a stop signal meanwhile kills the running
- * CMD and logs the queued ones as not run. */
+/* Runs what is ours to its end; a stop signal meanwhile kills the running
+ * CMD and leaves the rest in the journal for the next watchdog. */
 void     tool_hooks_drain(struct tool_hooks *h);
 unsigned tool_hooks_failed(const struct tool_hooks *h);  /* CMDs that failed, timed out or never ran */
 

@@ -45,6 +45,7 @@ enum vigil_kind {
     VIGIL_KIND_HEARTBEAT = 1,
     VIGIL_KIND_BARRIER   = 2,
     VIGIL_KIND_LEASES    = 3,
+    VIGIL_KIND_JOURNAL   = 4, /* the reclaim journal of `vigil failover --exec` */
 };
 
 /* Reads the 64-byte header of any vigil file without mapping it: for tools
