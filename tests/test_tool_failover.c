@@ -282,26 +282,6 @@ static int test_two_watchdogs_exactly_once(void)
     return 0;
 }
 
-/* vigil with stdout on a pipe and stderr into a file, for reading what a
- * running watchdog logs. */
-static int spawn_logged(struct vt_proc *p, const char *errfile, const char *const *args)
-{
-    int efd = open(errfile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    int saved = dup(2);
-    dup2(efd, 2);
-    int rc = vt_spawnv(p, args);
-    dup2(saved, 2);
-    close(saved);
-    close(efd);
-    return rc;
-}
-
-/* Reads a file until it holds `needle`; false after timeout_ms. */
-static bool file_has(const char *path, const char *needle, char *buf, size_t len, unsigned timeout_ms)
-{
-    return VT_WAIT_FOR((vt_slurp(path, buf, len), strstr(buf, needle) != NULL), timeout_ms);
-}
-
 /* What the CMD of --exec sees: one line per reclaim, written by the CMD
  * itself from its environment, in reclaim order; its stdout kept out of
  * the JSON stream; its failure logged with the units, the others run
@@ -346,7 +326,7 @@ static int test_exec_hung(void)
     vigil_hb *hb = make_hb(f, 4);
     setenv("HOOK_OUT", out, 1);
     struct vt_proc p;
-    int sp = spawn_logged(&p, err, (const char *const[]){ "failover", f, "--grace", "1", "--interval", "5ms",
+    int sp = vt_spawn_logged(&p, err, (const char *const[]){ "failover", f, "--grace", "1", "--interval", "5ms",
         "--epochs-only", "--exec-timeout", "300ms", "--exec",
         "echo \"start $VIGIL_RECLAIM_PID\" >> \"$HOOK_OUT\"; [ \"$VIGIL_RECLAIM_PID\" != 701 ] || exec sleep 1000; "
         "echo \"done $VIGIL_RECLAIM_PID $VIGIL_RECLAIM_UNITS\" >> \"$HOOK_OUT\"", NULL });
@@ -360,13 +340,13 @@ static int test_exec_hung(void)
     vigil_hb_tick(hb);
     char buf[4096], ebuf[4096];
     /* 701's CMD hangs; the watchdog still reclaims 703 meanwhile. */
-    bool hung = file_has(out, "start 701", buf, sizeof(buf), 10000);
+    bool hung = vt_file_has(out, "start 701", buf, sizeof(buf), 10000);
     EXPECT_RC(vigil_hb_register(hb, 703, &c), 0);
     vigil_hb_tick(hb);
     vigil_hb_tick(hb);
     bool reclaimed = vt_read_until(&p, "pid 703", 10000);
-    bool killed = file_has(err, "ran past --exec-timeout 300ms; SIGTERM to its process group", ebuf, sizeof(ebuf), 10000);
-    bool after = file_has(out, "done 703", buf, sizeof(buf), 10000);
+    bool killed = vt_file_has(err, "ran past --exec-timeout 300ms; SIGTERM to its process group", ebuf, sizeof(ebuf), 10000);
+    bool after = vt_file_has(out, "done 703", buf, sizeof(buf), 10000);
     int rc = vt_stop(&p, SIGTERM, 10000);
     EXPECT(hung && reclaimed, "the watchdog stopped reclaiming behind a hung CMD:\n%s\n%s", buf, p.buf);
     char want[96];
@@ -395,7 +375,7 @@ static int test_exec_timeout_follows_group(void)
     vigil_hb *hb = make_hb(f, 4);
     setenv("HOOK_OUT", out, 1);
     struct vt_proc p;
-    int sp = spawn_logged(&p, err, (const char *const[]){ "failover", f, "--grace", "1", "--interval", "5ms",
+    int sp = vt_spawn_logged(&p, err, (const char *const[]){ "failover", f, "--grace", "1", "--interval", "5ms",
         "--epochs-only", "--exec-timeout", "300ms", "--exec",
         "if [ \"$VIGIL_RECLAIM_PID\" = 901 ]; then "
         "  (trap '' TERM; echo \"step $(exec sh -c 'echo $PPID')\" >> \"$HOOK_OUT\"; exec sleep 1000); "
@@ -410,8 +390,8 @@ static int test_exec_timeout_follows_group(void)
     vigil_hb_tick(hb);
     vigil_hb_tick(hb);
     char buf[4096], ebuf[4096];
-    bool next = file_has(out, "next: ", buf, sizeof(buf), 30000);
-    bool said = file_has(err, "its process group is gone", ebuf, sizeof(ebuf), 10000);
+    bool next = vt_file_has(out, "next: ", buf, sizeof(buf), 30000);
+    bool said = vt_file_has(err, "its process group is gone", ebuf, sizeof(ebuf), 10000);
     int rc = vt_stop(&p, SIGTERM, 10000);
     EXPECT(next && strstr(buf, "next: step gone"), "the next CMD started beside the first one's step:\n%s", buf);
     char want[200];
@@ -446,7 +426,7 @@ static int test_exec_runs_on_stop(void)
     vigil_hb_tick(hb);
     char buf[4096];
     bool both = vt_read_until(&p, "pid 802", 10000);
-    bool first = file_has(out, "start 80", buf, sizeof(buf), 10000);
+    bool first = vt_file_has(out, "start 80", buf, sizeof(buf), 10000);
     kill(p.pid, SIGTERM);
     int fd = open(gate, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
     close(fd);

@@ -232,18 +232,6 @@ static bool stopped(pid_t pid)
     return waitpid(pid, &st, WUNTRACED | WNOHANG) == pid && WIFSTOPPED(st);
 }
 
-/* The parent of pid as /proc has it, 0 if it cannot be read; its state
- * in *state. */
-static pid_t parent_of(pid_t pid, char *state)
-{
-    char path[64], text[512];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    vt_slurp(path, text, sizeof(text));
-    const char *rp = strrchr(text, ')');
-    int ppid;
-    return rp && sscanf(rp + 2, "%c %d", state, &ppid) == 2 ? ppid : 0;
-}
-
 /* The pid of a grandchild of `tool` in state T (stopped): CMD's child,
  * under the guardian, stopped before its exec; 0 if none yet. */
 static pid_t stopped_child_of(pid_t tool)
@@ -255,7 +243,7 @@ static pid_t stopped_child_of(pid_t tool)
         int pid = atoi(de->d_name);
         char state, pstate;
         pid_t ppid;
-        if (pid > 0 && (ppid = parent_of(pid, &state)) > 0 && state == 'T' && parent_of(ppid, &pstate) == tool)
+        if (pid > 0 && (ppid = vt_parent_of(pid, &state)) > 0 && state == 'T' && vt_parent_of(ppid, &pstate) == tool)
             found = pid;
     }
     if (d)

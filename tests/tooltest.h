@@ -9,6 +9,7 @@
 
 #include "testutil.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <stdarg.h>
@@ -139,6 +140,55 @@ static inline int vt_spawnv(struct vt_proc *p, const char *const *args)
 }
 #define VT_SPAWN(p, ...) vt_spawnv((p), (const char *const[]){ __VA_ARGS__, NULL })
 
+
+/* vigil with stdout on a pipe and stderr into a file, for reading what a
+ * running watchdog logs. */
+static inline int vt_spawn_logged(struct vt_proc *p, const char *errfile, const char *const *args)
+{
+    int efd = open(errfile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int saved = dup(2);
+    dup2(efd, 2);
+    int rc = vt_spawnv(p, args);
+    dup2(saved, 2);
+    close(saved);
+    close(efd);
+    return rc;
+}
+
+/* Reads a file until it holds `needle`; false after timeout_ms. */
+static inline bool vt_file_has(const char *path, const char *needle, char *buf, size_t len, unsigned timeout_ms)
+{
+    return VT_WAIT_FOR((vt_slurp(path, buf, len), strstr(buf, needle) != NULL), timeout_ms);
+}
+
+/* The parent of pid as /proc has it, 0 if it cannot be read; its state
+ * ('R', 'S', 'T' stopped, 'Z') in *state. */
+static inline pid_t vt_parent_of(pid_t pid, char *state)
+{
+    char path[64], text[512];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    vt_slurp(path, text, sizeof(text));
+    const char *rp = strrchr(text, ')');
+    int ppid;
+    return rp && sscanf(rp + 2, "%c %d", state, &ppid) == 2 ? ppid : 0;
+}
+
+/* A child of `parent` in state T (stopped), 0 if none yet. */
+static inline pid_t vt_stopped_child(pid_t parent)
+{
+    DIR *d = opendir("/proc");
+    pid_t found = 0;
+    struct dirent *de;
+    while (d && !found && (de = readdir(d))) {
+        int pid = atoi(de->d_name);
+        char state;
+        if (pid > 0 && vt_parent_of(pid, &state) == parent && state == 'T')
+            found = pid;
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
 
 /* Whether process pid has sig blocked (/proc/PID/status, SigBlk). */
 static inline bool vt_sig_blocked(pid_t pid, int sig)
