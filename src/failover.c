@@ -99,10 +99,11 @@
  * registration and the bits; step 5's swap expects exactly the entry's
  * bits (each retry writes the new ones to the entry first); then the
  * entry is committed (PENDING), then the unlock. A repair that takes the
- * lock over from a dead claimer settles that claimer's entry by the
- * slot's gen word: VACANT | the entry's gen, the swap was made (commit);
- * the entry's gen, it was not (the repair adopts the entry and goes on as
- * a claim, or voids it). A journal with no free entry vacates nothing:
+ * lock over from a dead claimer settles that claimer's entry (its owner
+ * the holder taken over: no one else can have touched the slot since) by
+ * the slot's gen word: VACANT | the entry's gen, the swap was made
+ * (commit); the entry's gen, it was not (the repair adopts the entry and
+ * goes on as a claim, or voids it). A journal with no free entry vacates nothing:
  * the slot waits, stale, for the next scan. Stray bits (pid 0, a peer
  * writing outside the protocol) are handed to the caller alone, as
  * before.
@@ -252,15 +253,18 @@ static void claim(struct scan *sc, uint32_t i, uint64_t gen, uint32_t pid, bool 
     vigil_slot_unlock(s, lv);
 }
 
-/* THE JOURNAL, step 2: under a lock taken over from a dead writer, the
- * CLAIMING entry a dead claimer left for this slot, settled. Returns true
- * when the slot is dealt with; false leaves the repair to go on as
+/* THE JOURNAL, step 2: under a lock taken over from dead writer w, the
+ * CLAIMING entry w left for this slot, settled. Only w's: the slot's gen
+ * tells what w did only if w was its last holder (a scan without the
+ * journal may have held it since another claimer died, and vacated it
+ * for its own caller: model/journal.pml's plain run found that). Returns
+ * true when the slot is dealt with; false leaves the repair to go on as
  * without an entry. */
-static bool settle(struct scan *sc, uint32_t i, uint32_t pid, uint64_t seen)
+static bool settle(struct scan *sc, uint32_t i, uint64_t w_dead, uint32_t pid, uint64_t seen)
 {
     struct vigil_hb_slot *s = &sc->hb->slots[i];
     struct vigil_journal_rec r;
-    if (!sc->j || vigil_journal_claiming(sc->j, i, &r) < 0)
+    if (!sc->j || vigil_journal_claiming(sc->j, i, w_dead, &r) < 0)
         return false;
     uint64_t me = vigil_self_lock_word();
     uint64_t w = vj_word(VJ_CLAIMING, r.ticket);
@@ -310,7 +314,7 @@ static void repair(struct scan *sc, uint32_t i)
     atomic_fetch_add_explicit(&s->repairs, 1, memory_order_relaxed);
     uint32_t pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
     uint64_t seen = atomic_load_explicit(&s->last_seen_epoch, memory_order_relaxed);
-    if (settle(sc, i, pid, seen)) {
+    if (settle(sc, i, w, pid, seen)) {
         vigil_slot_unlock(s, lv);
         return;
     }

@@ -216,11 +216,11 @@ void vigil_journal_set_bits(vigil_journal *j, uint32_t idx, uint64_t bits)
     atomic_store_explicit(&j->e[idx].in_flight, bits, memory_order_relaxed);
 }
 
-int64_t vigil_journal_claiming(const vigil_journal *j, uint32_t slot, struct vigil_journal_rec *out)
+int64_t vigil_journal_claiming(const vigil_journal *j, uint32_t slot, uint64_t owner, struct vigil_journal_rec *out)
 {
     for (uint32_t i = 0; i < j->capacity; i++) {
         struct vigil_journal_rec r;
-        if (vigil_journal_read(j, i, &r) == 0 && r.state == VJ_CLAIMING && r.slot == slot) {
+        if (vigil_journal_read(j, i, &r) == 0 && r.state == VJ_CLAIMING && r.slot == slot && r.owner == owner) {
             *out = r;
             return i;
         }

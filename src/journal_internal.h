@@ -39,24 +39,27 @@
  *     for the next scan (backpressure, never a loss).
  *
  *  2. A claimer killed between begin and commit holds the slot's lock: the
- *     repair that takes the lock over (only from a dead writer) finds the
- *     slot's CLAIMING entry, whoever's it is (while a process holds a
- *     slot's lock, every CLAIMING entry for that slot is a dead holder's),
- *     and settles it: the slot's gen word VACANT | the entry's gen means
- *     the swap was made, with the entry's bits: commit. The entry's gen
- *     still the slot's registration: the swap was not made; the repair
- *     adopts the entry ({CLAIMING, dead} to {CLAIMING, me}) and goes on as
- *     a claim (vacating if the slot is stale, dead, or half vacated), or
- *     voids it (a live owner keeps its slot).
+ *     repair that takes the lock over (only from a dead writer w) finds
+ *     the slot's CLAIMING entry whose owner is w, and settles it: since w
+ *     took the lock nobody else touched the slot, so the slot's gen word
+ *     VACANT | the entry's gen means w's swap was made, with the entry's
+ *     bits: commit. The entry's gen still the slot's registration: the
+ *     swap was not made; the repair adopts the entry ({CLAIMING, w} to
+ *     {CLAIMING, me}) and goes on as a claim (vacating if the slot is
+ *     stale, dead, or half vacated), or voids it (a live owner keeps its
+ *     slot). An entry whose owner is not the holder taken over is not
+ *     settled: someone held the slot in between (a scan without the
+ *     journal may have vacated it for its own caller), which step 3 says.
  *
  *  3. A CLAIMING entry whose owner is dead and whose slot is unlocked
- *     (version even) was left by a claimer whose slot a scan without the
- *     journal repaired (any C caller of vigil_failover_scan): the slot's
- *     gen still the entry's, nothing was taken (void); otherwise the bits
- *     were taken by the dead claimer's swap or by that scan, which cannot
- *     be told apart: the entry is finished UNSURE, to be logged with its
- *     units, never run. Every watchdog of a table journals, or this is
- *     the price.
+ *     (version even) was left by a claimer whose slot someone else
+ *     repaired without settling it: a scan without the journal (a C
+ *     caller of vigil_failover_scan, an older vigil), or a journaled
+ *     repair killed between its take-over and its settling (which then
+ *     left the slot to another). The slot's gen still the entry's,
+ *     nothing was taken (void); otherwise the bits were taken by the dead
+ *     claimer's swap or by that scan, which cannot be told apart: the
+ *     entry is finished UNSURE, to be logged with its units, never run.
  *
  *  4. THE RUN LOCK (header {run_word, run_seq}, a lock pair) is held by
  *     the guardian (tools/guard.h) of the one CMD that runs: journal-wide,
@@ -200,8 +203,8 @@ int  vigil_journal_begin(vigil_journal *j, uint64_t me, uint32_t slot, uint32_t 
                          uint64_t bits, uint32_t why, uint64_t epoch, uint32_t *idx, uint64_t *word);
 /* The bits the claim's swap is about to expect. */
 void vigil_journal_set_bits(vigil_journal *j, uint32_t idx, uint64_t bits);
-/* Step 2: the CLAIMING entry for `slot` (any owner's), or -1. */
-int64_t vigil_journal_claiming(const vigil_journal *j, uint32_t slot, struct vigil_journal_rec *out);
+/* Step 2: the CLAIMING entry for `slot` whose owner is `owner`, or -1. */
+int64_t vigil_journal_claiming(const vigil_journal *j, uint32_t slot, uint64_t owner, struct vigil_journal_rec *out);
 
 /* ---- THE RUN LOCK (guardians) ------------------------------------------------- */
 
