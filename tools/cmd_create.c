@@ -16,6 +16,8 @@
 #define _GNU_SOURCE
 #include "vigil.h"
 
+#include "journal_internal.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -84,6 +86,19 @@ static int make(const char *path, struct spec *sp)
         if ((rc = vigil_leases_create_mode(path, sp->capacity, sp->mode, &ls)) < 0)
             return rc;
         vigil_leases_close(ls);
+    } else if (sp->kind == VIGIL_KIND_JOURNAL) {
+        /* The reclaim journal of `vigil failover --exec`: twice the
+         * table's slots (64 at least, 65536 at most) pending reclaims. */
+        vigil_hb *hb;
+        if ((rc = vigil_hb_open_readonly(sp->table, 0, &hb)) < 0)
+            return tool_fail_file(sp->table, rc, VIGIL_KIND_HEARTBEAT, false);
+        uint32_t cap = vigil_hb_capacity(hb);
+        vigil_hb_close(hb);
+        sp->capacity = cap > VIGIL_JOURNAL_MAX_CAPACITY / 2 ? VIGIL_JOURNAL_MAX_CAPACITY : cap * 2 < 64 ? 64 : cap * 2;
+        vigil_journal *j;
+        if ((rc = vigil_journal_create(path, sp->capacity, cap, sp->mode, &j)) < 0)
+            return rc;
+        vigil_journal_close(j);
     } else {
         /* Read permission on the table is enough: the barrier only takes
          * its capacity now; its waiters open the table themselves. */
@@ -173,13 +188,20 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
         sp.kind = VIGIL_KIND_BARRIER;
     else if (strcmp(kind, "leases") == 0)
         sp.kind = VIGIL_KIND_LEASES;
+    else if (strcmp(kind, "journal") == 0)
+        sp.kind = VIGIL_KIND_JOURNAL;
     else
-        return tool_usage_error(cmd, "--kind: heartbeat, barrier or leases, not '%s'", kind);
-    if (sp.kind == VIGIL_KIND_BARRIER) {
+        return tool_usage_error(cmd, "--kind: heartbeat, barrier, leases or journal, not '%s'", kind);
+    if (sp.kind == VIGIL_KIND_BARRIER || sp.kind == VIGIL_KIND_JOURNAL) {
         if (!table)
-            return tool_usage_error(cmd, "--kind barrier needs --table T, the heartbeat table it counts peers in");
+            return tool_usage_error(cmd, sp.kind == VIGIL_KIND_BARRIER
+                                             ? "--kind barrier needs --table T, the heartbeat table it counts peers in"
+                                             : "--kind journal needs --table T, the heartbeat table it journals");
         if (have_capacity)
-            return tool_usage_error(cmd, "--capacity does not apply to a barrier: it has its table's");
+            return tool_usage_error(cmd, "--capacity does not apply to a %s: it has its table's",
+                                    sp.kind == VIGIL_KIND_BARRIER ? "barrier" : "journal");
+        if (sp.kind == VIGIL_KIND_JOURNAL && have_grace)
+            return tool_usage_error(cmd, "--grace applies to --kind barrier only");
     } else {
         if (!have_capacity)
             return tool_usage_error(cmd, "--capacity is required");
@@ -198,9 +220,14 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
     } else if ((rc = make(pos[0], &sp)) != 0) {
         return rc == EXIT_RUNTIME ? rc : tool_fail(pos[0], rc);
     }
-    uint64_t rec = sp.kind == VIGIL_KIND_HEARTBEAT ? 64 : sp.kind == VIGIL_KIND_BARRIER ? 8 : 256;
+    uint64_t rec = sp.kind == VIGIL_KIND_HEARTBEAT || sp.kind == VIGIL_KIND_JOURNAL ? 64
+                   : sp.kind == VIGIL_KIND_BARRIER                                ? 8
+                                                                                  : 256;
     printf("%s: %s, capacity %u, mode %04o%s%s, %llu bytes\n", pos[0],
-           sp.kind == VIGIL_KIND_HEARTBEAT ? "heartbeat table" : sp.kind == VIGIL_KIND_BARRIER ? "barrier" : "lease store",
+           sp.kind == VIGIL_KIND_HEARTBEAT  ? "heartbeat table"
+           : sp.kind == VIGIL_KIND_BARRIER  ? "barrier"
+           : sp.kind == VIGIL_KIND_JOURNAL  ? "reclaim journal"
+                                            : "lease store",
            sp.capacity, sp.mode, group ? ", group " : "", group ? group : "",
            (unsigned long long)(64 + sp.capacity * rec));
     return tool_flush();
@@ -209,17 +236,22 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
 const struct tool_cmd tool_cmd_create = {
     .name = "create",
     .synopsis = "FILE [--kind KIND] [--capacity N] [--table T] [--grace G] [--mode OCTAL] [--group NAME]",
-    .summary = "make a heartbeat table, a barrier or a lease store",
+    .summary = "make a heartbeat table, a barrier, a lease store or a reclaim journal",
     .help = "Makes a vigil file at FILE: by default a heartbeat table of N slots\n"
             "(1..1048576). Never replaces anything: an existing FILE is an error. The\n"
             "file appears whole, with its mode and group already set.\n"
             "\n"
             "options:\n"
-            "  --kind KIND     heartbeat, barrier or leases (default heartbeat)\n"
+            "  --kind KIND     heartbeat, barrier, leases or journal (default\n"
+            "                  heartbeat); a journal is the one `vigil failover --exec`\n"
+            "                  keeps next to a table (FILE.journal), made here to give\n"
+            "                  it a --mode and --group of its own\n"
             "  --capacity N    slots (heartbeat) or entries (leases), 1..1048576;\n"
             "                  required for those two kinds\n"
             "  --table T       barrier: the heartbeat table whose live peers it counts\n"
-            "                  (its capacity is the table's); required for a barrier\n"
+            "                  (its capacity is the table's); journal: the table it\n"
+            "                  journals (twice its slots, 64..65536 entries); required\n"
+            "                  for both\n"
             "  --grace G       barrier: the grace in epochs it stores (default 5)\n"
             "  --mode OCTAL    permission bits, e.g. 0660 for a group of processes\n"
             "                  (default 0600; the umask does not apply)\n"

@@ -183,17 +183,20 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
     int rc = tool_parse(cmd, argc, argv, opts, sizeof(opts) / sizeof(opts[0]), pos, 1, 1, &npos);
     if (rc != TOOL_GO)
         return rc;
-    if (journal && !exec)
-        return tool_usage_error(cmd, "--journal goes with --exec");
     vigil_hb *hb;
     if ((rc = tool_open_hb(pos[0], &hb)) != 0)
         return rc;
     tool_catch_stop_signals();
     struct health h = { 0 };
     struct tool_hooks *hooks = NULL;
+    struct vigil_journal *plain_journal = NULL;
     if (exec && (rc = tool_hooks_new(exec, pos[0], journal, exec_timeout, hb, &hooks)) != 0) {
         vigil_hb_close(hb);
         return rc < 0 ? tool_fail(pos[0], rc) : rc;
+    }
+    if (!exec && (rc = tool_journal_attach(pos[0], journal, hb, &plain_journal)) != 0) {
+        vigil_hb_close(hb);
+        return rc;
     }
     if (notify) {
         h.odd_v = calloc(vigil_hb_capacity(hb), sizeof(*h.odd_v));
@@ -241,6 +244,7 @@ out:
     if (rc == 0 && once && tool_hooks_failed(hooks) > 0)
         rc = EXIT_RUNTIME;
     tool_hooks_free(hooks);
+    tool_journal_detach(hb, plain_journal);
     free(h.odd_v);
     free(h.odd_since);
     vigil_hb_close(hb);

@@ -388,8 +388,43 @@ int tool_hooks_new(const char *cmd, const char *file, const char *journal, uint6
     }
     tool_child_note_fds();
     hb->journal = h->j; /* from here every claim is journaled */
+    /* What earlier watchdogs left: said, so that a restart names every
+     * reclaim it takes on (issue 32's restarted watchdog said "nothing to
+     * reclaim" over two lost ones). */
+    vigil_journal_sweep(h->j, hb, h->me);
+    for (uint32_t i = 0; i < h->j->capacity; i++) {
+        struct vigil_journal_rec r;
+        if (vigil_journal_read(h->j, i, &r) == 0 && r.state == VJ_PENDING && r.claimer != h->me)
+            log_job(h, &r, "pending in the journal (reclaimed by watchdog pid %u%s): its CMD runs from there",
+                    vigil_lock_pid(r.claimer), vigil_lock_holder_dead(r.claimer, h->j->map.base) ? ", gone" : "");
+    }
     *out = h;
     return 0;
+}
+
+int tool_journal_attach(const char *file, const char *journal, vigil_hb *hb, vigil_journal **out)
+{
+    char *path = NULL;
+    *out = NULL;
+    if (!journal && asprintf(&path, "%s.journal", file) < 0)
+        return tool_fail(file, -ENOMEM);
+    int rc = vigil_journal_open(journal ? journal : path, out);
+    if (rc == -ENOENT && !journal)
+        rc = 0; /* no journal next to the table: the reclaims are this watchdog's alone */
+    else if (rc < 0)
+        rc = tool_fail_msg(journal ? journal : path, "the reclaim journal: %s", vigil_strerror(rc));
+    else
+        hb->journal = *out;
+    free(path);
+    return rc;
+}
+
+void tool_journal_detach(vigil_hb *hb, vigil_journal *j)
+{
+    if (!j)
+        return;
+    hb->journal = NULL;
+    vigil_journal_close(j);
 }
 
 void tool_hooks_free(struct tool_hooks *h)

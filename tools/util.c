@@ -53,6 +53,7 @@ const char *tool_kind_name(uint32_t kind)
     case VIGIL_KIND_HEARTBEAT: return "heartbeat";
     case VIGIL_KIND_BARRIER:   return "barrier";
     case VIGIL_KIND_LEASES:    return "leases";
+    case VIGIL_KIND_JOURNAL:   return "journal";
     }
     return NULL;
 }
@@ -63,6 +64,7 @@ static const char *kind_article(uint32_t kind)
     case VIGIL_KIND_HEARTBEAT: return "a heartbeat table";
     case VIGIL_KIND_BARRIER:   return "a barrier file";
     case VIGIL_KIND_LEASES:    return "a lease store";
+    case VIGIL_KIND_JOURNAL:   return "a reclaim journal";
     }
     return "a vigil file";
 }
@@ -84,7 +86,7 @@ static int read_magic(const char *path, unsigned char magic[8])
 /* A kind's file size for a capacity: its header and its records. */
 static uint64_t kind_size(uint32_t kind, uint32_t capacity)
 {
-    uint64_t rec = kind == VIGIL_KIND_HEARTBEAT ? 64 : kind == VIGIL_KIND_BARRIER ? 8 : 256;
+    uint64_t rec = kind == VIGIL_KIND_HEARTBEAT || kind == VIGIL_KIND_JOURNAL ? 64 : kind == VIGIL_KIND_BARRIER ? 8 : 256;
     return 64 + (uint64_t)capacity * rec;
 }
 

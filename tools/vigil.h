@@ -162,6 +162,14 @@ bool     tool_hooks_busy(const struct tool_hooks *h);
  * CMD and leaves the rest in the journal for the next watchdog. */
 void     tool_hooks_drain(struct tool_hooks *h);
 unsigned tool_hooks_failed(const struct tool_hooks *h);  /* CMDs that failed, timed out or never ran */
+/* Without --exec: the table's journal, when there is one, attached all
+ * the same (opened, never made), so that a reclaim by this watchdog is
+ * written down for the --exec watchdogs to run: 0 with *out (NULL when
+ * there is none and `journal` was not given), or EXIT_RUNTIME after
+ * saying why. */
+struct vigil_journal;
+int      tool_journal_attach(const char *file, const char *journal, vigil_hb *hb, struct vigil_journal **out);
+void     tool_journal_detach(vigil_hb *hb, struct vigil_journal *j);
 
 /* ---- systemd (notify.c) ---------------------------------------------------- */
 
@@ -185,6 +193,7 @@ int tool_show(const char *path, uint64_t grace, bool json, FILE *out, struct too
 /* The other kinds (inspect_kinds.c); 0 or EXIT_RUNTIME after the reason. */
 int tool_show_barrier(const char *path, bool json, FILE *out);
 int tool_show_leases(const char *path, bool json, FILE *out);
+int tool_show_journal(const char *path, bool json, FILE *out);
 
 /* Prints the occupied slots of an open heartbeat table, human form. */
 void tool_show_hb_table(const vigil_hb *hb, uint64_t grace, FILE *out, struct tool_summary *sum);
