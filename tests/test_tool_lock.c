@@ -16,6 +16,8 @@
  */
 #include "locktest.h"
 
+#include "leases_internal.h"
+
 #include <dirent.h>
 #include <sys/wait.h>
 
@@ -121,6 +123,33 @@ static int test_not_acquired(void)
     EXPECT(vt_count_lines(R.err) == 1 && strstr(R.err, "within 200ms"), "stderr: '%s'", R.err);
     EXPECT(access(marker, F_OK) != 0, "CMD ran without the lease");
     EXPECT_RC(vigil_leases_release(ls, &held), 0);
+    vigil_leases_close(ls);
+    return 0;
+}
+
+/* A full store (every entry held by another key) is waited for as a held
+ * key is (issue 32: --wait exited 1 with "no vacant slot"): 75 at the end
+ * of --wait, saying the store is full; and a wait that sees an entry
+ * freed runs CMD. */
+static int test_full_store_waited(void)
+{
+    const char *s = vt_path("full.leases");
+    vigil_leases *ls = NULL;
+    EXPECT_RC(vigil_leases_create(s, 1, &ls), 0);
+    vigil_lease other;
+    EXPECT_RC(vigil_leases_acquire(ls, "other", "someone", 60000, &other), 0);
+    VT_RUN("lock", "--store", s, "--wait", "200ms", "mine", "--", "true");
+    EXPECT_EXIT(75, "--wait 200ms on a full store");
+    EXPECT(vt_count_lines(R.err) == 1 && strstr(R.err, "within 200ms") && strstr(R.err, "is full"),
+           "expected one line saying the store is full, got '%s'", R.err);
+    struct vt_proc p;
+    EXPECT(VT_SPAWN(&p, "lock", "--store", s, "--wait", "30s", "mine", "--", "sh", "-c", "echo ran") == 0, "spawn");
+    bool waiting = VT_WAIT_FOR(atomic_load(&ls->hdr->room_waiters) > 0, 15000);
+    EXPECT_RC(vigil_leases_release(ls, &other), 0);
+    bool ran = vt_read_until(&p, "ran", 15000);
+    int st = vt_wait(p.pid, 15000);
+    close(p.fd);
+    EXPECT(waiting && ran && st == 0, "a lock waiting on a full store: waiting %d, ran %d, exit %d", waiting, ran, st);
     vigil_leases_close(ls);
     return 0;
 }
@@ -398,6 +427,6 @@ static int test_store_error(void)
     return 0;
 }
 
-VT_MAIN(VT_CASE(test_usage), VT_CASE(test_run), VT_CASE(test_not_acquired), VT_CASE(test_waits),
+VT_MAIN(VT_CASE(test_usage), VT_CASE(test_run), VT_CASE(test_not_acquired), VT_CASE(test_full_store_waited), VT_CASE(test_waits),
         VT_CASE(test_two_never_overlap), VT_CASE(test_signals), VT_CASE(test_sigkill), VT_CASE(test_lost_before_cmd), VT_CASE(test_owner_escaped),
         VT_CASE(test_lost), VT_CASE(test_store_error))

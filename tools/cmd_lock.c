@@ -271,6 +271,16 @@ static int not_acquired(struct backend *b, const char *key, uint64_t wait_ms, bo
         char owner[4 * sizeof(info.owner) + 1];
         escaped(owner, sizeof(owner), info.owner);
         snprintf(holder, sizeof(holder), ": held by '%s' (token %" PRIu64 ")", owner, info.token);
+    } else if (b->ls) {
+        /* Not held, yet not acquired: the store had no entry to bind it
+         * to, every one held by another key (acquire_wait waits for room
+         * as for the key). */
+        uint32_t cap = vigil_leases_capacity(b->ls), held = 0;
+        for (uint32_t i = 0; i < cap; i++)
+            held += vigil_leases_entry(b->ls, i, &info) == 0 && info.state == VIGIL_LEASE_HELD;
+        if (held == cap)
+            snprintf(holder, sizeof(holder), ": the store %s is full (its %u entries held by other keys)", b->where,
+                     cap);
     }
     char within[32];
     tool_format_ms(wait_ms, within, sizeof(within));
