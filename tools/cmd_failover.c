@@ -254,7 +254,7 @@ out:
 const struct tool_cmd tool_cmd_failover = {
     .name = "failover",
     .synopsis = "FILE [--grace G] [--interval DURATION] [--once] [--json] [--epochs-only] [--exec CMD] "
-                "[--exec-timeout DURATION] [--sd-notify] [--min-live N] [--start-grace DURATION]",
+                "[--exec-timeout DURATION] [--journal PATH] [--sd-notify] [--min-live N] [--start-grace DURATION]",
     .summary = "watchdog",
     .help = "The watchdog of the heartbeat table FILE. It holds a pidfd for the owner\n"
             "of every occupied slot and reclaims a slot the moment its owner dies\n"
@@ -281,12 +281,21 @@ const struct tool_cmd tool_cmd_failover = {
             "                  VIGIL_RECLAIM_SLOT, VIGIL_RECLAIM_PID, VIGIL_RECLAIM_UNITS\n"
             "                  (the in-flight bits as a comma list, e.g. 1,40),\n"
             "                  VIGIL_RECLAIM_REASON (exited or stale), VIGIL_RECLAIM_FILE,\n"
-            "                  VIGIL_RECLAIM_IN_FLIGHT and VIGIL_RECLAIM_EPOCH in its\n"
-            "                  environment; one at a time, in reclaim order, never\n"
-            "                  holding up the watchdog; its stdout goes to stderr; a\n"
-            "                  failure is logged on stderr with the units\n"
-            "  --exec-timeout DURATION  a CMD running longer gets SIGTERM, its process\n"
-            "                  group SIGKILL 5s later, 1ms..24h (default 60s)\n"
+            "                  VIGIL_RECLAIM_IN_FLIGHT, VIGIL_RECLAIM_EPOCH and\n"
+            "                  VIGIL_RECLAIM_TICKET in its environment. Every reclaim\n"
+            "                  is written in the table's journal before its slot is\n"
+            "                  vacated and its CMD run from there: a watchdog killed by\n"
+            "                  any signal leaves its reclaims to the next. One CMD at a\n"
+            "                  time across the table's watchdogs, in reclaim order, in a\n"
+            "                  process group of its own that dies with the watchdog;\n"
+            "                  never holding up the reclaims; its stdout goes to stderr;\n"
+            "                  what became of one that did not simply finish is logged\n"
+            "                  on stderr with its units\n"
+            "  --exec-timeout DURATION  a CMD running longer gets SIGTERM to its process\n"
+            "                  group, SIGKILL to the group 5s later, 1ms..24h (default\n"
+            "                  60s); the next CMD starts once the group is gone\n"
+            "  --journal PATH  the reclaim journal (default FILE.journal): with --exec\n"
+            "                  made when missing, without it used when it exists\n"
             "  --sd-notify     tell systemd: READY=1 once running, then each interval\n"
             "                  WATCHDOG=1 while at least N slots are live and none is\n"
             "                  wedged past the grace window (so WatchdogSec= restarts\n"
@@ -298,7 +307,7 @@ const struct tool_cmd tool_cmd_failover = {
             "\n"
             "On SIGINT or SIGTERM the CMDs of reclaims already made still run (each\n"
             "bounded by --exec-timeout); a second signal kills the running one and\n"
-            "logs the rest as not run. With --once the exit status is 1 when a CMD\n"
-            "failed.\n",
+            "leaves the rest in the journal for the next watchdog. With --once the\n"
+            "exit status is 1 when a CMD failed.\n",
     .run = run,
 };
