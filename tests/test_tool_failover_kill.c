@@ -318,6 +318,65 @@ static int test_stopped_watchdog_resumes(void)
     return 0;
 }
 
+/* As nobody, a watchdog whose --exec CMD is a set-user-ID root program:
+ * once CMD has said it runs, the watchdog gets SIGKILL, and CMD must go
+ * with it (its guardian ends the group; the parent-death signal alone
+ * would not hold a set-user-ID CMD); the next watchdog says it was killed
+ * with its watchdog. */
+static int suid_body(void *arg)
+{
+    const char *copy = arg;
+    const char *f = vt_path("suid.hb");
+    vigil_hb *hb = vt_hb_fresh_at(f, 2);
+    uint32_t s;
+    vigil_hb_register(hb, 999, &s);
+    char cmd[700];
+    snprintf(cmd, sizeof(cmd), "exec %s reclaim", copy);
+    const char *err = vt_path("suid.err");
+    struct vt_proc p;
+    if (vt_spawn_logged(&p, err, (const char *const[]){ "failover", f, "--grace", "1", "--interval", "5ms",
+                                                        "--epochs-only", "--exec", cmd, NULL }) != 0)
+        return 1;
+    vigil_hb_tick(hb);
+    vigil_hb_tick(hb);
+    /* CMD's stdout is the watchdog's stderr (its own stdout, the reclaim
+     * lines, stays open on p.fd: closed, the watchdog would die of
+     * SIGPIPE at its first line). */
+    char buf[4096];
+    int cmd_pid = 0, euid = -1, ruid = -1;
+    bool said = vt_file_has(err, "reclaim pid ", buf, sizeof(buf), 15000) &&
+                VT_WAIT_FOR((vt_slurp(err, buf, sizeof(buf)), strchr(strstr(buf, "reclaim pid "), '\n') != NULL),
+                            15000) &&
+                sscanf(strstr(buf, "reclaim pid "), "reclaim pid %d euid %d ruid %d", &cmd_pid, &euid, &ruid) == 3;
+    if (!said || euid != 0 || ruid != (int)getuid()) {
+        kill(p.pid, SIGKILL);
+        vt_wait(p.pid, 15000);
+        close(p.fd);
+        fprintf(stderr, "the set-user-ID CMD did not say it runs as euid 0, ruid %d: '%s'\n", (int)getuid(), buf);
+        return 1;
+    }
+    kill(p.pid, SIGKILL);
+    vt_wait(p.pid, 15000);
+    close(p.fd);
+    bool dead = VT_WAIT_FOR(vt_gone(cmd_pid), 10000);
+    if (!dead)
+        kill(cmd_pid, SIGKILL);
+    EXPECT(dead, "the set-user-ID CMD (pid %d) runs on after the watchdog was killed", (int)cmd_pid);
+    VT_RUN("failover", f, "--grace", "1", "--once", "--epochs-only", "--exec", "true");
+    EXPECT(strstr(R.err, "(pid 999, stale, units none): killed: the watchdog running it died"),
+           "the next watchdog did not say it: '%s'", R.err);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+static int test_suid_cmd_dies_with_watchdog(void)
+{
+    const char *copy = vt_suid_copy();
+    if (!copy)
+        return VT_SKIP;
+    return vt_as_nobody(suid_body, (void *)copy);
+}
+
 int main(void)
 {
     struct rlimit no_core = { 0, 0 };
@@ -326,7 +385,7 @@ int main(void)
         VT_CASE(test_killed_in_claim),          VT_CASE(test_killed_before_guardian),
         VT_CASE(test_killed_in_guardian),       VT_CASE(test_killed_tool_guardian_lives),
         VT_CASE(test_killed_after_log),         VT_CASE(test_two_watchdogs_exec),
-        VT_CASE(test_stopped_watchdog_resumes),
+        VT_CASE(test_stopped_watchdog_resumes), VT_CASE(test_suid_cmd_dies_with_watchdog),
     };
     return vt_run(cases, sizeof(cases) / sizeof(cases[0]));
 }
