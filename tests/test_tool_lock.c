@@ -303,7 +303,7 @@ static int test_lost_before_cmd(void)
         unlink(s);
         setenv("VIGIL_TEST_LOCK_STOP", where == 0 ? "fork" : "exec", 1);
         int efd = open(vt_path("early.stderr"), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        int saved = dup(2);
+        int saved = fcntl(2, F_DUPFD_CLOEXEC, 3); /* not inherited by the tool, nor by its CMD */
         dup2(efd, 2);
         struct vt_proc p;
         int sp = VT_SPAWN(&p, "lock", "--store", s, "--ttl", "300ms", "early", "--", "sh", "-c", "echo ran");
@@ -373,7 +373,7 @@ static int lost_with(const char *cmd_script, const char *kill_after, int *exit_s
     unlink(s);
     struct vt_proc p;
     int efd = open(vt_path("lock.stderr"), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    int saved = dup(2);
+    int saved = fcntl(2, F_DUPFD_CLOEXEC, 3); /* not inherited by the tool, nor by its CMD */
     dup2(efd, 2); /* the spawned tool's stderr, to read its one line */
     int sp = VT_SPAWN(&p, "lock", "--store", s, "--ttl", "300ms", "--kill-after", kill_after, "lost", "--", "sh", "-c",
                       cmd_script);

@@ -146,7 +146,7 @@ static inline int vt_spawnv(struct vt_proc *p, const char *const *args)
 static inline int vt_spawn_logged(struct vt_proc *p, const char *errfile, const char *const *args)
 {
     int efd = open(errfile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    int saved = dup(2);
+    int saved = fcntl(2, F_DUPFD_CLOEXEC, 3); /* not inherited by the tool, nor by its CMD */
     dup2(efd, 2);
     int rc = vt_spawnv(p, args);
     dup2(saved, 2);
