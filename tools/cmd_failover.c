@@ -9,6 +9,7 @@
  * hands the units on to CMD (reclaim_exec.c); it does not tick.
  */
 #define _GNU_SOURCE
+#include "child.h"
 #include "vigil.h"
 
 #include <errno.h>
@@ -183,6 +184,8 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
     int rc = tool_parse(cmd, argc, argv, opts, sizeof(opts) / sizeof(opts[0]), pos, 1, 1, &npos);
     if (rc != TOOL_GO)
         return rc;
+    /* CMD inherits the fds the tool was given, and no other it opens. */
+    tool_child_note_fds();
     vigil_hb *hb;
     if ((rc = tool_open_hb(pos[0], &hb)) != 0)
         return rc;

@@ -258,7 +258,7 @@ static void group_signal(struct guardian *s, int sig, uint32_t why, uint64_t kil
             s->kill_at = at;
         report(s);
     } else if (sig == SIGKILL) {
-        kill(s->cmd, SIGKILL);
+        kill(-s->cmd, SIGKILL);
         if (!(s->r.flags & GUARD_KILL)) {
             s->r.flags |= GUARD_KILL | why;
             s->r.kill_ms = now - s->t0;

@@ -45,6 +45,13 @@
  *    made before the fork, and the exec is execve over the candidates).
  *  - CMD's child sets PR_SET_PDEATHSIG too (SIGKILL if the guardian goes):
  *    cleared for a set-user-ID CMD, kept for the others.
+ *  - A process that leaves CMD's group (setsid(2): a daemon) is outside
+ *    what the guardian ends, as it is outside timeout(1)'s; and a
+ *    guardian killed on its own, with its tool, leaves CMD to the
+ *    parent-death signal (systemd's stop kills the unit's whole cgroup).
+ *  - In the guardian, vigil_self_lock_word (the journal's owner word)
+ *    works out the guardian's own identity from /proc/self/stat with
+ *    open, read and a digit parse: no lock, no allocation.
  *
  * Ending the group, in every case: SIGTERM (or SIGKILL where the caller
  * says so) to the group, SIGKILL to the group `kill_ms` later whether or

@@ -386,7 +386,6 @@ int tool_hooks_new(const char *cmd, const char *file, const char *journal, uint6
         snprintf(stop_at, sizeof(stop_at), "%s", at);
         vigil_journal_hook = test_point;
     }
-    tool_child_note_fds();
     hb->journal = h->j; /* from here every claim is journaled */
     /* What earlier watchdogs left: said, so that a restart names every
      * reclaim it takes on (issue 32's restarted watchdog said "nothing to
