@@ -34,6 +34,23 @@ static vigil_journal *journal_for(const char *name, uint32_t cap)
     return j;
 }
 
+/* A table `name`.hb of 4 slots with a journal of jcap entries attached,
+ * and two registrations (pids p1, p2) gone stale: their slots in a, b. */
+static vigil_hb *two_stale(const char *name, uint32_t jcap, uint32_t p1, uint32_t p2, uint32_t *a, uint32_t *b,
+                           vigil_journal **j)
+{
+    char hb_name[64], j_name[64];
+    snprintf(hb_name, sizeof(hb_name), "%s.hb", name);
+    snprintf(j_name, sizeof(j_name), "%s.journal", name);
+    vigil_hb *hb = vt_hb_fresh(hb_name, 4);
+    *j = journal_for(j_name, jcap);
+    hb->journal = *j;
+    if (vigil_hb_register(hb, p1, a) < 0 || vigil_hb_register(hb, p2, b) < 0)
+        exit(2);
+    vt_hb_tick_keep(hb, 3, 0);
+    return hb;
+}
+
 /* The entries in state `state`, into out (at most max); how many. */
 static int entries_in(const vigil_journal *j, uint32_t state, struct vigil_journal_rec *out, int max)
 {
@@ -111,13 +128,9 @@ static int test_mark_between_begin_and_swap(void)
  * free, the next scan takes it. */
 static int test_full_vacates_nothing(void)
 {
-    vigil_hb *hb = vt_hb_fresh("full.hb", 4);
-    vigil_journal *j = journal_for("full.journal", 1);
-    hb->journal = j;
     uint32_t a, b;
-    EXPECT_RC(vigil_hb_register(hb, 503, &a), 0);
-    EXPECT_RC(vigil_hb_register(hb, 504, &b), 0);
-    vt_hb_tick_keep(hb, 3, 0);
+    vigil_journal *j;
+    vigil_hb *hb = two_stale("full", 1, 503, 504, &a, &b, &j);
     vigil_reclaim out[4];
     EXPECT_RC(vigil_failover_scan(hb, 2, out, 4), 1);
     vigil_slot_info info;
@@ -232,13 +245,9 @@ static int test_killed_claimer_plain_repair(void)
  * the sweeper's. */
 static int test_dead_guardian_and_watchdog(void)
 {
-    vigil_hb *hb = vt_hb_fresh("run.hb", 4);
-    vigil_journal *j = journal_for("run.journal", 4);
-    hb->journal = j;
     uint32_t a, b;
-    EXPECT_RC(vigil_hb_register(hb, 506, &a), 0);
-    EXPECT_RC(vigil_hb_register(hb, 507, &b), 0);
-    vt_hb_tick_keep(hb, 3, 0);
+    vigil_journal *j;
+    vigil_hb *hb = two_stale("run", 4, 506, 507, &a, &b, &j);
     vigil_reclaim out[4];
     EXPECT_RC(vigil_failover_scan(hb, 2, out, 4), 2);
     hb->journal = NULL;

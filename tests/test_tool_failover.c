@@ -318,6 +318,15 @@ static int test_exec_env(void)
     return 0;
 }
 
+/* A watchdog of table f with --exec script and --exec-timeout 300ms,
+ * scanning by epochs every 5 ms, its stderr into err. */
+static int exec_watchdog(struct vt_proc *p, const char *f, const char *err, const char *script)
+{
+    return vt_spawn_logged(p, err, (const char *const[]){ "failover", f, "--grace", "1", "--interval", "5ms",
+                                                          "--epochs-only", "--exec-timeout", "300ms", "--exec",
+                                                          script, NULL });
+}
+
 /* A CMD that hangs is killed at --exec-timeout and logged; the CMDs
  * queued behind it run, and the watchdog goes on reclaiming meanwhile. */
 static int test_exec_hung(void)
@@ -326,10 +335,9 @@ static int test_exec_hung(void)
     vigil_hb *hb = make_hb(f, 4);
     setenv("HOOK_OUT", out, 1);
     struct vt_proc p;
-    int sp = vt_spawn_logged(&p, err, (const char *const[]){ "failover", f, "--grace", "1", "--interval", "5ms",
-        "--epochs-only", "--exec-timeout", "300ms", "--exec",
+    int sp = exec_watchdog(&p, f, err,
         "echo \"start $VIGIL_RECLAIM_PID\" >> \"$HOOK_OUT\"; [ \"$VIGIL_RECLAIM_PID\" != 701 ] || exec sleep 1000; "
-        "echo \"done $VIGIL_RECLAIM_PID $VIGIL_RECLAIM_UNITS\" >> \"$HOOK_OUT\"", NULL });
+        "echo \"done $VIGIL_RECLAIM_PID $VIGIL_RECLAIM_UNITS\" >> \"$HOOK_OUT\"");
     unsetenv("HOOK_OUT");
     EXPECT(sp == 0, "spawn");
     uint32_t a, b, c;
@@ -375,13 +383,12 @@ static int test_exec_timeout_follows_group(void)
     vigil_hb *hb = make_hb(f, 4);
     setenv("HOOK_OUT", out, 1);
     struct vt_proc p;
-    int sp = vt_spawn_logged(&p, err, (const char *const[]){ "failover", f, "--grace", "1", "--interval", "5ms",
-        "--epochs-only", "--exec-timeout", "300ms", "--exec",
+    int sp = exec_watchdog(&p, f, err,
         "if [ \"$VIGIL_RECLAIM_PID\" = 901 ]; then "
         "  (trap '' TERM; echo \"step $(exec sh -c 'echo $PPID')\" >> \"$HOOK_OUT\"; exec sleep 1000); "
         "else step=$(sed -n 's/^step //p' \"$HOOK_OUT\"); "
         "  if kill -0 \"$step\" 2>/dev/null; then echo \"next: step $step alive\"; else echo \"next: step gone\"; fi "
-        "  >> \"$HOOK_OUT\"; fi", NULL });
+        "  >> \"$HOOK_OUT\"; fi");
     unsetenv("HOOK_OUT");
     EXPECT(sp == 0, "spawn");
     uint32_t a, b;

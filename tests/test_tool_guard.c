@@ -9,9 +9,10 @@
  * after --kill-after) before the lease is released; a signal the tool is
  * sent reaches CMD and not the workers CMD forked; the exec's errors as
  * the shells give them (127, 126, a script without #! run by sh); and
- * with a terminal: CMD gets the foreground (it reads the terminal), ^C
- * ends CMD and then the tool by SIGINT, ^Z stops the tool's job and fg
- * brings CMD back.
+ * with a terminal: CMD gets the foreground (it reads the terminal), but
+ * not when the tool's output goes down a pipe whose reader reads the
+ * terminal; ^C ends CMD and then the tool by SIGINT, ^Z stops the tool's
+ * job and fg brings CMD back.
  *
  * Each kill is made by the test when CMD has said it is ready (a line on
  * a pipe), never after a sleep.
@@ -115,11 +116,7 @@ static int test_leftover_ended_at_exit(void)
         EXPECT(worker > 0, "case %d: CMD never said its worker: '%s'", i, p.buf);
         EXPECT(st == 3 && dead, "case %d: vigil lock exited %d (want CMD's 3) with its worker %d %s", i, st,
                (int)worker, dead ? "gone" : "still running");
-        vigil_leases *ls = NULL;
-        vigil_lease_info info;
-        EXPECT_RC(vigil_leases_open(s, &ls), 0);
-        EXPECT_RC(vigil_leases_get(ls, "left", &info), VIGIL_EVACANT);
-        vigil_leases_close(ls);
+        EXPECT(vt_key_vacant(s, "left"), "case %d: the lease was not released", i);
     }
     return 0;
 }
@@ -230,6 +227,35 @@ static int test_terminal_foreground(void)
     return 0;
 }
 
+/* vigil lock with its output down a pipe leaves the foreground to its
+ * job: the pipe's reader, in vigil lock's process group, reads the
+ * terminal (given to CMD, the reader would be stopped by SIGTTIN). */
+static int test_terminal_pipeline(void)
+{
+    struct term t;
+    memset(&t, 0, sizeof(t));
+    char script[1024];
+    snprintf(script, sizeof(script),
+             "'%s' lock --store '%s' pipe -- sh -c 'echo from-cmd' | "
+             "{ read line; echo \"piped $line\"; echo ready; read x < /dev/tty; echo \"got $x\"; }",
+             VIGIL_TOOL, vt_path("term.leases"));
+    fflush(NULL);
+    t.pid = forkpty(&t.master, NULL, NULL, NULL);
+    EXPECT(t.pid >= 0, "forkpty");
+    if (t.pid == 0) {
+        execl("/bin/sh", "sh", "-c", script, (char *)NULL);
+        _exit(127);
+    }
+    bool ready = term_read_until(&t, "ready", 15000);
+    EXPECT(write(t.master, "typed\n", 6) == 6, "write");
+    bool got = term_read_until(&t, "got typed", 15000);
+    int st = vt_wait(t.pid, 15000);
+    close(t.master);
+    EXPECT(ready && got && st == 0 && strstr(t.buf, "piped from-cmd"),
+           "a pipeline's reader of the terminal: ready %d, got %d, exit %d; terminal: '%s'", ready, got, st, t.buf);
+    return 0;
+}
+
 /* ^C reaches CMD's group; CMD dies of SIGINT and so does vigil lock, once
  * it has released, so that a script running it stops as it would for
  * CMD. */
@@ -247,11 +273,7 @@ static int test_terminal_interrupt(void)
     EXPECT(ready && done && WIFSIGNALED(st) && WTERMSIG(st) == SIGINT,
            "^C: ready %d, done %d, vigil lock %s %d; terminal: '%s'", ready, done,
            WIFSIGNALED(st) ? "killed by" : "exited", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st), t.buf);
-    vigil_leases *ls = NULL;
-    vigil_lease_info info;
-    EXPECT_RC(vigil_leases_open(vt_path("term.leases"), &ls), 0);
-    EXPECT_RC(vigil_leases_get(ls, "int", &info), VIGIL_EVACANT);
-    vigil_leases_close(ls);
+    EXPECT(vt_key_vacant(vt_path("term.leases"), "int"), "the lease was not released");
     return 0;
 }
 
@@ -277,4 +299,5 @@ static int test_terminal_stop(void)
 
 VT_MAIN(VT_CASE(test_suid_cmd_dies_with_lock), VT_CASE(test_group_dies_with_lock),
         VT_CASE(test_leftover_ended_at_exit), VT_CASE(test_signal_to_leader_only), VT_CASE(test_exec_errors),
-        VT_CASE(test_terminal_foreground), VT_CASE(test_terminal_interrupt), VT_CASE(test_terminal_stop))
+        VT_CASE(test_terminal_foreground), VT_CASE(test_terminal_pipeline), VT_CASE(test_terminal_interrupt),
+        VT_CASE(test_terminal_stop))

@@ -208,27 +208,11 @@ static int test_signals(void)
         close(p.fd);
         EXPECT(ready, "CMD never started: '%s'", p.buf);
         EXPECT(got && st == 42, "signal %d: CMD saw it %d, vigil lock exited %d (want CMD's 42)", sigs[i], got, st);
-        vigil_leases *ls = NULL;
-        vigil_lease_info info;
-        EXPECT_RC(vigil_leases_open(s, &ls), 0);
-        EXPECT_RC(vigil_leases_get(ls, "sig", &info), VIGIL_EVACANT);
-        vigil_leases_close(ls);
+        EXPECT(vt_key_vacant(s, "sig"), "signal %d: the lease was not released", sigs[i]);
     }
     return 0;
 }
 
-/* Whether process pid is gone: no such process, or a zombie (reparented
- * to a subreaper that has not reaped it yet). */
-static bool gone(pid_t pid)
-{
-    if (kill(pid, 0) != 0 && errno == ESRCH)
-        return true;
-    char path[64], text[512];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    vt_slurp(path, text, sizeof(text));
-    const char *rp = strrchr(text, ')');
-    return !rp || rp[2] == 'Z' || rp[2] == 'X';
-}
 
 /* vigil lock killed with SIGKILL: CMD dies with it (PR_SET_PDEATHSIG), so
  * no CMD runs on without the lease, which lapses unrenewed. */
@@ -247,7 +231,7 @@ static int test_sigkill(void)
     int st = vt_wait(p.pid, 15000);
     close(p.fd);
     EXPECT(st == 128 + SIGKILL, "vigil lock: %d", st);
-    bool dead = VT_WAIT_FOR(gone(cmd), 10000);
+    bool dead = VT_WAIT_FOR(vt_gone(cmd), 10000);
     if (!dead)
         kill(cmd, SIGKILL);
     EXPECT(dead, "CMD (pid %d) runs on after vigil lock was killed", cmd);

@@ -323,6 +323,16 @@ static inline bool vt_gone(pid_t pid)
     return !rp || rp[2] == 'Z' || rp[2] == 'X';
 }
 
+/* Whether KEY is held by nobody in the lease store at `store`. */
+static inline bool vt_key_vacant(const char *store, const char *key)
+{
+    vigil_leases *ls = NULL;
+    vigil_lease_info info;
+    bool vacant = vigil_leases_open(store, &ls) == 0 && vigil_leases_get(ls, key, &info) == VIGIL_EVACANT;
+    vigil_leases_close(ls);
+    return vacant;
+}
+
 /* ---- a small strict JSON reader --------------------------------------------- */
 
 enum vj_type { VJ_NULL, VJ_BOOL, VJ_NUM, VJ_STR, VJ_ARR, VJ_OBJ };

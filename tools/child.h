@@ -65,9 +65,9 @@ void tool_child_end(struct tool_child *c);
 
 /* The tool's exit status rc, as it leaves: a CMD that had the terminal and
  * died of its SIGINT (^C) makes the tool die of SIGINT too, after every
- * other thing is done, so that a shell script running it stops as it
- * would for CMD (bash ends a script only for a child killed by SIGINT).
- * Returns rc otherwise. */
+ * other thing is done, as the terminal's ^C would have made a tool in
+ * CMD's place (a shell waiting for it is told of a SIGINT, not of an
+ * exit 130). Returns rc otherwise. */
 int tool_child_exit(const struct tool_child *c, int rc);
 
 /* environ less every variable named in drop, with add (NAME=VALUE

@@ -452,6 +452,12 @@ static _Noreturn void guardian_main(struct guardian *s)
 
 int tool_guard_tty(void)
 {
+    /* Standard input and output on the terminal: CMD is the one that
+     * talks to it. A tool whose output goes down a pipe (`vigil lock K --
+     * make | less`) leaves the foreground to its job, where the pipe's
+     * reader may want the terminal. */
+    if (!isatty(0) || !isatty(1))
+        return -1;
     int fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
     if (fd < 0)
         return -1;

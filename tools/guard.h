@@ -59,8 +59,11 @@
  * report tells the tool what really happened.
  *
  * With the terminal: when the tool's process group is the foreground of
- * its controlling terminal, CMD's group is made the foreground (as a
- * shell does for a job) and given back when it is gone; a CMD stopped by
+ * its controlling terminal and its standard input and output are that
+ * terminal, CMD's group is made the foreground (as a shell does for a
+ * job) and given back when it is gone (a tool whose output goes down a
+ * pipe leaves the foreground to its job: the pipe's reader may read the
+ * terminal); a CMD stopped by
  * the terminal (^Z, SIGTTIN) stops the tool's group too, and a SIGCONT to
  * it continues CMD, in the foreground again if the shell gave it back.
  */
@@ -149,8 +152,9 @@ struct tool_guard {
     struct tool_guard_report r;
 };
 
-/* Opens the terminal when the tool's group is its foreground (for
- * opts.terminal): the fd, or -1. */
+/* Opens the terminal when the tool's group is its foreground and the
+ * tool's standard input and output are on it (for opts.terminal): the
+ * fd, or -1. */
 int tool_guard_tty(void);
 
 /* Forks the guardian, which starts CMD. 0, or -errno with nothing
