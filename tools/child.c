@@ -57,7 +57,9 @@ char **tool_env_with(const char *const *add, const char *const *drop)
     return env;
 }
 
-static const int taken[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGPIPE, SIGCHLD };
+/* SIGCONT too: it continues us whatever the mask, and the signalfd tells
+ * the guardian (a job continued by the shell continues CMD). */
+static const int taken[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGPIPE, SIGCHLD, SIGCONT };
 
 int tool_child_block(struct tool_child *c)
 {

@@ -44,8 +44,8 @@ const uint8_t *tool_child_fds(void);
 
 /* Blocks the signals the wait takes (in every thread made after: call it
  * before any): every one that would end the tool by default and can be
- * caught (INT, TERM, HUP, QUIT, USR1, USR2, ALRM, PIPE), and CHLD; opens
- * the signalfd. 0, or -errno. */
+ * caught (INT, TERM, HUP, QUIT, USR1, USR2, ALRM, PIPE), CHLD and CONT;
+ * opens the signalfd. 0, or -errno. */
 int tool_child_block(struct tool_child *c);
 
 /* Starts CMD under its guardian, with the signal mask as it was before

@@ -281,17 +281,24 @@ static void pass_on(const struct guardian *s, int sig)
 }
 
 /* The terminal stopped CMD (^Z, SIGTTIN): the tool's group stops as a
- * job does, and when the shell continues it (fg or bg) CMD continues, in
- * the foreground again if the shell gave it to the tool's group. */
+ * job does (SIGSTOP, not SIGTSTP: a tool that ignores SIGTSTP would run
+ * on), with the terminal given back to it; the shell continues it (fg or
+ * bg), and the tool tells us (job_continued). */
 static void job_stopped(struct guardian *s)
 {
     s->r.flags |= GUARD_STOPPED;
     if (s->orphan)
         return;
     tcsetpgrp(s->tty, s->tool_pgrp);
-    /* SIGSTOP, not SIGTSTP: a tool that ignores SIGTSTP would run on
-     * while we stopped. Returns once continued. */
     kill(-s->tool_pgrp, SIGSTOP);
+}
+
+/* The tool was continued: CMD too, in the foreground again if the shell
+ * gave it to the tool's group (fg). */
+static void job_continued(struct guardian *s)
+{
+    if (!s->interactive || s->reaped)
+        return;
     if (tcgetpgrp(s->tty) == s->tool_pgrp)
         tcsetpgrp(s->tty, s->cmd);
     kill(-s->cmd, SIGCONT);
@@ -321,7 +328,7 @@ static void reap(struct guardian *s)
 
 /* One command from the tool: {op, arg}. */
 struct guard_cmd {
-    uint32_t op; /* 'S' a signal to pass on, 'E' end the group (arg: kill_ms) */
+    uint32_t op; /* 'S' a signal to pass on, 'E' end the group (arg: kill_ms), 'C' the tool was continued */
     uint32_t arg;
 };
 
@@ -342,6 +349,8 @@ static void read_commands(struct guardian *s)
             pass_on(s, (int)c[i].arg);
         else if (c[i].op == 'E')
             group_signal(s, SIGTERM, GUARD_TOLD, c[i].arg);
+        else if (c[i].op == 'C')
+            job_continued(s);
     }
 }
 
@@ -365,6 +374,10 @@ static _Noreturn void guardian_main(struct guardian *s)
 {
     const struct tool_guard_opts *o = s->o;
     s->self = getpid();
+    /* A process group of our own: a signal to the tool's group (a shell's
+     * `kill -9 %1`, the terminal's) reaches the tool and not us, and we
+     * end CMD's group when the tool dies of it. */
+    setpgid(0, 0);
     sigset_t all;
     sigfillset(&all);
     sigprocmask(SIG_SETMASK, &all, NULL);
@@ -523,7 +536,7 @@ static int send_cmd(struct tool_guard *g, uint32_t op, uint32_t arg)
 
 int tool_guard_signal(struct tool_guard *g, int sig)
 {
-    return send_cmd(g, 'S', (uint32_t)sig);
+    return send_cmd(g, sig == SIGCONT ? 'C' : 'S', (uint32_t)sig);
 }
 
 int tool_guard_end(struct tool_guard *g, uint64_t kill_ms)

@@ -21,6 +21,9 @@
  *     rep pipe: <── reports    (started, the leader's status, what was
  *                              sent, gone)
  *
+ *  - The guardian is in a process group of its own, apart from the tool's
+ *    and CMD's: a signal to the tool's whole group (a shell's `kill -9
+ *    %1`) kills the tool, whose death the guardian then answers.
  *  - The guardian is a fork of the tool and never execs: its credentials
  *    are the tool's, so it can always signal a CMD the tool could, set-
  *    user-ID or not (kill(2) compares the sender's uids with the target's
@@ -65,7 +68,8 @@
  * pipe leaves the foreground to its job: the pipe's reader may read the
  * terminal); a CMD stopped by
  * the terminal (^Z, SIGTTIN) stops the tool's group too, and a SIGCONT to
- * it continues CMD, in the foreground again if the shell gave it back.
+ * it (which the tool passes on as 'C') continues CMD, in the foreground
+ * again if the shell gave it back.
  */
 #ifndef VIGIL_TOOL_GUARD_H
 #define VIGIL_TOOL_GUARD_H
@@ -161,9 +165,10 @@ int tool_guard_tty(void);
  * started. tty: tool_guard_tty's fd, or -1. */
 int tool_guard_start(struct tool_guard *g, const struct tool_exec *x, const struct tool_guard_opts *o, int tty);
 
-/* Commands: sig passed on to CMD (the leader, while it runs); the group
- * ended, SIGTERM now and SIGKILL kill_ms later (kill_ms 0: SIGKILL now).
- * 0, or -errno (the guardian is gone). */
+/* Commands: sig passed on to CMD (the leader, while it runs; SIGCONT: the
+ * tool was continued, CMD is too, in the terminal's foreground if the
+ * tool's group has it); the group ended, SIGTERM now and SIGKILL kill_ms
+ * later (kill_ms 0: SIGKILL now). 0, or -errno (the guardian is gone). */
 int tool_guard_signal(struct tool_guard *g, int sig);
 int tool_guard_end(struct tool_guard *g, uint64_t kill_ms);
 
