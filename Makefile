@@ -5,7 +5,7 @@ MAKEFLAGS   += --no-print-directory
 JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps deps-build build demo check test bench sanitize sanitize-asan sanitize-tsan fuzz model stress chaos mutate rust-doc install clean
+.PHONY: all deps deps-build deps-deb build demo check test bench bench-peer sanitize sanitize-asan sanitize-tsan fuzz model stress chaos mutate rust-doc install deb deb-test clean
 
 all: build
 
@@ -46,6 +46,17 @@ bench: deps-build
 	cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DVIGIL_TESTS=OFF >/dev/null
 	cmake --build build-bench -j $(JOBS)
 	@set -e; for b in build-bench/bench/bench_*; do echo "== $$b"; $$b; echo; done
+
+# vigil beside etcd's own Go client (clientv3/concurrency, contrib/recipes)
+# on one etcd of its own, alternating: a few minutes. Go and Debian's etcd
+# sources come from scripts/deps.sh bench-peer (make check never installs
+# them); the Go side builds offline. OPS="lock wake" for some ops only.
+bench-peer:
+	@sh scripts/deps.sh bench-peer
+	cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DVIGIL_TESTS=OFF >/dev/null
+	cmake --build build-bench -j $(JOBS) --target bench_peer
+	sh bench/peer/build.sh build-bench/bench/peer
+	build-bench/bench/peer/bench_peer build-bench/bench/peer/peer-clientv3 $(OPS)
 
 sanitize: sanitize-asan sanitize-tsan
 
@@ -97,5 +108,17 @@ mutate:
 install: build
 	cmake --install $(BUILD) --prefix $${PREFIX:-/usr/local}
 
+# Debian packages of this tree in dist/ (debian/, scripts/deb.sh; lintian
+# must find no error), and their test: installed, used, purged
+# (scripts/deb-test.sh, as root; CI runs it).
+deps-deb:
+	@sh scripts/deps.sh deb
+
+deb: deps-deb
+	@sh scripts/deb.sh
+
+deb-test: deb
+	@sh scripts/deb-test.sh
+
 clean:
-	rm -rf build build-bench build-asan build-tsan build-fuzz
+	rm -rf build build-bench build-asan build-tsan build-fuzz build-deb dist

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -183,6 +184,97 @@ static inline void bench_floor_note(const char *op, double target, double bound,
     if (bound < target)
         printf("  note: %s's %gx is past this hardware in this run: the table's %s is only %.1fx a bare %s\n",
                op, target, op, bound, bare);
+}
+
+/* ---- an etcd of the benchmark's own ------------------------------------------- */
+
+/* `sh script cmd dir [arg]`, with ETCD_TLS set when tls is: its exit status. */
+static inline int bench_run_sh(const char *sh, const char *cmd, const char *dir, const char *arg, const char *tls)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        if (tls)
+            setenv("ETCD_TLS", tls, 1);
+        execlp("sh", "sh", sh, cmd, dir, arg, (char *)NULL);
+        _exit(127);
+    }
+    int st;
+    if (waitpid(pid, &st, 0) != pid)
+        return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static char bench_etcd_script[1024], bench_etcd_state[256], bench_etcd_who[64];
+
+static inline void bench_etcd_stop(void)
+{
+    if (bench_etcd_state[0]) {
+        /* leaves only its log, or the skip marker */
+        bench_run_sh(bench_etcd_script, "stop", bench_etcd_state, NULL, NULL);
+        static const char *const left[] = { "etcd.log", "skip" };
+        char p[400];
+        for (unsigned i = 0; i < 2; i++) {
+            snprintf(p, sizeof(p), "%s/%s", bench_etcd_state, left[i]);
+            unlink(p);
+        }
+        if (rmdir(bench_etcd_state) != 0)
+            fprintf(stderr, "%s: could not remove %s: %s\n", bench_etcd_who, bench_etcd_state, strerror(errno));
+    }
+}
+
+/* What tests/etcd_server.sh or etcd_cluster.sh left in `state` once
+ * started: the endpoints into buf, or NULL when etcd is not installed
+ * (said on stdout in `who`'s name) or they cannot be read. */
+static inline const char *bench_etcd_started(const char *who, const char *state, char *buf, size_t cap)
+{
+    char p[400];
+    snprintf(p, sizeof(p), "%s/skip", state);
+    if (access(p, F_OK) == 0) {
+        printf("%s: skipped, etcd is not installed (Debian: etcd-server)\n", who);
+        return NULL;
+    }
+    snprintf(p, sizeof(p), "%s/endpoints", state);
+    FILE *f = fopen(p, "r");
+    bool ok = f && fgets(buf, (int)cap, f);
+    if (f)
+        fclose(f);
+    if (!ok)
+        return NULL;
+    buf[strcspn(buf, "\r\n")] = '\0';
+    return buf;
+}
+
+/* The endpoints: VIGIL_ETCD_ENDPOINTS, or one etcd server of our own
+ * (tests/etcd_server.sh, stopped at exit) into buf. NULL: skip, said on
+ * stdout or stderr in `who`'s name. */
+static inline const char *bench_etcd_endpoints(const char *who, char *buf, size_t cap)
+{
+    const char *env = getenv("VIGIL_ETCD_ENDPOINTS");
+    if (env && *env)
+        return env;
+    snprintf(bench_etcd_who, sizeof(bench_etcd_who), "%s", who);
+    const char *src = __FILE__, *slash = strrchr(src, '/');
+    int dir = slash ? (int)(slash - src) : 0;
+    snprintf(bench_etcd_script, sizeof(bench_etcd_script), "%.*s%s../tests/etcd_server.sh", dir, src, slash ? "/" : "");
+    if (access(bench_etcd_script, R_OK) != 0) {
+        fprintf(stderr, "%s: %s not found; set VIGIL_ETCD_ENDPOINTS\n", who, bench_etcd_script);
+        return NULL;
+    }
+    const char *tmp = getenv("TMPDIR");
+    snprintf(bench_etcd_state, sizeof(bench_etcd_state), "%s/vigil-bench-etcd.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(bench_etcd_state)) {
+        perror("mkdtemp");
+        bench_etcd_state[0] = '\0';
+        return NULL;
+    }
+    atexit(bench_etcd_stop);
+    if (bench_run_sh(bench_etcd_script, "start", bench_etcd_state, NULL, NULL) != 0) {
+        fprintf(stderr, "%s: etcd did not start\n", who);
+        return NULL;
+    }
+    return bench_etcd_started(who, bench_etcd_state, buf, cap);
 }
 
 #endif

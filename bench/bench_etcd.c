@@ -62,89 +62,6 @@ static struct stat_ns summarize(uint64_t *s, size_t n)
     return r;
 }
 
-static char script[1024], state[256];
-
-/* `sh script cmd dir [arg]`, with ETCD_TLS set when tls is: its exit status. */
-static int run_sh(const char *sh, const char *cmd, const char *dir, const char *arg, const char *tls)
-{
-    pid_t pid = fork();
-    if (pid < 0)
-        return -1;
-    if (pid == 0) {
-        if (tls)
-            setenv("ETCD_TLS", tls, 1);
-        execlp("sh", "sh", sh, cmd, dir, arg, (char *)NULL);
-        _exit(127);
-    }
-    int st;
-    if (waitpid(pid, &st, 0) != pid)
-        return -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static int run_script(const char *cmd)
-{
-    return run_sh(script, cmd, state, NULL, NULL);
-}
-
-static void stop_server(void)
-{
-    if (state[0]) {
-        run_script("stop"); /* leaves only its log, or the skip marker */
-        static const char *const left[] = { "etcd.log", "skip" };
-        char p[400];
-        for (unsigned i = 0; i < 2; i++) {
-            snprintf(p, sizeof(p), "%s/%s", state, left[i]);
-            unlink(p);
-        }
-        if (rmdir(state) != 0)
-            fprintf(stderr, "bench_etcd: could not remove %s: %s\n", state, strerror(errno));
-    }
-}
-
-/* The endpoints: VIGIL_ETCD_ENDPOINTS, or a server of our own. NULL: skip. */
-static const char *endpoints(char *buf, size_t cap)
-{
-    const char *env = getenv("VIGIL_ETCD_ENDPOINTS");
-    if (env && *env)
-        return env;
-    const char *src = __FILE__, *slash = strrchr(src, '/');
-    int dir = slash ? (int)(slash - src) : 0;
-    snprintf(script, sizeof(script), "%.*s%s../tests/etcd_server.sh", dir, src, slash ? "/" : "");
-    if (access(script, R_OK) != 0) {
-        fprintf(stderr, "bench_etcd: %s not found; set VIGIL_ETCD_ENDPOINTS\n", script);
-        return NULL;
-    }
-    const char *tmp = getenv("TMPDIR");
-    snprintf(state, sizeof(state), "%s/vigil-bench-etcd.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(state)) {
-        perror("mkdtemp");
-        state[0] = '\0';
-        return NULL;
-    }
-    atexit(stop_server);
-    if (run_script("start") != 0) {
-        fprintf(stderr, "bench_etcd: etcd did not start\n");
-        return NULL;
-    }
-    char p[400];
-    snprintf(p, sizeof(p), "%s/skip", state);
-    if (access(p, F_OK) == 0) {
-        printf("bench_etcd: skipped, etcd is not installed (Debian: etcd-server)\n");
-        return NULL;
-    }
-    snprintf(p, sizeof(p), "%s/endpoints", state);
-    FILE *f = fopen(p, "r");
-    if (!f || !fgets(buf, (int)cap, f)) {
-        if (f)
-            fclose(f);
-        return NULL;
-    }
-    fclose(f);
-    buf[strcspn(buf, "\r\n")] = '\0';
-    return buf;
-}
-
 #define WAKE_N 100
 
 /* ---- a second etcd, speaking only mutual TLS ---------------------------------- */
@@ -155,7 +72,7 @@ static int run_tls(const char *cmd, const char *arg)
 {
     char certs[400];
     snprintf(certs, sizeof(certs), "%s/certs", tls_state);
-    return run_sh(tls_script, cmd, tls_state, arg, certs);
+    return bench_run_sh(tls_script, cmd, tls_state, arg, certs);
 }
 
 static void stop_tls(void)
@@ -416,7 +333,7 @@ static char c3_script[1024], c3_state[256];
 
 static int run_c3(const char *cmd, const char *arg)
 {
-    return run_sh(c3_script, cmd, c3_state, arg, NULL);
+    return bench_run_sh(c3_script, cmd, c3_state, arg, NULL);
 }
 
 static void stop_c3(void)
@@ -548,7 +465,7 @@ static int hung_rounds(const char *key, uint64_t *s)
 int main(void)
 {
     char buf[300];
-    const char *url = endpoints(buf, sizeof(buf));
+    const char *url = bench_etcd_endpoints("bench_etcd", buf, sizeof(buf));
     if (!url)
         return 0;
     vigil_etcd *e;

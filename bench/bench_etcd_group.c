@@ -110,21 +110,7 @@ static const char *start_cluster(char *buf, size_t cap)
         fprintf(stderr, "bench_etcd_group: the cluster did not start\n");
         return NULL;
     }
-    char p[400];
-    snprintf(p, sizeof(p), "%s/skip", state);
-    if (access(p, F_OK) == 0) {
-        printf("bench_etcd_group: skipped, etcd is not installed (Debian: etcd-server)\n");
-        return NULL;
-    }
-    snprintf(p, sizeof(p), "%s/endpoints", state);
-    FILE *f = fopen(p, "r");
-    bool ok = f && fgets(buf, (int)cap, f);
-    if (f)
-        fclose(f);
-    if (!ok)
-        return NULL;
-    buf[strcspn(buf, "\r\n")] = '\0';
-    return buf;
+    return bench_etcd_started("bench_etcd_group", state, buf, cap);
 }
 
 static vigil_etcd *connect_or_die(void)

@@ -9,9 +9,11 @@
  * CHECK overwrite_old | -DOLD_OVERWRITE | -DSAFETY -DMEMLIM=3000 | -m100000 | error
  * CHECK noname_old  | -DOLD_NONAME     | -DSAFETY -DMEMLIM=3000 | -m100000 | error
  * CHECK latemark_old | -DOLD_LATEMARK  | -DSAFETY -DMEMLIM=3000 | -m100000 | error
+ * CHECK gatefirst_old | -DOLD_GATE_FIRST -DR=3 -DM=2 | -DSAFETY -DMEMLIM=3000 | -m100000 | error
  *
  * Two processes (three), each a waiter of rounds 0..R-1 that may judge
- * the round complete (take a ticket, claim place ticket mod P, write its
+ * the round complete (check the gate, take a ticket, check the gate
+ * again, claim place ticket mod P, write its
  * two entries and its counts, commit the gate with its ticket), or wait
  * and finish a round it finds committed (mark, then move the state), then
  * read the round's record twice. Any process may be killed at any step
@@ -32,10 +34,16 @@
  *     mark again) is exactly that judgement's;
  *   - a record read whole stays whole while its mark and its place's
  *     header are unchanged (no stale judge writes into it);
- *   - noreuse: every reader reads its round's record whole.
+ *   - noreuse: every reader reads its round's record whole;
+ *   - a claim never takes a place from a later round's record (a judge
+ *     paused anywhere before its claim evicts nothing newer than its
+ *     own round: what vigil_barrier_wait_info(3) keeps stays kept).
  * overwrite_old: a pair written over a later ticket's (the stale judge
  * resumes into a place taken again). noname_old: the commit leaves the
  * gate without the ticket. latemark_old: the mark after the state's move.
+ * gatefirst_old: the gate checked only before the ticket (issue 25.8): a
+ * judge paused between the check and its ticket resumes rounds later,
+ * takes the newest ticket and evicts a later round's kept record.
  */
 /*
  * What this model leaves out, and why that is safe.
@@ -134,14 +142,24 @@ end_wait:
     :: goto end_waiting
     fi;
 
-judge:  /* vigil_barrier__judge_recorded; claim_place: while the gate is
-         * still open for e, a ticket, then the claim of its place; a place
-         * a later ticket holds: once more with a fresh ticket */
+judge:  /* vigil_barrier__judge_recorded; claim_place: the gate checked,
+         * a ticket, the gate checked again (OLD_GATE_FIRST: not), then the
+         * claim of its place; a place a later ticket holds: once more with
+         * a fresh ticket. The gate is "open for e" here: in the C it is
+         * the very gate word the judge loaded, which never comes back. */
     tries = 0;
 ticket:
-    if K :: atomic { if :: ep == e && !(gep == e && gc) -> tickets++; t = tickets; p = t % P
+    if K :: atomic { if :: ep == e && !(gep == e && gc) -> skip
                       :: else -> t = 0; mine = false; goto record fi } fi;
-    if K :: atomic { if :: NEWER(hd_t[p], t) -> hd_t[p] = t; hd_round[p] = e; mine = true
+    if K :: atomic { tickets++; t = tickets; p = t % P } fi;
+#ifndef OLD_GATE_FIRST
+    if K :: atomic { if :: ep == e && !(gep == e && gc) -> skip
+                      :: else -> mine = false; goto record fi } fi;
+#endif
+    if K :: atomic { if :: NEWER(hd_t[p], t) ->
+                           /* a claim never evicts a later round's record */
+                           assert(hd_t[p] == 0 || hd_round[p] <= e);
+                           hd_t[p] = t; hd_round[p] = e; mine = true
                       :: else -> mine = false fi } fi;
     if :: !mine && tries == 0 -> tries = 1; goto ticket :: else fi;
 record:

@@ -5,13 +5,18 @@
 # crate's MSRV) are preferred when installed; exit 77 (CTest's skip) when
 # there is no cargo at all.
 #
-# Usage: run.sh BUILD_DIR SOURCE_DIR [etcd] [build|doc] [-- CARGO_TEST_ARGS...]
+# Usage: run.sh BUILD_DIR SOURCE_DIR [etcd] [build|doc|valgrind] [-- CARGO_TEST_ARGS...]
 #   build      compile the crate, its tests and examples (CTest's rust_build,
 #              so that the test's own time limit is the tests')
 #   (default)  the unit, multi-process and etcd tests; the examples built
 #   doc        every example in the documentation (cargo test --doc), the
 #              documentation with warnings as errors, and clippy with
 #              warnings as errors where it is installed
+#   valgrind   the unit and multi-process tests and the examples, each
+#              process under valgrind's memcheck (the children it starts
+#              too, but for Python and the compiler): any error fails it
+#              but the std false reports rust/valgrind.supp names; exit 77
+#              without valgrind
 set -u
 build=$1
 src=$2
@@ -23,7 +28,7 @@ if [ "${1:-}" = etcd ]; then
 fi
 mode=check
 case "${1:-}" in
-build|doc)
+build|doc|valgrind)
     mode=$1
     shift
     ;;
@@ -55,11 +60,37 @@ rustc --version
 manifest=$src/rust/Cargo.toml
 if [ $mode = build ]; then
     # shellcheck disable=SC2086
-    exec "$cargo" test --offline --manifest-path "$manifest" $features --lib --tests --examples --no-run "$@"
+    "$cargo" test --offline --manifest-path "$manifest" $features --lib --tests --examples --no-run "$@" || exit
+    # The examples as programs too, for rust_valgrind.
+    # shellcheck disable=SC2086
+    exec "$cargo" build --offline --manifest-path "$manifest" $features --examples
 fi
 if [ $mode = check ]; then
     # shellcheck disable=SC2086
     exec "$cargo" test --offline --manifest-path "$manifest" $features --lib --tests --examples "$@"
+fi
+if [ $mode = valgrind ]; then
+    if ! command -v valgrind >/dev/null 2>&1; then
+        echo "rust: no valgrind (apt-get install valgrind): skipped"
+        exit 77
+    fi
+    valgrind --version
+    set -e
+    # cargo runs every test binary and example through the target's runner.
+    host=$(rustc -vV | sed -n 's/^host: //p')
+    runner_var=CARGO_TARGET_$(echo "$host" | tr 'a-z-' 'A-Z_')_RUNNER
+    export "$runner_var=valgrind -q --error-exitcode=99 --suppressions=$src/rust/valgrind.supp --trace-children=yes --trace-children-skip=*python*,*/cc,*/gcc*,*/cc1,*/collect2,*/ld,*/as"
+    # The tests that need no etcd (the etcd adapter is libcurl's and
+    # OpenSSL's under memcheck), with the features of the build above.
+    # shellcheck disable=SC2086
+    "$cargo" test --offline --manifest-path "$manifest" $features --lib \
+        --test api --test compat --test procs --test safety_comments "$@"
+    for example in worker_pool phase_barrier leader_lease; do
+        echo "rust: example $example under valgrind"
+        # shellcheck disable=SC2086
+        "$cargo" run --offline --manifest-path "$manifest" $features --example $example
+    done
+    exit 0
 fi
 set -e
 # shellcheck disable=SC2086

@@ -1,15 +1,20 @@
 #!/bin/sh
-# scripts/deps.sh [build|check]: installs what is missing from Debian's
+# scripts/deps.sh [build|check|bench-peer|deb]: installs what is missing from Debian's
 # packages, when run as root; otherwise says what is missing and carries on
 # (the etcd adapter and its tests are then skipped, never faked).
 #
 #   build  what the build needs: a compiler, make, cmake, pkg-config and the
-#          libraries the build links (libcurl, cJSON, libsystemd). No
+#          libraries the build links (libcurl, cJSON). No
 #          package of this set runs a service. `make build`, `make demo`.
 #   check  (the default) the build's needs and what the tests use: etcd and
 #          etcdctl, spin, promtool (prometheus), Python with cffi and pytest,
 #          Debian's cargo.
 #          `make check`, the sanitizer builds.
+#   bench-peer  the build's needs, etcd, and Go with Debian's etcd sources
+#          (golang-go, golang-etcd-server-dev): `make bench-peer` only.
+#   deb    the build's needs and what building and trying the Debian
+#          packages takes: debian/control's Build-Depends (debhelper,
+#          dh-python, ...), dpkg-dev, lintian, man-db. `make deb`.
 #
 # No install leaves a system service started: apt-get runs under a
 # policy-rc.d that denies every start (put back as it was afterwards), and
@@ -24,10 +29,11 @@
 set -u
 set_name=${1:-check}
 case "$set_name" in
-build|check) ;;
-*) echo "usage: scripts/deps.sh [build|check]" >&2; exit 2 ;;
+build|check|bench-peer|deb) ;;
+*) echo "usage: scripts/deps.sh [build|check|bench-peer|deb]" >&2; exit 2 ;;
 esac
 root=${VIGIL_DEPS_ROOT:-}
+case "$0" in */*) here=${0%/*} ;; *) here=. ;; esac
 apt=${VIGIL_DEPS_APT:-apt-get}
 need=""
 have_cmd() { command -v "$1" >/dev/null 2>&1; }
@@ -42,7 +48,6 @@ have_cmd cmake || need="$need cmake"
 have_cmd pkg-config || need="$need pkg-config"
 have_pc libcurl || need="$need libcurl4-openssl-dev"
 have_pc libcjson || need="$need libcjson-dev"
-have_pc libsystemd || need="$need libsystemd-dev"
 
 # ---- what the tests use --------------------------------------------------------
 if [ "$set_name" = check ]; then
@@ -59,6 +64,56 @@ if [ "$set_name" = check ]; then
     # crate's tests, not a rustup toolchain that may be on PATH: no crate
     # registry is reachable here.
     [ -x "$root/usr/bin/cargo" ] || need="$need cargo"
+    have_cmd valgrind || need="$need valgrind" # the Rust crate's tests under memcheck (rust_valgrind)
+fi
+
+# ---- what make bench-peer uses ---------------------------------------------------
+if [ "$set_name" = bench-peer ]; then
+    have_cmd etcd || need="$need etcd-server"
+    have_cmd curl || have_cmd etcdctl || need="$need curl" # tests/etcd_server.sh asks etcd if it is up
+    have_cmd go || need="$need golang-go"
+    [ -d "$root/usr/share/gocode/src/go.etcd.io/etcd/clientv3/concurrency" ] || need="$need golang-etcd-server-dev"
+fi
+
+# ---- what building the Debian packages needs ------------------------------------
+# debian/control's Build-Depends (the first of each set of alternatives,
+# without its version), read here in plain sh, then what make deb and
+# scripts/deb-test.sh run.
+have_pkg() {
+    case "$(dpkg-query -W -f='${db:Status-Abbrev}' "$1" 2>/dev/null)" in ii*) return 0 ;; esac
+    return 1
+}
+build_depends() {
+    in=0
+    while IFS= read -r line; do
+        case "$line" in
+        Build-Depends:*) in=1; line=${line#Build-Depends:} ;;
+        " "* | "	"*) [ "$in" = 1 ] || continue ;;
+        *) in=0; continue ;;
+        esac
+        IFS=,
+        for dep in $line; do
+            dep=${dep%%|*} dep=${dep%%(*} dep=${dep%%[*} dep=${dep%%<*}
+            IFS=' 	'
+            # shellcheck disable=SC2086
+            set -- $dep
+            [ $# -gt 0 ] || continue
+            dep=${1%:any}
+            [ "$dep" = debhelper-compat ] && dep=debhelper
+            echo "$dep"
+            IFS=,
+        done
+        IFS=' 	
+'
+    done <"$here/../debian/control"
+}
+if [ "$set_name" = deb ]; then
+    for pkg in $(build_depends); do
+        have_pkg "$pkg" || need="$need $pkg"
+    done
+    have_cmd dpkg-buildpackage || need="$need dpkg-dev"
+    have_cmd lintian || need="$need lintian"
+    have_cmd man || need="$need man-db"
 fi
 
 [ -z "$need" ] && exit 0
@@ -68,23 +123,11 @@ if [ "$(id -u)" -ne 0 ] || ! have_cmd "$apt"; then
 fi
 
 # ---- installing, with every service start denied ----------------------------
-policy="$root/usr/sbin/policy-rc.d"
-saved="$root/usr/sbin/policy-rc.d.vigil-deps-saved"
-restore() {
-    if [ -e "$saved" ] || [ -L "$saved" ]; then
-        mv -f "$saved" "$policy"
-    else
-        rm -f "$policy"
-    fi
-}
-if [ -e "$policy" ] || [ -L "$policy" ]; then
-    mv -f "$policy" "$saved" || exit 1
-fi
-trap restore EXIT
+# shellcheck source=scripts/no-starts.sh
+. "$here/no-starts.sh"
+deny_starts || exit 1
+trap allow_starts EXIT
 trap 'exit 130' INT TERM
-mkdir -p "$root/usr/sbin"
-printf '#!/bin/sh\n# scripts/deps.sh: no service starts while vigil installs its dependencies\nexit 101\n' >"$policy"
-chmod 755 "$policy"
 
 echo "deps: installing$need"
 export DEBIAN_FRONTEND=noninteractive

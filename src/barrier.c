@@ -85,9 +85,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#if defined(__x86_64__)
-#include <cpuid.h>
-#endif
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -112,12 +109,7 @@ uint32_t vigil_barrier_epoch(const vigil_barrier *b)
 
 bool vigil_barrier_cas16_ok(void)
 {
-#if defined(__x86_64__)
-    unsigned a, bx, c, d;
-    return __get_cpuid(1, &a, &bx, &c, &d) && (c & bit_CMPXCHG16B);
-#else
-    return true; /* the build refused a target without it */
-#endif
+    return vigil_cpu_has_cas16();
 }
 
 int vigil_barrier_bind(vigil_barrier *b, uint32_t slot)
@@ -195,15 +187,21 @@ static int barrier_wrap(struct vigil_map *m, vigil_hb *hb, uint64_t grace, vigil
     return 0;
 }
 
-int vigil_barrier_create_mode(const char *path, vigil_hb *hb, uint64_t grace_epochs, unsigned mode,
-                              vigil_barrier **out)
+int vigil_barrier_create_group(const char *path, vigil_hb *hb, uint64_t grace_epochs, unsigned mode, gid_t group,
+                               vigil_barrier **out)
 {
     if (!hb || !out)
         return -EINVAL;
     struct vigil_map m;
-    int err = vigil_map_create(path, &vigil_barrier_layout, hb->capacity, mode, barrier_init,
-                               &grace_epochs, &m);
+    const struct vigil_create_how how = { mode, group };
+    int err = vigil_map_create(path, &vigil_barrier_layout, hb->capacity, &how, barrier_init, &grace_epochs, &m);
     return err < 0 ? err : barrier_wrap(&m, hb, grace_epochs, out);
+}
+
+int vigil_barrier_create_mode(const char *path, vigil_hb *hb, uint64_t grace_epochs, unsigned mode,
+                              vigil_barrier **out)
+{
+    return vigil_barrier_create_group(path, hb, grace_epochs, mode, (gid_t)-1, out);
 }
 
 int vigil_barrier_create(const char *path, vigil_hb *hb, uint64_t grace_epochs, vigil_barrier **out)
@@ -211,15 +209,21 @@ int vigil_barrier_create(const char *path, vigil_hb *hb, uint64_t grace_epochs, 
     return vigil_barrier_create_mode(path, hb, grace_epochs, VIGIL_DEFAULT_MODE, out);
 }
 
-int vigil_barrier_open(const char *path, vigil_hb *hb, uint64_t grace_epochs, vigil_barrier **out)
+int vigil_barrier_open_flags(const char *path, vigil_hb *hb, uint64_t grace_epochs, unsigned flags,
+                             vigil_barrier **out)
 {
-    if (!hb || !out)
+    if (!hb || !out || (flags & VIGIL_OPEN_READONLY))
         return -EINVAL;
     struct vigil_map m;
     /* Asking for hb's capacity: a barrier file sized for another table is
      * VIGIL_ECAPACITY, so every slot index is valid in both files. */
-    int err = vigil_map_open(path, &vigil_barrier_layout, hb->capacity, &m);
+    int err = vigil_map_open_flags(path, &vigil_barrier_layout, hb->capacity, flags, &m);
     return err < 0 ? err : barrier_wrap(&m, hb, grace_epochs, out);
+}
+
+int vigil_barrier_open(const char *path, vigil_hb *hb, uint64_t grace_epochs, vigil_barrier **out)
+{
+    return vigil_barrier_open_flags(path, hb, grace_epochs, 0, out);
 }
 
 void vigil_barrier_close(vigil_barrier *b)
@@ -235,52 +239,29 @@ int vigil_barrier_peek(const char *path, vigil_barrier_state *out)
 {
     if (!path || !out)
         return -EINVAL;
-    /* Read-only: opened O_RDONLY and mapped PROT_READ, so inspecting a
-     * file can never change it. The checks are vigil_map_open's. */
-    struct stat st;
-    int fd = vigil_file_open_regular(path, O_RDONLY, &st);
-    if (fd < 0)
-        return fd;
-    int err = VIGIL_EBADFILE;
-    struct vigil_barrier_header h;
-    if (st.st_size < (off_t)sizeof(h))
-        goto out;
-    ssize_t n = pread(fd, &h, sizeof(h), 0);
-    if (n < 0) {
-        err = -errno;
-        goto out;
-    }
-    if ((size_t)n != sizeof(h) || memcmp(h.magic, vigil_magic, sizeof(h.magic)) != 0 ||
-        h.version != VIGIL_LAYOUT_VERSION || h.kind != VIGIL_KIND_BARRIER)
-        goto out;
-    uint32_t cap = h.capacity;
-    size_t size = vigil_layout_size(&vigil_barrier_layout, cap);
-    if (size == 0 || (uint64_t)st.st_size != (uint64_t)size)
-        goto out;
-    void *base = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
-    if (base == MAP_FAILED) {
-        err = -errno;
-        goto out;
-    }
-    const struct vigil_barrier_header *mh = base;
+    /* Read-only: opened O_RDONLY and mapped private (or copied, for a
+     * file with holes), so inspecting a file can never change it, nor
+     * fault on a full file system. */
+    struct vigil_map m;
+    int err = vigil_map_open_flags(path, &vigil_barrier_layout, 0, VIGIL_OPEN_READONLY, &m);
+    if (err < 0)
+        return err;
+    const struct vigil_barrier_header *mh = m.base;
     const vigil_barrier_record *rec =
-        (const vigil_barrier_record *)((const char *)base + vigil_barrier_layout.head_bytes);
+        (const vigil_barrier_record *)((const char *)m.base + vigil_barrier_layout.head_bytes);
     uint64_t s = atomic_load_explicit(&mh->state, memory_order_acquire);
     uint32_t recorded = 0;
     /* Relaxed, here and for sleepers: a snapshot to look at, through
      * which nothing else is read. */
-    for (uint32_t i = 0; i < cap; i++)
+    for (uint32_t i = 0; i < m.capacity; i++)
         recorded += atomic_load_explicit(&rec[i].ep, memory_order_relaxed) == rec_make(st_epoch(s));
-    out->capacity = cap;
+    out->capacity = m.capacity;
     out->epoch = st_epoch(s);
     out->arrived = st_arrived(s) + recorded; /* the count holds the unbound only */
     out->recorded = recorded;
-    out->grace_epochs = h.grace_epochs;
+    out->grace_epochs = mh->grace_epochs;
     out->sleepers = atomic_load_explicit(&mh->sleepers, memory_order_relaxed);
     out->withdrawals = atomic_load_explicit(&mh->withdrawals, memory_order_relaxed);
-    munmap(base, size);
-    err = 0;
-out:
-    close(fd);
-    return err;
+    vigil_map_close(&m);
+    return 0;
 }

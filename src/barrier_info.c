@@ -8,9 +8,11 @@
  * may be killed or paused at any step, or resume after later rounds; any
  * number of judgements of one round race, and one commits. So:
  *
- *   Record. A judgement that finds the round complete, while the gate is
- *   still the one it judged under, takes a ticket (one fetch_add of the
- *   release counter: a ticket never recurs) and writes itself into place
+ *   Record. A judgement that finds the round complete takes a ticket (one
+ *   fetch_add of the release counter: a ticket never recurs) and, if the
+ *   gate is still the one it judged under after the ticket (so tickets
+ *   follow the rounds: no later round's judgement holds an earlier
+ *   ticket than a judge that goes on), writes itself into place
  *   ticket mod RELEASE_PLACES: first the place's `round` pair (the claim),
  *   then one entry per slot it counted or left out, then the `serial` and
  *   `counts` pairs. Each pair is one 16-byte CAS that replaces only a pair
@@ -83,19 +85,29 @@ static bool pair_get(const vigil_release_pair *p, uint64_t ticket, uint64_t *val
 }
 
 /* Takes a ticket and claims its place: true with *t the ticket, false
- * when no place could be had. A place a later ticket holds means eight
- * judgements overtook this one: while the gate is still the one it
- * judged under (it may still commit), a fresh ticket names another
- * place; once the gate has moved it is stale, and takes none, so a judge
- * paused before its ticket never evicts a kept record when it resumes. */
+ * when no place could be had. The gate is checked after the ticket: a
+ * judge whose gate moved after its ticket is stale and takes no place.
+ * So every judgement of a later round (which loaded the moved gate
+ * before its own ticket) holds a later ticket than any judge that claims,
+ * and a claim, which replaces only an older ticket's pair, never evicts
+ * a later round's record: a judge paused before its ticket, or between
+ * ticket and claim, changes nothing kept when it resumes. The check
+ * before the ticket only spares a ticket. A place a later ticket holds
+ * means eight judgements overtook this one: a fresh ticket, checked the
+ * same way, names another place. */
 static bool claim_place(vigil_barrier *b, uint32_t epoch, uint64_t s, uint64_t gate, uint64_t *t)
 {
     for (unsigned tries = 0; tries < 4; tries++) {
         /* seq_cst, as every load of the gate (barrier_wait.c). */
         if (atomic_load_explicit(&b->hdr->gate, memory_order_seq_cst) != gate)
             return false;
-        /* Relaxed: the RMW alone makes tickets unique; nothing travels with it. */
-        *t = atomic_fetch_add_explicit(&b->rel->tickets, 1, memory_order_relaxed) + 1;
+        barrier_hook(BP_TICKET);
+        /* seq_cst: before the gate's load below in the total order, so a
+         * later round's judge, whose ticket follows its load of the moved
+         * gate, takes a later ticket than one that passes that load. */
+        *t = atomic_fetch_add_explicit(&b->rel->tickets, 1, memory_order_seq_cst) + 1;
+        if (atomic_load_explicit(&b->hdr->gate, memory_order_seq_cst) != gate)
+            return false; /* the gate moved after the ticket: stale */
         struct vigil_release_head *hd = &b->rel->heads[(uint32_t)(*t & TICKET_LOW) % RELEASE_PLACES];
         int put = pair_put(&hd->round, st_make(epoch, st_arrived(s)), *t);
         if (put != 0)

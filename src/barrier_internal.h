@@ -91,7 +91,7 @@ _Static_assert(VIGIL_GEN_BITS + BOUND_SLOT_BITS <= 64, "a binding is one word");
 
 /* Test hook, called at the points below when set (tests only). */
 enum { BP_JUDGED = 1, BP_COMMITTED, BP_RECORDING, BP_RECORDED, BP_WITHDRAWN, BP_WITHDRAWING, BP_START_READ,
-       BP_PLACE_CLAIMED, BP_MOVED };
+       BP_PLACE_CLAIMED, BP_MOVED, BP_TICKET };
 extern void (*vigil_barrier_hook)(int point);
 static inline void barrier_hook(int point)
 {

@@ -104,8 +104,7 @@ uint32_t vigil_barrier_live_peers(const vigil_barrier *b)
 bool vigil_barrier_use_avx2(void)
 {
 #if VIGIL_BARRIER_AVX2
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2");
+    return vigil_cpu_has_avx2();
 #else
     return false;
 #endif

@@ -17,6 +17,8 @@ const char *vigil_strerror(int err)
     case VIGIL_ELOST:     return "lease refused, or registration taken by failover: the scope is someone else's now";
     case VIGIL_EBUSY:     return "held by another owner, or in the middle of a change";
     case VIGIL_ETLS:      return "TLS: the server's certificate failed verification";
+    case VIGIL_EUNTRUSTED: return "another user could have made or rewritten the file (writable by everyone, "
+                                  "or another user's outside a group of the caller's)";
     }
     if (err >= 0)
         return "success";

@@ -10,6 +10,8 @@
 
 #include <vigil/common.h>
 
+#include <sys/types.h>
+
 #define VIGIL_HEADER_SIZE    64u
 #define VIGIL_DEFAULT_MODE   0600u
 
@@ -48,20 +50,29 @@ size_t vigil_layout_size(const struct vigil_layout *lay, uint64_t capacity);
  * header is already written. Returns 0 or a negative error. */
 typedef int (*vigil_init_fn)(void *base, size_t size, uint32_t capacity, void *arg);
 
+/* How create makes a file: its mode (the umask does not apply) and its
+ * group ((gid_t)-1: the creator's). */
+struct vigil_create_how {
+    unsigned mode;
+    gid_t    gid;
+};
+
 /* -EEXIST when path exists (never clobbers), VIGIL_ERANGE for a capacity
- * of 0 or past the kind's maximum. The file appears at path atomically,
- * fully initialised, with exactly `mode`. */
+ * of 0 or past the kind's maximum, -ENOSPC (or -EDQUOT) when the file
+ * system has no room for the whole file, which is allocated here, never
+ * left sparse. The file appears at path atomically, fully initialised,
+ * with exactly how's mode and group; nothing is left behind on failure. */
 int  vigil_map_create(const char *path, const struct vigil_layout *lay, uint32_t capacity,
-                      unsigned mode, vigil_init_fn init, void *arg, struct vigil_map *out);
+                      const struct vigil_create_how *how, vigil_init_fn init, void *arg, struct vigil_map *out);
 /* capacity 0 accepts the file's own; otherwise a different one is
- * VIGIL_ECAPACITY. Any header or size disagreement is VIGIL_EBADFILE. */
-int  vigil_map_open(const char *path, const struct vigil_layout *lay, uint32_t capacity,
-                    struct vigil_map *out);
-/* The same checks, opened O_RDONLY (no write permission needed) and
- * mapped private: stores from peers show as they land, and nothing this
- * process does can change the file (see file.c). For looking only. */
-int  vigil_map_open_readonly(const char *path, const struct vigil_layout *lay, uint32_t capacity,
-                             struct vigil_map *out);
+ * VIGIL_ECAPACITY. Any header or size disagreement is VIGIL_EBADFILE.
+ * flags: VIGIL_OPEN_READONLY opens O_RDONLY (no write permission needed)
+ * and maps private: stores from peers show as they land, and nothing this
+ * process does can change the file (see file.c). Otherwise the file is
+ * mapped shared for writing, after vigil_file_trusted unless
+ * VIGIL_OPEN_TRUST_OWNER, and with any hole allocated (-ENOSPC). */
+int  vigil_map_open_flags(const char *path, const struct vigil_layout *lay, uint32_t capacity, unsigned flags,
+                          struct vigil_map *out);
 void vigil_map_close(struct vigil_map *m);
 
 /* Opens path with `flags` (O_RDONLY or O_RDWR; O_CLOEXEC, O_NOCTTY and
@@ -72,8 +83,22 @@ void vigil_map_close(struct vigil_map *m);
 struct stat;
 int vigil_file_open_regular(const char *path, int flags, struct stat *st);
 
+/* 0 when the file st describes could have been made or rewritten only by
+ * this caller, root, or a group this caller is in (a group-writable file
+ * of that group: create --mode 0660 --group G); VIGIL_EUNTRUSTED when it
+ * is writable by everyone, or another non-root user's outside such an
+ * arrangement. */
+int vigil_file_trusted(const struct stat *st);
+
 /* Tests only: non-zero makes create skip O_TMPFILE and use its fallback,
  * a named temporary file beside the target, so both ways stay tested. */
 extern int vigil_file_no_tmpfile;
+
+/* Tests only: when set, called at each step of create with its name
+ * ("open": the new file exists, nameless or under its temporary name;
+ * "group", "mode", "reserve", "init": each done on its descriptor;
+ * "publish": linked at path; "done": the temporary name, if any, removed), so a
+ * test can act on the names between any two steps. */
+extern void (*vigil_file_create_hook)(const char *step);
 
 #endif

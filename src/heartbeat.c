@@ -65,9 +65,6 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <time.h>
-#if defined(__x86_64__)
-#include <cpuid.h>
-#endif
 
 /* 2^20 slots is a 64 MiB file; far past any pool on one host. */
 const struct vigil_layout vigil_hb_layout = {
@@ -137,26 +134,23 @@ static int hb_wrap(struct vigil_map *m, vigil_hb **out)
 
 /* Every change to a slot's identity is a 16-byte compare-and-swap
  * (vigil__cas16): a table is not opened for writing on a processor
- * without one (x86-64 processors before 2006 lack cmpxchg16b). */
-static bool cpu_has_cas16(void)
+ * without one (x86-64 processors before 2006 lack cmpxchg16b), which
+ * vigil_cpu_has_cas16 tells. */
+int vigil_hb_create_group(const char *path, uint32_t capacity, unsigned mode, gid_t group, vigil_hb **out)
 {
-#if defined(__x86_64__)
-    unsigned a, b, c, d;
-    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_CMPXCHG16B);
-#else
-    return true;
-#endif
+    if (!out)
+        return -EINVAL;
+    if (!vigil_cpu_has_cas16())
+        return -ENOTSUP;
+    struct vigil_map m;
+    const struct vigil_create_how how = { mode, group };
+    int err = vigil_map_create(path, &vigil_hb_layout, capacity, &how, hb_init, NULL, &m);
+    return err < 0 ? err : hb_wrap(&m, out);
 }
 
 int vigil_hb_create_mode(const char *path, uint32_t capacity, unsigned mode, vigil_hb **out)
 {
-    if (!out)
-        return -EINVAL;
-    if (!cpu_has_cas16())
-        return -ENOTSUP;
-    struct vigil_map m;
-    int err = vigil_map_create(path, &vigil_hb_layout, capacity, mode, hb_init, NULL, &m);
-    return err < 0 ? err : hb_wrap(&m, out);
+    return vigil_hb_create_group(path, capacity, mode, (gid_t)-1, out);
 }
 
 int vigil_hb_create(const char *path, uint32_t capacity, vigil_hb **out)
@@ -164,24 +158,25 @@ int vigil_hb_create(const char *path, uint32_t capacity, vigil_hb **out)
     return vigil_hb_create_mode(path, capacity, VIGIL_DEFAULT_MODE, out);
 }
 
-int vigil_hb_open(const char *path, uint32_t capacity, vigil_hb **out)
+int vigil_hb_open_flags(const char *path, uint32_t capacity, unsigned flags, vigil_hb **out)
 {
     if (!out)
         return -EINVAL;
-    if (!cpu_has_cas16())
+    if (!(flags & VIGIL_OPEN_READONLY) && !vigil_cpu_has_cas16())
         return -ENOTSUP;
     struct vigil_map m;
-    int err = vigil_map_open(path, &vigil_hb_layout, capacity, &m);
+    int err = vigil_map_open_flags(path, &vigil_hb_layout, capacity, flags, &m);
     return err < 0 ? err : hb_wrap(&m, out);
+}
+
+int vigil_hb_open(const char *path, uint32_t capacity, vigil_hb **out)
+{
+    return vigil_hb_open_flags(path, capacity, 0, out);
 }
 
 int vigil_hb_open_readonly(const char *path, uint32_t capacity, vigil_hb **out)
 {
-    if (!out)
-        return -EINVAL;
-    struct vigil_map m;
-    int err = vigil_map_open_readonly(path, &vigil_hb_layout, capacity, &m);
-    return err < 0 ? err : hb_wrap(&m, out);
+    return vigil_hb_open_flags(path, capacity, VIGIL_OPEN_READONLY, out);
 }
 
 void vigil_hb_close(vigil_hb *hb)

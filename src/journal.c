@@ -53,7 +53,7 @@
 
 void (*vigil_journal_hook)(int point);
 
-static const struct vigil_layout journal_layout = {
+const struct vigil_layout vigil_journal_layout = {
     .kind = VIGIL_KIND_JOURNAL,
     .max_capacity = VIGIL_JOURNAL_MAX_CAPACITY,
     .head_bytes = sizeof(struct vigil_journal_header),
@@ -92,32 +92,34 @@ static int journal_wrap(struct vigil_map *m, vigil_journal **out)
     return 0;
 }
 
-int vigil_journal_create(const char *path, uint32_t capacity, uint32_t table_capacity, unsigned mode,
+int vigil_journal_create(const char *path, uint32_t capacity, uint32_t table_capacity, unsigned mode, gid_t group,
                          vigil_journal **out)
 {
     if (!out)
         return -EINVAL;
     struct vigil_map m;
-    int err = vigil_map_create(path, &journal_layout, capacity, mode, journal_init, &table_capacity, &m);
+    const struct vigil_create_how how = { mode, group };
+    int err = vigil_map_create(path, &vigil_journal_layout, capacity, &how, journal_init, &table_capacity, &m);
+    return err < 0 ? err : journal_wrap(&m, out);
+}
+
+int vigil_journal_open_flags(const char *path, unsigned flags, vigil_journal **out)
+{
+    if (!out)
+        return -EINVAL;
+    struct vigil_map m;
+    int err = vigil_map_open_flags(path, &vigil_journal_layout, 0, flags, &m);
     return err < 0 ? err : journal_wrap(&m, out);
 }
 
 int vigil_journal_open(const char *path, vigil_journal **out)
 {
-    if (!out)
-        return -EINVAL;
-    struct vigil_map m;
-    int err = vigil_map_open(path, &journal_layout, 0, &m);
-    return err < 0 ? err : journal_wrap(&m, out);
+    return vigil_journal_open_flags(path, 0, out);
 }
 
 int vigil_journal_open_readonly(const char *path, vigil_journal **out)
 {
-    if (!out)
-        return -EINVAL;
-    struct vigil_map m;
-    int err = vigil_map_open_readonly(path, &journal_layout, 0, &m);
-    return err < 0 ? err : journal_wrap(&m, out);
+    return vigil_journal_open_flags(path, VIGIL_OPEN_READONLY, out);
 }
 
 void vigil_journal_close(vigil_journal *j)

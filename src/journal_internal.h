@@ -94,6 +94,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <vigil/heartbeat.h>
 
@@ -180,8 +181,15 @@ struct vigil_journal_rec {
     uint64_t gen, in_flight, epoch;
 };
 
-int  vigil_journal_create(const char *path, uint32_t capacity, uint32_t table_capacity, unsigned mode,
+extern const struct vigil_layout vigil_journal_layout;
+
+/* Made as every vigil file is (vigil_map_create: mode and group, gid_t
+ * -1 the creator's, space reserved); opened with VIGIL_OPEN_* flags (a
+ * file another user could have rewritten is VIGIL_EUNTRUSTED for
+ * writing unless VIGIL_OPEN_TRUST_OWNER). */
+int  vigil_journal_create(const char *path, uint32_t capacity, uint32_t table_capacity, unsigned mode, gid_t group,
                           vigil_journal **out);
+int  vigil_journal_open_flags(const char *path, unsigned flags, vigil_journal **out);
 int  vigil_journal_open(const char *path, vigil_journal **out);
 int  vigil_journal_open_readonly(const char *path, vigil_journal **out);
 void vigil_journal_close(vigil_journal *j);

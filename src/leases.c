@@ -96,7 +96,7 @@
 
 void (*vigil_leases_hook)(int point);
 
-static const struct vigil_layout leases_layout = {
+const struct vigil_layout vigil_leases_layout = {
     .kind = VIGIL_KIND_LEASES,
     .max_capacity = VIGIL_LEASES_MAX_CAPACITY,
     .head_bytes = sizeof(struct vigil_leases_header),
@@ -133,13 +133,19 @@ static int leases_wrap(struct vigil_map *m, vigil_leases **out)
     return 0;
 }
 
-int vigil_leases_create_mode(const char *path, uint32_t capacity, unsigned mode, vigil_leases **out)
+int vigil_leases_create_group(const char *path, uint32_t capacity, unsigned mode, gid_t group, vigil_leases **out)
 {
     if (!out)
         return -EINVAL;
     struct vigil_map m;
-    int err = vigil_map_create(path, &leases_layout, capacity, mode, leases_init, NULL, &m);
+    const struct vigil_create_how how = { mode, group };
+    int err = vigil_map_create(path, &vigil_leases_layout, capacity, &how, leases_init, NULL, &m);
     return err < 0 ? err : leases_wrap(&m, out);
+}
+
+int vigil_leases_create_mode(const char *path, uint32_t capacity, unsigned mode, vigil_leases **out)
+{
+    return vigil_leases_create_group(path, capacity, mode, (gid_t)-1, out);
 }
 
 int vigil_leases_create(const char *path, uint32_t capacity, vigil_leases **out)
@@ -147,22 +153,23 @@ int vigil_leases_create(const char *path, uint32_t capacity, vigil_leases **out)
     return vigil_leases_create_mode(path, capacity, VIGIL_DEFAULT_MODE, out);
 }
 
-int vigil_leases_open(const char *path, vigil_leases **out)
+int vigil_leases_open_flags(const char *path, unsigned flags, vigil_leases **out)
 {
     if (!out)
         return -EINVAL;
     struct vigil_map m;
-    int err = vigil_map_open(path, &leases_layout, 0, &m);
+    int err = vigil_map_open_flags(path, &vigil_leases_layout, 0, flags, &m);
     return err < 0 ? err : leases_wrap(&m, out);
+}
+
+int vigil_leases_open(const char *path, vigil_leases **out)
+{
+    return vigil_leases_open_flags(path, 0, out);
 }
 
 int vigil_leases_open_readonly(const char *path, vigil_leases **out)
 {
-    if (!out)
-        return -EINVAL;
-    struct vigil_map m;
-    int err = vigil_map_open_readonly(path, &leases_layout, 0, &m);
-    return err < 0 ? err : leases_wrap(&m, out);
+    return vigil_leases_open_flags(path, VIGIL_OPEN_READONLY, out);
 }
 
 void vigil_leases_close(vigil_leases *ls)

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <vigil/lease.h>
 #include "file_internal.h"
+
+extern const struct vigil_layout vigil_leases_layout;
 #include "proc_internal.h"
 
 #define VIGIL_LEASES_ENTRY_BYTES 256u

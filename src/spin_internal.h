@@ -10,6 +10,17 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#if defined(__x86_64__) && defined(__has_include)
+#if __has_include(<sys/platform/x86.h>)
+#include <sys/platform/x86.h>
+#ifdef CPU_FEATURE_ACTIVE /* 2.33 on: 2.32's header has CPU_FEATURE_USABLE alone */
+#define VIGIL_GLIBC_CPU_FEATURES 1
+#endif
+#endif
+#endif
+#if defined(__x86_64__) && !defined(VIGIL_GLIBC_CPU_FEATURES)
+#include <cpuid.h>
+#endif
 
 /* The CPU's spin-wait hint: frees the pipeline for the sibling hyperthread
  * and eases the memory traffic of a load loop. */
@@ -19,6 +30,41 @@ static inline void vigil_cpu_relax(void)
     __builtin_ia32_pause();
 #elif defined(__aarch64__)
     __asm__ __volatile__("yield");
+#endif
+}
+
+/*
+ * What the processor offers, x86-64: cmpxchg16b (vigil__cas16) and AVX2
+ * (the barrier's live scan). As glibc found it when the program started
+ * (CPU_FEATURE_ACTIVE of <sys/platform/x86.h>, glibc 2.33 and later; AVX2
+ * only where the kernel saves its registers, and not when GLIBC_TUNABLES
+ * masks it), never by a cpuid of ours: a virtual machine traps every cpuid
+ * (8 us each on the machine of docs/performance.md), and libgcc's
+ * __builtin_cpu_supports runs a dozen of them in a constructor of every
+ * program linking libvigil, a `vigil --version` included. Elsewhere (glibc
+ * 2.32's header too: tests/spin_old_glibc.c), cpuid and libgcc as before.
+ */
+static inline bool vigil_cpu_has_cas16(void)
+{
+#if defined(VIGIL_GLIBC_CPU_FEATURES)
+    return CPU_FEATURE_ACTIVE(CMPXCHG16B);
+#elif defined(__x86_64__)
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_CMPXCHG16B);
+#else
+    return true; /* the build refused a target without it */
+#endif
+}
+
+static inline bool vigil_cpu_has_avx2(void)
+{
+#if defined(VIGIL_GLIBC_CPU_FEATURES)
+    return CPU_FEATURE_ACTIVE(AVX2);
+#elif defined(__x86_64__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2");
+#else
+    return false;
 #endif
 }
 

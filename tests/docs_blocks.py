@@ -186,7 +186,8 @@ class Env:
 
     def vars(self, work: str) -> Dict[str, str]:
         """The environment of a user who ran getting-started's install
-        (make install PREFIX=$HOME/.local and its exports) and installed
+        (make install PREFIX=$HOME/.local and its exports, CMAKE_PREFIX_PATH
+        among them) and installed
         the Python package: $HOME/.local is the install made above."""
         env = dict(os.environ)
         for k in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "VIGIL_LIBRARY", "VIGIL_ETCD_LIBRARY"):
@@ -197,6 +198,7 @@ class Env:
                                   env.get("PATH", "/usr/bin:/bin")]),
             PKG_CONFIG_PATH=os.path.join(self.libdir, "pkgconfig"),
             LD_LIBRARY_PATH=self.libdir,
+            CMAKE_PREFIX_PATH=self.prefix,
             PYTHONPATH=os.path.join(self.source, "python"),
             PYTHONDONTWRITEBYTECODE="1",
             PIP_DISABLE_PIP_VERSION_CHECK="1",

@@ -19,18 +19,31 @@ free_port() {
     return 1
 }
 
-# Is the pid in PIDFILE a live etcd (not a reused pid)?
+# Is the pid in PIDFILE a live etcd (not a reused pid)? An empty command
+# line is a process in the middle of its exec (the new image's arguments
+# are not set up yet), which a restart's first look can meet: alive,
+# unless it is a zombie.
 etcd_alive() {
     [ -f "$1" ] || return 1
     _pid=$(cat "$1")
     [ -n "$_pid" ] && kill -0 "$_pid" 2>/dev/null || return 1
-    tr '\0' ' ' <"/proc/$_pid/cmdline" 2>/dev/null | grep -q etcd
+    _cmd=$(tr '\0' ' ' <"/proc/$_pid/cmdline" 2>/dev/null)
+    if [ -z "$_cmd" ]; then
+        ! pid_gone "$_pid"
+    else
+        echo "$_cmd" | grep -q etcd
+    fi
 }
 
 # Has pid gone (exited, or a zombie its new parent has not reaped yet)?
+# A zombie main thread is not enough: /proc shows Z as soon as it has
+# exited, while the other threads may still be exiting with the
+# process's sockets open (a restart on the same ports then finds them
+# in use). Gone once it is the last of its threads.
 pid_gone() {
     ! kill -0 "$1" 2>/dev/null && return 0
-    [ "$(sed -n 's/^[0-9]* (.*) \(.\).*/\1/p' "/proc/$1/stat" 2>/dev/null)" = Z ]
+    [ "$(sed -n 's/^[0-9]* (.*) \(.\).*/\1/p' "/proc/$1/stat" 2>/dev/null)" = Z ] &&
+        [ "$(ls /proc/"$1"/task 2>/dev/null | wc -l)" -le 1 ]
 }
 
 # SIGSTOP to pid, and wait (bounded: 10 s) until every thread of it is

@@ -10,6 +10,9 @@
 #   etcd_server.sh pause  STATE [TERM|KILL]   stop it, keep port and data
 #   etcd_server.sh resume STATE   start it again on the same port and data
 #   etcd_server.sh freeze STATE   SIGSTOP, every thread stopped: it accepts but never answers
+#   etcd_server.sh wipe   STATE   kill it, remove its data, start it again with the
+#                                 same name, URLs and cluster token (so the same
+#                                 cluster ID): a store whose revisions restart
 #   etcd_server.sh thaw   STATE   SIGCONT
 #
 # The server is tuned for tests: election timeout 500 ms, so its minimum
@@ -27,7 +30,7 @@ die() {
     exit 1
 }
 [ -n "$cmd" ] && [ -n "$state" ] ||
-    die "usage: etcd_server.sh start|stop|pause|resume|freeze|thaw STATE_DIR"
+    die "usage: etcd_server.sh start|stop|pause|resume|freeze|thaw|wipe STATE_DIR"
 
 . "$(dirname "$0")/etcd_lib.sh"
 
@@ -125,6 +128,26 @@ resume)
         die "etcd did not come back on port $(cat "$state/port")"
     }
     exit 0
+    ;;
+wipe)
+    running || die "no server running in $state"
+    halt KILL
+    rm -rf "$state/data"
+    # The same ports: a moment's wait when they are still taken.
+    attempt=0
+    while [ $attempt -lt 20 ]; do
+        attempt=$((attempt + 1))
+        launch
+        wait_ready
+        rc=$?
+        [ $rc -eq 0 ] && exit 0
+        halt KILL
+        rm -rf "$state/data"
+        [ $rc -eq 2 ] || break
+        sleep 0.25
+    done
+    tail -n 20 "$state/etcd.log" >&2 2>/dev/null
+    die "etcd did not come back wiped on port $(cat "$state/port")"
     ;;
 freeze)
     running || die "no server running in $state"

@@ -10,6 +10,8 @@
  */
 #include "etcd_testutil.h"
 
+#include <vigil/group.h>
+
 #define HDR "\"header\":{\"cluster_id\":\"7801232528081817440\",\"member_id\":\"13458989633860879742\"," \
             "\"revision\":\"4\",\"raft_term\":\"2\"}"
 #define LID  5007618193102948884LL
@@ -591,6 +593,136 @@ static int test_fake_cycle(void)
     return 0;
 }
 
+/* A store that went backwards (issue 25.7): etcd's data wiped, or
+ * restored from an older copy, while a holder holds token 4. Its lease
+ * may even be there (a restored copy), and every check of the key may
+ * pass; a txn answered at revision 2 is still a loss, at once, and the
+ * message says why. A keepalive's revision, which a lagging member
+ * answers from its own, is not judged. */
+static int test_store_behind(void)
+{
+#define HDR2 "\"header\":{\"cluster_id\":\"7801232528081817440\",\"revision\":\"2\",\"raft_term\":\"2\"}"
+    static const char KA_BEHIND[] = "{\"result\":{" HDR2 ",\"ID\":\"" LIDS "\",\"TTL\":\"2\"}}";
+    static const char TXN_BEHIND[] = "{" HDR2 ",\"succeeded\":true}";
+    static const struct et_reply script[] = {
+        { ET_REPLY, 200, GRANT_OK },  { ET_REPLY, 200, ACQ_WON },    /* acquire: token 4 */
+        { ET_REPLY, 200, KA_BEHIND }, { ET_REPLY, 200, TXN_TRUE },   /* renew: the keepalive's 2 is not judged */
+        { ET_REPLY, 200, KA_OK },     { ET_REPLY, 200, TXN_BEHIND }, /* renew: the txn's 2 is */
+        { ET_REPLY, 200, TXN_BEHIND },                               /* release */
+        { ET_REPLY, 200, TXN_BEHIND },                               /* proclaim */
+    };
+    struct et_fake f;
+    EXPECT_RC(et_fake_start(&f, script, sizeof(script) / sizeof(script[0])), 0);
+    vigil_etcd *e = et_connect(f.url);
+    vigil_lease l;
+    int rc = vigil_etcd_acquire(e, "k2", "worker-1", 1500, &l);
+    int r1 = rc == 0 ? vigil_etcd_renew(e, &l) : rc;
+    int r2 = rc == 0 ? vigil_etcd_renew(e, &l) : rc;
+    char why[300];
+    snprintf(why, sizeof(why), "%s", vigil_etcd_errmsg());
+    int r3 = rc == 0 ? vigil_etcd_release(e, &l) : rc;
+    char why_rel[300];
+    snprintf(why_rel, sizeof(why_rel), "%s", vigil_etcd_errmsg());
+    int r4 = rc == 0 ? vigil_etcd_proclaim(e, &l, "worker-2") : rc;
+    vigil_etcd_close(e);
+    et_fake_stop(&f);
+    EXPECT_RC(rc, 0);
+    EXPECT_RC(r1, 0);
+    EXPECT_RC(r2, VIGIL_ELOST);
+    EXPECT(strstr(why, "went backwards") && strstr(why, "revision 2") && strstr(why, "token 4"),
+           "renew: expected the store gone backwards in the message, got '%s'", why);
+    EXPECT_RC(r3, VIGIL_ELOST);
+    EXPECT(strstr(why_rel, "went backwards"), "release: expected the store gone backwards, got '%s'", why_rel);
+    EXPECT_RC(r4, VIGIL_ELOST);
+    EXPECT(strcmp(l.owner, "worker-1") == 0, "a refused proclaim changed the owner to '%s'", l.owner);
+
+    bool s = false;
+    int64_t at = -1;
+    EXPECT_RC(vigil_etcd__parse_txn_at(200, P(TXN_BEHIND), &s, &at), 0);
+    EXPECT(s && at == 2, "parse_txn_at: succeeded %d at %lld", s, (long long)at);
+    EXPECT_RC(vigil_etcd__parse_txn_at(200, P("{\"header\":{},\"succeeded\":true}"), &s, &at), 0);
+    EXPECT(at == 0, "no revision: expected 0 (not judged), got %lld", (long long)at);
+    EXPECT_RC(vigil_etcd__parse_txn_at(200, P("{\"header\":{\"revision\":\"x\"}}"), &s, &at), -EPROTO);
+    EXPECT_RC(vigil_etcd__store_behind(0, 4), 0);
+    EXPECT_RC(vigil_etcd__store_behind(4, 4), 0);
+    EXPECT_RC(vigil_etcd__store_behind(3, 4), VIGIL_ELOST);
+    return 0;
+}
+
+/* The same for a group member: every txn fenced by its join revision
+ * (50 here) answered at revision 2 is VIGIL_ELOST, whatever it says. */
+static int test_group_store_behind(void)
+{
+    static const char GRANT_LONG[] = "{" HDR ",\"ID\":\"" LIDS "\",\"TTL\":\"60\"}";
+    static const char JOINED[] = "{\"header\":{\"revision\":\"50\"},\"succeeded\":true}";
+    static const char DONE_BEHIND[] = "{" HDR2 ",\"succeeded\":true}";
+    static const struct et_reply script[] = {
+        { ET_REPLY, 200, GRANT_LONG }, { ET_REPLY, 200, JOINED }, /* join: revision 50 */
+        /* done, which sends again what it does not know yet: each
+         * reply is the same (one left over is as good a revoke's reply) */
+        { ET_REPLY, 200, DONE_BEHIND }, { ET_REPLY, 200, DONE_BEHIND },
+        { ET_REPLY, 200, DONE_BEHIND }, { ET_REPLY, 200, DONE_BEHIND },
+        { ET_REPLY, 200, REVOKE_OK },                              /* leave */
+    };
+    unsetenv("VIGIL_DIR");
+    struct et_fake f;
+    EXPECT_RC(et_fake_start(&f, script, sizeof(script) / sizeof(script[0])), 0);
+    vigil_etcd *e = et_connect(f.url);
+    vigil_group_member *m = NULL;
+    int rc = vigil_group_join(e, "g", "a", 60000, &m);
+    vigil_group_unit u = { .name = "u1", .token = 45 };
+    int done = rc == 0 ? vigil_group_done(m, &u) : rc;
+    char why[300];
+    snprintf(why, sizeof(why), "%s", vigil_etcd_errmsg());
+    vigil_group_leave(m);
+    vigil_etcd_close(e);
+    et_fake_stop(&f);
+    EXPECT_RC(rc, 0);
+    EXPECT(done == VIGIL_ELOST, "done: %d (%s), requests:\n%s", done, vigil_strerror(done), et_fake_log(&f));
+    EXPECT(strstr(why, "went backwards") && strstr(why, "token 50"), "expected the store gone backwards, got '%s'",
+           why);
+    return 0;
+#undef HDR2
+}
+
+/* Issue 25.5: a watch stream that ends at once (a proxy answering every
+ * watch with an empty 200) makes the observer look again and watch anew
+ * at once the first time, then backing off as the waiter does: a few
+ * streams in two seconds (0, 200, 400, 800 ms apart, then a second), not
+ * the hundreds a spinning observer opens. The fake answers by path, on
+ * every connection at once. */
+static int test_observe_backs_off(void)
+{
+    static const struct et_route routes[] = {
+        { "/v3/kv/range", 200, "{\"header\":{\"revision\":\"5\"},\"count\":\"0\"}", false },
+        { "/v3/watch", 200, "", true },
+    };
+    struct et_fake f;
+    EXPECT_RC(et_router_start(&f, routes, 2), 0);
+    vigil_etcd *e = et_connect(f.url);
+    vigil_etcd_observer *o = NULL;
+    int rc = vigil_etcd_observe(e, "k", &o);
+    vigil_lease_info info;
+    int first = rc == 0 ? vigil_etcd_observer_next(o, &info, 10000 * 1000000ull) : rc;
+    vt_sleep_ms(2000); /* what is counted: the streams of two seconds */
+    vigil_etcd_observer_close(o);
+    vigil_etcd_close(e);
+    et_fake_stop(&f);
+    const char *log = et_fake_log(&f);
+    unsigned streams = 0, looks = 0;
+    for (const char *p = log; (p = strstr(p, "POST /v3/watch ")); p++)
+        streams++;
+    for (const char *p = log; (p = strstr(p, "POST /v3/kv/range ")); p++)
+        looks++;
+    EXPECT_RC(rc, 0);
+    EXPECT_RC(first, 0);
+    EXPECT(info.state == VIGIL_LEASE_VACANT, "first report: state %d, expected vacant", info.state);
+    EXPECT(streams >= 2 && streams <= 10, "%u watch streams (and %u looks) in two seconds of streams that end at once",
+           streams, looks);
+    printf("watches that end at once, for two seconds: %u streams, %u looks\n", streams, looks);
+    return 0;
+}
+
 /* Dead endpoints are passed over, and the one that answered is kept. */
 static int test_fake_endpoints(void)
 {
@@ -805,19 +937,24 @@ static int test_expires_in_rounding(void)
  * short in the connect phase, as curl's own words say. */
 static int test_connect_opts_limits(void)
 {
-    static const struct et_reply s[] = { { ET_HANG, 0, NULL }, { ET_HANG, 0, NULL } };
-    struct et_fake f;
-    EXPECT_RC(et_fake_start(&f, s, 2), 0);
+    /* A fake each: the second request is not queued behind the first
+     * one's 1.5 s (the fake serves one connection at a time), which left
+     * the drop a hair under the default 3 s on a loaded machine. */
+    static const struct et_reply s[] = { { ET_HANG, 0, NULL } };
+    struct et_fake f, f2;
+    EXPECT_RC(et_fake_start(&f, s, 1), 0);
+    EXPECT_RC(et_fake_start(&f2, s, 1), 0);
     vigil_etcd *e = NULL, *d = NULL;
     struct vigil_etcd_options o = { .request_timeout_ms = 300 };
     EXPECT_RC(vigil_etcd_connect_opts(f.url, &o, &e), 0);
     vigil_lease_info info;
     int cut = vigil_etcd_get(e, "k", &info);
     vigil_etcd_close(e);
-    EXPECT_RC(vigil_etcd_connect(f.url, &e), 0);
+    EXPECT_RC(vigil_etcd_connect(f2.url, &e), 0);
     int dropped = vigil_etcd_get(e, "k", &info);
     vigil_etcd_close(e);
     et_fake_stop(&f);
+    et_fake_stop(&f2);
     EXPECT_RC(cut, -ETIMEDOUT);
     EXPECT(dropped != -ETIMEDOUT && et_transient(dropped), "the default limit: expected the drop, got %d (%s)",
            dropped, vigil_strerror(dropped));
@@ -852,4 +989,5 @@ VT_MAIN(VT_CASE(test_base64), VT_CASE(test_endpoints), VT_CASE(test_arguments), 
         VT_CASE(test_parse_hostile), VT_CASE(test_unreachable), VT_CASE(test_fake_cycle),
         VT_CASE(test_fake_endpoints), VT_CASE(test_fake_prefix), VT_CASE(test_fake_hostile), VT_CASE(test_wait_bounded_by_time_left),
         VT_CASE(test_revoke_landed_and_expired_holder), VT_CASE(test_expires_in_rounding),
-        VT_CASE(test_connect_opts_limits))
+        VT_CASE(test_connect_opts_limits), VT_CASE(test_store_behind),
+        VT_CASE(test_group_store_behind), VT_CASE(test_observe_backs_off))

@@ -38,16 +38,6 @@ static bool agent_said(struct host *h, int64_t lease, const char *result, unsign
     return vt_read_until(&h->agent, want, timeout_ms);
 }
 
-static int64_t lease_of(vigil_etcd *e, const char *group, const char *name)
-{
-    vigil_group_member_info m[16];
-    int n = vigil_group_members(e, group, m, 16);
-    for (int i = 0; i < n && i < 16; i++)
-        if (strcmp(m[i].name, name) == 0)
-            return m[i].lease;
-    return 0;
-}
-
 /* kill -9 of a member process on host A: host B's watch sees it leave and
  * B's waiting member takes its unit, through A's agent (the TTL is two
  * minutes, the waits at most 20 s). */
@@ -75,7 +65,7 @@ static int test_kill9_process(void)
     EXPECT_RC(vigil_group_watch(we, g, &w), 0);
     vigil_group_event ev;
     gt_send(&b1, "takewait 20000");
-    int64_t lease = lease_of(e, g, "a1");
+    int64_t lease = gt_lease_of(e, g, "a1");
     EXPECT(lease != 0, "a1 not among the members");
     gt_child_kill(&a1);
     EXPECT(agent_said(&a, lease, "0", 20000), "host A's agent did not revoke a1's lease: '%s'", a.agent.buf);
@@ -118,7 +108,7 @@ static int test_kill_host(void)
     gt_send(&a1, "take");
     EXPECT(gt_readline(a1.out, a1.line, sizeof(a1.line), 10000) && strncmp(a1.line, "took job", 8) == 0, "a1: '%s'",
            a1.line);
-    int64_t lease = lease_of(e, g, "a1");
+    int64_t lease = gt_lease_of(e, g, "a1");
     host_agent_kill(&a); /* the host goes: its agent first, then its process */
     gt_child_kill(&a1);
     gt_send(&b1, "takewait 30000");
@@ -153,7 +143,7 @@ static int test_agent_restart(void)
     struct gt_child a1, a2;
     EXPECT(gt_child_start(&a1, url, g, "a1", LONG_TTL, a.dir, "hostA"), "a1 did not join: '%s'", a1.line);
     EXPECT(gt_child_start(&a2, url, g, "a2", LONG_TTL, a.dir, "hostA"), "a2 did not join: '%s'", a2.line);
-    int64_t l1 = lease_of(e, g, "a1");
+    int64_t l1 = gt_lease_of(e, g, "a1");
     host_agent_kill(&a);
     gt_child_kill(&a1);
     EXPECT(gt_count(e, g) == 2, "a1 gone with no agent running: its lease should stand until the TTL");
@@ -161,7 +151,7 @@ static int test_agent_restart(void)
     EXPECT(agent_said(&a, l1, "0", 20000), "the restarted agent did not revoke a1: '%s'", a.agent.buf);
     EXPECT(VT_WAIT_FOR(gt_count(e, g) == 1, 10000), "a1 still a member");
     /* a2, alive all along, is watched by the new agent too. */
-    int64_t l2 = lease_of(e, g, "a2");
+    int64_t l2 = gt_lease_of(e, g, "a2");
     gt_child_kill(&a2);
     EXPECT(agent_said(&a, l2, "0", 20000), "the restarted agent did not revoke a2: '%s'", a.agent.buf);
     EXPECT(VT_WAIT_FOR(gt_count(e, g) == 0, 10000), "a2 still a member");

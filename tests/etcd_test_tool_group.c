@@ -231,4 +231,28 @@ static int test_export(void)
     return 0;
 }
 
-VT_MAIN(VT_CASE(test_join_runs_cmd), VT_CASE(test_join_suid_cmd_dies_with_tool), VT_CASE(test_export), VT_CASE(test_usage), VT_CASE(test_watch_json_and_loss), VT_CASE(test_agent))
+/* Join errors say what happened (issue 25.4): a lease gone before the
+ * join landed (a fake etcd answers the join "lease not found", as when
+ * an agent revoked it) is a loss, exit 79, never a timeout that was not
+ * one (a name taken, the refusal, is test_join_runs_cmd's exit 75). */
+static int test_join_errors_say_what_happened(void)
+{
+    static const char GRANT[] = "{\"header\":{\"revision\":\"3\"},\"ID\":\"7587\",\"TTL\":\"10\"}";
+    static const char NOT_FOUND[] = "{\"error\":\"etcdserver: requested lease not found\","
+                                    "\"message\":\"etcdserver: requested lease not found\",\"code\":5}";
+    static const struct et_reply script[] = {
+        { ET_REPLY, 200, GRANT }, { ET_REPLY, 404, NOT_FOUND }, /* the join */
+        { ET_REPLY, 404, NOT_FOUND },                           /* the undo's revoke */
+    };
+    struct et_fake f;
+    EXPECT_RC(et_fake_start(&f, script, sizeof(script) / sizeof(script[0])), 0);
+    VT_RUN("group", "join", "g", "--etcd", f.url, "--name", "a", "--", "sh", "-c", "echo ran");
+    et_fake_stop(&f);
+    EXPECT(R.rc == 79 && strstr(R.err, "lost before CMD started") && strstr(R.err, "gone before its join") &&
+               !strstr(R.err, "timed out") && !strstr(R.out, "ran"),
+           "join whose lease went first: exit %d, '%s', out '%s'", R.rc, R.err, R.out);
+    return 0;
+}
+
+VT_MAIN(VT_CASE(test_join_runs_cmd), VT_CASE(test_join_suid_cmd_dies_with_tool), VT_CASE(test_export), VT_CASE(test_usage), VT_CASE(test_watch_json_and_loss), VT_CASE(test_agent),
+        VT_CASE(test_join_errors_say_what_happened))

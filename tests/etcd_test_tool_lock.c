@@ -97,6 +97,99 @@ static int test_connection_flags_usage(void)
     return 0;
 }
 
+/* ---- passwords (issue 25.6) ------------------------------------------------- */
+
+/* A fake etcd with auth on, answering by path: every txn as an acquire
+ * of k2 won at revision 4 (and as a join), the lease ours for 60 s. */
+#define ET_LID "5007618193102948884"
+#define ET_OWN "azIvNDU3ZWEyMzcxMmFmNGExNA==" /* k2/457ea23712af4a14 */
+#define ET_KV(rev) "{\"key\":\"" ET_OWN "\",\"create_revision\":\"" rev "\",\"mod_revision\":\"" rev \
+                   "\",\"version\":\"1\",\"lease\":\"" ET_LID "\"}"
+static const struct et_route auth_on[] = {
+    { "/v3/auth/authenticate", 200, "{\"header\":{\"revision\":\"4\"},\"token\":\"tok.1\"}", false },
+    { "/v3/lease/grant", 200, "{\"header\":{\"revision\":\"4\"},\"ID\":\"" ET_LID "\",\"TTL\":\"60\"}", false },
+    { "/v3/kv/txn", 200,
+      "{\"header\":{\"revision\":\"4\"},\"succeeded\":true,\"responses\":[{\"response_put\":{}},"
+      "{\"response_range\":{\"kvs\":[" ET_KV("4") "],\"count\":\"1\"}},"
+      "{\"response_range\":{\"kvs\":[" ET_KV("4") "],\"count\":\"1\"}}]}",
+      false },
+    { "/v3/lease/keepalive", 200, "{\"result\":{\"header\":{\"revision\":\"4\"},\"ID\":\"" ET_LID "\",\"TTL\":\"60\"}}",
+      false },
+    { "/v3/lease/revoke", 200, "{\"header\":{\"revision\":\"4\"}}", false },
+};
+/* One that refuses every name and password. */
+static const struct et_route auth_refused[] = {
+    { "/v3/auth/authenticate", 400,
+      "{\"error\":\"etcdserver: authentication failed, invalid user ID or password\",\"code\":3,"
+      "\"message\":\"etcdserver: authentication failed, invalid user ID or password\"}",
+      false },
+};
+
+/* CMD (env) under vigil lock and vigil group join: no ETCDCTL_PASSWORD,
+ * no ETCDCTL_USER carrying NAME:PASSWORD, whichever way it was given. */
+static int test_no_password_in_cmd_env(void)
+{
+    struct et_fake f;
+    EXPECT_RC(et_router_start(&f, auth_on, sizeof(auth_on) / sizeof(auth_on[0])), 0);
+    setenv("ETCDCTL_USER", "bob", 1);
+    setenv("ETCDCTL_PASSWORD", "S3cretEnv", 1);
+    VT_RUN("lock", "--etcd", f.url, "--ttl", "60s", "k2", "--", "env");
+    int lock_rc = R.rc;
+    bool lock_clean = !strstr(R.out, "S3cretEnv") && !strstr(R.out, "ETCDCTL_PASSWORD");
+    bool lock_ran = strstr(R.out, "VIGIL_LEASE_TOKEN=4") != NULL;
+    static char lock_out[sizeof(R.out)];
+    memcpy(lock_out, R.out, sizeof(lock_out));
+    VT_RUN("group", "join", "g", "--etcd", f.url, "--name", "a", "--ttl", "60s", "--", "env");
+    int join_rc = R.rc;
+    bool join_clean = !strstr(R.out, "S3cretEnv") && !strstr(R.out, "ETCDCTL_PASSWORD");
+    bool join_ran = strstr(R.out, "VIGIL_GROUP_TERM=4") != NULL;
+    unsetenv("ETCDCTL_PASSWORD");
+    setenv("ETCDCTL_USER", "bob:S3cretUser", 1);
+    VT_RUN("lock", "--etcd", f.url, "--ttl", "60s", "k2", "--", "env");
+    unsetenv("ETCDCTL_USER");
+    et_fake_stop(&f);
+    EXPECT(lock_rc == 0 && lock_ran && lock_clean, "vigil lock: exit %d, CMD's environment: '%s'", lock_rc, lock_out);
+    EXPECT(join_rc == 0 && join_ran && join_clean, "vigil group join: exit %d, CMD's environment: '%s'", join_rc,
+           R.out);
+    EXPECT(R.rc == 0 && strstr(R.out, "VIGIL_LEASE_TOKEN=4") && !strstr(R.out, "S3cretUser"),
+           "ETCDCTL_USER=NAME:PASSWORD: exit %d, CMD's environment: '%s'", R.rc, R.out);
+    EXPECT(strstr(et_fake_log(&f), "\"name\":\"bob\""), "the name sent was not bob alone:\n%s", et_fake_log(&f));
+    return 0;
+}
+
+/* Messages carry the user name alone: NAME:PASSWORD is split once, and
+ * a password given twice is a usage error that names neither; the
+ * library, given NAME:PASSWORD as the user, names NAME alone. */
+static int test_no_password_in_messages(void)
+{
+    struct et_fake f;
+    EXPECT_RC(et_router_start(&f, auth_refused, 1), 0);
+    setenv("ETCDCTL_PASSWORD", "x", 1);
+    VT_RUN("lock", "--etcd", f.url, "--user", "alice:alicepw", "--wait", "0", "k", "--", "true");
+    unsetenv("ETCDCTL_PASSWORD");
+    EXPECT(R.rc == 1 && strstr(R.err, "user 'alice'") && !strstr(R.err, "alicepw"),
+           "refused NAME:PASSWORD: exit %d, '%s'", R.rc, R.err);
+    EXPECT(strstr(et_fake_log(&f), "\"password\":\"alicepw\""), "the password in --user was not the one sent:\n%s",
+           et_fake_log(&f));
+    VT_RUN("lock", "--etcd", f.url, "--user", "alice:S3cret", "--password", "other", "k", "--", "true");
+    EXPECT(R.rc == 2 && !strstr(R.err, "S3cret") && !strstr(R.err, "other") && strstr(R.err, "once"),
+           "two passwords: exit %d, '%s'", R.rc, R.err);
+    VT_RUN("group", "join", "g", "--etcd", f.url, "--user", "carol:pw42", "--", "true");
+    EXPECT(R.rc == 1 && strstr(R.err, "'carol'") && !strstr(R.err, "pw42"), "group join refused: exit %d, '%s'", R.rc,
+           R.err);
+    struct vigil_etcd_options o = { .user = "dave:S3cretLib", .password = "x" };
+    vigil_etcd *e = NULL;
+    EXPECT_RC(vigil_etcd_connect_opts(f.url, &o, &e), 0);
+    vigil_lease_info info;
+    int rc = vigil_etcd_get(e, "k", &info);
+    char why[300];
+    snprintf(why, sizeof(why), "%s", vigil_etcd_errmsg());
+    vigil_etcd_close(e);
+    et_fake_stop(&f);
+    EXPECT(rc == -EACCES && strstr(why, "user 'dave'") && !strstr(why, "S3cretLib"), "library: %d, '%s'", rc, why);
+    return 0;
+}
+
 /* ---- a server of our own, to freeze ------------------------------------------ */
 
 static char state[512], own_url[300];
@@ -107,15 +200,23 @@ static void stop_own(void)
         et_script("stop", state, NULL);
 }
 
-static int test_lost_under_frozen_etcd(void)
+/* Starts this test's own etcd once: 0, VT_SKIP without etcd, 1 on failure. */
+static int own_server(void)
 {
+    if (own_url[0])
+        return 0;
     if (!getenv("VIGIL_ETCD_SCRIPT"))
         return VT_SKIP;
     snprintf(state, sizeof(state), "%s", vt_path("etcd"));
     int st = et_script("start", state, NULL);
     atexit(stop_own);
     EXPECT(st == 0, "etcd_server.sh start exited %d", st);
-    int rc = et_read_endpoints(state, own_url, sizeof(own_url));
+    return et_read_endpoints(state, own_url, sizeof(own_url));
+}
+
+static int test_lost_under_frozen_etcd(void)
+{
+    int rc = own_server();
     if (rc)
         return rc;
     struct vt_proc p;
@@ -148,5 +249,75 @@ static int test_lost_under_frozen_etcd(void)
     return 0;
 }
 
+/* Puts n keys, each a revision: a store well past revision n. */
+static int bump_revision(const char *url, int n)
+{
+    vigil_etcd *e = et_connect(url);
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        char k[64], k64[100], body[200];
+        const char *reply;
+        size_t len;
+        long http;
+        snprintf(k, sizeof(k), "vigil-test/bump/%d", i);
+        vigil_etcd__b64(k, strlen(k), k64, sizeof(k64));
+        snprintf(body, sizeof(body), "{\"key\":\"%s\",\"value\":\"\"}", k64);
+        rc = vigil_etcd__request(e, "v3/kv/put", body, &http, &reply, &len);
+        if (rc == 0 && http != 200)
+            rc = -EIO;
+    }
+    vigil_etcd_close(e);
+    return rc;
+}
+
+/*
+ * Issue 25.7: etcd killed, its data removed, started again with the same
+ * name, URLs and cluster token (the same cluster ID), under a holder
+ * whose token (past 40) is above everything the new store has. The
+ * holder's CMD is stopped (SIGTERM), vigil lock exits 79 and says the
+ * store went backwards. vigil lock is stopped (SIGSTOP) while etcd is
+ * wiped and continued once it serves again: it then meets the new store,
+ * however long the restart took.
+ */
+static int test_lost_when_store_wiped(void)
+{
+    int rc = own_server();
+    if (rc)
+        return rc;
+    EXPECT_RC(bump_revision(own_url, 40), 0);
+    struct vt_proc p;
+    int efd = open(vt_path("wipe.stderr"), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int saved = dup(2);
+    dup2(efd, 2);
+    int sp = VT_SPAWN(&p, "lock", "--etcd", own_url, "--ttl", "3000", "--kill-after", "2000", et_key("wiped"), "--",
+                      "sh", "-c",
+                      "trap 'echo killed; exit 9' TERM; echo ready $VIGIL_LEASE_TOKEN; while :; do sleep 0.05; done");
+    dup2(saved, 2);
+    close(saved);
+    close(efd);
+    EXPECT(sp == 0, "spawn failed");
+    bool ready = vt_read_until(&p, "ready", 15000);
+    unsigned long long token = 0;
+    const char *r = strstr(p.buf, "ready ");
+    if (r)
+        token = strtoull(r + 6, NULL, 10);
+    kill(p.pid, SIGSTOP);
+    int wp = et_script("wipe", state, NULL);
+    kill(p.pid, SIGCONT);
+    bool killed = vt_read_until(&p, "killed", 20000);
+    int exit_st = vt_wait(p.pid, 20000);
+    close(p.fd);
+    char err[1024];
+    vt_slurp(vt_path("wipe.stderr"), err, sizeof(err));
+    EXPECT(ready && token > 40, "CMD never started, or its token %llu is not past 40: '%s'", token, p.buf);
+    EXPECT(wp == 0, "etcd_server.sh wipe exited %d", wp);
+    EXPECT(killed, "CMD was not stopped once the store went backwards: '%s'", p.buf);
+    EXPECT(exit_st == 79 && strstr(err, "lost") && strstr(err, "went backwards"),
+           "expected exit 79 and the store gone backwards on stderr, got %d, '%s'", exit_st, err);
+    fprintf(stderr, "etcd wiped under token %llu: %s", token, err);
+    return 0;
+}
+
 VT_MAIN(VT_CASE(test_two_never_overlap), VT_CASE(test_with_etcdctl), VT_CASE(test_connection_flags_usage),
-        VT_CASE(test_lost_under_frozen_etcd))
+        VT_CASE(test_lost_under_frozen_etcd), VT_CASE(test_lost_when_store_wiped), VT_CASE(test_no_password_in_cmd_env),
+        VT_CASE(test_no_password_in_messages))

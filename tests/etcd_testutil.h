@@ -498,6 +498,46 @@ static inline int et_read_more(int c, char *buf, size_t *have, size_t cap)
     return 1;
 }
 
+/* A request in buf[0..have): 1 whole, with its header's length and its
+ * body's (*hl, *cl); 0 not yet; -1 one that cannot fit in cap. */
+static inline int et_request(const char *buf, size_t have, size_t cap, size_t *hl, size_t *cl)
+{
+    const char *end = memmem(buf, have, "\r\n\r\n", 4);
+    if (!end)
+        return have >= cap ? -1 : 0;
+    *hl = (size_t)(end + 4 - buf);
+    *cl = 0;
+    for (const char *h = buf; h < end;) {
+        if (end - h >= 15 && strncasecmp(h, "content-length:", 15) == 0)
+            *cl = strtoul(h + 15, NULL, 10);
+        const char *nl = memchr(h, '\n', (size_t)(end - h));
+        if (!nl)
+            break;
+        h = nl + 1;
+    }
+    if (*cl > cap - *hl)
+        return -1;
+    return have >= *hl + *cl;
+}
+
+/* Logs "METHOD PATH BODY\n" of a whole request, before it is answered,
+ * so the client finds it there once it has the reply; *path (not
+ * NUL-terminated) and its length, for routing. */
+static inline void et_log_request(int logfd, const char *buf, size_t hl, size_t cl, const char **path, size_t *plen)
+{
+    const char *line_end = memchr(buf, '\r', hl);
+    const char *sp = memchr(buf, ' ', hl);
+    const char *sp2 = sp ? memchr(sp + 1, ' ', (size_t)(line_end - sp - 1)) : NULL;
+    *path = sp ? sp + 1 : buf;
+    *plen = sp2 ? (size_t)(sp2 - sp - 1) : 0;
+    if (logfd >= 0 && sp2) {
+        et_write_all(logfd, buf, (size_t)(sp2 - buf));
+        et_write_all(logfd, " ", 1);
+        et_write_all(logfd, buf + hl, cl);
+        et_write_all(logfd, "\n", 1);
+    }
+}
+
 static inline void et_serve(int ls, const struct et_reply *script, size_t n, const char *logpath)
 {
     static char buf[1 << 16];
@@ -513,35 +553,16 @@ static inline void et_serve(int ls, const struct et_reply *script, size_t n, con
             continue;
         size_t have = 0;
         for (;;) {
-            char *end;
-            while (!(end = memmem(buf, have, "\r\n\r\n", 4)))
+            size_t hl = 0, cl = 0;
+            int whole;
+            while ((whole = et_request(buf, have, sizeof(buf), &hl, &cl)) == 0)
                 if (!et_read_more(c, buf, &have, sizeof(buf)))
                     goto closed;
-            size_t hl = (size_t)(end + 4 - buf), cl = 0;
-            for (char *h = buf; h < end;) {
-                if (end - h >= 15 && strncasecmp(h, "content-length:", 15) == 0)
-                    cl = strtoul(h + 15, NULL, 10);
-                char *nl = memchr(h, '\n', (size_t)(end - h));
-                if (!nl)
-                    break;
-                h = nl + 1;
-            }
-            if (cl > sizeof(buf) - hl)
+            if (whole < 0)
                 goto closed;
-            while (have < hl + cl)
-                if (!et_read_more(c, buf, &have, sizeof(buf)))
-                    goto closed;
-            /* Log "METHOD PATH BODY\n" before answering, so the client
-             * finds it there once it has the reply. */
-            char *line_end = memchr(buf, '\r', hl);
-            char *sp = memchr(buf, ' ', hl);
-            char *sp2 = sp ? memchr(sp + 1, ' ', (size_t)(line_end - sp - 1)) : NULL;
-            if (logfd >= 0 && sp2) {
-                et_write_all(logfd, buf, (size_t)(sp2 - buf));
-                et_write_all(logfd, " ", 1);
-                et_write_all(logfd, buf + hl, cl);
-                et_write_all(logfd, "\n", 1);
-            }
+            const char *path;
+            size_t plen;
+            et_log_request(logfd, buf, hl, cl, &path, &plen);
             memmove(buf, buf + hl + cl, have - hl - cl);
             have -= hl + cl;
             static const struct et_reply none = { ET_REPLY, 500, "{\"error\":\"script exhausted\",\"code\":13}" };
@@ -581,9 +602,84 @@ static inline void et_serve(int ls, const struct et_reply *script, size_t n, con
     }
 }
 
-/* Starts a fake server answering with script[0], script[1], ... in order
- * (then 500s). 0 or -errno. */
-static inline int et_fake_start(struct et_fake *f, const struct et_reply *script, size_t n)
+/*
+ * A fake server that answers by path, on any number of connections at
+ * once (the handle's, and each watch stream's): a request whose path
+ * starts with routes[i].path gets routes[i]'s status and body, and its
+ * connection is closed after it when close is set (an empty 200 to a
+ * watch: the stream ends at once). Anything else: 404. Logged as
+ * et_serve logs.
+ */
+struct et_route {
+    const char *path;
+    int         status;
+    const char *body;
+    bool        close;
+};
+
+static inline void et_route_serve(int ls, const struct et_route *routes, size_t n, const char *logpath)
+{
+    enum { CONNS = 32, CAP = 1 << 14 };
+    static char buf[CONNS][CAP];
+    size_t have[CONNS] = { 0 };
+    struct pollfd pf[CONNS + 1];
+    int logfd = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    signal(SIGPIPE, SIG_IGN);
+    pf[0] = (struct pollfd){ ls, POLLIN, 0 };
+    for (int i = 1; i <= CONNS; i++)
+        pf[i] = (struct pollfd){ -1, POLLIN, 0 };
+    for (;;) {
+        if (poll(pf, CONNS + 1, 20000) <= 0)
+            _exit(0); /* idle for 20 s: the test is gone */
+        if (pf[0].revents & POLLIN) {
+            int c = accept(ls, NULL, NULL);
+            for (int i = 1; c >= 0 && i <= CONNS; i++)
+                if (pf[i].fd < 0) {
+                    pf[i].fd = c, have[i - 1] = 0, c = -1;
+                }
+            if (c >= 0)
+                close(c); /* no room: the client tries again */
+        }
+        for (int i = 1; i <= CONNS; i++) {
+            if (pf[i].fd < 0 || !(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            char *b = buf[i - 1];
+            ssize_t r = read(pf[i].fd, b + have[i - 1], CAP - have[i - 1]);
+            bool drop = r <= 0;
+            have[i - 1] += r > 0 ? (size_t)r : 0;
+            size_t hl = 0, cl = 0;
+            int whole = 0;
+            while (!drop && (whole = et_request(b, have[i - 1], CAP, &hl, &cl)) != 0) {
+                const char *path;
+                size_t plen;
+                if (whole < 0)
+                    break;
+                et_log_request(logfd, b, hl, cl, &path, &plen);
+                memmove(b, b + hl + cl, have[i - 1] - hl - cl);
+                have[i - 1] -= hl + cl;
+                const struct et_route *rt = NULL;
+                for (size_t k = 0; k < n && !rt; k++)
+                    if (plen >= strlen(routes[k].path) && strncmp(path, routes[k].path, strlen(routes[k].path)) == 0)
+                        rt = &routes[k];
+                const char *body = rt && rt->body ? rt->body : "";
+                char head[256];
+                int hlen = snprintf(head, sizeof(head),
+                                    "HTTP/1.1 %d X\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
+                                    rt ? rt->status : 404, strlen(body));
+                drop = !et_write_all(pf[i].fd, head, (size_t)hlen) || !et_write_all(pf[i].fd, body, strlen(body)) ||
+                       (rt && rt->close);
+            }
+            if (drop || whole < 0) {
+                close(pf[i].fd);
+                pf[i].fd = -1;
+            }
+        }
+    }
+}
+
+/* Binds a fake server's socket on 127.0.0.1 and names its URL and log:
+ * the listening socket, or -errno. */
+static inline int et_fake_listen(struct et_fake *f)
 {
     static unsigned seq;
     int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -602,6 +698,15 @@ static inline int et_fake_start(struct et_fake *f, const struct et_reply *script
     char name[64];
     snprintf(name, sizeof(name), "fake-%u.log", seq++);
     snprintf(f->log, sizeof(f->log), "%s", vt_path(name));
+    return s;
+}
+
+/* The fake in a child process, serving s with script or routes. */
+static inline int et_fake_fork(struct et_fake *f, int s, const struct et_reply *script, const struct et_route *routes,
+                               size_t n)
+{
+    if (s < 0)
+        return s;
     fflush(stdout);
     fflush(stderr);
     f->pid = fork();
@@ -611,11 +716,27 @@ static inline int et_fake_start(struct et_fake *f, const struct et_reply *script
         return err;
     }
     if (f->pid == 0) {
-        et_serve(s, script, n, f->log);
+        if (routes)
+            et_route_serve(s, routes, n, f->log);
+        else
+            et_serve(s, script, n, f->log);
         _exit(0);
     }
     close(s);
     return 0;
+}
+
+/* Starts a fake server answering with script[0], script[1], ... in order
+ * (then 500s). 0 or -errno. */
+static inline int et_fake_start(struct et_fake *f, const struct et_reply *script, size_t n)
+{
+    return et_fake_fork(f, et_fake_listen(f), script, NULL, n);
+}
+
+/* Starts a fake server answering by path (et_route_serve). 0 or -errno. */
+static inline int et_router_start(struct et_fake *f, const struct et_route *routes, size_t n)
+{
+    return et_fake_fork(f, et_fake_listen(f), NULL, routes, n);
 }
 
 static inline void et_fake_stop(struct et_fake *f)

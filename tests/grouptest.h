@@ -11,6 +11,8 @@
 
 #include "etcd_testutil.h"
 
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <vigil/group.h>
 
@@ -40,6 +42,17 @@ static inline vigil_group_member *gt_join(vigil_etcd *e, const char *group, cons
 static inline int gt_count(vigil_etcd *e, const char *group)
 {
     return vigil_group_members(e, group, NULL, 0);
+}
+
+/* The lease of the member called name (among the first 16), 0 if none. */
+static inline int64_t gt_lease_of(vigil_etcd *e, const char *group, const char *name)
+{
+    vigil_group_member_info m[16];
+    int n = vigil_group_members(e, group, m, 16);
+    for (int i = 0; i < n && i < 16; i++)
+        if (strcmp(m[i].name, name) == 0)
+            return m[i].lease;
+    return 0;
 }
 
 /* The next event within timeout_ms, waiting on the watch's fd. */
@@ -190,9 +203,36 @@ __attribute__((constructor)) static void gt_child_entry(void)
                   GT_CHILD_IN, GT_CHILD_OUT);
 }
 
-/* Starts a member child; false if it did not join (its answer in c->line). */
-static inline bool gt_child_start(struct gt_child *c, const char *url, const char *group, const char *name,
-                                  uint64_t ttl, const char *dir, const char *host)
+/*
+ * The member child as pid 1 of a pid namespace of its own, with its own
+ * /proc, as in a container that shares the host's agent directory: the
+ * forked child makes the namespaces and forks the member, which mounts a
+ * /proc of its namespace and is killed if the child dies; the child waits
+ * for it and exits with its status (VT_SKIP when it may not make them).
+ * Only system calls between the fork and the exec: the parent has threads.
+ */
+static inline _Noreturn void gt_exec_in_pidns(char *const argv[], char *const env[])
+{
+    if (unshare(CLONE_NEWPID | CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+        _exit(VT_SKIP);
+    pid_t inner = fork();
+    if (inner == 0) {
+        if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0 ||
+            prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+            _exit(VT_SKIP);
+        execve("/proc/self/exe", argv, env);
+        _exit(127);
+    }
+    int st;
+    if (inner < 0 || waitpid(inner, &st, 0) != inner)
+        _exit(3);
+    _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+}
+
+/* Starts a member child (in a pid namespace of its own with pidns);
+ * false if it did not join (its answer in c->line). */
+static inline bool gt_child_start_in(struct gt_child *c, const char *url, const char *group, const char *name,
+                                     uint64_t ttl, const char *dir, const char *host, bool pidns)
 {
     int a[2], b[2];
     memset(c, 0, sizeof(*c));
@@ -229,6 +269,8 @@ static inline bool gt_child_start(struct gt_child *c, const char *url, const cha
         if (dup2(a[0], GT_CHILD_IN) < 0 || dup2(b[1], GT_CHILD_OUT) < 0 ||
             fcntl(GT_CHILD_IN, F_SETFD, 0) < 0 || fcntl(GT_CHILD_OUT, F_SETFD, 0) < 0)
             _exit(2);
+        if (pidns)
+            gt_exec_in_pidns(argv, env);
         execve("/proc/self/exe", argv, env);
         _exit(127);
     }
@@ -242,6 +284,12 @@ static inline bool gt_child_start(struct gt_child *c, const char *url, const cha
         return false;
     c->rev = rev;
     return true;
+}
+
+static inline bool gt_child_start(struct gt_child *c, const char *url, const char *group, const char *name,
+                                  uint64_t ttl, const char *dir, const char *host)
+{
+    return gt_child_start_in(c, url, group, name, ttl, dir, host, false);
 }
 
 /* Sends a command (no answer read). */

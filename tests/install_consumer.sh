@@ -57,8 +57,18 @@ pids=""
 for p in $pair; do timeout 60 "$p" "$tmp/pair.hb" "$tmp/pair.barrier" $n & pids="$pids $!"; done
 for p in $pids; do wait "$p"; done
 
+# The installed tool, and, with the adapter, its etcd helper
+# (LIBEXECDIR/vigil/vigil-etcd), found from the installed vigil's own place.
+bindir=$(dirname "$(ls "$tmp/prefix"/*bin/vigil)")
+"$bindir/vigil" --version >/dev/null
 # The etcd adapter, when it was built: its own .pc and the vigil::etcd target.
 if [ -f "$libdir/pkgconfig/vigil-etcd.pc" ]; then
+    ls "$tmp/prefix"/*/vigil/vigil-etcd >/dev/null
+    rc=0; PATH=/nonexistent "$bindir/vigil" agent 2>"$tmp/agent.err" || rc=$?
+    if [ "$rc" != 2 ] || ! grep -q "missing --etcd" "$tmp/agent.err"; then
+        echo "install_consumer: the installed vigil did not run its helper (exit $rc): $(cat "$tmp/agent.err")" >&2
+        exit 1
+    fi
     cat > "$tmp/etcd.c" <<'C'
 #include <vigil/etcd.h>
 #include <vigil/group.h>

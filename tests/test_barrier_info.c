@@ -14,9 +14,10 @@
  *   read from is the committing judgement's (with the dead committer
  *   named when it had committed), and its mark was written before the
  *   state moved;
- * - a judge stopped as it claims its place and resumed a dozen rounds
- *   later changes no later round's record, and its own round is then no
- *   longer kept (kept 0), never answered wrong;
+ * - a judge stopped as it claims its place, or between its gate check
+ *   and its ticket, and resumed a dozen rounds later changes no later
+ *   round's record, and its own round is then no longer kept (kept 0),
+ *   never answered wrong;
  * - without the 16-byte CAS nothing is recorded and the waits work.
  *
  * Every moment is the test's: children stop or kill themselves at a hook,
@@ -369,19 +370,21 @@ static int test_judge_killed_moved(void) { return judge_killed(BP_MOVED); }
 /* ---- a stale judge ------------------------------------------------------------ */
 
 /*
- * Z stops itself having claimed its place for round 0. X and Y release
- * round 0, Z is aged out, and X and Y wait rounds 1..12 (Z left out as
- * dead), so every place has been taken again. Z resumes: the records of
- * the rounds still kept must be as they were, and Z's own round 0 is no
- * longer kept.
+ * Z stops itself at `point` of its judgement of round 0: having claimed
+ * its place, or having checked the gate and not yet taken its ticket
+ * (issue 25.8: resumed, it took the newest ticket and evicted a kept
+ * record). X and Y release round 0, Z is aged out, and X and Y wait
+ * rounds 1..12 (Z left out as dead), so every place has been taken
+ * again. Z resumes: the records of the rounds still kept must be as they
+ * were, and Z's own round 0 is no longer kept.
  */
-static int test_stale_judge_changes_nothing(void)
+static int stale_judge_changes_nothing(int point)
 {
     for (int attempt = 0; attempt < 20; attempt++) {
         vigil_hb *hb;
         vigil_barrier *a;
         pid_t kid[KIDS];
-        if (z_judges_last("sj", SIGSTOP, BP_PLACE_CLAIMED, &hb, &a, kid))
+        if (z_judges_last("sj", SIGSTOP, point, &hb, &a, kid))
             return 1;
         int st;
         bool stopped = false;
@@ -448,6 +451,9 @@ static int test_stale_judge_changes_nothing(void)
     return 1;
 }
 
+static int test_stale_judge_changes_nothing(void) { return stale_judge_changes_nothing(BP_PLACE_CLAIMED); }
+static int test_judge_stopped_before_ticket(void) { return stale_judge_changes_nothing(BP_TICKET); }
+
 /* ---- without the 16-byte CAS ------------------------------------------------ */
 
 /* A processor without cmpxchg16b (the handle says so): unbound waits still
@@ -483,6 +489,7 @@ int main(void)
         VT_CASE(test_judge_killed_committed),
         VT_CASE(test_judge_killed_moved),
         VT_CASE(test_stale_judge_changes_nothing),
+        VT_CASE(test_judge_stopped_before_ticket),
         VT_CASE(test_no_cas16_records_nothing),
     };
     return vt_run(cases, sizeof(cases) / sizeof(cases[0]));

@@ -26,7 +26,7 @@ static vigil_journal *journal_for(const char *name, uint32_t cap)
     vigil_journal *j = NULL;
     const char *path = vt_path(name);
     unlink(path);
-    int rc = vigil_journal_create(path, cap, 8, 0600, &j);
+    int rc = vigil_journal_create(path, cap, 8, 0600, (gid_t)-1, &j);
     if (rc < 0) {
         fprintf(stderr, "journal %s: %s\n", path, vigil_strerror(rc));
         exit(2);

@@ -21,14 +21,6 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define VT_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define VT_SANITIZED 1
-#endif
-#endif
-
 /* Field 3 and field 22 of /proc/<pid>/stat, read here independently of
  * the library: from the last ')', with sscanf. */
 static int stat_fields(pid_t pid, char *state, unsigned long long *start)

@@ -71,6 +71,17 @@ static int test_signatures(void)
     SAME(vigil_hb_stats, int (*)(const vigil_hb *, vigil_hb_counters *));
     SAME(vigil_barrier_stats, int (*)(const vigil_barrier *, vigil_barrier_counters *));
     SAME(vigil_leases_stats, int (*)(const vigil_leases *, vigil_leases_counters *));
+
+    /* The fourth round: the operating system's boundaries (whose file is
+     * trusted for writing, a group set through the descriptor, sizes). */
+    SAME(vigil_hb_open_flags, int (*)(const char *, uint32_t, unsigned, vigil_hb **));
+    SAME(vigil_leases_open_flags, int (*)(const char *, unsigned, vigil_leases **));
+    SAME(vigil_barrier_open_flags, int (*)(const char *, vigil_hb *, uint64_t, unsigned, vigil_barrier **));
+    SAME(vigil_hb_create_group, int (*)(const char *, uint32_t, unsigned, gid_t, vigil_hb **));
+    SAME(vigil_leases_create_group, int (*)(const char *, uint32_t, unsigned, gid_t, vigil_leases **));
+    SAME(vigil_barrier_create_group,
+         int (*)(const char *, vigil_hb *, uint64_t, unsigned, gid_t, vigil_barrier **));
+    SAME(vigil_file_size, uint64_t (*)(uint32_t, uint32_t));
     return 0;
 }
 
@@ -82,6 +93,14 @@ static int test_constants(void)
            "error codes differ from SPEC");
     EXPECT(VIGIL_ROLE_WORKER == 0 && VIGIL_ROLE_COORDINATOR == 1, "roles differ from SPEC");
     EXPECT(VIGIL_SERIAL == 1, "VIGIL_SERIAL is %d", VIGIL_SERIAL);
+    EXPECT(VIGIL_EUNTRUSTED == -1011 && VIGIL_OPEN_READONLY == 0x1u && VIGIL_OPEN_TRUST_OWNER == 0x2u,
+           "the open flags or VIGIL_EUNTRUSTED changed");
+    EXPECT(strcmp(vigil_strerror(VIGIL_EUNTRUSTED), "unknown error") != 0, "VIGIL_EUNTRUSTED has no text");
+    /* The sizes the layouts give (vigil-files(5)). */
+    EXPECT(vigil_file_size(VIGIL_KIND_HEARTBEAT, 8) == 64 + 8 * 64 && vigil_file_size(VIGIL_KIND_LEASES, 4) == 128 + 4 * 256 &&
+               vigil_file_size(VIGIL_KIND_BARRIER, 4) > 64 && vigil_file_size(VIGIL_KIND_HEARTBEAT, 0) == 0 &&
+               vigil_file_size(9, 4) == 0,
+           "vigil_file_size");
     return 0;
 }
 

@@ -71,6 +71,16 @@ static int test_demo_end_to_end(void)
     };
     for (size_t i = 0; i < sizeof(must) / sizeof(must[0]); i++)
         EXPECT(strstr(p.buf, must[i]), "the summary lacks '%s':\n%s", must[i], p.buf);
+    /* Each "leader:" line names a worker, or says there is none (the
+     * wind-down once told "pid 0 (worker -1)"). */
+    for (const char *l = strstr(p.buf, "> leader: "); l; l = strstr(l + 1, "> leader: ")) {
+        const char *eol = strchr(l, '\n');
+        int len = eol ? (int)(eol - l) : (int)strlen(l);
+        EXPECT((memmem(l, (size_t)len, "(worker ", 8) && !memmem(l, (size_t)len, "worker -", 8) &&
+                !memmem(l, (size_t)len, "pid 0 ", 6)) ||
+                   memmem(l, (size_t)len, "leader: none", 12),
+               "a leader line names no real leader: '%.*s'", len, l);
+    }
     EXPECT(leftovers() == 0, "the demo left its temporary directory behind");
     pid_t pids[8];
     int n = worker_pids(p.buf, pids, 8);

@@ -26,25 +26,6 @@ static bool value_of(const char *text, const char *prefix, double *v)
     return false;
 }
 
-/* promtool's verdict on `text`: 0 valid, 1 not, VT_SKIP without promtool. */
-static int promtool(const char *text)
-{
-    if (system("command -v promtool >/dev/null 2>&1") != 0)
-        return VT_SKIP;
-    const char *in = vt_path("metrics.prom");
-    FILE *f = fopen(in, "w");
-    if (!f || fputs(text, f) < 0 || fclose(f) != 0)
-        return 1;
-    char cmd[1200];
-    snprintf(cmd, sizeof(cmd), "promtool check metrics < %s > %s 2>&1", in, vt_path("promtool.out"));
-    int rc = system(cmd);
-    char out[4096];
-    vt_slurp(vt_path("promtool.out"), out, sizeof(out));
-    if (rc != 0 || out[0])
-        fprintf(stderr, "promtool check metrics: %s\n", out);
-    return rc == 0 && !out[0] ? 0 : 1;
-}
-
 static int test_export_kinds(void)
 {
     const char *hbp = vt_path("x.hb"), *bp = vt_path("x.barrier"), *lp = vt_path("x.leases");
@@ -124,7 +105,7 @@ static int test_export_kinds(void)
         if (!strchr(l, '\n'))
             break;
     }
-    int pt = promtool(R.out);
+    int pt = vt_promtool(R.out);
     EXPECT(pt != 1, "promtool rejected the exposition:\n%s", R.out);
     vigil_leases_close(ls);
     vigil_barrier_close(b);
@@ -193,7 +174,7 @@ static int test_export_missing(void)
     EXPECT(strstr(R.out, "# TYPE vigil_file_up gauge\n"), "no TYPE for vigil_file_up:\n%s", R.out);
     EXPECT(vt_count_lines(R.err) == 2 && strstr(R.err, strerror(ENOENT)) && strstr(R.err, "not a vigil file"),
            "expected one line per file not read, got '%s'", R.err);
-    int pt = promtool(R.out);
+    int pt = vt_promtool(R.out);
     EXPECT(pt != 1, "promtool rejected the exposition:\n%s", R.out);
 
     char dir[600], prom[700], got[1 << 14];

@@ -4,11 +4,14 @@
  * every string a hostile file could hold comes out as a string a strict
  * JSON reader accepts and decodes to the same text (quotes, backslashes,
  * control characters, DEL, valid UTF-8 kept, each byte of malformed UTF-8
- * as \u00XX), a field without a NUL stops at its size, and counters are
- * numbers up to 2^53 and strings past it.
+ * as \u00XX, C1 and bidi controls escaped too), a field without a NUL
+ * stops at its size, and counters are numbers up to 2^53 and strings past
+ * it; and the human lines' escaping (tools/escape.c): nothing a terminal
+ * acts on comes out of it, whatever the bytes.
  */
 #include "tooltest.h"
 
+#include "../tools/escape.c"
 #include "../tools/json.c"
 
 static char *render_str(const char *s, size_t maxlen)
@@ -142,5 +145,73 @@ static int test_counters(void)
     return 0;
 }
 
+/* JSON escapes what a terminal acts on beyond C0: the C1 controls
+ * (U+009B is a one-character CSI), the separators, the bidi controls. */
+static int test_json_c1(void)
+{
+    static const struct { const char *in, *out; } cases[] = {
+        { "\xc2\x9b" "2J", "\"\\u009b2J\"" },
+        { "\xc2\x80\xc2\x9f\xc2\xa0", "\"\\u0080\\u009f\xc2\xa0\"" }, /* U+00A0 is text */
+        { "a\xe2\x80\xae" "b\xe2\x80\xa8", "\"a\\u202eb\\u2028\"" },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *text = render_str(cases[i].in, 64);
+        EXPECT(strcmp(text, cases[i].out) == 0, "case %zu: expected %s, got %s", i, cases[i].out, text);
+        EXPECT(vj_parse(text), "case %zu: not JSON", i);
+    }
+    return 0;
+}
+
+/* The human lines' escaping (tool_esc): text and UTF-8 as they are, a
+ * backslash doubled, C0, DEL and malformed bytes as \xNN, C1 and bidi
+ * controls as \uNNNN; a cut buffer never holds half an escape. */
+static char *render_esc(const char *s)
+{
+    static char buf[4096];
+    FILE *fp = fmemopen(buf, sizeof(buf), "w");
+    tool_esc(fp, s, SIZE_MAX);
+    fclose(fp);
+    return buf;
+}
+
+static int test_human_escape(void)
+{
+    static const struct { const char *in, *out; } cases[] = {
+        { "pool.hb", "pool.hb" },
+        { "caf\xc3\xa9 \xe2\x82\xac", "caf\xc3\xa9 \xe2\x82\xac" },
+        { "a\\b", "a\\\\b" },
+        { "\x1b]0;x\x07", "\\x1b]0;x\\x07" },
+        { "\n\t\x7f", "\\x0a\\x09\\x7f" },
+        { "\xc2\x9b" "2J", "\\u009b2J" },
+        { "\xff\xc3(", "\\xff\\xc3(" },
+        { "\xe2\x80\xae" "evil", "\\u202eevil" },
+        { "say \"hi\"", "say \"hi\"" },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *text = render_esc(cases[i].in);
+        EXPECT(strcmp(text, cases[i].out) == 0, "case %zu: expected '%s', got '%s'", i, cases[i].out, text);
+        char b[64];
+        tool_esc_buf(b, sizeof(b), cases[i].in, SIZE_MAX, false);
+        EXPECT(strcmp(b, text) == 0, "case %zu: tool_esc_buf '%s', tool_esc '%s'", i, b, text);
+    }
+    char q[64];
+    tool_esc_buf(q, sizeof(q), "say \"hi\"", SIZE_MAX, true);
+    EXPECT(strcmp(q, "say \\\"hi\\\"") == 0, "quoted: '%s'", q);
+    /* Cut: 6 bytes of room hold "ab" and one whole \x1b, not half. */
+    char cut[7];
+    size_t n = tool_esc_buf(cut, sizeof(cut), "ab\x1b\x1b", SIZE_MAX, false);
+    EXPECT(strcmp(cut, "ab\\x1b") == 0 && n == 6, "cut: '%s' (%zu)", cut, n);
+    /* Every byte pair: nothing a terminal acts on comes out. */
+    char s[3] = { 0 };
+    for (int a = 1; a < 256; a++) {
+        for (int c = 0; c < 256; c++) {
+            s[0] = (char)a, s[1] = (char)c;
+            const char *t = render_esc(s);
+            EXPECT(!vt_unclean(t) && !strchr(t, '\n'), "bytes %02x %02x gave %s (%s)", a, c, t, vt_unclean(t));
+        }
+    }
+    return 0;
+}
+
 VT_MAIN(VT_CASE(test_plain_and_escapes), VT_CASE(test_utf8), VT_CASE(test_field_without_nul),
-        VT_CASE(test_every_byte), VT_CASE(test_counters))
+        VT_CASE(test_every_byte), VT_CASE(test_counters), VT_CASE(test_json_c1), VT_CASE(test_human_escape))

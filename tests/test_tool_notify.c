@@ -6,6 +6,8 @@
  * carries a STATUS= line with the scan's number and live count, so the
  * test follows the watchdog's own intervals and never a clock. The start
  * grace: --min-live not judged until first met (or --start-grace 0).
+ * A NOTIFY_SOCKET in the abstract namespace ('@' first), as systemd
+ * gives to services in some containers: the same datagrams reach it.
  */
 #include "tooltest.h"
 
@@ -154,4 +156,39 @@ static int test_start_grace(void)
     return 0;
 }
 
-VT_MAIN(VT_CASE(test_sd_notify), VT_CASE(test_start_grace))
+/* "@NAME": the socket NAME in the abstract namespace (no file), bound
+ * with a NUL first and the name's length; one datagram of KEY=VALUE lines
+ * reaches it, as on a path. */
+static int test_abstract_socket(void)
+{
+    const char *f = vt_path("abstract.hb");
+    vigil_hb *hb = vt_hb_fresh_at(f, 4);
+    uint32_t a;
+    EXPECT_RC(vigil_hb_register(hb, (uint32_t)getpid(), &a), 0);
+    char name[64];
+    snprintf(name, sizeof(name), "@vigil-test-notify-%d-%ld", (int)getpid(), (long)(vt_now_ms() % 1000000));
+    int sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    size_t len = strlen(name);
+    memcpy(sa.sun_path, name, len);
+    sa.sun_path[0] = '\0';
+    socklen_t salen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len);
+    EXPECT(sock >= 0 && bind(sock, (struct sockaddr *)&sa, salen) == 0, "bind %s: %s", name, strerror(errno));
+    setenv("NOTIFY_SOCKET", name, 1);
+    struct vt_proc p;
+    int sp = VT_SPAWN(&p, "failover", f, "--grace", "3", "--interval", "10", "--sd-notify");
+    unsetenv("NOTIFY_SOCKET");
+    EXPECT(sp == 0, "spawn");
+    char msg[512];
+    bool got = recv_msg(sock, msg, sizeof(msg), 10000);
+    int st = vt_stop(&p, SIGTERM, 10000);
+    close(sock);
+    EXPECT(got, "no message on the abstract socket %s", name);
+    EXPECT(strncmp(msg, "READY=1\n", 8) == 0 && strstr(msg, "\nWATCHDOG=1") && strstr(msg, "\nSTATUS=scan 0: 1 live"),
+           "one datagram of KEY=VALUE lines, READY=1 first: '%s'", msg);
+    EXPECT(st == 0, "exit %d on SIGTERM", st);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+VT_MAIN(VT_CASE(test_sd_notify), VT_CASE(test_start_grace), VT_CASE(test_abstract_socket))

@@ -124,7 +124,7 @@ static int test_lock_ttl(void)
  * user's host. */
 static int run_unit_line(char *line, const char *table, bool *ran)
 {
-    char *at = strstr(line, "/usr/local/bin/vigil ");
+    char *at = strstr(line, "/usr/bin/vigil ");
     if (!at)
         return 0;
     const char *args[32];
@@ -133,7 +133,7 @@ static int run_unit_line(char *line, const char *table, bool *ran)
     snprintf(gid, sizeof(gid), "%u", (unsigned)getegid());
     bool prev_group = false;
     char *save;
-    for (char *tok = strtok_r(at + strlen("/usr/local/bin/vigil "), " \t\\", &save); tok && n < 28;
+    for (char *tok = strtok_r(at + strlen("/usr/bin/vigil "), " \t\\", &save); tok && n < 28;
          tok = strtok_r(NULL, " \t\\", &save)) {
         if (strcmp(tok, "/run/vigil/pool.hb") == 0)
             tok = (char *)table;

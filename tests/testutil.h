@@ -35,6 +35,15 @@
 
 #define VT_SKIP 77
 
+/* Built with ASan or TSan (GCC's macros, clang's __has_feature). */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define VT_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define VT_SANITIZED 1
+#endif
+#endif
+
 #define EXPECT(cond, ...)                                                     \
     do {                                                                      \
         if (!(cond)) {                                                        \

@@ -14,6 +14,7 @@
 #include <poll.h>
 #include <stdarg.h>
 #include <grp.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
@@ -212,6 +213,53 @@ static inline int vt_stop_tool(struct vt_proc *p, int sig, unsigned timeout_ms)
     return vt_stop(p, sig, timeout_ms);
 }
 
+/* NULL when text holds nothing a terminal acts on (of the C0 controls only
+ * '\n'; no DEL, no C1 control, no bidi control or separator; valid UTF-8),
+ * else what it holds: what every line the tool prints must pass. */
+static inline size_t vj_utf8(const unsigned char *s);
+static inline const char *vt_unclean(const char *text)
+{
+    for (const unsigned char *s = (const unsigned char *)text; *s;) {
+        if ((*s < 0x20 && *s != '\n') || *s == 0x7f)
+            return "a C0 control or DEL";
+        size_t n = vj_utf8(s);
+        if (!n)
+            return "malformed UTF-8";
+        uint32_t cp = n == 1 ? s[0]
+                    : n == 2 ? (uint32_t)(s[0] & 0x1f) << 6 | (s[1] & 0x3f)
+                    : n == 3 ? (uint32_t)(s[0] & 0x0f) << 12 | (uint32_t)(s[1] & 0x3f) << 6 | (s[2] & 0x3f)
+                             : 0;
+        if (cp >= 0x80 && cp <= 0x9f)
+            return "a C1 control";
+        if ((cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0x2028 || cp == 0x2029)
+            return "a bidirectional control or a separator";
+        s += n;
+    }
+    return NULL;
+}
+
+/* promtool's verdict on an exposition: 0 valid, 1 not (said on stderr),
+ * VT_SKIP where promtool is not installed. */
+static inline int vt_promtool(const char *text)
+{
+    if (system("command -v promtool >/dev/null 2>&1") != 0)
+        return VT_SKIP;
+    static char in[600], out_path[600];
+    snprintf(in, sizeof(in), "%s/metrics.prom", vt_tmpdir());
+    snprintf(out_path, sizeof(out_path), "%s/promtool.out", vt_tmpdir());
+    FILE *f = fopen(in, "w");
+    if (!f || fputs(text, f) < 0 || fclose(f) != 0)
+        return 1;
+    char cmd[1400];
+    snprintf(cmd, sizeof(cmd), "promtool check metrics < %s > %s 2>&1", in, out_path);
+    int rc = system(cmd);
+    char out[4096];
+    vt_slurp(out_path, out, sizeof(out));
+    if (rc != 0 || out[0])
+        fprintf(stderr, "promtool check metrics: %s\n", out);
+    return rc == 0 && !out[0] ? 0 : 1;
+}
+
 /* ---- running the tool as an unprivileged user --------------------------- */
 
 /*
@@ -331,6 +379,29 @@ static inline bool vt_key_vacant(const char *store, const char *key)
     bool vacant = vigil_leases_open(store, &ls) == 0 && vigil_leases_get(ls, key, &info) == VIGIL_EVACANT;
     vigil_leases_close(ls);
     return vacant;
+}
+
+/* ---- a system without /proc ---------------------------------------------------- */
+
+/*
+ * Gives the calling process (a child of the test: it stays so) a mount
+ * namespace of its own, private so that nothing leaks to the host, with
+ * an empty /proc: as in a container or chroot that mounted none. 0, or
+ * -errno: not root (no CAP_SYS_ADMIN), or a sanitized build (-ENOTSUP: a
+ * sanitizer's runtime reads its options from /proc/self/environ, and
+ * LeakSanitizer fails every process at exit without /proc/PID/task); the
+ * caller skips.
+ */
+static inline int vt_hide_proc(void)
+{
+#ifdef VT_SANITIZED
+    return -ENOTSUP;
+#else
+    if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+        mount("none", "/proc", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0555") != 0)
+        return -errno;
+    return access("/proc/self", F_OK) != 0 ? 0 : -EEXIST;
+#endif
 }
 
 /* ---- a small strict JSON reader --------------------------------------------- */

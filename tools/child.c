@@ -5,6 +5,8 @@
  */
 #define _GNU_SOURCE
 #include "child.h"
+#include "fds.h"
+#include "vigil.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,22 +18,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define FD_NOTED 1024
-static uint8_t open_at_start[FD_NOTED / 8];
-
 void tool_child_note_fds(void)
 {
-    for (int fd = 0; fd < FD_NOTED; fd++)
-        if (fcntl(fd, F_GETFD) >= 0)
-            open_at_start[fd / 8] |= (uint8_t)(1u << (fd % 8));
+    tool_fds_note();
 }
 
-const uint8_t *tool_child_fds(void)
-{
-    return open_at_start;
-}
-
-char **tool_env_with(const char *const *add, const char *const *drop)
+char **tool_env_with(const char *const *add, const char *const *drop, bool (*skip)(const char *entry))
 {
     extern char **environ;
     size_t n = 0, na = 0;
@@ -46,7 +38,7 @@ char **tool_env_with(const char *const *add, const char *const *drop)
     for (size_t i = 0; i < na; i++)
         env[k++] = (char *)add[i];
     for (size_t i = 0; i < n; i++) {
-        bool dropped = false;
+        bool dropped = skip && skip(environ[i]);
         for (const char *const *d = drop; *d && !dropped; d++) {
             size_t l = strlen(*d);
             dropped = strncmp(environ[i], *d, l) == 0 && environ[i][l] == '=';
@@ -87,7 +79,6 @@ int tool_child_start(struct tool_child *c, char **argv, char **env)
     c->tty = tool_guard_tty();
     struct tool_guard_opts o = {
         .mask = &c->old,
-        .keep_fds = open_at_start,
         .terminal = true,
         .orphan_signal = c->orphan_signal ? c->orphan_signal : SIGTERM,
         .orphan_kill_ms = c->orphan_kill_ms,

@@ -39,8 +39,6 @@ struct tool_child {
 
 /* Notes the fds open now (call first thing): CMD inherits these only. */
 void tool_child_note_fds(void);
-/* The note, as guard.h's keep_fds bitmap. */
-const uint8_t *tool_child_fds(void);
 
 /* Blocks the signals the wait takes (in every thread made after: call it
  * before any): every one that would end the tool by default and can be
@@ -70,8 +68,9 @@ void tool_child_end(struct tool_child *c);
  * exit 130). Returns rc otherwise. */
 int tool_child_exit(const struct tool_child *c, int rc);
 
-/* environ less every variable named in drop, with add (NAME=VALUE
- * strings, NULL-terminated) in front: malloc'd, the strings not copied. */
-char **tool_env_with(const char *const *add, const char *const *drop);
+/* environ less every variable named in drop and every entry skip says
+ * so of (NULL: none), with add (NAME=VALUE strings, NULL-terminated) in
+ * front: malloc'd, the strings not copied. */
+char **tool_env_with(const char *const *add, const char *const *drop, bool (*skip)(const char *entry));
 
 #endif

@@ -26,7 +26,10 @@
 
 static void print_revoke(const vigil_agent_event *ev, bool json)
 {
-    const char *what = ev->result == 0 ? "revoked" : ev->result == VIGIL_ELOST ? "gone" : "failed";
+    /* -EREMOTE: a member this agent cannot see (another pid namespace,
+     * or /proc from another), said once and left to its TTL. */
+    bool unseen = ev->result == -EREMOTE;
+    const char *what = unseen ? "unwatched" : ev->result == 0 ? "revoked" : ev->result == VIGIL_ELOST ? "gone" : "failed";
     if (json) {
         printf("{\"event\": \"%s\", \"lease\": \"%" PRIx64 "\", \"pid\": %" PRIu32 ", \"group\": ", what,
                (uint64_t)ev->lease, ev->pid);
@@ -34,29 +37,36 @@ static void print_revoke(const vigil_agent_event *ev, bool json)
         printf(", \"name\": ");
         json_str(stdout, ev->name, sizeof(ev->name));
         printf(", \"error\": ");
-        if (ev->result < 0 && ev->result != VIGIL_ELOST)
+        if (unseen)
+            json_str(stdout, "in another pid namespace, or not visible from here: left to its TTL", 200);
+        else if (ev->result < 0 && ev->result != VIGIL_ELOST)
             json_str(stdout, vigil_strerror(ev->result), 200);
         else
             printf("null");
         printf("}\n");
+    } else if (unseen) {
+        printf("not watching lease %" PRIx64 " of %s in %s: its pid %" PRIu32 " is another pid namespace's, or "
+               "cannot be seen from here; its lease ends at its TTL\n",
+               (uint64_t)ev->lease, ev->name, ev->group, ev->pid);
     } else if (ev->result == 0 || ev->result == VIGIL_ELOST) {
-        printf("%s lease %" PRIx64 " of %s in %s (pid %" PRIu32 " died)\n", what, (uint64_t)ev->lease, ev->name,
-               ev->group, ev->pid);
+        printf("%s lease %" PRIx64 " of %s in %s (pid %" PRIu32 " died)\n", what, (uint64_t)ev->lease,
+               tool_e(ev->name), tool_e(ev->group), ev->pid);
     } else {
         printf("failed to revoke lease %" PRIx64 " of %s in %s (pid %" PRIu32 " died): %s; retrying\n",
-               (uint64_t)ev->lease, ev->name, ev->group, ev->pid, vigil_strerror(ev->result));
+               (uint64_t)ev->lease, tool_e(ev->name), tool_e(ev->group), ev->pid, vigil_strerror(ev->result));
     }
 }
 
 static int run(const struct tool_cmd *cmd, int argc, char **argv)
 {
     const char *etcd = NULL, *dir = NULL;
-    bool json = false;
+    bool json = false, trust = false;
     struct tool_etcd_flags flags = { 0 };
     const struct tool_opt opts[] = {
         { "etcd", OPT_STR, 0, 0, NULL, NULL, &etcd },
         { "dir", OPT_STR, 0, 0, NULL, NULL, &dir },
         { "json", OPT_FLAG, 0, 0, NULL, &json, NULL },
+        { "trust-owner", OPT_FLAG, 0, 0, NULL, &trust, NULL },
         TOOL_ETCD_OPTS(&flags),
     };
     size_t npos = 0;
@@ -78,9 +88,9 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
     /* A request is bounded well under any TTL: a revoke that hangs on a
      * frozen member goes to the next one. */
     vigil_etcd_set_timeout(e, 500, 1000);
-    if ((rc = vigil_agent_open(e, dir, &a)) < 0) {
+    if ((rc = vigil_agent_open_flags(e, dir, trust ? VIGIL_OPEN_TRUST_OWNER : 0, &a)) < 0) {
         vigil_etcd_close(e);
-        return tool_fail(dir, rc);
+        return rc == VIGIL_EUNTRUSTED ? tool_fail_untrusted(dir) : tool_fail(dir, rc);
     }
     sigset_t stop;
     sigemptyset(&stop);
@@ -89,7 +99,7 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
     sigprocmask(SIG_BLOCK, &stop, NULL);
     int sfd = signalfd(-1, &stop, SFD_CLOEXEC | SFD_NONBLOCK);
     if (!json)
-        printf("vigil agent: watching %s (%" PRIu32 " member%s)\n", dir, vigil_agent_watched(a),
+        printf("vigil agent: watching %s (%" PRIu32 " member%s)\n", tool_e(dir), vigil_agent_watched(a),
                vigil_agent_watched(a) == 1 ? "" : "s");
     else
         printf("{\"event\": \"ready\", \"watched\": %" PRIu32 "}\n", vigil_agent_watched(a));
@@ -122,25 +132,27 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
     vigil_etcd_close(e);
     return exit_rc;
 }
-#else
+#else /* no etcd adapter: the helper's, or help */
+#include "etcd_exec.h"
+
 static int run(const struct tool_cmd *cmd, int argc, char **argv)
 {
-    (void)argc, (void)argv;
-    fprintf(stderr, "vigil %s: this vigil was built without the etcd adapter (libcurl and cJSON)\n", cmd->name);
-    return EXIT_RUNTIME;
+    return tool_etcd_elsewhere(cmd, argc, argv);
 }
 #endif
 
 const struct tool_cmd tool_cmd_agent = {
     .name = "agent",
-    .synopsis = "--etcd ENDPOINTS --dir DIR [--json] " TOOL_ETCD_SYNOPSIS,
+    .synopsis = "--etcd ENDPOINTS --dir DIR [--json] [--trust-owner] " TOOL_ETCD_SYNOPSIS,
     .summary = "end a group member's etcd lease the moment its process dies",
     .help = "The host's agent: every member started with the same --dir DIR (or\n"
             "VIGIL_DIR) records its etcd lease under DIR, and the agent revokes it the\n"
             "moment the member's process dies (it watches each through a pidfd), so\n"
             "other hosts see the member leave, its units free and its leadership gone\n"
             "at once rather than at its TTL. Members that died while no agent ran are\n"
-            "revoked when it starts. Prints a line per revoke; runs until SIGINT or\n"
+            "revoked when it starts. A member it cannot see (another pid namespace,\n"
+            "such as a container sharing DIR) is never judged dead: said once, and\n"
+            "left to its TTL. Prints a line per revoke; runs until SIGINT or\n"
             "SIGTERM. Run one per host (a systemd unit), as the members' user; DIR is\n"
             "made 0700.\n"
             "\n"
@@ -148,7 +160,12 @@ const struct tool_cmd tool_cmd_agent = {
             "  --etcd ENDPOINTS  etcd, e.g. http://10.0.0.1:2379,http://10.0.0.2:2379\n"
             "  --dir DIR         the directory the members record their leases in\n"
             "  --json            one JSON object per line: {\"event\": \"ready\"|\"revoked\"|\n"
-            "                    \"gone\"|\"failed\", \"lease\", \"pid\", \"group\", \"name\", \"error\"}\n"
+            "                    \"gone\"|\"failed\"|\"unwatched\", \"lease\", \"pid\", \"group\", \"name\",\n"
+            "                    \"error\"}\n"
+            "  --trust-owner     use DIR even if another user could have written in it\n"
+            "                    (writable by everyone, or another user's outside a\n"
+            "                    group of yours), and read their records: refused and\n"
+            "                    ignored otherwise\n"
             TOOL_ETCD_HELP
             "  -h, --help        show this help\n",
     .run = run,

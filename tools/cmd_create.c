@@ -6,12 +6,15 @@
  * takes its heartbeat table (--table), whose capacity it shares, and the
  * grace it stores.
  *
- * With --group the file must appear with its group and mode already set,
- * never first as the creator's group: it is made under a temporary name
- * beside FILE (mode 0600), given its group, then its mode, then linked to
- * FILE without replacing anything there (renameat2 RENAME_NOREPLACE where
- * the filesystem has no hard links). A creator killed on the way leaves
- * at most a ".FILE.vigil-create.XXXXXX" beside it, never FILE half made.
+ * The library makes the file through its descriptor alone (see
+ * src/file.c): nameless until whole, given its group (--group) and mode
+ * by fchown and fchmod on it, its space reserved, then linked at FILE
+ * without replacing anything there. No name another user can touch is
+ * ever acted on by path, so a group member swapping names in a shared
+ * directory can neither be given this file's group and mode for a file
+ * of theirs nor make FILE their own. A directory others can write
+ * without the sticky bit is warned about: there they could still rename
+ * the finished file and put their own in its place.
  */
 #define _GNU_SOURCE
 #include "vigil.h"
@@ -19,13 +22,10 @@
 #include "journal_internal.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <grp.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 /* 0..0777 in octal digits (a leading 0 or not): the permission bits alone. */
@@ -68,22 +68,23 @@ struct spec {
     uint64_t    grace;
     const char *table;
     unsigned    mode;
+    gid_t       gid; /* (gid_t)-1: the creator's */
 };
 
-/* Makes the file at path with sp->mode, setting sp->capacity to what it
- * holds: 0, a negative error about path, or EXIT_RUNTIME after printing
- * what was wrong with the barrier's table. */
+/* Makes the file at path, setting sp->capacity to what it holds: 0, a
+ * negative error about path, or EXIT_RUNTIME after printing what was
+ * wrong with the barrier's table. */
 static int make(const char *path, struct spec *sp)
 {
     int rc;
     if (sp->kind == VIGIL_KIND_HEARTBEAT) {
         vigil_hb *hb;
-        if ((rc = vigil_hb_create_mode(path, sp->capacity, sp->mode, &hb)) < 0)
+        if ((rc = vigil_hb_create_group(path, sp->capacity, sp->mode, sp->gid, &hb)) < 0)
             return rc;
         vigil_hb_close(hb);
     } else if (sp->kind == VIGIL_KIND_LEASES) {
         vigil_leases *ls;
-        if ((rc = vigil_leases_create_mode(path, sp->capacity, sp->mode, &ls)) < 0)
+        if ((rc = vigil_leases_create_group(path, sp->capacity, sp->mode, sp->gid, &ls)) < 0)
             return rc;
         vigil_leases_close(ls);
     } else if (sp->kind == VIGIL_KIND_JOURNAL) {
@@ -96,7 +97,7 @@ static int make(const char *path, struct spec *sp)
         vigil_hb_close(hb);
         sp->capacity = cap > VIGIL_JOURNAL_MAX_CAPACITY / 2 ? VIGIL_JOURNAL_MAX_CAPACITY : cap * 2 < 64 ? 64 : cap * 2;
         vigil_journal *j;
-        if ((rc = vigil_journal_create(path, sp->capacity, cap, sp->mode, &j)) < 0)
+        if ((rc = vigil_journal_create(path, sp->capacity, cap, sp->mode, sp->gid, &j)) < 0)
             return rc;
         vigil_journal_close(j);
     } else {
@@ -107,7 +108,7 @@ static int make(const char *path, struct spec *sp)
             return tool_fail_file(sp->table, rc, VIGIL_KIND_HEARTBEAT, false);
         vigil_barrier *b;
         sp->capacity = vigil_hb_capacity(hb);
-        rc = vigil_barrier_create_mode(path, hb, sp->grace, sp->mode, &b);
+        rc = vigil_barrier_create_group(path, hb, sp->grace, sp->mode, sp->gid, &b);
         if (rc == 0)
             vigil_barrier_close(b);
         vigil_hb_close(hb);
@@ -117,50 +118,15 @@ static int make(const char *path, struct spec *sp)
     return 0;
 }
 
-/* The --group way: a temporary name, its group, its mode, then FILE. */
-static int make_with_group(const char *path, struct spec *sp, gid_t gid, const char *group)
+/* Why the file was not made, in one line. */
+static int fail(const char *path, const struct spec *sp, int rc, const char *group)
 {
-    char tmp[PATH_MAX];
-    const char *slash = strrchr(path, '/');
-    int dirlen = slash ? (int)(slash - path + 1) : 0;
-    const char *base = slash ? slash + 1 : path;
-    unsigned rnd = (unsigned)getpid() ^ (unsigned)tool_now_ms() * 2654435761u;
-    if (snprintf(tmp, sizeof(tmp), "%.*s.%s.vigil-create.%08x", dirlen, path, base, rnd) >= (int)sizeof(tmp))
-        return tool_fail_msg(path, "path too long");
-    unsigned mode = sp->mode;
-    sp->mode = 0600;
-    int rc = make(tmp, sp);
-    sp->mode = mode;
-    if (rc == EXIT_RUNTIME)
-        return rc;
-    if (rc < 0)
-        return tool_fail(path, rc);
-    if (chown(tmp, (uid_t)-1, gid) != 0) {
-        int err = errno;
-        unlink(tmp);
-        if (err == EPERM)
-            return tool_fail_msg(path, "cannot give it to group %s: %s (uid %u is not a member, and not root)", group,
-                                 strerror(err), (unsigned)geteuid());
-        return tool_fail_msg(path, "cannot give it to group %s: %s", group, strerror(err));
-    }
-    if (chmod(tmp, mode) != 0) {
-        int err = -errno;
-        unlink(tmp);
-        return tool_fail(path, err);
-    }
-    if (link(tmp, path) == 0) {
-        unlink(tmp);
-        return 0;
-    }
-    int err = errno;
-    if (err == EPERM || err == ENOSYS || err == EOPNOTSUPP || err == EMLINK) {
-        /* No hard links here: a rename that never replaces. */
-        if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) == 0)
-            return 0;
-        err = errno;
-    }
-    unlink(tmp);
-    return tool_fail(path, -err);
+    if (rc == -ENOSPC || rc == -EDQUOT)
+        return tool_fail_space(path, rc, vigil_file_size(sp->kind, sp->capacity), true);
+    if (rc == -EPERM && group)
+        return tool_fail_msg(path, "cannot give it to group %s: %s (uid %u is not a member, and not root); "
+                                   "nothing was made", group, strerror(EPERM), (unsigned)geteuid());
+    return tool_fail(path, rc);
 }
 
 static int run(const struct tool_cmd *cmd, int argc, char **argv)
@@ -181,7 +147,8 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
     int rc = tool_parse(cmd, argc, argv, opts, sizeof(opts) / sizeof(opts[0]), pos, 1, 1, &npos);
     if (rc != TOOL_GO)
         return rc;
-    struct spec sp = { .capacity = (uint32_t)capacity, .grace = grace, .table = table, .mode = 0600 };
+    struct spec sp = { .capacity = (uint32_t)capacity, .grace = grace, .table = table, .mode = 0600,
+                       .gid = (gid_t)-1 };
     if (strcmp(kind, "heartbeat") == 0)
         sp.kind = VIGIL_KIND_HEARTBEAT;
     else if (strcmp(kind, "barrier") == 0)
@@ -210,26 +177,23 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
     }
     if (mode_s && parse_mode(mode_s, &sp.mode) < 0)
         return tool_usage_error(cmd, "--mode: permission bits in octal, 0..0777 (e.g. 0660), not '%s'", mode_s);
-    gid_t gid = 0;
-    if (group && parse_group(group, &gid) < 0)
+    if (group && parse_group(group, &sp.gid) < 0)
         return tool_usage_error(cmd, "--group: no group named '%s'", group);
-
-    if (group) {
-        if ((rc = make_with_group(pos[0], &sp, gid, group)) != 0)
-            return rc;
-    } else if ((rc = make(pos[0], &sp)) != 0) {
-        return rc == EXIT_RUNTIME ? rc : tool_fail(pos[0], rc);
-    }
-    uint64_t rec = sp.kind == VIGIL_KIND_HEARTBEAT || sp.kind == VIGIL_KIND_JOURNAL ? 64
-                   : sp.kind == VIGIL_KIND_BARRIER                                ? 8
-                                                                                  : 256;
-    printf("%s: %s, capacity %u, mode %04o%s%s, %llu bytes\n", pos[0],
+    tool_warn_dir(pos[0]);
+    if (sp.mode & 0002)
+        fprintf(stderr, "vigil: warning: %s: mode %04o lets anyone rewrite or truncate it, so vigil's writing "
+                        "commands will refuse it unless given --trust-owner; give it to a group instead "
+                        "(--mode 0660 --group NAME)\n",
+                tool_e(pos[0]), sp.mode);
+    if ((rc = make(pos[0], &sp)) != 0)
+        return rc == EXIT_RUNTIME ? rc : fail(pos[0], &sp, rc, group);
+    printf("%s: %s, capacity %u, mode %04o%s%s, %llu bytes\n", tool_e(pos[0]),
            sp.kind == VIGIL_KIND_HEARTBEAT  ? "heartbeat table"
            : sp.kind == VIGIL_KIND_BARRIER  ? "barrier"
            : sp.kind == VIGIL_KIND_JOURNAL  ? "reclaim journal"
                                             : "lease store",
-           sp.capacity, sp.mode, group ? ", group " : "", group ? group : "",
-           (unsigned long long)(64 + sp.capacity * rec));
+           sp.capacity, sp.mode, group ? ", group " : "", group ? tool_e(group) : "",
+           (unsigned long long)vigil_file_size(sp.kind, sp.capacity));
     return tool_flush();
 }
 

@@ -244,7 +244,7 @@ static void teardown(struct demo *d)
     unlink(d->paths.leases);
     d->dir_removed = rmdir(d->paths.dir) == 0;
     if (!d->dir_removed)
-        fprintf(stderr, "vigil: %s: %s\n", d->paths.dir, vigil_strerror(-errno));
+        fprintf(stderr, "vigil: %s: %s\n", tool_e(d->paths.dir), vigil_strerror(-errno));
 }
 
 static int spawn_workers(struct demo *d)

@@ -131,20 +131,6 @@ static int read_file(struct file_state *f, uint64_t grace)
     return 0;
 }
 
-/* A label value: backslash, double quote and newline escaped, as the
- * format asks; anything else (a path is bytes) passes as it is. */
-static void label(FILE *out, const char *s)
-{
-    for (; *s; s++) {
-        if (*s == '\\' || *s == '"')
-            fprintf(out, "\\%c", *s);
-        else if (*s == '\n')
-            fputs("\\n", out);
-        else
-            fputc(*s, out);
-    }
-}
-
 struct family {
     const char *name, *type, *help;
     uint32_t    kind;
@@ -155,7 +141,7 @@ static void sample(FILE *out, const char *name, const char *path, const char *ln
                    double v)
 {
     fprintf(out, "%s{file=\"", name);
-    label(out, path);
+    tool_label_value(out, path);
     fputc('"', out);
     if (lname)
         fprintf(out, ",%s=\"%s\"", lname, lvalue);

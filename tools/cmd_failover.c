@@ -164,7 +164,7 @@ static void notify_health(const vigil_hb *hb, struct health *h, struct start *st
 static int run(const struct tool_cmd *cmd, int argc, char **argv)
 {
     uint64_t grace = TOOL_DEFAULT_GRACE, interval = 1000, min_live = 1, start_grace = 60000, exec_timeout = 60000;
-    bool once = false, json = false, notify = false, epochs_only = false;
+    bool once = false, json = false, notify = false, epochs_only = false, trust = false;
     const char *exec = NULL, *journal = NULL;
     const struct tool_opt opts[] = {
         { "grace", OPT_U64, 0, TOOL_MAX_GRACE, &grace, NULL, NULL },
@@ -178,6 +178,7 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
         { "exec", OPT_STR, 0, 0, NULL, NULL, &exec },
         { "exec-timeout", OPT_MS, 1, TOOL_MAX_INTERVAL_MS, &exec_timeout, NULL, NULL },
         { "journal", OPT_STR, 0, 0, NULL, NULL, &journal },
+        { "trust-owner", OPT_FLAG, 0, 0, NULL, &trust, NULL },
     };
     const char *pos[1];
     size_t npos;
@@ -187,17 +188,17 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
     /* CMD inherits the fds the tool was given, and no other it opens. */
     tool_child_note_fds();
     vigil_hb *hb;
-    if ((rc = tool_open_hb(pos[0], &hb)) != 0)
+    if ((rc = tool_open_hb(pos[0], trust, &hb)) != 0)
         return rc;
     tool_catch_stop_signals();
     struct health h = { 0 };
     struct tool_hooks *hooks = NULL;
     struct vigil_journal *plain_journal = NULL;
-    if (exec && (rc = tool_hooks_new(exec, pos[0], journal, exec_timeout, hb, &hooks)) != 0) {
+    if (exec && (rc = tool_hooks_new(exec, pos[0], journal, exec_timeout, hb, trust, &hooks)) != 0) {
         vigil_hb_close(hb);
         return rc < 0 ? tool_fail(pos[0], rc) : rc;
     }
-    if (!exec && (rc = tool_journal_attach(pos[0], journal, hb, &plain_journal)) != 0) {
+    if (!exec && (rc = tool_journal_attach(pos[0], journal, hb, trust, &plain_journal)) != 0) {
         vigil_hb_close(hb);
         return rc;
     }
@@ -257,7 +258,8 @@ out:
 const struct tool_cmd tool_cmd_failover = {
     .name = "failover",
     .synopsis = "FILE [--grace G] [--interval DURATION] [--once] [--json] [--epochs-only] [--exec CMD] "
-                "[--exec-timeout DURATION] [--journal PATH] [--sd-notify] [--min-live N] [--start-grace DURATION]",
+                "[--exec-timeout DURATION] [--journal PATH] [--sd-notify] [--min-live N] [--start-grace DURATION] "
+                "[--trust-owner]",
     .summary = "watchdog",
     .help = "The watchdog of the heartbeat table FILE. It holds a pidfd for the owner\n"
             "of every occupied slot and reclaims a slot the moment its owner dies\n"
@@ -306,6 +308,9 @@ const struct tool_cmd tool_cmd_failover = {
             "  --min-live N    live slots --sd-notify needs for WATCHDOG=1 (default 1)\n"
             "  --start-grace DURATION  --min-live is not judged until it is first met\n"
             "                  or this long after the start, 0..24h (default 60s)\n"
+            "  --trust-owner   open FILE even if another user could have made or\n"
+            "                  rewritten it (writable by everyone, or another user's\n"
+            "                  outside a group of yours): refused otherwise\n"
             "  -h, --help      show this help\n"
             "\n"
             "On SIGINT or SIGTERM the CMDs of reclaims already made still run (each\n"

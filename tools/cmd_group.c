@@ -52,9 +52,9 @@ static int group_fail(const char *group, const char *fmt, ...)
 {
     va_list ap;
     fflush(stdout);
-    fprintf(stderr, "vigil: group %s: ", group);
+    fprintf(stderr, "vigil: group %s: ", tool_e(group));
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    tool_vmsg(stderr, fmt, ap);
     va_end(ap);
     fputc('\n', stderr);
     return EXIT_RUNTIME;
@@ -148,13 +148,18 @@ static int join_run(const struct tool_cmd *cmd, int argc, char **argv)
     vigil_group_member *m = NULL;
     rc = vigil_group_join_opts(e, group, name, ttl, &o, &m);
     if (rc < 0) {
+        /* What happened: refused (the name is taken), lost (the lease
+         * gone before the join landed), or the request's own error. */
         if (rc == VIGIL_EBUSY)
-            group_fail(group, "the name '%s' is a live member's", name);
+            group_fail(group, "join as '%s' refused: the name is a live member's", name);
+        else if (rc == VIGIL_ELOST)
+            group_fail(group, "membership of '%s' lost before CMD started: %s; CMD not run", name,
+                       tool_etcd_reason(e, rc));
         else
-            group_fail(group, "join as '%s' on %s: %s", name, etcd, vigil_strerror(rc));
+            group_fail(group, "join as '%s' on %s: %s", name, etcd, tool_etcd_reason(e, rc));
         vigil_etcd_close(e);
         tool_child_end(&c);
-        return rc == VIGIL_EBUSY ? EXIT_NOT_JOINED : EXIT_RUNTIME;
+        return rc == VIGIL_EBUSY ? EXIT_NOT_JOINED : rc == VIGIL_ELOST ? EXIT_LOST : EXIT_RUNTIME;
     }
     vigil_group_member_info self;
     vigil_group_self(m, &self);
@@ -164,7 +169,7 @@ static int join_run(const struct tool_cmd *cmd, int argc, char **argv)
     snprintf(et, sizeof(et), "VIGIL_GROUP_TERM=%" PRIu64, self.revision);
     const char *const add[] = { eg, em, et, NULL };
     const char *const drop[] = { "VIGIL_GROUP", "VIGIL_MEMBER", "VIGIL_GROUP_TERM", NULL };
-    char **env = tool_env_with(add, drop);
+    char **env = tool_env_with(add, drop, tool_etcd_secret_env); /* no password reaches CMD */
     int status = EXIT_RUNTIME;
     bool lost = false;
     if (!env)
@@ -220,7 +225,7 @@ static void print_event(const vigil_group_event *ev, bool json)
         printf(", \"time\": \"%s\"}\n", t);
     } else {
         printf("%s %-5s %s (%s pid %" PRIu32 ") revision %" PRIu64 "%s\n", t, join ? "join" : "leave",
-               ev->member.name, ev->member.host[0] ? ev->member.host : "?", ev->member.pid, rev,
+               tool_e(ev->member.name), ev->member.host[0] ? tool_e(ev->member.host) : "?", ev->member.pid, rev,
                ev->member.flags & VIGIL_GROUP_FOREIGN ? " [not vigil]" : "");
     }
 }
@@ -353,23 +358,22 @@ static int ls_run(const struct tool_cmd *cmd, int argc, char **argv)
         }
         printf("]}\n");
     } else {
-        printf("group %s: %d member%s\n", group, n, n == 1 ? "" : "s");
+        printf("group %s: %d member%s\n", tool_e(group), n, n == 1 ? "" : "s");
         for (int i = 0; i < n; i++)
-            printf("  %-24s %-20s pid %-8" PRIu32 " revision %-10" PRIu64 "%s%s\n", m[i].name,
-                   m[i].host[0] ? m[i].host : "?", m[i].pid, m[i].revision, i == 0 ? " leader" : "",
+            printf("  %-24s %-20s pid %-8" PRIu32 " revision %-10" PRIu64 "%s%s\n", tool_e(m[i].name),
+                   m[i].host[0] ? tool_e(m[i].host) : "?", m[i].pid, m[i].revision, i == 0 ? " leader" : "",
                    m[i].flags & VIGIL_GROUP_FOREIGN ? " [not vigil]" : "");
     }
     free(m);
     return tool_flush();
 }
 
-#else /* no etcd adapter */
+#else /* no etcd adapter: the helper's, or help */
+#include "etcd_exec.h"
 
 static int no_etcd(const struct tool_cmd *cmd, int argc, char **argv)
 {
-    (void)argc, (void)argv;
-    fprintf(stderr, "vigil %s: this vigil was built without the etcd adapter (libcurl and cJSON)\n", cmd->name);
-    return EXIT_RUNTIME;
+    return tool_etcd_elsewhere(cmd, argc, argv);
 }
 #define join_run  no_etcd
 #define watch_run no_etcd

@@ -154,7 +154,7 @@ void tool_show_hb_table(const vigil_hb *hb, uint64_t grace, FILE *out, struct to
 static void show_hb_human(const char *path, const vigil_hb *hb, uint64_t grace, FILE *out,
                           struct tool_summary *sum)
 {
-    fprintf(out, "%s: heartbeat table, capacity %u, epoch %" PRIu64 "\n", path,
+    fprintf(out, "%s: heartbeat table, capacity %u, epoch %" PRIu64 "\n", tool_e(path),
             vigil_hb_capacity(hb), vigil_hb_epoch(hb));
     vigil_leader ld;
     int rc = vigil_leader_get(hb, &ld);

@@ -41,6 +41,7 @@
 #define _GNU_SOURCE
 #include "child.h"
 #include "etcd_opts.h"
+#include "fds.h"
 #include "vigil.h"
 
 #include <errno.h>
@@ -60,6 +61,8 @@
 
 #ifdef VIGIL_HAVE_ETCD
 #include <vigil/etcd.h>
+#else
+#include "etcd_exec.h"
 #endif
 
 enum { EXIT_NOT_ACQUIRED = 75, EXIT_LOST = 79 };
@@ -73,9 +76,9 @@ enum { EXIT_NOT_ACQUIRED = 75, EXIT_LOST = 79 };
 __attribute__((format(printf, 2, 3))) static int lock_fail(const char *key, const char *fmt, ...)
 {
     va_list ap;
-    fprintf(stderr, "vigil: %s: ", key);
+    fprintf(stderr, "vigil: %s: ", tool_e(key));
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    tool_vmsg(stderr, fmt, ap);
     va_end(ap);
     fputc('\n', stderr);
     return EXIT_RUNTIME;
@@ -92,17 +95,26 @@ struct backend {
 };
 
 static int backend_open(struct backend *b, const char *store, const char *etcd, const char *key, uint64_t ttl,
-                        const struct tool_cmd *cmd, struct tool_etcd_flags *flags)
+                        const struct tool_cmd *cmd, struct tool_etcd_flags *flags, bool trust)
 {
     int rc;
     if (store) {
+        /* A store another user could have made is refused (unless
+         * --trust-owner): its owner could keep KEY from us, or truncate it
+         * under us. */
         b->where = store;
-        rc = vigil_leases_open(store, &b->ls);
+        tool_warn_dir(store);
+        unsigned how = trust ? VIGIL_OPEN_TRUST_OWNER : 0;
+        rc = vigil_leases_open_flags(store, how, &b->ls);
         if (rc == -ENOENT) {
             rc = vigil_leases_create(store, LOCK_STORE_CAPACITY, &b->ls);
             if (rc == -EEXIST) /* another vigil lock made it first */
-                rc = vigil_leases_open(store, &b->ls);
+                rc = vigil_leases_open_flags(store, how, &b->ls);
+            else if (rc == -ENOSPC || rc == -EDQUOT)
+                return tool_fail_space(store, rc, vigil_file_size(VIGIL_KIND_LEASES, LOCK_STORE_CAPACITY), true);
         }
+        if (rc == VIGIL_EUNTRUSTED || rc == -ENOSPC || rc == -EDQUOT)
+            return tool_fail_file(store, rc, VIGIL_KIND_LEASES, true);
         return rc < 0 ? lock_fail(key, "lease store %s: %s", store, vigil_strerror(rc)) : 0;
     }
     b->where = etcd;
@@ -118,9 +130,9 @@ static int backend_open(struct backend *b, const char *store, const char *etcd, 
     uint64_t total = ttl / 3 < 200 ? 200 : ttl / 3 > 3000 ? 3000 : ttl / 3;
     vigil_etcd_set_timeout(b->e, (uint32_t)(total < 1000 ? total : 1000), (uint32_t)total);
     return 0;
-#else
-    (void)rc, (void)cmd, (void)flags;
-    return lock_fail(key, "this vigil was built without the etcd adapter (libcurl and cJSON)");
+#else /* the command line goes on in the helper, whole */
+    (void)rc, (void)flags, (void)ttl, (void)key;
+    return tool_etcd_elsewhere(cmd, 0, NULL);
 #endif
 }
 
@@ -171,6 +183,19 @@ static const char *backend_reason(struct backend *b, int err)
     return vigil_strerror(err);
 }
 
+/* What the backend said of its last failure on this thread, or "": why a
+ * lease was lost, when it knows more than the loss (a store that went
+ * backwards). */
+static const char *backend_why(struct backend *b)
+{
+#ifdef VIGIL_HAVE_ETCD
+    if (b->e)
+        return vigil_etcd_errmsg();
+#endif
+    (void)b;
+    return "";
+}
+
 /* The keepalive's port: its renew is the backend's renew. */
 static vigil_lease_port backend_port(struct backend *b)
 {
@@ -194,7 +219,8 @@ static void free_env(char **env)
 }
 
 /* CMD's environment: the lease's three, then ours less any VIGIL_LEASE_*
- * we had. Built before fork: the child only execs. */
+ * we had and less the etcd passwords (tool_etcd_secret_env). Built
+ * before fork: the child only execs. */
 static char **lease_env(const vigil_lease *l)
 {
     extern char **environ;
@@ -220,7 +246,7 @@ static char **lease_env(const vigil_lease *l)
     size_t k = 3;
     for (size_t i = 0; i < n; i++)
         if (strncmp(environ[i], "VIGIL_LEASE_KEY=", 16) != 0 && strncmp(environ[i], "VIGIL_LEASE_OWNER=", 18) != 0 &&
-            strncmp(environ[i], "VIGIL_LEASE_TOKEN=", 18) != 0)
+            strncmp(environ[i], "VIGIL_LEASE_TOKEN=", 18) != 0 && !tool_etcd_secret_env(environ[i]))
             env[k++] = environ[i];
     return env;
 }
@@ -243,34 +269,15 @@ static bool still_held(void *ka)
     return !vigil_keepalive_lost(ka);
 }
 
-/* Another holder's owner, as the store or etcd has it, for a message:
- * printable ASCII as is, a backslash doubled, every other byte \xNN, so
- * that an owner such as "\e[2J" cannot write escape codes to the user's
- * terminal. */
-static void escaped(char *dst, size_t cap, const char *s)
-{
-    size_t n = 0;
-    for (; *s && n + 5 < cap; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '\\')
-            n += (size_t)snprintf(dst + n, cap - n, "\\\\");
-        else if (ch >= 0x20 && ch < 0x7f)
-            dst[n++] = (char)ch;
-        else
-            n += (size_t)snprintf(dst + n, cap - n, "\\x%02x", ch);
-    }
-    dst[n] = '\0';
-}
-
 /* Why KEY was not acquired, with its holder when one can be named. */
 static int not_acquired(struct backend *b, const char *key, uint64_t wait_ms, bool waited)
 {
     vigil_lease_info info;
     char holder[400] = "";
     if (backend_get(b, key, &info) == 0) {
-        char owner[4 * sizeof(info.owner) + 1];
-        escaped(owner, sizeof(owner), info.owner);
-        snprintf(holder, sizeof(holder), ": held by '%s' (token %" PRIu64 ")", owner, info.token);
+        /* The owner as the store or etcd has it: lock_fail escapes it. */
+        snprintf(holder, sizeof(holder), ": held by '%.*s' (token %" PRIu64 ")", (int)sizeof(info.owner),
+                 info.owner, info.token);
     } else if (b->ls) {
         /* Not held, yet not acquired: the store had no entry to bind it
          * to, every one held by another key (acquire_wait waits for room
@@ -295,7 +302,7 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
 {
     const char *store = NULL, *etcd = NULL, *owner_opt = NULL, *ttl_text = NULL;
     uint64_t ttl = 10000, wait_ms = 0, kill_after = 5000;
-    bool have_wait = false;
+    bool have_wait = false, trust = false;
     struct tool_etcd_flags flags = { 0 };
     const struct tool_opt opts[] = {
         { "store", OPT_STR, 0, 0, NULL, NULL, &store },
@@ -304,6 +311,7 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
         { "wait", OPT_MS, 0, LOCK_MAX_WAIT_MS, &wait_ms, &have_wait, NULL },
         { "owner", OPT_STR, 0, 0, NULL, NULL, &owner_opt },
         { "kill-after", OPT_MS, 0, LOCK_MAX_TTL_MS, &kill_after, NULL, NULL },
+        { "trust-owner", OPT_FLAG, 0, 0, NULL, &trust, NULL },
         TOOL_ETCD_OPTS(&flags),
     };
     /* KEY before "--", CMD after it: the options end at the first "--". */
@@ -349,7 +357,7 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
 
     tool_child_note_fds();
     struct backend b = { 0 };
-    rc = backend_open(&b, store, etcd, key, ttl, cmd, &flags);
+    rc = backend_open(&b, store, etcd, key, ttl, cmd, &flags, trust);
     tool_etcd_flags_free(&flags); /* the handle has its own copies */
     if (rc != 0)
         return rc;
@@ -424,8 +432,9 @@ release:;
      * local expiry, and revoking it frees KEY at once. */
     int rel = backend_release(&b, &lease);
     if (started && (lost || ka_rc == VIGIL_ELOST || rel == VIGIL_ELOST)) {
-        lock_fail(key, "lease lost while CMD ran (token %" PRIu64 ")%s", lease.token,
-                  lost ? "; CMD's process group was sent SIGTERM" : "");
+        const char *why = rel == VIGIL_ELOST ? backend_why(&b) : "";
+        lock_fail(key, "lease lost while CMD ran (token %" PRIu64 ")%s%s%s", lease.token,
+                  lost ? "; CMD's process group was sent SIGTERM" : "", *why ? ": " : "", why);
         exit_rc = EXIT_LOST;
     } else if (rel < 0 && rel != VIGIL_ELOST) {
         lock_fail(key, "release on %s: %s (the lease lapses within its TTL)", b.where, backend_reason(&b, rel));
@@ -439,7 +448,7 @@ release:;
 const struct tool_cmd tool_cmd_lock = {
     .name = "lock",
     .synopsis = "(--store FILE | --etcd ENDPOINTS) [--ttl DURATION] [--wait DURATION] [--owner NAME] [--kill-after DURATION] "
-                TOOL_ETCD_SYNOPSIS " KEY -- CMD [ARG...]",
+                "[--trust-owner] " TOOL_ETCD_SYNOPSIS " KEY -- CMD [ARG...]",
     .summary = "run a command while holding a lease",
     .help = "Acquires the lease KEY, waiting for it up to --wait, runs CMD while the\n"
             "lease is kept alive, and releases it after CMD exits. CMD gets\n"
@@ -464,6 +473,9 @@ const struct tool_cmd tool_cmd_lock = {
             "  --owner NAME      the holder's name, at most 63 bytes (default host:pid)\n"
             "  --kill-after DURATION  from SIGTERM to SIGKILL on a loss, 0..24h\n"
             "                    (default 5s)\n"
+            "  --trust-owner     use the store FILE even if another user could have\n"
+            "                    made or rewritten it (writable by everyone, or another\n"
+            "                    user's outside a group of yours): refused otherwise\n"
             TOOL_ETCD_HELP
             "  -h, --help        show this help\n"
             "\n"

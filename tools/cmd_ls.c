@@ -9,7 +9,10 @@
  * this user may not read is listed too, marked unreadable, when its size
  * is one a vigil file can have (a 64-byte header and 8-byte multiples):
  * hiding it would tell a user there is nothing where a table they cannot
- * use is, which is the one thing they need to know.
+ * use is, which is the one thing they need to know. A file that could not
+ * be looked at for a reason of this process or machine (EMFILE, ENFILE,
+ * ENOMEM, EIO) is named on stderr and makes the exit status 1; the rest
+ * is listed all the same. Paths and owners are escaped (tool_esc).
  */
 #define _GNU_SOURCE
 #include "vigil.h"
@@ -20,7 +23,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -84,14 +86,28 @@ static void count(struct entry *e, uint64_t grace)
     }
 }
 
+/* Whether a look at a file failed for a reason of this process or this
+ * machine (no descriptor left, no memory, an I/O error), not because of
+ * what the file is: such a file is reported, never passed over as "not a
+ * vigil file", so that a listing is never silently short. */
+static bool could_not_look(int err)
+{
+    return err < 0 && err > -1000 && err != -ENOENT && err != -ELOOP && err != -EACCES && err != -EPERM &&
+           err != -EISDIR && err != -ENOTDIR;
+}
+
 /* Whether path holds a vigil file, filling e: not a symlink, a regular
  * file, the magic at offset 0. An unreadable file is listed with its
- * error when its name alone cannot tell. */
-static bool probe(const char *path, struct entry *e, uint64_t grace)
+ * error when its name alone cannot tell. 1 listed, 0 not a vigil file (or
+ * gone meanwhile), or the negative error that kept it from being looked
+ * at. */
+static int probe(const char *path, struct entry *e, uint64_t grace)
 {
     struct stat st;
-    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < 64)
-        return false;
+    if (lstat(path, &st) != 0)
+        return could_not_look(-errno) ? -errno : 0;
+    if (!S_ISREG(st.st_mode) || st.st_size < 64)
+        return 0;
     vigil_file_info fi;
     int rc = vigil_file_probe(path, &fi);
     if ((rc == -EACCES || rc == -EPERM) && (st.st_size - 64) % 8 == 0) {
@@ -100,10 +116,12 @@ static bool probe(const char *path, struct entry *e, uint64_t grace)
         e->uid = st.st_uid;
         e->err = rc;
         e->occupied = e->live = -1;
-        return true;
+        return 1;
     }
+    if (could_not_look(rc))
+        return rc;
     if (rc < 0)
-        return false; /* no magic: not ours to list */
+        return 0; /* no magic: not ours to list */
     memset(e, 0, sizeof(*e));
     e->readable = true;
     snprintf(e->path, sizeof(e->path), "%s", path);
@@ -112,19 +130,7 @@ static bool probe(const char *path, struct entry *e, uint64_t grace)
     e->capacity = fi.capacity;
     e->uid = st.st_uid;
     count(e, grace);
-    return true;
-}
-
-static const char *owner_name(uid_t uid, char *buf, size_t len)
-{
-    struct passwd pw, *res = NULL;
-    char scratch[1024];
-    if (getpwuid_r(uid, &pw, scratch, sizeof(scratch), &res) == 0 && res) {
-        snprintf(buf, len, "%s", res->pw_name);
-    } else {
-        snprintf(buf, len, "%u", (unsigned)uid);
-    }
-    return buf;
+    return 1;
 }
 
 static void count_str(char *buf, size_t len, int64_t v)
@@ -138,7 +144,7 @@ static void count_str(char *buf, size_t len, int64_t v)
 static void print_entry(const struct entry *e, bool json, bool first)
 {
     char who[64], occ[24], live[24];
-    owner_name(e->uid, who, sizeof(who));
+    tool_user_name(e->uid, who, sizeof(who));
     count_str(occ, sizeof(occ), e->occupied);
     count_str(live, sizeof(live), e->live);
     const char *kind = tool_kind_name(e->kind);
@@ -164,7 +170,7 @@ static void print_entry(const struct entry *e, bool json, bool first)
     }
     char kbuf[32];
     if (!e->readable) {
-        printf("%-12s %8s %8s %8s  %-10s ", "unreadable", "-", "-", "-", who);
+        printf("%-12s %8s %8s %8s  %-10s ", "unreadable", "-", "-", "-", tool_e(who));
         goto path;
     }
     if (!kind)
@@ -173,22 +179,16 @@ static void print_entry(const struct entry *e, bool json, bool first)
         snprintf(kbuf, sizeof(kbuf), "%s v%u", kind, e->version);
     else
         snprintf(kbuf, sizeof(kbuf), "%s", kind);
-    printf("%-12s %8u %8s %8s  %-10s ", kbuf, e->capacity, occ, live, who);
-path:;
-    /* A name can hold anything, escape sequences included: printed as is
-     * only when every byte is plain printable ASCII, else as a JSON string. */
-    bool plain = true;
-    for (const char *c = e->path; *c && plain; c++)
-        plain = *c > ' ' && *c < 0x7f && *c != '"' && *c != '\\';
-    if (plain)
-        fputs(e->path, stdout);
-    else
-        json_str(stdout, e->path, sizeof(e->path));
+    printf("%-12s %8u %8s %8s  %-10s ", kbuf, e->capacity, occ, live, tool_e(who));
+path:
+    tool_esc(stdout, e->path, sizeof(e->path));
     fputc('\n', stdout);
 }
 
-/* Lists one directory's vigil files, sorted by name. */
-static bool list_dir(const char *dir, uint64_t grace, bool json, bool *first)
+/* Lists one directory's vigil files, sorted by name; false when the
+ * directory could not be read, or a file in it not looked at (each said
+ * on stderr). */
+static bool list_dir(const char *dir, uint64_t grace, bool json, bool *first, bool *missed)
 {
     struct dirent **names;
     int n = scandir(dir, &names, NULL, alphasort);
@@ -199,11 +199,20 @@ static bool list_dir(const char *dir, uint64_t grace, bool json, bool *first)
         const char *name = names[i]->d_name;
         char path[PATH_MAX];
         struct entry e;
+        int rc = 0;
         if (strcmp(name, ".") != 0 && strcmp(name, "..") != 0 &&
-            snprintf(path, sizeof(path), "%s%s%s", here ? "" : dir, here ? "" : "/", name) < (int)sizeof(path) &&
-            probe(path, &e, grace)) {
+            snprintf(path, sizeof(path), "%s%s%s", here ? "" : dir, here ? "" : "/", name) < (int)sizeof(path))
+            rc = probe(path, &e, grace);
+        if (rc > 0) {
             print_entry(&e, json, *first);
             *first = false;
+            if (could_not_look(e.err)) {
+                tool_fail_msg(path, "its counts could not be read: %s", vigil_strerror(e.err));
+                *missed = true;
+            }
+        } else if (rc < 0) {
+            tool_fail_msg(path, "could not be looked at: %s", vigil_strerror(rc));
+            *missed = true;
         }
         free(names[i]);
     }
@@ -262,8 +271,11 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
         if (dup)
             continue;
         snprintf(seen[nseen++], sizeof(seen[0]), "%s", real);
-        if (!list_dir(dirs[d], grace, json, &first) && (explicit_dirs || errno != ENOENT))
+        bool missed = false;
+        if (!list_dir(dirs[d], grace, json, &first, &missed) && (explicit_dirs || errno != ENOENT))
             status = tool_fail(dirs[d], -errno);
+        if (missed)
+            status = EXIT_RUNTIME;
     }
     if (json)
         fputs(first ? "]\n" : "\n]\n", stdout);
@@ -283,7 +295,10 @@ const struct tool_cmd tool_cmd_ls = {
             "entries and unexpired leases; a barrier this round's arrivals and bound\n"
             "records. Each file is opened read-only and only looked at. A file this\n"
             "user may not read, of a size a vigil file can have, is listed with its\n"
-            "owner, marked unreadable (its kind and counts unknown).\n"
+            "owner, marked unreadable (its kind and counts unknown). A file that could\n"
+            "not be looked at (no file descriptor or memory left, an I/O error) is\n"
+            "named on stderr and the exit status is 1; the others are listed all the\n"
+            "same. Control characters and malformed UTF-8 in a path are escaped.\n"
             "\n"
             "options:\n"
             "  --grace G   epochs a slot may miss before it is not live (default 5)\n"

@@ -48,13 +48,14 @@ static struct tick_state look(const vigil_hb *hb, uint64_t grace)
 static int run(const struct tool_cmd *cmd, int argc, char **argv)
 {
     uint64_t interval = 1000, count = 0, grace = TOOL_DEFAULT_GRACE;
-    bool have_count = false, quiet = false, verbose = false;
+    bool have_count = false, quiet = false, verbose = false, trust = false;
     const struct tool_opt opts[] = {
         { "interval", OPT_MS, 1, TOOL_MAX_INTERVAL_MS, &interval, NULL, NULL },
         { "count", OPT_U64, 1, UINT64_MAX, &count, &have_count, NULL },
         { "grace", OPT_U64, 0, TOOL_MAX_GRACE, &grace, NULL, NULL },
         { "quiet", OPT_FLAG, 0, 0, NULL, &quiet, NULL },
         { "verbose", OPT_FLAG, 0, 0, NULL, &verbose, NULL },
+        { "trust-owner", OPT_FLAG, 0, 0, NULL, &trust, NULL },
     };
     const char *pos[1];
     size_t npos;
@@ -64,7 +65,7 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
     if (quiet && verbose)
         return tool_usage_error(cmd, "--quiet and --verbose contradict each other");
     vigil_hb *hb;
-    if ((rc = tool_open_hb(pos[0], &hb)) != 0)
+    if ((rc = tool_open_hb(pos[0], trust, &hb)) != 0)
         return rc;
     tool_catch_stop_signals();
 
@@ -115,7 +116,7 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
 
 const struct tool_cmd tool_cmd_tick = {
     .name = "tick",
-    .synopsis = "FILE [--interval DURATION] [--count N] [--grace G] [--quiet] [--verbose]",
+    .synopsis = "FILE [--interval DURATION] [--count N] [--grace G] [--quiet] [--verbose] [--trust-owner]",
     .summary = "epoch ticker",
     .help = "Advances the epoch of the heartbeat table FILE by one every DURATION,\n"
             "until N ticks are done or SIGINT or SIGTERM arrives (then exits 0).\n"
@@ -132,6 +133,9 @@ const struct tool_cmd tool_cmd_tick = {
             "                       stale (default 5)\n"
             "  --quiet              print nothing but errors\n"
             "  --verbose            also print every epoch, one line each\n"
+            "  --trust-owner        open FILE even if another user could have made or\n"
+            "                       rewritten it (writable by everyone, or another\n"
+            "                       user's outside a group of yours): refused otherwise\n"
             "  -h, --help           show this help\n",
     .run = run,
 };

@@ -135,9 +135,9 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
             if (now.dev != was.dev || now.ino != was.ino) {
                 have_prev = false;
                 if (json)
-                    fprintf(stderr, "vigil: %s: replaced by another file; watching the new one\n", path);
+                    fprintf(stderr, "vigil: %s: replaced by another file; watching the new one\n", tool_e(path));
                 else
-                    fprintf(mem, "(%s was replaced by another file; this is the new one)\n", path);
+                    fprintf(mem, "(%s was replaced by another file; this is the new one)\n", tool_e(path));
             } else if (now.size != was.size) {
                 fclose(mem);
                 free(buf);
@@ -155,7 +155,7 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
                 strftime(stamp, sizeof(stamp), "%H:%M:%S", &tm);
             char every[32];
             tool_format_ms(interval, every, sizeof(every));
-            fprintf(mem, "vigil watch %s, every %s, %s%s\n", path, every, stamp, sc.tty ? " (Ctrl-C ends)" : "");
+            fprintf(mem, "vigil watch %s, every %s, %s%s\n", tool_e(path), every, stamp, sc.tty ? " (Ctrl-C ends)" : "");
         }
         if (sigsetjmp(bus_jump, 1) != 0) {
             fclose(mem);

@@ -108,9 +108,18 @@ static void tell_leader(struct demo *d)
     bool first = !d->leader_known;
     d->leader_known = true;
     d->leader = ld;
+    if (ld.pid == 0) {
+        /* The record names a registration that has left its slot (the
+         * workers winding down): there is no leader until an election. */
+        printf("  > leader: none (the leader of term %" PRIu64 " has left; no election since)\n", ld.term);
+        return;
+    }
     uint32_t lowest = demo_lowest_live_pid(d);
-    printf("  > leader: slot %u, pid %u (worker %d), term %" PRIu64 "%s\n", ld.slot, ld.pid,
-           demo_worker_of_pid(d, ld.pid), ld.term,
+    int w = demo_worker_of_pid(d, ld.pid);
+    char who[32] = "not a worker";
+    if (w >= 0)
+        snprintf(who, sizeof(who), "worker %d", w);
+    printf("  > leader: slot %u, pid %u (%s), term %" PRIu64 "%s\n", ld.slot, ld.pid, who, ld.term,
            ld.pid == lowest ? ", the lowest live pid" : "");
     if (first) {
         d->first_leader = ld;

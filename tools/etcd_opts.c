@@ -36,6 +36,13 @@ void tool_etcd_flags_free(struct tool_etcd_flags *f)
     f->user_name = NULL;
 }
 
+bool tool_etcd_secret_env(const char *entry)
+{
+    if (strncmp(entry, "ETCDCTL_PASSWORD=", 17) == 0)
+        return true;
+    return strncmp(entry, "ETCDCTL_USER=", 13) == 0 && strchr(entry + 13, ':') != NULL; /* NAME:PASSWORD */
+}
+
 #ifdef VIGIL_HAVE_ETCD
 
 int tool_etcd_options(const struct tool_cmd *cmd, struct tool_etcd_flags *f, struct vigil_etcd_options *o)
@@ -50,12 +57,15 @@ int tool_etcd_options(const struct tool_cmd *cmd, struct tool_etcd_flags *f, str
         return tool_usage_error(cmd, "--key without --cert (or ETCDCTL_CERT)");
     if (password && !user)
         return tool_usage_error(cmd, "--password without --user (or ETCDCTL_USER)");
-    if (user && !password) {
-        /* NAME:PASSWORD, split at the first ':' as etcdctl splits it. */
-        const char *colon = strchr(user, ':');
-        if (!colon)
-            return tool_usage_error(cmd, "--user %s: no password (--user NAME:PASSWORD, --password, or "
-                                         "ETCDCTL_PASSWORD)", user);
+    /* NAME:PASSWORD is split once, at the first ':': the name alone goes
+     * on, into the handle and every message; the password given there is
+     * the one (over ETCDCTL_PASSWORD), and --password beside it is a
+     * usage error that names neither. */
+    const char *colon = user ? strchr(user, ':') : NULL;
+    if (colon) {
+        if (f->password)
+            return tool_usage_error(cmd, "a password both in --user NAME:PASSWORD (or ETCDCTL_USER) and in "
+                                         "--password: give it once");
         free(f->user_name);
         if (!(f->user_name = strndup(user, (size_t)(colon - user)))) {
             fprintf(stderr, "vigil %s: %s\n", cmd->name, strerror(ENOMEM));
@@ -63,6 +73,9 @@ int tool_etcd_options(const struct tool_cmd *cmd, struct tool_etcd_flags *f, str
         }
         user = f->user_name;
         password = colon + 1;
+    } else if (user && !password) {
+        return tool_usage_error(cmd, "--user %s: no password (--user NAME:PASSWORD, --password, or "
+                                     "ETCDCTL_PASSWORD)", user);
     }
     if (user && !*user)
         return tool_usage_error(cmd, "--user: an empty name");
@@ -95,19 +108,29 @@ int tool_etcd_connect(const char *what, const char *endpoints, const struct vigi
 {
     int rc = vigil_etcd_connect_opts(endpoints, o, out);
     if (rc < 0) {
-        fprintf(stderr, "vigil: %s: etcd '%s': %s\n", what, endpoints, tool_etcd_reason(NULL, rc));
+        fprintf(stderr, "vigil: %s: etcd '%s': %s\n", tool_e(what), tool_e(endpoints), tool_e(tool_etcd_reason(NULL, rc)));
         return EXIT_RUNTIME;
     }
     return 0;
 }
 
 #else
+#include "etcd_exec.h"
 
+/* A command that asks needs etcd: in a `vigil` beside a helper, the
+ * command line goes on there, whole, before the command did anything
+ * (export has read no file yet); in a build without one, the command
+ * says so where it connects. */
 int tool_etcd_options(const struct tool_cmd *cmd, struct tool_etcd_flags *f, struct vigil_etcd_options *o)
 {
-    (void)cmd, (void)f, (void)o;
+    (void)f, (void)o;
     (void)flag_or_env;
+#ifdef VIGIL_ETCD_HELPER
+    return tool_etcd_elsewhere(cmd, 0, NULL);
+#else
+    (void)cmd;
     return TOOL_GO;
+#endif
 }
 
 #endif

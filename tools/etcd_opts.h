@@ -20,7 +20,7 @@
 
 #include "vigil.h"
 
-struct vigil_etcd_options;
+#include <vigil/etcd.h> /* the options' struct, which `vigil` without the adapter parses too */
 
 /* The flags as given (NULL: absent); tool_etcd_options fills the rest. */
 struct tool_etcd_flags {
@@ -56,7 +56,9 @@ struct tool_etcd_flags {
  * tool_etcd_flags_free). --user NAME:PASSWORD is split at the first ':'
  * unless a password is given apart, as etcdctl does. Returns TOOL_GO, or
  * EXIT_USAGE after saying what was wrong (a password without a user, a
- * user without a password, a key without a certificate).
+ * user without a password, a key without a certificate). In a `vigil`
+ * without the adapter, the command line goes on in the helper
+ * (tool_etcd_elsewhere): then only a failure to run it returns.
  */
 int tool_etcd_options(const struct tool_cmd *cmd, struct tool_etcd_flags *f, struct vigil_etcd_options *o);
 
@@ -65,8 +67,12 @@ void tool_etcd_flags_free(struct tool_etcd_flags *f);
 /* Was any of the flags given (on the command line: not the environment)? */
 bool tool_etcd_flags_given(const struct tool_etcd_flags *f);
 
+/* Does an environment entry ("NAME=value") carry an etcd password
+ * (ETCDCTL_PASSWORD, or ETCDCTL_USER as NAME:PASSWORD)? A CMD run under
+ * vigil lock or vigil group join gets none of them. */
+bool tool_etcd_secret_env(const char *entry);
+
 #ifdef VIGIL_HAVE_ETCD
-#include <vigil/etcd.h>
 /*
  * Connects to ENDPOINTS with o. 0, or EXIT_RUNTIME after one line on
  * stderr, "vigil: WHAT: etcd ENDPOINTS: reason", the reason naming the

@@ -24,14 +24,7 @@
 static void label(FILE *out, const char *group, const char *k, const char *v)
 {
     fputs("{group=\"", out);
-    for (const char *p = group; *p; p++) {
-        if (*p == '\\' || *p == '"')
-            fputc('\\', out);
-        if (*p == '\n')
-            fputs("\\n", out);
-        else
-            fputc(*p, out);
-    }
+    tool_label_value(out, group);
     fputc('"', out);
     if (k)
         fprintf(out, ",%s=\"%s\"", k, v);
@@ -65,7 +58,7 @@ int tool_export_groups(FILE *out, const char *endpoints, const char *groups, con
         int rc = vigil_group_stats_get(e, g, &st[k]);
         up[k] = rc == 0;
         if (rc < 0) {
-            fprintf(stderr, "vigil: group %s: %s\n", g, tool_etcd_reason(e, rc));
+            fprintf(stderr, "vigil: group %s: %s\n", tool_e(g), tool_e(tool_etcd_reason(e, rc)));
             *all_up = false;
         }
         k++;
@@ -105,12 +98,13 @@ int tool_export_groups(FILE *out, const char *endpoints, const char *groups, con
     return EXIT_OK;
 }
 #else
+#include "etcd_exec.h"
+
 int tool_export_groups(FILE *out, const char *endpoints, const char *groups, const struct vigil_etcd_options *o,
                        bool *all_up)
 {
     (void)out, (void)endpoints, (void)groups, (void)o;
     *all_up = false;
-    fprintf(stderr, "vigil export: this vigil was built without the etcd adapter (libcurl and cJSON)\n");
-    return EXIT_RUNTIME;
+    return tool_etcd_elsewhere(&tool_cmd_export, 0, NULL); /* the command line goes on in the helper, whole */
 }
 #endif

@@ -5,6 +5,8 @@
  */
 #define _GNU_SOURCE
 #include "guard.h"
+#include "fds.h"
+#include "vigil.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,9 +21,6 @@
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
-
-/* The fds a bitmap can name (child.c notes those the tool was given). */
-#define GUARD_FDS 1024
 
 /* ---- the exec, made before the fork --------------------------------------- */
 
@@ -41,7 +40,7 @@ int tool_exec_prepare(struct tool_exec *x, char *const *argv, char *const *env)
     x->argv = argv;
     x->env = env;
     const char *name = argv[0];
-    snprintf(x->err_prefix, sizeof(x->err_prefix), "vigil: %.120s: ", name);
+    snprintf(x->err_prefix, sizeof(x->err_prefix), "vigil: %.120s: ", tool_e(name));
     size_t argc = 0;
     while (argv[argc])
         argc++;
@@ -141,13 +140,6 @@ struct guardian {
     struct tool_guard_report r;
 };
 
-static bool kept(const struct tool_guard_opts *o, int fd)
-{
-    if (!o->keep_fds)
-        return fd <= 2;
-    return fd < GUARD_FDS && (o->keep_fds[fd / 8] >> (fd % 8) & 1);
-}
-
 static _Noreturn void cmd_child(struct guardian *s)
 {
     const struct tool_guard_opts *o = s->o;
@@ -172,9 +164,8 @@ static _Noreturn void cmd_child(struct guardian *s)
             dup2(in, 0);
         dup2(2, 1);
     }
-    for (int fd = 3; fd < GUARD_FDS; fd++)
-        if (!kept(o, fd))
-            close(fd);
+    /* The fds the tool was given (tool_fds_note), no other. */
+    tool_fds_cloexec_unnoted(3);
     sigprocmask(SIG_SETMASK, o->mask, NULL);
     /* execvp's search: EACCES remembered while looking further, the
      * errors of a missing candidate passed over, any other one final. */

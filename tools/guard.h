@@ -124,8 +124,7 @@ struct tool_guard_report {
 
 /* What the group gets in each case, and when. */
 struct tool_guard_opts {
-    const sigset_t *mask;      /* CMD's signal mask */
-    const uint8_t  *keep_fds;  /* a bitmap of fds CMD inherits (others closed), NULL: 0, 1, 2 */
+    const sigset_t *mask;      /* CMD's signal mask; CMD inherits the fds tool_fds_note saw (fds.h) */
     bool     quiet_stdio;      /* stdin from /dev/null, stdout to stderr */
     bool     terminal;         /* take the terminal's foreground when the tool has it */
     int      orphan_signal;    /* to the group when the tool dies: SIGKILL, or SIGTERM */

@@ -3,9 +3,9 @@
  * vigil inspect, for the kinds that are not heartbeat tables: a barrier
  * file (read with vigil_barrier_peek, which needs no heartbeat table), a
  * lease store (its entries through vigil_leases_entry) and the reclaim
- * journal of failover --exec (its entries that are in use). Keys and owners are
- * whatever a peer wrote: they are printed escaped, as JSON strings, in the
- * human form too, so a hostile key cannot write escape sequences to the
+ * journal of failover --exec (its entries that are in use). Keys and
+ * owners are whatever a peer wrote: they are printed quoted and escaped
+ * (tool_esc), so a hostile key cannot write escape sequences to the
  * terminal.
  */
 #include "vigil.h"
@@ -32,7 +32,7 @@ int tool_show_barrier(const char *path, bool json, FILE *out)
     fprintf(out,
             "%s: barrier file, capacity %u, grace %" PRIu64 " epochs\n"
             "round %u gathering: %u arrived (%u recorded by bound peers), %u asleep\n",
-            path, st.capacity, st.grace_epochs, st.epoch, st.arrived, st.recorded, st.sleepers);
+            tool_e(path), st.capacity, st.grace_epochs, st.epoch, st.arrived, st.recorded, st.sleepers);
     return 0;
 }
 
@@ -46,6 +46,15 @@ static const char *lease_state(uint32_t st)
     case VIGIL_LEASE_CHANGING: return "changing";
     }
     return "unknown";
+}
+
+/* A key or owner in a human line: in double quotes, escaped (tool_esc,
+ * with '"' as \"). */
+static void quoted(FILE *out, const char *s, size_t maxlen)
+{
+    char buf[4 * 256 + 1];
+    tool_esc_buf(buf, sizeof(buf), s, maxlen, true);
+    fprintf(out, "\"%s\"", buf);
 }
 
 /* A signed counter: a number while a double holds it exactly, else a string. */
@@ -68,7 +77,7 @@ int tool_show_leases(const char *path, bool json, FILE *out)
     if (json)
         fprintf(out, "{\"kind\": \"leases\", \"capacity\": %u, \"leases\": [", cap);
     else
-        fprintf(out, "%s: lease store, capacity %u\n", path, cap);
+        fprintf(out, "%s: lease store, capacity %u\n", tool_e(path), cap);
     unsigned shown = 0, held = 0;
     for (uint32_t i = 0; i < cap; i++) {
         vigil_lease_info e;
@@ -94,9 +103,9 @@ int tool_show_leases(const char *path, bool json, FILE *out)
                       out);
             fprintf(out, "%6u  %-9s %12" PRIu64 " %9" PRIu64 " %8" PRId64 "ms %8u  ", i,
                     lease_state(e.state), e.token, e.ttl_ms, e.expires_in_ms, e.pid);
-            json_str(out, e.key, sizeof(e.key));
+            quoted(out, e.key, sizeof(e.key));
             fputs(", ", out);
-            json_str(out, e.owner, sizeof(e.owner));
+            quoted(out, e.owner, sizeof(e.owner));
             fputc('\n', out);
         }
         shown++;

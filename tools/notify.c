@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Telling systemd how the watchdog is doing: READY=1 once it runs,
- * WATCHDOG=1 at each healthy interval, STATUS= always. Through
- * libsystemd's sd_notify where the build found it; otherwise the protocol
- * sd_notify(3) documents, which is one datagram of "KEY=VALUE" lines to
- * the AF_UNIX socket named by $NOTIFY_SOCKET ('@' first: the abstract
- * namespace). Without $NOTIFY_SOCKET both do nothing.
+ * WATCHDOG=1 at each healthy interval, STATUS= always. The protocol
+ * sd_notify(3) documents, spoken directly (libsystemd and its stack are
+ * not worth loading for one datagram): one datagram of "KEY=VALUE" lines
+ * to the AF_UNIX socket named by $NOTIFY_SOCKET, a path or, '@' first, a
+ * name in the abstract namespace. Without $NOTIFY_SOCKET, nothing.
  */
 #define _GNU_SOURCE
 #include "vigil.h"
@@ -13,15 +13,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-#ifdef VIGIL_HAVE_SYSTEMD
-#include <systemd/sd-daemon.h>
-
-int tool_sd_notify(const char *state)
-{
-    return sd_notify(0, state);
-}
-#else
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -33,10 +24,10 @@ int tool_sd_notify(const char *state)
         return 0;
     struct sockaddr_un sa = { .sun_family = AF_UNIX };
     size_t len = strlen(path);
-    if ((path[0] != '/' && path[0] != '@') || len >= sizeof(sa.sun_path))
+    if ((path[0] != '/' && path[0] != '@') || len >= sizeof(sa.sun_path) || (path[0] == '@' && len < 2))
         return -EINVAL;
     memcpy(sa.sun_path, path, len);
-    if (path[0] == '@')
+    if (path[0] == '@') /* abstract: a NUL first, the name is the rest of the length */
         sa.sun_path[0] = '\0';
     int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
@@ -47,4 +38,3 @@ int tool_sd_notify(const char *state)
     close(fd);
     return err;
 }
-#endif

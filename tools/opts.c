@@ -41,7 +41,7 @@ int tool_usage_error(const struct tool_cmd *cmd, const char *fmt, ...)
     va_list ap;
     fprintf(stderr, "vigil %s: ", cmd->name);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    tool_vmsg(stderr, fmt, ap);
     va_end(ap);
     fprintf(stderr, "\nusage: vigil %s %s (see 'vigil %s --help')\n", cmd->name, cmd->synopsis,
             cmd->name);

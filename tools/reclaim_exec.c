@@ -133,7 +133,7 @@ __attribute__((format(printf, 3, 4))) static void log_job(const struct tool_hook
     char what[320];
     describe(r, what, sizeof(what));
     fflush(stdout);
-    fprintf(stderr, "vigil: %s: --exec for %s: ", h->file, what);
+    fprintf(stderr, "vigil: %s: --exec for %s: ", tool_e(h->file), what);
     va_list ap;
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
@@ -342,25 +342,30 @@ static char **job_env(const struct tool_hooks *h, const struct vigil_journal_rec
     return env;
 }
 
-/* The journal next to the table: opened, or made with the table's
- * permission bits (group-writable for a group's pool). */
-static int open_journal(const char *path, const vigil_hb *hb, const char *table, vigil_journal **out)
+/* The journal next to the table: opened (trusted as the table is), or
+ * made with the table's permission bits and group (a group's pool: a
+ * group this user is not in falls back to the user's own). */
+static int open_journal(const char *path, const vigil_hb *hb, const char *table, unsigned flags,
+                        vigil_journal **out)
 {
-    int rc = vigil_journal_open(path, out);
+    int rc = vigil_journal_open_flags(path, flags, out);
     if (rc != -ENOENT)
         return rc;
     struct stat st;
-    unsigned mode = stat(table, &st) == 0 ? (unsigned)(st.st_mode & 0666) | 0600 : 0600;
+    bool known = stat(table, &st) == 0;
+    unsigned mode = known ? ((unsigned)st.st_mode & 0666) | 0600 : 0600;
     uint32_t cap = vigil_hb_capacity(hb);
     uint32_t n = cap > VIGIL_JOURNAL_MAX_CAPACITY / 2 ? VIGIL_JOURNAL_MAX_CAPACITY : cap * 2 < 64 ? 64 : cap * 2;
-    rc = vigil_journal_create(path, n, cap, mode, out);
+    rc = vigil_journal_create(path, n, cap, mode, known ? st.st_gid : (gid_t)-1, out);
+    if (rc == -EPERM && known)
+        rc = vigil_journal_create(path, n, cap, mode, (gid_t)-1, out);
     if (rc == -EEXIST) /* another watchdog made it first */
-        rc = vigil_journal_open(path, out);
+        rc = vigil_journal_open_flags(path, flags, out);
     return rc;
 }
 
 int tool_hooks_new(const char *cmd, const char *file, const char *journal, uint64_t timeout_ms, vigil_hb *hb,
-                   struct tool_hooks **out)
+                   bool trust_owner, struct tool_hooks **out)
 {
     struct tool_hooks *h = calloc(1, sizeof(*h));
     if (!h)
@@ -372,9 +377,9 @@ int tool_hooks_new(const char *cmd, const char *file, const char *journal, uint6
         free(h);
         return -ENOMEM;
     }
-    int rc = open_journal(journal ? journal : path, hb, file, &h->j);
+    int rc = open_journal(journal ? journal : path, hb, file, trust_owner ? VIGIL_OPEN_TRUST_OWNER : 0, &h->j);
     if (rc < 0) {
-        tool_fail_msg(journal ? journal : path, "the reclaim journal: %s", vigil_strerror(rc));
+        tool_fail_file(journal ? journal : path, rc, VIGIL_KIND_JOURNAL, true);
         free(path);
         free(h);
         return EXIT_RUNTIME;
@@ -401,17 +406,17 @@ int tool_hooks_new(const char *cmd, const char *file, const char *journal, uint6
     return 0;
 }
 
-int tool_journal_attach(const char *file, const char *journal, vigil_hb *hb, vigil_journal **out)
+int tool_journal_attach(const char *file, const char *journal, vigil_hb *hb, bool trust_owner, vigil_journal **out)
 {
     char *path = NULL;
     *out = NULL;
     if (!journal && asprintf(&path, "%s.journal", file) < 0)
         return tool_fail(file, -ENOMEM);
-    int rc = vigil_journal_open(journal ? journal : path, out);
+    int rc = vigil_journal_open_flags(journal ? journal : path, trust_owner ? VIGIL_OPEN_TRUST_OWNER : 0, out);
     if (rc == -ENOENT && !journal)
         rc = 0; /* no journal next to the table: the reclaims are this watchdog's alone */
     else if (rc < 0)
-        rc = tool_fail_msg(journal ? journal : path, "the reclaim journal: %s", vigil_strerror(rc));
+        rc = tool_fail_file(journal ? journal : path, rc, VIGIL_KIND_JOURNAL, true);
     else
         hb->journal = *out;
     free(path);
@@ -469,7 +474,6 @@ static void start_next(struct tool_hooks *h)
     h->arg = (struct run_arg){ .j = h->j, .idx = r.idx, .ticket = r.ticket, .tool = h->me };
     struct tool_guard_opts o = {
         .mask = &h->none,
-        .keep_fds = tool_child_fds(),
         .quiet_stdio = true,
         .orphan_signal = SIGTERM,
         .orphan_kill_ms = HOOK_KILL_MS,

@@ -19,17 +19,26 @@
 int tool_fail(const char *path, int err)
 {
     fflush(stdout);
-    fprintf(stderr, "vigil: %s: %s\n", path, vigil_strerror(err));
+    fprintf(stderr, "vigil: %s: %s\n", tool_e(path), vigil_strerror(err));
     return EXIT_RUNTIME;
+}
+
+/* A formatted message, escaped as every human line is: its arguments
+ * (names, keys, owners) may hold anything. */
+void tool_vmsg(FILE *out, const char *fmt, va_list ap)
+{
+    char buf[4096];
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    tool_esc(out, buf, sizeof(buf));
 }
 
 int tool_fail_msg(const char *path, const char *fmt, ...)
 {
     fflush(stdout);
     va_list ap;
-    fprintf(stderr, "vigil: %s: ", path);
+    fprintf(stderr, "vigil: %s: ", tool_e(path));
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    tool_vmsg(stderr, fmt, ap);
     va_end(ap);
     fputc('\n', stderr);
     return EXIT_RUNTIME;
@@ -39,9 +48,9 @@ int tool_fail_detail(const char *path, int err, const char *fmt, ...)
 {
     fflush(stdout);
     va_list ap;
-    fprintf(stderr, "vigil: %s: %s (", path, vigil_strerror(err));
+    fprintf(stderr, "vigil: %s: %s (", tool_e(path), vigil_strerror(err));
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    tool_vmsg(stderr, fmt, ap);
     va_end(ap);
     fputs(")\n", stderr);
     return EXIT_RUNTIME;
@@ -83,13 +92,6 @@ static int read_magic(const char *path, unsigned char magic[8])
     return err;
 }
 
-/* A kind's file size for a capacity: its header and its records. */
-static uint64_t kind_size(uint32_t kind, uint32_t capacity)
-{
-    uint64_t rec = kind == VIGIL_KIND_HEARTBEAT || kind == VIGIL_KIND_JOURNAL ? 64 : kind == VIGIL_KIND_BARRIER ? 8 : 256;
-    return 64 + (uint64_t)capacity * rec;
-}
-
 static const char *type_name(mode_t m)
 {
     return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device"
@@ -122,6 +124,10 @@ int tool_fail_file(const char *path, int err, uint32_t want, bool writing)
                                    "through a link");
     if (err == -EACCES || err == -EPERM)
         return fail_permission(path, writing);
+    if (err == VIGIL_EUNTRUSTED)
+        return tool_fail_untrusted(path);
+    if ((err == -ENOSPC || err == -EDQUOT) && lstat(path, &st) == 0)
+        return tool_fail_space(path, err, (uint64_t)st.st_size, false);
     if (err != VIGIL_EBADFILE && err != VIGIL_ECAPACITY)
         return tool_fail(path, err);
 
@@ -162,7 +168,7 @@ int tool_fail_file(const char *path, int err, uint32_t want, bool writing)
         return tool_fail_msg(path, "%s of capacity 0: corrupt", kind_article(fi.kind));
     if (fi.capacity > TOOL_MAX_CAPACITY)
         return tool_fail_msg(path, "%s capacity %u is past the limit %u", kind, fi.capacity, TOOL_MAX_CAPACITY);
-    uint64_t size = kind_size(fi.kind, fi.capacity);
+    uint64_t size = vigil_file_size(fi.kind, fi.capacity);
     if (fi.size != size)
         return tool_fail_msg(path, "%llu bytes, but %s of capacity %u has %llu", (unsigned long long)fi.size,
                              kind_article(fi.kind), fi.capacity, (unsigned long long)size);
@@ -170,12 +176,6 @@ int tool_fail_file(const char *path, int err, uint32_t want, bool writing)
         return tool_fail_msg(path, "capacity %u, not the capacity asked for", fi.capacity);
     return tool_fail_detail(path, err, "%s of capacity %u, %llu bytes", kind_article(fi.kind), fi.capacity,
                             (unsigned long long)fi.size);
-}
-
-int tool_open_hb(const char *path, vigil_hb **out)
-{
-    int rc = vigil_hb_open(path, 0, out);
-    return rc < 0 ? tool_fail_file(path, rc, VIGIL_KIND_HEARTBEAT, true) : 0;
 }
 
 int tool_flush(void)

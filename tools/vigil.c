@@ -4,9 +4,11 @@
  * whole system at work (`vigil demo`). This file is main and the dispatch;
  * each command lives in its own cmd_<name>.c.
  */
+#include "etcd_exec.h"
 #include "vigil.h"
 
 #include <string.h>
+#include <sys/prctl.h>
 
 static const struct tool_cmd *const commands[] = {
     &tool_cmd_create, &tool_cmd_inspect, &tool_cmd_watch,
@@ -48,10 +50,21 @@ int main(int argc, char **argv)
         print_overview(stderr);
         return EXIT_USAGE;
     }
+#ifdef VIGIL_HAVE_ETCD
+    /* The helper, exec'd by `vigil` in its place, keeps the name scripts
+     * look for (pgrep -x vigil, killall vigil, ps -C vigil); its
+     * /proc/PID/exe names vigil-etcd. */
+    prctl(PR_SET_NAME, "vigil", 0, 0, 0);
+#endif
+    tool_etcd_keep_argv(argv);
     const char *name = argv[1];
+#ifdef VIGIL_ETCD_HELPER
+    if (tool_wants_etcd(argc, argv)) /* the etcd commands run in the helper, in our place */
+        return tool_exec_etcd(argv);
+#endif
     if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0) {
         if (argc > 2) {
-            fprintf(stderr, "vigil: unexpected argument '%s'\n", argv[2]);
+            fprintf(stderr, "vigil: unexpected argument '%s'\n", tool_e(argv[2]));
             return EXIT_USAGE;
         }
         printf("vigil %s (layout version %u)\n", VIGIL_VERSION, VIGIL_LAYOUT_VERSION);
@@ -66,7 +79,7 @@ int main(int argc, char **argv)
         const struct tool_cmd *cmd = find(argv[2]);
         if (!cmd || argc > 3) {
             fprintf(stderr, "vigil: %s '%s'\n", cmd ? "unexpected argument" : "unknown command",
-                    cmd ? argv[3] : argv[2]);
+                    tool_e(cmd ? argv[3] : argv[2]));
             return EXIT_USAGE;
         }
         tool_print_help(cmd, stdout);
@@ -74,7 +87,7 @@ int main(int argc, char **argv)
     }
     const struct tool_cmd *cmd = find(name);
     if (!cmd) {
-        fprintf(stderr, "vigil: unknown command '%s' (try 'vigil --help')\n", name);
+        fprintf(stderr, "vigil: unknown command '%s' (try 'vigil --help')\n", tool_e(name));
         return EXIT_USAGE;
     }
     return cmd->run(cmd, argc - 1, argv + 1);

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -105,6 +106,11 @@ int tool_fail(const char *path, int err);
 int tool_fail_detail(const char *path, int err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* The message fmt makes, escaped as tool_esc does (vigil_strerror's text
+ * and a program's own words pass unchanged). Every error message goes
+ * through it: tool_fail*, tool_usage_error. */
+void tool_vmsg(FILE *out, const char *fmt, va_list ap);
+
 /* "vigil: FILE: <message>" on stderr, the message alone (it says more
  * than vigil_strerror would); returns EXIT_RUNTIME. */
 int tool_fail_msg(const char *path, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -117,11 +123,35 @@ int tool_fail_msg(const char *path, const char *fmt, ...) __attribute__((format(
  * header (what was expected and what was found). Returns EXIT_RUNTIME. */
 int tool_fail_file(const char *path, int err, uint32_t want, bool writing);
 
-/* "heartbeat", "barrier", "leases", or NULL for a kind vigil does not know. */
+/* "heartbeat", "barrier", "leases", "journal", or NULL for a kind vigil does not know. */
 const char *tool_kind_name(uint32_t kind);
 
-/* Opens a heartbeat table, explaining any failure; returns 0 or EXIT_RUNTIME. */
-int tool_open_hb(const char *path, vigil_hb **out);
+/* Opens a heartbeat table for writing, explaining any failure (a file
+ * another user could have made is refused unless trust_owner); warns
+ * first when its directory lets others swap it (tool_warn_dir). Returns
+ * 0 or EXIT_RUNTIME. */
+int tool_open_hb(const char *path, bool trust_owner, vigil_hb **out);
+
+/* ---- other users, the file system (trust.c) --------------------------------- */
+
+/* "vigil: FILE: owned by NAME (uid U), group G (gid G), mode 0666: <why>;
+ * not opened for writing (--trust-owner ...)"; EXIT_RUNTIME. */
+int tool_fail_untrusted(const char *path);
+
+/* No room (-ENOSPC, -EDQUOT) for size bytes of path: names the file system
+ * (type, mount point, bytes free). made: a create that left nothing;
+ * otherwise an older vigil's file whose holes could not be allocated.
+ * Returns EXIT_RUNTIME. */
+int tool_fail_space(const char *path, int err, uint64_t size, bool made);
+
+/* A warning on stderr when path's directory is writable by its group or
+ * by everyone without the sticky bit: another user there could rename
+ * the file and put their own in its place. */
+void tool_warn_dir(const char *path);
+
+/* A user's or group's name, or its number when it has none. */
+const char *tool_user_name(uid_t uid, char *buf, size_t len);
+const char *tool_group_name(gid_t gid, char *buf, size_t len);
 
 /* Flushes stdout; on a write error says so and returns EXIT_RUNTIME. */
 int tool_flush(void);
@@ -152,7 +182,7 @@ int tool_slot_look(const vigil_hb *hb, uint32_t i, vigil_slot_info *info, bool *
  * EXIT_RUNTIME after saying why. */
 struct tool_hooks;
 int      tool_hooks_new(const char *cmd, const char *file, const char *journal, uint64_t timeout_ms, vigil_hb *hb,
-                        struct tool_hooks **out);
+                        bool trust_owner, struct tool_hooks **out);
 void     tool_hooks_free(struct tool_hooks *h);                  /* NULL is fine; detaches the journal */
 /* Reaps a finished CMD and says what became of it, takes over what dead
  * watchdogs and guardians left, starts the next: call it often. */
@@ -168,7 +198,8 @@ unsigned tool_hooks_failed(const struct tool_hooks *h);  /* CMDs that failed, ti
  * there is none and `journal` was not given), or EXIT_RUNTIME after
  * saying why. */
 struct vigil_journal;
-int      tool_journal_attach(const char *file, const char *journal, vigil_hb *hb, struct vigil_journal **out);
+int      tool_journal_attach(const char *file, const char *journal, vigil_hb *hb, bool trust_owner,
+                             struct vigil_journal **out);
 void     tool_journal_detach(vigil_hb *hb, struct vigil_journal *j);
 
 /* ---- systemd (notify.c) ---------------------------------------------------- */
@@ -225,12 +256,37 @@ void tool_counters_human(const struct tool_counters *now, const struct tool_coun
 void tool_counters_json(const struct tool_counters *now, const struct tool_counters *was, uint64_t ms,
                         FILE *out);
 
-/* ---- JSON (json.c) -------------------------------------------------------- */
+/* ---- what the tool writes of others' strings (escape.c) ------------------ */
+
+/* s (at most maxlen bytes, stopping at a NUL) for a human line: printable
+ * text and well-formed UTF-8 as they are; a backslash doubled; C0
+ * controls, DEL and each byte of malformed UTF-8 as \xNN; C1 controls,
+ * line separators and bidirectional controls as \uNNNN. Never a byte a
+ * terminal acts on. Every name, key, owner, host and path a human line
+ * shows goes through it. */
+void tool_esc(FILE *out, const char *s, size_t maxlen);
+
+/* The same into dst (cap bytes, always terminated, cut between two
+ * characters' escapes when too small; NULL dst: only measured); quoted
+ * also escapes '"' as \". Returns the length of the escaped text. */
+size_t tool_esc_buf(char *dst, size_t cap, const char *s, size_t maxlen, bool quoted);
+
+/* tool_esc of s into one of a few per-thread buffers (cut with "..." past
+ * 4 KiB), for a printf argument: a few may be used in one call. */
+const char *tool_e(const char *s);
+
+/* A Prometheus label value (between its quotes): the name as tool_esc
+ * writes it, then '\\' and '"' escaped as the exposition format asks, so
+ * the value is valid UTF-8 whatever bytes the name holds. */
+void tool_label_value(FILE *out, const char *s);
 
 /* A JSON string of at most maxlen bytes of s (stopping at a NUL): quotes,
- * backslashes and control characters escaped, valid UTF-8 kept, every
+ * backslashes and what tool_esc escapes (C0, DEL, C1, separators,
+ * bidirectional controls) as JSON escapes, other valid UTF-8 kept, every
  * byte of an invalid sequence written as \u00XX. */
 void json_str(FILE *out, const char *s, size_t maxlen);
+
+/* ---- JSON numbers (json.c) ------------------------------------------------- */
 
 /* A counter: a JSON number while it is exact in a double (<= 2^53),
  * past that a string of its decimal digits. */

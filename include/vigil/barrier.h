@@ -43,6 +43,12 @@ int      vigil_barrier_create(const char *path, vigil_hb *hb, uint64_t grace_epo
 int      vigil_barrier_create_mode(const char *path, vigil_hb *hb, uint64_t grace_epochs, unsigned mode,
                                    vigil_barrier **out);
 int      vigil_barrier_open(const char *path, vigil_hb *hb, uint64_t grace_epochs, vigil_barrier **out);
+/* As vigil_hb_create_group(3) and vigil_hb_open_flags(3) (a barrier is
+ * always opened for writing: VIGIL_OPEN_READONLY is -EINVAL here). */
+int      vigil_barrier_create_group(const char *path, vigil_hb *hb, uint64_t grace_epochs, unsigned mode,
+                                    gid_t group, vigil_barrier **out);
+int      vigil_barrier_open_flags(const char *path, vigil_hb *hb, uint64_t grace_epochs, unsigned flags,
+                                  vigil_barrier **out);
 void     vigil_barrier_close(vigil_barrier *b);
 int      vigil_barrier_wait(vigil_barrier *b, uint32_t my_epoch);
 int      vigil_barrier_wait_quorum(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum);

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h> /* gid_t */
 
 #ifdef __cplusplus
 extern "C" {
@@ -27,6 +28,7 @@ extern "C" {
 #define VIGIL_ELOST     (-1008) /* lease refused: the scope is someone else's now */
 #define VIGIL_EBUSY     (-1009) /* held by another owner, or in the middle of a change */
 #define VIGIL_ETLS      (-1010) /* TLS: the server's certificate failed verification (etcd adapter) */
+#define VIGIL_EUNTRUSTED (-1011) /* the file could have been made or rewritten by another user */
 
 /* Never NULL, also for -errno and for codes vigil does not know. */
 const char *vigil_strerror(int err);
@@ -48,6 +50,14 @@ enum vigil_kind {
     VIGIL_KIND_JOURNAL   = 4, /* the reclaim journal of `vigil failover --exec` */
 };
 
+/* Flags of the *_open_flags calls (vigil_hb_open_flags(3)). */
+#define VIGIL_OPEN_READONLY    0x1u /* for looking only, as *_open_readonly */
+/* Opening for writing refuses, VIGIL_EUNTRUSTED, a file that another user
+ * could have made or rewritten: writable by everyone, or owned by another
+ * user (not root) unless it is group-writable and of a group the caller is
+ * in. This flag skips that check: the caller trusts the file's owner. */
+#define VIGIL_OPEN_TRUST_OWNER 0x2u
+
 /* Reads the 64-byte header of any vigil file without mapping it: for tools
  * that must say what a file is before choosing how to open it. */
 typedef struct vigil_file_info {
@@ -57,6 +67,9 @@ typedef struct vigil_file_info {
     uint64_t size;     /* file size in bytes, as found */
 } vigil_file_info;
 int vigil_file_probe(const char *path, vigil_file_info *out);
+/* The size in bytes of a vigil file of this kind and capacity, as this
+ * vigil lays it out; 0 for an unknown kind or a capacity it cannot have. */
+uint64_t vigil_file_size(uint32_t kind, uint32_t capacity);
 
 #ifdef __cplusplus
 }

@@ -173,11 +173,18 @@ typedef struct vigil_agent vigil_agent;
 typedef struct vigil_agent_event {
     int64_t  lease;
     uint32_t pid;
-    int32_t  result;     /* of the revoke: 0, VIGIL_ELOST (already gone), or < 0 retried later */
+    int32_t  result;     /* of the revoke: 0, VIGIL_ELOST (already gone), or < 0 retried later;
+                            -EREMOTE: not watched (another pid namespace), left to its TTL, said once */
     char     group[104];
     char     name[64];
 } vigil_agent_event;
 int  vigil_agent_open(vigil_etcd *e, const char *dir, vigil_agent **out);
+/* vigil_agent_open with VIGIL_OPEN_* flags. A dir another user could have
+ * written in (writable by everyone, or another user's outside a group of
+ * the caller's) is VIGIL_EUNTRUSTED, and a record writable by everyone or
+ * made by a user who may not write in dir is ignored, unless
+ * VIGIL_OPEN_TRUST_OWNER (vigil_agent_open passes 0). */
+int  vigil_agent_open_flags(vigil_etcd *e, const char *dir, unsigned flags, vigil_agent **out);
 /* Readable when the agent has something to do. */
 int  vigil_agent_fd(const vigil_agent *a);
 /* Does what is due, waiting up to timeout_ms (-1: until something is),

@@ -214,6 +214,12 @@ int      vigil_hb_open(const char *path, uint32_t capacity, vigil_hb **out); /* 
  * Peers' changes show as they land; nothing done through the handle
  * reaches the file (see vigil_hb_open_readonly(3)). */
 int      vigil_hb_open_readonly(const char *path, uint32_t capacity, vigil_hb **out);
+/* vigil_hb_open, or _readonly, with VIGIL_OPEN_* flags: VIGIL_OPEN_TRUST_OWNER
+ * opens for writing a file another user could have made (see common.h). */
+int      vigil_hb_open_flags(const char *path, uint32_t capacity, unsigned flags, vigil_hb **out);
+/* create_mode with the file's group set too ((gid_t)-1: the creator's),
+ * through the new file's descriptor before it has its name. */
+int      vigil_hb_create_group(const char *path, uint32_t capacity, unsigned mode, gid_t group, vigil_hb **out);
 void     vigil_hb_close(vigil_hb *hb);                 /* NULL is fine */
 uint32_t vigil_hb_capacity(const vigil_hb *hb);
 int      vigil_hb_register(vigil_hb *hb, uint32_t pid, uint32_t *slot); /* VIGIL_EFULL */

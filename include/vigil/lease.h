@@ -62,6 +62,9 @@ vigil_lease_port vigil_leases_port(vigil_leases *ls);
 /* The store's own lease id is its entry + 1, so a renewal goes straight to
  * the entry; a lease with id 0 (or one out of range) is found by key. */
 int  vigil_leases_create_mode(const char *path, uint32_t capacity, unsigned mode, vigil_leases **out);
+/* As vigil_hb_create_group(3) and vigil_hb_open_flags(3). */
+int  vigil_leases_create_group(const char *path, uint32_t capacity, unsigned mode, gid_t group, vigil_leases **out);
+int  vigil_leases_open_flags(const char *path, unsigned flags, vigil_leases **out);
 
 /* Read-only view of one entry, for `vigil inspect` and monitoring. */
 enum vigil_lease_state {

@@ -102,6 +102,10 @@ class Barrier(_Handle):
         self.path = os.fsdecode(path)
         self.table = table  # the C handle points into the table's mapping
         self._capacity = table.capacity  # fixed at create: checked against quorums without a call
+        # A bound handle stands for one peer: its waits take turns, and the
+        # binding changes only while no wait is in progress.
+        self._turns = _util.Turns()
+        self._bound = False
         table._dependents.add(self)
 
     @classmethod
@@ -145,8 +149,20 @@ class Barrier(_Handle):
     def bind(self, slot: int) -> None:
         """Tie this handle to `slot` (this process's registration): its
         arrivals are recorded per slot, which makes the release rule exact,
-        and its waits keep the slot beating. One handle per slot."""
-        check(lib.vigil_barrier_bind(self._p(), _util.slot(slot, self.table.capacity)), self.path)
+        and its waits keep the slot beating. One handle per slot.
+
+        A bound handle stands for one peer, so its waits take turns: a wait
+        another thread makes on it meanwhile begins when the one in progress
+        ends (its timeout running from its call), and is then an arrival of
+        the same peer. bind waits for the waits in progress to end. Threads
+        that are peers of their own register a slot each and bind a handle
+        each."""
+        s = _util.slot(slot, self.table.capacity)
+        self._turns.when_idle(lambda: self._bind(s))
+
+    def _bind(self, slot: int) -> None:
+        check(lib.vigil_barrier_bind(self._p(), slot), self.path)
+        self._bound = True
 
     def stats(self) -> BarrierStats:
         """Rounds released and arrivals withdrawn since the barrier was created."""
@@ -173,8 +189,8 @@ class Barrier(_Handle):
         Start a group at the round `start` returns, not at `epoch`."""
         q = self._quorum(quorum)
         if timeout is not None:
-            _util.seconds(timeout, "timeout")
-        return self._wait(epoch & _MASK, q, timeout, None)
+            _util.timeout_ns(timeout)  # checked now: OutOfRange naming the limit
+        return self._wait(_epoch(epoch), q, timeout, None)
 
     def wait_info(self, epoch: int, *, quorum: Optional[int] = None,
                   timeout: Optional[float] = None) -> Tuple[bool, Optional[BarrierRound]]:
@@ -189,12 +205,13 @@ class Barrier(_Handle):
         if not _INFO:
             raise NotImplementedError("this libvigil has no vigil_barrier_round_info: update it")
         n = self._capacity
+        e = _epoch(epoch)
         info = ffi.new("vigil_barrier_round *")
         counted = ffi.new("vigil_barrier_peer[]", n)
         left = ffi.new("vigil_barrier_peer[]", n)
         info.counted_peers, info.counted_cap = counted, n
         info.left_out_peers, info.left_out_cap = left, n
-        rc = lib.vigil_barrier_round_info(self._p(), epoch & _MASK, info)
+        rc = lib.vigil_barrier_round_info(self._p(), e, info)
         if rc == VIGIL_EVACANT:
             return None
         check(rc, self.path)
@@ -216,7 +233,7 @@ class Barrier(_Handle):
         `timeout` seconds, the arrival withdrawn."""
         n = _util.uint(participants, "participants", low=1)
         if timeout is not None:
-            _util.seconds(timeout, "timeout")
+            _util.timeout_ns(timeout)  # checked now: OutOfRange naming the limit
         return self._start(n, timeout, None)
 
     async def start_async(self, participants: int, *, timeout: Optional[float] = None) -> int:
@@ -224,7 +241,7 @@ class Barrier(_Handle):
         it withdraws the arrival before the cancellation completes."""
         n = _util.uint(participants, "participants", low=1)
         if timeout is not None:
-            _util.seconds(timeout, "timeout")
+            _util.timeout_ns(timeout)  # checked now: OutOfRange naming the limit
         loop = asyncio.get_running_loop()
         gone = threading.Event()
         fut = loop.run_in_executor(pool(), self._start, n, timeout, gone, _ASYNC_SLICE)
@@ -237,7 +254,21 @@ class Barrier(_Handle):
 
     def _start(self, participants: int, timeout: Optional[float], gone: Optional[threading.Event],
                slice_max: float = _SLICE) -> int:
-        """The start in slices that keep the arrival, as `_wait`."""
+        """The start in slices that keep the arrival, as `_wait`, in turn."""
+        return self._turns.run(self._bound, timeout, gone,
+                               lambda left: self._start_turn(participants, left, gone, slice_max),
+                               lambda: self._missed(gone, 0, f"the start of {participants}"))
+
+    def _missed(self, gone: Optional[threading.Event], abandoned: Any, what: str) -> Any:
+        """The turn of a bound handle did not come in time: `abandoned` for a
+        wait given up (gone), else Timeout."""
+        if gone is not None and gone.is_set():
+            return abandoned
+        raise Timeout(VIGIL_ETIMEDOUT, f"{self.path}: {what}: deadline passed "
+                                       f"(another thread was waiting on this bound handle)")
+
+    def _start_turn(self, participants: int, timeout: Optional[float], gone: Optional[threading.Event],
+                    slice_max: float) -> int:
         if not _ffi.has("vigil_barrier_start_slice"):
             if not _ffi.has("vigil_barrier_start"):
                 raise NotImplementedError("the loaded libvigil has no vigil_barrier_start")
@@ -280,10 +311,11 @@ class Barrier(_Handle):
         completes, so the handle is free for the next wait."""
         q = self._quorum(quorum)
         if timeout is not None:
-            _util.seconds(timeout, "timeout")
+            _util.timeout_ns(timeout)  # checked now: OutOfRange naming the limit
         loop = asyncio.get_running_loop()
         gone = threading.Event()
-        fut = loop.run_in_executor(pool(), self._wait, epoch & _MASK, q, timeout, gone, _ASYNC_SLICE)
+        e = _epoch(epoch)
+        fut = loop.run_in_executor(pool(), self._wait, e, q, timeout, gone, _ASYNC_SLICE)
         try:
             return await asyncio.shield(fut)
         except asyncio.CancelledError:
@@ -293,6 +325,13 @@ class Barrier(_Handle):
 
     def _wait(self, my_epoch: int, quorum: int, timeout: Optional[float],
               gone: Optional[threading.Event], slice_max: float = _SLICE) -> bool:
+        """The wait, in turn on a bound handle."""
+        return self._turns.run(self._bound, timeout, gone,
+                               lambda left: self._wait_turn(my_epoch, quorum, left, gone, slice_max),
+                               lambda: self._missed(gone, False, f"round {my_epoch}"))
+
+    def _wait_turn(self, my_epoch: int, quorum: int, timeout: Optional[float],
+                   gone: Optional[threading.Event], slice_max: float) -> bool:
         """The wait, in slices that keep the arrival; any exception between
         two of them (Ctrl-C, the handle closed) withdraws it."""
         if not _SLICED:
@@ -352,6 +391,12 @@ class Barrier(_Handle):
             if deadline is not None and time.monotonic() >= deadline:
                 raise Timeout(VIGIL_ETIMEDOUT, f"{self.path}: round {my_epoch}: deadline passed")
             ptr = self._p()
+
+
+def _epoch(epoch: int) -> int:
+    """A round number: 0..2^32-1 (rounds wrap there; a larger or negative
+    number is OutOfRange, never cut to 32 bits)."""
+    return _util.uint(epoch, "epoch", _MASK)
 
 
 _util.resolve_annotations(BarrierStats, Barrier)

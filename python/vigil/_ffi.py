@@ -214,8 +214,13 @@ def has(name: str, library: Optional[Any] = None) -> bool:
     return True
 
 
-def path_bytes(path: Any) -> bytes:
-    return os.fsencode(path)
+def path_bytes(path: Any, name: str = "path") -> bytes:
+    """`path` as the C string it becomes: a NUL inside is ValueError, as
+    open() says it (C would cut the name there)."""
+    raw = os.fsencode(path)
+    if b"\0" in raw:
+        raise ValueError(f"{name}: embedded null byte")
+    return raw
 
 
 # A beat is one acquire load of the epoch and one release store to the

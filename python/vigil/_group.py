@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, AsyncIterator, Iterator, List, Optional, Tuple, Type
 
-from . import _ffi, _util
+from . import _ffi, _signals, _util
 from ._aio import finish, pool
 from ._errors import VIGIL_EBUSY, VIGIL_ETIMEDOUT, VIGIL_EVACANT, check
 from ._ffi import ffi
@@ -175,6 +175,7 @@ class GroupWatch:
         out = ffi.new("vigil_group_watcher **")
         check(self._lib.vigil_group_watch(group.etcd._p(), group._gname, out), group.name)
         self._ptr = out[0]
+        self._pid = os.getpid()
         group.etcd._dependents.add(self)
 
     def _p(self) -> Any:
@@ -200,7 +201,7 @@ class GroupWatch:
         """The next event, waiting up to `timeout` seconds (None: for ever)."""
         import select
 
-        deadline = None if timeout is None else time.monotonic() + _util.seconds(timeout, "timeout")
+        deadline = _util.deadline(timeout)
         while True:
             ev = self.next_event()
             if ev is not None:
@@ -232,10 +233,12 @@ class GroupWatch:
                 loop.remove_reader(fd)
 
     def close(self) -> None:
-        """Stop watching; idempotent."""
+        """Stop watching; idempotent. In a forked child the watch (its
+        connection) is the parent's: only forgotten."""
         if self._ptr != ffi.NULL:
             ptr, self._ptr = self._ptr, ffi.NULL
-            self._lib.vigil_group_watch_close(ptr)
+            if os.getpid() == self._pid:
+                self._lib.vigil_group_watch_close(ptr)
 
     def __enter__(self) -> "GroupWatch":
         """`with group.watch() as w`: closed on the way out."""
@@ -265,6 +268,7 @@ class Group:
         self._m = ffi.NULL
         self._lock = threading.Lock()
         self.member: Optional[str] = None
+        self._pid = os.getpid()  # the process that joined
 
     def __repr__(self) -> str:
         who = f" as {self.member!r}" if self._m != ffi.NULL else ""
@@ -278,7 +282,8 @@ class Group:
         (whole seconds, etcd's minimum applying), kept alive until `leave`.
         `dir`: record the lease for `vigil agent --dir` (default $VIGIL_DIR;
         "" none); `host`: the host named (default $VIGIL_HOST, else the host
-        name). Busy if a live member has the name. Returns self."""
+        name). Busy if a live member has the name. Returns self. A signal
+        (Ctrl-C) arriving during the call is raised after this member left."""
         with self._lock:
             if self._m != ffi.NULL:
                 raise ValueError(f"{self!r} has joined already")
@@ -286,16 +291,29 @@ class Group:
             keep = []
             for attr, value in (("dir", dir), ("host", host)):
                 if value is not None:
-                    b = ffi.new("char[]", os.fsencode(value) if attr == "dir" else _util.text(value, attr, 63))
+                    b = ffi.new("char[]", _ffi.path_bytes(value, attr) if attr == "dir" else _util.text(value, attr, 63))
                     keep.append(b)
                     setattr(opts, attr, b)
             out = ffi.new("vigil_group_member **")
-            check(self._lib.vigil_group_join_opts(self.etcd._p(), self._gname, _name(member, "member", MEMBER_MAX),
-                                                  _util.ttl_ms(ttl, 1), opts, out), self.name)
-            self._m = out[0]
+            args = (self.etcd._p(), self._gname, _name(member, "member", MEMBER_MAX), _util.ttl_ms(ttl, 1), opts, out)
+            armed = _signals.arm()
+            try:
+                check(self._lib.vigil_group_join_opts(*args), self.name)
+            except BaseException:
+                _signals.disarm(armed)
+                raise
+            self._m, self._pid = out[0], os.getpid()
             self.member = member
             self.etcd._dependents.add(self)
-        return self
+        try:
+            _signals.disarm(armed)  # the signals held back are raised here
+            return self
+        except BaseException:
+            try:
+                self.leave()
+            except Exception:
+                pass
+            raise
 
     async def join_async(self, member: str, ttl: float = 10.0, **kw: Any) -> "Group":
         """`join` in a worker thread."""
@@ -308,10 +326,12 @@ class Group:
 
     def leave(self) -> None:
         """Leave: the lease revoked, and with it this member's units and
-        arrivals. Lost if the membership had been lost. Idempotent."""
+        arrivals. Lost if the membership had been lost. Idempotent. In a
+        child forked while a member, leaving (by hand, by a block, by
+        garbage collection) revokes nothing: the membership is the parent's."""
         with self._lock:
             m, self._m = self._m, ffi.NULL
-        if m != ffi.NULL:
+        if m != ffi.NULL and os.getpid() == self._pid:
             check(self._lib.vigil_group_leave(m), self.name)
 
     close = leave
@@ -420,7 +440,7 @@ class Group:
 
     def _take_wait(self, timeout: Optional[float], gone: Optional[threading.Event]) -> Optional[Unit]:
         m = self._mp()
-        deadline = None if timeout is None else time.monotonic() + _util.seconds(timeout, "timeout")
+        deadline = _util.deadline(timeout)
         out = ffi.new("vigil_group_unit *")
         while True:
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
@@ -459,19 +479,24 @@ class Group:
 
     def barrier_wait_info(self, round: int, timeout: Optional[float] = None,
                           peers: int = 1024) -> Tuple[bool, RoundInfo]:
-        """`barrier_wait`, and who the round counted and left out (up to `peers` of each)."""
+        """`barrier_wait`, and who the round counted and left out (up to `peers`
+        of each, 1..1048576)."""
         r = _util.uint(round, "round", (1 << 63) - 1)
+        peers = _util.uint(peers, "peers", _util.MAX_CAPACITY, 1)
+        ns = _util.timeout_ns(timeout)
         info = ffi.new("vigil_group_round *")
         counted = ffi.new("vigil_group_peer[]", peers)
         left = ffi.new("vigil_group_peer[]", peers)
         info.counted_peers, info.counted_cap = counted, peers
         info.left_out_peers, info.left_out_cap = left, peers
-        rc = self._lib.vigil_group_barrier_wait_info(self._mp(), r, _util.timeout_ns(timeout), info)
+        rc = self._lib.vigil_group_barrier_wait_info(self._mp(), r, ns, info)
         check(rc, f"{self.name}: round {r}")
         return rc == 1, _round_from(info, counted, left)
 
     def round_info(self, round: int, peers: int = 1024) -> Optional[RoundInfo]:
-        """A released round's record (the last 64 are kept), or None."""
+        """A released round's record (the last 64 are kept), or None; up to
+        `peers` (1..1048576) of each kind."""
+        peers = _util.uint(peers, "peers", _util.MAX_CAPACITY, 1)
         info = ffi.new("vigil_group_round *")
         counted = ffi.new("vigil_group_peer[]", peers)
         left = ffi.new("vigil_group_peer[]", peers)
@@ -502,7 +527,7 @@ class Group:
         """`take_wait` in a worker thread; cancelled, it ends within a slice (0.25 s)
         and gives back a unit it got meanwhile."""
         if timeout is not None:
-            _util.seconds(timeout, "timeout")
+            _util.timeout_ns(timeout)  # checked now: OutOfRange naming the limit
         gone = threading.Event()
         fut = asyncio.get_running_loop().run_in_executor(pool(), self._take_wait, timeout, gone)
         try:

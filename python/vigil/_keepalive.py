@@ -14,12 +14,13 @@ schedule and with the same rules.
 import asyncio
 import errno
 import inspect
+import os
 import threading
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Callable, Optional, Tuple, Type
 
-from . import _ffi, _leases, _util
+from . import _ffi, _leases, _signals, _util
 from ._aio import finish, pool
 from ._errors import VIGIL_ELOST, Lost, check, exception
 from ._ffi import ffi, lib
@@ -68,7 +69,11 @@ class Keepalive:
 
     `lost` says whether the lease was lost; `fileno()` becomes readable at
     that moment (for select, poll, asyncio). A loss is told once: if the
-    block read `lost` as True it has been told, else the exit raises Lost."""
+    block read `lost` as True it has been told, else the exit raises Lost.
+
+    It belongs to the process that started it: in a child forked while it
+    runs, stopping, closing or leaving the block frees the child's copy and
+    never stops the parent's renewer."""
 
     def __init__(self, store: Any, lease: Any) -> None:
         """Not started yet: `start()`, or enter it with `with`."""
@@ -79,11 +84,10 @@ class Keepalive:
         self._rc: Optional[int] = None
         self._told = False
         self._stopping = threading.Lock()
+        self._armed: Any = None  # a `with` block's hold on the signal guard
 
-    def start(self) -> "Keepalive":
-        """Start renewing at 0.32 of the lease's TTL; returns self."""
-        if self._ka != ffi.NULL:
-            raise RuntimeError("keepalive already running")
+    def _port(self) -> Tuple[Any, Any, tuple]:
+        """The C port, the C lease and what must outlive the renewer."""
         port = ffi.new("vigil_lease_port *")
         keep: tuple = ()
         if isinstance(self.store, _Store):
@@ -97,13 +101,29 @@ class Keepalive:
                 port.renew = cb
                 keep = (cb,)
         clease = c_lease(self.lease) if isinstance(self.store, _Store) else _loose_c_lease(self.lease)
-        out = ffi.new("vigil_keepalive **")
-        check(lib.vigil_keepalive_start(port, clease, out))
-        self._ka, self._keep, self._rc, self._told = out[0], (port, clease) + keep, None, False
-        deps = getattr(self.store, "_dependents", None)
-        if deps is not None:
-            deps.add(self)  # closing the store stops this first
-        return self
+        return port, clease, (port, clease) + keep
+
+    def start(self) -> "Keepalive":
+        """Start renewing at 0.32 of the lease's TTL; returns self. A signal
+        (Ctrl-C) landing in the call stops the renewer before it is raised."""
+        if self._ka != ffi.NULL:
+            raise RuntimeError("keepalive already running")
+        port, clease, keep = self._port()
+        out = ffi.new("vigil_keepalive **")  # NULL until the library starts one
+        try:
+            check(lib.vigil_keepalive_start(port, clease, out))
+            self._ka, self._keep, self._rc, self._told = out[0], keep, None, False
+            deps = getattr(self.store, "_dependents", None)
+            if deps is not None:
+                deps.add(self)  # closing the store stops this first
+            return self
+        except BaseException:
+            if out[0] != ffi.NULL:  # started, never handed over
+                if self._ka == out[0]:
+                    self.stop()
+                else:
+                    lib.vigil_keepalive_stop(out[0])
+            raise
 
     def _p(self) -> Any:
         if self._ka == ffi.NULL:
@@ -144,34 +164,47 @@ class Keepalive:
         return KeepaliveStats(v.period_ns / 1e9, v.renewals, v.failures, v.consecutive_failures,
                               bool(v.lost), v.cpu_ns / 1e9)
 
+    @_signals.protected
     def stop(self) -> int:
         """Stop and join the renewer: 0, or VIGIL_ELOST if the lease was lost.
-        Idempotent, and safe from several threads at once."""
-        with self._stopping:
-            if self._ka != ffi.NULL:
-                ka, self._ka = self._ka, ffi.NULL
-                self._rc = lib.vigil_keepalive_stop(ka)
-                self._keep = ()
-            return self._rc if self._rc is not None else 0
+        Idempotent, and safe from several threads at once. In a forked child
+        it frees the child's copy only (the library knows whose it is)."""
+        armed = _signals.arm()
+        try:
+            with self._stopping:
+                if self._ka != ffi.NULL:
+                    ka, self._ka = self._ka, ffi.NULL
+                    self._rc = lib.vigil_keepalive_stop(ka)
+                    self._keep = ()
+                return self._rc if self._rc is not None else 0
+        finally:
+            _signals.disarm(armed)
 
     def close(self) -> None:
         """`stop`, for closing code that expects close()."""
         self.stop()
 
     def __enter__(self) -> "Keepalive":
-        return self.start()
+        _, self._armed = _signals.enter(self.start, lambda ka: ka.stop())
+        return self
 
+    @_signals.protected
     def __exit__(self, et: Optional[Type[BaseException]], ev: Optional[BaseException],
                  tb: Optional[TracebackType]) -> None:
-        rc = self.stop()
-        if rc == VIGIL_ELOST and self._told:
-            return
-        if rc < 0 and et is None:  # the body's own exception wins
-            raise exception(rc, f"lease {self.lease.key}")
+        armed, self._armed = self._armed, None
+        try:
+            rc = self.stop()
+            if rc == VIGIL_ELOST and self._told:
+                return
+            if rc < 0 and et is None:  # the body's own exception wins
+                raise exception(rc, f"lease {self.lease.key}")
+        finally:
+            _signals.disarm(armed)
 
     def __del__(self) -> None:
         try:
-            self.stop()
+            if self._ka != ffi.NULL:
+                self.stop()
         except Exception:
             pass
 
@@ -212,6 +245,8 @@ class Heartbeat:
         self._ka: Optional[Keepalive] = None
         self._fd: Optional[int] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._pid = os.getpid()
+        self._armed: Any = None  # the block's hold on the signal guard
 
     def _is_lost(self) -> bool:
         if not self._lost and self._ka is not None and self._ka._is_lost():
@@ -241,8 +276,13 @@ class Heartbeat:
             self._event.set()
 
     async def __aenter__(self) -> "Heartbeat":
+        _, self._armed = _signals.enter(self._start, lambda _: self._unstart())
+        return self
+
+    def _start(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._event = asyncio.Event()
+        self._pid = os.getpid()
         if isinstance(self.leases, _Store):
             self._ka = Keepalive(self.leases, self.lease).start()
             try:
@@ -252,15 +292,29 @@ class Heartbeat:
                 else:  # an older library: look at the flag a few times a TTL
                     self._task = asyncio.create_task(self._poll(_ttl(self.lease) / 8))
             except BaseException:
-                self._fd = None
-                self._ka.stop()
-                self._ka = None
+                self._unstart()
                 raise
         else:
             renew = getattr(self.leases, "renew", None)
             if renew is not None:  # a port without renew is accepted and not renewed
                 self._task = asyncio.create_task(self._beat(renew, _ttl(self.lease)))
-        return self
+
+    def _detach(self) -> Tuple[Optional["asyncio.Task[None]"], Optional[Keepalive]]:
+        """The loss reader taken off the loop, and the renewal (a task or a
+        keepalive) taken off the heartbeat, for the caller to stop."""
+        if self._fd is not None and self._loop is not None:
+            self._loop.remove_reader(self._fd)
+        self._fd = None
+        task, ka, self._task, self._ka = self._task, self._ka, None, None
+        return task, ka
+
+    def _unstart(self) -> None:
+        """Undo _start at once (no await): the reader, the task, the keepalive."""
+        task, ka = self._detach()
+        if task is not None:
+            task.cancel()
+        if ka is not None:
+            ka.stop()
 
     def _on_fd(self) -> None:
         assert self._loop is not None and self._fd is not None
@@ -305,14 +359,10 @@ class Heartbeat:
 
     async def _stop(self, et: Optional[Type[BaseException]]) -> None:
         """Stop renewing, on every way out: nothing is in flight after it."""
-        if self._fd is not None and self._loop is not None:
-            self._loop.remove_reader(self._fd)
-            self._fd = None
-        task, self._task = self._task, None
+        task, ka = self._detach()
         if task is not None:
             task.cancel()
             await finish(task)
-        ka, self._ka = self._ka, None
         if ka is not None:
             # stop joins the renewer, which may be inside a network request:
             # in a thread, so the loop runs meanwhile.
@@ -346,15 +396,24 @@ class Heartbeat:
         if self._lost and not self._told and et is None:
             raise Lost(VIGIL_ELOST, f"lease {getattr(self.lease, 'key', self.lease)!r} was lost")
 
+    @_signals.protected
     async def __aexit__(self, et: Optional[Type[BaseException]], ev: Optional[BaseException],
                         tb: Optional[TracebackType]) -> None:
+        armed, self._armed = self._armed, None
         try:
-            await self._stop(et)
+            if os.getpid() != self._pid:
+                # A forked child: the renewal and the lease are the parent's.
+                self._unstart()
+                return
+            try:
+                await self._stop(et)
+            finally:
+                if et is not None:
+                    # The code after the block, which would release, will not run.
+                    await self._release()
+            self._raise_untold(et)
         finally:
-            if et is not None:
-                # The code after the block, which would release, will not run.
-                await self._release()
-        self._raise_untold(et)
+            _signals.disarm(armed)
 
 
 def heartbeat(leases: Any, lease: Any) -> Heartbeat:
@@ -386,10 +445,8 @@ class LeaseLock:
         self._hb: Optional[Heartbeat] = None
         self._lost = False
         self._told = False
-
-    def _enter(self, lease: Lease) -> Lease:
-        self.lease, self._lost, self._told = lease, False, False
-        return lease
+        self._pid = os.getpid()
+        self._armed: Any = None  # the block's hold on the signal guard
 
     @property
     def lost(self) -> bool:
@@ -406,67 +463,110 @@ class LeaseLock:
             raise ValueError("the lock is not held through `with`")
         return self._ka.fileno()
 
+    # The way in and the way out are protected sections (vigil._signals):
+    # a signal (Ctrl-C) landing in them is raised after the lease is given
+    # back (on the way in) or after the block is left (on the way out), so
+    # no way out leaves the lease held or its keepalive running. The block
+    # holds the guard from __enter__ to __exit__, so __exit__ is covered
+    # from its first instruction.
+
     def __enter__(self) -> Lease:
         if self.lease is not None:
             raise RuntimeError(f"lock {self.key!r} is already held through this object")
-        lease = self.store.acquire_wait(self.key, self.owner, self.ttl, self.timeout)
+        lease, pid = None, os.getpid()
         try:
-            self._ka = Keepalive(self.store, lease).start()
+            # The wait stays interruptible: nothing is held until it returns
+            # (it gives back a lease it took, if interrupted on the way).
+            lease = self.store.acquire_wait(self.key, self.owner, self.ttl, self.timeout)
+            ka, armed = _signals.enter(lambda: Keepalive(self.store, lease).start(), lambda ka: ka.stop())
         except BaseException:
-            self.store._release_for_you(lease)
+            if lease is not None:
+                self.store._release_for_you(lease)
             raise
-        return self._enter(lease)
+        # No call from enter()'s return to here: nothing a signal could interrupt.
+        self.lease, self._ka, self._lost, self._told, self._pid, self._armed = lease, ka, False, False, pid, armed
+        return lease
 
+    @_signals.protected
     def __exit__(self, et: Optional[Type[BaseException]], ev: Optional[BaseException],
                  tb: Optional[TracebackType]) -> None:
-        ka, lease, self._ka, self.lease = self._ka, self.lease, None, None
-        if ka is None or lease is None:
-            return
-        self._lost = ka.stop() == VIGIL_ELOST
-        if not self._lost:
-            try:
-                self.store.release(lease)
-            except Lost:
-                self._lost = True  # taken after the last renewal
-            except Exception:
-                if et is None:
-                    raise
-        self._raise_untold(et, lease)
+        armed, self._armed = self._armed, None
+        try:
+            held = self._take()
+            if held is None:
+                return
+            ka, lease = held
+            self._lost = ka.stop() == VIGIL_ELOST
+            if not self._lost:
+                try:
+                    self.store.release(lease)
+                except Lost:
+                    self._lost = True  # taken after the last renewal
+                except Exception:
+                    if et is None:
+                        raise
+            self._raise_untold(et, lease)
+        finally:
+            _signals.disarm(armed)
 
     async def __aenter__(self) -> Lease:
         if self.lease is not None:
             raise RuntimeError(f"lock {self.key!r} is already held through this object")
-        lease = await self.store.acquire_wait_async(self.key, self.owner, self.ttl, self.timeout)
-        hb = Heartbeat(self.store, lease)
+        lease, pid = None, os.getpid()
         try:
-            await hb.__aenter__()
+            # Cancelled, the wait gives back what it took (acquire_wait_async).
+            lease = await self.store.acquire_wait_async(self.key, self.owner, self.ttl, self.timeout)
+            hb = Heartbeat(self.store, lease)
+            _, armed = _signals.enter(hb._start, lambda _: hb._unstart())
         except BaseException:
-            await finish(asyncio.get_running_loop().run_in_executor(pool(), self.store._release_for_you, lease))
+            if lease is not None:
+                await finish(asyncio.get_running_loop().run_in_executor(pool(), self.store._release_for_you, lease))
             raise
-        self._hb = hb
-        return self._enter(lease)
+        # No call from enter()'s return to here: nothing a signal could interrupt.
+        self.lease, self._hb, self._lost, self._told, self._pid, self._armed = lease, hb, False, False, pid, armed
+        return lease
 
+    @_signals.protected
     async def __aexit__(self, et: Optional[Type[BaseException]], ev: Optional[BaseException],
                         tb: Optional[TracebackType]) -> None:
-        hb, lease, self._hb, self.lease = self._hb, self.lease, None, None
-        if hb is None or lease is None:
-            return
+        armed, self._armed = self._armed, None
         try:
-            await hb._stop(et)
+            held = self._take()
+            if held is None:
+                return
+            hb, lease = held
+            try:
+                await hb._stop(et)
+            finally:
+                self._lost = hb._lost
+                if not self._lost:
+                    loop = asyncio.get_running_loop()
+                    fut = loop.run_in_executor(pool(), _release_checked, self.store, lease)
+                    await finish(fut)
+                    try:
+                        fut.result()
+                    except Lost:
+                        self._lost = True
+                    except Exception:
+                        if et is None:
+                            raise
+            self._raise_untold(et, lease)
         finally:
-            self._lost = hb._lost
-            if not self._lost:
-                loop = asyncio.get_running_loop()
-                fut = loop.run_in_executor(pool(), _release_checked, self.store, lease)
-                await finish(fut)
-                try:
-                    fut.result()
-                except Lost:
-                    self._lost = True
-                except Exception:
-                    if et is None:
-                        raise
-        self._raise_untold(et, lease)
+            _signals.disarm(armed)
+
+    def _take(self) -> Optional[Tuple[Any, Lease]]:
+        """What the block holds (its keepalive or heartbeat, and the lease),
+        taken off the lock for the way out; None when it holds nothing, and
+        in a forked child, whose copy of the renewal is only let go (the
+        lease and its renewer are the parent's)."""
+        watch = self._ka if self._ka is not None else self._hb
+        lease, self._ka, self._hb, self.lease = self.lease, None, None, None
+        if watch is None or lease is None:
+            return None
+        if os.getpid() != self._pid:
+            watch.stop() if isinstance(watch, Keepalive) else watch._unstart()
+            return None
+        return watch, lease
 
     def _raise_untold(self, et: Optional[Type[BaseException]], lease: Lease) -> None:
         if self._lost and not self._told and et is None:

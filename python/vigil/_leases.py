@@ -14,7 +14,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Optional, Tuple, Union
 
-from . import _ffi, _util
+from . import _ffi, _signals, _util
 from ._aio import finish, pool
 from ._errors import VIGIL_EBUSY, VIGIL_ELOST, VIGIL_ETIMEDOUT, VIGIL_EVACANT, Lost, check, exception
 from ._ffi import ffi, lib
@@ -99,9 +99,10 @@ def c_lease(lease: Any) -> Any:
     c = ffi.new("vigil_lease *")
     c.key = _key(lease.key)
     c.owner = _owner(lease.owner)
-    c.token = lease.token
-    c.ttl_ms = getattr(lease, "ttl_ms", 0) or _util.ttl_ms(lease.ttl)
-    c.id = getattr(lease, "id", 0) or 0
+    c.token = _util.uint(lease.token, "token", _util.U64_MAX)
+    ms = getattr(lease, "ttl_ms", 0)
+    c.ttl_ms = _util.uint(ms, "ttl_ms", _util.U64_MAX) if ms else _util.ttl_ms(lease.ttl)
+    c.id = _util.uint(getattr(lease, "id", 0) or 0, "id", (1 << 63) - 1, -(1 << 63))
     return c
 
 
@@ -142,15 +143,31 @@ class _Store(_Handle):
 
     def acquire(self, key: str, owner: str, ttl: float) -> Lease:
         """Take `key` for `owner` for `ttl` seconds; Busy while anyone holds it
-        unexpired. `key` is at most 127 bytes of UTF-8, `owner` at most 63."""
-        out = ffi.new("vigil_lease *")
+        unexpired. `key` is at most 127 bytes of UTF-8, `owner` at most 63.
+        A signal (Ctrl-C) landing in the call gives the lease back before it
+        is raised: the call returns the lease, or leaves nothing held."""
+        out = ffi.new("vigil_lease *")  # token 0 until the library writes a lease
         k, o, ms = _key(key), _owner(owner), self._ttl(ttl)
-        check(self._c("acquire")(self._p(), k, o, ms, out), self._where(key))
-        return _lease_from(out)
+        fn, ptr = self._c("acquire"), self._p()
+        try:
+            check(fn(ptr, k, o, ms, out), self._where(key))
+            return _lease_from(out)
+        except BaseException:
+            self._give_back(out)
+            raise
+
+    def _give_back(self, out: Any) -> None:
+        """Release the lease a call wrote in `out` and never handed over (an
+        exception, a signal, between the library's answer and the return).
+        The library writes `out` only on success, and a token is never 0."""
+        if out.token:
+            self._release_for_you(_lease_from(out))
 
     def acquire_wait(self, key: str, owner: str, ttl: float, timeout: Optional[float] = None) -> Lease:
         """`acquire`, sleeping until `key` is released or its holder's lease
-        lapses; Timeout after `timeout` seconds (None: no deadline, 0: one try)."""
+        lapses; Timeout after `timeout` seconds (None: no deadline, 0: one try).
+        Ctrl-C ends the wait (within a quarter of a second on a store) and
+        leaves nothing held."""
         return self._acquire_wait(key, owner, ttl, timeout, None)
 
     def _acquire_wait(self, key: str, owner: str, ttl: float, timeout: Optional[float],
@@ -160,23 +177,28 @@ class _Store(_Handle):
         fn = self._c("acquire_wait")
         k, o, ms = _key(key), _owner(owner), self._ttl(ttl)
         ns = _util.timeout_ns(timeout)
-        out = ffi.new("vigil_lease *")
+        out = ffi.new("vigil_lease *")  # token 0 until the library writes a lease
         slice_s = slice_max or self._slice
-        if slice_s is None:
-            check(fn(self._p(), k, o, ms, ns, out), self._where(key))
-            return _lease_from(out)
-        deadline = None if timeout is None else time.monotonic() + timeout
-        # In slices, so that a signal handler (Ctrl-C) runs while it waits:
-        # the store's waiters hold no place in a queue that leaving would lose.
-        while True:
-            if deadline is not None:
-                slice_s = min(slice_s, max(0.0, deadline - time.monotonic()))
-            rc = fn(self._p(), k, o, ms, _util.timeout_ns(slice_s), out)
-            if rc != VIGIL_ETIMEDOUT:
-                check(rc, self._where(key))
+        deadline = _util.deadline(timeout)
+        try:
+            if slice_s is None:
+                check(fn(self._p(), k, o, ms, ns, out), self._where(key))
                 return _lease_from(out)
-            if (deadline is not None and time.monotonic() >= deadline) or (gone is not None and gone.is_set()):
-                raise exception(rc, self._where(key))
+            # In slices, so that a signal handler (Ctrl-C) runs while it
+            # waits: the store's waiters hold no place in a queue that
+            # leaving would lose.
+            while True:
+                if deadline is not None:
+                    slice_s = min(slice_s, max(0.0, deadline - time.monotonic()))
+                rc = fn(self._p(), k, o, ms, _util.timeout_ns(slice_s), out)
+                if rc != VIGIL_ETIMEDOUT:
+                    check(rc, self._where(key))
+                    return _lease_from(out)
+                if (deadline is not None and time.monotonic() >= deadline) or (gone is not None and gone.is_set()):
+                    raise exception(rc, self._where(key))
+        except BaseException:
+            self._give_back(out)
+            raise
 
     def renew(self, lease: Lease) -> None:
         """Extend `lease` by its TTL; Lost once it expired or changed hands."""
@@ -190,16 +212,22 @@ class _Store(_Handle):
             return
         check(rc, self._where(lease.key))
 
+    @_signals.protected
     def _release_for_you(self, lease: Any) -> None:
-        """Release on the caller's behalf (an exit by exception), quietly."""
+        """Release on the caller's behalf (an exit by exception), quietly,
+        the signals held back until it is done."""
+        armed = _signals.arm()
         try:
-            self.release(lease)
-        except Exception:
-            return
-        with self._released_lock:
-            self._released_for_you[_identity(lease)] = None
-            while len(self._released_for_you) > 1024:
-                self._released_for_you.popitem(last=False)
+            try:
+                self.release(lease)
+            except Exception:
+                return
+            with self._released_lock:
+                self._released_for_you[_identity(lease)] = None
+                while len(self._released_for_you) > 1024:
+                    self._released_for_you.popitem(last=False)
+        finally:
+            _signals.disarm(armed)
 
     def _forget_released(self, lease: Any) -> bool:
         with self._released_lock:
@@ -235,7 +263,7 @@ class _Store(_Handle):
 
         _key(key), _owner(owner), self._ttl(ttl)  # checked now, not at entry
         if timeout is not None:
-            _util.seconds(timeout, "timeout")
+            _util.timeout_ns(timeout)  # checked now: OutOfRange naming the limit
         return LeaseLock(self, key, owner, ttl, timeout)
 
     async def acquire_async(self, key: str, owner: str, ttl: float) -> Lease:
@@ -252,7 +280,7 @@ class _Store(_Handle):
         queue is given up) and nothing stays held."""
         _key(key), _owner(owner), self._ttl(ttl)
         if timeout is not None:
-            _util.seconds(timeout, "timeout")
+            _util.timeout_ns(timeout)  # checked now: OutOfRange naming the limit
         gone = threading.Event()
         return await self._in_thread(self._acquire_wait, key, owner, ttl, timeout, gone, 0.05, gone=gone)
 
@@ -384,8 +412,8 @@ class Etcd(_Store):
                          "namespace": namespace, "connect_timeout": connect_timeout, "timeout": timeout}
         out = ffi.new("vigil_etcd **")
 
-        def ms(s: Optional[float], name: str) -> int:
-            return 0 if s is None else max(1, round(_util.seconds(s, name) * 1000))
+        def ms(s: Optional[float], name: str) -> int:  # whole ms, as C takes them: 32 bits
+            return 0 if s is None else max(1, round(_util.seconds(s, name, _util.U32_MAX / 1000) * 1000))
 
         strings = {name: value for name, value in (("cacert", cacert), ("cert", cert), ("key", key),
                                                    ("user", user), ("password", password),
@@ -394,7 +422,7 @@ class Etcd(_Store):
             if not _ffi.has("vigil_etcd_connect_opts", self._library):
                 raise OSError(errno.ENOSYS, "this libvigil-etcd has no TLS, auth or namespace options", endpoints)
             # The C strings live until connect returns; it copies them.
-            keep = {name: ffi.new("char[]", os.fsencode(v) if name in ("cacert", "cert", "key")
+            keep = {name: ffi.new("char[]", _ffi.path_bytes(v, name) if name in ("cacert", "cert", "key")
                                   else _util.text(v, name))
                     for name, v in strings.items()}
             opts = ffi.new("struct vigil_etcd_options *")
@@ -422,13 +450,16 @@ class Etcd(_Store):
         return type(self)(self.endpoints, **self._options)
 
     def close(self) -> None:
-        """Close the connection; idempotent. Keepalives on it are stopped first."""
+        """Close the connection; idempotent. Keepalives on it are stopped first.
+        In a forked child the connection is the parent's (a TLS session, a
+        lock the fork may have caught held): it is only forgotten."""
         if self._ptr == ffi.NULL:
             return
         for dep in list(self._dependents):
             dep.close()
         ptr, self._ptr = self._ptr, ffi.NULL
-        self._library.vigil_etcd_close(ptr)
+        if os.getpid() == self._pid:
+            self._library.vigil_etcd_close(ptr)
 
     def _describe(self) -> str:
         return self.endpoints
@@ -445,7 +476,7 @@ class Etcd(_Store):
         (a process that exits meanwhile leaves it to lapse with its TTL)."""
         _key(key), _owner(owner), self._ttl(ttl)
         if timeout is not None:
-            _util.seconds(timeout, "timeout")
+            _util.timeout_ns(timeout)  # checked now: OutOfRange naming the limit
         self._p()
         loop = asyncio.get_running_loop()
         woken: "asyncio.Future[None]" = loop.create_future()

@@ -3,12 +3,13 @@
 import enum
 import os
 import threading
+import time
 import weakref
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Dict, List, Optional, Tuple, Type, Union
 
-from . import _ffi, _util
+from . import _ffi, _signals, _util
 from ._errors import VIGIL_ELOST, VIGIL_EVACANT, Lost, Vacant, check, exception
 from ._ffi import ffi, lib
 from ._util import DEFAULT_MODE, PathLike
@@ -90,27 +91,36 @@ class _Handle:
     _closer: Any = None
 
     def _init_handle(self) -> None:
+        self._pid = os.getpid()  # the process that opened it (fork: see the subclasses)
         self._dependents: "weakref.WeakSet[Any]" = weakref.WeakSet()
         self._inside: Dict[int, int] = {}  # thread -> its calls in progress that close() waits for
-        self._quiet = threading.Condition(threading.Lock())
+        # Entered through `with` on the lock itself, whose acquire is C: no
+        # point where a signal handler could run between taking it and the
+        # block that gives it back (threading.Condition's __enter__ is
+        # Python, and has one).
+        self._quiet_lock = threading.Lock()
+        self._quiet = threading.Condition(self._quiet_lock)
 
     def _call(self, fn: Any, *args: Any) -> Any:
         """fn(pointer, *args), a bounded blocking call (a barrier slice) that
         a close() on another thread waits for instead of unmapping under it;
         ValueError once closed."""
-        me = threading.get_ident()
-        with self._quiet:
-            ptr = self._p()
-            self._inside[me] = self._inside.get(me, 0) + 1
+        me, counted = threading.get_ident(), False
         try:
+            with self._quiet_lock:
+                ptr = self._p()
+                self._inside[me] = self._inside.get(me, 0) + 1
+                counted = True  # with the count: no call between them
             return fn(ptr, *args)
         finally:
-            with self._quiet:
-                if self._inside[me] == 1:
-                    del self._inside[me]
-                else:
-                    self._inside[me] -= 1
-                self._quiet.notify_all()
+            if counted:
+                with self._quiet_lock:
+                    n = self._inside[me]
+                    if n == 1:
+                        del self._inside[me]
+                    else:
+                        self._inside[me] = n - 1
+                    self._quiet.notify_all()
 
     def _p(self) -> Any:
         ptr = self._ptr
@@ -129,7 +139,7 @@ class _Handle:
             return
         for dep in list(self._dependents):
             dep.close()
-        quiet = getattr(self, "_quiet", None)
+        quiet = getattr(self, "_quiet_lock", None)
         if quiet is None:  # made without _init_handle
             ptr, self._ptr = self._ptr, ffi.NULL
         else:
@@ -139,10 +149,11 @@ class _Handle:
                 ptr, self._ptr = self._ptr, ffi.NULL
                 # A call in progress on another thread (a slice: bounded)
                 # returns before the memory goes; this thread's own would
-                # be waiting for itself.
+                # be waiting for itself. (A wake lost to a signal in a
+                # notify costs a look 50 ms later.)
                 me = threading.get_ident()
                 while any(t != me for t in self._inside):
-                    quiet.wait()
+                    self._quiet.wait(0.05)
         type(self)._closer(ptr)
 
     def __enter__(self) -> Any:
@@ -209,29 +220,43 @@ class Registration:
 
     On exit the slot is unregistered. If a failover scan took it meanwhile
     (this process was judged dead: stopped, or not beating), the exit
-    raises Lost, unless the block raised an exception of its own."""
+    raises Lost, unless the block raised an exception of its own.
+
+    No way out leaves the slot registered: a signal (Ctrl-C) landing on the
+    way in is raised after the slot is given back, one on the way out after
+    it is. In a child forked inside the block, leaving it unregisters
+    nothing: the slot is the parent's (the child registers its own)."""
 
     def __init__(self, table: "HeartbeatTable", pid: Optional[int]) -> None:
         """Made by `HeartbeatTable.registered`."""
         self.table = table
         self.pid = pid
         self.slot: Optional[int] = None
+        self._owner = os.getpid()  # the process that registered
+        self._armed: Any = None  # the block's hold on the signal guard
 
     def __enter__(self) -> int:
-        self.slot = self.table.register(self.pid)
-        return self.slot
+        pid = os.getpid()
+        slot, self._armed = _signals.enter(lambda: self.table.register(self.pid), self.table._unregister_quietly)
+        self.slot, self._owner = slot, pid  # no call since enter() returned
+        return slot
 
+    @_signals.protected
     def __exit__(self, et: Optional[Type[BaseException]], ev: Optional[BaseException],
                  tb: Optional[TracebackType]) -> None:
-        slot, self.slot = self.slot, None
-        if slot is None or self.table.closed:
-            return
+        armed, self._armed = self._armed, None
         try:
-            self.table.unregister(slot)
-        except (Vacant, Lost) as e:
-            if et is None:
-                raise Lost(VIGIL_ELOST, f"{self.table.path}: slot {slot} was taken from this registration "
-                                        f"(reclaimed by failover)") from e
+            slot, self.slot = self.slot, None
+            if slot is None or self.table.closed or os.getpid() != self._owner:
+                return  # nothing, or a forked child's copy of the parent's slot
+            try:
+                self.table.unregister(slot)
+            except (Vacant, Lost) as e:
+                if et is None:
+                    raise Lost(VIGIL_ELOST, f"{self.table.path}: slot {slot} was taken from this registration "
+                                            f"(reclaimed by failover)") from e
+        finally:
+            _signals.disarm(armed)
 
 
 class HeartbeatTable(_Handle):
@@ -247,6 +272,8 @@ class HeartbeatTable(_Handle):
         self._ptr = ptr
         self.path = os.fsdecode(path)
         self._beaters: Dict[int, Beater] = {}
+        # vigil_failover_wait keeps state in the handle: one wait at a time.
+        self._failover_turns = _util.Turns()
 
     @classmethod
     def create(cls, path: PathLike, capacity: int, mode: int = DEFAULT_MODE) -> "HeartbeatTable":
@@ -298,11 +325,31 @@ class HeartbeatTable(_Handle):
 
     def register(self, pid: Optional[int] = None) -> int:
         """Claim the first vacant slot for `pid` (this process by default) and
-        return its number; Full when every slot is taken."""
-        out = ffi.new("uint32_t *")
+        return its number; Full when every slot is taken. A signal (Ctrl-C)
+        landing in the call gives the slot back before it is raised: the
+        call returns the slot, or leaves nothing registered."""
+        out = ffi.new("uint32_t *", _NO_SLOT)  # written by the library only on success
         p = os.getpid() if pid is None else _util.uint(pid, "pid", low=1)
-        check(lib.vigil_hb_register(self._p(), p, out), self.path)
-        return out[0]
+        ptr = self._p()
+        try:
+            check(lib.vigil_hb_register(ptr, p, out), self.path)
+            return out[0]
+        except BaseException:
+            if out[0] != _NO_SLOT:  # registered, never handed over
+                self._unregister_quietly(out[0])
+            raise
+
+    @_signals.protected
+    def _unregister_quietly(self, slot: int) -> None:
+        """Give back a slot this handle just registered (the caller never got
+        it), the signals held back meanwhile."""
+        armed = _signals.arm()
+        try:
+            self._beaters.pop(slot, None)
+            if self._ptr != ffi.NULL:
+                lib.vigil_hb_unregister(self._ptr, slot)
+        finally:
+            _signals.disarm(armed)
 
     def registered(self, pid: Optional[int] = None) -> Registration:
         """`with table.registered() as slot:` registers on entry and
@@ -392,26 +439,48 @@ class HeartbeatTable(_Handle):
         """How many slots beat within the last `grace` epochs."""
         return lib.vigil_hb_live_count(self._p(), _grace(grace))
 
+    def _reclaim_room(self, max: int) -> int:
+        """Entries for at most `max` reclaims (1..the largest capacity): never
+        more than the table has slots."""
+        return min(_util.uint(max, "max", _util.MAX_CAPACITY, 1), self.capacity)
+
     def failover_scan(self, grace: int, max: int = 64, *, probe: bool = False) -> List[Reclaim]:
         """Vacate every slot stale past `grace` epochs (and, with `probe`,
         every slot whose owner is provably dead) and return at most `max`
-        of them with their work units, each handed to exactly one scanner."""
-        n_max = _util.uint(max, "max", low=1)
+        (1..1048576) of them with their work units, each handed to exactly
+        one scanner."""
+        n_max = self._reclaim_room(max)
+        g = _grace(grace)
         out = ffi.new("vigil_reclaim[]", n_max)
         fn = lib.vigil_failover_scan_probe if probe else lib.vigil_failover_scan
-        n = check(fn(self._p(), _grace(grace), out, n_max), self.path)
+        n = check(fn(self._p(), g, out, n_max), self.path)
         return [Reclaim(out[i].slot, out[i].pid, out[i].in_flight) for i in range(n)]
 
     def failover_wait(self, grace: int, timeout: Optional[float] = None, max: int = 64) -> List[Reclaim]:
         """Block until some slot can be reclaimed (stale past `grace`, or its
         owner exited: seen at once through pidfds) and reclaim it, as
         `failover_scan`; [] when `timeout` seconds pass first (None: no
-        deadline). One wait per table handle at a time."""
-        n_max = _util.uint(max, "max", low=1)
+        deadline). Waits on one table handle take turns (the handle holds
+        the wait's pidfds): a second thread's wait begins when the first's
+        ends, its timeout running from its call. Ctrl-C ends it within a
+        quarter of a second."""
+        n_max = self._reclaim_room(max)
+        g = _grace(grace)
+        _util.timeout_ns(timeout)  # checked now: OutOfRange naming the limit
         out = ffi.new("vigil_reclaim[]", n_max)
-        ns = _util.timeout_ns(timeout)
-        n = check(lib.vigil_failover_wait(self._p(), _grace(grace), ns, out, n_max), self.path)
-        return [Reclaim(out[i].slot, out[i].pid, out[i].in_flight) for i in range(n)]
+
+        def wait(timeout: Optional[float]) -> List[Reclaim]:
+            deadline = _util.deadline(timeout)
+            while True:
+                # In slices, so that a signal handler (Ctrl-C) runs while it
+                # waits; the handle keeps its pidfds from one to the next.
+                left = None if deadline is None else max_(0.0, deadline - time.monotonic())
+                s = _WAIT_SLICE if left is None else min(left, _WAIT_SLICE)
+                n = check(lib.vigil_failover_wait(self._p(), g, _util.timeout_ns(s), out, n_max), self.path)
+                if n > 0 or (left is not None and left <= s):
+                    return [Reclaim(out[i].slot, out[i].pid, out[i].in_flight) for i in range(n)]
+
+        return self._failover_turns.run(True, timeout, None, wait, list)
 
     def leader_elect(self, grace: int) -> Leader:
         """Make the lowest live pid the coordinator and return it (its term
@@ -446,6 +515,11 @@ class HeartbeatTable(_Handle):
         if rc == VIGIL_EVACANT:
             raise exception(rc, f"{self.path}: slot {s}")
         return None
+
+
+_WAIT_SLICE = 0.25  # failover_wait in slices of this at most, for Ctrl-C
+_NO_SLOT = _util.U32_MAX  # never a slot: capacities stop at 2^20
+max_ = max  # the builtin, under the parameter named max
 
 
 def _bit(bit: int) -> int:

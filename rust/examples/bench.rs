@@ -106,7 +106,7 @@ fn rust_register(table: &HeartbeatTable) -> f64 {
 /// (as the C peer's `barrier`).
 fn member(table: &str, barrier: &str, group: u32, rounds: u32) -> vigil::Result<()> {
     let table = HeartbeatTable::open(table)?;
-    let barrier = Barrier::open(barrier, &table)?;
+    let mut barrier = Barrier::open(barrier, &table)?;
     let me = table.register()?;
     barrier.bind(me.slot())?;
     let first = barrier.start(group)?.first_round;

@@ -29,7 +29,7 @@ const GRACE: u64 = 5; // epochs; this process ticks one every 5 ms
 
 fn member(table: &str, barrier: &str, group: u32, phases: u32) -> vigil::Result<()> {
     let table = HeartbeatTable::open(table)?;
-    let barrier = Barrier::open(barrier, &table)?;
+    let mut barrier = Barrier::open(barrier, &table)?;
     let me = table.register()?;
     barrier.bind(me.slot())?; // its waits keep the slot beating
     let start = barrier.start_timeout(group, Duration::from_secs(30))?; // all N are here

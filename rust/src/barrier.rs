@@ -4,7 +4,9 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
-use std::time::Duration;
+use std::marker::PhantomData;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 use crate::error::{check, Result};
 use crate::heartbeat::HeartbeatTable;
@@ -139,7 +141,7 @@ pub struct BarrierRound {
 /// # let dir = std::env::temp_dir().join(format!("vigil-doc-start-{}", std::process::id()));
 /// # std::fs::create_dir_all(&dir)?;
 /// # let table = vigil::HeartbeatTable::create(dir.join("t"), 4)?;
-/// # let barrier = vigil::Barrier::create(dir.join("b"), &table, 5)?;
+/// # let mut barrier = vigil::Barrier::create(dir.join("b"), &table, 5)?;
 /// # let me = table.register()?;
 /// # barrier.bind(me.slot())?;
 /// let start = barrier.start(1)?;
@@ -170,40 +172,172 @@ impl Start {
     }
 }
 
+/// One wait at a time: what a bound handle's waits take in turn.
+struct Turn {
+    busy: Mutex<bool>,
+    freed: Condvar,
+}
+
+/// A turn held; given back when dropped.
+struct TurnHeld<'a>(&'a Turn);
+
+impl Turn {
+    fn new() -> Turn {
+        Turn { busy: Mutex::new(false), freed: Condvar::new() }
+    }
+
+    /// Takes the turn, waiting for the wait in progress to end, up to
+    /// `deadline` ([`Error::Timeout`](crate::Error::Timeout) then).
+    fn take(&self, deadline: Option<Instant>) -> Result<TurnHeld<'_>> {
+        // The flag is only ever set and cleared under the lock, so a
+        // poisoned lock (a panic elsewhere while holding it) is still right.
+        let mut busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
+        while *busy {
+            busy = match deadline {
+                None => self.freed.wait(busy).unwrap_or_else(|e| e.into_inner()),
+                Some(d) => {
+                    let left = d.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return Err(crate::Error::Timeout);
+                    }
+                    self.freed.wait_timeout(busy, left).unwrap_or_else(|e| e.into_inner()).0
+                }
+            };
+        }
+        *busy = true;
+        Ok(TurnHeld(self))
+    }
+}
+
+impl Drop for TurnHeld<'_> {
+    fn drop(&mut self) {
+        *self.0.busy.lock().unwrap_or_else(|e| e.into_inner()) = false;
+        self.0.freed.notify_one();
+    }
+}
+
 /// The owned C handle, shared by [`Barrier`] and `compat::EpochBarrier`.
-pub(crate) struct RawBarrier(NonNull<sys::vigil_barrier>);
+///
+/// The C handle may be used by any number of threads at once while it is
+/// unbound; once bound it stands for one peer, and is waited on by one
+/// thread at a time (vigil_barrier_create(3)). Here the binding changes
+/// only through `&mut self`, and every wait of a bound handle holds its
+/// turn.
+pub(crate) struct RawBarrier<'t> {
+    ptr: NonNull<sys::vigil_barrier>,
+    bound: bool,
+    turn: Turn,
+    // The heartbeat table the C handle reads on every wait, kept open for
+    // as long as the handle: borrowed for 't, or a share of it held (and
+    // dropped after the handle is closed, a field dropped after Drop).
+    _table: PhantomData<&'t HeartbeatTable>,
+    _share: Option<Arc<dyn Send + Sync>>,
+}
 
-// SAFETY: the handle's own fields are atomics or fixed at open; waits,
-// binds and reads from any number of threads are the C API's contract.
-unsafe impl Send for RawBarrier {}
-unsafe impl Sync for RawBarrier {}
+// INVARIANT: `ptr` is an open handle from `wrap` until `drop`, and the
+// table it reads stays open as long (`_table`, `_share`): every call below
+// that says "an open handle" rests on it.
 
-impl RawBarrier {
-    pub(crate) fn create(path: &Path, hb: *mut sys::vigil_hb, grace: u64, mode: u32) -> Result<RawBarrier> {
-        let c = c_path(path)?;
-        let mut raw = std::ptr::null_mut();
-        // SAFETY: c is a C string, hb an open table that outlives the
-        // barrier (the callers hold it); raw is written only on success.
-        check(unsafe { sys::vigil_barrier_create_mode(c.as_ptr(), hb, grace, mode, &mut raw) })?;
-        Ok(RawBarrier(NonNull::new(raw).expect("vigil returned success and a NULL barrier")))
+// SAFETY: the handle keeps no state of a thread's (its fields are atomics
+// or fixed at open), and may be closed on any thread; the table it reads
+// is Sync, and a share of it held is Send + Sync.
+unsafe impl Send for RawBarrier<'_> {}
+// SAFETY: calls through `&RawBarrier` are either reads of the shared
+// mapping and of fields fixed at open (epoch, live_peers, stats,
+// round_info), or waits. Waits may run on any number of threads at once
+// on an unbound handle (the C contract); `bound` changes only in `bind`,
+// which takes `&mut self`, so no call is in progress on any thread when
+// it does, and every wait of a bound handle holds `turn` for the length of
+// the C call, so a bound handle never has two waits at once.
+unsafe impl Sync for RawBarrier<'_> {}
+
+impl<'t> RawBarrier<'t> {
+    fn wrap(raw: *mut sys::vigil_barrier, share: Option<Arc<dyn Send + Sync>>) -> RawBarrier<'t> {
+        RawBarrier {
+            ptr: NonNull::new(raw).expect("vigil returned success and a NULL barrier"),
+            bound: false,
+            turn: Turn::new(),
+            _table: PhantomData,
+            _share: share,
+        }
     }
 
-    pub(crate) fn open(path: &Path, hb: *mut sys::vigil_hb, grace: u64) -> Result<RawBarrier> {
+    /// Creates (`mode` Some) or opens the barrier file at `path` over
+    /// `table`, for a handle that keeps `share` until it is closed.
+    fn make(
+        path: &Path,
+        table: &HeartbeatTable,
+        grace: u64,
+        mode: Option<u32>,
+        share: Option<Arc<dyn Send + Sync>>,
+    ) -> Result<RawBarrier<'t>> {
         let c = c_path(path)?;
         let mut raw = std::ptr::null_mut();
-        // SAFETY: as in create.
-        check(unsafe { sys::vigil_barrier_open(c.as_ptr(), hb, grace, &mut raw) })?;
-        Ok(RawBarrier(NonNull::new(raw).expect("vigil returned success and a NULL barrier")))
+        // SAFETY: c is a C string and table an open table (its invariant);
+        // the callers tie its life to the handle's ('t, or `share`); raw
+        // is written only on success.
+        check(unsafe {
+            match mode {
+                Some(mode) => sys::vigil_barrier_create_mode(c.as_ptr(), table.raw(), grace, mode, &mut raw),
+                None => sys::vigil_barrier_open(c.as_ptr(), table.raw(), grace, &mut raw),
+            }
+        })?;
+        Ok(RawBarrier::wrap(raw, share))
     }
 
+    /// A handle over `table`, which it borrows for 't.
+    pub(crate) fn create(path: &Path, table: &'t HeartbeatTable, grace: u64, mode: u32) -> Result<RawBarrier<'t>> {
+        Self::make(path, table, grace, Some(mode), None)
+    }
+
+    /// As [`create`](Self::create), opening an existing file.
+    pub(crate) fn open(path: &Path, table: &'t HeartbeatTable, grace: u64) -> Result<RawBarrier<'t>> {
+        Self::make(path, table, grace, None, None)
+    }
+}
+
+impl RawBarrier<'static> {
+    /// A handle over the table inside `owner`, a share of which it holds
+    /// until closed (compat's EpochBarrier, which holds the table by Arc).
+    pub(crate) fn with_share<T: Send + Sync + 'static>(
+        path: &Path,
+        owner: &Arc<T>,
+        table: fn(&T) -> &HeartbeatTable,
+        grace: u64,
+        mode: Option<u32>,
+    ) -> Result<RawBarrier<'static>> {
+        let share: Arc<dyn Send + Sync> = owner.clone();
+        Self::make(path, table(owner), grace, mode, Some(share))
+    }
+}
+
+impl RawBarrier<'_> {
     fn ptr(&self) -> *mut sys::vigil_barrier {
-        self.0.as_ptr()
+        self.ptr.as_ptr()
+    }
+
+    /// The turn a wait needs (a bound handle's), and the time the C call
+    /// may take once it has it.
+    fn turn(&self, timeout: Option<Duration>) -> Result<(Option<TurnHeld<'_>>, Option<Duration>)> {
+        if !self.bound {
+            return Ok((None, timeout));
+        }
+        let start = Instant::now();
+        let deadline = timeout.and_then(|t| start.checked_add(t));
+        let held = self.turn.take(deadline)?;
+        // A deadline past what an Instant holds waits as long as asked.
+        let left = match (timeout, deadline) {
+            (Some(_), Some(d)) => Some(d.saturating_duration_since(Instant::now())),
+            (t, _) => t,
+        };
+        Ok((Some(held), left))
     }
 
     #[inline]
     pub(crate) fn wait(&self, epoch: u32, quorum: Option<u32>, timeout: Option<Duration>) -> Result<WaitOutcome> {
+        let (_turn, timeout) = self.turn(timeout)?;
         let b = self.ptr();
-        // SAFETY: an open handle.
+        // SAFETY: an open handle (the invariant); a bound one's turn is held (see Sync).
         let rc = unsafe {
             match (quorum, timeout) {
                 (None, None) => sys::vigil_barrier_wait(b, epoch),
@@ -216,8 +350,10 @@ impl RawBarrier {
     }
 
     pub(crate) fn start(&self, participants: u32, timeout: Option<Duration>) -> Result<Start> {
+        let (_turn, timeout) = self.turn(timeout)?;
         let mut first = 0u32;
-        // SAFETY: an open handle; first is written only on success.
+        // SAFETY: an open handle (the invariant), a bound one's turn held (see Sync);
+        // first is written only on success.
         let rc = unsafe { sys::vigil_barrier_start(self.ptr(), participants, timeout_ns(timeout), &mut first) };
         check(rc).map(|rc| Start {
             first_round: first,
@@ -225,18 +361,20 @@ impl RawBarrier {
         })
     }
 
-    pub(crate) fn bind(&self, slot: u32) -> Result<()> {
-        // SAFETY: an open handle; C checks the slot.
-        check(unsafe { sys::vigil_barrier_bind(self.ptr(), slot) }).map(drop)
+    pub(crate) fn bind(&mut self, slot: u32) -> Result<()> {
+        // SAFETY: an open handle (the invariant), and `&mut self`: no wait in progress.
+        check(unsafe { sys::vigil_barrier_bind(self.ptr(), slot) })?;
+        self.bound = true;
+        Ok(())
     }
 
     pub(crate) fn epoch(&self) -> u32 {
-        // SAFETY: an open handle.
+        // SAFETY: an open handle (the invariant).
         unsafe { sys::vigil_barrier_epoch(self.ptr()) }
     }
 
     pub(crate) fn live_peers(&self) -> u32 {
-        // SAFETY: an open handle.
+        // SAFETY: an open handle (the invariant).
         unsafe { sys::vigil_barrier_live_peers(self.ptr()) }
     }
 
@@ -257,7 +395,7 @@ impl RawBarrier {
             left_out_peers: left.as_mut_ptr(),
             left_out_cap: capacity,
         };
-        // SAFETY: an open handle; the arrays have room for capacity peers.
+        // SAFETY: an open handle (the invariant); the arrays have room for capacity peers.
         let rc = unsafe { sys::vigil_barrier_round_info(self.ptr(), round, &mut info) };
         if rc == sys::VIGIL_EVACANT {
             return Ok(None);
@@ -289,15 +427,16 @@ impl RawBarrier {
 
     pub(crate) fn stats(&self) -> Result<BarrierCounters> {
         let mut out = sys::Spare::<sys::vigil_barrier_counters>::zeroed();
-        // SAFETY: an open handle; out has room for a longer struct.
+        // SAFETY: an open handle (the invariant); out has room for a longer struct.
         check(unsafe { sys::vigil_barrier_stats(self.ptr(), &mut out.value) })?;
         Ok(BarrierCounters { releases: out.value.releases, withdrawals: out.value.withdrawals })
     }
 }
 
-impl Drop for RawBarrier {
+impl Drop for RawBarrier<'_> {
     fn drop(&mut self) {
-        // SAFETY: the handle is open and nothing borrows it any more.
+        // SAFETY: an open handle (the invariant), closed once; `&mut self`:
+        // no wait is in progress. The table's share, a field, goes after.
         unsafe { sys::vigil_barrier_close(self.ptr()) }
     }
 }
@@ -328,13 +467,15 @@ impl Drop for RawBarrier {
 /// for the whole group (the quorum rule and the all-live rule at once).
 ///
 /// The handle borrows its table (the C library reads it on every wait)
-/// and is `Send + Sync`.
+/// and is `Send + Sync`. Unbound, any number of threads may wait on it at
+/// once, each an arrival; bound, it stands for one peer and its waits
+/// take turns ([`bind`](Self::bind)).
 ///
 /// ```
 /// # let dir = std::env::temp_dir().join(format!("vigil-doc-barrier-{}", std::process::id()));
 /// # std::fs::create_dir_all(&dir)?;
 /// let table = vigil::HeartbeatTable::create(dir.join("t"), 8)?;
-/// let barrier = vigil::Barrier::create(dir.join("b"), &table, 5)?;
+/// let mut barrier = vigil::Barrier::create(dir.join("b"), &table, 5)?;
 /// let me = table.register()?;
 /// barrier.bind(me.slot())?;
 /// let start = barrier.start(1)?; // the whole group: here, one
@@ -347,7 +488,7 @@ impl Drop for RawBarrier {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Barrier<'t> {
-    raw: RawBarrier,
+    raw: RawBarrier<'t>,
     table: &'t HeartbeatTable,
     path: PathBuf,
 }
@@ -387,7 +528,7 @@ impl<'t> Barrier<'t> {
         mode: u32,
     ) -> Result<Barrier<'t>> {
         let path = path.as_ref();
-        let raw = RawBarrier::create(path, table.raw(), grace_epochs, mode)?;
+        let raw = RawBarrier::create(path, table, grace_epochs, mode)?;
         Ok(Barrier { raw, table, path: path.to_path_buf() })
     }
 
@@ -426,7 +567,7 @@ impl<'t> Barrier<'t> {
         grace_epochs: u64,
     ) -> Result<Barrier<'t>> {
         let path = path.as_ref();
-        let raw = RawBarrier::open(path, table.raw(), grace_epochs)?;
+        let raw = RawBarrier::open(path, table, grace_epochs)?;
         Ok(Barrier { raw, table, path: path.to_path_buf() })
     }
 
@@ -464,18 +605,27 @@ impl<'t> Barrier<'t> {
     /// arrivals are recorded per slot, and its waits keep the slot beating.
     /// [`Error::Vacant`](crate::Error::Vacant) for a vacant slot.
     ///
+    /// A bound handle stands for one peer, so its waits take turns: a wait
+    /// that another thread makes on it meanwhile begins when the one in
+    /// progress ends (its timeout running from its call), and is then an
+    /// arrival of the same peer (a round already passed returns at once).
+    /// Binding takes `&mut self`, so it happens before the handle is
+    /// shared, never under a wait in progress. Threads that are peers of
+    /// their own register a slot each and bind a handle each.
+    ///
     /// ```
     /// # let dir = std::env::temp_dir().join(format!("vigil-doc-bind-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// let table = vigil::HeartbeatTable::create(dir.join("t"), 8)?;
-    /// let barrier = vigil::Barrier::create(dir.join("b"), &table, 5)?;
+    /// let mut barrier = vigil::Barrier::create(dir.join("b"), &table, 5)?;
     /// let me = table.register()?;
     /// barrier.bind(me.slot())?;
     /// assert!(matches!(barrier.bind(7), Err(vigil::Error::Vacant)));
     /// # drop(barrier); drop(me); drop(table); std::fs::remove_dir_all(&dir)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn bind(&self, slot: u32) -> Result<()> {
+    ///
+    pub fn bind(&mut self, slot: u32) -> Result<()> {
         self.raw.bind(slot)
     }
 
@@ -498,7 +648,7 @@ impl<'t> Barrier<'t> {
     /// # let dir = std::env::temp_dir().join(format!("vigil-doc-bstart-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// let table = vigil::HeartbeatTable::create(dir.join("t"), 8)?;
-    /// let barrier = vigil::Barrier::create(dir.join("b"), &table, 5)?;
+    /// let mut barrier = vigil::Barrier::create(dir.join("b"), &table, 5)?;
     /// let me = table.register()?;
     /// barrier.bind(me.slot())?;
     /// let start = barrier.start(1)?; // the group's size: here, one
@@ -525,7 +675,7 @@ impl<'t> Barrier<'t> {
     /// # let dir = std::env::temp_dir().join(format!("vigil-doc-bstartt-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// let table = vigil::HeartbeatTable::create(dir.join("t"), 8)?;
-    /// let barrier = vigil::Barrier::create(dir.join("b"), &table, 5)?;
+    /// let mut barrier = vigil::Barrier::create(dir.join("b"), &table, 5)?;
     /// let me = table.register()?;
     /// barrier.bind(me.slot())?;
     /// // A group of two with only one member here.
@@ -547,7 +697,7 @@ impl<'t> Barrier<'t> {
     /// # let dir = std::env::temp_dir().join(format!("vigil-doc-bwait-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// let table = vigil::HeartbeatTable::create(dir.join("t"), 8)?;
-    /// let barrier = vigil::Barrier::create(dir.join("b"), &table, 5)?;
+    /// let mut barrier = vigil::Barrier::create(dir.join("b"), &table, 5)?;
     /// assert!(matches!(barrier.wait(0), Err(vigil::Error::NoPeers)));
     /// let me = table.register()?;
     /// barrier.bind(me.slot())?;
@@ -590,7 +740,7 @@ impl<'t> Barrier<'t> {
     /// # let dir = std::env::temp_dir().join(format!("vigil-doc-btimeout-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// let table = vigil::HeartbeatTable::create(dir.join("t"), 8)?;
-    /// let barrier = vigil::Barrier::create(dir.join("b"), &table, 5)?;
+    /// let mut barrier = vigil::Barrier::create(dir.join("b"), &table, 5)?;
     /// let me = table.register()?;
     /// let _peer = table.register_pid(std::process::id())?; // a peer that never comes
     /// barrier.bind(me.slot())?;
@@ -676,7 +826,7 @@ impl<'t> Barrier<'t> {
     /// # let dir = std::env::temp_dir().join(format!("vigil-doc-bround-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// let table = vigil::HeartbeatTable::create(dir.join("t"), 8)?;
-    /// let barrier = vigil::Barrier::create(dir.join("b"), &table, 5)?;
+    /// let mut barrier = vigil::Barrier::create(dir.join("b"), &table, 5)?;
     /// let me = table.register()?;
     /// barrier.bind(me.slot())?;
     /// assert!(barrier.round_info(0)?.is_none()); // not released yet

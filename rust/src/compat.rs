@@ -61,7 +61,7 @@
 use std::fmt;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, TryLockError};
 use std::time::Duration;
 
 use crate::barrier::RawBarrier;
@@ -176,9 +176,10 @@ pub struct HeartbeatSnapshot {
 /// ```
 pub struct HeartbeatTable {
     inner: crate::HeartbeatTable,
-    // Slots this handle registered for this very process: the barrier
-    // binds to the one such slot (see EpochBarrier).
-    own: Mutex<Vec<u32>>,
+    // (slot, pid) of the slots this handle registered for the process
+    // that called: the barrier binds to the one such slot of the process
+    // waiting (see EpochBarrier), never to a parent's in a forked child.
+    own: Mutex<Vec<(u32, u32)>>,
 }
 
 impl HeartbeatTable {
@@ -262,7 +263,7 @@ impl HeartbeatTable {
     pub fn register(&self, pid: u32) -> Result<usize, HeartbeatError> {
         let slot = self.inner.register_pid(pid)?.into_slot();
         if pid == std::process::id() {
-            self.own.lock().unwrap_or_else(|e| e.into_inner()).push(slot);
+            self.own.lock().unwrap_or_else(|e| e.into_inner()).push((slot, pid));
         }
         Ok(slot as usize)
     }
@@ -283,7 +284,7 @@ impl HeartbeatTable {
     /// ```
     pub fn unregister(&self, idx: usize) {
         if let Ok(slot) = u32::try_from(idx) {
-            self.own.lock().unwrap_or_else(|e| e.into_inner()).retain(|&s| s != slot);
+            self.own.lock().unwrap_or_else(|e| e.into_inner()).retain(|&(s, _)| s != slot);
             let _ = self.inner.unregister(slot);
         }
     }
@@ -421,11 +422,12 @@ impl HeartbeatTable {
 
     /// The one slot this handle registered for this process, if exactly one.
     fn sole_own_slot(&self) -> Option<u32> {
+        let me = std::process::id();
         let own = self.own.lock().unwrap_or_else(|e| e.into_inner());
-        if own.len() == 1 {
-            Some(own[0])
-        } else {
-            None
+        let mut mine = own.iter().filter(|&&(_, pid)| pid == me).map(|&(slot, _)| slot);
+        match (mine.next(), mine.next()) {
+            (Some(slot), None) => Some(slot),
+            _ => None,
         }
     }
 }
@@ -488,20 +490,43 @@ impl From<Error> for BarrierError {
     }
 }
 
+/// The file an [`EpochBarrier`] made at `base` lives in:
+/// `<base's file name>.state.bin`, beside it, as subetha-cxc names it
+/// (remove it to clean up after a run).
+///
+/// ```
+/// use std::path::Path;
+/// assert_eq!(vigil::compat::state_path(Path::new("/run/app/phase")), Path::new("/run/app/phase.state.bin"));
+/// ```
+pub fn state_path(base: &Path) -> PathBuf {
+    let mut p = base.to_path_buf();
+    let stem = base.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    p.set_file_name(format!("{stem}.state.bin"));
+    p
+}
+
 /// Multi-process phase barrier with heartbeat-driven dead-peer exclusion:
 /// a round releases when every live peer of the [`HeartbeatTable`] has
 /// called `wait` at it (or `quorum` have), so a crashed peer never
-/// deadlocks it.
+/// deadlocks it. Its state is the vigil barrier file at
+/// [`state_path`]`(base)`.
+///
+/// Each call to `wait` is one arrival, as subetha-cxc counts them, also
+/// when threads of one process share the barrier (an `Arc`): two threads
+/// waiting at a round are two arrivals.
 ///
 /// Stricter than subetha-cxc:
 ///
 /// * **Exact rounds.** When this process registered exactly one slot
-///   through the table handle it passed in, the barrier binds to that slot
-///   at its first wait: arrivals are recorded per slot, so a peer that
-///   dies after arriving stops counting once its heartbeat lapses, and the
-///   round still waits for a slow but live peer; the wait keeps the slot
-///   beating, so a long wait never ages the waiter out. Otherwise arrivals
-///   are counted as subetha-cxc counts them.
+///   through the table handle it passed in, a wait arrives as that slot:
+///   a handle bound to it (opened on the first wait) records the arrival
+///   per slot, so a peer that dies after arriving stops counting once its
+///   heartbeat lapses, and the round still waits for a slow but live peer;
+///   the wait keeps the slot beating, so a long wait never ages the waiter
+///   out. The bound handle serves one wait at a time: a thread that waits
+///   while another is in it arrives as subetha-cxc counts, on the shared
+///   handle. Otherwise (no such slot) arrivals are counted as subetha-cxc
+///   counts them.
 /// * **A safe start.** A peer that has not registered yet is not live, so
 ///   processes that register and wait from round 0 at once can see round
 ///   0 released before the last of them exists (as with subetha-cxc), and
@@ -521,7 +546,7 @@ impl From<Error> for BarrierError {
 /// let hb = Arc::new(HeartbeatTable::create(dir.join("hb.bin"), 4)?);
 /// let live = hb.register(1000)?;
 /// let _crashed = hb.register(1001)?; // never beats
-/// let barrier = EpochBarrier::create(dir.join("b.bin"), hb.clone(), 2)?;
+/// let barrier = EpochBarrier::create(dir.join("b"), hb.clone(), 2)?;
 /// for _ in 0..3 { hb.tick_global_epoch(); }
 /// hb.beat(live); // refresh live; the crashed slot is now stale
 /// assert_eq!(barrier.live_peer_count(), 1);
@@ -530,16 +555,26 @@ impl From<Error> for BarrierError {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct EpochBarrier {
-    raw: RawBarrier, // dropped before the table it reads
-    heartbeat: Arc<HeartbeatTable>,
+    // Unbound: any number of threads wait on it at once, each an arrival.
+    shared: RawBarrier<'static>,
+    // Bound to this process's own slot, opened at the first wait that
+    // finds one: one wait at a time (try_lock), the others go to `shared`.
+    own: Mutex<Option<OwnHandle>>,
+    heartbeat: Arc<HeartbeatTable>, // dropped after the handles that read it
     path: PathBuf,
-    bound: Mutex<Option<u32>>,
+    grace_epochs: u64,
+}
+
+/// The barrier handle bound to a slot of this process.
+struct OwnHandle {
+    raw: RawBarrier<'static>,
+    slot: u32,
 }
 
 impl EpochBarrier {
-    /// Obtains the barrier at `path` over `heartbeat`: creates it when the
-    /// path does not exist (storing `grace_epochs`), else attaches to it.
-    /// Never resets a barrier in use.
+    /// Obtains the barrier at `base_path` over `heartbeat`: creates its
+    /// file ([`state_path`]`(base_path)`) when it does not exist (storing
+    /// `grace_epochs`), else attaches to it. Never resets a barrier in use.
     ///
     /// ```
     /// use std::sync::Arc;
@@ -548,25 +583,27 @@ impl EpochBarrier {
     /// let hb = Arc::new(vigil::compat::HeartbeatTable::create(dir.join("hb"), 4)?);
     /// let barrier = vigil::compat::EpochBarrier::create(dir.join("b"), hb, 5)?;
     /// assert_eq!(barrier.current_epoch(), 0);
+    /// assert!(dir.join("b.state.bin").exists());
     /// # drop(barrier); std::fs::remove_dir_all(&dir)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn create(
-        path: impl AsRef<Path>,
+        base_path: impl AsRef<Path>,
         heartbeat: Arc<HeartbeatTable>,
         grace_epochs: u64,
     ) -> Result<Self, BarrierError> {
-        let path = path.as_ref();
-        let hb = heartbeat.inner.raw();
-        let raw = match RawBarrier::create(path, hb, grace_epochs, 0o600) {
-            Err(Error::Os(e)) if e.kind() == ErrorKind::AlreadyExists => RawBarrier::open(path, hb, grace_epochs)?,
+        let path = state_path(base_path.as_ref());
+        let open = |mode| RawBarrier::with_share(&path, &heartbeat, HeartbeatTable::vigil, grace_epochs, mode);
+        let shared = match open(Some(0o600)) {
+            Err(Error::Os(e)) if e.kind() == ErrorKind::AlreadyExists => open(None)?,
             other => other?,
         };
-        Ok(EpochBarrier { raw, heartbeat, path: path.to_path_buf(), bound: Mutex::new(None) })
+        Ok(EpochBarrier { shared, own: Mutex::new(None), heartbeat, path, grace_epochs })
     }
 
-    /// Opens the existing barrier at `path` over `heartbeat`, with
-    /// `grace_epochs` for this handle (0: the grace stored at create).
+    /// Opens the existing barrier at `base_path` (its file
+    /// [`state_path`]`(base_path)`) over `heartbeat`, with `grace_epochs`
+    /// for this handle (0: the grace stored at create).
     ///
     /// ```
     /// use std::sync::Arc;
@@ -578,10 +615,14 @@ impl EpochBarrier {
     /// # drop(_made); drop(barrier); std::fs::remove_dir_all(&dir)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn open(path: impl AsRef<Path>, heartbeat: Arc<HeartbeatTable>, grace_epochs: u64) -> Result<Self, BarrierError> {
-        let path = path.as_ref();
-        let raw = RawBarrier::open(path, heartbeat.inner.raw(), grace_epochs)?;
-        Ok(EpochBarrier { raw, heartbeat, path: path.to_path_buf(), bound: Mutex::new(None) })
+    pub fn open(
+        base_path: impl AsRef<Path>,
+        heartbeat: Arc<HeartbeatTable>,
+        grace_epochs: u64,
+    ) -> Result<Self, BarrierError> {
+        let path = state_path(base_path.as_ref());
+        let shared = RawBarrier::with_share(&path, &heartbeat, HeartbeatTable::vigil, grace_epochs, None)?;
+        Ok(EpochBarrier { shared, own: Mutex::new(None), heartbeat, path, grace_epochs })
     }
 
     /// Number of live peers in the heartbeat table, by this barrier's grace.
@@ -598,21 +639,42 @@ impl EpochBarrier {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn live_peer_count(&self) -> u32 {
-        self.raw.live_peers()
+        self.shared.live_peers()
     }
 
-    fn bind_own(&self) {
+    /// Runs `call` as one arrival: on the handle bound to this process's
+    /// slot when there is one and no other thread is in it, else on the
+    /// shared handle.
+    fn arrive<T>(&self, call: impl Fn(&RawBarrier<'static>) -> crate::Result<T>) -> Result<T, BarrierError> {
         if let Some(slot) = self.heartbeat.sole_own_slot() {
-            let mut bound = self.bound.lock().unwrap_or_else(|e| e.into_inner());
-            if *bound != Some(slot) && self.raw.bind(slot).is_ok() {
-                *bound = Some(slot);
+            let own = match self.own.try_lock() {
+                Ok(own) => Some(own),
+                Err(TryLockError::Poisoned(e)) => Some(e.into_inner()),
+                Err(TryLockError::WouldBlock) => None, // another thread arrives as the slot
+            };
+            if let Some(mut own) = own {
+                if own.as_ref().map(|h| h.slot) != Some(slot) {
+                    *own = self.bound_handle(slot);
+                }
+                if let Some(h) = own.as_ref() {
+                    return call(&h.raw).map_err(BarrierError::from);
+                }
             }
         }
+        call(&self.shared).map_err(BarrierError::from)
     }
 
-    fn arrive(&self, epoch: u32, quorum: Option<u32>, timeout: Option<Duration>) -> Result<(), BarrierError> {
-        self.bind_own();
-        self.raw.wait(epoch, quorum, timeout).map(drop).map_err(BarrierError::from)
+    /// A handle of this barrier bound to `slot`; None when it cannot be
+    /// had (the waits then arrive unbound, as subetha-cxc's).
+    fn bound_handle(&self, slot: u32) -> Option<OwnHandle> {
+        let mut raw =
+            RawBarrier::with_share(&self.path, &self.heartbeat, HeartbeatTable::vigil, self.grace_epochs, None).ok()?;
+        raw.bind(slot).ok()?;
+        Some(OwnHandle { raw, slot })
+    }
+
+    fn wait_for(&self, epoch: u32, quorum: Option<u32>, timeout: Option<Duration>) -> Result<(), BarrierError> {
+        self.arrive(|raw| raw.wait(epoch, quorum, timeout)).map(drop)
     }
 
     /// vigil's addition (subetha-cxc has none): the safe start of a group
@@ -641,8 +703,7 @@ impl EpochBarrier {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn start(&self, participants: u32) -> Result<u32, BarrierError> {
-        self.bind_own();
-        self.raw.start(participants, None).map(|s| s.first_round).map_err(BarrierError::from)
+        self.arrive(|raw| raw.start(participants, None)).map(|s| s.first_round)
     }
 
     /// Arrives at round `my_epoch` and waits until every live peer has. A
@@ -662,7 +723,7 @@ impl EpochBarrier {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn wait(&self, my_epoch: u32) -> Result<(), BarrierError> {
-        self.arrive(my_epoch, None, None)
+        self.wait_for(my_epoch, None, None)
     }
 
     /// Arrives at round `my_epoch` and waits until `quorum` have.
@@ -678,7 +739,7 @@ impl EpochBarrier {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn wait_quorum(&self, my_epoch: u32, quorum: u32) -> Result<(), BarrierError> {
-        self.arrive(my_epoch, Some(quorum), None)
+        self.wait_for(my_epoch, Some(quorum), None)
     }
 
     /// As [`wait`](Self::wait), giving up with `Timeout` after `timeout`.
@@ -697,7 +758,7 @@ impl EpochBarrier {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn wait_timeout(&self, my_epoch: u32, timeout: Duration) -> Result<(), BarrierError> {
-        self.arrive(my_epoch, None, Some(timeout))
+        self.wait_for(my_epoch, None, Some(timeout))
     }
 
     /// As [`wait_quorum`](Self::wait_quorum), giving up after `timeout`.
@@ -713,7 +774,7 @@ impl EpochBarrier {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn wait_quorum_timeout(&self, my_epoch: u32, quorum: u32, timeout: Duration) -> Result<(), BarrierError> {
-        self.arrive(my_epoch, Some(quorum), Some(timeout))
+        self.wait_for(my_epoch, Some(quorum), Some(timeout))
     }
 
     /// The round now gathering.
@@ -729,7 +790,7 @@ impl EpochBarrier {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn current_epoch(&self) -> u32 {
-        self.raw.epoch()
+        self.shared.epoch()
     }
 
     /// Arrivals in the round now gathering (0 if the file cannot be read).

@@ -146,8 +146,8 @@ impl fmt::Display for Error {
         match self {
             Error::Os(e) => e.fmt(f),
             other => {
-                // SAFETY: vigil_strerror never returns NULL and its strings
-                // are static.
+                // SAFETY: vigil_strerror takes any int, never returns NULL,
+                // and its strings are static and NUL-terminated.
                 let text = unsafe { CStr::from_ptr(sys::vigil_strerror(other.code())) };
                 f.write_str(&text.to_string_lossy())
             }

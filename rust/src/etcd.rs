@@ -8,7 +8,7 @@ use std::ptr::NonNull;
 use std::time::Duration;
 
 use crate::error::{check, Error, Result};
-use crate::lease::{blank_lease, Lease, LeaseInfo, LeasePort, NativePort};
+use crate::lease::{blank_lease, sealed, Lease, LeaseInfo, LeasePort};
 use crate::sys;
 use crate::util::{c_path, c_string, timeout_ns, ttl_ms};
 
@@ -40,11 +40,22 @@ use crate::util::{c_path, c_string, timeout_ns, ttl_ms};
 pub struct Etcd {
     raw: NonNull<sys::vigil_etcd>,
     endpoints: String,
+    // The process that connected: a forked child's copy is not closed
+    // (its connection and lock are the parent's, caught mid-state by the
+    // fork), only forgotten.
+    creator: u32,
 }
 
-// SAFETY: every call holds the handle's mutex for all of its requests
-// (src/etcd/etcd.c), so the handle is shared safely between threads.
+// INVARIANT: `raw` is an open connection from connect until `drop`; every
+// call below that says "an open handle" rests on it.
+
+// SAFETY: the C handle keeps no state of a thread's between calls (each
+// holds the handle's mutex for all of its requests), and may be closed on
+// any thread.
 unsafe impl Send for Etcd {}
+// SAFETY: every call holds the handle's mutex for all of its requests
+// (src/etcd/), so any number of threads may call at once, a keepalive's
+// renewer among them.
 unsafe impl Sync for Etcd {}
 
 impl Etcd {
@@ -63,6 +74,7 @@ impl Etcd {
         Ok(Etcd {
             raw: NonNull::new(raw).expect("vigil returned success and a NULL handle"),
             endpoints: endpoints.to_string(),
+            creator: std::process::id(),
         })
     }
 
@@ -102,6 +114,7 @@ impl Etcd {
         Ok(Etcd {
             raw: NonNull::new(raw).expect("vigil returned success and a NULL handle"),
             endpoints: endpoints.to_string(),
+            creator: std::process::id(),
         })
     }
 
@@ -120,7 +133,7 @@ impl Etcd {
     /// ```
     pub fn set_timeout(&self, connect: Duration, total: Duration) -> Result<()> {
         let ms = |d: Duration| d.as_millis().clamp(1, u128::from(u32::MAX)) as u32;
-        // SAFETY: an open handle.
+        // SAFETY: an open handle (the invariant).
         check(unsafe { sys::vigil_etcd_set_timeout(self.ptr(), ms(connect), ms(total)) }).map(drop)
     }
 
@@ -139,7 +152,7 @@ impl Etcd {
     pub fn acquire(&self, key: &str, owner: &str, ttl: Duration) -> Result<Lease> {
         let (k, o) = (c_string(key)?, c_string(owner)?);
         let mut out = blank_lease();
-        // SAFETY: an open handle, C strings; out is written only on success.
+        // SAFETY: an open handle (the invariant), C strings; out is written only on success.
         check(unsafe { sys::vigil_etcd_acquire(self.ptr(), k.as_ptr(), o.as_ptr(), ttl_ms(ttl), &mut out) })?;
         Ok(Lease::from_raw(out))
     }
@@ -156,7 +169,7 @@ impl Etcd {
     pub fn acquire_wait(&self, key: &str, owner: &str, ttl: Duration, timeout: Option<Duration>) -> Result<Lease> {
         let (k, o) = (c_string(key)?, c_string(owner)?);
         let mut out = blank_lease();
-        // SAFETY: an open handle, C strings; out is written only on success.
+        // SAFETY: an open handle (the invariant), C strings; out is written only on success.
         check(unsafe {
             sys::vigil_etcd_acquire_wait(self.ptr(), k.as_ptr(), o.as_ptr(), ttl_ms(ttl), timeout_ns(timeout), &mut out)
         })?;
@@ -202,7 +215,7 @@ impl Etcd {
     pub fn get(&self, key: &str) -> Result<Option<LeaseInfo>> {
         let k = c_string(key)?;
         let mut out = sys::Spare::<sys::vigil_lease_info>::zeroed();
-        // SAFETY: an open handle, a C string; out has room for a longer struct.
+        // SAFETY: an open handle (the invariant), a C string; out has room for a longer struct.
         match check(unsafe { sys::vigil_etcd_get(self.ptr(), k.as_ptr(), &mut out.value) }) {
             Ok(_) => Ok(Some(LeaseInfo::from_raw(&out.value))),
             Err(Error::Vacant) => Ok(None),
@@ -359,15 +372,23 @@ impl LeasePort for Etcd {
         Etcd::renew(self, lease)
     }
 
-    fn native_port(&self) -> Option<NativePort> {
-        // SAFETY: an open handle; the port lives as long as it.
-        Some(NativePort(unsafe { sys::vigil_etcd_port(self.ptr()) }))
+    fn native_port(&self, _: sealed::Token) -> Option<sealed::NativePort<'_>> {
+        // SAFETY: an open handle (the invariant). The port points into it, and the
+        // NativePort borrows `self`, so it cannot outlive the handle.
+        let raw = unsafe { sys::vigil_etcd_port(self.ptr()) };
+        Some(sealed::NativePort { raw, _of: std::marker::PhantomData })
     }
 }
 
 impl Drop for Etcd {
     fn drop(&mut self) {
-        // SAFETY: the handle is open and nothing borrows it any more.
+        if std::process::id() != self.creator {
+            // A forked child: closing would end a connection (a TLS
+            // session) the parent still uses. The child's copy is leaked.
+            return;
+        }
+        // SAFETY: an open handle (the invariant), closed once; `&mut self`:
+        // nothing borrows it (a keepalive on it holds an Arc of it).
         unsafe { sys::vigil_etcd_close(self.ptr()) }
     }
 }

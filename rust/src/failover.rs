@@ -161,7 +161,7 @@ impl HeartbeatTable {
     /// ```
     pub fn failover_scan(&self, grace_epochs: u64) -> Result<Vec<Reclaim>> {
         let mut out = vec![sys::vigil_reclaim { slot: 0, pid: 0, in_flight: 0 }; self.reclaim_room() as usize];
-        // SAFETY: an open handle; out holds the max entries we pass.
+        // SAFETY: an open handle (the table's invariant); out holds the max entries we pass.
         let n = check(unsafe {
             sys::vigil_failover_scan(self.raw(), grace_epochs, out.as_mut_ptr(), out.len() as u32)
         })?;
@@ -184,7 +184,7 @@ impl HeartbeatTable {
     /// ```
     pub fn failover_scan_probe(&self, grace_epochs: u64) -> Result<Vec<Reclaim>> {
         let mut out = vec![sys::vigil_reclaim { slot: 0, pid: 0, in_flight: 0 }; self.reclaim_room() as usize];
-        // SAFETY: an open handle; out holds the max entries we pass.
+        // SAFETY: an open handle (the table's invariant); out holds the max entries we pass.
         let n = check(unsafe {
             sys::vigil_failover_scan_probe(self.raw(), grace_epochs, out.as_mut_ptr(), out.len() as u32)
         })?;
@@ -216,7 +216,8 @@ impl HeartbeatTable {
         let mut out = vec![sys::vigil_reclaim { slot: 0, pid: 0, in_flight: 0 }; room];
         let mut why = vec![0u32; room];
         let _turn = self.wait_lock.lock().unwrap_or_else(|e| e.into_inner());
-        // SAFETY: an open handle, one wait at a time on it; out and why
+        // SAFETY: an open handle (the table's invariant); `_turn` holds
+        // wait_lock, so this is the handle's only wait in progress; out and why
         // hold the max entries we pass.
         let n = check(unsafe {
             sys::vigil_failover_wait_why(
@@ -244,7 +245,7 @@ impl HeartbeatTable {
     /// ```
     pub fn failover_wait_info(&self) -> Result<FailoverWatchInfo> {
         let mut out = sys::Spare::<sys::vigil_failover_watch_info>::zeroed();
-        // SAFETY: an open handle; out has room for a longer struct.
+        // SAFETY: an open handle (the table's invariant); out has room for a longer struct.
         check(unsafe { sys::vigil_failover_wait_info(self.raw(), &mut out.value) })?;
         let v = out.value;
         Ok(FailoverWatchInfo { pidfds: v.pidfds, watched: v.watched, by_epochs: v.by_epochs, retrying: v.retrying })
@@ -269,7 +270,7 @@ impl HeartbeatTable {
     /// ```
     pub fn leader_elect(&self, grace_epochs: u64) -> Result<Election> {
         let mut out = sys::vigil_leader { slot: 0, pid: 0, term: 0 };
-        // SAFETY: an open handle; out is written only on success.
+        // SAFETY: an open handle (the table's invariant); out is written only on success.
         let rc = check(unsafe { sys::vigil_leader_elect(self.raw(), grace_epochs, &mut out) })?;
         Ok(Election { leader: Leader { slot: out.slot, pid: out.pid, term: out.term }, changed: rc == 1 })
     }
@@ -286,7 +287,7 @@ impl HeartbeatTable {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn leader_is(&self, slot: u32, grace_epochs: u64) -> bool {
-        // SAFETY: an open handle.
+        // SAFETY: an open handle (the table's invariant).
         unsafe { sys::vigil_leader_is(self.raw(), slot, grace_epochs) }
     }
 
@@ -309,7 +310,7 @@ impl HeartbeatTable {
     /// ```
     pub fn leader(&self) -> Result<Leader> {
         let mut out = sys::vigil_leader { slot: 0, pid: 0, term: 0 };
-        // SAFETY: an open handle; out is written only on success.
+        // SAFETY: an open handle (the table's invariant); out is written only on success.
         check(unsafe { sys::vigil_leader_get(self.raw(), &mut out) })?;
         Ok(Leader { slot: out.slot, pid: out.pid, term: out.term })
     }
@@ -328,7 +329,7 @@ impl HeartbeatTable {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn probe(&self, slot: u32) -> Result<bool> {
-        // SAFETY: an open handle.
+        // SAFETY: an open handle (the table's invariant).
         check(unsafe { sys::vigil_hb_probe(self.raw(), slot) }).map(|rc| rc == 1)
     }
 }

@@ -51,10 +51,20 @@ pub struct HeartbeatTable {
     pub(crate) wait_lock: Mutex<()>,
 }
 
-// SAFETY: the handle's fields are fixed at open, the mapping is shared
-// memory changed only by atomic operations, and the one call that keeps
-// per-handle state (failover_wait) is serialised by `wait_lock`.
+// INVARIANT: `raw` is an open handle from `wrap` until `drop` (which has
+// `&mut self`, so nothing borrows the table then): every call below that
+// says "an open handle" rests on it. `epoch`, `seen0` and `stride` are
+// the words vigil_hb_beater gave for it, inside its mapping.
+
+// SAFETY: the C handle keeps no state of a thread's: its fields are fixed
+// at open or atomics, and the mapping changes only by atomic operations;
+// it may be closed on any thread.
 unsafe impl Send for HeartbeatTable {}
+// SAFETY: every call through `&HeartbeatTable` is an atomic protocol on
+// the shared mapping or reads fields fixed at open (register's note of the
+// handle's own registrations is an atomic store per slot); the one call
+// that keeps per-handle state, vigil_failover_wait, runs only while
+// holding `wait_lock` (failover.rs), so never twice at once.
 unsafe impl Sync for HeartbeatTable {}
 
 impl HeartbeatTable {
@@ -167,9 +177,9 @@ impl HeartbeatTable {
 
     fn wrap(raw: *mut sys::vigil_hb, path: &Path, readonly: bool) -> HeartbeatTable {
         let raw = NonNull::new(raw).expect("vigil returned success and a NULL handle");
-        // SAFETY: raw is an open handle; vigil_hb_beater never fails and
-        // its words live as long as the handle (or for ever, for the
-        // library's sink when the table has no slot).
+        // SAFETY: raw was just opened; vigil_hb_beater never fails, and its
+        // words are the handle's, in its mapping (or the library's sink,
+        // for a slot past the end, which lives for ever).
         let (capacity, b0, b1) = unsafe {
             let cap = sys::vigil_hb_capacity(raw.as_ptr());
             (cap, sys::vigil_hb_beater(raw.as_ptr(), 0), sys::vigil_hb_beater(raw.as_ptr(), 1))
@@ -272,9 +282,9 @@ impl HeartbeatTable {
     #[inline]
     pub fn register_pid(&self, pid: u32) -> Result<Registration<'_>> {
         let mut slot = 0u32;
-        // SAFETY: an open handle; slot is written only on success.
+        // SAFETY: an open handle (the invariant); slot is written only on success.
         check(unsafe { sys::vigil_hb_register(self.raw(), pid, &mut slot) })?;
-        Ok(Registration { table: self, slot, armed: true })
+        Ok(Registration { table: self, slot, armed: true, creator: std::process::id() })
     }
 
     /// Vacates `slot`. A slot this handle's registration no longer holds
@@ -294,7 +304,7 @@ impl HeartbeatTable {
     /// ```
     #[inline]
     pub fn unregister(&self, slot: u32) -> Result<()> {
-        // SAFETY: an open handle; C checks the slot's range.
+        // SAFETY: an open handle (the invariant); C checks the slot's range.
         check(unsafe { sys::vigil_hb_unregister(self.raw(), slot) }).map(drop)
     }
 
@@ -319,10 +329,13 @@ impl HeartbeatTable {
     #[inline]
     pub fn beat(&self, slot: u32) {
         if slot < self.capacity {
-            // SAFETY: slot is in range, so the word is inside the mapping,
-            // which lives as long as self.
+            // SAFETY: slot < capacity, and stride is the distance between
+            // two slots' words as vigil_hb_beater gave them, so this is slot
+            // `slot`'s last_seen_epoch, aligned, inside the mapping, which
+            // lives as long as `self` (the invariant); AtomicU64 has the
+            // layout of _Atomic uint64_t (sys::tests::atomics_have_the_c_layout).
             let seen = unsafe { &*((self.seen0.as_ptr() as *const u8).add(slot as usize * self.stride) as *const AtomicU64) };
-            // SAFETY: the epoch word is in the mapping too.
+            // SAFETY: the table's epoch word, in the mapping likewise.
             let epoch = unsafe { self.epoch.as_ref() };
             seen.store(epoch.load(Ordering::Acquire), Ordering::Release);
         }
@@ -346,11 +359,12 @@ impl HeartbeatTable {
     /// ```
     #[inline]
     pub fn beater(&self, slot: u32) -> Beater<'_> {
-        // SAFETY: an open handle; the words live as long as it (or for
-        // ever, for the library's sink).
+        // SAFETY: an open handle (the invariant).
         let b = unsafe { sys::vigil_hb_beater(self.raw(), slot) };
-        // SAFETY: vigil_hb_beater never returns NULL words; AtomicU64 has
-        // the size, alignment and representation of _Atomic uint64_t.
+        // SAFETY: vigil_hb_beater's words are never NULL and are the
+        // table's (or the library's sink, for ever): the Beater borrows
+        // `self`, so it cannot outlive them; AtomicU64 has the size,
+        // alignment and representation of _Atomic uint64_t.
         unsafe { Beater { epoch: &*b.epoch, seen: &*b.seen, _table: PhantomData } }
     }
 
@@ -368,7 +382,7 @@ impl HeartbeatTable {
     /// ```
     #[inline]
     pub fn tick(&self) -> u64 {
-        // SAFETY: an open handle.
+        // SAFETY: an open handle (the invariant).
         unsafe { sys::vigil_hb_tick(self.raw()) }
     }
 
@@ -385,7 +399,7 @@ impl HeartbeatTable {
     /// ```
     #[inline]
     pub fn epoch(&self) -> u64 {
-        // SAFETY: an open handle.
+        // SAFETY: an open handle (the invariant).
         unsafe { sys::vigil_hb_epoch(self.raw()) }
     }
 
@@ -412,7 +426,7 @@ impl HeartbeatTable {
     /// ```
     #[inline]
     pub fn mark(&self, slot: u32, bit: u32) -> Result<()> {
-        // SAFETY: an open handle; C checks slot and bit.
+        // SAFETY: an open handle (the invariant); C checks slot and bit.
         check(unsafe { sys::vigil_hb_mark_in_flight(self.raw(), slot, bit) }).map(drop)
     }
 
@@ -434,7 +448,7 @@ impl HeartbeatTable {
     /// ```
     #[inline]
     pub fn clear(&self, slot: u32, bit: u32) -> Result<()> {
-        // SAFETY: an open handle; C checks slot and bit.
+        // SAFETY: an open handle (the invariant); C checks slot and bit.
         check(unsafe { sys::vigil_hb_clear_in_flight(self.raw(), slot, bit) }).map(drop)
     }
 
@@ -454,7 +468,7 @@ impl HeartbeatTable {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn set_role(&self, slot: u32, role: Role) -> Result<()> {
-        // SAFETY: an open handle; C checks the slot.
+        // SAFETY: an open handle (the invariant); C checks the slot.
         check(unsafe { sys::vigil_hb_set_role(self.raw(), slot, role.to_raw()) }).map(drop)
     }
 
@@ -476,7 +490,7 @@ impl HeartbeatTable {
     /// ```
     pub fn snapshot(&self, slot: u32) -> Result<SlotInfo> {
         let mut out = sys::Spare::<sys::vigil_slot_info>::zeroed();
-        // SAFETY: an open handle; out has room for a longer struct.
+        // SAFETY: an open handle (the invariant); out has room for a longer struct.
         check(unsafe { sys::vigil_hb_snapshot(self.raw(), slot, &mut out.value) })?;
         Ok(SlotInfo::from_raw(&out.value))
     }
@@ -497,7 +511,7 @@ impl HeartbeatTable {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn live_count(&self, grace_epochs: u64) -> u32 {
-        // SAFETY: an open handle.
+        // SAFETY: an open handle (the invariant).
         unsafe { sys::vigil_hb_live_count(self.raw(), grace_epochs) }
     }
 
@@ -525,7 +539,7 @@ impl HeartbeatTable {
     /// ```
     #[inline]
     pub fn owned(&self, slot: u32) -> Result<bool> {
-        // SAFETY: an open handle; C checks the slot.
+        // SAFETY: an open handle (the invariant); C checks the slot.
         check(unsafe { sys::vigil_hb_owned(self.raw(), slot) }).map(|rc| rc == 1)
     }
 
@@ -543,7 +557,7 @@ impl HeartbeatTable {
     /// ```
     pub fn stats(&self) -> Result<HeartbeatCounters> {
         let mut out = sys::Spare::<sys::vigil_hb_counters>::zeroed();
-        // SAFETY: an open handle; out has room for a longer struct.
+        // SAFETY: an open handle (the invariant); out has room for a longer struct.
         check(unsafe { sys::vigil_hb_stats(self.raw(), &mut out.value) })?;
         let c = out.value;
         Ok(HeartbeatCounters {
@@ -559,7 +573,8 @@ impl HeartbeatTable {
 
 impl Drop for HeartbeatTable {
     fn drop(&mut self) {
-        // SAFETY: the handle is open and nothing borrows it any more.
+        // SAFETY: an open handle (the invariant), closed once; `&mut self`:
+        // no Registration, Beater or Barrier borrows the table any more.
         unsafe { sys::vigil_hb_close(self.raw.as_ptr()) }
     }
 }
@@ -585,6 +600,11 @@ impl fmt::Debug for HeartbeatTable {
 /// guard unregisters and ignores that answer; [`into_slot`](Self::into_slot)
 /// keeps the slot registered past the guard.
 ///
+/// **Fork.** The guard belongs to the process that registered. In a child
+/// forked while it is held, dropping it does nothing and
+/// [`unregister`](Self::unregister) is [`Error::Lost`](crate::Error::Lost):
+/// the slot stays the parent's. A child registers a slot of its own.
+///
 /// ```
 /// # let dir = std::env::temp_dir().join(format!("vigil-doc-registration-{}", std::process::id()));
 /// # std::fs::create_dir_all(&dir)?;
@@ -602,6 +622,9 @@ pub struct Registration<'t> {
     table: &'t HeartbeatTable,
     slot: u32,
     armed: bool,
+    // The process that registered: in a forked child the guard is the
+    // parent's, and leaving it there unregisters nothing.
+    creator: u32,
 }
 
 impl<'t> Registration<'t> {
@@ -768,6 +791,9 @@ impl<'t> Registration<'t> {
     #[inline]
     pub fn unregister(mut self) -> Result<()> {
         self.armed = false;
+        if std::process::id() != self.creator {
+            return Err(crate::Error::Lost); // a forked child: the parent's slot
+        }
         self.table.unregister(self.slot)
     }
 
@@ -795,7 +821,8 @@ impl<'t> Registration<'t> {
 impl Drop for Registration<'_> {
     #[inline]
     fn drop(&mut self) {
-        if self.armed {
+        // Never in a forked child: the registration is the parent's.
+        if self.armed && std::process::id() == self.creator {
             let _ = self.table.unregister(self.slot);
         }
     }

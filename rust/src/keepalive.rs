@@ -2,16 +2,21 @@
 //! its TTL while the work it authorises runs.
 
 use std::fmt;
-use std::marker::PhantomData;
 use std::os::raw::{c_int, c_void};
 use std::os::unix::io::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::NonNull;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::{check, Error, Result};
-use crate::lease::{Lease, LeasePort};
+use crate::lease::{sealed, Lease, LeasePort};
 use crate::sys;
+
+/// What a keepalive keeps alive for its renewer: any port that may be
+/// shared with, and dropped on, another thread.
+trait Holds: Send + Sync {}
+impl<T: Send + Sync + ?Sized> Holds for T {}
 
 /// Renews a lease through a [`LeasePort`] every 0.32 TTL (so two lost
 /// renewals in a row are survived) until stopped, on a thread of its own.
@@ -28,15 +33,27 @@ use crate::sys;
 ///   and returns only when no renewal is in flight and none can start, so
 ///   a release that follows can never be undone by a late renewal.
 ///
-/// `Send + Sync`; it borrows the port it renews through.
+/// **It owns a share of its port.** [`start`](Self::start) takes the port
+/// as an [`Arc`], and the keepalive holds that share until its renewer is
+/// joined: a keepalive that is never stopped (leaked with
+/// [`std::mem::forget`], say) keeps its store open and renewing, and can
+/// never renew through a store that was closed. To borrow a port instead,
+/// use [`with_keepalive`], which runs one for the length of a call.
+///
+/// **Fork.** In a child forked while it runs, the keepalive is the
+/// parent's: the child has no renewer, and dropping or stopping its copy
+/// frees the child's memory only, never stopping the parent's renewer.
+///
+/// `Send + Sync`.
 ///
 /// ```
+/// use std::sync::Arc;
 /// use std::time::Duration;
 /// # let dir = std::env::temp_dir().join(format!("vigil-doc-ka-{}", std::process::id()));
 /// # std::fs::create_dir_all(&dir)?;
-/// let store = vigil::Leases::create(dir.join("leases"), 16)?;
+/// let store = Arc::new(vigil::Leases::create(dir.join("leases"), 16)?);
 /// let lease = store.acquire("report", "me", Duration::from_secs(3))?;
-/// let ka = vigil::Keepalive::start(&store, &lease)?;
+/// let ka = vigil::Keepalive::start(store.clone(), &lease)?;
 /// for part in 0..3 {
 ///     if ka.is_lost() {
 ///         break; // someone else may hold it now: stop acting
@@ -49,20 +66,40 @@ use crate::sys;
 /// # drop(store); std::fs::remove_dir_all(&dir)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub struct Keepalive<'p> {
+///
+/// What the types rule out here (a borrowed or borrowing port, one that is
+/// not `Sync`) is shown in the crate's documentation.
+pub struct Keepalive {
+    // Some from start until stop (by value) or drop takes it: whenever a
+    // method can be called, it holds a running keepalive.
     raw: Option<NonNull<sys::vigil_keepalive>>,
-    _port: PhantomData<&'p ()>,
+    // The renewer's port, held until the renewer is joined (the field is
+    // dropped after Drop::drop has stopped it). None only for the one
+    // with_keepalive runs, whose port outlives the call.
+    _port: Option<Arc<dyn Holds>>,
 }
 
-// SAFETY: the C keepalive may be stopped from any thread, and lost(),
-// fd() and stats() read atomics or fixed fields; the port it calls is
-// Sync (start's bound).
-unsafe impl Send for Keepalive<'_> {}
-unsafe impl Sync for Keepalive<'_> {}
+// SAFETY: the renewer is the library's own thread, and
+// vigil_keepalive_stop may run on any thread (it joins the renewer, which
+// any thread may do); the port held is `Holds`, so Send + Sync, and the
+// port of a with_keepalive keepalive is Sync (its bound) and never leaves
+// that call's frame. Through `&Keepalive` only vigil_keepalive_lost, _fd
+// and _stats run, which read atomics and fields fixed at start.
+unsafe impl Send for Keepalive {}
+// SAFETY: as for Send.
+unsafe impl Sync for Keepalive {}
 
+/// The C callback that renews through a Rust port.
+///
+/// # Safety
+///
+/// `ctx` is a `*const P` valid for the call and `lease` a valid lease:
+/// what [`raw_port`] hands the library, for a port that outlives the
+/// keepalive's renewer.
 unsafe extern "C" fn renew_through<P: LeasePort + Sync>(ctx: *mut c_void, lease: *const sys::vigil_lease) -> c_int {
-    // SAFETY: ctx is the &P given to start, borrowed for the keepalive's
-    // life; lease is the keepalive's own copy.
+    // SAFETY: the function's contract: ctx is the `&P` raw_port was given,
+    // alive for as long as the renewer runs (the keepalive holds the Arc,
+    // or with_keepalive the borrow); lease is the keepalive's own copy.
     let (port, lease) = unsafe { (&*(ctx as *const P), Lease::from_raw(*lease)) };
     // A panic must not unwind into C: it counts as a transient failure
     // (local expiry still ends the lease if the port keeps failing).
@@ -73,33 +110,52 @@ unsafe extern "C" fn renew_through<P: LeasePort + Sync>(ctx: *mut c_void, lease:
     }
 }
 
-impl<'p> Keepalive<'p> {
-    /// Starts renewing `lease` through `port`. The lease's TTL must be at
-    /// least 3 ms ([`Error::OutOfRange`]).
+/// The C port for `port`: the library's own for its backends, else a call
+/// back into Rust through `renew_through`. Valid while `port` is.
+fn raw_port<P: LeasePort + Sync>(port: &P) -> sys::vigil_lease_port {
+    match port.native_port(sealed::Token(())) {
+        Some(native) => native.raw,
+        None => sys::vigil_lease_port { ctx: port as *const P as *mut c_void, renew: Some(renew_through::<P>) },
+    }
+}
+
+impl Keepalive {
+    /// Starts renewing `lease` through `port`, a share of which it holds
+    /// until stopped. The lease's TTL must be at least 3 ms
+    /// ([`Error::OutOfRange`]).
     ///
     /// ```
+    /// use std::sync::Arc;
     /// use std::time::Duration;
     /// # let dir = std::env::temp_dir().join(format!("vigil-doc-kastart-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
-    /// # let store = vigil::Leases::create(dir.join("l"), 4)?;
+    /// # let store = Arc::new(vigil::Leases::create(dir.join("l"), 4)?);
     /// let lease = store.acquire("k", "me", Duration::from_secs(3))?;
-    /// let ka = vigil::Keepalive::start(&store, &lease)?;
-    /// # drop(ka); drop(store); std::fs::remove_dir_all(&dir)?;
+    /// let ka = vigil::Keepalive::start(store.clone(), &lease)?;
+    /// drop(store); // the keepalive's share keeps the store open
+    /// assert!(!ka.is_lost());
+    /// # drop(ka); std::fs::remove_dir_all(&dir)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn start<P: LeasePort + Sync>(port: &'p P, lease: &Lease) -> Result<Keepalive<'p>> {
-        let raw_port = match port.native_port() {
-            Some(native) => native.0,
-            None => sys::vigil_lease_port {
-                ctx: port as *const P as *mut c_void,
-                renew: Some(renew_through::<P>),
-            },
-        };
+    pub fn start<P: LeasePort + Send + Sync + 'static>(port: Arc<P>, lease: &Lease) -> Result<Keepalive> {
+        let raw_port = raw_port(&*port);
+        // SAFETY: raw_port's context is inside `port`, whose Arc the
+        // keepalive holds until its renewer is joined (and for ever if it
+        // is leaked); P is 'static, so nothing it borrows can end first.
+        unsafe { Self::start_raw(&raw_port, lease, Some(port)) }
+    }
+
+    /// # Safety
+    ///
+    /// What `port` points to (its context) stays valid until the returned
+    /// keepalive is stopped or dropped, and until for ever if it is leaked.
+    unsafe fn start_raw(port: &sys::vigil_lease_port, lease: &Lease, owner: Option<Arc<dyn Holds>>) -> Result<Keepalive> {
         let mut raw = std::ptr::null_mut();
-        // SAFETY: the port (and its ctx) outlives the keepalive ('p); the
-        // lease is copied by C; raw is written only on success.
-        check(unsafe { sys::vigil_keepalive_start(&raw_port, &lease.raw, &mut raw) })?;
-        Ok(Keepalive { raw: NonNull::new(raw), _port: PhantomData })
+        // SAFETY: the port is valid as long as the keepalive (this
+        // function's contract); the library copies the port and the lease;
+        // raw is written only on success.
+        check(unsafe { sys::vigil_keepalive_start(port, &lease.raw, &mut raw) })?;
+        Ok(Keepalive { raw: NonNull::new(raw), _port: owner })
     }
 
     fn ptr(&self) -> *mut sys::vigil_keepalive {
@@ -112,15 +168,15 @@ impl<'p> Keepalive<'p> {
     /// ```
     /// # let dir = std::env::temp_dir().join(format!("vigil-doc-kalost-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
-    /// # let store = vigil::Leases::create(dir.join("l"), 4)?;
+    /// # let store = std::sync::Arc::new(vigil::Leases::create(dir.join("l"), 4)?);
     /// let lease = store.acquire("k", "me", std::time::Duration::from_secs(3))?;
-    /// let ka = vigil::Keepalive::start(&store, &lease)?;
+    /// let ka = vigil::Keepalive::start(store.clone(), &lease)?;
     /// assert!(!ka.is_lost());
     /// # drop(ka); drop(store); std::fs::remove_dir_all(&dir)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn is_lost(&self) -> bool {
-        // SAFETY: a running keepalive.
+        // SAFETY: a running keepalive (or NULL, which the call accepts).
         unsafe { sys::vigil_keepalive_lost(self.ptr()) }
     }
 
@@ -132,9 +188,9 @@ impl<'p> Keepalive<'p> {
     /// use std::time::Duration;
     /// # let dir = std::env::temp_dir().join(format!("vigil-doc-kastop-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
-    /// # let store = vigil::Leases::create(dir.join("l"), 4)?;
+    /// # let store = std::sync::Arc::new(vigil::Leases::create(dir.join("l"), 4)?);
     /// let lease = store.acquire("k", "me", Duration::from_secs(3))?;
-    /// let ka = vigil::Keepalive::start(&store, &lease)?;
+    /// let ka = vigil::Keepalive::start(store.clone(), &lease)?;
     /// ka.stop()?;
     /// store.release(&lease)?;
     /// # drop(store); std::fs::remove_dir_all(&dir)?;
@@ -158,16 +214,17 @@ impl<'p> Keepalive<'p> {
     /// use std::time::Duration;
     /// # let dir = std::env::temp_dir().join(format!("vigil-doc-kastats-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
-    /// # let store = vigil::Leases::create(dir.join("l"), 4)?;
+    /// # let store = std::sync::Arc::new(vigil::Leases::create(dir.join("l"), 4)?);
     /// let lease = store.acquire("k", "me", Duration::from_secs(3))?;
-    /// let ka = vigil::Keepalive::start(&store, &lease)?;
+    /// let ka = vigil::Keepalive::start(store.clone(), &lease)?;
     /// assert_eq!(ka.stats()?.period, Duration::from_millis(960)); // 0.32 TTL
     /// # drop(ka); drop(store); std::fs::remove_dir_all(&dir)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn stats(&self) -> Result<KeepaliveStats> {
         let mut out = sys::Spare::<sys::vigil_keepalive_info>::zeroed();
-        // SAFETY: a running keepalive; out has room for a longer struct.
+        // SAFETY: a running keepalive (or NULL: -EINVAL); out has room for
+        // a longer struct.
         check(unsafe { sys::vigil_keepalive_stats(self.ptr(), &mut out.value) })?;
         let v = out.value;
         Ok(KeepaliveStats {
@@ -181,13 +238,15 @@ impl<'p> Keepalive<'p> {
     }
 }
 
-impl Drop for Keepalive<'_> {
+impl Drop for Keepalive {
     fn drop(&mut self) {
+        // The renewer is joined here; the port share (a field) is dropped
+        // after, when nothing can call it any more.
         let _ = self.stop_now();
     }
 }
 
-impl AsRawFd for Keepalive<'_> {
+impl AsRawFd for Keepalive {
     /// A descriptor readable (`POLLIN`) once the lease is lost; owned by
     /// the keepalive, valid until it stops. For `poll`/`epoll` loops and
     /// async runtimes (e.g. tokio's `AsyncFd`).
@@ -209,7 +268,7 @@ impl AsRawFd for Keepalive<'_> {
     /// # std::fs::create_dir_all(&dir)?;
     /// # let store = vigil::Leases::create(dir.join("l"), 4)?;
     /// let lease = store.acquire("k", "me", Duration::from_millis(30))?;
-    /// let ka = vigil::Keepalive::start(&Refusing, &lease)?;
+    /// let ka = vigil::Keepalive::start(std::sync::Arc::new(Refusing), &lease)?;
     /// let mut p = PollFd { fd: ka.as_raw_fd(), events: 1 /* POLLIN */, revents: 0 };
     /// assert_eq!(unsafe { poll(&mut p, 1, 5_000) }, 1); // readable: lost
     /// assert!(ka.is_lost());
@@ -217,22 +276,26 @@ impl AsRawFd for Keepalive<'_> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     fn as_raw_fd(&self) -> RawFd {
-        // SAFETY: a running keepalive.
+        // SAFETY: a running keepalive (`raw` is Some while `&self` can be
+        // had: only stop, by value, and drop take it).
         unsafe { sys::vigil_keepalive_fd(self.ptr()) }
     }
 }
 
-impl AsFd for Keepalive<'_> {
+impl AsFd for Keepalive {
     /// As [`as_raw_fd`](AsRawFd::as_raw_fd), borrowed for as long as the
     /// keepalive is.
     fn as_fd(&self) -> BorrowedFd<'_> {
-        // SAFETY: the descriptor is open until the keepalive stops, which
-        // needs it by value or dropped: after this borrow ends.
-        unsafe { BorrowedFd::borrow_raw(self.as_raw_fd()) }
+        let fd = self.as_raw_fd();
+        assert!(fd >= 0, "a running keepalive has a descriptor");
+        // SAFETY: fd is the running keepalive's own descriptor (not -1),
+        // open until it stops, which takes the keepalive by value or drops
+        // it: after the borrow of `self` this BorrowedFd carries ends.
+        unsafe { BorrowedFd::borrow_raw(fd) }
     }
 }
 
-impl fmt::Debug for Keepalive<'_> {
+impl fmt::Debug for Keepalive {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Keepalive").field("lost", &self.is_lost()).finish()
     }
@@ -267,6 +330,10 @@ pub struct KeepaliveStats {
 /// no longer have been authorised. The body can watch the keepalive it is
 /// given (e.g. stop early when [`Keepalive::is_lost`]).
 ///
+/// The port is borrowed for the call: the keepalive lives in this call's
+/// frame, the body sees it only by reference, and it is stopped before the
+/// call returns or unwinds.
+///
 /// ```
 /// use std::time::Duration;
 /// # let dir = std::env::temp_dir().join(format!("vigil-doc-withka-{}", std::process::id()));
@@ -286,15 +353,22 @@ pub struct KeepaliveStats {
 /// # drop(store); std::fs::remove_dir_all(&dir)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+///
 pub fn with_keepalive<P, T, E, F>(port: &P, lease: &Lease, body: F) -> std::result::Result<T, E>
 where
     P: LeasePort + Sync,
     E: From<Error>,
-    F: FnOnce(&Keepalive<'_>) -> std::result::Result<T, E>,
+    F: FnOnce(&Keepalive) -> std::result::Result<T, E>,
 {
-    let mut ka = Keepalive::start(port, lease)?;
+    let raw_port = raw_port(port);
+    // SAFETY: `ka` is a local of this frame that is never moved out (the
+    // body gets `&ka`, for the length of its call only): it is stopped by
+    // `stop` below, or dropped (and so stopped) when `body` unwinds, before
+    // this call ends and with it the borrow of `port` the context points
+    // into. Forgetting a reference leaks nothing.
+    let ka = unsafe { Keepalive::start_raw(&raw_port, lease, None) }?;
     let result = body(&ka);
-    let stopped = ka.stop_now();
+    let stopped = ka.stop();
     match (result, stopped) {
         (Ok(_), Err(e)) => Err(e.into()),
         (result, _) => result,

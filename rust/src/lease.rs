@@ -260,8 +260,8 @@ pub struct LeasesCounters {
 /// # std::fs::create_dir_all(&dir)?;
 /// # let store = vigil::Leases::create(dir.join("l"), 4)?;
 /// let lease = store.acquire("k", "me", Duration::from_millis(30))?;
-/// let port = Counting(AtomicU32::new(0));
-/// let ka = vigil::Keepalive::start(&port, &lease)?;
+/// let port = std::sync::Arc::new(Counting(AtomicU32::new(0)));
+/// let ka = vigil::Keepalive::start(port.clone(), &lease)?;
 /// for _ in 0..2000 {
 ///     if ka.is_lost() { break; }
 ///     std::thread::sleep(Duration::from_millis(5));
@@ -287,20 +287,39 @@ pub trait LeasePort {
     fn renew(&self, lease: &Lease) -> Result<()>;
 
     /// The C port of a backend the library implements itself (the store,
-    /// etcd), renewed without a call back into Rust.
+    /// etcd), renewed without a call back into Rust. Sealed: only this
+    /// crate can name the token and the port, so it can neither be called
+    /// nor overridden elsewhere, and the port borrows `self`.
     #[doc(hidden)]
-    fn native_port(&self) -> Option<NativePort> {
+    fn native_port(&self, _: sealed::Token) -> Option<sealed::NativePort<'_>> {
         None
     }
 }
 
-/// A C port (`vigil_lease_port`), for the backends the library implements.
-#[doc(hidden)]
-pub struct NativePort(pub(crate) sys::vigil_lease_port);
+/// What only this crate can name: a port's native form is no one else's to
+/// make or take.
+pub(crate) mod sealed {
+    use std::fmt;
+    use std::marker::PhantomData;
 
-impl fmt::Debug for NativePort {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("NativePort")
+    use crate::sys;
+
+    /// The key to [`LeasePort::native_port`](super::LeasePort::native_port):
+    /// made only inside the crate.
+    #[derive(Debug)]
+    pub struct Token(pub(crate) ());
+
+    /// A C port (`vigil_lease_port`) of a backend the library implements,
+    /// valid for as long as the backend it was taken from is borrowed.
+    pub struct NativePort<'p> {
+        pub(crate) raw: sys::vigil_lease_port,
+        pub(crate) _of: PhantomData<&'p ()>,
+    }
+
+    impl fmt::Debug for NativePort<'_> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("NativePort")
+        }
     }
 }
 
@@ -329,9 +348,17 @@ pub struct Leases {
     path: PathBuf,
 }
 
-// SAFETY: the handle is fixed at open; every operation is a protocol on
-// the shared mapping, safe from any thread (the C API's contract).
+// INVARIANT: `raw` is an open store from `wrap` until `drop` (which has
+// `&mut self`: no borrow, no NativePort, is left); every call below that
+// says "an open handle" rests on it.
+
+// SAFETY: the C store keeps no state of a thread's (its fields are fixed
+// at open), and may be closed on any thread.
 unsafe impl Send for Leases {}
+// SAFETY: every call through `&Leases` is a protocol on the shared mapping
+// (entry locks held by a process are judged by the process, not the
+// thread) or reads fields fixed at open: any number of threads may make
+// them at once, a keepalive's renewer among them.
 unsafe impl Sync for Leases {}
 
 impl Leases {
@@ -448,7 +475,7 @@ impl Leases {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn capacity(&self) -> u32 {
-        // SAFETY: an open handle.
+        // SAFETY: an open handle (the invariant).
         unsafe { sys::vigil_leases_capacity(self.ptr()) }
     }
 
@@ -471,7 +498,7 @@ impl Leases {
     pub fn acquire(&self, key: &str, owner: &str, ttl: Duration) -> Result<Lease> {
         let (k, o) = (c_string(key)?, c_string(owner)?);
         let mut out = blank_lease();
-        // SAFETY: an open handle, C strings; out is written only on success.
+        // SAFETY: an open handle (the invariant), C strings; out is written only on success.
         check(unsafe { sys::vigil_leases_acquire(self.ptr(), k.as_ptr(), o.as_ptr(), ttl_ms(ttl), &mut out) })?;
         Ok(Lease::from_raw(out))
     }
@@ -495,7 +522,7 @@ impl Leases {
     pub fn acquire_wait(&self, key: &str, owner: &str, ttl: Duration, timeout: Option<Duration>) -> Result<Lease> {
         let (k, o) = (c_string(key)?, c_string(owner)?);
         let mut out = blank_lease();
-        // SAFETY: an open handle, C strings; out is written only on success.
+        // SAFETY: an open handle (the invariant), C strings; out is written only on success.
         check(unsafe {
             sys::vigil_leases_acquire_wait(self.ptr(), k.as_ptr(), o.as_ptr(), ttl_ms(ttl), timeout_ns(timeout), &mut out)
         })?;
@@ -554,7 +581,7 @@ impl Leases {
     pub fn get(&self, key: &str) -> Result<Option<LeaseInfo>> {
         let k = c_string(key)?;
         let mut out = sys::Spare::<sys::vigil_lease_info>::zeroed();
-        // SAFETY: an open handle, a C string; out has room for a longer struct.
+        // SAFETY: an open handle (the invariant), a C string; out has room for a longer struct.
         match check(unsafe { sys::vigil_leases_get(self.ptr(), k.as_ptr(), &mut out.value) }) {
             Ok(_) => Ok(Some(LeaseInfo::from_raw(&out.value))),
             Err(Error::Vacant) => Ok(None),
@@ -582,7 +609,7 @@ impl Leases {
     /// ```
     pub fn entry(&self, index: u32) -> Result<LeaseInfo> {
         let mut out = sys::Spare::<sys::vigil_lease_info>::zeroed();
-        // SAFETY: an open handle; out has room for a longer struct.
+        // SAFETY: an open handle (the invariant); out has room for a longer struct.
         match check(unsafe { sys::vigil_leases_entry(self.ptr(), index, &mut out.value) }) {
             // Vacant and stuck-in-a-change entries are filled in too.
             Ok(_) | Err(Error::Vacant) | Err(Error::Busy) => Ok(LeaseInfo::from_raw(&out.value)),
@@ -602,7 +629,7 @@ impl Leases {
     /// ```
     pub fn stats(&self) -> Result<LeasesCounters> {
         let mut out = sys::Spare::<sys::vigil_leases_counters>::zeroed();
-        // SAFETY: an open handle; out has room for a longer struct.
+        // SAFETY: an open handle (the invariant); out has room for a longer struct.
         check(unsafe { sys::vigil_leases_stats(self.ptr(), &mut out.value) })?;
         let c = out.value;
         Ok(LeasesCounters { handovers: c.handovers, renewals_refused: c.renewals_refused, expiries: c.expiries })
@@ -614,15 +641,19 @@ impl LeasePort for Leases {
         Leases::renew(self, lease)
     }
 
-    fn native_port(&self) -> Option<NativePort> {
-        // SAFETY: an open handle; the port lives as long as it.
-        Some(NativePort(unsafe { sys::vigil_leases_port(self.ptr()) }))
+    fn native_port(&self, _: sealed::Token) -> Option<sealed::NativePort<'_>> {
+        // SAFETY: an open handle (the invariant). The port points into it, and the
+        // NativePort borrows `self`, so it cannot outlive the handle.
+        let raw = unsafe { sys::vigil_leases_port(self.ptr()) };
+        Some(sealed::NativePort { raw, _of: std::marker::PhantomData })
     }
 }
 
 impl Drop for Leases {
     fn drop(&mut self) {
-        // SAFETY: the handle is open and nothing borrows it any more.
+        // SAFETY: an open handle (the invariant), closed once; `&mut self`:
+        // nothing borrows the store (a keepalive holds an Arc of it, so a
+        // running one keeps it from being dropped at all).
         unsafe { sys::vigil_leases_close(self.ptr()) }
     }
 }

@@ -24,9 +24,124 @@
 //! Every time is a [`Duration`](std::time::Duration); epochs (the
 //! watchdog's ticks) are counts. Errors are one [`Error`] enum. Handles are
 //! `Send + Sync` (every operation is an atomic protocol on the shared file;
-//! the one per-handle wait is serialised), and borrow what they need to
-//! outlive: a [`Registration`], [`Beater`] or [`Barrier`] borrows its table,
-//! a [`Keepalive`] its port.
+//! the per-handle waits, `failover_wait` and a bound barrier's, take
+//! turns), and hold what they need to outlive: a [`Registration`],
+//! [`Beater`] or [`Barrier`] borrows its table, a [`Keepalive`] owns a
+//! share (an `Arc`) of its port, and [`with_keepalive`] borrows one for the
+//! length of a call.
+//!
+//! # No undefined behaviour from safe code
+//!
+//! No sequence of safe calls reaches undefined behaviour: not
+//! `std::mem::forget`, not a handle shared between threads, not a `fork`.
+//! What could go wrong is ruled out by the types, and each `unsafe` block
+//! of the crate says why it holds from them (the test `safety_comments`
+//! checks that each has its reason). These do not compile:
+//!
+//! A keepalive that could outlive what it renews through (a borrowed
+//! store, or a port that borrows one: a forgotten keepalive would renew
+//! through a closed store):
+//!
+//! ```compile_fail
+//! # fn f(store: &vigil::Leases, lease: &vigil::Lease) {
+//! let ka = vigil::Keepalive::start(store, lease); // an Arc<Leases> is needed
+//! # }
+//! ```
+//!
+//! ```compile_fail
+//! struct Borrowing<'a>(&'a vigil::Leases);
+//! impl vigil::LeasePort for Borrowing<'_> {
+//!     fn renew(&self, lease: &vigil::Lease) -> vigil::Result<()> { self.0.renew(lease) }
+//! }
+//! fn leak(store: &vigil::Leases, lease: &vigil::Lease) {
+//!     let ka = vigil::Keepalive::start(std::sync::Arc::new(Borrowing(store)), lease).unwrap();
+//!     std::mem::forget(ka);
+//! }
+//! ```
+//!
+//! A port the renewer thread could not share (not `Sync`):
+//!
+//! ```compile_fail
+//! struct Counting(std::cell::Cell<u32>);
+//! impl vigil::LeasePort for Counting {
+//!     fn renew(&self, _: &vigil::Lease) -> vigil::Result<()> { self.0.set(self.0.get() + 1); Ok(()) }
+//! }
+//! # fn f(lease: &vigil::Lease) {
+//! let ka = vigil::Keepalive::start(std::sync::Arc::new(Counting(Default::default())), lease);
+//! # }
+//! ```
+//!
+//! The scoped keepalive of [`with_keepalive`] taken out of its call:
+//!
+//! ```compile_fail
+//! # fn f(store: &vigil::Leases, lease: &vigil::Lease) {
+//! let mut kept = None;
+//! let _ = vigil::with_keepalive(store, lease, |ka| -> vigil::Result<()> {
+//!     kept = Some(ka);
+//!     Ok(())
+//! });
+//! # drop(kept);
+//! # }
+//! ```
+//!
+//! The library's own port of a store, which points into it: not a name
+//! outside the crate, nor a method anyone else can call or override.
+//!
+//! ```compile_fail
+//! let _: Option<vigil::NativePort> = None;
+//! ```
+//!
+//! ```compile_fail
+//! # fn f(store: &vigil::Leases) {
+//! use vigil::LeasePort;
+//! let _ = store.native_port(Default::default());
+//! # }
+//! ```
+//!
+//! Binding a barrier while another thread may be waiting on it (a bound
+//! handle stands for one peer, and its waits take turns):
+//!
+//! ```compile_fail
+//! # fn f(mut barrier: vigil::Barrier<'_>, slot: u32) {
+//! std::thread::scope(|s| {
+//!     s.spawn(|| barrier.wait(0));
+//!     barrier.bind(slot).unwrap();
+//! });
+//! # }
+//! ```
+//!
+//! A guard, beater, barrier or watchdog that outlives its table:
+//!
+//! ```compile_fail
+//! # fn f(path: &std::path::Path) -> vigil::Result<()> {
+//! let me = { let table = vigil::HeartbeatTable::open(path)?; table.register()? };
+//! # drop(me); Ok(()) }
+//! ```
+//!
+//! ```compile_fail
+//! # fn f(path: &std::path::Path) -> vigil::Result<()> {
+//! let beater = { let table = vigil::HeartbeatTable::open(path)?; table.beater(0) };
+//! # drop(beater); Ok(()) }
+//! ```
+//!
+//! ```compile_fail
+//! # fn f(path: &std::path::Path) -> vigil::Result<()> {
+//! let table = vigil::HeartbeatTable::open(path)?;
+//! let barrier = vigil::Barrier::open("b", &table)?;
+//! drop(table);
+//! # drop(barrier); Ok(()) }
+//! ```
+//!
+//! ```compile_fail
+//! # fn f(path: &std::path::Path) -> Result<(), vigil::compat::HeartbeatError> {
+//! let watchdog = { let t = vigil::compat::HeartbeatTable::open(path, 8)?; vigil::compat::FailoverWatchdog::new(&t) };
+//! # drop(watchdog); Ok(()) }
+//! ```
+//!
+//! A `fork` is not a type, so the guards check it: a child's copy of a
+//! [`Registration`] unregisters nothing when dropped, a [`Keepalive`]'s
+//! stops nothing of the parent's renewer, and an `Etcd` connection is
+//! left to the parent (the child registers, acquires and connects its own).
 //!
 //! # A worker and its watchdog
 //!
@@ -111,7 +226,7 @@ pub use etcd::{Etcd, EtcdOptions};
 pub use failover::{Election, FailoverWatchInfo, Leader, Reclaim, ReclaimReason};
 pub use heartbeat::{Beater, HeartbeatCounters, HeartbeatTable, Registration, Role, SlotInfo};
 pub use keepalive::{with_keepalive, Keepalive, KeepaliveStats};
-pub use lease::{Lease, LeaseInfo, LeasePort, LeaseState, Leases, LeasesCounters, NativePort};
+pub use lease::{Lease, LeaseInfo, LeasePort, LeaseState, Leases, LeasesCounters};
 
 /// The Rust programs of README.md, run as doc tests (`make rust-doc`).
 #[cfg(doctest)]
@@ -131,7 +246,7 @@ mod tests {
         check::<Barrier<'static>>();
         check::<Leases>();
         check::<Lease>();
-        check::<Keepalive<'static>>();
+        check::<Keepalive>();
         check::<compat::HeartbeatTable>();
         check::<compat::EpochBarrier>();
         check::<compat::FailoverWatchdog<'static>>();

@@ -47,6 +47,15 @@ pub const VIGIL_KIND_HEARTBEAT: u32 = 1;
 pub const VIGIL_KIND_BARRIER: u32 = 2;
 pub const VIGIL_KIND_LEASES: u32 = 3;
 
+/// A C struct for which all-zero bytes are a value.
+///
+/// # Safety
+///
+/// Implemented only by `shared_structs!` below, for `repr(C)` structs whose
+/// fields are integers (plain or atomic), arrays of them, raw pointers and
+/// `Option`s of function pointers: zero is a value of each (0, NULL, None).
+pub unsafe trait Plain {}
+
 /// Spare room after an out-parameter whose C struct may grow at the end.
 #[repr(C)]
 pub struct Spare<T> {
@@ -54,11 +63,11 @@ pub struct Spare<T> {
     _room: [u64; 8],
 }
 
-impl<T: Copy> Spare<T> {
-    /// A zeroed value with its spare room (every struct here is plain data).
+impl<T: Plain + Copy> Spare<T> {
+    /// A zeroed value with its spare room.
     pub fn zeroed() -> Self {
-        // SAFETY: every T used here is a C struct of integers, arrays of
-        // them and raw pointers, for which all-zero bytes are a value.
+        // SAFETY: T is Plain (all-zero is a value of it), and the room is
+        // integers.
         unsafe { std::mem::zeroed() }
     }
 }
@@ -109,6 +118,11 @@ macro_rules! shared_structs {
             pub struct $name {
                 $(pub $field: $ty),*
             }
+            $(#[cfg($cfg)])?
+            // SAFETY: the fields the table below gives every struct are
+            // integers (plain or atomic), arrays of them, raw pointers and
+            // Options of fn pointers (the trait's contract).
+            unsafe impl Plain for $name {}
             $(#[cfg($cfg)])?
             const _: () = assert!(
                 std::mem::size_of::<$name>() == $size,

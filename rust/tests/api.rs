@@ -61,7 +61,7 @@ fn registration_guard_unregisters_and_a_reclaimed_one_is_lost() {
 fn stale_guard_dropped_and_stale_barrier_arrival() {
     let dir = TempDir::new("api-stale-drop");
     let table = HeartbeatTable::create(dir.path("t"), 2).unwrap();
-    let barrier = Barrier::create(dir.path("b"), &table, 1).unwrap();
+    let mut barrier = Barrier::create(dir.path("b"), &table, 1).unwrap();
     let stale = table.register().unwrap();
     let slot = stale.slot();
     barrier.bind(slot).unwrap();
@@ -92,14 +92,14 @@ fn stale_guard_dropped_and_stale_barrier_arrival() {
 fn start_on_a_reused_barrier() {
     let dir = TempDir::new("api-start");
     let table = HeartbeatTable::create(dir.path("t"), 4).unwrap();
-    let barrier = Barrier::create(dir.path("b"), &table, 5).unwrap();
+    let mut barrier = Barrier::create(dir.path("b.state.bin"), &table, 5).unwrap();
     for r in 0..5 {
         barrier.wait_quorum(r, 1).unwrap();
     }
     let me = table.register().unwrap();
     barrier.bind(me.slot()).unwrap();
     assert!(matches!(barrier.start_timeout(2, Duration::from_millis(20)), Err(Error::Timeout)));
-    assert_eq!(Barrier::peek(dir.path("b")).unwrap().arrived, 0, "the timed-out start stayed arrived");
+    assert_eq!(Barrier::peek(dir.path("b.state.bin")).unwrap().arrived, 0, "the timed-out start stayed arrived");
     let start = barrier.start(1).unwrap();
     assert_eq!(start.first_round, 6);
     assert!(start.is_serial());
@@ -108,7 +108,7 @@ fn start_on_a_reused_barrier() {
     assert!(matches!(barrier.start(0), Err(Error::OutOfRange)));
     // compat's start: the same first round for the next group.
     let hb = Arc::new(compat::HeartbeatTable::open(dir.path("t"), 4).unwrap());
-    let eb = EpochBarrier::open(dir.path("b"), hb, 0).unwrap();
+    let eb = EpochBarrier::open(dir.path("b"), hb, 0).unwrap(); // the file at state_path("b")
     assert_eq!(eb.start(1).unwrap(), 8);
 }
 
@@ -154,10 +154,10 @@ impl LeasePort for RefuseFrom {
 #[test]
 fn keepalive_renews_and_its_loss_is_told() {
     let dir = TempDir::new("api-ka");
-    let store = Leases::create(dir.path("l"), 4).unwrap();
+    let store = std::sync::Arc::new(Leases::create(dir.path("l"), 4).unwrap());
     let lease = store.acquire("k", "me", Duration::from_millis(40)).unwrap();
-    let port = RefuseFrom(AtomicU32::new(0), 3);
-    let ka = Keepalive::start(&port, &lease).unwrap();
+    let port = std::sync::Arc::new(RefuseFrom(AtomicU32::new(0), 3));
+    let ka = Keepalive::start(port.clone(), &lease).unwrap();
     let end = std::time::Instant::now() + Duration::from_secs(10);
     while !ka.is_lost() && std::time::Instant::now() < end {
         std::thread::sleep(Duration::from_millis(2));
@@ -182,7 +182,7 @@ fn keepalive_renews_and_its_loss_is_told() {
 
     // The store's own port (the library's, no call into Rust) renews it.
     let lease = store.acquire("k2", "me", Duration::from_millis(1500)).unwrap();
-    let ka = Keepalive::start(&store, &lease).unwrap();
+    let ka = Keepalive::start(store.clone(), &lease).unwrap();
     let end = std::time::Instant::now() + Duration::from_secs(10);
     while ka.stats().unwrap().renewals < 2 && std::time::Instant::now() < end {
         std::thread::sleep(Duration::from_millis(10));
@@ -198,7 +198,7 @@ fn with_keepalive_gives_the_body_error_first_then_lost() {
     let store = Leases::create(dir.path("l"), 4).unwrap();
     let lease = store.acquire("k", "me", Duration::from_millis(30)).unwrap();
     let refusing = RefuseFrom(AtomicU32::new(0), 1);
-    let wait_lost = |ka: &Keepalive<'_>| {
+    let wait_lost = |ka: &Keepalive| {
         let end = std::time::Instant::now() + Duration::from_secs(10);
         while !ka.is_lost() {
             assert!(std::time::Instant::now() < end, "a refused lease never lost");
@@ -313,4 +313,61 @@ fn compat_watchdogs_reclaim_once_and_spare_the_live() {
     assert_eq!(hb.snapshot(live).unwrap().in_flight_bitmap, 0b10);
     assert!(hb.snapshot(dead).is_none());
     assert!(reports.windows(2).all(|w| w[1].new_global_epoch > w[0].new_global_epoch));
+}
+
+/// Two threads on one bound handle (one of them with a short timeout) and
+/// a third peer: the timed-out wait leaves without taking the other's
+/// arrival, and the round releases when the third peer comes (issue 27:
+/// it stayed stuck, the slot's one record withdrawn).
+#[test]
+fn a_bound_barrier_shared_by_threads_keeps_its_arrival() {
+    let dir = TempDir::new("api-bound-threads");
+    let table = HeartbeatTable::create(dir.path("t"), 4).unwrap();
+    let (me, peer) = (table.register().unwrap(), table.register().unwrap());
+    let mut mine = Barrier::create(dir.path("b"), &table, 5).unwrap();
+    mine.bind(me.slot()).unwrap();
+    let mut theirs = Barrier::open(dir.path("b"), &table).unwrap();
+    theirs.bind(peer.slot()).unwrap();
+    let long = Duration::from_secs(60);
+    std::thread::scope(|s| {
+        let waiting = s.spawn(|| mine.wait_timeout(0, long));
+        // Until the first arrival stands, then one more wait on the handle.
+        let end = std::time::Instant::now() + long;
+        while Barrier::peek(dir.path("b")).unwrap().recorded == 0 {
+            assert!(std::time::Instant::now() < end, "the first wait never arrived");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let short = s.spawn(|| mine.wait_timeout(0, Duration::from_millis(50)));
+        assert!(matches!(short.join().unwrap(), Err(Error::Timeout)));
+        assert_eq!(Barrier::peek(dir.path("b")).unwrap().recorded, 1, "the short wait withdrew the other's arrival");
+        assert!(theirs.wait_timeout(0, long).is_ok());
+        assert!(waiting.join().unwrap().is_ok());
+    });
+    assert_eq!(mine.epoch(), 1);
+}
+
+/// A keepalive leaked with mem::forget keeps its own share of the store:
+/// dropping every other handle neither closes the store under the renewer
+/// nor stops it (under valgrind, no read of freed memory).
+#[test]
+fn a_forgotten_keepalive_keeps_its_store() {
+    let dir = TempDir::new("api-forget");
+    let store = Arc::new(Leases::create(dir.path("l"), 4).unwrap());
+    let lease = store.acquire("k", "me", Duration::from_secs(2)).unwrap();
+    let ka = Keepalive::start(store.clone(), &lease).unwrap();
+    std::mem::forget(ka);
+    drop(store);
+    // Renewed after the last other handle went: the time left grows back.
+    let view = Leases::open(dir.path("l")).unwrap();
+    let left = || view.get("k").unwrap().and_then(|i| i.expires_in).expect("the lease lapsed");
+    let (mut low, end) = (left(), std::time::Instant::now() + Duration::from_secs(60));
+    loop {
+        let now = left();
+        if now > low + Duration::from_millis(100) {
+            break;
+        }
+        low = low.min(now);
+        assert!(std::time::Instant::now() < end, "the leaked keepalive never renewed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

@@ -107,16 +107,19 @@ static int lease_op_begin(vigil_etcd *e, const vigil_lease *lease)
 
 /* With e's lock held: does our key KEY/<id hex> still hang on this lease
  * at the token's revision? Then (then) nothing more, delete it, or put
- * value on it (etcd_json.c). The txn of renew, release, resign, proclaim. */
+ * value on it (etcd_json.c). The txn of renew, release, resign, proclaim.
+ * A reply below the token is a store gone backwards: lost at once. */
 int vigil_etcd__if_held_locked(vigil_etcd *e, const vigil_lease *lease, int then, const char *value, bool *held)
 {
     char body[VIGIL_ETCD_REQ_MAX], full[VIGIL_ETCD_KEY_MAX];
     struct vigil_etcd_reply r;
+    int64_t at = 0;
     int rc = vigil_etcd__full_key(e, lease->key, full, sizeof(full));
     if (rc == 0)
         rc = vigil_etcd__body_if_held(body, sizeof(body), full, lease->token, lease->id, then, value);
-    if (rc == 0 && (rc = vigil_etcd__call(e, "v3/kv/txn", body, &r)) == 0)
-        rc = vigil_etcd__parse_txn(r.http, r.body, r.len, held);
+    if (rc == 0 && (rc = vigil_etcd__call(e, "v3/kv/txn", body, &r)) == 0 &&
+        (rc = vigil_etcd__parse_txn_at(r.http, r.body, r.len, held, &at)) == 0)
+        rc = vigil_etcd__store_behind(at, lease->token);
     return rc;
 }
 

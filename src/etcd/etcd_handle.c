@@ -138,8 +138,11 @@ int vigil_etcd__authenticate(vigil_etcd *e)
     int rc = vigil_etcd__headers_reset(e); /* no stale token on the authenticate itself */
     if (rc == 0 && (rc = vigil_etcd__call_raw(e, "v3/auth/authenticate", body, &r)) == 0) {
         rc = vigil_etcd__parse_auth(r.http, r.body, r.len, e->token, sizeof(e->token));
+        /* The name alone: up to a ':' (a NAME:PASSWORD given as the
+         * user, as etcdctl's --user takes it), never what follows. */
         if (rc == -EACCES)
-            vigil_etcd__why("etcd authentication failed for user '%s' (wrong name or password)", e->user);
+            vigil_etcd__why("etcd authentication failed for user '%.*s' (wrong name or password)",
+                            (int)strcspn(e->user, ":"), e->user);
     }
     free(body);
     if (rc == VIGIL_EVACANT) {

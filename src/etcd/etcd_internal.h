@@ -67,8 +67,16 @@ int vigil_etcd__parse_acquire(long http, const char *body, size_t len, int64_t l
  * when TTL is 0 or missing (etcd's answer for an expired or revoked lease)
  * or the error is "lease not found". */
 int vigil_etcd__parse_keepalive(long http, const char *body, size_t len, int64_t lease_id, int64_t *ttl);
-/* kv/txn: whether the comparisons held. */
+/* kv/txn: whether the comparisons held; _at also the header's revision
+ * (0 when the reply has none). */
 int vigil_etcd__parse_txn(long http, const char *body, size_t len, bool *succeeded);
+int vigil_etcd__parse_txn_at(long http, const char *body, size_t len, bool *succeeded, int64_t *rev);
+/* The store went backwards: a linearizable reply (a txn, a write; never
+ * a keepalive or a watch, which a lagging member answers from its own
+ * older revision) at header revision header_rev, below a token the
+ * caller holds. VIGIL_ELOST with vigil_etcd_errmsg saying so, else 0.
+ * On the parsed revision, whatever the transport. */
+int vigil_etcd__store_behind(int64_t header_rev, uint64_t token);
 /* lease/revoke: 0, or VIGIL_ELOST when the lease was already gone. */
 int vigil_etcd__parse_revoke(long http, const char *body, size_t len);
 

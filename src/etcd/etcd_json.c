@@ -412,16 +412,43 @@ int vigil_etcd__parse_keepalive(long http, const char *body, size_t len, int64_t
 
 int vigil_etcd__parse_txn(long http, const char *body, size_t len, bool *succeeded)
 {
+    int64_t rev;
+    return vigil_etcd__parse_txn_at(http, body, len, succeeded, &rev);
+}
+
+int vigil_etcd__parse_txn_at(long http, const char *body, size_t len, bool *succeeded, int64_t *rev)
+{
     cJSON *r;
     int rc = reply_open(http, body, len, false, &r);
     if (rc)
         return rc;
     bool s = false;
+    int64_t h = 0;
     rc = vigil_etcd__txn_succeeded(r, &s);
+    /* Absent: 0, not judged (etcd's revision starts at 1, never omitted). */
+    if (rc == 0 && (json_i64(field(r, "header"), "revision", &h) < 0 || h < 0))
+        rc = -EPROTO;
     cJSON_Delete(r);
-    if (rc == 0)
+    if (rc == 0) {
         *succeeded = s;
+        *rev = h;
+    }
     return rc;
+}
+
+/* A token is the create revision of a key, and etcd's revision only
+ * rises: every linearizable answer (a txn, a write) given after a token
+ * was handed out carries a revision at least as great. One below it
+ * comes from a store that lost what it had (its data wiped, or restored
+ * from an older copy): what the token fenced is gone. */
+int vigil_etcd__store_behind(int64_t header_rev, uint64_t token)
+{
+    if (header_rev <= 0 || (uint64_t)header_rev >= token)
+        return 0;
+    vigil_etcd__why("etcd's store went backwards: it answered at revision %lld, below the token %llu held "
+                    "(its data was wiped or restored from an older copy); the lease is lost",
+                    (long long)header_rev, (unsigned long long)token);
+    return VIGIL_ELOST;
 }
 
 int vigil_etcd__parse_revoke(long http, const char *body, size_t len)

@@ -14,7 +14,11 @@
  * holder, another value, vacant) is queued for the caller. The watch
  * moves to another endpoint when it has said nothing within a request's
  * bound, or the requests left its endpoint behind; it carries
- * require-leader and the auth token (etcd_watch.c).
+ * require-leader and the auth token (etcd_watch.c). A watch that ends
+ * (or fails) is looked past and opened again at once the first time,
+ * then backing off (200 ms doubling to 1 s) until one brings news, as
+ * the waiter does (etcd_wait.c): a proxy that answers every watch with
+ * an empty 200 gets a new stream a second, not hundreds.
  *
  * The queue holds OBSERVE_QUEUE changes; a reader that falls further
  * behind loses the oldest, never the latest. An eventfd is readable while
@@ -41,6 +45,8 @@
 #define RECHECK_MIN   200u  /* ms */
 #define RECHECK_MAX   2000u /* ms */
 #define RECHECK_VACANT 1000u
+#define ENDED_MIN     50u   /* ms: a watch ended again: 50 << ended, ... */
+#define ENDED_MAX     1000u /* ... up to this */
 
 struct vigil_etcd_observer {
     vigil_etcd             *e;
@@ -162,7 +168,7 @@ static void *observe_main(void *arg)
 {
     vigil_etcd_observer *o = arg;
     uint64_t next_look = 0, recheck = RECHECK_VACANT, opened = 0, bound = RECHECK_MIN * NS_PER_MS;
-    unsigned backoff = 0, cur_at_open = 0;
+    unsigned backoff = 0, cur_at_open = 0, ended = 0; /* watches ended since the last news */
     int next_ep = -1;
     while (!stopping(o)) {
         uint64_t now = vigil_etcd__now_ns();
@@ -218,11 +224,14 @@ static void *observe_main(void *arg)
         int rc = vigil_etcd__watch_wait(o->w, ms > INT_MAX ? INT_MAX : (int)ms);
         if (rc == VIGIL_ETCD_WATCH_PUT || rc == VIGIL_ETCD_WATCH_DELETED) {
             next_look = 0; /* something changed under KEY/: look */
+            ended = 0;
         } else if (rc == VIGIL_ETCD_WATCH_CANCELED || rc < 0) {
+            /* Ended, cancelled, compacted or refused: look again and
+             * watch anew (on the next endpoint when this one failed), at
+             * once the first time, then backing off. */
             drop_watch(o, &next_ep, rc < 0);
-            next_look = 0;
-            if (rc < 0)
-                pause_ms(o, 50);
+            unsigned pause = ended++ == 0 ? 0 : ENDED_MIN << (ended < 5 ? ended : 5);
+            next_look = vigil_etcd__now_ns() + (uint64_t)(pause > ENDED_MAX ? ENDED_MAX : pause) * NS_PER_MS;
         }
     }
     drop_watch(o, &next_ep, false);

@@ -107,6 +107,7 @@ void gtxn_fence(struct gtxn *t, const vigil_group_member *m)
         return;
     }
     gtxn_cmp(t, k, G_CREATE, G_EQ, (int64_t)m->rev);
+    t->fence_rev = (int64_t)m->rev; /* a store gone back below it: lost (gtxn_run) */
 }
 
 static void copy_str(char *dst, size_t cap, const char *src, size_t n)
@@ -208,10 +209,14 @@ static int join_txn(vigil_group_member *m)
     gtxn_range(&t, G_FAIL, km, G_KEYS_ONLY, 0); /* ours, if a first sending landed unanswered */
     rc = gtxn_run(m->e, &t, &r);
     gtxn_free(&t);
+    if (rc == VIGIL_ELOST)
+        /* Our lease gone between grant and join: revoked (a host's agent
+         * that took us for dead, an operator) or expired (etcd slower
+         * than the TTL). Said as it is, never as a timeout. */
+        vigil_etcd__why("the member's lease %s was gone before its join landed (revoked, by a host's agent or "
+                        "by hand, or expired); nothing was joined", m->hex);
     if (rc < 0)
-        /* Our lease gone between grant and join: the server too slow to
-         * keep it, a transient failure (as acquire reads it). */
-        return rc == VIGIL_ELOST ? -ETIMEDOUT : rc;
+        return rc;
     struct gkv me;
     int f = 0;
     if (r.ok)
@@ -229,6 +234,7 @@ static int join_txn(vigil_group_member *m)
 int vigil_group_join_opts(vigil_etcd *e, const char *group, const char *name, uint64_t ttl_ms,
                           const struct vigil_group_options *opts, vigil_group_member **out)
 {
+    vigil_etcd__why("%s", ""); /* a call's errmsg is its own */
     if (!e || !out)
         return -EINVAL;
     int rc;
@@ -279,8 +285,11 @@ int vigil_group_join_opts(vigil_etcd *e, const char *group, const char *name, ui
         goto undo;
     *out = m;
     return 0;
-undo:
+undo:;
+    char why[256];
+    vigil_etcd__why_save(why, sizeof(why)); /* the failure's, not the revoke's */
     revoke_lease(e, m->lease); /* and with it whatever the join put */
+    vigil_etcd__why_restore(why);
     grecord_remove(m);
     member_free(m);
     return rc;

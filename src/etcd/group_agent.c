@@ -9,12 +9,16 @@
  * member key exists (a temporary file renamed into place: an agent never
  * reads half a record), removed by leave once the revoke is answered:
  *
- *   vigil-lease 1
+ *   vigil-lease 2
  *   lease <lease ID, decimal>
- *   pid <pid>
+ *   pid <pid, as the member's own pid namespace numbers it>
  *   start <start time: /proc/<pid>/stat field 22>
+ *   pidns <the member's pid namespace: inode of /proc/self/ns/pid, 0 unknown>
  *   group <group>
  *   name <member>
+ *
+ * (Version 1, without the pidns line, is read as a member of the agent's
+ * own namespace, as it always was.)
  *
  * The agent (vigil_agent_*, `vigil agent --dir DIR`) watches DIR with
  * inotify and each recorded process with a pidfd, as failover_wait does
@@ -27,16 +31,34 @@
  * again (or late) revokes at once the leases of members that died while
  * it was away: the records are the state, and the agent holds none of
  * its own. Revoking twice is harmless, so two agents on one DIR are too.
+ * An overflow of the inotify queue (IN_Q_OVERFLOW: events were dropped)
+ * scans DIR again, so no record goes unseen.
+ *
+ * Only a death the agent can see is judged. A member of another pid
+ * namespace (a container sharing DIR: its pid means another process
+ * here, or none), or one whose /proc entries the agent reads from
+ * another namespace's /proc, is never judged dead: the agent says so
+ * once (an event with result -EREMOTE) and leaves its lease to its TTL.
  *
  * DIR is the trust boundary: whoever may write in it may have the agent
  * revoke any lease ID it names. Make it 0700, the agent's and its
- * members' user's (join makes a missing DIR so).
+ * members' user's (join makes a missing DIR so). The agent refuses a DIR
+ * that another user could have written in (vigil_file_trusted: writable
+ * by everyone, or another user's outside a group of the agent's), and
+ * ignores a record that is writable by everyone or whose owner is neither
+ * trusted by that rule nor one who may write in DIR (its owner, or a
+ * member of its group when it is group-writable), unless told to trust
+ * them. A record is written under a temporary name opened
+ * O_EXCL|O_NOFOLLOW, so never through a file or symlink put there first.
  */
 #define _GNU_SOURCE
 #include "group_internal.h"
+#include "file_internal.h"
 #include "proc_internal.h"
 
 #include <dirent.h>
+#include <grp.h>
+#include <pwd.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -68,9 +90,9 @@ int grecord_write(vigil_group_member *m, const char *dir)
     char tmp[sizeof(m->record)], body[RECORD_MAX];
     int n = snprintf(m->record, sizeof(m->record), "%s/vigil-%s.lease", dir, m->hex);
     int t = snprintf(tmp, sizeof(tmp), "%s/.vigil-%s.tmp", dir, m->hex);
-    int b = snprintf(body, sizeof(body), "vigil-lease 1\nlease %" PRId64 "\npid %" PRIu32 "\nstart %" PRIu64
-                     "\ngroup %s\nname %s\n",
-                     m->lease, m->pid, vigil_self_start_time(), m->group, m->name);
+    int b = snprintf(body, sizeof(body), "vigil-lease 2\nlease %" PRId64 "\npid %" PRIu32 "\nstart %" PRIu64
+                     "\npidns %" PRIu64 "\ngroup %s\nname %s\n",
+                     m->lease, m->pid, vigil_self_start_time(), vigil_self_pidns(), m->group, m->name);
     if (n <= 0 || (size_t)n >= sizeof(m->record) || t <= 0 || (size_t)t >= sizeof(tmp) || b <= 0 ||
         (size_t)b >= sizeof(body)) {
         m->record[0] = '\0';
@@ -81,7 +103,9 @@ int grecord_write(vigil_group_member *m, const char *dir)
         m->record[0] = '\0';
         return err;
     }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0 && errno == EEXIST && unlink(tmp) == 0) /* one a killed join of this lease left */
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     int rc = fd < 0 ? -errno : 0;
     if (rc == 0) {
         ssize_t w = write(fd, body, (size_t)b);
@@ -112,10 +136,14 @@ struct rec {
     int64_t  lease;
     uint32_t pid;
     uint64_t start;
+    uint64_t pidns;    /* 0: not recorded (version 1): taken as the agent's */
     char     group[104];
     char     name[64];
-    int      pidfd;    /* -1: not watched (dead, or no pidfds) */
+    int      pidfd;    /* -1: not watched (dead, unseen, or no pidfds) */
     bool     dead;     /* its lease is to be revoked */
+    bool     unseen;   /* another pid namespace's, or not visible: left to its TTL */
+    bool     told;     /* unseen, and said so */
+    bool     found;    /* seen by the scan under way */
     uint64_t retry_at; /* ns, the next revoke attempt */
     unsigned backoff;
 };
@@ -124,6 +152,8 @@ struct vigil_agent {
     vigil_etcd  *e;
     int          dirfd, ino, ep;
     bool         no_pidfd;
+    bool         trust;    /* VIGIL_OPEN_TRUST_OWNER: every record is read */
+    struct stat  dir;      /* DIR as opened: who may write in it */
     struct rec **r;
     size_t       n, cap;
 };
@@ -145,16 +175,21 @@ static int parse_record(const char *s, struct rec *r)
     char group[sizeof(r->group) + 1] = "", name[sizeof(r->name) + 1] = "";
     int64_t lease = 0;
     unsigned long pid = 0;
-    uint64_t start = 0;
-    int used = 0;
-    if (sscanf(s, "vigil-lease 1\nlease %" SCNd64 "\npid %lu\nstart %" SCNu64 "\ngroup %104[^\n]\nname %64[^\n]\n%n",
-               &lease, &pid, &start, group, name, &used) != 5 ||
-        used == 0 || s[used] != '\0' || lease <= 0 || pid == 0 || pid > INT32_MAX || strlen(group) >= sizeof(r->group) ||
-        strlen(name) >= sizeof(r->name))
+    uint64_t start = 0, pidns = 0;
+    int used = 0, n;
+    if (strncmp(s, "vigil-lease 1\n", 14) == 0)
+        n = sscanf(s, "vigil-lease 1\nlease %" SCNd64 "\npid %lu\nstart %" SCNu64
+                   "\ngroup %104[^\n]\nname %64[^\n]\n%n", &lease, &pid, &start, group, name, &used) == 5;
+    else
+        n = sscanf(s, "vigil-lease 2\nlease %" SCNd64 "\npid %lu\nstart %" SCNu64 "\npidns %" SCNu64
+                   "\ngroup %104[^\n]\nname %64[^\n]\n%n", &lease, &pid, &start, &pidns, group, name, &used) == 6;
+    if (!n || used == 0 || s[used] != '\0' || lease <= 0 || pid == 0 || pid > INT32_MAX ||
+        strlen(group) >= sizeof(r->group) || strlen(name) >= sizeof(r->name))
         return -EINVAL;
     r->lease = lease;
     r->pid = (uint32_t)pid;
     r->start = start;
+    r->pidns = pidns;
     memcpy(r->group, group, strlen(group) + 1);
     memcpy(r->name, name, strlen(name) + 1);
     return 0;
@@ -181,27 +216,48 @@ static void drop_rec(vigil_agent *a, struct rec *r)
     }
 }
 
-/* Is the recorded process alive? Watches it when it is (1), 0 dead. */
+enum { PROC_DEAD = 0, PROC_ALIVE = 1, PROC_UNSEEN = 2 };
+
+/* The judge of a recorded process from here, without a pidfd: its pid
+ * names a process of the agent's own namespace only if the record says
+ * so (or is of version 1, which said nothing); a verdict of death that
+ * rests on a /proc of another namespace (vigil_pid_judge's -EREMOTE) is
+ * no verdict. Unknown otherwise: alive (a death it cannot see is left to
+ * the TTL, never guessed). */
+static int judge_proc(const struct rec *r)
+{
+    if (r->pidns && r->pidns != vigil_self_pidns())
+        return PROC_UNSEEN; /* another namespace's pid: it means nothing here */
+    int v = vigil_pid_judge(r->pid, r->start, r->start ? ~0ull : 0, 0, 0);
+    return v == 0 ? PROC_DEAD : v == -EREMOTE ? PROC_UNSEEN : PROC_ALIVE;
+}
+
+/* Is the recorded process alive? PROC_ALIVE, watched through a pidfd
+ * when there are pidfds; PROC_DEAD; PROC_UNSEEN, not for this agent to
+ * judge. */
 static int watch_proc(vigil_agent *a, struct rec *r)
 {
-    if (a->no_pidfd)
-        return vigil_pid_judge(r->pid, r->start, r->start ? ~0ull : 0, 0, 0) != 0;
+    if (a->no_pidfd || (r->pidns && r->pidns != vigil_self_pidns()))
+        return judge_proc(r);
     int fd = pidfd_open_(r->pid);
     if (fd < 0) {
         if (errno == ESRCH)
-            return 0;
+            return PROC_DEAD; /* no such pid in our namespace, which is the member's */
         if (errno == ENOSYS) {
             a->no_pidfd = true;
             return watch_proc(a, r);
         }
-        return 1; /* cannot tell (EMFILE...): alive, looked at again later */
+        return PROC_ALIVE; /* cannot tell (EMFILE...): alive, looked at again later */
     }
-    uint64_t now = 0;
     /* After the open: if this is still the recorded process, the pidfd
-     * names it for good. */
-    if (vigil_proc_start_time(r->pid, &now) < 0 || (r->start && now != r->start)) {
+     * names it for good. Dead only on a verdict read from our own /proc;
+     * a start time that cannot be read (a /proc that hides it) leaves
+     * the pidfd watched: if it is not the member, the member is dead
+     * already, and its lease lapses at its TTL at the latest. */
+    int v = judge_proc(r);
+    if (v != PROC_ALIVE) {
         close(fd);
-        return 0;
+        return v;
     }
     struct epoll_event ev = { .events = EPOLLIN, .data.ptr = r };
     if (epoll_ctl(a->ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
@@ -209,20 +265,69 @@ static int watch_proc(vigil_agent *a, struct rec *r)
         return 1;
     }
     r->pidfd = fd;
-    return 1;
+    return PROC_ALIVE;
+}
+
+/* A record's verdict, kept: dead to be revoked, unseen to be told of. */
+static void judge_rec(vigil_agent *a, struct rec *r)
+{
+    int v = watch_proc(a, r);
+    r->dead = v == PROC_DEAD;
+    r->unseen = v == PROC_UNSEEN;
+}
+
+/* Whether uid may write in the directory st describes: root, its owner,
+ * or, when it is group-writable, a member of its group. */
+static bool may_write_dir(uid_t uid, const struct stat *dir)
+{
+    if (uid == 0 || uid == dir->st_uid)
+        return true;
+    if (!(dir->st_mode & S_IWGRP))
+        return false;
+    struct passwd pw, *res = NULL;
+    char buf[4096];
+    if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) != 0 || !res)
+        return false;
+    gid_t groups[256];
+    int n = 256;
+    if (getgrouplist(pw.pw_name, pw.pw_gid, groups, &n) < 0)
+        n = 256; /* more than that: the first 256 */
+    for (int i = 0; i < n; i++)
+        if (groups[i] == dir->st_gid)
+            return true;
+    return false;
+}
+
+/* Whether a record could only have been made by someone trusted: not
+ * writable by everyone, and made by this agent's user, root, a group of
+ * this agent's (vigil_file_trusted), or someone who may write in DIR. */
+static bool record_trusted(const vigil_agent *a, const struct stat *st)
+{
+    if (a->trust)
+        return true;
+    if (st->st_mode & S_IWOTH)
+        return false;
+    return vigil_file_trusted(st) == 0 || may_write_dir(st->st_uid, &a->dir);
 }
 
 /* A record found in DIR: read, and watched or marked dead. */
 static int load(vigil_agent *a, const char *file)
 {
-    if (!record_name(file) || find_rec(a, file))
+    struct rec *known = record_name(file) ? find_rec(a, file) : NULL;
+    if (known)
+        known->found = true;
+    if (!record_name(file) || known)
         return 0;
     int fd = openat(a->dirfd, file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0)
         return errno == ENOENT ? 0 : -errno;
     char buf[RECORD_MAX + 1];
     struct stat st;
-    ssize_t k = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, buf, RECORD_MAX) : -1;
+    /* A record another user could have made names a lease they chose:
+     * ignored, as any file that is not a record is. */
+    ssize_t k = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && record_trusted(a, &st)
+                    ? read(fd, buf, RECORD_MAX)
+                    : -1;
     close(fd);
     if (k <= 0)
         return 0;
@@ -236,6 +341,7 @@ static int load(vigil_agent *a, const char *file)
     }
     snprintf(r->file, sizeof(r->file), "%s", file);
     r->pidfd = -1;
+    r->found = true;
     if (a->n == a->cap) {
         size_t cap = a->cap ? a->cap * 2 : 16;
         struct rec **p = realloc(a->r, cap * sizeof(*p));
@@ -247,12 +353,17 @@ static int load(vigil_agent *a, const char *file)
         a->cap = cap;
     }
     a->r[a->n++] = r;
-    r->dead = watch_proc(a, r) == 0;
+    judge_rec(a, r);
     return 0;
 }
 
+/* Every record in DIR loaded; a known one whose file is gone (removed by
+ * its member after its own revoke, unseen by an inotify queue that
+ * overflowed) forgotten, unless it is to be revoked. */
 static int scan(vigil_agent *a)
 {
+    for (size_t i = 0; i < a->n; i++)
+        a->r[i]->found = false;
     int fd = dup(a->dirfd);
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
     if (!d) {
@@ -266,23 +377,34 @@ static int scan(vigil_agent *a)
     while (rc == 0 && (de = readdir(d)))
         rc = load(a, de->d_name);
     closedir(d);
+    for (size_t i = 0; rc == 0 && i < a->n;) {
+        if (!a->r[i]->found && !a->r[i]->dead)
+            drop_rec(a, a->r[i]); /* a->r[i] is now another: look at i again */
+        else
+            i++;
+    }
     return rc;
 }
 
-int vigil_agent_open(vigil_etcd *e, const char *dir, vigil_agent **out)
+int vigil_agent_open_flags(vigil_etcd *e, const char *dir, unsigned flags, vigil_agent **out)
 {
-    if (!e || !dir || !*dir || !out)
+    if (!e || !dir || !*dir || !out || (flags & ~VIGIL_OPEN_TRUST_OWNER))
         return -EINVAL;
     vigil_agent *a = calloc(1, sizeof(*a));
     if (!a)
         return -ENOMEM;
     a->e = e;
     a->dirfd = a->ino = a->ep = -1;
+    a->trust = flags & VIGIL_OPEN_TRUST_OWNER;
     int rc = 0;
     if (mkdir(dir, 0700) != 0 && errno != EEXIST)
         rc = -errno;
     if (rc == 0 && (a->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
         rc = -errno;
+    if (rc == 0 && fstat(a->dirfd, &a->dir) != 0)
+        rc = -errno;
+    if (rc == 0 && !a->trust)
+        rc = vigil_file_trusted(&a->dir);
     if (rc == 0 && ((a->ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0 || (a->ep = epoll_create1(EPOLL_CLOEXEC)) < 0))
         rc = -errno;
     /* A record arrives by rename (IN_MOVED_TO); one written in place is
@@ -300,6 +422,11 @@ int vigil_agent_open(vigil_etcd *e, const char *dir, vigil_agent **out)
     }
     *out = a;
     return 0;
+}
+
+int vigil_agent_open(vigil_etcd *e, const char *dir, vigil_agent **out)
+{
+    return vigil_agent_open_flags(e, dir, 0, out);
 }
 
 void vigil_agent_close(vigil_agent *a)
@@ -327,7 +454,7 @@ uint32_t vigil_agent_watched(const vigil_agent *a)
 {
     uint32_t n = 0;
     for (size_t i = 0; a && i < a->n; i++)
-        n += !a->r[i]->dead;
+        n += !a->r[i]->dead && !a->r[i]->unseen;
     return n;
 }
 
@@ -337,10 +464,12 @@ static int on_dir(vigil_agent *a)
     char buf[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
     ssize_t k;
     int rc = 0;
+    bool overflow = false;
     while ((k = read(a->ino, buf, sizeof(buf))) > 0) {
         for (char *p = buf; p < buf + k;) {
             struct inotify_event *ie = (struct inotify_event *)p;
             p += sizeof(*ie) + ie->len;
+            overflow |= (ie->mask & IN_Q_OVERFLOW) != 0; /* events were dropped */
             if (!ie->len)
                 continue;
             if (ie->mask & (IN_DELETE | IN_MOVED_FROM)) {
@@ -355,6 +484,10 @@ static int on_dir(vigil_agent *a)
     }
     if (k < 0 && errno == EINVAL)
         return -EINVAL;
+    /* Whatever the dropped events said (a record come, one gone), DIR
+     * says it again. */
+    if (overflow && rc == 0)
+        rc = scan(a);
     return rc;
 }
 
@@ -366,7 +499,22 @@ static uint32_t revoke_due(vigil_agent *a, vigil_agent_event *ev, uint32_t max, 
     uint64_t now = gnow_ns(), next = UINT64_MAX;
     for (size_t i = 0; i < a->n;) {
         struct rec *r = a->r[i];
-        if (a->no_pidfd && !r->dead && vigil_pid_judge(r->pid, r->start, r->start ? ~0ull : 0, 0, 0) == 0)
+        if (r->unseen) {
+            /* Said once: not watched, its lease left to its TTL. */
+            if (!r->told && k < max && ev) {
+                memset(&ev[k], 0, sizeof(ev[k]));
+                ev[k].lease = r->lease;
+                ev[k].pid = r->pid;
+                ev[k].result = -EREMOTE;
+                memcpy(ev[k].group, r->group, sizeof(ev[k].group));
+                memcpy(ev[k].name, r->name, sizeof(ev[k].name));
+                k++;
+                r->told = true;
+            }
+            i++;
+            continue;
+        }
+        if (a->no_pidfd && !r->dead && judge_proc(r) == PROC_DEAD)
             r->dead = true;
         if (a->no_pidfd && !r->dead)
             next = next < now + NOPIDFD_MS * 1000000ull ? next : now + NOPIDFD_MS * 1000000ull;

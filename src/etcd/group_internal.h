@@ -55,6 +55,7 @@ struct gtxn {
     struct cJSON *root, *cmp, *ok, *fail;
     int           err;
     bool          lease_put; /* a put under a lease: "lease not found" is then VIGIL_ELOST */
+    int64_t       fence_rev; /* gtxn_fence's join revision: a reply below it is VIGIL_ELOST */
 };
 void gtxn_init(struct gtxn *t);
 void gtxn_free(struct gtxn *t);

@@ -184,6 +184,10 @@ int gtxn_run(vigil_etcd *e, struct gtxn *t, struct greply *r)
         cJSON_Delete(root);
         return -EPROTO;
     }
+    if (t->fence_rev > 0 && (rc = vigil_etcd__store_behind(rev, (uint64_t)t->fence_rev)) < 0) {
+        cJSON_Delete(root);
+        return rc;
+    }
     r->root = root;
     r->rev = rev;
     return 0;
