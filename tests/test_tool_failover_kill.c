@@ -120,16 +120,23 @@ static int kill_at(const struct step *st)
         fprintf(stderr, "%s: watchdog A never reached the step; its stderr: %s\n", st->point, buf);
         return 1;
     }
-    kill(a.pid, st->who == KILL_TOOL_ABRT ? SIGABRT : SIGKILL);
-    if (g && st->who == KILL_BOTH)
+    /* Both at the step: the watchdog frozen, then the guardian killed, then
+     * the watchdog. The guardian, in a process group of its own, would be
+     * continued by the kernel (SIGCONT to an orphaned group with a stopped
+     * member) the moment its watchdog died, and go on past the step; and
+     * a watchdog left running meanwhile would start the next CMD. */
+    if (g && st->who == KILL_BOTH) {
+        kill(a.pid, SIGSTOP);
+        VT_WAIT_FOR(waitpid(a.pid, &wst, WNOHANG | WUNTRACED) == a.pid && WIFSTOPPED(wst), 10000);
         kill(g, SIGKILL);
+        VT_WAIT_FOR(vt_gone(g), 10000);
+    }
+    kill(a.pid, st->who == KILL_TOOL_ABRT ? SIGABRT : SIGKILL);
     kill(a.pid, SIGCONT); /* a stopped A dies of its SIGABRT only once continued */
     vt_wait(a.pid, 10000);
     close(a.fd);
     if (g && st->who != KILL_BOTH)
-        kill(g, SIGCONT); /* the guardian goes on, and finds its watchdog gone */
-    if (g && st->who == KILL_BOTH)
-        VT_WAIT_FOR(vt_gone(g), 10000);
+        kill(g, SIGCONT); /* the guardian goes on (the kernel's SIGCONT may have come first) */
     /* B, once: repairs, sweeps, runs what is pending, says what happened. */
     setenv("HOOK_HOLD", "none", 1);
     int rc = vt_runv(60000, (const char *const[]){ "failover", f, "--grace", "1", "--once", "--epochs-only",
