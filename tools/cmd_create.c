@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* 0..0777 in octal digits (a leading 0 or not): the permission bits alone. */
@@ -129,10 +130,44 @@ static int fail(const char *path, const struct spec *sp, int rc, const char *gro
     return tool_fail(path, rc);
 }
 
+static const char *kind_text(uint32_t kind)
+{
+    return kind == VIGIL_KIND_HEARTBEAT ? "heartbeat table"
+           : kind == VIGIL_KIND_BARRIER ? "barrier"
+           : kind == VIGIL_KIND_JOURNAL ? "reclaim journal"
+           : kind == VIGIL_KIND_LEASES  ? "lease store"
+                                        : "file of an unknown kind";
+}
+
+/* --exist-ok and FILE was there: kept when it is the file asked for (its
+ * kind, and the capacity asked for where one was), an error otherwise,
+ * so that a service's start step fails loudly, never hides behind "-". */
+static int keep_existing(const char *path, const struct spec *sp, bool have_capacity)
+{
+    vigil_file_info fi;
+    int rc = vigil_file_probe(path, &fi);
+    if (rc < 0)
+        return tool_fail_file(path, rc, sp->kind, false);
+    if (fi.kind != sp->kind)
+        return tool_fail_msg(path, "exists, a %s, not a %s: kept, never replaced (remove it once nothing uses "
+                                   "it to make it anew)", kind_text(fi.kind), kind_text(sp->kind));
+    if (have_capacity && fi.capacity != sp->capacity)
+        return tool_fail_msg(path, "exists, a %s of capacity %u, not %u: kept, never replaced (remove it once "
+                                   "nothing uses it to make it anew)", kind_text(fi.kind), fi.capacity,
+                             sp->capacity);
+    struct stat st;
+    if (stat(path, &st) == 0 && ((st.st_mode & 0777) != sp->mode || (sp->gid != (gid_t)-1 && st.st_gid != sp->gid)))
+        fprintf(stderr, "vigil: warning: %s: kept with mode %04o, group %u, not the --mode %04o%s asked for\n",
+                tool_e(path), (unsigned)(st.st_mode & 0777), (unsigned)st.st_gid, sp->mode,
+                sp->gid != (gid_t)-1 ? " and --group" : "");
+    printf("%s: %s, capacity %u: there already, kept\n", tool_e(path), kind_text(fi.kind), fi.capacity);
+    return tool_flush();
+}
+
 static int run(const struct tool_cmd *cmd, int argc, char **argv)
 {
     uint64_t capacity = 0, grace = TOOL_DEFAULT_GRACE;
-    bool have_capacity = false, have_grace = false;
+    bool have_capacity = false, have_grace = false, exist_ok = false;
     const char *kind = "heartbeat", *table = NULL, *mode_s = NULL, *group = NULL;
     const struct tool_opt opts[] = {
         { "capacity", OPT_U64, 1, TOOL_MAX_CAPACITY, &capacity, &have_capacity, NULL },
@@ -141,6 +176,7 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
         { "grace", OPT_U64, 0, TOOL_MAX_GRACE, &grace, &have_grace, NULL },
         { "mode", OPT_STR, 0, 0, NULL, NULL, &mode_s },
         { "group", OPT_STR, 0, 0, NULL, NULL, &group },
+        { "exist-ok", OPT_FLAG, 0, 0, NULL, &exist_ok, NULL },
     };
     const char *pos[1];
     size_t npos;
@@ -185,21 +221,19 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
                         "commands will refuse it unless given --trust-owner; give it to a group instead "
                         "(--mode 0660 --group NAME)\n",
                 tool_e(pos[0]), sp.mode);
-    if ((rc = make(pos[0], &sp)) != 0)
+    if ((rc = make(pos[0], &sp)) == -EEXIST && exist_ok)
+        return keep_existing(pos[0], &sp, have_capacity);
+    if (rc != 0)
         return rc == EXIT_RUNTIME ? rc : fail(pos[0], &sp, rc, group);
-    printf("%s: %s, capacity %u, mode %04o%s%s, %llu bytes\n", tool_e(pos[0]),
-           sp.kind == VIGIL_KIND_HEARTBEAT  ? "heartbeat table"
-           : sp.kind == VIGIL_KIND_BARRIER  ? "barrier"
-           : sp.kind == VIGIL_KIND_JOURNAL  ? "reclaim journal"
-                                            : "lease store",
-           sp.capacity, sp.mode, group ? ", group " : "", group ? tool_e(group) : "",
+    printf("%s: %s, capacity %u, mode %04o%s%s, %llu bytes\n", tool_e(pos[0]), kind_text(sp.kind), sp.capacity, sp.mode, group ? ", group " : "", group ? tool_e(group) : "",
            (unsigned long long)vigil_file_size(sp.kind, sp.capacity));
     return tool_flush();
 }
 
 const struct tool_cmd tool_cmd_create = {
     .name = "create",
-    .synopsis = "FILE [--kind KIND] [--capacity N] [--table T] [--grace G] [--mode OCTAL] [--group NAME]",
+    .synopsis = "FILE [--kind KIND] [--capacity N] [--table T] [--grace G] [--mode OCTAL] [--group NAME] "
+                "[--exist-ok]",
     .summary = "make a heartbeat table, a barrier, a lease store or a reclaim journal",
     .help = "Makes a vigil file at FILE: by default a heartbeat table of N slots\n"
             "(1..1048576). Never replaces anything: an existing FILE is an error. The\n"
@@ -221,6 +255,9 @@ const struct tool_cmd tool_cmd_create = {
             "                  (default 0600; the umask does not apply)\n"
             "  --group NAME    the file's group, by name or number (default: the\n"
             "                  creator's); needs root or membership of the group\n"
+            "  --exist-ok      an existing FILE of this kind (and --capacity) is kept\n"
+            "                  and the exit status is 0 (a service's start step);\n"
+            "                  one of another kind or capacity is still an error\n"
             "  -h, --help      show this help\n",
     .run = run,
 };

@@ -138,10 +138,31 @@ static void look_health(const vigil_hb *hb, struct health *h, uint64_t grace, ui
 struct start {
     uint64_t since_ms, grace_ms;
     bool     met;
+    bool     withheld; /* WATCHDOG=1 withheld at the last interval: said once */
 };
 
-static void notify_health(const vigil_hb *hb, struct health *h, struct start *st, uint64_t grace, uint64_t min_live,
-                          uint64_t n)
+/* The health of the table as a status line (STATUS=, and the log line
+ * when WATCHDOG=1 is withheld or resumes). */
+static void health_text(char *buf, size_t len, bool ok, bool starting, uint64_t left_ms, uint32_t live,
+                        uint32_t wedged, uint64_t min_live, uint64_t epoch)
+{
+    char left[32] = "";
+    if (starting)
+        tool_format_ms_about(left_ms, left, sizeof(left));
+    if (ok)
+        snprintf(buf, len, "%s%u live%s%s%s, %u wedged, epoch %llu", starting ? "starting: " : "", live,
+                 starting ? " (start grace: " : "", left, starting ? " left)" : "", wedged,
+                 (unsigned long long)epoch);
+    else if (wedged)
+        snprintf(buf, len, "ping withheld: %u wedged past the grace, %u live, epoch %llu", wedged, live,
+                 (unsigned long long)epoch);
+    else
+        snprintf(buf, len, "ping withheld: %u live, fewer than --min-live %llu, epoch %llu", live,
+                 (unsigned long long)min_live, (unsigned long long)epoch);
+}
+
+static void notify_health(const char *path, const vigil_hb *hb, struct health *h, struct start *st, uint64_t grace,
+                          uint64_t min_live, uint64_t n)
 {
     uint32_t live, wedged;
     look_health(hb, h, grace, &live, &wedged);
@@ -149,15 +170,24 @@ static void notify_health(const vigil_hb *hb, struct health *h, struct start *st
     uint64_t up = tool_now_ms() - st->since_ms;
     bool starting = !st->met && up < st->grace_ms;
     bool ok = wedged == 0 && (live >= min_live || starting);
-    char msg[200], left[32] = "";
-    if (starting)
-        tool_format_ms(st->grace_ms - up, left, sizeof(left));
+    char text[160], msg[200];
+    health_text(text, sizeof(text), ok, starting, st->grace_ms - up, live, wedged, min_live, vigil_hb_epoch(hb));
+    /* A change between withheld and sent is logged, once each way: systemd
+     * restarts the service WatchdogSec= after the ping stops, and the
+     * journal says why before it does. */
+    if (ok == st->withheld) {
+        fflush(stdout);
+        if (ok)
+            fprintf(stderr, "vigil: %s: --sd-notify: ping resumed: %s\n", tool_e(path), text);
+        else
+            fprintf(stderr, "vigil: %s: --sd-notify: %s (no WATCHDOG=1 until that changes: systemd "
+                            "restarts the service once WatchdogSec= passes without one)\n",
+                    tool_e(path), text);
+        st->withheld = !ok;
+    }
     /* WATCHDOG=1 only while the table is healthy: systemd's WatchdogSec=
      * then restarts the service when it is not. */
-    snprintf(msg, sizeof(msg), "%s%sSTATUS=scan %llu: %s%u live%s%s%s, %u wedged, epoch %llu", n == 0 ? "READY=1\n" : "",
-             ok ? "WATCHDOG=1\n" : "", (unsigned long long)n, starting ? "starting: " : "", live,
-             starting ? " (start grace: " : "", left, starting ? " left)" : "", wedged,
-             (unsigned long long)vigil_hb_epoch(hb));
+    snprintf(msg, sizeof(msg), "%sSTATUS=scan %llu: %s", ok ? "WATCHDOG=1\n" : "", (unsigned long long)n, text);
     tool_sd_notify(msg);
 }
 
@@ -214,7 +244,15 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
         rc = scan(pos[0], hb, grace, json, once, epochs_only, hooks);
         goto out;
     }
-    struct start st = { tool_now_ms(), start_grace, false };
+    struct start st = { tool_now_ms(), start_grace, false, false };
+    if (notify) {
+        /* Ready at once: the table is open and the journal's CMDs are in
+         * hand; the first health report follows an interval later. */
+        char ready[200];
+        snprintf(ready, sizeof(ready), "READY=1\nSTATUS=watching %s (grace %llu, --min-live %llu)", tool_e(pos[0]),
+                 (unsigned long long)grace, (unsigned long long)min_live);
+        tool_sd_notify(ready);
+    }
     for (uint64_t n = 0;; n++) {
         /* One interval: reclaims as they come (a death wakes the wait at
          * once), looking at the stop signals and the CMDs of --exec every
@@ -237,7 +275,7 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
                 break;
         }
         if (notify)
-            notify_health(hb, &h, &st, grace, min_live, n);
+            notify_health(pos[0], hb, &h, &st, grace, min_live, n);
         if (stop)
             break;
     }
@@ -301,10 +339,12 @@ const struct tool_cmd tool_cmd_failover = {
             "                  60s); the next CMD starts once the group is gone\n"
             "  --journal PATH  the reclaim journal (default FILE.journal): with --exec\n"
             "                  made when missing, without it used when it exists\n"
-            "  --sd-notify     tell systemd: READY=1 once running, then each interval\n"
+            "  --sd-notify     tell systemd: READY=1 at once, then each interval\n"
             "                  WATCHDOG=1 while at least N slots are live and none is\n"
             "                  wedged past the grace window (so WatchdogSec= restarts\n"
-            "                  the service when its workers stall), and STATUS=\n"
+            "                  the service when its workers stall), and STATUS=; a\n"
+            "                  line on stderr when that ping is first withheld (why)\n"
+            "                  and when it resumes\n"
             "  --min-live N    live slots --sd-notify needs for WATCHDOG=1 (default 1)\n"
             "  --start-grace DURATION  --min-live is not judged until it is first met\n"
             "                  or this long after the start, 0..24h (default 60s)\n"

@@ -87,6 +87,8 @@ bool tool_duration_bare(const char *s);
 
 /* ms as the tool prints a duration: "250ms", "1.5s", "10s", "2m", "24h". */
 void tool_format_ms(uint64_t ms, char *buf, size_t len);
+/* ms as a person reads it in a status: "118s", "2.5s", "12m", "24h", rounded. */
+void tool_format_ms_about(uint64_t ms, char *buf, size_t len);
 
 /* Strict decimal: digits only, no overflow. 0 ok, -1 otherwise. */
 int tool_parse_u64(const char *s, uint64_t *out);
