@@ -33,7 +33,12 @@ requeue.sh in the spool; a reclaimed unit with no claim makes requeue.sh
 fail with a line on stderr, which the watchdog logs; once --min-live is
 met, the watchdog logs (and says in STATUS=) once that it withholds
 WATCHDOG=1 when the pool falls below it, and once that it resumes; both
-stop cleanly on SIGTERM.
+stop cleanly on SIGTERM. All of it twice: as shipped (root), and, as
+root where the user vigil exists, with deployment.md's drop-in user.conf
+(User=vigil, Group=vigil; the workers run as vigil too). Then
+deployment.md's unit of a command under `vigil lock`: stopped with
+SIGTERM, `vigil lock` ends with its CMD's 143, which the unit's
+SuccessExitStatus= must name.
 """
 import grp
 import os
@@ -258,9 +263,13 @@ def make_run_dir(source, root):
     return d
 
 
-def load(source, build, tmp, name):
-    with open(os.path.join(source, "examples", name)) as f:
-        text = f.read()
+def load(source, build, tmp, name, text=None, dropin=""):
+    """A unit of examples/ (or text), its paths moved into tmp, a drop-in's
+    [Service] lines after its own (a later setting wins, as in systemd)."""
+    if text is None:
+        with open(os.path.join(source, "examples", name)) as f:
+            text = f.read()
+    text += dropin
     moves = {
         "/usr/bin/vigil": os.path.join(build, "vigil"),
         "/run/vigil": os.path.join(tmp, "run", "vigil"),
@@ -272,15 +281,23 @@ def load(source, build, tmp, name):
     return Unit(name, text, tmp)
 
 
+def docs_block(source, doc, name):
+    """The ini block of docs/DOC written to NAME (<!-- check: file NAME -->)."""
+    with open(os.path.join(source, "docs", doc)) as f:
+        text = f.read()
+    m = re.search(r"<!-- check: file " + re.escape(name) + r" -->\n```ini\n(.*?)```", text, re.S)
+    return m.group(1)
+
+
 class Worker:
     """The guide's C worker, its stdout in a file."""
     n = 0
 
-    def __init__(self, build, table, spool, work_ms):
+    def __init__(self, build, table, spool, work_ms, creds):
         Worker.n += 1
         self.out = os.path.join(spool, "..", f"w{Worker.n}.out")
         self.p = subprocess.Popen([os.path.join(build, "examples", "pool_worker"), table, str(work_ms)],
-                                  cwd=spool, stdout=open(self.out, "w"), stderr=subprocess.STDOUT)
+                                  cwd=spool, stdout=open(self.out, "w"), stderr=subprocess.STDOUT, **creds)
 
     def took(self):
         with open(self.out) as f:
@@ -296,11 +313,16 @@ def count(text, needle):
     return sum(1 for line in text.splitlines() if needle in line)
 
 
-def exercise(source, build, tmp):
+def exercise(source, build, tmp, dropin=""):
+    """The pool's two units, with a drop-in's settings (the workers run as
+    the units do)."""
+    os.makedirs(tmp)
+    os.chmod(tmp, 0o755)
     run = make_run_dir(source, tmp)
     table = os.path.join(run, "pool.hb")
-    tick = load(source, build, tmp, "vigil-tick.service")
-    failover = load(source, build, tmp, "vigil-failover.service")
+    tick = load(source, build, tmp, "vigil-tick.service", dropin=dropin)
+    failover = load(source, build, tmp, "vigil-failover.service", dropin=dropin)
+    creds = failover.creds() if os.geteuid() == 0 and dropin else {}
     for u in (tick, failover):
         if u.get("RuntimeDirectory"):
             fail(f"{u.name}: RuntimeDirectory= beside tmpfiles.d: /run/vigil is made one way only")
@@ -354,7 +376,7 @@ def exercise(source, build, tmp):
     workers = []
     try:
         # Four workers, each with a job in hand for long: --min-live 4 is met.
-        workers = [Worker(build, table, spool, 600000) for _ in range(4)]
+        workers = [Worker(build, table, spool, 600000, creds) for _ in range(4)]
         took = [wait_for(f"worker {i} to take a job", w.took) for i, w in enumerate(workers)]
         wait_for("STATUS= with 4 live", lambda: any("4 live" in d and "WATCHDOG=1" in d for d in failover.datagrams))
 
@@ -390,7 +412,7 @@ def exercise(source, build, tmp):
         wait_for("the last two jobs requeued", lambda: len(os.listdir(os.path.join(spool, "claimed"))) == 0)
 
         # Four new workers take the four queued jobs: resumed, said once.
-        workers += [Worker(build, table, spool, 600000) for _ in range(4)]
+        workers += [Worker(build, table, spool, 600000, creds) for _ in range(4)]
         for i, w in enumerate(workers[4:]):
             wait_for(f"new worker {i} to take a job", w.took)
         wait_for("the resumed line", lambda: "ping resumed: 4 live" in failover.stderr())
@@ -411,12 +433,51 @@ def exercise(source, build, tmp):
         tick.stop()
 
 
+def lock_unit(source, build, tmp):
+    """deployment.md's unit of a command under `vigil lock`: stopped by
+    systemd's SIGTERM, it ends with its CMD's 143, which its
+    SuccessExitStatus= makes a clean stop."""
+    os.makedirs(tmp)
+    os.chmod(tmp, 0o755)
+    make_run_dir(source, tmp)
+    marker = os.path.join(tmp, "report-running")
+    text = docs_block(source, "deployment.md", "nightly-report.service")
+    text = text.replace("/usr/local/bin/nightly-report", f"/bin/sh -c 'touch {marker}; exec sleep 600'")
+    unit = load(source, build, tmp, "nightly-report.service", text=text)
+    why = unit.start()
+    if why:
+        fail(f"nightly-report.service did not start: {why}")
+        return
+    try:
+        wait_for("the report to run under its lock", lambda: os.path.exists(marker))
+    except TimeoutError as e:
+        fail(f"{e}: {unit.stderr()}")
+    unit.stop()
+    if unit.main.returncode != 143:
+        fail(f"vigil lock ended with {unit.main.returncode} on SIGTERM, not the 143 its unit's "
+             "SuccessExitStatus= is for")
+
+
 def main():
     source, build = (os.path.abspath(a) for a in sys.argv[1:3])
     tmp = tempfile.mkdtemp(prefix="vigil-units.")
     os.chmod(tmp, 0o755)
     try:
-        exercise(source, build, tmp)
+        print("units: the pool's units as shipped", flush=True)
+        exercise(source, build, os.path.join(tmp, "shipped"))
+        try:
+            user = os.geteuid() == 0 and __import__("pwd").getpwnam("vigil")
+        except KeyError:
+            user = None
+        if user:
+            # deployment.md's drop-in: both units as the system user vigil.
+            dropin = docs_block(source, "deployment.md", "user.conf")
+            print("units: the pool's units with deployment.md's user.conf (User=vigil)", flush=True)
+            exercise(source, build, os.path.join(tmp, "as-vigil"), dropin="\n" + dropin)
+        else:
+            print("units: no user vigil, or not root: the units' User= drop-in not tried")
+        print("units: deployment.md's unit of a command under vigil lock", flush=True)
+        lock_unit(source, build, os.path.join(tmp, "lock"))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if failures:
