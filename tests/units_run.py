@@ -458,6 +458,22 @@ def lock_unit(source, build, tmp):
              "SuccessExitStatus= is for")
 
 
+def user_pass_blocked(source, build):
+    """Why the units cannot be run as the user vigil here, or None."""
+    if os.geteuid() != 0:
+        return "not root"
+    try:
+        __import__("pwd").getpwnam("vigil")
+    except KeyError:
+        return "no user vigil"
+    # The build and the checkout must be in vigil's reach (not under a
+    # directory of root's alone, as a scratch copy of the tree may be).
+    probe = subprocess.run(["/bin/sh", "-c", 'test -x "$1" && test -x "$2" && test -r "$3"', "sh",
+                            os.path.join(build, "vigil"), os.path.join(build, "examples", "pool_worker"),
+                            os.path.join(source, "examples", "requeue.sh")], user="vigil")
+    return "the build or the checkout is out of the user vigil's reach" if probe.returncode else None
+
+
 def main():
     source, build = (os.path.abspath(a) for a in sys.argv[1:3])
     tmp = tempfile.mkdtemp(prefix="vigil-units.")
@@ -465,17 +481,14 @@ def main():
     try:
         print("units: the pool's units as shipped", flush=True)
         exercise(source, build, os.path.join(tmp, "shipped"))
-        try:
-            user = os.geteuid() == 0 and __import__("pwd").getpwnam("vigil")
-        except KeyError:
-            user = None
-        if user:
+        why_not = user_pass_blocked(source, build)
+        if why_not:
+            print(f"units: the units' User= drop-in not tried: {why_not}")
+        else:
             # deployment.md's drop-in: both units as the system user vigil.
             dropin = docs_block(source, "deployment.md", "user.conf")
             print("units: the pool's units with deployment.md's user.conf (User=vigil)", flush=True)
             exercise(source, build, os.path.join(tmp, "as-vigil"), dropin="\n" + dropin)
-        else:
-            print("units: no user vigil, or not root: the units' User= drop-in not tried")
         print("units: deployment.md's unit of a command under vigil lock", flush=True)
         lock_unit(source, build, os.path.join(tmp, "lock"))
     finally:
