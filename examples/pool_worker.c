@@ -98,7 +98,12 @@ int main(int argc, char **argv)
         }
         if (queued == 0) {
             char any[256];
-            if (first_job("claimed", any, sizeof(any)) == 0)
+            int claimed = first_job("claimed", any, sizeof(any));
+            if (claimed < 0) {
+                perror("pool_worker: claimed");
+                return 1;
+            }
+            if (claimed == 0)
                 break;       /* nothing queued, nothing in anyone's hands */
             sleep_ms(50);    /* a dead worker's job may come back */
             continue;

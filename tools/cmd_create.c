@@ -144,6 +144,11 @@ static const char *kind_text(uint32_t kind)
  * so that a service's start step fails loudly, never hides behind "-". */
 static int keep_existing(const char *path, const struct spec *sp, bool have_capacity)
 {
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return tool_fail(path, -errno);
+    if (S_ISLNK(st.st_mode)) /* what a later open by name refuses: never kept */
+        return tool_fail_file(path, -ELOOP, sp->kind, false);
     vigil_file_info fi;
     int rc = vigil_file_probe(path, &fi);
     if (rc < 0)
@@ -155,8 +160,7 @@ static int keep_existing(const char *path, const struct spec *sp, bool have_capa
         return tool_fail_msg(path, "exists, a %s of capacity %u, not %u: kept, never replaced (remove it once "
                                    "nothing uses it to make it anew)", kind_text(fi.kind), fi.capacity,
                              sp->capacity);
-    struct stat st;
-    if (stat(path, &st) == 0 && ((st.st_mode & 0777) != sp->mode || (sp->gid != (gid_t)-1 && st.st_gid != sp->gid)))
+    if (((st.st_mode & 0777) != sp->mode || (sp->gid != (gid_t)-1 && st.st_gid != sp->gid)))
         fprintf(stderr, "vigil: warning: %s: kept with mode %04o, group %u, not the --mode %04o%s asked for\n",
                 tool_e(path), (unsigned)(st.st_mode & 0777), (unsigned)st.st_gid, sp->mode,
                 sp->gid != (gid_t)-1 ? " and --group" : "");

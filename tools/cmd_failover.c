@@ -170,7 +170,7 @@ static void notify_health(const char *path, const vigil_hb *hb, struct health *h
     uint64_t up = tool_now_ms() - st->since_ms;
     bool starting = !st->met && up < st->grace_ms;
     bool ok = wedged == 0 && (live >= min_live || starting);
-    char text[160], msg[200];
+    char text[160], msg[256];
     health_text(text, sizeof(text), ok, starting, st->grace_ms - up, live, wedged, min_live, vigil_hb_epoch(hb));
     /* A change between withheld and sent is logged, once each way: systemd
      * restarts the service WatchdogSec= after the ping stops, and the

@@ -126,7 +126,7 @@ static int fail_missing(const char *path, uint32_t want)
         char dir[4096];
         struct stat st;
         snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
-        if (stat(dir, &st) != 0)
+        if (stat(dir, &st) != 0 && errno == ENOENT)
             return tool_fail_msg(path, "No such file or directory, nor its directory %s: make that first, "
                                        "then the file with `vigil create`", dir);
     }
