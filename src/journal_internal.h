@@ -102,6 +102,15 @@
 
 #define VIGIL_JOURNAL_MAX_CAPACITY (UINT32_C(1) << 16)
 
+/* The entries of a table's journal (failover --exec makes it, or vigil
+ * create --kind journal): twice the table's slots, 64 at least. */
+static inline uint32_t vigil_journal_capacity_for(uint32_t table_capacity)
+{
+    return table_capacity > VIGIL_JOURNAL_MAX_CAPACITY / 2 ? VIGIL_JOURNAL_MAX_CAPACITY
+           : table_capacity * 2 < 64                       ? 64
+                                                           : table_capacity * 2;
+}
+
 enum vigil_journal_state {
     VJ_FREE = 0,
     VJ_CLAIMING = 1,

@@ -413,6 +413,10 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
     c.orphan_kill_ms = kill_after;
     c.may_exec = still_held;
     c.may_exec_arg = ka;
+    /* Watched by the guardian too: a tool stopped (SIGSTOP, a debugger)
+     * renews nothing, and its CMD must not run on past the lapse. */
+    c.held = still_held;
+    c.held_arg = ka;
     c.refuse_status = EXIT_LOST;
     c.stop_before_exec = test_stop_at("exec");
     if ((rc = tool_child_start(&c, argv + dd + 1, env)) < 0) {
@@ -428,6 +432,10 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
         goto stop;
     }
     exit_rc = status;
+    if (c.g.r.flags & GUARD_STILL)
+        lock_fail(key, "CMD's process group %d could not be ended (%s: a member vigil lock may not signal, as "
+                       "under sudo); the lease is released all the same",
+                  (int)c.pid, strerror(c.g.r.err));
 stop:
     ka_rc = vigil_keepalive_stop(ka);
 release:;

@@ -48,6 +48,11 @@
  *    made before the fork, and the exec is execve over the candidates).
  *  - CMD's child sets PR_SET_PDEATHSIG too (SIGKILL if the guardian goes):
  *    cleared for a set-user-ID CMD, kept for the others.
+ *  - A tool that is stopped (SIGSTOP, a debugger, a frozen cgroup that
+ *    spares the guardian) renews nothing and ends nothing: opts.held lets
+ *    the guardian see the hold lapse itself (vigil lock: the keepalive's
+ *    shared page, as CMD's child's last look reads it) and end the group
+ *    as on a loss.
  *  - A process that leaves CMD's group (setsid(2): a daemon) is outside
  *    what the guardian ends, as it is outside timeout(1)'s; and a
  *    guardian killed on its own, with its tool, leaves CMD to the
@@ -112,6 +117,7 @@ enum {
     GUARD_REFUSED  = 1u << 10, /* not started: `before` said no */
     GUARD_NOFORK   = 1u << 11, /* not started: fork failed (err) */
     GUARD_STOPPED  = 1u << 12, /* the terminal stopped CMD at least once */
+    GUARD_LOST     = 1u << 13, /* ... because held() said the hold was lost */
 };
 
 struct tool_guard_report {
@@ -145,6 +151,14 @@ struct tool_guard_opts {
     bool   (*before)(void *arg);
     void   (*after)(void *arg, const struct tool_guard_report *r);
     void    *hook_arg;
+    /* In the guardian, every GUARD_TICK_MS while CMD runs: false (what
+     * the tool holds for CMD is lost) ends the group, SIGTERM and SIGKILL
+     * lost_kill_ms later, even while the tool itself is stopped (SIGSTOP,
+     * a debugger: its renewals stopped with it and the lease lapsed).
+     * Async-signal-safe. */
+    bool   (*held)(void *arg);
+    void    *held_arg;
+    uint64_t lost_kill_ms;
 };
 
 struct tool_guard {

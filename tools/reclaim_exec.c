@@ -355,13 +355,26 @@ static int open_journal(const char *path, const vigil_hb *hb, const char *table,
     bool known = stat(table, &st) == 0;
     unsigned mode = known ? ((unsigned)st.st_mode & 0666) | 0600 : 0600;
     uint32_t cap = vigil_hb_capacity(hb);
-    uint32_t n = cap > VIGIL_JOURNAL_MAX_CAPACITY / 2 ? VIGIL_JOURNAL_MAX_CAPACITY : cap * 2 < 64 ? 64 : cap * 2;
+    uint32_t n = vigil_journal_capacity_for(cap);
     rc = vigil_journal_create(path, n, cap, mode, known ? st.st_gid : (gid_t)-1, out);
     if (rc == -EPERM && known)
         rc = vigil_journal_create(path, n, cap, mode, (gid_t)-1, out);
     if (rc == -EEXIST) /* another watchdog made it first */
         rc = vigil_journal_open_flags(path, flags, out);
     return rc;
+}
+
+/* A journal is its table's: one made for a table of another capacity
+ * (--journal naming another table's) would name slots of another table. */
+static int journal_fits(const char *path, vigil_journal *j, const vigil_hb *hb)
+{
+    uint32_t made = j->hdr->table_capacity, cap = vigil_hb_capacity(hb);
+    if (made == cap)
+        return 0;
+    fprintf(stderr, "vigil: %s: a reclaim journal made for a table of %u slots, not this one's %u\n", tool_e(path),
+            made, cap);
+    vigil_journal_close(j);
+    return EXIT_RUNTIME;
 }
 
 int tool_hooks_new(const char *cmd, const char *file, const char *journal, uint64_t timeout_ms, vigil_hb *hb,
@@ -378,8 +391,9 @@ int tool_hooks_new(const char *cmd, const char *file, const char *journal, uint6
         return -ENOMEM;
     }
     int rc = open_journal(journal ? journal : path, hb, file, trust_owner ? VIGIL_OPEN_TRUST_OWNER : 0, &h->j);
-    if (rc < 0) {
-        tool_fail_file(journal ? journal : path, rc, VIGIL_KIND_JOURNAL, true);
+    if (rc < 0 || (rc = journal_fits(journal ? journal : path, h->j, hb)) != 0) {
+        if (rc < 0)
+            tool_fail_file(journal ? journal : path, rc, VIGIL_KIND_JOURNAL, true);
         free(path);
         free(h);
         return EXIT_RUNTIME;
@@ -417,6 +431,8 @@ int tool_journal_attach(const char *file, const char *journal, vigil_hb *hb, boo
         rc = 0; /* no journal next to the table: the reclaims are this watchdog's alone */
     else if (rc < 0)
         rc = tool_fail_file(journal ? journal : path, rc, VIGIL_KIND_JOURNAL, true);
+    else if ((rc = journal_fits(journal ? journal : path, *out, hb)) != 0)
+        *out = NULL;
     else
         hb->journal = *out;
     free(path);
