@@ -56,7 +56,11 @@
  *  - A process that leaves CMD's group (setsid(2): a daemon) is outside
  *    what the guardian ends, as it is outside timeout(1)'s; and a
  *    guardian killed on its own, with its tool, leaves CMD to the
- *    parent-death signal (systemd's stop kills the unit's whole cgroup).
+ *    parent-death signal (systemd's stop kills the unit's whole cgroup),
+ *    which reaches neither a set-user-ID CMD nor CMD's workers: for
+ *    `failover --exec` the next watchdog ends that group before the next
+ *    CMD (the journal's run group, src/journal_internal.h step 5); for
+ *    `vigil lock` nothing does.
  *  - In the guardian, vigil_self_lock_word (the journal's owner word)
  *    works out the guardian's own identity from /proc/self/stat with
  *    open, read and a digit parse: no lock, no allocation.
