@@ -78,10 +78,11 @@
  *     and finishes its entry ORPHANED, with what really happened.
  *     Before the take-over, what the dead guardian's CMD left of its
  *     process group is ended: CMD's child names its group in the header
- *     (run_pgid, and its own start time) before its exec, so a set-user-
- *     ID CMD, which the parent-death signal no longer reaches, and the
- *     workers of any CMD, which it never reached, are sent SIGKILL by the
- *     sweep, and the run lock is taken over (the next CMD started) only
+ *     (run_pgid, and its own start time) before its exec, so the workers
+ *     of any CMD, which the parent-death signal never reached, and a
+ *     set-user-ID CMD, which it no longer reaches (its environment is
+ *     root's alone to read: a root watchdog's sweep), are sent SIGKILL by
+ *     the sweep, and the run lock is taken over (the next CMD started) only
  *     once the group is gone, or 5 s after the first SIGKILL (members the
  *     sweeper may not signal). A group id whose leader now has another
  *     start time is another process's, and a group none of whose live
