@@ -179,15 +179,11 @@ static int join_suid_body(void *arg)
     struct vt_proc p;
     if (VT_SPAWN(&p, "group", "join", gt_group("tsuid"), "--etcd", url, "--ttl", "1m", "--", cmd_path) != 0)
         return 1;
-    pid_t cmd = vt_suid_said(&p, "suid");
-    kill(p.pid, SIGKILL);
-    int st = vt_wait(p.pid, 15000);
-    close(p.fd);
+    int st;
+    pid_t cmd;
+    bool dead = vt_suid_dies_with(&p, "suid", p.pid, &st, &cmd);
     if (cmd <= 0)
         return 1;
-    bool dead = VT_WAIT_FOR(vt_gone(cmd), 10000);
-    if (!dead)
-        kill(cmd, SIGKILL); /* ours to kill: its real uid is ours */
     EXPECT(st == 128 + SIGKILL, "group join: %d", st);
     EXPECT(dead, "the set-user-ID CMD (pid %d) runs on after group join was killed", (int)cmd);
     return 0;

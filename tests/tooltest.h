@@ -383,6 +383,24 @@ static inline bool vt_gone(pid_t pid)
     return !rp || rp[2] == 'Z' || rp[2] == 'X';
 }
 
+/* The spawned tool p's set-user-ID CMD (vt_suid_said's WORD): once it
+ * runs, SIGKILL to `who` (the tool's pid, or -pid: its process group);
+ * *st the tool's status. True when CMD went with it (bounded); a CMD
+ * still there is killed here (its real uid is ours). */
+static inline bool vt_suid_dies_with(struct vt_proc *p, const char *word, pid_t who, int *st, pid_t *cmd)
+{
+    *cmd = vt_suid_said(p, word);
+    kill(who, SIGKILL);
+    *st = vt_wait(p->pid, 15000);
+    close(p->fd);
+    if (*cmd <= 0)
+        return false;
+    bool dead = VT_WAIT_FOR(vt_gone(*cmd), 10000);
+    if (!dead)
+        kill(*cmd, SIGKILL);
+    return dead;
+}
+
 /* Whether KEY is held by nobody in the lease store at `store`. */
 static inline bool vt_key_vacant(const char *store, const char *key)
 {
