@@ -83,10 +83,15 @@
  *     stops the unit (KillMode=control-group: the whole cgroup), and when
  *     the watchdog is alive (it ends the group of a guardian that died
  *     before saying the group was gone, reclaim_exec.c reap_guardian);
- *     a guardian killed on its own with its watchdog leaves CMD to
- *     PR_SET_PDEATHSIG, which a set-user-ID CMD clears: such a CMD can
- *     outlive both, and the next CMD then starts beside it (guard.h
- *     says so). The entry is UNKNOWN either way, as here.
+ *     a guardian killed with its watchdog leaves its group to the sweep
+ *     that takes its run lock over: CMD's child names the group in the
+ *     journal's header before its exec, and the sweep sends it SIGKILL
+ *     and takes the lock only once it is gone (journal.c run_group_gone;
+ *     test_tool_failover_kill's test_killed_group_ended), so the next CMD
+ *     never starts beside it; but for members the sweeper may not signal
+ *     (a CMD that made every uid another's), given up 5 s after the
+ *     SIGKILL as the guardian gives them up. The entry is UNKNOWN either
+ *     way, as here.
  *   - The slot's writer lock and its repair are model/slot.pml's; here
  *     only their outcome (who holds the slot, and the take-over from the
  *     dead) is kept. Beats, ticks and snapshots are left out: the

@@ -13,15 +13,18 @@
 #   bench-peer  the build's needs, etcd, and Go with Debian's etcd sources
 #          (golang-go, golang-etcd-server-dev): `make bench-peer` only.
 #   deb    the build's needs and what building and trying the Debian
-#          packages takes: debian/control's Build-Depends (debhelper,
-#          dh-python, ...), dpkg-dev, lintian, man-db. `make deb`.
+#          packages takes: debian/control's Build-Depends and
+#          build-essential (`apt-get build-dep` on the tree, when
+#          dpkg-checkbuilddeps finds one missing), dpkg-dev, lintian,
+#          man-db. `make deb`.
 #
 # No install leaves a system service started: apt-get runs under a
 # policy-rc.d that denies every start (put back as it was afterwards), and
 # the services of the packages installed now are then disabled and, where
 # systemd runs, stopped. etcd-server and prometheus are test tools here,
 # not services of this host: a system etcd on 2379 would also stand in the
-# way of the test cluster.
+# way of the test cluster. apt-get waits up to 5 minutes for another apt
+# or dpkg to finish (DPkg::Lock::Timeout) rather than fail.
 #
 # For the test of this script (tests/deps_policy.sh) alone: VIGIL_DEPS_ROOT
 # prefixes the system paths it writes or looks at, VIGIL_DEPS_APT replaces
@@ -76,49 +79,26 @@ if [ "$set_name" = bench-peer ]; then
 fi
 
 # ---- what building the Debian packages needs ------------------------------------
-# debian/control's Build-Depends (the first of each set of alternatives,
-# without its version), read here in plain sh, then what make deb and
-# scripts/deb-test.sh run.
-have_pkg() {
-    case "$(dpkg-query -W -f='${db:Status-Abbrev}' "$1" 2>/dev/null)" in ii*) return 0 ;; esac
-    return 1
-}
-build_depends() {
-    in=0
-    while IFS= read -r line; do
-        case "$line" in
-        Build-Depends:*) in=1; line=${line#Build-Depends:} ;;
-        " "* | "	"*) [ "$in" = 1 ] || continue ;;
-        *) in=0; continue ;;
-        esac
-        IFS=,
-        for dep in $line; do
-            dep=${dep%%|*} dep=${dep%%(*} dep=${dep%%[*} dep=${dep%%<*}
-            IFS=' 	'
-            # shellcheck disable=SC2086
-            set -- $dep
-            [ $# -gt 0 ] || continue
-            dep=${1%:any}
-            [ "$dep" = debhelper-compat ] && dep=debhelper
-            echo "$dep"
-            IFS=,
-        done
-        IFS=' 	
-'
-    done <"$here/../debian/control"
-}
+# debian/control's Build-Depends, build-essential among them, as
+# dpkg-checkbuilddeps judges them (virtual packages such as
+# dh-sequence-python3 included): when it finds one missing, or is missing
+# itself, `apt-get build-dep` on the tree installs them all. Then what make
+# deb and scripts/deb-test.sh run.
+build_dep=""
 if [ "$set_name" = deb ]; then
-    for pkg in $(build_depends); do
-        have_pkg "$pkg" || need="$need $pkg"
-    done
+    if ! (cd "$here/.." && dpkg-checkbuilddeps) >/dev/null 2>&1; then # missing, or missing one
+        build_dep=$(cd "$here/.." && pwd)
+    fi
     have_cmd dpkg-buildpackage || need="$need dpkg-dev"
     have_cmd lintian || need="$need lintian"
     have_cmd man || need="$need man-db"
 fi
 
-[ -z "$need" ] && exit 0
+[ -z "$need" ] && [ -z "$build_dep" ] && exit 0
+what=$need
+[ -z "$build_dep" ] || what="$what debian/control's Build-Depends"
 if [ "$(id -u)" -ne 0 ] || ! have_cmd "$apt"; then
-    echo "deps: missing$need (run as root to install them); continuing without" >&2
+    echo "deps: missing$what (run as root to install them); continuing without" >&2
     exit 0
 fi
 
@@ -129,18 +109,32 @@ deny_starts || exit 1
 trap allow_starts EXIT
 trap 'exit 130' INT TERM
 
-echo "deps: installing$need"
+echo "deps: installing$what"
 export DEBIAN_FRONTEND=noninteractive
-"$apt" update -qq >/dev/null 2>&1 || true
-# shellcheck disable=SC2086
-"$apt" install -y -qq --no-install-recommends $need >/dev/null 2>&1 || {
-    echo "deps: apt-get install$need failed" >&2
-    exit 1
-}
+# Another apt-get or dpkg at work (an unattended upgrade, the packages'
+# test of another checkout): waited for, up to 5 minutes, not failed on.
+# Fd 8, no-starts.sh's lock, not handed down: a daemon some maintainer
+# script leaves behind would hold it for ever.
+apt_get() { "$apt" -o DPkg::Lock::Timeout=300 "$@" 8>&-; }
+apt_get update -qq >/dev/null 2>&1 || true
+if [ -n "$build_dep" ]; then
+    apt_get build-dep -y -qq --no-install-recommends "$build_dep/" >/dev/null 2>&1 || {
+        echo "deps: apt-get build-dep $build_dep/ (debian/control's Build-Depends) failed" >&2
+        exit 1
+    }
+fi
+if [ -n "$need" ]; then
+    # shellcheck disable=SC2086
+    apt_get install -y -qq --no-install-recommends $need >/dev/null 2>&1 || {
+        echo "deps: apt-get install$need failed" >&2
+        exit 1
+    }
+fi
 
 # ---- and none left enabled or running -----------------------------------------
 # The units and init scripts of the packages installed now: a package's
 # postinst enables them for the next boot even when its start was denied.
+# (The build dependencies are tools: none has a service.)
 for pkg in $need; do
     dpkg -L "$pkg" 2>/dev/null | while read -r f; do
         case "$f" in

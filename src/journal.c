@@ -18,7 +18,9 @@
  *       32     8  run_word           THE RUN LOCK: its holder's lock word,
  *       40     8  run_seq            odd while held (a lock pair)
  *       48     4  table_capacity     the table's, when the journal was made
- *       52    12  reserved, 0
+ *       52     4  run_pgid           the running CMD's process group, 0 none
+ *       56     8  run_start          its leader's start time (clock ticks
+ *                                    since boot, /proc/PID/stat field 22)
  *   entry i at 64 + i * 64
  *        0     8  state              bits 63..61 the state (0 free,
  *                                    1 claiming, 2 pending, 3 running,
@@ -45,13 +47,18 @@
 #include "journal_internal.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "heartbeat_internal.h"
 #include "proc_internal.h"
+#include "spin_internal.h"
 
 void (*vigil_journal_hook)(int point);
+bool (*vigil_journal_group_ours)(uint32_t pgid, uint64_t ticket);
 
 const struct vigil_layout vigil_journal_layout = {
     .kind = VIGIL_KIND_JOURNAL,
@@ -88,6 +95,8 @@ static int journal_wrap(struct vigil_map *m, vigil_journal **out)
     j->hdr = h;
     j->e = (struct vigil_journal_entry *)((char *)m->base + sizeof(*h));
     j->capacity = m->capacity;
+    j->kill_pgid = 0;
+    j->kill_since = 0;
     *out = j;
     return 0;
 }
@@ -260,7 +269,18 @@ int vigil_journal_run_take(vigil_journal *j, uint64_t me, uint64_t *held)
 
 void vigil_journal_run_release(vigil_journal *j, uint64_t held)
 {
+    /* Relaxed: the pair's release below publishes it to the next holder. */
+    atomic_store_explicit(&j->hdr->run_pgid, 0, memory_order_relaxed);
     vigil_pair_release(&j->hdr->run_word, held);
+}
+
+void vigil_journal_run_group(vigil_journal *j)
+{
+    /* The start time first, the group last with release: a sweeper that
+     * reads this group reads its start time. vigil_self_start_time in a
+     * forked child reads /proc/self/stat afresh (open, read, a parse). */
+    atomic_store_explicit(&j->hdr->run_start, vigil_self_start_time(), memory_order_relaxed);
+    atomic_store_explicit(&j->hdr->run_pgid, (uint32_t)getpid(), memory_order_release);
 }
 
 int vigil_journal_next_pending(const vigil_journal *j, struct vigil_journal_rec *out)
@@ -303,12 +323,55 @@ static bool finish_as(vigil_journal *j, const struct vigil_journal_rec *r, uint3
                               r->owner);
 }
 
+/* Step 5, first: what the dead guardian w's CMD left of its process
+ * group, sent SIGKILL. True once there is nothing (more) to wait for:
+ * none named, gone, another process's id now, not proven its CMD's, not
+ * ours to signal (EPERM, another pid namespace), or 5 s since our first
+ * SIGKILL. The header is anyone's who may write the journal: the group
+ * it names is signalled only when vigil_journal_group_ours (the tool's)
+ * finds a live member whose environment names the entry's ticket, so a
+ * forged header cannot turn a watchdog (root's) on another's processes. */
+static bool run_group_gone(vigil_journal *j, uint64_t w, uint64_t me)
+{
+    uint32_t pg = atomic_load_explicit(&j->hdr->run_pgid, memory_order_acquire);
+    if (pg == 0 || pg > INT_MAX || vigil_lock_ns(w) != vigil_lock_ns(me) || !vigil_journal_group_ours)
+        return true;
+    uint64_t start = atomic_load_explicit(&j->hdr->run_start, memory_order_relaxed), now_start;
+    char state;
+    /* The leader there with another start time: the id was handed out
+     * again, so the group (which kept it while it had members) is gone.
+     * The leader gone, members may still hold the id: theirs, then. */
+    if (vigil_proc_stat(pg, &state, &now_start) == 0 && now_start != start)
+        return true;
+    /* The dead guardian's entry, whose ticket its CMD was given. */
+    struct vigil_journal_rec r;
+    uint32_t i = 0;
+    while (i < j->capacity && !(vigil_journal_read(j, i, &r) == 0 && r.state == VJ_RUNNING && r.owner == w))
+        i++;
+    if (i == j->capacity || !vigil_journal_group_ours(pg, r.ticket))
+        return true;
+    if (kill(-(pid_t)pg, SIGKILL) != 0)
+        return true; /* ESRCH: gone; EPERM: nothing more we can do */
+    uint64_t now = vigil_now_ns();
+    if (j->kill_pgid != pg) {
+        j->kill_pgid = pg;
+        j->kill_since = now;
+    }
+    /* A zombie leader its new parent has not reaped yet, or members we
+     * may not signal, keep kill(2) answering: not for ever. */
+    return now - j->kill_since >= UINT64_C(5000000000);
+}
+
 /* Step 5: a dead guardian's run lock. */
 static void sweep_run_lock(vigil_journal *j, uint64_t me)
 {
     uint64_t w, s;
     /* The holding first, then the judgement (LOCK PAIRS). */
     if (!vigil_pair_read(&j->hdr->run_word, &w, &s) || !(s & 1u) || !dead(j, w))
+        return;
+    /* The next CMD only once the dead one's group is gone: the next sweep
+     * looks again. */
+    if (!run_group_gone(j, w, me))
         return;
     uint64_t held;
     if (!vigil_pair_take_over(&j->hdr->run_word, w, s, me, &held))

@@ -76,6 +76,18 @@
  *     dead holders' RUNNING entries) as UNKNOWN: CMD may have run, and is
  *     never run again. A guardian whose watchdog died ends CMD's group
  *     and finishes its entry ORPHANED, with what really happened.
+ *     Before the take-over, what the dead guardian's CMD left of its
+ *     process group is ended: CMD's child names its group in the header
+ *     (run_pgid, and its own start time) before its exec, so the workers
+ *     of any CMD, which the parent-death signal never reached, and a
+ *     set-user-ID CMD, which it no longer reaches (its environment is
+ *     root's alone to read: a root watchdog's sweep), are sent SIGKILL by
+ *     the sweep, and the run lock is taken over (the next CMD started) only
+ *     once the group is gone, or 5 s after the first SIGKILL (members the
+ *     sweeper may not signal). A group id whose leader now has another
+ *     start time is another process's, and a group none of whose live
+ *     members carries the entry's VIGIL_RECLAIM_TICKET (a header forged
+ *     by whoever may write the journal) is not CMD's: both left alone.
  *
  *  6. A DONE entry is logged by its owner, or, once that one is provably
  *     dead, by whoever first swaps the owner to itself; then freed. A
@@ -101,6 +113,15 @@
 #include "file_internal.h"
 
 #define VIGIL_JOURNAL_MAX_CAPACITY (UINT32_C(1) << 16)
+
+/* The entries of a table's journal (failover --exec makes it, or vigil
+ * create --kind journal): twice the table's slots, 64 at least. */
+static inline uint32_t vigil_journal_capacity_for(uint32_t table_capacity)
+{
+    return table_capacity > VIGIL_JOURNAL_MAX_CAPACITY / 2 ? VIGIL_JOURNAL_MAX_CAPACITY
+           : table_capacity * 2 < 64                       ? 64
+                                                           : table_capacity * 2;
+}
 
 enum vigil_journal_state {
     VJ_FREE = 0,
@@ -146,8 +167,8 @@ struct vigil_journal_header {
     _Atomic uint64_t run_word __attribute__((aligned(16))); /* 32: THE RUN LOCK's holder */
     _Atomic uint64_t run_seq;        /* 40: odd while held */
     uint32_t         table_capacity; /* 48: the table's, at create */
-    uint32_t         reserved0;      /* 52 */
-    uint64_t         reserved1;      /* 56 */
+    _Atomic uint32_t run_pgid;       /* 52: the running CMD's process group, 0 none (THE RUN LOCK) */
+    _Atomic uint64_t run_start;      /* 56: its leader's start time, telling a recycled id */
 };
 
 struct vigil_journal_entry {
@@ -171,6 +192,8 @@ typedef struct vigil_journal {
     struct vigil_journal_header  *hdr;
     struct vigil_journal_entry   *e;
     uint32_t                      capacity; /* this process's copy, checked at open */
+    uint32_t                      kill_pgid;  /* a dead guardian's group this process sent SIGKILL */
+    uint64_t                      kill_since; /* CLOCK_MONOTONIC ns of the first one */
 } vigil_journal;
 
 /* An entry as one moment had it (vigil_journal_read). */
@@ -216,9 +239,13 @@ int64_t vigil_journal_claiming(const vigil_journal *j, uint32_t slot, uint64_t o
 
 /* ---- THE RUN LOCK (guardians) ------------------------------------------------- */
 
-/* 0 and *held, or VIGIL_EBUSY (held by another). */
+/* 0 and *held, or VIGIL_EBUSY (held by another). The release forgets
+ * the run group. */
 int  vigil_journal_run_take(vigil_journal *j, uint64_t me, uint64_t *held);
 void vigil_journal_run_release(vigil_journal *j, uint64_t held);
+/* In CMD's child, before its exec (async-signal-safe): its process group
+ * named in the header, for the sweep of a guardian that dies (step 5). */
+void vigil_journal_run_group(vigil_journal *j);
 
 /* The PENDING entry with the lowest ticket: 0 and *out, or VIGIL_EVACANT
  * when none is pending. */
@@ -244,6 +271,10 @@ enum {
     JP_FINISHED,   /* the entry is DONE; the run lock still held */
 };
 extern void (*vigil_journal_hook)(int point);
+/* Set by the tool (reclaim_exec.c): whether process group pgid has a live
+ * member that is the CMD of the entry with this ticket; unset, the sweep
+ * never signals a group (step 5). */
+extern bool (*vigil_journal_group_ours)(uint32_t pgid, uint64_t ticket);
 static inline void journal_hook(int point)
 {
     void (*h)(int) = vigil_journal_hook;

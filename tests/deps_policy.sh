@@ -6,8 +6,9 @@
 # `check` asks for the test tools too, that every install runs under a
 # policy-rc.d denying starts (101), that the admin's own policy-rc.d is
 # put back (and none is left where there was none), that the service
-# of a package installed now is disabled and stopped, and that `deb` asks
-# for debian/control's Build-Depends.
+# of a package installed now is disabled and stopped, that `deb` has
+# apt-get build-dep install debian/control's Build-Depends (and so
+# build-essential), and that every apt-get waits for another's lock.
 # Usage: deps_policy.sh SOURCE_DIR
 set -u
 src=$1
@@ -18,7 +19,7 @@ fail() { echo "FAIL: $*"; echo "0 passed, 1 failed"; exit 1; }
 bin="$tmp/bin"
 mkdir -p "$bin"
 # The few real tools the script itself runs, and nothing it looks for.
-for t in mkdir mv rm chmod printf cat; do
+for t in mkdir mv rm chmod printf cat flock; do
     p=$(command -v "$t") && ln -s "$p" "$bin/$t"
 done
 cat >"$bin/id" <<'EOF'
@@ -31,6 +32,8 @@ cat >"$bin/apt-get" <<'EOF'
 verdict=none
 [ -x "$VIGIL_DEPS_ROOT/usr/sbin/policy-rc.d" ] && { "$VIGIL_DEPS_ROOT/usr/sbin/policy-rc.d" etcd start; verdict=$?; }
 echo "$* | policy $verdict" >>"$LOG"
+echo "$*" >>"$LOG.all"
+[ ! -e /proc/$$/fd/8 ] || echo "fd 8 (the lock) handed to apt-get $*" >>"$LOG.all"
 EOF
 cat >"$bin/dpkg" <<'EOF'
 #!/bin/sh
@@ -54,7 +57,7 @@ printf '#!/bin/sh\n# the admin'"'"'s own\nexit 0\n' >"$tmp/root/usr/sbin/policy-
 cp "$tmp/root/usr/sbin/policy-rc.d" "$tmp/admin-policy"
 : >"$tmp/log"
 run build || fail "deps.sh build exited $?: $(cat "$tmp/out")"
-install=$(grep '^install' "$tmp/log")
+install=$(grep ' install ' "$tmp/log")
 for p in gcc cmake pkg-config libcurl4-openssl-dev libcjson-dev; do
     case "$install" in *" $p"*) ;; *) fail "build: $p not installed: $install" ;; esac
 done
@@ -71,7 +74,7 @@ cmp -s "$tmp/admin-policy" "$tmp/root/usr/sbin/policy-rc.d" || fail "the admin's
 rm -f "$tmp/root/usr/sbin/policy-rc.d"
 : >"$tmp/log"
 run check || fail "deps.sh check exited $?: $(cat "$tmp/out")"
-install=$(grep '^install' "$tmp/log")
+install=$(grep ' install ' "$tmp/log")
 for p in gcc etcd-server etcd-client prometheus spin python3-cffi python3-pytest python3-pytest-asyncio cargo; do
     case "$install" in *" $p"*) ;; *) fail "check: $p not installed: $install" ;; esac
 done
@@ -86,23 +89,45 @@ for p in golang-go golang-etcd-server-dev; do
 done
 : >"$tmp/log"
 run bench-peer || fail "deps.sh bench-peer exited $?: $(cat "$tmp/out")"
-install=$(grep '^install' "$tmp/log")
+install=$(grep ' install ' "$tmp/log")
 for p in gcc etcd-server golang-go golang-etcd-server-dev; do
     case "$install" in *" $p"*) ;; *) fail "bench-peer: $p not installed: $install" ;; esac
 done
 case "$install" in *"| policy 101") ;; *) fail "bench-peer: apt-get install ran without a policy-rc.d denying starts" ;; esac
 
-# deb: debian/control's Build-Depends (debhelper for debhelper-compat, no
-# version, the first alternative) and the tools make deb and its test run.
+# deb: debian/control's Build-Depends, build-essential among them, through
+# `apt-get build-dep` on the tree (which reads debian/control itself, virtual
+# dh-sequence-* included) when dpkg-checkbuilddeps is missing or says one
+# is missing; and the tools make deb and its test run.
 : >"$tmp/log"
 run deb || fail "deps.sh deb exited $?: $(cat "$tmp/out")"
-install=$(grep '^install' "$tmp/log")
-for p in gcc debhelper dh-python python3-all pybuild-plugin-pyproject libcjson-dev dpkg-dev lintian man-db; do
+install=$(grep ' install ' "$tmp/log")
+build_dep=$(grep ' build-dep ' "$tmp/log")
+for p in gcc dpkg-dev lintian man-db; do
     case "$install " in *" $p "*) ;; *) fail "deb: $p not installed: $install" ;; esac
 done
-case "$install" in *debhelper-compat* | *"(="* | *:any*) fail "deb: a dependency taken whole: $install" ;; esac
+case "$build_dep" in
+*" build-dep -y "*" $src/ | policy 101" | *" build-dep -y "*" $(cd "$src" && pwd)/ | policy 101") ;;
+*) fail "deb: no apt-get build-dep of $src/ under a policy-rc.d denying starts: $(cat "$tmp/log")" ;;
+esac
 case "$install" in *" etcd-server"*) fail "deb installs etcd-server, which only the tests use: $install" ;; esac
 case "$install" in *"| policy 101") ;; *) fail "deb: apt-get install ran without a policy-rc.d denying starts" ;; esac
+# dpkg-checkbuilddeps content: no build-dep; finding one missing: build-dep.
+printf '#!/bin/sh\nexit 0\n' >"$bin/dpkg-checkbuilddeps"
+chmod 755 "$bin/dpkg-checkbuilddeps"
+: >"$tmp/log"
+run deb || fail "deps.sh deb (build dependencies there) exited $?: $(cat "$tmp/out")"
+! grep -q ' build-dep ' "$tmp/log" || fail "deb: apt-get build-dep with every build dependency there: $(cat "$tmp/log")"
+printf '#!/bin/sh\necho "dpkg-checkbuilddeps: error: Unmet build dependencies: build-essential:native" >&2\nexit 1\n' >"$bin/dpkg-checkbuilddeps"
+: >"$tmp/log"
+run deb || fail "deps.sh deb (build-essential missing) exited $?: $(cat "$tmp/out")"
+grep -q ' build-dep -y ' "$tmp/log" || fail "deb: no apt-get build-dep with build-essential missing: $(cat "$tmp/log")"
+rm -f "$bin/dpkg-checkbuilddeps"
+
+# Every apt-get of every set waits for another apt or dpkg at work instead
+# of failing.
+nolock=$(grep -v '^-o DPkg::Lock::Timeout=[1-9][0-9]* ' "$tmp/log.all")
+[ -z "$nolock" ] || fail "apt-get run without DPkg::Lock::Timeout, or given the lock: $nolock"
 
 # A run killed while installing left its policy-rc.d in place and the
 # admin's saved beside it: the next run puts the admin's back, not its own.
@@ -120,6 +145,38 @@ cp "$tmp/admin-policy" "$tmp/r2/usr/sbin/policy-rc.d"
     fail "no-starts.sh: deny_starts, allow_starts twice failed"
 cmp -s "$tmp/admin-policy" "$tmp/r2/usr/sbin/policy-rc.d" || fail "a second allow_starts removed the admin's policy-rc.d"
 
+# Two at once (deps.sh here, deb-test.sh of another checkout): the second
+# waits for the first's policy-rc.d to be put back before saving the one
+# in place as the admin's. The lock held here; deps.sh found waiting on
+# it (its flock child), nothing installed meanwhile; then released.
+cp "$tmp/admin-policy" "$tmp/root/usr/sbin/policy-rc.d"
+mkfifo "$tmp/hold"
+exec 7<>"$tmp/hold" # read-write: opens at once; a line written releases the holder
+mkdir -p "$tmp/root/run/lock"
+flock "$tmp/root/run/lock/vigil-no-starts.lock" sh -c ': >"$2"; read -r x <"$1"' sh "$tmp/hold" "$tmp/locked" &
+holder=$!
+wait_for() { # CONDITION WHAT: CONDITION true within 30 s, else fail saying WHAT
+    i=0
+    until eval "$1"; do
+        i=$((i + 1))
+        [ $i -lt 300 ] || { echo >&7; wait; fail "$2"; }
+        sleep 0.1
+    done
+}
+wait_for '[ -e "$tmp/locked" ]' "the test's flock never took the lock"
+: >"$tmp/log"
+run deb &
+runner=$!
+wait_for 'pgrep -x flock -P "$(pgrep -P "$runner" | paste -sd, -)" >/dev/null 2>&1' "deps.sh never waited on the lock"
+[ ! -s "$tmp/log" ] || fail "apt-get ran while another held the lock: $(cat "$tmp/log")"
+cmp -s "$tmp/admin-policy" "$tmp/root/usr/sbin/policy-rc.d" || fail "policy-rc.d replaced while another held the lock"
+echo >&7
+wait "$holder"
+wait "$runner" || fail "deps.sh deb (after waiting) exited $?: $(cat "$tmp/out")"
+exec 7>&-
+grep -q ' install .*| policy 101' "$tmp/log" || fail "after waiting: no install under a policy-rc.d denying starts"
+cmp -s "$tmp/admin-policy" "$tmp/root/usr/sbin/policy-rc.d" || fail "after waiting: the admin's policy-rc.d not put back"
+
 # A set it does not know is a usage error.
 run nonsense && fail "deps.sh nonsense: expected a usage error"
-echo "7 passed, 0 failed"
+echo "10 passed, 0 failed"

@@ -318,6 +318,66 @@ static int test_exec_env(void)
     return 0;
 }
 
+/*
+ * The journal as a file of its own: `vigil create --kind journal --table
+ * T` makes it (its mode), inspect shows it, a watchdog without --exec
+ * writes its reclaims there (--journal PATH) and one with --exec runs them
+ * from there, once; a journal made for another table (--journal naming
+ * another table's) is refused before anything is vacated.
+ */
+static int test_journal_file(void)
+{
+    const char *f = vt_path("jf.hb"), *j = vt_path("jf.journal"), *out = vt_path("jf.out");
+    vigil_hb *hb = make_hb(f, 4);
+    uint32_t s[3];
+    stale_table(hb, s);
+    VT_RUN("create", j, "--kind", "journal", "--table", f, "--mode", "0640");
+    EXPECT_EXIT(0, "create --kind journal");
+    struct stat st;
+    EXPECT(strstr(R.out, "reclaim journal, capacity 64") && stat(j, &st) == 0 && (st.st_mode & 0777) == 0640,
+           "create --kind journal said '%s', mode %o", R.out, (unsigned)(st.st_mode & 0777));
+    VT_RUN("create", vt_path("nope.journal"), "--kind", "journal");
+    EXPECT_EXIT(2, "create --kind journal without --table");
+    /* Without --exec: vacated and written down, for an --exec watchdog. */
+    VT_RUN("failover", f, "--grace", "2", "--once", "--epochs-only", "--journal", j);
+    EXPECT_EXIT(0, "failover --once --journal");
+    EXPECT(vt_count_lines(R.out) == 2, "two reclaims expected, got '%s'", R.out);
+    VT_RUN("inspect", j);
+    EXPECT_EXIT(0, "inspect of a journal");
+    EXPECT(strstr(R.out, "reclaim journal, capacity 64") && strstr(R.out, "2 pending, 0 running") &&
+               strstr(R.out, "pending  slot"),
+           "inspect of the journal said '%s'", R.out);
+    /* A journal of another table: refused, nothing run nor vacated. */
+    const char *f8 = vt_path("jf8.hb");
+    vigil_hb *hb8 = make_hb(f8, 8);
+    uint32_t s8[3];
+    stale_table(hb8, s8);
+    VT_RUN("failover", f8, "--grace", "2", "--once", "--epochs-only", "--journal", j, "--exec", "true");
+    EXPECT_EXIT(1, "a journal of another table");
+    EXPECT(strstr(R.err, "made for a table of 4 slots, not this one's 8") && !R.out[0],
+           "expected the journal refused, got '%s' / '%s'", R.out, R.err);
+    VT_RUN("failover", f8, "--grace", "2", "--once", "--epochs-only", "--journal", j);
+    EXPECT_EXIT(1, "a journal of another table, without --exec");
+    EXPECT(vigil_hb_live_count(hb8, UINT64_MAX) == 3, "a slot of the other table was vacated");
+    vigil_hb_close(hb8);
+    /* With --exec: the two pending CMDs run from the journal, once. */
+    setenv("HOOK_OUT", out, 1);
+    for (int round = 0; round < 2; round++) {
+        VT_RUN("failover", f, "--grace", "2", "--once", "--epochs-only", "--journal", j, "--exec",
+               "echo \"$VIGIL_RECLAIM_SLOT|$VIGIL_RECLAIM_UNITS\" >> \"$HOOK_OUT\"");
+        EXPECT_EXIT(0, "failover --once --exec --journal");
+    }
+    unsetenv("HOOK_OUT");
+    char got[1024], want[256];
+    vt_slurp(out, got, sizeof(got));
+    snprintf(want, sizeof(want), "%u|1,40\n%u|\n", s[0], s[2]);
+    EXPECT(strcmp(got, want) == 0, "the CMDs saw:\n%s\nexpected:\n%s", got, want);
+    VT_RUN("inspect", j);
+    EXPECT(strstr(R.out, "0 pending, 0 running"), "the journal after the runs: '%s'", R.out);
+    vigil_hb_close(hb);
+    return 0;
+}
+
 /* A watchdog of table f with --exec script and --exec-timeout 300ms,
  * scanning by epochs every 5 ms, its stderr into err. */
 static int exec_watchdog(struct vt_proc *p, const char *f, const char *err, const char *script)
@@ -453,4 +513,4 @@ static int test_exec_runs_on_stop(void)
 
 VT_MAIN(VT_CASE(test_usage), VT_CASE(test_killed_worker_exited), VT_CASE(test_once_json), VT_CASE(test_once_human), VT_CASE(test_once_gone_pid),
         VT_CASE(test_watchdog_runs), VT_CASE(test_two_watchdogs_exactly_once), VT_CASE(test_exec_env),
-        VT_CASE(test_exec_hung), VT_CASE(test_exec_timeout_follows_group), VT_CASE(test_exec_runs_on_stop))
+        VT_CASE(test_exec_hung), VT_CASE(test_exec_timeout_follows_group), VT_CASE(test_exec_runs_on_stop), VT_CASE(test_journal_file))

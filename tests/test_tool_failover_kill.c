@@ -20,6 +20,7 @@
 #include "tooltest.h"
 
 #include "journal_internal.h"
+#include "proc_internal.h"
 
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -325,6 +326,127 @@ static int test_stopped_watchdog_resumes(void)
     return 0;
 }
 
+/*
+ * A watchdog and its guardian killed while 911's CMD runs with a worker
+ * in its process group (a step in the background): the shell dies of its
+ * parent-death signal, the step would not, and never gets one. The next
+ * watchdog's sweep must end the group before it takes the run lock over,
+ * so that 912's and 913's CMDs never run beside the step (each says so
+ * when it finds the step still there).
+ */
+static int test_killed_group_ended(void)
+{
+    const char *f = vt_path("grp.hb"), *out = vt_path("grp.out"), *stepf = vt_path("grp.step");
+    const char *aerr = vt_path("grp-a.err");
+    unlink(out), unlink(stepf);
+    vigil_hb *hb = stale_three(f);
+    setenv("HOOK_OUT", out, 1);
+    setenv("HOOK_STEP", stepf, 1);
+    const char *script =
+        "if [ \"$VIGIL_RECLAIM_PID\" = 911 ]; then sleep 1000 & echo \"$$ $!\" > \"$HOOK_STEP.tmp\"; "
+        "mv \"$HOOK_STEP.tmp\" \"$HOOK_STEP\"; wait; fi; "
+        "st=$(cut -d' ' -f3 /proc/$(cut -d' ' -f2 \"$HOOK_STEP\")/stat 2>/dev/null); "
+        "case \"$st\" in ''|Z|X) echo \"ran $VIGIL_RECLAIM_PID\" >> \"$HOOK_OUT\" ;; "
+        "*) echo \"beside $VIGIL_RECLAIM_PID\" >> \"$HOOK_OUT\" ;; esac";
+    struct vt_proc a;
+    int sp = vt_spawn_logged(&a, aerr, (const char *const[]){ "failover", f, "--grace", "1", "--interval", "5ms",
+                                                              "--epochs-only", "--exec", script, NULL });
+    EXPECT(sp == 0, "spawn");
+    vigil_hb_tick(hb);
+    vigil_hb_tick(hb);
+    char buf[4096];
+    int sh = 0, step = 0;
+    bool running = vt_file_has(stepf, "\n", buf, sizeof(buf), 20000) && sscanf(buf, "%d %d", &sh, &step) == 2;
+    char state;
+    pid_t g = running ? vt_parent_of(sh, &state) : 0;
+    int wst;
+    /* A frozen first (it would end the group itself), then the guardian. */
+    kill(a.pid, SIGSTOP);
+    bool frozen = VT_WAIT_FOR(waitpid(a.pid, &wst, WNOHANG | WUNTRACED) == a.pid && WIFSTOPPED(wst), 10000);
+    if (g > 1 && g != a.pid) {
+        kill(g, SIGKILL);
+        VT_WAIT_FOR(vt_gone(g), 10000);
+    }
+    kill(a.pid, SIGKILL);
+    kill(a.pid, SIGCONT);
+    vt_wait(a.pid, 10000);
+    close(a.fd);
+    bool shell_gone = VT_WAIT_FOR(vt_gone(sh), 10000);
+    bool step_lives = step > 0 && !vt_gone(step);
+    int rc = vt_runv(60000, (const char *const[]){ "failover", f, "--grace", "1", "--once", "--epochs-only", "--exec",
+                                                   script, NULL });
+    unsetenv("HOOK_OUT"), unsetenv("HOOK_STEP");
+    bool step_gone = step > 0 && vt_gone(step);
+    if (step > 0 && !step_gone)
+        kill(step, SIGKILL);
+    vt_slurp(out, buf, sizeof(buf));
+    vigil_hb_close(hb);
+    EXPECT(running && frozen && g > 1 && g != a.pid, "setup: CMD running %d (shell %d, step %d), A frozen %d, "
+           "guardian %d", running, sh, step, frozen, (int)g);
+    EXPECT(shell_gone && step_lives, "the guardian's death: the shell gone %d (want 1), the step alive %d (want 1)",
+           shell_gone, step_lives);
+    EXPECT(rc == 1 && step_gone && strstr(R.err, "(pid 911, stale, units 1): may have run"),
+           "B: exit %d (want 1: 911 may have run), the step gone %d, stderr '%s'", rc, step_gone, R.err);
+    EXPECT(count_lines(buf, "ran 912") == 1 && count_lines(buf, "ran 913") == 1 && !strstr(buf, "beside"),
+           "the next CMDs ran beside the dead guardian's step, or not once:\n%s", buf);
+    EXPECT(journal_empty(f), "the journal is not empty");
+    return 0;
+}
+
+/*
+ * A journal whose header a writer of it forged: the run lock held by a
+ * dead word, a RUNNING entry of that word, and run_pgid naming another
+ * process group of ours (its leader's start time right). The sweep must
+ * not signal it: none of its members is that entry's CMD (no
+ * VIGIL_RECLAIM_TICKET of it in their environment), so a writer of the
+ * journal cannot turn a watchdog on another's processes. The entry is
+ * said as a dead guardian's, and the lock taken over.
+ */
+static int test_forged_group_spared(void)
+{
+    const char *f = vt_path("forge.hb");
+    char path[600];
+    snprintf(path, sizeof(path), "%s.journal", f);
+    vigil_hb *hb = vt_hb_fresh_at(f, 4);
+    vigil_journal *j;
+    EXPECT_RC(vigil_journal_create(path, 64, 4, 0600, (gid_t)-1, &j), 0);
+    fflush(NULL);
+    pid_t victim = fork();
+    if (victim == 0) {
+        setpgid(0, 0);
+        for (;;)
+            pause();
+    }
+    setpgid(victim, victim);
+    pid_t gone = fork();
+    if (gone == 0)
+        _exit(0);
+    vt_wait(gone, 10000);
+    uint64_t start = 0;
+    bool known = VT_WAIT_FOR(vigil_proc_start_time((uint32_t)victim, &start) == 0 && getpgid(victim) == victim, 10000);
+    uint64_t w = vigil_lock_word_of((uint32_t)gone, vigil_self_pidns(), 1);
+    atomic_store(&j->hdr->run_word, w);
+    atomic_store(&j->hdr->run_seq, 1);
+    atomic_store(&j->hdr->run_start, start);
+    atomic_store(&j->hdr->run_pgid, (uint32_t)victim);
+    atomic_store(&j->e[0].slot, 0);
+    atomic_store(&j->e[0].pid, 999);
+    atomic_store(&j->e[0].gen, 1);
+    atomic_store(&j->e[0].why, VIGIL_RECLAIM_STALE);
+    bool moved = vigil_journal_move(j, 0, vj_word(VJ_FREE, 0), 0, vj_word(VJ_RUNNING, 7), w);
+    vigil_journal_close(j);
+    VT_RUN("failover", f, "--grace", "1", "--once", "--epochs-only", "--exec", "true");
+    bool alive = !vt_gone(victim);
+    kill(victim, SIGKILL);
+    vt_wait(victim, 10000);
+    vigil_hb_close(hb);
+    EXPECT(known && moved, "setup: the victim's start time %d, the entry forged %d", known, moved);
+    EXPECT(alive, "the watchdog killed a process group the forged header named");
+    EXPECT(strstr(R.err, "(pid 999, stale, units none): may have run"), "the forged entry was not said: '%s'", R.err);
+    EXPECT(journal_empty(f), "the journal is not empty");
+    return 0;
+}
+
 /* As nobody, a watchdog whose --exec CMD is a set-user-ID root program:
  * once CMD has said it runs, the watchdog gets SIGKILL, and CMD must go
  * with it (its guardian ends the group; the parent-death signal alone
@@ -393,6 +515,7 @@ int main(void)
         VT_CASE(test_killed_in_guardian),       VT_CASE(test_killed_tool_guardian_lives),
         VT_CASE(test_killed_after_log),         VT_CASE(test_two_watchdogs_exec),
         VT_CASE(test_stopped_watchdog_resumes), VT_CASE(test_suid_cmd_dies_with_watchdog),
+        VT_CASE(test_killed_group_ended),       VT_CASE(test_forged_group_spared),
     };
     return vt_run(cases, sizeof(cases) / sizeof(cases[0]));
 }

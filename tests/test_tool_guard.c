@@ -63,15 +63,11 @@ static int suid_body(void *arg)
         /* A key per round: the killed holder's lease lapses only at its TTL. */
         if (spawn_job(&p, copy, whole ? "suid-whole" : "suid") != 0)
             return 1;
-        pid_t cmd = vt_suid_said(&p, "suid");
-        kill(whole ? -p.pid : p.pid, SIGKILL);
-        int st = vt_wait(p.pid, 15000);
-        close(p.fd);
+        int st;
+        pid_t cmd;
+        bool dead = vt_suid_dies_with(&p, "suid", whole ? -p.pid : p.pid, &st, &cmd);
         if (cmd <= 0)
             return 1;
-        bool dead = VT_WAIT_FOR(vt_gone(cmd), 10000);
-        if (!dead)
-            kill(cmd, SIGKILL); /* ours to kill: its real uid is ours */
         EXPECT(st == 128 + SIGKILL, "vigil lock: %d", st);
         EXPECT(dead, "the set-user-ID CMD (pid %d) runs on after vigil lock%s was killed", (int)cmd,
                whole ? " and its process group" : "");

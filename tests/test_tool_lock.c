@@ -12,7 +12,8 @@
  * in a stall before the fork or before the exec never starting CMD; a
  * holder's owner printed escaped; a lease lost while CMD runs (vigil
  * lock stopped past the TTL) killing CMD with SIGTERM, then SIGKILL after
- * --kill-after, exit 79; a store that cannot be made (exit 1).
+ * --kill-after, exit 79; a store that cannot be made, a FIFO or a table
+ * for a store, each said as every command says it (exit 1).
  */
 #include "locktest.h"
 
@@ -349,9 +350,13 @@ static int test_owner_escaped(void)
 }
 
 /* vigil lock stopped past its TTL: the lease lapses and another takes it.
- * Continued, it finds the lease lost: CMD gets SIGTERM (or, ignoring it,
- * SIGKILL after --kill-after), and vigil lock exits 79. */
-static int lost_with(const char *cmd_script, const char *kill_after, int *exit_status, char *err, size_t errcap)
+ * Its guardian, not stopped, finds the lease lost: CMD's group gets
+ * SIGTERM (or, ignoring it, SIGKILL after --kill-after) while the tool is
+ * still stopped, so no CMD runs on beside the next holder's (*gone: CMD,
+ * whose script says "ready PID", was gone before the tool was continued).
+ * Continued, vigil lock exits 79. */
+static int lost_with(const char *cmd_script, const char *kill_after, int *exit_status, char *err, size_t errcap,
+                     bool *gone)
 {
     const char *s = store();
     unlink(s);
@@ -372,6 +377,11 @@ static int lost_with(const char *cmd_script, const char *kill_after, int *exit_s
     vigil_lease other;
     int rc = vigil_leases_open(s, &ls);
     bool taken = rc == 0 && VT_WAIT_FOR(vigil_leases_acquire(ls, "lost", "thief", 60000, &other) == 0, 10000);
+    const char *at = strstr(p.buf, "ready ");
+    int cmd = at ? atoi(at + 6) : 0;
+    *gone = cmd > 0 && VT_WAIT_FOR(vt_gone(cmd), 20000);
+    if (cmd > 0 && !*gone)
+        kill(cmd, SIGKILL);
     kill(p.pid, SIGCONT);
     *exit_status = vt_wait(p.pid, 20000);
     close(p.fd);
@@ -389,16 +399,21 @@ static int lost_with(const char *cmd_script, const char *kill_after, int *exit_s
 static int test_lost(void)
 {
     int st;
+    bool gone;
     char err[1024];
     /* The whole group gets SIGTERM: the shell may say its sleep was
      * "Terminated"; the tool says one line. */
-    EXPECT_RC(lost_with("trap 'exit 9' TERM; echo ready; while :; do sleep 0.05; done", "5000", &st, err, sizeof(err)), 0);
+    EXPECT_RC(lost_with("trap 'exit 9' TERM; echo ready $$; while :; do sleep 0.05; done", "5000", &st, err,
+                        sizeof(err), &gone),
+              0);
     const char *line = strstr(err, "vigil: lost: ");
     EXPECT(st == 79 && line && strstr(line, "lost while CMD ran") && !strstr(line + 1, "vigil:"),
            "a lost lease: expected exit 79 and one line of the tool's, got %d, '%s'", st, err);
+    EXPECT(gone, "CMD ran on past the lapse while vigil lock was stopped");
     /* CMD ignores SIGTERM: SIGKILL after --kill-after. */
-    EXPECT_RC(lost_with("trap '' TERM; echo ready; exec sleep 60", "200", &st, err, sizeof(err)), 0);
+    EXPECT_RC(lost_with("trap '' TERM; echo ready $$; exec sleep 60", "200", &st, err, sizeof(err), &gone), 0);
     EXPECT(st == 79, "a CMD deaf to SIGTERM: expected exit 79 after SIGKILL, got %d, '%s'", st, err);
+    EXPECT(gone, "a CMD deaf to SIGTERM ran on past the lapse while vigil lock was stopped");
     return 0;
 }
 
@@ -408,6 +423,15 @@ static int test_store_error(void)
     EXPECT_EXIT(1, "a store that cannot be made");
     EXPECT(vt_count_lines(R.err) == 1 && strncmp(R.err, "vigil: k: ", 10) == 0 && strstr(R.err, "no/such/dir"),
            "expected one line naming the key, the store and the reason, got '%s'", R.err);
+    /* A store that is not one is said as every command says it. */
+    EXPECT(mkfifo(vt_path("fifo.ls"), 0600) == 0, "mkfifo: %s", strerror(errno));
+    VT_RUN("lock", "--store", vt_path("fifo.ls"), "--wait", "0", "k", "--", "true");
+    EXPECT_EXIT(1, "a FIFO for a store");
+    EXPECT(vt_count_lines(R.err) == 1 && strstr(R.err, "a FIFO, not a regular file"), "a FIFO store: '%s'", R.err);
+    vigil_hb_close(vt_hb_fresh_at(vt_path("table.hb"), 2));
+    VT_RUN("lock", "--store", vt_path("table.hb"), "--wait", "0", "k", "--", "true");
+    EXPECT_EXIT(1, "a heartbeat table for a store");
+    EXPECT(vt_count_lines(R.err) == 1 && strstr(R.err, "a heartbeat table, not a lease store"), "a table: '%s'", R.err);
     return 0;
 }
 

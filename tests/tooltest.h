@@ -46,8 +46,10 @@ static inline void vt_slurp(const char *path, char *buf, size_t cap)
 }
 
 /* Runs vigil with argv (NULL-terminated, without argv[0]) for at most
- * timeout_ms; fills R and returns R.rc. stdin is /dev/null. */
-static inline int vt_runv(unsigned timeout_ms, const char *const *args)
+ * timeout_ms, through the command prefix names when not NULL (as
+ * `setpriv ... vigil ARGS`); fills R and returns R.rc. stdin is
+ * /dev/null. */
+static inline int vt_runv_via(unsigned timeout_ms, const char *const *prefix, const char *const *args)
 {
     /* Own buffers: vt_path's rotate, and the caller's paths use them. */
     static char out[512], err[512];
@@ -55,9 +57,14 @@ static inline int vt_runv(unsigned timeout_ms, const char *const *args)
     snprintf(err, sizeof(err), "%s/tool.stderr", vt_tmpdir());
     const char *argv[64];
     size_t n = 0;
+    while (prefix && prefix[n] && n < 16) {
+        argv[n] = prefix[n];
+        n++;
+    }
+    size_t tool = n;
     argv[n++] = VIGIL_TOOL;
-    while (args[n - 1] && n < 63) {
-        argv[n] = args[n - 1];
+    while (args[n - tool - 1] && n < 63) {
+        argv[n] = args[n - tool - 1];
         n++;
     }
     argv[n] = NULL;
@@ -72,13 +79,18 @@ static inline int vt_runv(unsigned timeout_ms, const char *const *args)
         if (in < 0 || o < 0 || e < 0)
             _exit(126);
         dup2(in, 0), dup2(o, 1), dup2(e, 2);
-        execv(VIGIL_TOOL, (char *const *)argv);
+        execvp(argv[0], (char *const *)argv);
         _exit(127);
     }
     R.rc = vt_wait(pid, timeout_ms);
     vt_slurp(out, R.out, sizeof(R.out));
     vt_slurp(err, R.err, sizeof(R.err));
     return R.rc;
+}
+
+static inline int vt_runv(unsigned timeout_ms, const char *const *args)
+{
+    return vt_runv_via(timeout_ms, NULL, args);
 }
 #define VT_RUN(...) vt_runv(10000, (const char *const[]){ __VA_ARGS__, NULL })
 
@@ -369,6 +381,24 @@ static inline bool vt_gone(pid_t pid)
     vt_slurp(path, text, sizeof(text));
     const char *rp = strrchr(text, ')');
     return !rp || rp[2] == 'Z' || rp[2] == 'X';
+}
+
+/* The spawned tool p's set-user-ID CMD (vt_suid_said's WORD): once it
+ * runs, SIGKILL to `who` (the tool's pid, or -pid: its process group);
+ * *st the tool's status. True when CMD went with it (bounded); a CMD
+ * still there is killed here (its real uid is ours). */
+static inline bool vt_suid_dies_with(struct vt_proc *p, const char *word, pid_t who, int *st, pid_t *cmd)
+{
+    *cmd = vt_suid_said(p, word);
+    kill(who, SIGKILL);
+    *st = vt_wait(p->pid, 15000);
+    close(p->fd);
+    if (*cmd <= 0)
+        return false;
+    bool dead = VT_WAIT_FOR(vt_gone(*cmd), 10000);
+    if (!dead)
+        kill(*cmd, SIGKILL);
+    return dead;
 }
 
 /* Whether KEY is held by nobody in the lease store at `store`. */

@@ -89,6 +89,9 @@ int tool_child_start(struct tool_child *c, char **argv, char **env)
         .may_exec_arg = c->may_exec_arg,
         .refuse_status = c->refuse_status,
         .stop_before_exec = c->stop_before_exec,
+        .held = c->held,
+        .held_arg = c->held_arg,
+        .lost_kill_ms = c->orphan_kill_ms,
     };
     if ((rc = tool_guard_start(&c->g, &c->x, &o, c->tty)) < 0)
         return rc;
@@ -128,6 +131,8 @@ int tool_child_wait(struct tool_child *c, int lost_fd, uint64_t kill_after_ms, i
     }
     tool_guard_reap(&c->g);
     const struct tool_guard_report *r = &c->g.r;
+    if (r->flags & GUARD_LOST)
+        *lost = true; /* the guardian saw it first (we were stopped) */
     if ((r->flags & GUARD_STARTED) && !(r->flags & (GUARD_GONE | GUARD_STILL))) {
         /* The guardian died (killed on its own) before the group's end:
          * end it from here, while it is there to be signalled. */

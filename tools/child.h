@@ -30,6 +30,8 @@ struct tool_child {
     void    *may_exec_arg;
     int      refuse_status;
     bool     stop_before_exec;
+    bool   (*held)(void *arg); /* watched by the guardian (guard.h); false: a loss, orphan_kill_ms's grace */
+    void    *held_arg;
     /* The tool's own. */
     struct tool_guard g;
     struct tool_exec  x;
@@ -51,7 +53,8 @@ int tool_child_block(struct tool_child *c);
 int tool_child_start(struct tool_child *c, char **argv, char **env);
 
 /* Waits until CMD's group is gone. lost_fd readable (POLLIN) is a loss:
- * *lost set, the group gets SIGTERM, then SIGKILL kill_after_ms later.
+ * *lost set, the group gets SIGTERM, then SIGKILL kill_after_ms later;
+ * so is the guardian's finding the hold lost (c->held) first.
  * 0 with *status as a shell reports it (128 + n for signal n), or -errno
  * (-ECHILD: the guardian died before CMD's end was known; the group was
  * then sent SIGKILL). */

@@ -96,7 +96,7 @@ static int make(const char *path, struct spec *sp)
             return tool_fail_file(sp->table, rc, VIGIL_KIND_HEARTBEAT, false);
         uint32_t cap = vigil_hb_capacity(hb);
         vigil_hb_close(hb);
-        sp->capacity = cap > VIGIL_JOURNAL_MAX_CAPACITY / 2 ? VIGIL_JOURNAL_MAX_CAPACITY : cap * 2 < 64 ? 64 : cap * 2;
+        sp->capacity = vigil_journal_capacity_for(cap);
         vigil_journal *j;
         if ((rc = vigil_journal_create(path, sp->capacity, cap, sp->mode, sp->gid, &j)) < 0)
             return rc;

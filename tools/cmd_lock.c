@@ -113,7 +113,10 @@ static int backend_open(struct backend *b, const char *store, const char *etcd, 
             else if (rc == -ENOSPC || rc == -EDQUOT)
                 return tool_fail_space(store, rc, vigil_file_size(VIGIL_KIND_LEASES, LOCK_STORE_CAPACITY), true);
         }
-        if (rc == VIGIL_EUNTRUSTED || rc == -ENOSPC || rc == -EDQUOT)
+        /* What the store is (a FIFO, a table, another user's...), said as
+         * every other command says it. */
+        if (rc == VIGIL_EUNTRUSTED || rc == -ENOSPC || rc == -EDQUOT || rc == -EOPNOTSUPP || rc == VIGIL_EBADFILE ||
+            rc == VIGIL_ECAPACITY || rc == -ELOOP || rc == -EACCES || rc == -EPERM)
             return tool_fail_file(store, rc, VIGIL_KIND_LEASES, true);
         return rc < 0 ? lock_fail(key, "lease store %s: %s", store, vigil_strerror(rc)) : 0;
     }
@@ -410,6 +413,10 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
     c.orphan_kill_ms = kill_after;
     c.may_exec = still_held;
     c.may_exec_arg = ka;
+    /* Watched by the guardian too: a tool stopped (SIGSTOP, a debugger)
+     * renews nothing, and its CMD must not run on past the lapse. */
+    c.held = still_held;
+    c.held_arg = ka;
     c.refuse_status = EXIT_LOST;
     c.stop_before_exec = test_stop_at("exec");
     if ((rc = tool_child_start(&c, argv + dd + 1, env)) < 0) {
@@ -425,6 +432,10 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
         goto stop;
     }
     exit_rc = status;
+    if (c.g.r.flags & GUARD_STILL)
+        lock_fail(key, "CMD's process group %d could not be ended (%s: a member vigil lock may not signal, as "
+                       "under sudo); the lease is released all the same",
+                  (int)c.pid, strerror(c.g.r.err));
 stop:
     ka_rc = vigil_keepalive_stop(ka);
 release:;

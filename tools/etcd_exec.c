@@ -190,10 +190,12 @@ static void placed_helper(char *buf, size_t cap, struct stat *self, struct trust
         return;
     *slash = '\0'; /* "/usr/bin", or "" for a program in "/" */
     size_t dl = strlen(dir);
+#ifdef VIGIL_BUILD_DIR
     if (strcmp(dir, VIGIL_BUILD_DIR) == 0) {
         snprintf(buf, cap, "%s/vigil-etcd", dir);
         return;
     }
+#endif
 #ifdef VIGIL_INSTALL_BINDIR
     size_t bl = strlen(VIGIL_INSTALL_BINDIR);
     if (dl > bl && dir[dl - bl - 1] == '/' && strcmp(dir + dl - bl, VIGIL_INSTALL_BINDIR) == 0)

@@ -354,7 +354,8 @@ static int poll_timeout(const struct guardian *s, uint64_t now)
         next = s->kill_at;
     if (s->give_up_at && s->give_up_at < next)
         next = s->give_up_at;
-    if ((s->reaped || s->sfd < 0) && now + GUARD_TICK_MS < next)
+    bool watching = s->o->held && !(s->r.flags & (GUARD_TERM | GUARD_KILL));
+    if ((s->reaped || s->sfd < 0 || watching) && now + GUARD_TICK_MS < next)
         next = now + GUARD_TICK_MS;
     if (next == UINT64_MAX)
         return -1;
@@ -429,6 +430,10 @@ static _Noreturn void guardian_main(struct guardian *s)
         }
         if (o->timeout_ms && !(s->r.flags & (GUARD_TERM | GUARD_KILL)) && now >= s->t0 + o->timeout_ms)
             group_signal(s, SIGTERM, GUARD_TIMEOUT, o->kill_ms);
+        /* The hold lost while the tool cannot act on it (stopped): CMD
+         * does not run on beside the next holder's. */
+        if (o->held && !(s->r.flags & (GUARD_TERM | GUARD_KILL)) && !o->held(o->held_arg))
+            group_signal(s, SIGTERM, GUARD_LOST, o->lost_kill_ms);
         if (s->kill_at && now >= s->kill_at)
             group_signal(s, SIGKILL, 0, 0);
         struct pollfd pf[2] = { { s->orphan ? -1 : s->ctl, POLLIN, 0 }, { s->sfd, POLLIN, 0 } };

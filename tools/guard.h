@@ -48,10 +48,19 @@
  *    made before the fork, and the exec is execve over the candidates).
  *  - CMD's child sets PR_SET_PDEATHSIG too (SIGKILL if the guardian goes):
  *    cleared for a set-user-ID CMD, kept for the others.
+ *  - A tool that is stopped (SIGSTOP, a debugger, a frozen cgroup that
+ *    spares the guardian) renews nothing and ends nothing: opts.held lets
+ *    the guardian see the hold lapse itself (vigil lock: the keepalive's
+ *    shared page, as CMD's child's last look reads it) and end the group
+ *    as on a loss.
  *  - A process that leaves CMD's group (setsid(2): a daemon) is outside
  *    what the guardian ends, as it is outside timeout(1)'s; and a
  *    guardian killed on its own, with its tool, leaves CMD to the
- *    parent-death signal (systemd's stop kills the unit's whole cgroup).
+ *    parent-death signal (systemd's stop kills the unit's whole cgroup),
+ *    which reaches neither a set-user-ID CMD nor CMD's workers: for
+ *    `failover --exec` the next watchdog ends that group before the next
+ *    CMD (the journal's run group, src/journal_internal.h step 5); for
+ *    `vigil lock` nothing does.
  *  - In the guardian, vigil_self_lock_word (the journal's owner word)
  *    works out the guardian's own identity from /proc/self/stat with
  *    open, read and a digit parse: no lock, no allocation.
@@ -112,6 +121,7 @@ enum {
     GUARD_REFUSED  = 1u << 10, /* not started: `before` said no */
     GUARD_NOFORK   = 1u << 11, /* not started: fork failed (err) */
     GUARD_STOPPED  = 1u << 12, /* the terminal stopped CMD at least once */
+    GUARD_LOST     = 1u << 13, /* ... because held() said the hold was lost */
 };
 
 struct tool_guard_report {
@@ -145,6 +155,14 @@ struct tool_guard_opts {
     bool   (*before)(void *arg);
     void   (*after)(void *arg, const struct tool_guard_report *r);
     void    *hook_arg;
+    /* In the guardian, every GUARD_TICK_MS while CMD runs: false (what
+     * the tool holds for CMD is lost) ends the group, SIGTERM and SIGKILL
+     * lost_kill_ms later, even while the tool itself is stopped (SIGSTOP,
+     * a debugger: its renewals stopped with it and the lease lapsed).
+     * Async-signal-safe. */
+    bool   (*held)(void *arg);
+    void    *held_arg;
+    uint64_t lost_kill_ms;
 };
 
 struct tool_guard {

@@ -39,9 +39,11 @@
 #include "journal_internal.h"
 #include "proc_internal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -253,6 +255,16 @@ static bool run_before(void *p)
     return true;
 }
 
+/* In CMD's child, before its exec: its group named in the journal, so
+ * that the sweep of a watchdog finding this guardian dead ends it (THE
+ * JOURNAL, step 5). */
+static bool run_record(void *p)
+{
+    const struct run_arg *a = p;
+    vigil_journal_run_group(a->j);
+    return true;
+}
+
 static void run_after(void *p, const struct tool_guard_report *g)
 {
     struct run_arg *a = p;
@@ -273,6 +285,68 @@ static void run_after(void *p, const struct tool_guard_report *g)
     vigil_journal_move(a->j, a->idx, vj_word(VJ_RUNNING, a->ticket), a->me, vj_word(VJ_DONE, a->ticket), a->tool);
     journal_hook(JP_FINISHED);
     vigil_journal_run_release(a->j, a->held);
+}
+
+/* ---- a dead guardian's group (THE JOURNAL, step 5) ------------------------------ */
+
+static const char *ours_file; /* the table, as its CMDs' VIGIL_RECLAIM_FILE names it */
+
+/* /proc/PID/NAME read whole into buf (up to len - 1 bytes, NUL-ended):
+ * its length, or -1. */
+static ssize_t proc_read(const char *pid, const char *name, char *buf, size_t len)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%s/%s", pid, name);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return -1;
+    size_t n = 0;
+    ssize_t k;
+    while (n < len - 1 && (k = read(fd, buf + n, len - 1 - n)) > 0)
+        n += (size_t)k;
+    close(fd);
+    buf[n] = '\0';
+    return (ssize_t)n;
+}
+
+/* Whether process group pgid has a live member whose environment names
+ * this table and this ticket: CMD of the entry, or a worker it started
+ * (vigil_journal_group_ours). A header forged by a writer of the journal
+ * names a group that has none. */
+static bool group_ours(uint32_t pgid, uint64_t ticket)
+{
+    char want_t[48], want_f[PATH_MAX + 32];
+    snprintf(want_t, sizeof(want_t), "VIGIL_RECLAIM_TICKET=%" PRIu64, ticket);
+    if (!ours_file || (size_t)snprintf(want_f, sizeof(want_f), "VIGIL_RECLAIM_FILE=%s", ours_file) >= sizeof(want_f))
+        return false;
+    static char env[1 << 16];
+    bool found = false;
+    DIR *d = opendir("/proc");
+    struct dirent *de;
+    while (d && !found && (de = readdir(d))) {
+        if (de->d_name[0] < '1' || de->d_name[0] > '9')
+            continue;
+        char stat[512];
+        if (proc_read(de->d_name, "stat", stat, sizeof(stat)) <= 0)
+            continue;
+        /* After the command's ')': state, ppid, pgrp. */
+        const char *p = strrchr(stat, ')');
+        char state;
+        unsigned long ppid, pgrp;
+        if (!p || sscanf(p + 1, " %c %lu %lu", &state, &ppid, &pgrp) != 3 || pgrp != pgid || state == 'Z' ||
+            state == 'X')
+            continue;
+        ssize_t n = proc_read(de->d_name, "environ", env, sizeof(env));
+        bool t = false, f = false;
+        for (ssize_t i = 0; i < n; i += (ssize_t)strlen(env + i) + 1) {
+            t |= strcmp(env + i, want_t) == 0;
+            f |= strcmp(env + i, want_f) == 0;
+        }
+        found = t && f;
+    }
+    if (d)
+        closedir(d);
+    return found;
 }
 
 /* ---- the watchdog's side --------------------------------------------------------- */
@@ -355,13 +429,26 @@ static int open_journal(const char *path, const vigil_hb *hb, const char *table,
     bool known = stat(table, &st) == 0;
     unsigned mode = known ? ((unsigned)st.st_mode & 0666) | 0600 : 0600;
     uint32_t cap = vigil_hb_capacity(hb);
-    uint32_t n = cap > VIGIL_JOURNAL_MAX_CAPACITY / 2 ? VIGIL_JOURNAL_MAX_CAPACITY : cap * 2 < 64 ? 64 : cap * 2;
+    uint32_t n = vigil_journal_capacity_for(cap);
     rc = vigil_journal_create(path, n, cap, mode, known ? st.st_gid : (gid_t)-1, out);
     if (rc == -EPERM && known)
         rc = vigil_journal_create(path, n, cap, mode, (gid_t)-1, out);
     if (rc == -EEXIST) /* another watchdog made it first */
         rc = vigil_journal_open_flags(path, flags, out);
     return rc;
+}
+
+/* A journal is its table's: one made for a table of another capacity
+ * (--journal naming another table's) would name slots of another table. */
+static int journal_fits(const char *path, vigil_journal *j, const vigil_hb *hb)
+{
+    uint32_t made = j->hdr->table_capacity, cap = vigil_hb_capacity(hb);
+    if (made == cap)
+        return 0;
+    fprintf(stderr, "vigil: %s: a reclaim journal made for a table of %u slots, not this one's %u\n", tool_e(path),
+            made, cap);
+    vigil_journal_close(j);
+    return EXIT_RUNTIME;
 }
 
 int tool_hooks_new(const char *cmd, const char *file, const char *journal, uint64_t timeout_ms, vigil_hb *hb,
@@ -378,8 +465,9 @@ int tool_hooks_new(const char *cmd, const char *file, const char *journal, uint6
         return -ENOMEM;
     }
     int rc = open_journal(journal ? journal : path, hb, file, trust_owner ? VIGIL_OPEN_TRUST_OWNER : 0, &h->j);
-    if (rc < 0) {
-        tool_fail_file(journal ? journal : path, rc, VIGIL_KIND_JOURNAL, true);
+    if (rc < 0 || (rc = journal_fits(journal ? journal : path, h->j, hb)) != 0) {
+        if (rc < 0)
+            tool_fail_file(journal ? journal : path, rc, VIGIL_KIND_JOURNAL, true);
         free(path);
         free(h);
         return EXIT_RUNTIME;
@@ -391,6 +479,8 @@ int tool_hooks_new(const char *cmd, const char *file, const char *journal, uint6
         snprintf(stop_at, sizeof(stop_at), "%s", at);
         vigil_journal_hook = test_point;
     }
+    ours_file = file;
+    vigil_journal_group_ours = group_ours;
     hb->journal = h->j; /* from here every claim is journaled */
     /* What earlier watchdogs left: said, so that a restart names every
      * reclaim it takes on (issue 32's restarted watchdog said "nothing to
@@ -417,6 +507,8 @@ int tool_journal_attach(const char *file, const char *journal, vigil_hb *hb, boo
         rc = 0; /* no journal next to the table: the reclaims are this watchdog's alone */
     else if (rc < 0)
         rc = tool_fail_file(journal ? journal : path, rc, VIGIL_KIND_JOURNAL, true);
+    else if ((rc = journal_fits(journal ? journal : path, *out, hb)) != 0)
+        *out = NULL;
     else
         hb->journal = *out;
     free(path);
@@ -482,6 +574,8 @@ static void start_next(struct tool_hooks *h)
         .before = run_before,
         .after = run_after,
         .hook_arg = &h->arg,
+        .may_exec = run_record,
+        .may_exec_arg = &h->arg,
     };
     int rc = tool_guard_start(&h->g, &h->x, &o, -1);
     if (rc < 0) {
