@@ -160,7 +160,7 @@ static int keep_existing(const char *path, const struct spec *sp, bool have_capa
         return tool_fail_msg(path, "exists, a %s of capacity %u, not %u: kept, never replaced (remove it once "
                                    "nothing uses it to make it anew)", kind_text(fi.kind), fi.capacity,
                              sp->capacity);
-    if (((st.st_mode & 0777) != sp->mode || (sp->gid != (gid_t)-1 && st.st_gid != sp->gid)))
+    if ((st.st_mode & 0777) != sp->mode || (sp->gid != (gid_t)-1 && st.st_gid != sp->gid))
         fprintf(stderr, "vigil: warning: %s: kept with mode %04o, group %u, not the --mode %04o%s asked for\n",
                 tool_e(path), (unsigned)(st.st_mode & 0777), (unsigned)st.st_gid, sp->mode,
                 sp->gid != (gid_t)-1 ? " and --group" : "");
@@ -229,7 +229,8 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
         return keep_existing(pos[0], &sp, have_capacity);
     if (rc != 0)
         return rc == EXIT_RUNTIME ? rc : fail(pos[0], &sp, rc, group);
-    printf("%s: %s, capacity %u, mode %04o%s%s, %llu bytes\n", tool_e(pos[0]), kind_text(sp.kind), sp.capacity, sp.mode, group ? ", group " : "", group ? tool_e(group) : "",
+    printf("%s: %s, capacity %u, mode %04o%s%s, %llu bytes\n", tool_e(pos[0]), kind_text(sp.kind), sp.capacity,
+           sp.mode, group ? ", group " : "", group ? tool_e(group) : "",
            (unsigned long long)vigil_file_size(sp.kind, sp.capacity));
     return tool_flush();
 }
