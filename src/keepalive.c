@@ -102,6 +102,7 @@ struct vigil_keepalive {
     vigil_lease      lease;    /* copied, likewise */
     uint64_t         period_ns;
     uint64_t         ttl_ns;
+    uint64_t         first_due; /* CLOCK_MONOTONIC ns of the first renewal */
     pid_t            creator;  /* the process whose renewer this is */
     int              loss_fd;  /* eventfd, written once lost: the user's fd */
     int              timer_fd; /* CLOCK_BOOTTIME timerfd at the deadline: the watcher's */
@@ -306,9 +307,10 @@ static void *renewer(void *arg)
 {
     vigil_keepalive *ka = arg;
     pthread_mutex_lock(&ka->mu);
-    /* The lease was just acquired (or renewed) by the caller: the first
-     * renewal is due one period from now. */
-    uint64_t next = add_sat(vigil_now_ns(), ka->period_ns);
+    /* One period after the acquisition (start worked it out), not after
+     * this thread's start: a caller that stalled between the two has that
+     * much less of the TTL left. */
+    uint64_t next = ka->first_due;
     while (!ka->stopping) {
         uint64_t now = vigil_now_ns();
         if (is_lost(ka))
@@ -423,8 +425,15 @@ int vigil_keepalive_start(const vigil_lease_port *port, const vigil_lease *lease
         free_keepalive(ka);
         return -err;
     }
-    uint64_t deadline = add_sat(acquired_at(lease, now), ka->ttl_ns);
+    uint64_t acquired = acquired_at(lease, now);
+    uint64_t deadline = add_sat(acquired, ka->ttl_ns);
     atomic_init(&ka->sh->deadline, deadline);
+    /* The beat runs on CLOCK_MONOTONIC and the acquisition was timed on
+     * the lease clock: the first renewal falls due one period after the
+     * acquisition, that is `now - acquired` sooner than one period from
+     * now, and at once when the period has already gone by. */
+    uint64_t since = now - acquired, mono = vigil_now_ns();
+    ka->first_due = since >= ka->period_ns ? mono : add_sat(mono, ka->period_ns - since);
     atomic_init(&ka->sh->stopped, false);
     arm_timer(ka->timer_fd, deadline);
 
