@@ -165,7 +165,7 @@ static int test_renewed_holder_waited_out(void)
 {
     vigil_leases *ls = vt_leases_fresh("renew.leases", 8);
     vigil_lease l;
-    EXPECT_RC(vigil_leases_acquire(ls, "k", "holder", 300, &l), 0);
+    EXPECT_RC(vigil_leases_acquire(ls, "k", "holder", 1500, &l), 0);
     vigil_lease_port port = vigil_leases_port(ls);
     vigil_keepalive *ka;
     EXPECT_RC(vigil_keepalive_start(&port, &l, &ka), 0);
@@ -182,16 +182,18 @@ static int test_renewed_holder_waited_out(void)
      * machine); one that got a live lease's key finds it not lost (a bug,
      * which the refusal at the next renewal must not hide). */
     EXPECT(rc != 0 || lost_then, "acquire_wait took the key of a lease still live");
-    bool lost = vigil_keepalive_lost(ka);
-    EXPECT_RC(vigil_keepalive_stop(ka), lost ? VIGIL_ELOST : 0);
-    if (lost) {
-        fprintf(stderr, "the holder's 300 ms lease lapsed: this machine stalled\n");
+    /* The stop's answer, not a look before it: the lease may lapse
+     * between the two (seen under a load of 7). */
+    int stop = vigil_keepalive_stop(ka);
+    EXPECT(stop == 0 || stop == VIGIL_ELOST, "keepalive_stop: %d", stop);
+    if (stop == VIGIL_ELOST) {
+        fprintf(stderr, "the holder's 1.5 s lease lapsed: this machine stalled\n");
         vigil_leases_close(ls);
         return VT_SKIP;
     }
     EXPECT(rc == VIGIL_ETIMEDOUT, "acquire_wait gave %d on a key renewed all along", rc);
     EXPECT(switches < 100, "%ld context switches in a 1 s wait: it polled", switches);
-    printf("a 1 s acquire_wait on a key renewed every 96 ms: %ld context switches\n", switches);
+    printf("a 1 s acquire_wait on a key renewed every 500 ms: %ld context switches\n", switches);
     vigil_leases_close(ls);
     return 0;
 }
