@@ -97,6 +97,8 @@ static int journal_wrap(struct vigil_map *m, vigil_journal **out)
     j->capacity = m->capacity;
     j->kill_pgid = 0;
     j->kill_since = 0;
+    j->starved = false;
+    j->starved_said = false;
     *out = j;
     return 0;
 }

@@ -194,6 +194,9 @@ typedef struct vigil_journal {
     uint32_t                      capacity; /* this process's copy, checked at open */
     uint32_t                      kill_pgid;  /* a dead guardian's group this process sent SIGKILL */
     uint64_t                      kill_since; /* CLOCK_MONOTONIC ns of the first one */
+    bool                          starved;    /* a claim found no free entry and vacated nothing (the
+                                               * scan stopped there); cleared by whoever says so */
+    bool                          starved_said; /* the tool's: said, and not yet said to be over */
 } vigil_journal;
 
 /* An entry as one moment had it (vigil_journal_read). */

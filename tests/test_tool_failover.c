@@ -13,6 +13,9 @@
  */
 #include "tooltest.h"
 
+#include "journal_internal.h"
+#include "proc_internal.h"
+
 static vigil_hb *make_hb(const char *path, uint32_t cap)
 {
     vigil_hb *hb = NULL;
@@ -341,7 +344,10 @@ static int test_journal_file(void)
     /* Without --exec: vacated and written down, for an --exec watchdog. */
     VT_RUN("failover", f, "--grace", "2", "--once", "--epochs-only", "--journal", j);
     EXPECT_EXIT(0, "failover --once --journal");
-    EXPECT(vt_count_lines(R.out) == 2, "two reclaims expected, got '%s'", R.out);
+    /* Each line says the reclaim is the --exec watchdog's to hand on. */
+    EXPECT(vt_count_lines(R.out) == 2 && strstr(R.out, "journaled: an --exec watchdog hands it on") &&
+               strstr(strchr(R.out, '\n') + 1, "journaled: an --exec watchdog hands it on"),
+           "two journaled reclaims expected, got '%s'", R.out);
     VT_RUN("inspect", j);
     EXPECT_EXIT(0, "inspect of a journal");
     EXPECT(strstr(R.out, "reclaim journal, capacity 64") && strstr(R.out, "2 pending, 0 running") &&
@@ -374,6 +380,60 @@ static int test_journal_file(void)
     EXPECT(strcmp(got, want) == 0, "the CMDs saw:\n%s\nexpected:\n%s", got, want);
     VT_RUN("inspect", j);
     EXPECT(strstr(R.out, "0 pending, 0 running"), "the journal after the runs: '%s'", R.out);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+/* A journal of 2 entries for a table of table_cap slots, both PENDING
+ * (for a slot past the table). */
+static int full_journal(const char *path, uint32_t table_cap)
+{
+    vigil_journal *j;
+    EXPECT_RC(vigil_journal_create(path, 2, table_cap, 0600, (gid_t)-1, &j), 0);
+    uint64_t me = vigil_self_lock_word();
+    for (uint32_t i = 0; i < 2; i++) {
+        uint32_t idx;
+        uint64_t w;
+        EXPECT_RC(vigil_journal_begin(j, me, 99, 1, 1, 0, VIGIL_RECLAIM_STALE, 0, &idx, &w), 0);
+        EXPECT(vigil_journal_move(j, idx, w, me, vj_word(VJ_PENDING, vj_ticket(w)), 0), "entry %u not pending", idx);
+    }
+    vigil_journal_close(j);
+    return 0;
+}
+
+/*
+ * A watchdog without --exec never depends on FILE.journal: it reclaims
+ * for its own consumer even when the journal there is full (issue 32's
+ * review: "nothing to reclaim" over 2 dead slots once 64 reclaims had
+ * filled it, and each reclaim handed over twice). Given --journal, a full
+ * one is said on stderr and --once exits 1, its slots left as they were.
+ */
+static int test_plain_journal_full(void)
+{
+    const char *f = vt_path("pf.hb"), *j = vt_path("pf.hb.journal");
+    vigil_hb *hb = make_hb(f, 4);
+    uint32_t s[3];
+    stale_table(hb, s);
+    if (full_journal(j, 4) != 0)
+        return 1;
+    VT_RUN("failover", f, "--grace", "2", "--once", "--epochs-only");
+    EXPECT_EXIT(0, "a plain failover --once beside a full FILE.journal");
+    EXPECT(vt_count_lines(R.out) == 2 && !strstr(R.out, "journaled") && !strstr(R.out, "nothing"),
+           "two reclaims of its own expected, got '%s' / '%s'", R.out, R.err);
+    VT_RUN("inspect", j);
+    EXPECT(strstr(R.out, "2 pending"), "FILE.journal was written to: '%s'", R.out);
+    stale_table(hb, s);
+    uint32_t occupied = vigil_hb_live_count(hb, UINT64_MAX);
+    VT_RUN("failover", f, "--grace", "2", "--once", "--epochs-only", "--journal", j);
+    EXPECT_EXIT(1, "failover --once --journal into a full journal");
+    EXPECT(!strstr(R.out, "nothing to reclaim") && strstr(R.err, "is full (2 reclaims pending") &&
+               strstr(R.err, "left as they are, unreclaimed"),
+           "the full journal not said: '%s' / '%s'", R.out, R.err);
+    EXPECT(vigil_hb_live_count(hb, UINT64_MAX) == occupied, "a slot was vacated into a full journal");
+    /* --exec says it too, and runs what is pending. */
+    VT_RUN("failover", f, "--grace", "2", "--once", "--epochs-only", "--exec", "true");
+    EXPECT_EXIT(1, "failover --once --exec with a full journal");
+    EXPECT(strstr(R.err, "is full (2 reclaims pending"), "--exec did not say the journal full: '%s'", R.err);
     vigil_hb_close(hb);
     return 0;
 }
@@ -513,4 +573,5 @@ static int test_exec_runs_on_stop(void)
 
 VT_MAIN(VT_CASE(test_usage), VT_CASE(test_killed_worker_exited), VT_CASE(test_once_json), VT_CASE(test_once_human), VT_CASE(test_once_gone_pid),
         VT_CASE(test_watchdog_runs), VT_CASE(test_two_watchdogs_exactly_once), VT_CASE(test_exec_env),
-        VT_CASE(test_exec_hung), VT_CASE(test_exec_timeout_follows_group), VT_CASE(test_exec_runs_on_stop), VT_CASE(test_journal_file))
+        VT_CASE(test_exec_hung), VT_CASE(test_exec_timeout_follows_group), VT_CASE(test_exec_runs_on_stop), VT_CASE(test_journal_file),
+           VT_CASE(test_plain_journal_full))

@@ -81,7 +81,6 @@ struct tool_hooks {
     struct vigil_journal_rec cur;
     sigset_t         none;
     unsigned         failed;
-    bool             full_said;
 };
 
 /* ---- the test hook ----------------------------------------------------------- */
@@ -290,6 +289,7 @@ static void run_after(void *p, const struct tool_guard_report *g)
 /* ---- a dead guardian's group (THE JOURNAL, step 5) ------------------------------ */
 
 static const char *ours_file; /* the table, as its CMDs' VIGIL_RECLAIM_FILE names it */
+static char journal_name[PATH_MAX]; /* the journal attached, for the lines that name it */
 
 /* /proc/PID/NAME read whole into buf (up to len - 1 bytes, NUL-ended):
  * its length, or -1. */
@@ -472,6 +472,7 @@ int tool_hooks_new(const char *cmd, const char *file, const char *journal, uint6
         free(h);
         return EXIT_RUNTIME;
     }
+    snprintf(journal_name, sizeof(journal_name), "%s", journal ? journal : path);
     free(path);
     h->me = vigil_self_lock_word();
     const char *at = getenv("VIGIL_TEST_JOURNAL_STOP");
@@ -498,21 +499,47 @@ int tool_hooks_new(const char *cmd, const char *file, const char *journal, uint6
 
 int tool_journal_attach(const char *file, const char *journal, vigil_hb *hb, bool trust_owner, vigil_journal **out)
 {
-    char *path = NULL;
+    (void)file;
     *out = NULL;
-    if (!journal && asprintf(&path, "%s.journal", file) < 0)
-        return tool_fail(file, -ENOMEM);
-    int rc = vigil_journal_open_flags(journal ? journal : path, trust_owner ? VIGIL_OPEN_TRUST_OWNER : 0, out);
-    if (rc == -ENOENT && !journal)
-        rc = 0; /* no journal next to the table: the reclaims are this watchdog's alone */
-    else if (rc < 0)
-        rc = tool_fail_file(journal ? journal : path, rc, VIGIL_KIND_JOURNAL, true);
-    else if ((rc = journal_fits(journal ? journal : path, *out, hb)) != 0)
+    if (!journal)
+        return 0; /* FILE.journal is the --exec watchdogs': the reclaims are this watchdog's alone */
+    int rc = vigil_journal_open_flags(journal, trust_owner ? VIGIL_OPEN_TRUST_OWNER : 0, out);
+    if (rc < 0)
+        return tool_fail_file(journal, rc, VIGIL_KIND_JOURNAL, true);
+    if ((rc = journal_fits(journal, *out, hb)) != 0) {
         *out = NULL;
-    else
-        hb->journal = *out;
-    free(path);
-    return rc;
+        return rc;
+    }
+    snprintf(journal_name, sizeof(journal_name), "%s", journal);
+    hb->journal = *out;
+    return 0;
+}
+
+/* How often a journal that stays full is said again. */
+#define STARVED_SAY_MS 60000u
+
+bool tool_journal_starved(const char *file, vigil_hb *hb)
+{
+    static uint64_t said_ms;
+    vigil_journal *j = hb->journal;
+    if (!j)
+        return false;
+    bool starved = j->starved;
+    j->starved = false;
+    if (starved && (!j->starved_said || tool_now_ms() - said_ms >= STARVED_SAY_MS)) {
+        uint32_t c[5];
+        vigil_journal_counts(j, c);
+        fflush(stdout);
+        fprintf(stderr, "vigil: %s: the reclaim journal %s is full (%u reclaims pending, %u running, %u done and "
+                        "unsaid): slots due for reclaim are left as they are, unreclaimed, until --exec watchdogs "
+                        "run their CMDs\n",
+                tool_e(file), tool_e(journal_name), c[VJ_PENDING], c[VJ_RUNNING], c[VJ_DONE]);
+        said_ms = tool_now_ms();
+    } else if (!starved && j->starved_said) {
+        fprintf(stderr, "vigil: %s: the reclaim journal %s has room again\n", tool_e(file), tool_e(journal_name));
+    }
+    j->starved_said = starved;
+    return starved;
 }
 
 void tool_journal_detach(vigil_hb *hb, vigil_journal *j)
@@ -616,13 +643,6 @@ void tool_hooks_poll(struct tool_hooks *h)
     vigil_journal_sweep(h->j, h->hb, h->me);
     collect(h);
     start_next(h);
-    uint32_t counts[5];
-    vigil_journal_counts(h->j, counts);
-    bool full = counts[VJ_FREE] == 0;
-    if (full && !h->full_said)
-        fprintf(stderr, "vigil: %s: the reclaim journal is full (%u reclaims waiting for their CMDs): slots wait, "
-                        "stale, until CMDs finish\n", h->file, counts[VJ_PENDING]);
-    h->full_said = full;
 }
 
 /* Work of ours left: a CMD running, or a pending entry that we reclaimed
