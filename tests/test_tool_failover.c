@@ -438,6 +438,36 @@ static int test_plain_journal_full(void)
     return 0;
 }
 
+/*
+ * FILE.journal made by someone else (another user in a sticky shared
+ * directory: a FIFO, a symlink, a file of theirs) stops no plain watchdog
+ * (issue 32's review: root's `vigil failover t --once` exited 1); --exec,
+ * which needs it, names it and its owner.
+ */
+static int test_foreign_journal(void)
+{
+    for (int kind = 0; kind < 2; kind++) {
+        const char *f = vt_path(kind ? "fj1.hb" : "fj0.hb"), *j = vt_path(kind ? "fj1.hb.journal" : "fj0.hb.journal");
+        vigil_hb *hb = make_hb(f, 8);
+        uint32_t s[3];
+        stale_table(hb, s);
+        unlink(j);
+        EXPECT(kind == 0 ? mkfifo(j, 0600) == 0 : symlink("/dev/null", j) == 0, "make %s: %s", j, strerror(errno));
+        VT_RUN("failover", f, "--grace", "2", "--once", "--epochs-only");
+        EXPECT_EXIT(0, "a plain watchdog beside a foreign FILE.journal");
+        EXPECT(vt_count_lines(R.out) == 2 && !R.err[0], "two reclaims expected, got '%s' / '%s'", R.out, R.err);
+        stale_table(hb, s);
+        VT_RUN("failover", f, "--grace", "2", "--once", "--epochs-only", "--exec", "true");
+        EXPECT_EXIT(1, "--exec beside a foreign FILE.journal");
+        EXPECT(strstr(R.err, kind == 0 ? "a FIFO, not a regular file" : "a symbolic link") &&
+                   strstr(R.err, "move it away, or name another with --journal PATH") && strstr(R.err, "owner uid") &&
+                   !R.out[0],
+               "--exec did not name the journal: '%s' / '%s'", R.out, R.err);
+        vigil_hb_close(hb);
+    }
+    return 0;
+}
+
 /* A watchdog of table f with --exec script and --exec-timeout 300ms,
  * scanning by epochs every 5 ms, its stderr into err. */
 static int exec_watchdog(struct vt_proc *p, const char *f, const char *err, const char *script)
@@ -574,4 +604,4 @@ static int test_exec_runs_on_stop(void)
 VT_MAIN(VT_CASE(test_usage), VT_CASE(test_killed_worker_exited), VT_CASE(test_once_json), VT_CASE(test_once_human), VT_CASE(test_once_gone_pid),
         VT_CASE(test_watchdog_runs), VT_CASE(test_two_watchdogs_exactly_once), VT_CASE(test_exec_env),
         VT_CASE(test_exec_hung), VT_CASE(test_exec_timeout_follows_group), VT_CASE(test_exec_runs_on_stop), VT_CASE(test_journal_file),
-           VT_CASE(test_plain_journal_full))
+           VT_CASE(test_plain_journal_full), VT_CASE(test_foreign_journal))

@@ -451,6 +451,20 @@ static int journal_fits(const char *path, vigil_journal *j, const vigil_hb *hb)
     return EXIT_RUNTIME;
 }
 
+/* Who put the refused journal there, and what to do: a file another
+ * user made in a shared directory stops --exec (never a plain watchdog),
+ * so the line names its owner. */
+static void journal_refused(const char *file, const char *path)
+{
+    struct stat st;
+    char who[64] = "";
+    if (lstat(path, &st) == 0)
+        snprintf(who, sizeof(who), " (owner uid %u, mode %04o)", (unsigned)st.st_uid, (unsigned)st.st_mode & 07777);
+    fprintf(stderr, "vigil: %s: --exec writes every reclaim in its journal first, and %s%s is not one it can use: "
+                    "move it away, or name another with --journal PATH\n",
+            tool_e(file), tool_e(path), who);
+}
+
 int tool_hooks_new(const char *cmd, const char *file, const char *journal, uint64_t timeout_ms, vigil_hb *hb,
                    bool trust_owner, struct tool_hooks **out)
 {
@@ -466,8 +480,10 @@ int tool_hooks_new(const char *cmd, const char *file, const char *journal, uint6
     }
     int rc = open_journal(journal ? journal : path, hb, file, trust_owner ? VIGIL_OPEN_TRUST_OWNER : 0, &h->j);
     if (rc < 0 || (rc = journal_fits(journal ? journal : path, h->j, hb)) != 0) {
-        if (rc < 0)
+        if (rc < 0) {
             tool_fail_file(journal ? journal : path, rc, VIGIL_KIND_JOURNAL, true);
+            journal_refused(file, journal ? journal : path);
+        }
         free(path);
         free(h);
         return EXIT_RUNTIME;
