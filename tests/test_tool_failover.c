@@ -366,6 +366,21 @@ static int test_journal_file(void)
     EXPECT_EXIT(1, "a journal of another table, without --exec");
     EXPECT(vigil_hb_live_count(hb8, UINT64_MAX) == 3, "a slot of the other table was vacated");
     vigil_hb_close(hb8);
+    /* Another table of the same capacity: its identity tells it (issue
+     * 32's review ran table A's pending reclaim against B's pool). */
+    const char *fb = vt_path("jfb.hb");
+    vigil_hb *hbb = make_hb(fb, 4);
+    uint32_t sb[3];
+    stale_table(hbb, sb);
+    VT_RUN("failover", fb, "--grace", "2", "--once", "--epochs-only", "--journal", j, "--exec", "exit 7");
+    EXPECT_EXIT(1, "the journal of another table of the same capacity");
+    EXPECT(strstr(R.err, "the reclaim journal of another table (device") && !R.out[0] &&
+               !strstr(R.err, "exited with status 7"),
+           "expected the journal refused, got '%s' / '%s'", R.out, R.err);
+    VT_RUN("failover", fb, "--grace", "2", "--once", "--epochs-only", "--journal", j);
+    EXPECT_EXIT(1, "the journal of another table of the same capacity, without --exec");
+    EXPECT(vigil_hb_live_count(hbb, UINT64_MAX) == 3, "a slot of the other table was vacated");
+    vigil_hb_close(hbb);
     /* With --exec: the two pending CMDs run from the journal, once. */
     setenv("HOOK_OUT", out, 1);
     for (int round = 0; round < 2; round++) {
@@ -386,10 +401,13 @@ static int test_journal_file(void)
 
 /* A journal of 2 entries for a table of table_cap slots, both PENDING
  * (for a slot past the table). */
-static int full_journal(const char *path, uint32_t table_cap)
+static int full_journal(const char *path, const char *table, uint32_t table_cap)
 {
     vigil_journal *j;
-    EXPECT_RC(vigil_journal_create(path, 2, table_cap, 0600, (gid_t)-1, &j), 0);
+    struct stat st;
+    EXPECT(stat(table, &st) == 0, "stat %s: %s", table, strerror(errno));
+    const struct vigil_journal_table t = { table_cap, (uint64_t)st.st_dev, (uint64_t)st.st_ino };
+    EXPECT_RC(vigil_journal_create(path, 2, &t, 0600, (gid_t)-1, &j), 0);
     uint64_t me = vigil_self_lock_word();
     for (uint32_t i = 0; i < 2; i++) {
         uint32_t idx;
@@ -414,7 +432,7 @@ static int test_plain_journal_full(void)
     vigil_hb *hb = make_hb(f, 4);
     uint32_t s[3];
     stale_table(hb, s);
-    if (full_journal(j, 4) != 0)
+    if (full_journal(j, f, 4) != 0)
         return 1;
     VT_RUN("failover", f, "--grace", "2", "--once", "--epochs-only");
     EXPECT_EXIT(0, "a plain failover --once beside a full FILE.journal");

@@ -409,7 +409,10 @@ static int test_forged_group_spared(void)
     snprintf(path, sizeof(path), "%s.journal", f);
     vigil_hb *hb = vt_hb_fresh_at(f, 4);
     vigil_journal *j;
-    EXPECT_RC(vigil_journal_create(path, 64, 4, 0600, (gid_t)-1, &j), 0);
+    struct stat st;
+    EXPECT(stat(f, &st) == 0, "stat %s: %s", f, strerror(errno));
+    const struct vigil_journal_table t = { 4, (uint64_t)st.st_dev, (uint64_t)st.st_ino };
+    EXPECT_RC(vigil_journal_create(path, 64, &t, 0600, (gid_t)-1, &j), 0);
     fflush(NULL);
     pid_t victim = fork();
     if (victim == 0) {

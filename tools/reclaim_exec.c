@@ -49,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -426,27 +427,44 @@ static int open_journal(const char *path, const vigil_hb *hb, const char *table,
     if (rc != -ENOENT)
         return rc;
     struct stat st;
-    bool known = stat(table, &st) == 0;
-    unsigned mode = known ? ((unsigned)st.st_mode & 0666) | 0600 : 0600;
-    uint32_t cap = vigil_hb_capacity(hb);
-    uint32_t n = vigil_journal_capacity_for(cap);
-    rc = vigil_journal_create(path, n, cap, mode, known ? st.st_gid : (gid_t)-1, out);
-    if (rc == -EPERM && known)
-        rc = vigil_journal_create(path, n, cap, mode, (gid_t)-1, out);
+    if (stat(table, &st) != 0)
+        return -errno;
+    unsigned mode = ((unsigned)st.st_mode & 0666) | 0600;
+    const struct vigil_journal_table t = { vigil_hb_capacity(hb), (uint64_t)st.st_dev, (uint64_t)st.st_ino };
+    uint32_t n = vigil_journal_capacity_for(t.capacity);
+    rc = vigil_journal_create(path, n, &t, mode, st.st_gid, out);
+    if (rc == -EPERM)
+        rc = vigil_journal_create(path, n, &t, mode, (gid_t)-1, out);
     if (rc == -EEXIST) /* another watchdog made it first */
         rc = vigil_journal_open_flags(path, flags, out);
     return rc;
 }
 
-/* A journal is its table's: one made for a table of another capacity
- * (--journal naming another table's) would name slots of another table. */
-static int journal_fits(const char *path, vigil_journal *j, const vigil_hb *hb)
+/* A journal is its table's: one made for another table (--journal naming
+ * another table's, or a table made anew at the same name) names that
+ * table's slots, and its pending CMDs are that table's reclaims. The
+ * table is told by its st_dev and st_ino, as the journal's header keeps
+ * them from its making (vigil-files(5)). */
+static int journal_fits(const char *path, vigil_journal *j, const char *table, const vigil_hb *hb)
 {
     uint32_t made = j->hdr->table_capacity, cap = vigil_hb_capacity(hb);
-    if (made == cap)
+    uint64_t dev = j->hdr->table_dev, ino = j->hdr->table_ino;
+    struct stat st;
+    int rc = stat(table, &st) == 0 ? 0 : -errno;
+    if (rc == 0 && made == cap && dev == (uint64_t)st.st_dev && ino == (uint64_t)st.st_ino)
         return 0;
-    fprintf(stderr, "vigil: %s: a reclaim journal made for a table of %u slots, not this one's %u\n", tool_e(path),
-            made, cap);
+    if (rc < 0)
+        tool_fail(table, rc);
+    else if (made != cap)
+        fprintf(stderr, "vigil: %s: a reclaim journal made for a table of %u slots, not this one's %u\n",
+                tool_e(path), made, cap);
+    else
+        fprintf(stderr, "vigil: %s: the reclaim journal of another table (device %u:%u inode %" PRIu64 "), not of %s "
+                        "(device %u:%u inode %" PRIu64 "): its entries name that table's slots. Give this table's own "
+                        "journal with --journal; if the table was made anew, `vigil inspect %s` shows what the old "
+                        "one left pending (hand those units back by hand), then remove it\n",
+                tool_e(path), major((dev_t)dev), minor((dev_t)dev), ino, tool_e(table), major(st.st_dev),
+                minor(st.st_dev), (uint64_t)st.st_ino, tool_e(path));
     vigil_journal_close(j);
     return EXIT_RUNTIME;
 }
@@ -479,7 +497,7 @@ int tool_hooks_new(const char *cmd, const char *file, const char *journal, uint6
         return -ENOMEM;
     }
     int rc = open_journal(journal ? journal : path, hb, file, trust_owner ? VIGIL_OPEN_TRUST_OWNER : 0, &h->j);
-    if (rc < 0 || (rc = journal_fits(journal ? journal : path, h->j, hb)) != 0) {
+    if (rc < 0 || (rc = journal_fits(journal ? journal : path, h->j, file, hb)) != 0) {
         if (rc < 0) {
             tool_fail_file(journal ? journal : path, rc, VIGIL_KIND_JOURNAL, true);
             journal_refused(file, journal ? journal : path);
@@ -515,14 +533,13 @@ int tool_hooks_new(const char *cmd, const char *file, const char *journal, uint6
 
 int tool_journal_attach(const char *file, const char *journal, vigil_hb *hb, bool trust_owner, vigil_journal **out)
 {
-    (void)file;
     *out = NULL;
     if (!journal)
         return 0; /* FILE.journal is the --exec watchdogs': the reclaims are this watchdog's alone */
     int rc = vigil_journal_open_flags(journal, trust_owner ? VIGIL_OPEN_TRUST_OWNER : 0, out);
     if (rc < 0)
         return tool_fail_file(journal, rc, VIGIL_KIND_JOURNAL, true);
-    if ((rc = journal_fits(journal, *out, hb)) != 0) {
+    if ((rc = journal_fits(journal, *out, file, hb)) != 0) {
         *out = NULL;
         return rc;
     }
