@@ -83,6 +83,48 @@ static int test_suid_cmd_dies_with_lock(void)
     return vt_as_nobody(suid_body, (void *)copy);
 }
 
+/* As nobody: vigil lock's CMD leaves a child that made every uid root (as
+ * sudo does), which nobody may signal. The lease is kept, renewed past
+ * its TTL, and said so, while that child runs; released once it is gone,
+ * vigil lock then exiting 1 (issue 32's review: released at once, exit 0). */
+static int still_body(void *arg)
+{
+    const char *copy = arg, *s = vt_path("still.leases"), *flag = vt_path("still.flag"), *err = vt_path("still.err");
+    struct vt_proc p;
+    if (vt_spawn_logged(&p, err, (const char *const[]){ "lock", "--store", s, "--ttl", "1s", "--kill-after", "100ms",
+                                                        "still", "--", copy, "root-child", flag, NULL }) != 0)
+        return 1;
+    int kid = 0, euid = -1, ruid = -1;
+    bool ran = vt_read_until(&p, "root-child pid ", 15000) && vt_read_until(&p, "\n", 15000) &&
+               sscanf(strstr(p.buf, "root-child pid ") + 15, "%d euid %d ruid %d", &kid, &euid, &ruid) == 3;
+    char buf[4096] = "";
+    bool said = ran && vt_file_has(err, "the lease is kept, renewed, until the group is gone", buf, sizeof(buf), 30000);
+    bool held = !vt_key_vacant(s, "still");
+    int st = -1;
+    bool running = waitpid(p.pid, &st, WNOHANG) == 0;
+    int fd = open(flag, O_WRONLY | O_CREAT | O_CLOEXEC, 0600); /* the root child's end, whatever happened */
+    if (fd >= 0)
+        close(fd);
+    st = running ? vt_wait(p.pid, 30000) : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    close(p.fd);
+    EXPECT(ran && euid == 0 && ruid == 0, "the root child never said it runs as root: '%s'", p.buf);
+    EXPECT(said && held && running, "while the root child ran: said %d, lease held %d, vigil lock running %d: '%s'",
+           said, held, running, buf);
+    vt_slurp(err, buf, sizeof(buf));
+    EXPECT(st == 1 && strstr(buf, "the lease was kept until the group was gone"),
+           "vigil lock exited %d once the child was gone: '%s'", st, buf);
+    EXPECT(vt_key_vacant(s, "still"), "the lease was not released");
+    return 0;
+}
+
+static int test_suid_root_child_waited_out(void)
+{
+    const char *copy = vt_suid_copy();
+    if (!copy)
+        return VT_SKIP;
+    return vt_as_nobody(still_body, (void *)copy);
+}
+
 /* ---- the process group ------------------------------------------------------ */
 
 /* Reads "NAME PID" from the spawned tool's CMD. */
@@ -322,7 +364,7 @@ static int test_terminal_stop(void)
     return 0;
 }
 
-VT_MAIN(VT_CASE(test_suid_cmd_dies_with_lock), VT_CASE(test_group_dies_with_lock),
+VT_MAIN(VT_CASE(test_suid_cmd_dies_with_lock), VT_CASE(test_suid_root_child_waited_out), VT_CASE(test_group_dies_with_lock),
         VT_CASE(test_leftover_ended_at_exit), VT_CASE(test_signal_to_leader_only), VT_CASE(test_exec_errors),
         VT_CASE(test_terminal_foreground), VT_CASE(test_terminal_pipeline), VT_CASE(test_terminal_interrupt),
         VT_CASE(test_terminal_stop))

@@ -423,10 +423,15 @@ static _Noreturn void guardian_main(struct guardian *s)
         }
         if (s->give_up_at && now >= s->give_up_at) {
             /* SIGKILL sent and the group still there: members that are
-             * not ours to signal (EPERM), or a leader that cannot be. */
+             * not ours to signal (EPERM), or a leader that cannot be.
+             * Said; then, for a tool whose hold must outlast every member
+             * (vigil lock, group join), waited for until gone. */
             s->r.flags |= GUARD_STILL;
             s->r.err = err ? err : EPERM;
-            break;
+            if (!o->wait_out_still)
+                break;
+            s->give_up_at = 0;
+            report(s);
         }
         if (o->timeout_ms && !(s->r.flags & (GUARD_TERM | GUARD_KILL)) && now >= s->t0 + o->timeout_ms)
             group_signal(s, SIGTERM, GUARD_TIMEOUT, o->kill_ms);
