@@ -450,6 +450,20 @@ static int test_forged_group_spared(void)
     return 0;
 }
 
+/* Whether the run lock of table f's journal is free: the guardian, once
+ * CMD's group is gone, writes the outcome (DONE) and then releases it. */
+static bool run_lock_free(const char *f)
+{
+    char path[600];
+    snprintf(path, sizeof(path), "%s.journal", f);
+    vigil_journal *j;
+    if (vigil_journal_open_readonly(path, &j) < 0)
+        return false;
+    bool free_now = !(atomic_load_explicit(&j->hdr->run_seq, memory_order_acquire) & 1u);
+    vigil_journal_close(j);
+    return free_now;
+}
+
 /* As nobody, a watchdog whose --exec CMD is a set-user-ID root program:
  * once CMD has said it runs, the watchdog gets SIGKILL, and CMD must go
  * with it (its guardian ends the group; the parent-death signal alone
@@ -494,6 +508,10 @@ static int suid_body(void *arg)
     if (!dead)
         kill(cmd_pid, SIGKILL);
     EXPECT(dead, "the set-user-ID CMD (pid %d) runs on after the watchdog was killed", (int)cmd_pid);
+    /* CMD gone is not yet its entry DONE: the guardian writes that, then
+     * frees the run lock (the next watchdog would say "may have run" of a
+     * guardian it finds dead, not of one still finishing). */
+    EXPECT(VT_WAIT_FOR(run_lock_free(f), 15000), "the guardian never released the run lock");
     VT_RUN("failover", f, "--grace", "1", "--once", "--epochs-only", "--exec", "true");
     EXPECT(strstr(R.err, "(pid 999, stale, units none): killed: the watchdog running it died"),
            "the next watchdog did not say it: '%s'", R.err);
