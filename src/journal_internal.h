@@ -155,6 +155,7 @@ enum {
     VJ_OUT_UNKNOWN  = 1u << 25, /* its guardian died: CMD may have run */
     VJ_OUT_UNSURE   = 1u << 26, /* the claim was cut short and its slot
                                  * vacated by a scan without the journal */
+    VJ_OUT_STRAYS   = 1u << 27, /* what it put outside its group was ended */
 };
 
 struct vigil_journal_header {

@@ -542,8 +542,10 @@ static int test_exec_hung(void)
  * CMD whose step ignores SIGTERM while its shell dies of it. The group
  * gets SIGKILL 5 s after the SIGTERM, whether or not the shell was
  * reaped; the next CMD starts only once the step is gone (it looks for
- * it), and the log says what happened: SIGTERM, the shell killed by it,
- * SIGKILL 5 s later, the group gone.
+ * it), and so is what CMD put outside its group (a setsid'd stray,
+ * reparented to the guardian: the review saw it outlive the timeout);
+ * the log says what happened: SIGTERM, the shell killed by it, SIGKILL
+ * 5 s later, the group gone, what it left outside ended.
  */
 static int test_exec_timeout_follows_group(void)
 {
@@ -553,10 +555,11 @@ static int test_exec_timeout_follows_group(void)
     struct vt_proc p;
     int sp = exec_watchdog(&p, f, err,
         "if [ \"$VIGIL_RECLAIM_PID\" = 901 ]; then "
+        "  s=$(setsid sh -c 'echo $$; exec sleep 1000 >/dev/null' &); echo \"stray $s\" >> \"$HOOK_OUT\"; "
         "  (trap '' TERM; echo \"step $(exec sh -c 'echo $PPID')\" >> \"$HOOK_OUT\"; exec sleep 1000); "
-        "else step=$(sed -n 's/^step //p' \"$HOOK_OUT\"); "
-        "  if kill -0 \"$step\" 2>/dev/null; then echo \"next: step $step alive\"; else echo \"next: step gone\"; fi "
-        "  >> \"$HOOK_OUT\"; fi");
+        "else step=$(sed -n 's/^step //p' \"$HOOK_OUT\"); stray=$(sed -n 's/^stray //p' \"$HOOK_OUT\"); "
+        "  echo \"next: step $(kill -0 \"$step\" 2>/dev/null && echo alive || echo gone)"
+        " stray $(kill -0 \"$stray\" 2>/dev/null && echo alive || echo gone)\" >> \"$HOOK_OUT\"; fi");
     unsetenv("HOOK_OUT");
     EXPECT(sp == 0, "spawn");
     uint32_t a, b;
@@ -572,7 +575,12 @@ static int test_exec_timeout_follows_group(void)
     int step = 0;
     if (sp_at && sscanf(sp_at, "step %d", &step) == 1 && step > 0 && !vt_gone(step))
         kill(step, SIGKILL); /* a failing run leaves no step behind */
-    EXPECT(next && strstr(buf, "next: step gone"), "the next CMD started beside the first one's step:\n%s", buf);
+    const char *st_at = strstr(buf, "stray ");
+    int stray = 0;
+    if (st_at && sscanf(st_at, "stray %d", &stray) == 1 && stray > 0 && !vt_gone(stray))
+        kill(stray, SIGKILL); /* nor a stray */
+    EXPECT(next && strstr(buf, "next: step gone stray gone"),
+           "the next CMD started beside the first one's step or its stray outside its group:\n%s", buf);
     char want[200];
     snprintf(want, sizeof(want), "--exec for slot %u (pid 901, stale, units none): ran past --exec-timeout 300ms; "
              "SIGTERM to its process group; SIGKILL to its process group 5s later; the shell was killed by signal 15",

@@ -163,6 +163,39 @@ static int test_group_dies_with_lock(void)
     return 0;
 }
 
+/* What CMD put outside its process group (a daemon's double fork into a
+ * session of its own, reparented to the guardian) is ended too: when CMD
+ * exits (before vigil lock exits with CMD's status) and when vigil lock
+ * is killed with SIGKILL (issue 32's review: both outlived it). */
+static int test_strays_ended(void)
+{
+    const char *s = vt_path("strays.leases");
+    /* $(...) returns once the stray has said its pid and let go of the
+     * pipe: it runs, outside CMD's group, before CMD goes on. */
+    static const char *const scripts[2] = {
+        "p=$(setsid sh -c 'echo $$; exec sleep 1000 >/dev/null' &); echo \"stray $p\"; exit 3",
+        "p=$(setsid sh -c 'echo $$; exec sleep 1000 >/dev/null' &); echo \"stray $p\"; exec sleep 1000",
+    };
+    for (int killed = 0; killed < 2; killed++) {
+        struct vt_proc p;
+        EXPECT(VT_SPAWN(&p, "lock", "--store", s, "--kill-after", "200ms", "strays", "--", "sh", "-c",
+                        scripts[killed]) == 0,
+               "spawn");
+        pid_t stray = said(&p, "stray");
+        if (killed)
+            kill(p.pid, SIGKILL);
+        int st = vt_wait(p.pid, 15000);
+        close(p.fd);
+        bool dead = stray > 0 && VT_WAIT_FOR(vt_gone(stray), killed ? 10000 : 0);
+        if (stray > 0 && !dead)
+            kill(stray, SIGKILL);
+        EXPECT(stray > 0, "case %d: CMD never said its stray: '%s'", killed, p.buf);
+        EXPECT(st == (killed ? 128 + SIGKILL : 3) && dead, "case %d: vigil lock exited %d with the stray %d %s",
+               killed, st, (int)stray, dead ? "gone" : "still running");
+    }
+    return 0;
+}
+
 /* CMD exits leaving a worker in its group: the worker is ended (SIGTERM;
  * one deaf to it SIGKILL after --kill-after) before vigil lock releases
  * and exits with CMD's status. */
@@ -367,7 +400,7 @@ static int test_terminal_stop(void)
     return 0;
 }
 
-VT_MAIN(VT_CASE(test_suid_cmd_dies_with_lock), VT_CASE(test_suid_root_child_waited_out), VT_CASE(test_group_dies_with_lock),
+VT_MAIN(VT_CASE(test_suid_cmd_dies_with_lock), VT_CASE(test_suid_root_child_waited_out), VT_CASE(test_group_dies_with_lock), VT_CASE(test_strays_ended),
         VT_CASE(test_leftover_ended_at_exit), VT_CASE(test_signal_to_leader_only), VT_CASE(test_exec_errors),
         VT_CASE(test_terminal_foreground), VT_CASE(test_terminal_pipeline), VT_CASE(test_terminal_interrupt),
         VT_CASE(test_terminal_stop))

@@ -67,7 +67,10 @@
  *
  * Ending the group, in every case: SIGTERM (or SIGKILL where the caller
  * says so) to the group, SIGKILL to the group `kill_ms` later whether or
- * not the leader was reaped, then waiting until the group is gone. The
+ * not the leader was reaped, then waiting until the group is gone; then
+ * what CMD put outside its group (setsid, a double fork), which the
+ * guardian, a subreaper, has as its children by then: SIGTERM, SIGKILL
+ * later, until it has none (THE STRAYS, guard.c; GUARD_STRAYS). The
  * report tells the tool what really happened.
  *
  * With the terminal: when the tool's process group is the foreground of
@@ -124,6 +127,7 @@ enum {
     GUARD_NOFORK   = 1u << 11, /* not started: fork failed (err) */
     GUARD_STOPPED  = 1u << 12, /* the terminal stopped CMD at least once */
     GUARD_LOST     = 1u << 13, /* ... because held() said the hold was lost */
+    GUARD_STRAYS   = 1u << 14, /* descendants outside the group (setsid) were ended */
 };
 
 struct tool_guard_report {

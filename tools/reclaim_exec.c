@@ -190,9 +190,10 @@ static bool report(struct tool_hooks *h, const struct vigil_journal_rec *r)
                         : out & VJ_OUT_ORPHANED ? "killed: the watchdog running it died"
                         : out & VJ_OUT_STOPPED  ? "killed: the watchdog was stopped"
                                                 : NULL;
+    const char *strays = out & VJ_OUT_STRAYS ? "; what it left outside its process group was ended" : "";
     if (!cause && !(out & (VJ_OUT_TERM | VJ_OUT_KILL | VJ_OUT_STILL))) {
-        /* Nothing sent: its own end. */
-        log_job(h, r, "%s%s", leader, out & VJ_OUT_LINGERED ? "; its process group ran on after it" : "");
+        /* Nothing sent to the group: its own end. */
+        log_job(h, r, "%s%s%s", leader, out & VJ_OUT_LINGERED ? "; its process group ran on after it" : "", strays);
         return true;
     }
     size_t n = 0;
@@ -209,7 +210,7 @@ static bool report(struct tool_hooks *h, const struct vigil_journal_rec *r)
         snprintf(tail + n, sizeof(tail) - n, "; still running when the watchdog gave up on it: its process "
                                              "group could not be signalled");
     else
-        snprintf(tail + n, sizeof(tail) - n, "; its process group is gone");
+        snprintf(tail + n, sizeof(tail) - n, "; its process group is gone%s", strays);
     if (cause && (out & VJ_OUT_TIMEOUT))
         log_job(h, r, "%s %s%s", cause, t, tail);
     else
@@ -279,6 +280,7 @@ static void run_after(void *p, const struct tool_guard_report *g)
     out |= g->flags & GUARD_LINGERED ? VJ_OUT_LINGERED : 0;
     out |= g->flags & GUARD_STILL ? VJ_OUT_STILL : 0;
     out |= g->flags & GUARD_NOFORK ? VJ_OUT_NOTRUN : 0;
+    out |= g->flags & GUARD_STRAYS ? VJ_OUT_STRAYS : 0;
     /* The entry is ours (RUNNING, owner: us): the outcome, then DONE for
      * the watchdog to log, then the run lock for the next CMD. */
     atomic_store_explicit(&a->j->e[a->idx].outcome, out, memory_order_relaxed);
