@@ -61,9 +61,10 @@ static int reclaim(const char *path, vigil_hb *hb, uint64_t grace, bool json, bo
         uint64_t epoch = vigil_hb_epoch(hb);
         /* Without --exec but with --journal: written down for the --exec
          * watchdogs, whose CMD hands the units on; the line says so, so
-         * that no consumer of this one hands them on a second time. */
-        bool journaled = hb->journal && !hooks;
+         * that no consumer of this one hands them on a second time. Stray
+         * bits (pid 0) are never journaled: this reader's alone. */
         for (int i = 0; i < n; i++) {
+            bool journaled = hb->journal && !hooks && r[i].pid != 0;
             if (json) {
                 printf("{\"slot\": %u, \"pid\": %u, \"in_flight\": ", r[i].slot, r[i].pid);
                 json_hex(stdout, r[i].in_flight);

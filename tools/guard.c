@@ -470,15 +470,15 @@ static _Noreturn void guardian_main(struct guardian *s)
             else
                 report(s);
         }
-        if (s->give_up_at && now >= s->give_up_at) {
+        if ((s->give_up_at && now >= s->give_up_at) || (s->orphan && (s->r.flags & GUARD_STILL))) {
             /* SIGKILL sent and the group still there: members that are
              * not ours to signal (EPERM), or a leader that cannot be.
              * Said; then, for a tool whose hold must outlast every member
              * (vigil lock, group join), waited for until gone. */
             s->r.flags |= GUARD_STILL;
             s->r.err = err ? err : EPERM;
-            if (!o->wait_out_still)
-                break;
+            if (!o->wait_out_still || s->orphan)
+                break; /* (the tool gone, what it held lapses: nothing to keep) */
             s->give_up_at = 0;
             report(s);
         }

@@ -148,8 +148,12 @@ int tool_show_journal(const char *path, bool json, FILE *out)
                 major((dev_t)j->hdr->table_dev), minor((dev_t)j->hdr->table_dev), j->hdr->table_ino);
         fprintf(out, "%u pending, %u running%s, %u done (not yet said), %u being written\n", counts[VJ_PENDING],
                 counts[VJ_RUNNING], held ? "" : " (run lock free)", counts[VJ_DONE], counts[VJ_CLAIMING]);
-        if (held)
-            fprintf(out, "run lock held by pid %u (a guardian of failover --exec)\n", vigil_lock_pid(rw));
+        if (held) {
+            char ns[128];
+            tool_lock_ns(rw, ns, sizeof(ns));
+            fprintf(out, "run lock held by pid %u (a guardian of failover --exec) in pid namespace %s\n",
+                    vigil_lock_pid(rw), ns);
+        }
     }
     unsigned shown = 0;
     for (uint32_t i = 0; i < j->capacity; i++) {

@@ -80,6 +80,7 @@ struct tool_hooks {
     char           **env;
     struct run_arg   arg;
     struct vigil_journal_rec cur;
+    uint64_t         held_seq, held_since, held_said; /* the run lock's holding of another, and when said */
     sigset_t         none;
     unsigned         failed;
 };
@@ -605,6 +606,33 @@ unsigned tool_hooks_failed(const struct tool_hooks *h)
     return h ? h->failed : 0;
 }
 
+/* How long the run lock may stay with one holding of another before the
+ * watchdog says who holds it (again every minute). */
+#define RUN_HELD_SAY_MS 60000u
+
+/* The run lock is another's while entry r waits: said when that holding
+ * has lasted RUN_HELD_SAY_MS (or at once when its holder is in another pid
+ * namespace, whose death this watchdog cannot see, so that it is never
+ * taken over from here), with who and which namespace. */
+static void held_by_other(struct tool_hooks *h, const struct vigil_journal_rec *r, uint64_t rw, uint64_t rs)
+{
+    uint64_t now = tool_now_ms();
+    bool foreign = vigil_lock_ns(rw) != vigil_lock_ns(h->me);
+    if (h->held_seq != rs) {
+        h->held_seq = rs;
+        h->held_since = now;
+        h->held_said = 0;
+    }
+    if ((h->held_said == 0 && (foreign || now - h->held_since >= RUN_HELD_SAY_MS)) ||
+        (h->held_said != 0 && now - h->held_said >= RUN_HELD_SAY_MS)) {
+        char ns[128];
+        tool_lock_ns(rw, ns, sizeof(ns));
+        log_job(h, r, "waiting: the run lock is held by pid %u in pid namespace %s%s", vigil_lock_pid(rw), ns,
+                foreign ? "; a watchdog in that namespace takes it over if its guardian died" : "");
+        h->held_said = now;
+    }
+}
+
 /* Starts the guardian of the lowest pending entry, if none runs. */
 static void start_next(struct tool_hooks *h)
 {
@@ -612,8 +640,12 @@ static void start_next(struct tool_hooks *h)
     if (h->running || vigil_journal_next_pending(h->j, &r) != 0)
         return;
     /* A CMD of another watchdog runs: the run lock says so without a fork. */
-    if (atomic_load_explicit(&h->j->hdr->run_seq, memory_order_relaxed) & 1u)
+    uint64_t rw, rs;
+    if (vigil_pair_read(&h->j->hdr->run_word, &rw, &rs) && (rs & 1u)) {
+        held_by_other(h, &r, rw, rs);
         return;
+    }
+    h->held_seq = 0;
     test_stop("fork");
     if (!(h->env = job_env(h, &r))) {
         log_job(h, &r, "not started now: %s (tried again)", strerror(ENOMEM));
@@ -697,11 +729,43 @@ bool tool_hooks_busy(const struct tool_hooks *h)
     return false;
 }
 
+/* What waits that the drain would run (ours, or a dead watchdog's) stays
+ * in the journal for the next watchdog: said, and counted as failed when
+ * `failed` (--once's exit status). */
+static void leave_pending(struct tool_hooks *h, const char *why, bool failed)
+{
+    for (uint32_t i = 0; i < h->j->capacity; i++) {
+        struct vigil_journal_rec r;
+        if (vigil_journal_read(h->j, i, &r) == 0 && r.state == VJ_PENDING &&
+            (r.claimer == h->me || vigil_lock_holder_dead(r.claimer, h->j->map.base))) {
+            log_job(h, &r, "not run yet: left in the journal for the next watchdog%s", why);
+            h->failed += failed;
+        }
+    }
+}
+
 void tool_hooks_drain(struct tool_hooks *h)
 {
     if (!h)
         return;
+    /* Waiting on another's CMD (the run lock not ours) is bounded: by
+     * then any CMD of a watchdog with our --exec-timeout has ended, or
+     * the lock's holder is one we cannot judge (another pid namespace). */
+    uint64_t idle_since = 0, idle_max = h->timeout_ms + 2 * HOOK_KILL_MS;
     for (tool_hooks_poll(h); tool_hooks_busy(h); tool_hooks_poll(h)) {
+        uint64_t now = tool_now_ms();
+        idle_since = h->running ? 0 : idle_since ? idle_since : now;
+        if (idle_since && now - idle_since > idle_max) {
+            uint64_t rw, rs;
+            char why[256] = "", ns[128];
+            if (vigil_pair_read(&h->j->hdr->run_word, &rw, &rs) && (rs & 1u)) {
+                tool_lock_ns(rw, ns, sizeof(ns));
+                snprintf(why, sizeof(why), " (the run lock is held by pid %u in pid namespace %s)",
+                         vigil_lock_pid(rw), ns);
+            }
+            leave_pending(h, why, true);
+            return;
+        }
         if (!tool_sleep_ms(20))
             continue;
         /* Told to stop again while draining: what runs is killed (and
@@ -713,11 +777,7 @@ void tool_hooks_drain(struct tool_hooks *h)
             vigil_journal_sweep(h->j, h->hb, h->me);
             collect(h);
         }
-        for (uint32_t i = 0; i < h->j->capacity; i++) {
-            struct vigil_journal_rec r;
-            if (vigil_journal_read(h->j, i, &r) == 0 && r.state == VJ_PENDING && r.claimer == h->me)
-                log_job(h, &r, "not run yet: left in the journal for the next watchdog");
-        }
+        leave_pending(h, "", false);
         return;
     }
 }

@@ -125,6 +125,10 @@ int tool_fail_file(const char *path, int err, uint32_t want, bool writing);
 
 /* "heartbeat", "barrier", "leases", "journal", or NULL for a kind vigil does not know. */
 const char *tool_kind_name(uint32_t kind);
+/* The pid namespace a lock word names, for a line: "pid:[4026531836],
+ * ours", "pid:[4026532201], not ours: its holder's death cannot be seen
+ * from here", or "unknown". */
+void tool_lock_ns(uint64_t word, char *buf, size_t len);
 
 /* Opens a heartbeat table for writing, explaining any failure (a file
  * another user could have made is refused unless trust_owner); warns
