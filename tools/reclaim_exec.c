@@ -163,7 +163,7 @@ static void leader_end(uint32_t out, bool was, char *buf, size_t len)
 static bool report(struct tool_hooks *h, const struct vigil_journal_rec *r)
 {
     uint32_t out = r->outcome;
-    char t[32], leader[96] = "", tail[256] = "";
+    char t[32], leader[96] = "", tail[512] = "";
     tool_format_ms(h->timeout_ms, t, sizeof(t));
     if (out & VJ_OUT_EXITED)
         leader_end(out, false, leader, sizeof(leader));
@@ -178,8 +178,9 @@ static bool report(struct tool_hooks *h, const struct vigil_journal_rec *r)
         return true;
     }
     if (out & VJ_OUT_UNSURE) {
-        log_job(h, r, "not run: the reclaim was cut short and its slot vacated by a scan outside the journal "
-                      "(a watchdog without --exec?), which may have handed these units over itself");
+        log_job(h, r, "not run: the reclaim was cut short and its slot vacated by a scan that did not settle it "
+                      "(one outside the journal, as a program's vigil_failover_scan, which may have handed these "
+                      "units over itself; or a watchdog's repair killed before it could settle it)");
         return true;
     }
     if (out & VJ_OUT_NOTRUN) {
@@ -189,7 +190,7 @@ static bool report(struct tool_hooks *h, const struct vigil_journal_rec *r)
     /* What was sent to the group, and why. */
     const char *cause = out & VJ_OUT_TIMEOUT    ? "ran past --exec-timeout"
                         : out & VJ_OUT_ORPHANED ? "killed: the watchdog running it died"
-                        : out & VJ_OUT_STOPPED  ? "killed: the watchdog was stopped"
+                        : out & VJ_OUT_STOPPED  ? "killed: the watchdog was told to stop again (a second SIGINT or SIGTERM)"
                                                 : NULL;
     const char *strays = out & VJ_OUT_STRAYS ? "; what it left outside its process group was ended" : "";
     if (!cause && !(out & (VJ_OUT_TERM | VJ_OUT_KILL | VJ_OUT_STILL))) {
@@ -207,6 +208,11 @@ static bool report(struct tool_hooks *h, const struct vigil_journal_rec *r)
         leader_end(out, true, leader, sizeof(leader));
         n += (size_t)snprintf(tail + n, sizeof(tail) - n, "; the shell %s", leader);
     }
+    /* The shell gone, the rest of the group ran on and ended before any
+     * SIGKILL: by itself, what it was doing finished or not. */
+    if ((out & VJ_OUT_LINGERED) && (out & VJ_OUT_TERM) && !(out & (VJ_OUT_KILL | VJ_OUT_STILL)))
+        n += (size_t)snprintf(tail + n, sizeof(tail) - n, "; the rest of its group outlived the shell and ended "
+                                                          "by itself before the SIGKILL");
     if (out & VJ_OUT_STILL)
         snprintf(tail + n, sizeof(tail) - n, "; still running when the watchdog gave up on it: its process "
                                              "group could not be signalled");
