@@ -136,6 +136,7 @@ struct guardian {
     int      tty, ctl, rep, sfd;
     pid_t    self, tool_pgrp, cmd;
     bool     interactive, orphan, reaped;
+    bool     group_left; /* the group is gone (its strays may not be): its id may be another's now */
     uint64_t t0, kill_at, give_up_at;
     uint64_t strays_kill_at; /* SIGKILL to the strays then; 0 before their SIGTERM */
     struct tool_guard_report r;
@@ -231,7 +232,7 @@ static bool group_there(const struct guardian *s, int *err)
  */
 static void group_signal(struct guardian *s, int sig, uint32_t why, uint64_t kill_ms)
 {
-    if (s->r.flags & GUARD_GONE)
+    if ((s->r.flags & GUARD_GONE) || s->group_left)
         return;
     uint64_t now = mono_ms();
     if (sig == SIGTERM && kill_ms == 0)
@@ -457,7 +458,8 @@ static _Noreturn void guardian_main(struct guardian *s)
         reap(s);
         uint64_t now = mono_ms();
         int err = 0;
-        bool group_gone = s->reaped && !group_there(s, &err);
+        bool group_gone = s->group_left || (s->reaped && !group_there(s, &err));
+        s->group_left = group_gone;
         /* The group gone, what it put outside itself goes too. */
         if (group_gone && strays_gone(s, now, o->exit_kill_ms ? o->exit_kill_ms : o->kill_ms)) {
             s->r.flags |= GUARD_GONE;
