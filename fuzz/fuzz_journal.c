@@ -19,7 +19,7 @@ size_t vigil_fuzz_seed(unsigned index, uint8_t *buf, size_t cap)
     static const uint32_t caps[] = { 1, 4, 16 };
     if (index >= sizeof(caps) / sizeof(caps[0]))
         return 0;
-    size_t size = fuzz_seed_begin(buf, cap, 64 + (size_t)caps[index] * 64, VIGIL_KIND_JOURNAL, caps[index]);
+    size_t size = fuzz_seed_begin(buf, cap, 128 + (size_t)caps[index] * 64, VIGIL_KIND_JOURNAL, caps[index]);
     if (size == 0)
         return 0;
     uint64_t last = 9;
@@ -29,7 +29,7 @@ size_t vigil_fuzz_seed(unsigned index, uint8_t *buf, size_t cap)
     /* Entries in each state, with a pid nobody has as their owners. */
     uint64_t gone = vigil_lock_word_of(4000000, 0, 1);
     for (uint32_t i = 0; i < caps[index] && i < 5; i++) {
-        uint8_t *e = buf + 64 + (size_t)i * 64;
+        uint8_t *e = buf + 128 + (size_t)i * 64;
         uint64_t state = vj_word(i, 1 + i), owner = i ? gone : 0, gen = 3 + i, bits = UINT64_C(1) << i, epoch = 7;
         uint32_t slot = i, pid = 4242 + i, why = 1 + (i & 1), outcome = i == 4 ? VJ_OUT_EXITED | 0x300 : 0;
         memcpy(e + 0, &state, 8);

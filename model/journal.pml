@@ -26,6 +26,8 @@
  * CHECK settle_old | -DOLD_SETTLE  | -DSAFETY -DMEMLIM=4096 | -m200000 | error
  * CHECK lock_old   | -DRUN -DOLD_NOLOCK | -DSAFETY -DMEMLIM=4096 | -m200000 | error
  * CHECK any_old    | -DPLAIN -DOLD_SETTLE_ANY | -DSAFETY -DMEMLIM=4096 | -m200000 | error
+ * CHECK nowait_old | -DRUN -DOLD_NOWAIT | -DSAFETY -DMEMLIM=4096 | -m200000 | error
+ * CHECK takeover_old | -DRUN -DOLD_NOTAKEOVER | -DSAFETY -DMEMLIM=4096 | -m200000 | error
  *
  * claim: the claim and its repair. W1 and W2 scan the slot at once (each
  *   the claim, or the repair of a slot whose writer died) and sweep; W2
@@ -48,6 +50,12 @@
  *   after its begin, the plain scanner taking the slot over, vacating it
  *   for its caller and dying, and the repair that follows committing the
  *   claimer's entry from the vacant gen: the units handed over twice.
+ *   nowait_old: guardians that never run their entry (end_wait: goto
+ *   out): every step above holds (at most once), Spin finds the reclaims
+ *   never run although nobody was killed. takeover_old: a sweep that
+ *   never takes a dead guardian's run lock over: Spin finds a guardian
+ *   killed holding it, and the lock held by the dead for ever, its
+ *   entry RUNNING, though both watchdogs live on.
  *
  * Safety (asserts):
  *   - a reclaim's CMD starts at most once, and never two CMDs at once;
@@ -60,7 +68,14 @@
  *     scanner, never UNSURE (a third watchdog could see one: a repair
  *     killed between its take-over and its settling leaves the entry to
  *     the sweep, journal_internal.h step 3);
- *   - a lock (the slot's, the run lock) is taken over only from the dead.
+ *   - a lock (the slot's, the run lock) is taken over only from the dead;
+ *   - progress, as end-state asserts (run): when nobody is killed, the
+ *     first reclaim ran (each watchdog starts one guardian, both may pick
+ *     the first: the C's next round runs the second), nothing is left
+ *     running, done unsaid or claiming, and the run lock is free; when
+ *     both watchdogs live (their guardians may die), the run lock is not
+ *     held by the dead and no entry is RUNNING under a dead guardian:
+ *     what it left was taken over and said UNKNOWN.
  *
  * WHAT THIS MODEL LEAVES OUT, AND WHY THAT IS SAFE
  *
@@ -333,7 +348,11 @@ inline sweep(me, i, v, w, ok) {
     /* step 5: a dead guardian's run lock */
     atomic { v = rseq; w = rword };
     if
+#ifdef OLD_NOTAKEOVER
+    :: false ->
+#else
     :: v % 2 == 1 && DEAD(w) ->
+#endif
         atomic { if :: rseq == v && rword == w -> assert(killed[w]); rseq = v + 2; rword = me; ok = true
                     :: else -> ok = false fi };
         if
@@ -418,6 +437,9 @@ proctype Guardian(byte me; byte parent) {
     byte i, t, r;
     bool ok, cmd;
 end_wait:
+#ifdef OLD_NOWAIT
+    goto out;
+#endif
     (gstart[parent] != 0);
     if :: gstart[parent] == 255 -> goto out :: else fi;   /* its watchdog started none */
     i = gstart[parent] - 1;
@@ -575,6 +597,25 @@ end:
             if :: (est[0] != FREE && egen[0] == i) || (est[1] != FREE && egen[1] == i) -> inj = true :: else fi;
             assert(runs_r[i] == 1 || inj || unknown_r[i])
         }
+        /* progress: nobody killed, the first reclaim ran and nothing is
+         * left half done; the watchdogs alive, nothing is left held by a
+         * dead guardian */
+        if
+        :: !killed[W1] && !killed[W2] && !killed[G1] && !killed[G2] ->
+            assert(runs_r[1] == 1 && rseq % 2 == 0);
+            for (i : 0 .. NE - 1) { assert(est[i] == FREE || est[i] == PENDING) }
+        :: else
+        fi;
+#ifndef OLD_NOLOCK
+        /* (without the run lock nothing takes a dead guardian's entry
+         * over: lock_old is about its other bug, two CMDs at once) */
+        if
+        :: !killed[W1] && !killed[W2] ->
+            assert(!(rseq % 2 == 1 && DEAD(rword)));
+            for (i : 0 .. NE - 1) { assert(!(est[i] == RUNNING && DEAD(eown[i]))) }
+        :: else
+        fi
+#endif
 #else
         /* a vacated registration is in the journal (or, before issue 32,
          * ran from memory), or the plain scanner took it */

@@ -197,7 +197,8 @@ static void emit(struct scan *sc, uint32_t slot, uint32_t pid, uint64_t bits)
 }
 
 /* THE JOURNAL's claim, under the lock: begin, vacate, commit. A journal
- * with no free entry stops the scan (sc->full) and vacates nothing. */
+ * with no free entry stops the scan (sc->full) and vacates nothing; the
+ * journal's handle keeps that (starved) for its caller to say. */
 static void vacate_journaled(struct scan *sc, struct vigil_hb_slot *s, uint32_t i, uint32_t pid, uint64_t gen,
                              uint32_t why, struct vigil_journal_rec *r)
 {
@@ -206,6 +207,7 @@ static void vacate_journaled(struct scan *sc, struct vigil_hb_slot *s, uint32_t 
         bits = atomic_load_explicit(&s->in_flight, memory_order_relaxed);
         if (vigil_journal_begin(sc->j, me, i, pid, gen, bits, why, sc->epoch, &r->idx, &word) < 0) {
             sc->full = true;
+            sc->j->starved = true;
             return;
         }
         r->state = VJ_CLAIMING, r->ticket = vj_ticket(word), r->owner = me;

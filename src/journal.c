@@ -5,7 +5,7 @@
  * claim's own steps are in failover.c, next to the claim.
  *
  * File layout (kind 4, VIGIL_KIND_JOURNAL), host byte order; size exactly
- * 64 + capacity * 64 bytes (vigil-files(5), "journal"):
+ * 128 + capacity * 64 bytes (vigil-files(5), "journal"):
  *
  *   offset  size  field
  *   header
@@ -21,7 +21,11 @@
  *       52     4  run_pgid           the running CMD's process group, 0 none
  *       56     8  run_start          its leader's start time (clock ticks
  *                                    since boot, /proc/PID/stat field 22)
- *   entry i at 64 + i * 64
+ *       64     8  table_dev          the table's st_dev and st_ino when the
+ *       72     8  table_ino          journal was made: its entries name
+ *                                    that table's slots, and no other's
+ *       80    48  reserved           0
+ *   entry i at 128 + i * 64
  *        0     8  state              bits 63..61 the state (0 free,
  *                                    1 claiming, 2 pending, 3 running,
  *                                    4 done), 60..0 the ticket
@@ -75,7 +79,10 @@ static int journal_init(void *base, size_t size, uint32_t capacity, void *arg)
     /* ftruncate zero-filled the rest: every entry FREE with gen 0, the
      * run lock free, no ticket yet. */
     struct vigil_journal_header *h = base;
-    h->table_capacity = *(const uint32_t *)arg;
+    const struct vigil_journal_table *t = arg;
+    h->table_capacity = t->capacity;
+    h->table_dev = t->dev;
+    h->table_ino = t->ino;
     return 0;
 }
 
@@ -97,18 +104,20 @@ static int journal_wrap(struct vigil_map *m, vigil_journal **out)
     j->capacity = m->capacity;
     j->kill_pgid = 0;
     j->kill_since = 0;
+    j->starved = false;
+    j->starved_said = false;
     *out = j;
     return 0;
 }
 
-int vigil_journal_create(const char *path, uint32_t capacity, uint32_t table_capacity, unsigned mode, gid_t group,
-                         vigil_journal **out)
+int vigil_journal_create(const char *path, uint32_t capacity, const struct vigil_journal_table *table, unsigned mode,
+                         gid_t group, vigil_journal **out)
 {
-    if (!out)
+    if (!out || !table)
         return -EINVAL;
     struct vigil_map m;
     const struct vigil_create_how how = { mode, group };
-    int err = vigil_map_create(path, &vigil_journal_layout, capacity, &how, journal_init, &table_capacity, &m);
+    int err = vigil_map_create(path, &vigil_journal_layout, capacity, &how, journal_init, (void *)table, &m);
     return err < 0 ? err : journal_wrap(&m, out);
 }
 

@@ -155,6 +155,7 @@ enum {
     VJ_OUT_UNKNOWN  = 1u << 25, /* its guardian died: CMD may have run */
     VJ_OUT_UNSURE   = 1u << 26, /* the claim was cut short and its slot
                                  * vacated by a scan without the journal */
+    VJ_OUT_STRAYS   = 1u << 27, /* what it put outside its group was ended */
 };
 
 struct vigil_journal_header {
@@ -169,6 +170,9 @@ struct vigil_journal_header {
     uint32_t         table_capacity; /* 48: the table's, at create */
     _Atomic uint32_t run_pgid;       /* 52: the running CMD's process group, 0 none (THE RUN LOCK) */
     _Atomic uint64_t run_start;      /* 56: its leader's start time, telling a recycled id */
+    uint64_t         table_dev;      /* 64: the table's st_dev, at create: whose slots the entries name */
+    uint64_t         table_ino;      /* 72: its st_ino */
+    uint8_t          reserved[48];   /* 80: 0 */
 };
 
 struct vigil_journal_entry {
@@ -184,7 +188,7 @@ struct vigil_journal_entry {
     _Atomic uint64_t claimer;   /* 56: lock word of the watchdog that reclaimed it */
 };
 
-_Static_assert(sizeof(struct vigil_journal_header) == 64, "journal header is 64 bytes");
+_Static_assert(sizeof(struct vigil_journal_header) == 128, "journal header is 128 bytes");
 _Static_assert(sizeof(struct vigil_journal_entry) == 64, "journal entry is 64 bytes");
 
 typedef struct vigil_journal {
@@ -194,6 +198,9 @@ typedef struct vigil_journal {
     uint32_t                      capacity; /* this process's copy, checked at open */
     uint32_t                      kill_pgid;  /* a dead guardian's group this process sent SIGKILL */
     uint64_t                      kill_since; /* CLOCK_MONOTONIC ns of the first one */
+    bool                          starved;    /* a claim found no free entry and vacated nothing (the
+                                               * scan stopped there); cleared by whoever says so */
+    bool                          starved_said; /* the tool's: said, and not yet said to be over */
 } vigil_journal;
 
 /* An entry as one moment had it (vigil_journal_read). */
@@ -206,12 +213,19 @@ struct vigil_journal_rec {
 
 extern const struct vigil_layout vigil_journal_layout;
 
+/* The table a journal is made for: its entries name its slots, and
+ * nothing else's (a journal is refused for another table). */
+struct vigil_journal_table {
+    uint32_t capacity;
+    uint64_t dev, ino; /* its st_dev and st_ino */
+};
+
 /* Made as every vigil file is (vigil_map_create: mode and group, gid_t
  * -1 the creator's, space reserved); opened with VIGIL_OPEN_* flags (a
  * file another user could have rewritten is VIGIL_EUNTRUSTED for
  * writing unless VIGIL_OPEN_TRUST_OWNER). */
-int  vigil_journal_create(const char *path, uint32_t capacity, uint32_t table_capacity, unsigned mode, gid_t group,
-                          vigil_journal **out);
+int  vigil_journal_create(const char *path, uint32_t capacity, const struct vigil_journal_table *table, unsigned mode,
+                          gid_t group, vigil_journal **out);
 int  vigil_journal_open_flags(const char *path, unsigned flags, vigil_journal **out);
 int  vigil_journal_open(const char *path, vigil_journal **out);
 int  vigil_journal_open_readonly(const char *path, vigil_journal **out);

@@ -409,7 +409,10 @@ static int test_forged_group_spared(void)
     snprintf(path, sizeof(path), "%s.journal", f);
     vigil_hb *hb = vt_hb_fresh_at(f, 4);
     vigil_journal *j;
-    EXPECT_RC(vigil_journal_create(path, 64, 4, 0600, (gid_t)-1, &j), 0);
+    struct stat st;
+    EXPECT(stat(f, &st) == 0, "stat %s: %s", f, strerror(errno));
+    const struct vigil_journal_table t = { 4, (uint64_t)st.st_dev, (uint64_t)st.st_ino };
+    EXPECT_RC(vigil_journal_create(path, 64, &t, 0600, (gid_t)-1, &j), 0);
     fflush(NULL);
     pid_t victim = fork();
     if (victim == 0) {
@@ -445,6 +448,68 @@ static int test_forged_group_spared(void)
     EXPECT(strstr(R.err, "(pid 999, stale, units none): may have run"), "the forged entry was not said: '%s'", R.err);
     EXPECT(journal_empty(f), "the journal is not empty");
     return 0;
+}
+
+/*
+ * A run lock held by a guardian in another pid namespace (whose death no
+ * watchdog here can see, so none takes it over): the watchdog says who
+ * holds it and in which namespace, inspect says the namespace, and a
+ * --once (or a stop) does not wait for it for ever: past --exec-timeout
+ * and twice the 5 s kill grace it leaves the pending CMD in the journal,
+ * says so, and exits 1 (issue 32's review: SIGTERM hung the watchdog).
+ */
+static int test_foreign_run_lock(void)
+{
+    const char *f = vt_path("foreign.hb");
+    char path[600];
+    snprintf(path, sizeof(path), "%s.journal", f);
+    vigil_hb *hb = vt_hb_fresh_at(f, 4);
+    struct stat st;
+    EXPECT(stat(f, &st) == 0, "stat %s: %s", f, strerror(errno));
+    const struct vigil_journal_table t = { 4, (uint64_t)st.st_dev, (uint64_t)st.st_ino };
+    vigil_journal *j;
+    EXPECT_RC(vigil_journal_create(path, 64, &t, 0600, (gid_t)-1, &j), 0);
+    /* A watchdog of ours that is gone (a pid past any), whose reclaim the
+     * drain would run; a guardian in a namespace that is not ours. */
+    uint64_t self = vigil_self_lock_word(), pid_bits = VIGIL_LOCK_PID_MASK << VIGIL_LOCK_PID_SHIFT;
+    uint64_t gone = (self & ~pid_bits) | ((uint64_t)4194000 << VIGIL_LOCK_PID_SHIFT);
+    uint32_t ns = vigil_lock_ns(self) == 79 ? 80 : 79;
+    uint64_t foreign = vigil_lock_word_of(12345, UINT64_C(0xf0000000) + ns - 2, 1);
+    uint32_t idx;
+    uint64_t w;
+    EXPECT_RC(vigil_journal_begin(j, gone, 2, 999, 1, 0, VIGIL_RECLAIM_STALE, 0, &idx, &w), 0);
+    EXPECT(vigil_journal_move(j, idx, w, gone, vj_word(VJ_PENDING, vj_ticket(w)), 0), "pending");
+    atomic_store(&j->hdr->run_word, foreign);
+    atomic_store(&j->hdr->run_seq, 1);
+    vigil_journal_close(j);
+    VT_RUN("inspect", path);
+    char want[96];
+    snprintf(want, sizeof(want), "run lock held by pid 12345 (a guardian of failover --exec) in pid namespace pid:[%u]",
+             0xf0000000u + ns - 2);
+    EXPECT(strstr(R.out, want) && strstr(R.out, "not ours"), "inspect said '%s', wanted '%s'", R.out, want);
+    int rc = vt_runv(60000, (const char *const[]){ "failover", f, "--grace", "1", "--once", "--epochs-only",
+                                                   "--exec-timeout", "1ms", "--exec", "true", NULL });
+    EXPECT(rc == 1, "--once with the run lock held from another namespace: expected exit 1, got %d", rc);
+    EXPECT(strstr(R.err, "waiting: the run lock is held by pid 12345 in pid namespace pid:[") &&
+               strstr(R.err, "(pid 999, stale, units none): not run yet: left in the journal for the next watchdog "
+                             "(the run lock is held by pid 12345"),
+           "the watchdog did not say who holds the run lock: '%s'", R.err);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+/* Whether the run lock of table f's journal is free: the guardian, once
+ * CMD's group is gone, writes the outcome (DONE) and then releases it. */
+static bool run_lock_free(const char *f)
+{
+    char path[600];
+    snprintf(path, sizeof(path), "%s.journal", f);
+    vigil_journal *j;
+    if (vigil_journal_open_readonly(path, &j) < 0)
+        return false;
+    bool free_now = !(atomic_load_explicit(&j->hdr->run_seq, memory_order_acquire) & 1u);
+    vigil_journal_close(j);
+    return free_now;
 }
 
 /* As nobody, a watchdog whose --exec CMD is a set-user-ID root program:
@@ -491,6 +556,10 @@ static int suid_body(void *arg)
     if (!dead)
         kill(cmd_pid, SIGKILL);
     EXPECT(dead, "the set-user-ID CMD (pid %d) runs on after the watchdog was killed", (int)cmd_pid);
+    /* CMD gone is not yet its entry DONE: the guardian writes that, then
+     * frees the run lock (the next watchdog would say "may have run" of a
+     * guardian it finds dead, not of one still finishing). */
+    EXPECT(VT_WAIT_FOR(run_lock_free(f), 15000), "the guardian never released the run lock");
     VT_RUN("failover", f, "--grace", "1", "--once", "--epochs-only", "--exec", "true");
     EXPECT(strstr(R.err, "(pid 999, stale, units none): killed: the watchdog running it died"),
            "the next watchdog did not say it: '%s'", R.err);
@@ -516,6 +585,7 @@ int main(void)
         VT_CASE(test_killed_after_log),         VT_CASE(test_two_watchdogs_exec),
         VT_CASE(test_stopped_watchdog_resumes), VT_CASE(test_suid_cmd_dies_with_watchdog),
         VT_CASE(test_killed_group_ended),       VT_CASE(test_forged_group_spared),
+        VT_CASE(test_foreign_run_lock),
     };
     return vt_run(cases, sizeof(cases) / sizeof(cases[0]));
 }

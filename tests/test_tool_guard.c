@@ -83,6 +83,51 @@ static int test_suid_cmd_dies_with_lock(void)
     return vt_as_nobody(suid_body, (void *)copy);
 }
 
+/* As nobody: vigil lock's CMD leaves a child that made every uid root (as
+ * sudo does), which nobody may signal. The lease is kept, renewed past
+ * its TTL (3 s: the line comes 5 s after the SIGKILL), and said so, while
+ * that child runs; released once it is gone,
+ * vigil lock then exiting 1 (issue 32's review: released at once, exit 0). */
+static int still_body(void *arg)
+{
+    const char *copy = arg, *s = vt_path("still.leases"), *flag = vt_path("still.flag"), *err = vt_path("still.err");
+    struct vt_proc p;
+    if (vt_spawn_logged(&p, err, (const char *const[]){ "lock", "--store", s, "--ttl", "3s", "--kill-after", "100ms",
+                                                        "still", "--", copy, "root-child", flag, NULL }) != 0)
+        return 1;
+    int kid = 0, euid = -1, ruid = -1;
+    bool ran = vt_read_until(&p, "root-child pid ", 15000) && vt_read_until(&p, "\n", 15000) &&
+               sscanf(strstr(p.buf, "root-child pid ") + 15, "%d euid %d ruid %d", &kid, &euid, &ruid) == 3;
+    char buf[4096] = "";
+    bool said = ran && vt_file_has(err, "the lease is kept, renewed, until the group is gone", buf, sizeof(buf), 30000);
+    bool held = !vt_key_vacant(s, "still");
+    int st = -1;
+    bool running = waitpid(p.pid, &st, WNOHANG) == 0;
+    int fd = open(flag, O_WRONLY | O_CREAT | O_CLOEXEC, 0600); /* the root child's end, whatever happened */
+    if (fd >= 0)
+        close(fd);
+    st = running ? vt_wait(p.pid, 30000) : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    close(p.fd);
+    if (!ran)
+        vt_slurp(err, buf, sizeof(buf));
+    EXPECT(ran && euid == 0 && ruid == 0, "the root child never said it runs as root: '%s' / '%s'", p.buf, buf);
+    EXPECT(said && held && running, "while the root child ran: said %d, lease held %d, vigil lock running %d: '%s'",
+           said, held, running, buf);
+    vt_slurp(err, buf, sizeof(buf));
+    EXPECT(st == 1 && strstr(buf, "the lease was kept until the group was gone"),
+           "vigil lock exited %d once the child was gone: '%s'", st, buf);
+    EXPECT(vt_key_vacant(s, "still"), "the lease was not released");
+    return 0;
+}
+
+static int test_suid_root_child_waited_out(void)
+{
+    const char *copy = vt_suid_copy();
+    if (!copy)
+        return VT_SKIP;
+    return vt_as_nobody(still_body, (void *)copy);
+}
+
 /* ---- the process group ------------------------------------------------------ */
 
 /* Reads "NAME PID" from the spawned tool's CMD. */
@@ -115,6 +160,39 @@ static int test_group_dies_with_lock(void)
         kill(worker, SIGKILL), kill(leader, SIGKILL);
     EXPECT(dead, "CMD's group runs on after vigil lock was killed: leader %d gone %d, worker %d gone %d", leader,
            vt_gone(leader), worker, vt_gone(worker));
+    return 0;
+}
+
+/* What CMD put outside its process group (a daemon's double fork into a
+ * session of its own, reparented to the guardian) is ended too: when CMD
+ * exits (before vigil lock exits with CMD's status) and when vigil lock
+ * is killed with SIGKILL (issue 32's review: both outlived it). */
+static int test_strays_ended(void)
+{
+    const char *s = vt_path("strays.leases");
+    /* $(...) returns once the stray has said its pid and let go of the
+     * pipe: it runs, outside CMD's group, before CMD goes on. */
+    static const char *const scripts[2] = {
+        "p=$(setsid sh -c 'echo $$; exec sleep 1000 >/dev/null' &); echo \"stray $p\"; exit 3",
+        "p=$(setsid sh -c 'echo $$; exec sleep 1000 >/dev/null' &); echo \"stray $p\"; exec sleep 1000",
+    };
+    for (int killed = 0; killed < 2; killed++) {
+        struct vt_proc p;
+        EXPECT(VT_SPAWN(&p, "lock", "--store", s, "--kill-after", "200ms", "strays", "--", "sh", "-c",
+                        scripts[killed]) == 0,
+               "spawn");
+        pid_t stray = said(&p, "stray");
+        if (killed)
+            kill(p.pid, SIGKILL);
+        int st = vt_wait(p.pid, 15000);
+        close(p.fd);
+        bool dead = stray > 0 && VT_WAIT_FOR(vt_gone(stray), killed ? 10000 : 0);
+        if (stray > 0 && !dead)
+            kill(stray, SIGKILL);
+        EXPECT(stray > 0, "case %d: CMD never said its stray: '%s'", killed, p.buf);
+        EXPECT(st == (killed ? 128 + SIGKILL : 3) && dead, "case %d: vigil lock exited %d with the stray %d %s",
+               killed, st, (int)stray, dead ? "gone" : "still running");
+    }
     return 0;
 }
 
@@ -322,7 +400,7 @@ static int test_terminal_stop(void)
     return 0;
 }
 
-VT_MAIN(VT_CASE(test_suid_cmd_dies_with_lock), VT_CASE(test_group_dies_with_lock),
+VT_MAIN(VT_CASE(test_suid_cmd_dies_with_lock), VT_CASE(test_suid_root_child_waited_out), VT_CASE(test_group_dies_with_lock), VT_CASE(test_strays_ended),
         VT_CASE(test_leftover_ended_at_exit), VT_CASE(test_signal_to_leader_only), VT_CASE(test_exec_errors),
         VT_CASE(test_terminal_foreground), VT_CASE(test_terminal_pipeline), VT_CASE(test_terminal_interrupt),
         VT_CASE(test_terminal_stop))

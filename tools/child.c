@@ -91,6 +91,7 @@ int tool_child_start(struct tool_child *c, char **argv, char **env)
         .stop_before_exec = c->stop_before_exec,
         .held = c->held,
         .held_arg = c->held_arg,
+        .wait_out_still = c->still_hold != NULL,
         .lost_kill_ms = c->orphan_kill_ms,
     };
     if ((rc = tool_guard_start(&c->g, &c->x, &o, c->tty)) < 0)
@@ -111,7 +112,17 @@ static int follow(struct tool_child *c)
 int tool_child_wait(struct tool_child *c, int lost_fd, uint64_t kill_after_ms, int *status, bool *lost)
 {
     *lost = false;
+    bool still_said = false;
     while (!follow(c)) {
+        if ((c->g.r.flags & GUARD_STILL) && c->still_hold && !still_said) {
+            /* The guardian waits the group out: the hold is kept (the
+             * caller renews it meanwhile), and said so. */
+            fflush(stdout);
+            fprintf(stderr, "vigil: %s: CMD's process group %d could not be ended (%s: a member this user may not "
+                            "signal, as under sudo): %s is kept, renewed, until the group is gone\n",
+                    tool_e(c->still_who), (int)c->pid, strerror(c->g.r.err), c->still_hold);
+            still_said = true;
+        }
         struct pollfd pf[3] = {
             { c->sfd, POLLIN, 0 }, { *lost ? -1 : lost_fd, POLLIN, 0 }, { c->g.rep, POLLIN, 0 },
         };

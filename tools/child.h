@@ -32,6 +32,11 @@ struct tool_child {
     bool     stop_before_exec;
     bool   (*held)(void *arg); /* watched by the guardian (guard.h); false: a loss, orphan_kill_ms's grace */
     void    *held_arg;
+    /* Who the tool is and what it holds, for the line that says a group it
+     * could not end is waited for, the hold kept ("vigil: lock K: ...",
+     * "the lease"): tool_child_wait then never returns before the group
+     * is gone, and reports GUARD_STILL (with GUARD_GONE) in c->g.r. */
+    const char *still_who, *still_hold;
     /* The tool's own. */
     struct tool_guard g;
     struct tool_exec  x;

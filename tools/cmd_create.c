@@ -94,11 +94,17 @@ static int make(const char *path, struct spec *sp)
         vigil_hb *hb;
         if ((rc = vigil_hb_open_readonly(sp->table, 0, &hb)) < 0)
             return tool_fail_file(sp->table, rc, VIGIL_KIND_HEARTBEAT, false);
-        uint32_t cap = vigil_hb_capacity(hb);
+        struct vigil_journal_table t = { vigil_hb_capacity(hb), 0, 0 };
         vigil_hb_close(hb);
-        sp->capacity = vigil_journal_capacity_for(cap);
+        /* The table's identity, which a watchdog checks (a journal is
+         * its table's alone). */
+        struct stat st;
+        if (stat(sp->table, &st) != 0)
+            return tool_fail(sp->table, -errno);
+        t.dev = (uint64_t)st.st_dev, t.ino = (uint64_t)st.st_ino;
+        sp->capacity = vigil_journal_capacity_for(t.capacity);
         vigil_journal *j;
-        if ((rc = vigil_journal_create(path, sp->capacity, cap, sp->mode, sp->gid, &j)) < 0)
+        if ((rc = vigil_journal_create(path, sp->capacity, &t, sp->mode, sp->gid, &j)) < 0)
             return rc;
         vigil_journal_close(j);
     } else {

@@ -59,7 +59,12 @@ static int reclaim(const char *path, vigil_hb *hb, uint64_t grace, bool json, bo
         if (n < 0)
             return tool_fail(path, n);
         uint64_t epoch = vigil_hb_epoch(hb);
+        /* Without --exec but with --journal: written down for the --exec
+         * watchdogs, whose CMD hands the units on; the line says so, so
+         * that no consumer of this one hands them on a second time. Stray
+         * bits (pid 0) are never journaled: this reader's alone. */
         for (int i = 0; i < n; i++) {
+            bool journaled = hb->journal && !hooks && r[i].pid != 0;
             if (json) {
                 printf("{\"slot\": %u, \"pid\": %u, \"in_flight\": ", r[i].slot, r[i].pid);
                 json_hex(stdout, r[i].in_flight);
@@ -69,11 +74,11 @@ static int reclaim(const char *path, vigil_hb *hb, uint64_t grace, bool json, bo
                 json_u64(stdout, epoch);
                 fputs(", \"time\": ", stdout);
                 json_time(stdout);
-                fputs("}\n", stdout);
+                fputs(journaled ? ", \"journaled\": true}\n" : "}\n", stdout);
             } else {
-                printf("epoch %" PRIu64 ": reclaimed slot %u (pid %u, %s), in flight 0x%" PRIx64 "\n",
+                printf("epoch %" PRIu64 ": reclaimed slot %u (pid %u, %s), in flight 0x%" PRIx64 "%s\n",
                        epoch, r[i].slot, r[i].pid, why[i] == VIGIL_RECLAIM_EXITED ? "exited" : "stale past grace",
-                       r[i].in_flight);
+                       r[i].in_flight, journaled ? ", journaled: an --exec watchdog hands it on" : "");
             }
         }
         *total += (unsigned)n;
@@ -97,6 +102,12 @@ static int scan(const char *path, vigil_hb *hb, uint64_t grace, bool json, bool 
     int rc = reclaim(path, hb, grace, json, epochs_only, 0, hooks, &total);
     if (rc != 0)
         return rc;
+    /* A full journal left slots as they were: not "nothing", and --once
+     * fails. */
+    if (tool_journal_starved(path, hb)) {
+        tool_flush();
+        return EXIT_RUNTIME;
+    }
     if (once && !json && total == 0)
         printf("epoch %" PRIu64 ": nothing to reclaim (grace %" PRIu64 ")\n", vigil_hb_epoch(hb),
                grace);
@@ -266,6 +277,7 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
             unsigned total = 0;
             if ((rc = reclaim(pos[0], hb, grace, json, epochs_only, slice * 1000000u, hooks, &total)) != 0)
                 goto out;
+            tool_journal_starved(pos[0], hb);
             if (epochs_only ? tool_sleep_ms(slice) : tool_sleep_ms(0)) {
                 stop = true;
                 break;
@@ -338,7 +350,9 @@ const struct tool_cmd tool_cmd_failover = {
             "                  group, SIGKILL to the group 5s later, 1ms..24h (default\n"
             "                  60s); the next CMD starts once the group is gone\n"
             "  --journal PATH  the reclaim journal (default FILE.journal): with --exec\n"
-            "                  made when missing, without it used when it exists\n"
+            "                  made when missing; without --exec, a journal to write\n"
+            "                  the reclaims in for the --exec watchdogs (each line then\n"
+            "                  says \"journaled\"), which otherwise journal nothing\n"
             "  --sd-notify     tell systemd: READY=1 at once, then each interval\n"
             "                  WATCHDOG=1 while at least N slots are live and none is\n"
             "                  wedged past the grace window (so WatchdogSec= restarts\n"

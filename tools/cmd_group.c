@@ -146,7 +146,11 @@ static int join_run(const struct tool_cmd *cmd, int argc, char **argv)
     tool_child_note_fds();
     /* Before the keepalive's thread: a SIGTERM must come to the wait, not
      * end the tool by its default action in another thread. */
-    struct tool_child c = { .sfd = -1, .tty = -1, .orphan_kill_ms = kill_after };
+    /* A group we may not end (sudo's) is waited out, the membership kept. */
+    char who[VIGIL_GROUP_MAX + 16];
+    snprintf(who, sizeof(who), "group %s", group);
+    struct tool_child c = { .sfd = -1, .tty = -1, .orphan_kill_ms = kill_after, .still_who = who,
+                            .still_hold = "the membership" };
     if ((rc = tool_child_block(&c)) < 0)
         return group_fail(group, "signalfd: %s", strerror(-rc));
     vigil_etcd *e = NULL;
@@ -203,6 +207,12 @@ static int join_run(const struct tool_cmd *cmd, int argc, char **argv)
     }
     if (left < 0)
         group_fail(group, "leave: %s (the membership lapses within its TTL)", vigil_strerror(left));
+    if (c.g.r.flags & GUARD_STILL) {
+        group_fail(group, "CMD's process group %d outlived its leader beyond the tool's signals (%s); the "
+                          "membership was kept until the group was gone",
+                   (int)c.pid, strerror(c.g.r.err));
+        return status != 0 ? status : EXIT_RUNTIME;
+    }
     return tool_child_exit(&c, status);
 }
 

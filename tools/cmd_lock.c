@@ -417,6 +417,10 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
      * renews nothing, and its CMD must not run on past the lapse. */
     c.held = still_held;
     c.held_arg = ka;
+    /* A group we may not end (a member made every uid another's, as sudo
+     * does) is waited out with the lease kept: never released under it. */
+    c.still_who = key;
+    c.still_hold = "the lease";
     c.refuse_status = EXIT_LOST;
     c.stop_before_exec = test_stop_at("exec");
     if ((rc = tool_child_start(&c, argv + dd + 1, env)) < 0) {
@@ -432,10 +436,12 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
         goto stop;
     }
     exit_rc = status;
-    if (c.g.r.flags & GUARD_STILL)
-        lock_fail(key, "CMD's process group %d could not be ended (%s: a member vigil lock may not signal, as "
-                       "under sudo); the lease is released all the same",
+    if (c.g.r.flags & GUARD_STILL) {
+        lock_fail(key, "CMD's process group %d outlived its leader beyond vigil lock's signals (%s); the lease was "
+                       "kept until the group was gone",
                   (int)c.pid, strerror(c.g.r.err));
+        exit_rc = status != 0 ? status : EXIT_RUNTIME;
+    }
 stop:
     ka_rc = vigil_keepalive_stop(ka);
 release:;

@@ -136,7 +136,9 @@ struct guardian {
     int      tty, ctl, rep, sfd;
     pid_t    self, tool_pgrp, cmd;
     bool     interactive, orphan, reaped;
+    bool     group_left; /* the group is gone (its strays may not be): its id may be another's now */
     uint64_t t0, kill_at, give_up_at;
+    uint64_t strays_kill_at; /* SIGKILL to the strays then; 0 before their SIGTERM */
     struct tool_guard_report r;
 };
 
@@ -230,7 +232,7 @@ static bool group_there(const struct guardian *s, int *err)
  */
 static void group_signal(struct guardian *s, int sig, uint32_t why, uint64_t kill_ms)
 {
-    if (s->r.flags & GUARD_GONE)
+    if ((s->r.flags & GUARD_GONE) || s->group_left)
         return;
     uint64_t now = mono_ms();
     if (sig == SIGTERM && kill_ms == 0)
@@ -315,6 +317,52 @@ static void reap(struct guardian *s)
         s->r.status = st;
         report(s);
     }
+}
+
+/*
+ * THE STRAYS: what CMD put outside its process group (setsid, setpgid;
+ * a daemon's double fork) is still CMD's. We are a subreaper, so once
+ * the group is gone every such descendant is below us: our child (its
+ * parents in the group are dead), or a child of one. Each of our
+ * children gets SIGTERM (and SIGCONT), then SIGKILL `grace` ms later (at
+ * once when the group was killed); a killed one's children become ours
+ * and are sent the same. Our children's pids are safe to signal: unreaped,
+ * none is handed out again. True once we have none (waitpid: ECHILD).
+ * /proc/thread-self/children, read with open and read: async-signal-safe.
+ */
+static bool strays_gone(struct guardian *s, uint64_t now, uint64_t grace)
+{
+    reap(s);
+    char buf[4096];
+    int fd = open("/proc/thread-self/children", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (n <= 0)
+        return true; /* none; or a kernel without the file (CONFIG_PROC_CHILDREN): left, as vigil(1) says */
+    buf[n] = '\0';
+    bool first = !(s->r.flags & GUARD_STRAYS);
+    if (first) {
+        s->r.flags |= GUARD_STRAYS;
+        s->strays_kill_at = now + ((s->r.flags & GUARD_KILL) ? 0 : grace);
+        if (!s->give_up_at)
+            s->give_up_at = s->strays_kill_at + GUARD_GIVE_UP_MS;
+        report(s);
+    }
+    int sig = now >= s->strays_kill_at ? SIGKILL : SIGTERM;
+    for (char *p = buf; *p;) {
+        pid_t pid = 0;
+        while (*p >= '0' && *p <= '9')
+            pid = pid * 10 + (*p++ - '0');
+        while (*p && (*p < '0' || *p > '9'))
+            p++;
+        if (pid <= 0 || (sig == SIGTERM && !first))
+            continue;
+        kill(pid, sig);
+        if (sig == SIGTERM)
+            kill(pid, SIGCONT);
+    }
+    return false;
 }
 
 /* One command from the tool: {op, arg}. */
@@ -410,23 +458,31 @@ static _Noreturn void guardian_main(struct guardian *s)
         reap(s);
         uint64_t now = mono_ms();
         int err = 0;
-        if (s->reaped && !group_there(s, &err)) {
+        bool group_gone = s->group_left || (s->reaped && !group_there(s, &err));
+        s->group_left = group_gone;
+        /* The group gone, what it put outside itself goes too. */
+        if (group_gone && strays_gone(s, now, o->exit_kill_ms ? o->exit_kill_ms : o->kill_ms)) {
             s->r.flags |= GUARD_GONE;
             break;
         }
-        if (s->reaped && !(s->r.flags & GUARD_LINGERED)) {
+        if (s->reaped && !group_gone && !(s->r.flags & GUARD_LINGERED)) {
             s->r.flags |= GUARD_LINGERED;
             if (o->end_at_exit)
                 group_signal(s, SIGTERM, GUARD_LINGERED, o->exit_kill_ms);
             else
                 report(s);
         }
-        if (s->give_up_at && now >= s->give_up_at) {
+        if ((s->give_up_at && now >= s->give_up_at) || (s->orphan && (s->r.flags & GUARD_STILL))) {
             /* SIGKILL sent and the group still there: members that are
-             * not ours to signal (EPERM), or a leader that cannot be. */
+             * not ours to signal (EPERM), or a leader that cannot be.
+             * Said; then, for a tool whose hold must outlast every member
+             * (vigil lock, group join), waited for until gone. */
             s->r.flags |= GUARD_STILL;
             s->r.err = err ? err : EPERM;
-            break;
+            if (!o->wait_out_still || s->orphan)
+                break; /* (the tool gone, what it held lapses: nothing to keep) */
+            s->give_up_at = 0;
+            report(s);
         }
         if (o->timeout_ms && !(s->r.flags & (GUARD_TERM | GUARD_KILL)) && now >= s->t0 + o->timeout_ms)
             group_signal(s, SIGTERM, GUARD_TIMEOUT, o->kill_ms);

@@ -67,7 +67,10 @@
  *
  * Ending the group, in every case: SIGTERM (or SIGKILL where the caller
  * says so) to the group, SIGKILL to the group `kill_ms` later whether or
- * not the leader was reaped, then waiting until the group is gone. The
+ * not the leader was reaped, then waiting until the group is gone; then
+ * what CMD put outside its group (setsid, a double fork), which the
+ * guardian, a subreaper, has as its children by then: SIGTERM, SIGKILL
+ * later, until it has none (THE STRAYS, guard.c; GUARD_STRAYS). The
  * report tells the tool what really happened.
  *
  * With the terminal: when the tool's process group is the foreground of
@@ -91,7 +94,9 @@
 /* How often a guardian looks for a group whose leader it has reaped. */
 #define GUARD_TICK_MS 50u
 /* After the SIGKILL, how long a group that is still there (members the
- * guardian may not signal) is waited for before it is reported so. */
+ * guardian may not signal) is waited for before it is reported so (and
+ * given up, unless wait_out_still: vigil lock and group join keep their
+ * hold until it is gone). */
 #define GUARD_GIVE_UP_MS 5000u
 
 /* CMD as execve(2) needs it, made before any fork: argv[0] looked up in
@@ -122,6 +127,7 @@ enum {
     GUARD_NOFORK   = 1u << 11, /* not started: fork failed (err) */
     GUARD_STOPPED  = 1u << 12, /* the terminal stopped CMD at least once */
     GUARD_LOST     = 1u << 13, /* ... because held() said the hold was lost */
+    GUARD_STRAYS   = 1u << 14, /* descendants outside the group (setsid) were ended */
 };
 
 struct tool_guard_report {
@@ -142,6 +148,9 @@ struct tool_guard_opts {
     uint64_t timeout_ms;       /* 0 none: SIGTERM to the group at it */
     uint64_t kill_ms;          /* SIGTERM to SIGKILL, after the timeout */
     bool     end_at_exit;      /* what is left of the group when the leader exits gets SIGTERM */
+    bool     wait_out_still;   /* a group still there GUARD_GIVE_UP_MS after its SIGKILL (members
+                                * it may not signal) is reported GUARD_STILL, then waited for until
+                                * gone, never given up: what the tool holds is kept meanwhile */
     uint64_t exit_kill_ms;     /* then SIGKILL that long after */
     /* In CMD's child just before the exec: false ends it with
      * refuse_status instead. Async-signal-safe. */

@@ -14,6 +14,7 @@
 #include "proc_internal.h"
 
 #include <inttypes.h>
+#include <sys/sysmacros.h>
 
 int tool_show_barrier(const char *path, bool json, FILE *out)
 {
@@ -136,13 +137,23 @@ int tool_show_journal(const char *path, bool json, FILE *out)
     if (json) {
         fprintf(out, "{\"kind\": \"journal\", \"capacity\": %u, \"last_ticket\": ", j->capacity);
         json_u64(out, last);
-        fprintf(out, ", \"running_pid\": %u, \"entries\": [", held ? vigil_lock_pid(rw) : 0);
+        fprintf(out, ", \"running_pid\": %u, \"table_capacity\": %u, \"table_device\": \"%u:%u\", \"table_inode\": ",
+                held ? vigil_lock_pid(rw) : 0, j->hdr->table_capacity, major((dev_t)j->hdr->table_dev),
+                minor((dev_t)j->hdr->table_dev));
+        json_u64(out, j->hdr->table_ino);
+        fputs(", \"entries\": [", out);
     } else {
         fprintf(out, "%s: reclaim journal, capacity %u, last ticket %" PRIu64 "\n", path, j->capacity, last);
+        fprintf(out, "of the table of %u slots at device %u:%u inode %" PRIu64 "\n", j->hdr->table_capacity,
+                major((dev_t)j->hdr->table_dev), minor((dev_t)j->hdr->table_dev), j->hdr->table_ino);
         fprintf(out, "%u pending, %u running%s, %u done (not yet said), %u being written\n", counts[VJ_PENDING],
                 counts[VJ_RUNNING], held ? "" : " (run lock free)", counts[VJ_DONE], counts[VJ_CLAIMING]);
-        if (held)
-            fprintf(out, "run lock held by pid %u (a guardian of failover --exec)\n", vigil_lock_pid(rw));
+        if (held) {
+            char ns[128];
+            tool_lock_ns(rw, ns, sizeof(ns));
+            fprintf(out, "run lock held by pid %u (a guardian of failover --exec) in pid namespace %s\n",
+                    vigil_lock_pid(rw), ns);
+        }
     }
     unsigned shown = 0;
     for (uint32_t i = 0; i < j->capacity; i++) {

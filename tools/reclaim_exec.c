@@ -49,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -79,9 +80,9 @@ struct tool_hooks {
     char           **env;
     struct run_arg   arg;
     struct vigil_journal_rec cur;
+    uint64_t         held_seq, held_since, held_said; /* the run lock's holding of another, and when said */
     sigset_t         none;
     unsigned         failed;
-    bool             full_said;
 };
 
 /* ---- the test hook ----------------------------------------------------------- */
@@ -162,7 +163,7 @@ static void leader_end(uint32_t out, bool was, char *buf, size_t len)
 static bool report(struct tool_hooks *h, const struct vigil_journal_rec *r)
 {
     uint32_t out = r->outcome;
-    char t[32], leader[96] = "", tail[256] = "";
+    char t[32], leader[96] = "", tail[512] = "";
     tool_format_ms(h->timeout_ms, t, sizeof(t));
     if (out & VJ_OUT_EXITED)
         leader_end(out, false, leader, sizeof(leader));
@@ -177,8 +178,9 @@ static bool report(struct tool_hooks *h, const struct vigil_journal_rec *r)
         return true;
     }
     if (out & VJ_OUT_UNSURE) {
-        log_job(h, r, "not run: the reclaim was cut short and its slot vacated by a scan outside the journal "
-                      "(a watchdog without --exec?), which may have handed these units over itself");
+        log_job(h, r, "not run: the reclaim was cut short and its slot vacated by a scan that did not settle it "
+                      "(one outside the journal, as a program's vigil_failover_scan, which may have handed these "
+                      "units over itself; or a watchdog's repair killed before it could settle it)");
         return true;
     }
     if (out & VJ_OUT_NOTRUN) {
@@ -188,11 +190,12 @@ static bool report(struct tool_hooks *h, const struct vigil_journal_rec *r)
     /* What was sent to the group, and why. */
     const char *cause = out & VJ_OUT_TIMEOUT    ? "ran past --exec-timeout"
                         : out & VJ_OUT_ORPHANED ? "killed: the watchdog running it died"
-                        : out & VJ_OUT_STOPPED  ? "killed: the watchdog was stopped"
+                        : out & VJ_OUT_STOPPED  ? "killed: the watchdog was told to stop again (a second SIGINT or SIGTERM)"
                                                 : NULL;
+    const char *strays = out & VJ_OUT_STRAYS ? "; what it left outside its process group was ended" : "";
     if (!cause && !(out & (VJ_OUT_TERM | VJ_OUT_KILL | VJ_OUT_STILL))) {
-        /* Nothing sent: its own end. */
-        log_job(h, r, "%s%s", leader, out & VJ_OUT_LINGERED ? "; its process group ran on after it" : "");
+        /* Nothing sent to the group: its own end. */
+        log_job(h, r, "%s%s%s", leader, out & VJ_OUT_LINGERED ? "; its process group ran on after it" : "", strays);
         return true;
     }
     size_t n = 0;
@@ -205,11 +208,16 @@ static bool report(struct tool_hooks *h, const struct vigil_journal_rec *r)
         leader_end(out, true, leader, sizeof(leader));
         n += (size_t)snprintf(tail + n, sizeof(tail) - n, "; the shell %s", leader);
     }
+    /* The shell gone, the rest of the group ran on and ended before any
+     * SIGKILL: by itself, what it was doing finished or not. */
+    if ((out & VJ_OUT_LINGERED) && (out & VJ_OUT_TERM) && !(out & (VJ_OUT_KILL | VJ_OUT_STILL)))
+        n += (size_t)snprintf(tail + n, sizeof(tail) - n, "; the rest of its group outlived the shell and ended "
+                                                          "by itself before the SIGKILL");
     if (out & VJ_OUT_STILL)
         snprintf(tail + n, sizeof(tail) - n, "; still running when the watchdog gave up on it: its process "
                                              "group could not be signalled");
     else
-        snprintf(tail + n, sizeof(tail) - n, "; its process group is gone");
+        snprintf(tail + n, sizeof(tail) - n, "; its process group is gone%s", strays);
     if (cause && (out & VJ_OUT_TIMEOUT))
         log_job(h, r, "%s %s%s", cause, t, tail);
     else
@@ -279,6 +287,7 @@ static void run_after(void *p, const struct tool_guard_report *g)
     out |= g->flags & GUARD_LINGERED ? VJ_OUT_LINGERED : 0;
     out |= g->flags & GUARD_STILL ? VJ_OUT_STILL : 0;
     out |= g->flags & GUARD_NOFORK ? VJ_OUT_NOTRUN : 0;
+    out |= g->flags & GUARD_STRAYS ? VJ_OUT_STRAYS : 0;
     /* The entry is ours (RUNNING, owner: us): the outcome, then DONE for
      * the watchdog to log, then the run lock for the next CMD. */
     atomic_store_explicit(&a->j->e[a->idx].outcome, out, memory_order_relaxed);
@@ -290,6 +299,7 @@ static void run_after(void *p, const struct tool_guard_report *g)
 /* ---- a dead guardian's group (THE JOURNAL, step 5) ------------------------------ */
 
 static const char *ours_file; /* the table, as its CMDs' VIGIL_RECLAIM_FILE names it */
+static char journal_name[PATH_MAX]; /* the journal attached, for the lines that name it */
 
 /* /proc/PID/NAME read whole into buf (up to len - 1 bytes, NUL-ended):
  * its length, or -1. */
@@ -426,29 +436,60 @@ static int open_journal(const char *path, const vigil_hb *hb, const char *table,
     if (rc != -ENOENT)
         return rc;
     struct stat st;
-    bool known = stat(table, &st) == 0;
-    unsigned mode = known ? ((unsigned)st.st_mode & 0666) | 0600 : 0600;
-    uint32_t cap = vigil_hb_capacity(hb);
-    uint32_t n = vigil_journal_capacity_for(cap);
-    rc = vigil_journal_create(path, n, cap, mode, known ? st.st_gid : (gid_t)-1, out);
-    if (rc == -EPERM && known)
-        rc = vigil_journal_create(path, n, cap, mode, (gid_t)-1, out);
+    if (stat(table, &st) != 0)
+        return -errno;
+    unsigned mode = ((unsigned)st.st_mode & 0666) | 0600;
+    const struct vigil_journal_table t = { vigil_hb_capacity(hb), (uint64_t)st.st_dev, (uint64_t)st.st_ino };
+    uint32_t n = vigil_journal_capacity_for(t.capacity);
+    rc = vigil_journal_create(path, n, &t, mode, st.st_gid, out);
+    if (rc == -EPERM)
+        rc = vigil_journal_create(path, n, &t, mode, (gid_t)-1, out);
     if (rc == -EEXIST) /* another watchdog made it first */
         rc = vigil_journal_open_flags(path, flags, out);
     return rc;
 }
 
-/* A journal is its table's: one made for a table of another capacity
- * (--journal naming another table's) would name slots of another table. */
-static int journal_fits(const char *path, vigil_journal *j, const vigil_hb *hb)
+/* A journal is its table's: one made for another table (--journal naming
+ * another table's, or a table made anew at the same name) names that
+ * table's slots, and its pending CMDs are that table's reclaims. The
+ * table is told by its st_dev and st_ino, as the journal's header keeps
+ * them from its making (vigil-files(5)). */
+static int journal_fits(const char *path, vigil_journal *j, const char *table, const vigil_hb *hb)
 {
     uint32_t made = j->hdr->table_capacity, cap = vigil_hb_capacity(hb);
-    if (made == cap)
+    uint64_t dev = j->hdr->table_dev, ino = j->hdr->table_ino;
+    struct stat st;
+    int rc = stat(table, &st) == 0 ? 0 : -errno;
+    if (rc == 0 && made == cap && dev == (uint64_t)st.st_dev && ino == (uint64_t)st.st_ino)
         return 0;
-    fprintf(stderr, "vigil: %s: a reclaim journal made for a table of %u slots, not this one's %u\n", tool_e(path),
-            made, cap);
+    if (rc < 0)
+        tool_fail(table, rc);
+    else if (made != cap)
+        fprintf(stderr, "vigil: %s: a reclaim journal made for a table of %u slots, not this one's %u\n",
+                tool_e(path), made, cap);
+    else
+        fprintf(stderr, "vigil: %s: the reclaim journal of another table (device %u:%u inode %" PRIu64 "), not of %s "
+                        "(device %u:%u inode %" PRIu64 "): its entries name that table's slots. Give this table's own "
+                        "journal with --journal; if the table was made anew, `vigil inspect %s` shows what the old "
+                        "one left pending (hand those units back by hand), then remove it\n",
+                tool_e(path), major((dev_t)dev), minor((dev_t)dev), ino, tool_e(table), major(st.st_dev),
+                minor(st.st_dev), (uint64_t)st.st_ino, tool_e(path));
     vigil_journal_close(j);
     return EXIT_RUNTIME;
+}
+
+/* Who put the refused journal there, and what to do: a file another
+ * user made in a shared directory stops --exec (never a plain watchdog),
+ * so the line names its owner. */
+static void journal_refused(const char *file, const char *path)
+{
+    struct stat st;
+    char who[64] = "";
+    if (lstat(path, &st) == 0)
+        snprintf(who, sizeof(who), " (owner uid %u, mode %04o)", (unsigned)st.st_uid, (unsigned)st.st_mode & 07777);
+    fprintf(stderr, "vigil: %s: --exec writes every reclaim in its journal first, and %s%s is not one it can use: "
+                    "move it away, or name another with --journal PATH\n",
+            tool_e(file), tool_e(path), who);
 }
 
 int tool_hooks_new(const char *cmd, const char *file, const char *journal, uint64_t timeout_ms, vigil_hb *hb,
@@ -465,13 +506,16 @@ int tool_hooks_new(const char *cmd, const char *file, const char *journal, uint6
         return -ENOMEM;
     }
     int rc = open_journal(journal ? journal : path, hb, file, trust_owner ? VIGIL_OPEN_TRUST_OWNER : 0, &h->j);
-    if (rc < 0 || (rc = journal_fits(journal ? journal : path, h->j, hb)) != 0) {
-        if (rc < 0)
+    if (rc < 0 || (rc = journal_fits(journal ? journal : path, h->j, file, hb)) != 0) {
+        if (rc < 0) {
             tool_fail_file(journal ? journal : path, rc, VIGIL_KIND_JOURNAL, true);
+            journal_refused(file, journal ? journal : path);
+        }
         free(path);
         free(h);
         return EXIT_RUNTIME;
     }
+    snprintf(journal_name, sizeof(journal_name), "%s", journal ? journal : path);
     free(path);
     h->me = vigil_self_lock_word();
     const char *at = getenv("VIGIL_TEST_JOURNAL_STOP");
@@ -498,21 +542,46 @@ int tool_hooks_new(const char *cmd, const char *file, const char *journal, uint6
 
 int tool_journal_attach(const char *file, const char *journal, vigil_hb *hb, bool trust_owner, vigil_journal **out)
 {
-    char *path = NULL;
     *out = NULL;
-    if (!journal && asprintf(&path, "%s.journal", file) < 0)
-        return tool_fail(file, -ENOMEM);
-    int rc = vigil_journal_open_flags(journal ? journal : path, trust_owner ? VIGIL_OPEN_TRUST_OWNER : 0, out);
-    if (rc == -ENOENT && !journal)
-        rc = 0; /* no journal next to the table: the reclaims are this watchdog's alone */
-    else if (rc < 0)
-        rc = tool_fail_file(journal ? journal : path, rc, VIGIL_KIND_JOURNAL, true);
-    else if ((rc = journal_fits(journal ? journal : path, *out, hb)) != 0)
+    if (!journal)
+        return 0; /* FILE.journal is the --exec watchdogs': the reclaims are this watchdog's alone */
+    int rc = vigil_journal_open_flags(journal, trust_owner ? VIGIL_OPEN_TRUST_OWNER : 0, out);
+    if (rc < 0)
+        return tool_fail_file(journal, rc, VIGIL_KIND_JOURNAL, true);
+    if ((rc = journal_fits(journal, *out, file, hb)) != 0) {
         *out = NULL;
-    else
-        hb->journal = *out;
-    free(path);
-    return rc;
+        return rc;
+    }
+    snprintf(journal_name, sizeof(journal_name), "%s", journal);
+    hb->journal = *out;
+    return 0;
+}
+
+/* How often a journal that stays full is said again. */
+#define STARVED_SAY_MS 60000u
+
+bool tool_journal_starved(const char *file, vigil_hb *hb)
+{
+    static uint64_t said_ms;
+    vigil_journal *j = hb->journal;
+    if (!j)
+        return false;
+    bool starved = j->starved;
+    j->starved = false;
+    if (starved && (!j->starved_said || tool_now_ms() - said_ms >= STARVED_SAY_MS)) {
+        uint32_t c[5];
+        vigil_journal_counts(j, c);
+        fflush(stdout);
+        fprintf(stderr, "vigil: %s: the reclaim journal %s is full (%u reclaims pending, %u running, %u done and "
+                        "unsaid): slots due for reclaim are left as they are, unreclaimed, until --exec watchdogs "
+                        "run their CMDs\n",
+                tool_e(file), tool_e(journal_name), c[VJ_PENDING], c[VJ_RUNNING], c[VJ_DONE]);
+        said_ms = tool_now_ms();
+    } else if (!starved && j->starved_said) {
+        fprintf(stderr, "vigil: %s: the reclaim journal %s has room again\n", tool_e(file), tool_e(journal_name));
+    }
+    j->starved_said = starved;
+    return starved;
 }
 
 void tool_journal_detach(vigil_hb *hb, vigil_journal *j)
@@ -543,6 +612,33 @@ unsigned tool_hooks_failed(const struct tool_hooks *h)
     return h ? h->failed : 0;
 }
 
+/* How long the run lock may stay with one holding of another before the
+ * watchdog says who holds it (again every minute). */
+#define RUN_HELD_SAY_MS 60000u
+
+/* The run lock is another's while entry r waits: said when that holding
+ * has lasted RUN_HELD_SAY_MS (or at once when its holder is in another pid
+ * namespace, whose death this watchdog cannot see, so that it is never
+ * taken over from here), with who and which namespace. */
+static void held_by_other(struct tool_hooks *h, const struct vigil_journal_rec *r, uint64_t rw, uint64_t rs)
+{
+    uint64_t now = tool_now_ms();
+    bool foreign = vigil_lock_ns(rw) != vigil_lock_ns(h->me);
+    if (h->held_seq != rs) {
+        h->held_seq = rs;
+        h->held_since = now;
+        h->held_said = 0;
+    }
+    if ((h->held_said == 0 && (foreign || now - h->held_since >= RUN_HELD_SAY_MS)) ||
+        (h->held_said != 0 && now - h->held_said >= RUN_HELD_SAY_MS)) {
+        char ns[128];
+        tool_lock_ns(rw, ns, sizeof(ns));
+        log_job(h, r, "waiting: the run lock is held by pid %u in pid namespace %s%s", vigil_lock_pid(rw), ns,
+                foreign ? "; a watchdog in that namespace takes it over if its guardian died" : "");
+        h->held_said = now;
+    }
+}
+
 /* Starts the guardian of the lowest pending entry, if none runs. */
 static void start_next(struct tool_hooks *h)
 {
@@ -550,8 +646,12 @@ static void start_next(struct tool_hooks *h)
     if (h->running || vigil_journal_next_pending(h->j, &r) != 0)
         return;
     /* A CMD of another watchdog runs: the run lock says so without a fork. */
-    if (atomic_load_explicit(&h->j->hdr->run_seq, memory_order_relaxed) & 1u)
+    uint64_t rw, rs;
+    if (vigil_pair_read(&h->j->hdr->run_word, &rw, &rs) && (rs & 1u)) {
+        held_by_other(h, &r, rw, rs);
         return;
+    }
+    h->held_seq = 0;
     test_stop("fork");
     if (!(h->env = job_env(h, &r))) {
         log_job(h, &r, "not started now: %s (tried again)", strerror(ENOMEM));
@@ -616,13 +716,6 @@ void tool_hooks_poll(struct tool_hooks *h)
     vigil_journal_sweep(h->j, h->hb, h->me);
     collect(h);
     start_next(h);
-    uint32_t counts[5];
-    vigil_journal_counts(h->j, counts);
-    bool full = counts[VJ_FREE] == 0;
-    if (full && !h->full_said)
-        fprintf(stderr, "vigil: %s: the reclaim journal is full (%u reclaims waiting for their CMDs): slots wait, "
-                        "stale, until CMDs finish\n", h->file, counts[VJ_PENDING]);
-    h->full_said = full;
 }
 
 /* Work of ours left: a CMD running, or a pending entry that we reclaimed
@@ -642,11 +735,43 @@ bool tool_hooks_busy(const struct tool_hooks *h)
     return false;
 }
 
+/* What waits that the drain would run (ours, or a dead watchdog's) stays
+ * in the journal for the next watchdog: said, and counted as failed when
+ * `failed` (--once's exit status). */
+static void leave_pending(struct tool_hooks *h, const char *why, bool failed)
+{
+    for (uint32_t i = 0; i < h->j->capacity; i++) {
+        struct vigil_journal_rec r;
+        if (vigil_journal_read(h->j, i, &r) == 0 && r.state == VJ_PENDING &&
+            (r.claimer == h->me || vigil_lock_holder_dead(r.claimer, h->j->map.base))) {
+            log_job(h, &r, "not run yet: left in the journal for the next watchdog%s", why);
+            h->failed += failed;
+        }
+    }
+}
+
 void tool_hooks_drain(struct tool_hooks *h)
 {
     if (!h)
         return;
+    /* Waiting on another's CMD (the run lock not ours) is bounded: by
+     * then any CMD of a watchdog with our --exec-timeout has ended, or
+     * the lock's holder is one we cannot judge (another pid namespace). */
+    uint64_t idle_since = 0, idle_max = h->timeout_ms + 2 * HOOK_KILL_MS;
     for (tool_hooks_poll(h); tool_hooks_busy(h); tool_hooks_poll(h)) {
+        uint64_t now = tool_now_ms();
+        idle_since = h->running ? 0 : idle_since ? idle_since : now;
+        if (idle_since && now - idle_since > idle_max) {
+            uint64_t rw, rs;
+            char why[256] = "", ns[128];
+            if (vigil_pair_read(&h->j->hdr->run_word, &rw, &rs) && (rs & 1u)) {
+                tool_lock_ns(rw, ns, sizeof(ns));
+                snprintf(why, sizeof(why), " (the run lock is held by pid %u in pid namespace %s)",
+                         vigil_lock_pid(rw), ns);
+            }
+            leave_pending(h, why, true);
+            return;
+        }
         if (!tool_sleep_ms(20))
             continue;
         /* Told to stop again while draining: what runs is killed (and
@@ -658,11 +783,7 @@ void tool_hooks_drain(struct tool_hooks *h)
             vigil_journal_sweep(h->j, h->hb, h->me);
             collect(h);
         }
-        for (uint32_t i = 0; i < h->j->capacity; i++) {
-            struct vigil_journal_rec r;
-            if (vigil_journal_read(h->j, i, &r) == 0 && r.state == VJ_PENDING && r.claimer == h->me)
-                log_job(h, &r, "not run yet: left in the journal for the next watchdog");
-        }
+        leave_pending(h, "", false);
         return;
     }
 }

@@ -7,6 +7,8 @@
 #define _GNU_SOURCE
 #include "vigil.h"
 
+#include "proc_internal.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -54,6 +56,18 @@ int tool_fail_detail(const char *path, int err, const char *fmt, ...)
     va_end(ap);
     fputs(")\n", stderr);
     return EXIT_RUNTIME;
+}
+
+void tool_lock_ns(uint64_t word, char *buf, size_t len)
+{
+    uint32_t code = vigil_lock_ns(word), mine = vigil_lock_ns(vigil_self_lock_word());
+    /* The code's inverse (proc_internal.h): 1 the initial namespace. */
+    uint64_t inode = code == 1 ? UINT64_C(0xeffffffc) : UINT64_C(0xf0000000) + code - 2;
+    if (code == 0)
+        snprintf(buf, len, "unknown");
+    else
+        snprintf(buf, len, "pid:[%llu], %s", (unsigned long long)inode,
+                 code == mine ? "ours" : "not ours: its holder's death cannot be seen from here");
 }
 
 const char *tool_kind_name(uint32_t kind)

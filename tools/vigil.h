@@ -127,6 +127,10 @@ int tool_fail_file(const char *path, int err, uint32_t want, bool writing);
 
 /* "heartbeat", "barrier", "leases", "journal", or NULL for a kind vigil does not know. */
 const char *tool_kind_name(uint32_t kind);
+/* The pid namespace a lock word names, for a line: "pid:[4026531836],
+ * ours", "pid:[4026532201], not ours: its holder's death cannot be seen
+ * from here", or "unknown". */
+void tool_lock_ns(uint64_t word, char *buf, size_t len);
 
 /* Opens a heartbeat table for writing, explaining any failure (a file
  * another user could have made is refused unless trust_owner); warns
@@ -194,14 +198,19 @@ bool     tool_hooks_busy(const struct tool_hooks *h);
  * CMD and leaves the rest in the journal for the next watchdog. */
 void     tool_hooks_drain(struct tool_hooks *h);
 unsigned tool_hooks_failed(const struct tool_hooks *h);  /* CMDs that failed, timed out or never ran */
-/* Without --exec: the table's journal, when there is one, attached all
- * the same (opened, never made), so that a reclaim by this watchdog is
- * written down for the --exec watchdogs to run: 0 with *out (NULL when
- * there is none and `journal` was not given), or EXIT_RUNTIME after
- * saying why. */
+/* Without --exec, given --journal PATH: that journal attached (opened,
+ * never made), so that this watchdog's reclaims are written down for the
+ * --exec watchdogs to hand on, and not handed over by this one. Without
+ * --journal nothing is attached (FILE.journal is the --exec watchdogs'
+ * alone: a plain watchdog neither fills it nor depends on it). 0 with
+ * *out (NULL without `journal`), or EXIT_RUNTIME after saying why. */
 struct vigil_journal;
 int      tool_journal_attach(const char *file, const char *journal, vigil_hb *hb, bool trust_owner,
                              struct vigil_journal **out);
+/* After a scan through hb: whether its journal had no free entry, so that
+ * a slot due for reclaim was left as it was. Said on stderr when it
+ * starts, every minute while it lasts, and when it ends. */
+bool     tool_journal_starved(const char *file, vigil_hb *hb);
 void     tool_journal_detach(vigil_hb *hb, struct vigil_journal *j);
 
 /* ---- systemd (notify.c) ---------------------------------------------------- */
