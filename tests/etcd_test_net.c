@@ -200,6 +200,140 @@ static int test_claim_late_refused(void)
     return net_down(&n);
 }
 
+/* Which proxy but not_p has a request waiting (a wait rule's), or 0. */
+static int waiting_proxy(int not_p)
+{
+    for (int i = 1; i <= 3; i++)
+        if (i != not_p && strcmp(et_proxy(i, "waiting"), "waiting 1") == 0)
+            return i;
+    return 0;
+}
+
+/* The claim answered at once by the member the client speaks to first
+ * with an error that leaves it open (how: Unavailable "request timed
+ * out", DeadlineExceeded, a 5xx page), and held there; the copy sent on
+ * waits at the next member while b claims the unit, and is refused. The
+ * held copy may still land, so the member resolves it before answering
+ * busy; b gives the unit back; the held claim delivered late must not
+ * make it the member's (before, such an answer left no doubt: the unit
+ * owned by a live member unknown to it, its takes busy for ever). b
+ * speaks to the members directly, past the proxies' rules. */
+static int claim_failed_refused(const char *name, const char *how)
+{
+    const char *direct;
+    NEED_PROXIES();
+    if (et_cluster(&direct))
+        return 1;
+    vigil_etcd *e = et_connect(eps), *d = et_connect(direct);
+    vigil_etcd_set_timeout(e, 500, 60000); /* the copy sent on waits for b's take: no clock decides */
+    const char *g = gt_group(name);
+    char ko[300];
+    snprintf(ko, sizeof(ko), "%s/work/owners/u0", g);
+    EXPECT_RC(vigil_group_add(d, g, "u0"), 0);
+    vigil_group_member *m = gt_join(e, g, "m", TTL, NULL), *b = gt_join(d, g, "b", TTL, NULL);
+    int p = first_proxy(e);
+    EXPECT(m && b && p > 0, "join failed, or no proxy is first (%s)", vigil_etcd__current_endpoint(e));
+    for (int i = 1; i <= 3; i++)
+        if (i == p)
+            EXPECT_STR(et_proxy(i, "fail put:%s 1 %s", ko, how), "ok");
+        else
+            EXPECT_STR(et_proxy(i, "wait put:%s", ko), "ok");
+    struct taker t = { .m = m, .rc = INT32_MIN };
+    EXPECT(pthread_create(&t.th, NULL, take_thread, &t) == 0, "no thread");
+    int q = 0;
+    bool waited = VT_WAIT_FOR((q = waiting_proxy(p)) > 0, 30000);
+    vigil_group_unit u, v;
+    int rb = vigil_group_take(b, &v);
+    const char *opened = q > 0 ? et_proxy(q, "open") : "none waits";
+    bool open_ok = strcmp(opened, "opened 1") == 0;
+    pthread_join(t.th, NULL);
+    EXPECT(waited && open_ok, "the copy sent on never waited (%s)", opened);
+    EXPECT_RC(rb, 0);
+    EXPECT_RC(t.rc, VIGIL_EBUSY);
+    EXPECT_STR(et_proxy(p, "held"), "held 1");
+    EXPECT_RC(vigil_group_giveback(b, &v), 0);
+    EXPECT_LATE_VOID(p, "the claim");
+    vigil_group_stats st;
+    EXPECT_RC(vigil_group_stats_get(d, g, &st), 0);
+    EXPECT(st.units_owned == 0, "owned %d after b's giveback", (int)st.units_owned);
+    EXPECT_RC(vigil_group_take(m, &u), 0);
+    EXPECT_RC(vigil_group_done(m, &u), 0);
+    for (int i = 1; i <= 3; i++)
+        EXPECT_STR(et_proxy(i, "clear"), "ok");
+    EXPECT_RC(vigil_group_leave(b), 0);
+    EXPECT_RC(vigil_group_leave(m), 0);
+    vigil_etcd_close(d);
+    vigil_etcd_close(e);
+    return 0;
+}
+
+static int test_claim_unavailable_refused(void)
+{
+    return claim_failed_refused("claim-unavailable", "unavailable");
+}
+
+static int test_claim_deadline_refused(void)
+{
+    return claim_failed_refused("claim-deadline", "deadline");
+}
+
+static int test_claim_page_refused(void)
+{
+    return claim_failed_refused("claim-page", "page");
+}
+
+/* The claim answered Unavailable by every member (each holds its copy),
+ * sent again while the election the answers suggest is ridden out
+ * (group_json.c), and the copy sent again is refused (b claimed the unit
+ * meanwhile): every held copy may still land, so the member resolves
+ * before answering busy, and none of them, delivered late, makes the unit
+ * the member's. */
+static int test_claim_unavailable_everywhere(void)
+{
+    const char *direct;
+    NEED_PROXIES();
+    if (et_cluster(&direct))
+        return 1;
+    vigil_etcd *e = et_connect(eps), *d = et_connect(direct);
+    vigil_etcd_set_timeout(e, 500, 60000);
+    const char *g = gt_group("claim-unavailable-all");
+    char ko[300];
+    snprintf(ko, sizeof(ko), "%s/work/owners/u0", g);
+    EXPECT_RC(vigil_group_add(d, g, "u0"), 0);
+    vigil_group_member *m = gt_join(e, g, "m", TTL, NULL), *b = gt_join(d, g, "b", TTL, NULL);
+    int p = first_proxy(e);
+    EXPECT(m && b && p > 0, "join failed, or no proxy is first (%s)", vigil_etcd__current_endpoint(e));
+    for (int i = 1; i <= 3; i++)
+        EXPECT_STR(et_proxy(i, "fail put:%s", ko), "ok");
+    EXPECT_STR(et_proxy(p, "wait put:%s", ko), "ok"); /* the sending again, after the three failed */
+    struct taker t = { .m = m, .rc = INT32_MIN };
+    EXPECT(pthread_create(&t.th, NULL, take_thread, &t) == 0, "no thread");
+    bool waited = VT_WAIT_FOR(strcmp(et_proxy(p, "waiting"), "waiting 1") == 0, 30000);
+    vigil_group_unit u, v;
+    int rb = vigil_group_take(b, &v);
+    const char *opened = et_proxy(p, "open");
+    bool open_ok = strcmp(opened, "opened 1") == 0;
+    pthread_join(t.th, NULL);
+    EXPECT(waited && open_ok, "the claim was never sent again (%s)", opened);
+    EXPECT_RC(rb, 0);
+    EXPECT_RC(t.rc, VIGIL_EBUSY);
+    EXPECT_RC(vigil_group_giveback(b, &v), 0);
+    for (int i = 1; i <= 3; i++)
+        EXPECT_LATE_VOID(i, "a claim answered Unavailable");
+    vigil_group_stats st;
+    EXPECT_RC(vigil_group_stats_get(d, g, &st), 0);
+    EXPECT(st.units_owned == 0, "owned %d after b's giveback", (int)st.units_owned);
+    EXPECT_RC(vigil_group_take(m, &u), 0);
+    EXPECT_RC(vigil_group_done(m, &u), 0);
+    for (int i = 1; i <= 3; i++)
+        EXPECT_STR(et_proxy(i, "clear"), "ok");
+    EXPECT_RC(vigil_group_leave(b), 0);
+    EXPECT_RC(vigil_group_leave(m), 0);
+    vigil_etcd_close(d);
+    vigil_etcd_close(e);
+    return 0;
+}
+
 /* The claim delivered twice: take answers with the unit, at its token. */
 static int test_claim_twice(void)
 {
@@ -714,7 +848,9 @@ static int test_resign_twice(void)
     return keyed_down(&k);
 }
 
-VT_MAIN(VT_CASE(test_claim_late), VT_CASE(test_claim_late_refused), VT_CASE(test_claim_twice),
+VT_MAIN(VT_CASE(test_claim_late), VT_CASE(test_claim_late_refused), VT_CASE(test_claim_unavailable_refused),
+        VT_CASE(test_claim_deadline_refused), VT_CASE(test_claim_page_refused),
+        VT_CASE(test_claim_unavailable_everywhere), VT_CASE(test_claim_twice),
         VT_CASE(test_done_late), VT_CASE(test_done_twice),
         VT_CASE(test_giveback_late), VT_CASE(test_giveback_twice), VT_CASE(test_arrive_late),
         VT_CASE(test_arrive_twice), VT_CASE(test_withdraw_late), VT_CASE(test_withdraw_twice),
