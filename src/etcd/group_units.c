@@ -161,7 +161,9 @@ static int take_found(vigil_group_member *m, vigil_group_unit *out)
 
 /* The claim of one unit (m->lock held): 0 ours (token in *token),
  * VIGIL_EBUSY another got it first (or it left the set), VIGIL_ELOST we
- * are out, or an error (the claim in doubt, kept in m: group_fence.c). */
+ * are out, GOP_FOUND not sent (an earlier claim of ours found landed, in
+ * m->found: the take's), or an error (the claim in doubt, kept in m:
+ * group_fence.c). */
 static int claim(vigil_group_member *m, const struct cand *c, uint64_t *token)
 {
     char ko[GKEY_MAX], ku[GKEY_MAX], km[GKEY_MAX], val[40];
@@ -199,7 +201,28 @@ static int claim(vigil_group_member *m, const struct cand *c, uint64_t *token)
     return rc == GOP_VOID ? VIGIL_EBUSY : rc;
 }
 
+/* A take's claim of c (m->lock held): 0 and *out, the unit, or a claim of
+ * an earlier call found landed (another thread's, or one this claim's
+ * resolution of another found); or claim()'s error. */
+static int claim_for(vigil_group_member *m, const struct cand *c, vigil_group_unit *out)
+{
+    uint64_t token = 0;
+    if (take_found(m, out))
+        return 0;
+    int rc = claim(m, c, &token);
+    if (rc == GOP_FOUND)
+        return take_found(m, out) ? 0 : VIGIL_EBUSY;
+    if (rc == 0) {
+        memset(out, 0, sizeof(*out));
+        memcpy(out->name, c->name, strlen(c->name));
+        out->token = token;
+    }
+    return rc;
+}
+
 #define RACED 1 /* take_once: every candidate tried went to another first */
+
+void (*gunits_test_hook)(vigil_group_member *m, const char *step);
 
 /* One attempt: 0, RACED, VIGIL_EBUSY (all owned), VIGIL_EVACANT,
  * VIGIL_ELOST; *rev the revision of the reading (a watch starts after it). */
@@ -213,6 +236,8 @@ static int take_once(vigil_group_member *m, vigil_group_unit *out, int64_t *rev)
     if (n < 0 || got)
         return n;
     n = candidates(m, &c, rev);
+    if (gunits_test_hook)
+        gunits_test_hook(m, "candidates"); /* what another thread of m may do before the claims */
     if (n <= 0) {
         free(c);
         return n == 0 ? VIGIL_EBUSY : n;
@@ -225,17 +250,9 @@ static int take_once(vigil_group_member *m, vigil_group_unit *out, int64_t *rev)
     size_t start = (size_t)((x >> 17) % (uint64_t)n);
     int rc = VIGIL_EBUSY;
     for (int i = 0; i < n && i < CLAIM_TRIES && rc == VIGIL_EBUSY; i++) {
-        const struct cand *u = &c[(start + (size_t)i) % (size_t)n];
-        uint64_t token = 0;
         pthread_mutex_lock(&m->lock);
-        got = take_found(m, out); /* another thread's claim, found landed */
-        rc = got ? 0 : claim(m, u, &token);
+        rc = claim_for(m, &c[(start + (size_t)i) % (size_t)n], out);
         pthread_mutex_unlock(&m->lock);
-        if (rc == 0 && !got) {
-            memset(out, 0, sizeof(*out));
-            memcpy(out->name, u->name, strlen(u->name));
-            out->token = token;
-        }
     }
     free(c);
     return rc == VIGIL_EBUSY ? RACED : rc;
@@ -308,15 +325,8 @@ int vigil_group_take_wait(vigil_group_member *m, uint64_t timeout_ns, vigil_grou
         rc = VIGIL_EBUSY;
         if (freed.name[0]) {
             /* A unit the stream saw freed: claim it by name at once. */
-            uint64_t token = 0;
             pthread_mutex_lock(&m->lock);
-            if (take_found(m, out)) {
-                rc = 0; /* a claim of an earlier call, found landed */
-            } else if ((rc = claim(m, &freed, &token)) == 0) {
-                memset(out, 0, sizeof(*out));
-                memcpy(out->name, freed.name, strlen(freed.name));
-                out->token = token;
-            }
+            rc = claim_for(m, &freed, out);
             pthread_mutex_unlock(&m->lock);
             freed.name[0] = '\0';
         }
