@@ -752,6 +752,38 @@ static int test_session_acquire_twice(void)
     return keyed_down(&k);
 }
 
+/* A session's acquire told busy whose taking back out of its key goes
+ * unanswered (every delete of it lost): the caller is told an error, and
+ * the key stays queued on the session's lease, which is kept alive. It is
+ * deleted after the session's next renewal that etcd answers, with no
+ * further call of the session (before, only the session's next acquire
+ * did it: meanwhile, once the holder went, the session held the key
+ * unknowingly, and every other waiter starved for the session's life). */
+static int test_session_unqueue_lost(void)
+{
+    struct keyed k;
+    vigil_lease h;
+    vigil_lease_info info;
+    KEYED_UP(&k, "session-unqueue-lost", true, false);
+    EXPECT_RC(vigil_etcd_acquire(k.d, k.key, "holder", 6 * TTL, &h), 0); /* outlives the wait below */
+    for (int i = 1; i <= 3; i++)
+        EXPECT_STR(et_proxy(i, "lose del:%s/*,cmp:%s/* 1000", k.key, k.key), "ok");
+    int rc = vigil_etcd_session_acquire(k.s, k.key, "s", &k.l);
+    int queued = et_count_under(k.d, k.key);
+    for (int i = 1; i <= 3; i++)
+        EXPECT_STR(et_proxy(i, "clear"), "ok");
+    EXPECT(rc < 0 && rc != VIGIL_EBUSY, "the acquire: %d (%s), not an error", rc, vigil_strerror(rc));
+    EXPECT(queued == 2, "%d keys after the acquire, not 2 (the holder's, the session's)", queued);
+    bool gone = VT_WAIT_FOR(et_count_under(k.d, k.key) == 1, 3 * TTL);
+    EXPECT(gone, "the session's key is still queued (%d keys) with no call to take it out", et_count_under(k.d, k.key));
+    if (holder_is(&k, h.token, "holder"))
+        return 1;
+    EXPECT_RC(vigil_etcd_release(k.d, &h), 0);
+    EXPECT_RC(vigil_etcd_get(k.d, k.key, &info), VIGIL_EVACANT);
+    EXPECT(!vigil_etcd_session_lost(k.s), "the session lost");
+    return keyed_down(&k);
+}
+
 struct session_wait {
     vigil_etcd_session *s;
     const char         *key;
@@ -857,5 +889,5 @@ VT_MAIN(VT_CASE(test_claim_late), VT_CASE(test_claim_late_refused), VT_CASE(test
         VT_CASE(test_commit_late), VT_CASE(test_commit_twice), VT_CASE(test_join_late), VT_CASE(test_join_twice),
         VT_CASE(test_leave_late), VT_CASE(test_leave_twice), VT_CASE(test_lock_late), VT_CASE(test_lock_twice),
         VT_CASE(test_session_acquire_late), VT_CASE(test_session_acquire_twice),
-        VT_CASE(test_session_busy_keeps_other), VT_CASE(test_proclaim_late), VT_CASE(test_proclaim_twice),
+        VT_CASE(test_session_unqueue_lost), VT_CASE(test_session_busy_keeps_other), VT_CASE(test_proclaim_late), VT_CASE(test_proclaim_twice),
         VT_CASE(test_resign_late), VT_CASE(test_resign_twice))
