@@ -621,6 +621,24 @@ static int leave_fault(const char *fault)
     return 0;
 }
 
+/* A member whose lease another revoked (the agent, an operator) before
+ * it leaves: VIGIL_ELOST, as vigil_group_join(3) says; not the 0 of a
+ * revoke of its own delivered twice (test_leave_twice). */
+static int test_leave_lost(void)
+{
+    NEED_PROXIES();
+    vigil_etcd *e = connect_quick(), *d = et_connect(eps);
+    const char *g = gt_group("leave-lost");
+    vigil_group_member *m = gt_join(e, g, "m", TTL, NULL);
+    EXPECT(m, "join failed");
+    EXPECT_RC(et_revoke(d, gt_lease_of(d, g, "m")), 0);
+    EXPECT_RC(vigil_group_leave(m), VIGIL_ELOST);
+    EXPECT(gt_count(d, g) == 0, "%d members after the leave", gt_count(d, g));
+    vigil_etcd_close(d);
+    vigil_etcd_close(e);
+    return 0;
+}
+
 static int test_leave_late(void)
 {
     return leave_fault("hold");
@@ -887,7 +905,7 @@ VT_MAIN(VT_CASE(test_claim_late), VT_CASE(test_claim_late_refused), VT_CASE(test
         VT_CASE(test_giveback_late), VT_CASE(test_giveback_twice), VT_CASE(test_arrive_late),
         VT_CASE(test_arrive_twice), VT_CASE(test_withdraw_late), VT_CASE(test_withdraw_twice),
         VT_CASE(test_commit_late), VT_CASE(test_commit_twice), VT_CASE(test_join_late), VT_CASE(test_join_twice),
-        VT_CASE(test_leave_late), VT_CASE(test_leave_twice), VT_CASE(test_lock_late), VT_CASE(test_lock_twice),
+        VT_CASE(test_leave_lost), VT_CASE(test_leave_late), VT_CASE(test_leave_twice), VT_CASE(test_lock_late), VT_CASE(test_lock_twice),
         VT_CASE(test_session_acquire_late), VT_CASE(test_session_acquire_twice),
         VT_CASE(test_session_unqueue_lost), VT_CASE(test_session_busy_keeps_other), VT_CASE(test_proclaim_late), VT_CASE(test_proclaim_twice),
         VT_CASE(test_resign_late), VT_CASE(test_resign_twice))
