@@ -718,6 +718,33 @@ static int test_lock_late(void)
     return keyed_down(&k);
 }
 
+/* A lock's acquire held, and every other sending of it lost: the caller
+ * is told an error, and the lease it granted is revoked; the first revoke
+ * is lost everywhere too, so it is sent again, and the held copy,
+ * delivered late, fails whole (before, one revoke was sent, and the late
+ * copy held the key on a lease nobody knew of, up to its TTL). */
+static int test_lock_given_up_revoke_lost(void)
+{
+    struct keyed k;
+    vigil_lease_info info;
+    KEYED_UP(&k, "lock-revoke-lost", false, false);
+    for (int i = 1; i <= 3; i++) {
+        EXPECT_STR(et_proxy(i, i == k.p ? "hold put:%s/*" : "lose put:%s/*", k.key), "ok");
+        EXPECT_STR(et_proxy(i, "lose lease/revoke"), "ok");
+    }
+    int rc = vigil_etcd_acquire(k.e, k.key, "ghost", TTL, &k.l);
+    const char *held = et_proxy(k.p, "held");
+    bool one = strcmp(held, "held 1") == 0;
+    for (int i = 1; i <= 3; i++)
+        if (i != k.p)
+            EXPECT_STR(et_proxy(i, "clear"), "ok");
+    EXPECT(rc < 0, "the acquire: %d, not an error", rc);
+    EXPECT(one, "the acquire was never held");
+    EXPECT_LATE_VOID(k.p, "the acquire");
+    EXPECT_RC(vigil_etcd_get(k.d, k.key, &info), VIGIL_EVACANT);
+    return keyed_down(&k);
+}
+
 /* A lock's acquire and its release delivered twice: held at the token the
  * acquire says, released with 0. */
 static int test_lock_twice(void)
@@ -905,7 +932,8 @@ VT_MAIN(VT_CASE(test_claim_late), VT_CASE(test_claim_late_refused), VT_CASE(test
         VT_CASE(test_giveback_late), VT_CASE(test_giveback_twice), VT_CASE(test_arrive_late),
         VT_CASE(test_arrive_twice), VT_CASE(test_withdraw_late), VT_CASE(test_withdraw_twice),
         VT_CASE(test_commit_late), VT_CASE(test_commit_twice), VT_CASE(test_join_late), VT_CASE(test_join_twice),
-        VT_CASE(test_leave_lost), VT_CASE(test_leave_late), VT_CASE(test_leave_twice), VT_CASE(test_lock_late), VT_CASE(test_lock_twice),
+        VT_CASE(test_leave_lost), VT_CASE(test_leave_late), VT_CASE(test_leave_twice), VT_CASE(test_lock_late), VT_CASE(test_lock_given_up_revoke_lost),
+        VT_CASE(test_lock_twice),
         VT_CASE(test_session_acquire_late), VT_CASE(test_session_acquire_twice),
         VT_CASE(test_session_unqueue_lost), VT_CASE(test_session_busy_keeps_other), VT_CASE(test_proclaim_late), VT_CASE(test_proclaim_twice),
         VT_CASE(test_resign_late), VT_CASE(test_resign_twice))

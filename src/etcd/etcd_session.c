@@ -226,16 +226,6 @@ static int session_args(vigil_etcd_session *s, const char *key, const char *owne
 
 /* ---- a key put in a session ---------------------------------------------- */
 
-/* With e's lock held: lease id revoked, sent again while unanswered: 0
- * (gone, by this revoke or an earlier one), or the error. */
-static int revoke_sure(vigil_etcd *e, int64_t id)
-{
-    int rc = -EIO;
-    for (int i = 0; i < SENDS && rc < 0 && rc != VIGIL_ELOST; i++)
-        rc = vigil_etcd__revoke_locked(e, id);
-    return rc == VIGIL_ELOST ? 0 : rc;
-}
-
 /* With e's lock held: our key KEY/<session hex> (full: KEY with the
  * namespace) deleted if it still has create revision rev on the
  * session's lease, sent again while unanswered: 0, or the error. */
@@ -291,7 +281,9 @@ static int settle(vigil_etcd_session *s, uint64_t deadline_ns)
             if ((pass == 0) != (l->lease != 0))
                 continue;
             vigil_etcd__lock_until(s->e, deadline_ns, 0);
-            int r = l->lease ? revoke_sure(s->e, l->lease) : rc == 0 ? delete_sure(s, l->key, l->rev) : rc;
+            int r = l->lease  ? vigil_etcd__revoke_sure_locked(s->e, l->lease)
+                    : rc == 0 ? delete_sure(s, l->key, l->rev)
+                              : rc;
             vigil_etcd__unlock(s->e);
             if (r < 0) {
                 leave_behind(s, l->lease, l->key, l->rev);
@@ -350,7 +342,7 @@ int vigil_etcd__session_put_locked(vigil_etcd_session *s, const char *full, cons
     long attempt = e->attempt_ms;
     if (deadline < floor)
         vigil_etcd__bound(e, floor, 0);
-    int rv = revoke_sure(e, call_lease);
+    int rv = vigil_etcd__revoke_sure_locked(e, call_lease);
     if (rv < 0 && (rc == 0 || rc == VIGIL_EBUSY))
         rc = rv; /* L may live on, and a copy land on it: neither held nor busy can be told */
     bool failed = rc < 0 && rc != VIGIL_EBUSY;
