@@ -334,6 +334,28 @@ static int test_claim_unavailable_everywhere(void)
     return 0;
 }
 
+/* An add delivered twice (the client told the second answer): 0, its own
+ * add; another add of the unit after it: -EEXIST. */
+static int test_add_twice(void)
+{
+    NEED_PROXIES();
+    vigil_etcd *e = connect_quick();
+    const char *g = gt_group("add-twice");
+    int p = first_proxy(e);
+    EXPECT(p > 0, "no proxy is first (%s)", vigil_etcd__current_endpoint(e));
+    EXPECT_STR(et_proxy(p, "dup put:%s/work/units/u0", g), "ok");
+    EXPECT_RC(vigil_group_add(e, g, "u0"), 0);
+    const char *stats = et_proxy(p, "stats");
+    EXPECT(strstr(stats, " rules 0"), "the add was not delivered twice: %s", stats);
+    EXPECT_RC(vigil_group_add(e, g, "u0"), -EEXIST);
+    vigil_group_stats st;
+    EXPECT_RC(vigil_group_stats_get(e, g, &st), 0);
+    EXPECT(st.units_free == 1, "%d units free", (int)st.units_free);
+    EXPECT_STR(et_proxy(p, "clear"), "ok");
+    vigil_etcd_close(e);
+    return 0;
+}
+
 /* The claim delivered twice: take answers with the unit, at its token. */
 static int test_claim_twice(void)
 {
@@ -927,7 +949,7 @@ static int test_resign_twice(void)
 
 VT_MAIN(VT_CASE(test_claim_late), VT_CASE(test_claim_late_refused), VT_CASE(test_claim_unavailable_refused),
         VT_CASE(test_claim_deadline_refused), VT_CASE(test_claim_page_refused),
-        VT_CASE(test_claim_unavailable_everywhere), VT_CASE(test_claim_twice),
+        VT_CASE(test_claim_unavailable_everywhere), VT_CASE(test_add_twice), VT_CASE(test_claim_twice),
         VT_CASE(test_done_late), VT_CASE(test_done_twice),
         VT_CASE(test_giveback_late), VT_CASE(test_giveback_twice), VT_CASE(test_arrive_late),
         VT_CASE(test_arrive_twice), VT_CASE(test_withdraw_late), VT_CASE(test_withdraw_twice),

@@ -66,6 +66,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 #define CLAIM_TRIES 4 /* candidates tried from one reading before reading again */
 #define CLAIM_SENDS 3 /* a claim sent again while it is known not to have landed */
@@ -81,18 +83,32 @@ int vigil_group_add(vigil_etcd *e, const char *group, const char *unit)
     if ((rc = gname_check(group, VIGIL_GROUP_MAX)) < 0 || (rc = gname_check(unit, VIGIL_UNIT_MAX)) < 0 ||
         (rc = gkey(ku, group, "work/units/%s", unit)) < 0 || (rc = gkey(kd, group, "work/done/%s", unit)) < 0)
         return rc;
+    /* The unit's value names this call: refused, the add finds its own
+     * first copy (delivered twice, its answer lost) by it, and says 0. */
+    char mine[32];
+    uint64_t x = 0;
+    if (getrandom(&x, sizeof(x), GRND_NONBLOCK) != (ssize_t)sizeof(x))
+        x = gnow_ns() ^ ((uint64_t)getpid() << 32);
+    snprintf(mine, sizeof(mine), "add %016" PRIx64, x);
     struct gtxn t;
     struct greply r;
+    struct gkv kv;
     gtxn_init(&t);
     gtxn_cmp(&t, ku, G_CREATE, G_EQ, 0);
     gtxn_cmp(&t, kd, G_CREATE, G_EQ, 0);
-    gtxn_put(&t, G_OK, ku, "", 0, 0);
+    gtxn_put(&t, G_OK, ku, mine, strlen(mine), 0);
+    gtxn_range(&t, G_FAIL, ku, 0, 0);
     rc = gtxn_run(e, &t, &r);
     gtxn_free(&t);
-    if (rc == 0) {
-        rc = r.ok ? 0 : -EEXIST;
-        greply_free(&r);
+    if (rc < 0)
+        return rc;
+    if (!r.ok) {
+        int f = greply_first(&r, 0, &kv);
+        rc = f < 0 ? f : f == 1 && kv.val && strcmp(kv.val, mine) == 0 ? 0 : -EEXIST;
+        if (f == 1)
+            gkv_free(&kv);
     }
+    greply_free(&r);
     return rc;
 }
 
