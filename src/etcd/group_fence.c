@@ -66,11 +66,15 @@
  * of a member may be held and delivered after its later ones, or
  * delivered twice); claim_late, round_late and withdraw_late are the txns
  * before the fence, where Spin finds issue 25's claim applied late and
- * withdrawn arrival counted, and nodoubt the fence without the resolution
- * of a refused answer whose copy may still land.
+ * withdrawn arrival counted, nodoubt the fence without the resolution
+ * of a refused answer whose copy may still land, and unavailable_old the
+ * request loop that took an answer of Unavailable for no doubt.
  * Tests: etcd_test_net.c (each write held then delivered late, and
- * delivered twice, through tests/etcd_proxy.py), etcd_test_group_doubt.c
- * (answers lost), etcd_test_group_chaos.c (the proxy as a nemesis).
+ * delivered twice, through tests/etcd_proxy.py; a claim answered
+ * Unavailable, DeadlineExceeded or a 5xx page and refused by the next
+ * member), etcd_test_group_doubt.c (answers lost; a claim found by
+ * another thread's resolution, test_found_kept), etcd_test_group_chaos.c
+ * (the proxy as a nemesis).
  */
 #define _GNU_SOURCE
 #include "group_internal.h"
