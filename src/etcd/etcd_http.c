@@ -359,7 +359,7 @@ static int call_endpoints(vigil_etcd *e, const char *path, const char *body, str
                  * may have proposed it and given up waiting, and may still
                  * apply it; only "no leader" is said before any proposal
                  * (require-leader). */
-                if (!memmem(r->body, r->len, "etcdserver: no leader", 21))
+                if (r->len == 0 || !memmem(r->body, r->len, "etcdserver: no leader", 21))
                     e->maybe_applied = true;
                 note_error_reply(r);
                 rc = c;

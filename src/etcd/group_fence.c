@@ -189,8 +189,9 @@ static int resolve(vigil_group_member *m, bool *landed, int64_t *rev)
  * kept for the next take (m->found). No claim is sent while one is kept
  * (gop_run), so the slot is free for the one a resolution finds; a second
  * (a move of the fence no write we know of explains, beside it) is given
- * back at once, never dropped: a unit left owned by a live member that
- * does not know it waits for that member's end. */
+ * back at once rather than dropped (a unit left owned by a live member
+ * that does not know it waits for that member's end), unless etcd does
+ * not answer that either. */
 static void keep_found(vigil_group_member *m, const char *unit, int64_t rev)
 {
     if (!m->found[0]) {
