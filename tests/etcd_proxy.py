@@ -61,7 +61,7 @@ the first K requests it matches pass before it acts:
 
 Every wait is bounded: a client idle for 300 s or a watch silent for
 600 s is closed, a reply must start within 60 s, a freeze thaws itself
-after 300 s, a held request is dropped after 600 s, and the proxy exits
+after 300 s, a held or waiting request is dropped after 600 s, and the proxy exits
 once it has served nothing and been told nothing for IDLE_SECONDS (900).
 Python 3 standard library only.
 """
