@@ -200,6 +200,118 @@ static int test_claim_late_refused(void)
     return net_down(&n);
 }
 
+/* Which proxy but not_p (0: any) has a request waiting (a wait rule's), or 0. */
+static int waiting_proxy(int not_p)
+{
+    for (int i = 1; i <= 3; i++)
+        if (i != not_p && strcmp(et_proxy(i, "waiting"), "waiting 1") == 0)
+            return i;
+    return 0;
+}
+
+/* The claim answered at once with an error that leaves it open (how:
+ * Unavailable "request timed out", DeadlineExceeded, a 5xx page) and held
+ * there, by the member the client speaks to first, or (everywhere) by
+ * every member, the claim then sent again as an election is ridden out
+ * (group_json.c). The copy sent on waits at its member while b claims the
+ * unit, and is refused. A held copy may still land, so the member
+ * resolves before answering busy; b gives the unit back; no held claim,
+ * delivered late, makes the unit the member's (before, such an answer
+ * left no doubt: the unit owned by a live member unknown to it, its takes
+ * busy for ever). b speaks to the members directly, past the rules. */
+static int claim_open_refused(const char *name, const char *how, bool everywhere)
+{
+    const char *direct;
+    NEED_PROXIES();
+    if (et_cluster(&direct))
+        return 1;
+    vigil_etcd *e = et_connect(eps), *d = et_connect(direct);
+    vigil_etcd_set_timeout(e, 500, 60000); /* the copy sent on waits for b's take: no clock decides */
+    const char *g = gt_group(name);
+    char ko[300];
+    snprintf(ko, sizeof(ko), "%s/work/owners/u0", g);
+    EXPECT_RC(vigil_group_add(d, g, "u0"), 0);
+    vigil_group_member *m = gt_join(e, g, "m", TTL, NULL), *b = gt_join(d, g, "b", TTL, NULL);
+    int p = first_proxy(e);
+    EXPECT(m && b && p > 0, "join failed, or no proxy is first (%s)", vigil_etcd__current_endpoint(e));
+    for (int i = 1; i <= 3; i++)
+        if (everywhere || i == p)
+            EXPECT_STR(et_proxy(i, "fail put:%s 1 %s", ko, how), "ok");
+    for (int i = 1; i <= 3; i++)
+        if (everywhere == (i == p)) /* where the next sending goes: after the three failed, p again */
+            EXPECT_STR(et_proxy(i, "wait put:%s", ko), "ok");
+    struct taker t = { .m = m, .rc = INT32_MIN };
+    EXPECT(pthread_create(&t.th, NULL, take_thread, &t) == 0, "no thread");
+    int q = 0;
+    bool waited = VT_WAIT_FOR((q = waiting_proxy(everywhere ? 0 : p)) > 0, 30000);
+    vigil_group_unit u, v;
+    int rb = vigil_group_take(b, &v);
+    const char *opened = q > 0 ? et_proxy(q, "open") : "none waits";
+    bool open_ok = strcmp(opened, "opened 1") == 0;
+    pthread_join(t.th, NULL);
+    EXPECT(waited && open_ok, "the claim was never sent on (%s)", opened);
+    EXPECT_RC(rb, 0);
+    EXPECT_RC(t.rc, VIGIL_EBUSY);
+    EXPECT_RC(vigil_group_giveback(b, &v), 0);
+    for (int i = 1; i <= 3; i++)
+        if (everywhere || i == p)
+            EXPECT_LATE_VOID(i, "the claim answered with an error");
+    vigil_group_stats st;
+    EXPECT_RC(vigil_group_stats_get(d, g, &st), 0);
+    EXPECT(st.units_owned == 0, "owned %d after b's giveback", (int)st.units_owned);
+    EXPECT_RC(vigil_group_take(m, &u), 0);
+    EXPECT_RC(vigil_group_done(m, &u), 0);
+    for (int i = 1; i <= 3; i++)
+        EXPECT_STR(et_proxy(i, "clear"), "ok");
+    EXPECT_RC(vigil_group_leave(b), 0);
+    EXPECT_RC(vigil_group_leave(m), 0);
+    vigil_etcd_close(d);
+    vigil_etcd_close(e);
+    return 0;
+}
+
+static int test_claim_unavailable_refused(void)
+{
+    return claim_open_refused("claim-unavailable", "unavailable", false);
+}
+
+static int test_claim_deadline_refused(void)
+{
+    return claim_open_refused("claim-deadline", "deadline", false);
+}
+
+static int test_claim_page_refused(void)
+{
+    return claim_open_refused("claim-page", "page", false);
+}
+
+static int test_claim_unavailable_everywhere(void)
+{
+    return claim_open_refused("claim-unavailable-all", "unavailable", true);
+}
+
+/* An add delivered twice (the client told the second answer): 0, its own
+ * add; another add of the unit after it: -EEXIST. */
+static int test_add_twice(void)
+{
+    NEED_PROXIES();
+    vigil_etcd *e = connect_quick();
+    const char *g = gt_group("add-twice");
+    int p = first_proxy(e);
+    EXPECT(p > 0, "no proxy is first (%s)", vigil_etcd__current_endpoint(e));
+    EXPECT_STR(et_proxy(p, "dup put:%s/work/units/u0", g), "ok");
+    EXPECT_RC(vigil_group_add(e, g, "u0"), 0);
+    const char *stats = et_proxy(p, "stats");
+    EXPECT(strstr(stats, " rules 0"), "the add was not delivered twice: %s", stats);
+    EXPECT_RC(vigil_group_add(e, g, "u0"), -EEXIST);
+    vigil_group_stats st;
+    EXPECT_RC(vigil_group_stats_get(e, g, &st), 0);
+    EXPECT(st.units_free == 1, "%d units free", (int)st.units_free);
+    EXPECT_STR(et_proxy(p, "clear"), "ok");
+    vigil_etcd_close(e);
+    return 0;
+}
+
 /* The claim delivered twice: take answers with the unit, at its token. */
 static int test_claim_twice(void)
 {
@@ -487,6 +599,24 @@ static int leave_fault(const char *fault)
     return 0;
 }
 
+/* A member whose lease another revoked (the agent, an operator) before
+ * it leaves: VIGIL_ELOST, as vigil_group_join(3) says; not the 0 of a
+ * revoke of its own delivered twice (test_leave_twice). */
+static int test_leave_lost(void)
+{
+    NEED_PROXIES();
+    vigil_etcd *e = connect_quick(), *d = et_connect(eps);
+    const char *g = gt_group("leave-lost");
+    vigil_group_member *m = gt_join(e, g, "m", TTL, NULL);
+    EXPECT(m, "join failed");
+    EXPECT_RC(et_revoke(d, gt_lease_of(d, g, "m")), 0);
+    EXPECT_RC(vigil_group_leave(m), VIGIL_ELOST);
+    EXPECT(gt_count(d, g) == 0, "%d members after the leave", gt_count(d, g));
+    vigil_etcd_close(d);
+    vigil_etcd_close(e);
+    return 0;
+}
+
 static int test_leave_late(void)
 {
     return leave_fault("hold");
@@ -566,6 +696,33 @@ static int test_lock_late(void)
     return keyed_down(&k);
 }
 
+/* A lock's acquire held, and every other sending of it lost: the caller
+ * is told an error, and the lease it granted is revoked; the first revoke
+ * is lost everywhere too, so it is sent again, and the held copy,
+ * delivered late, fails whole (before, one revoke was sent, and the late
+ * copy held the key on a lease nobody knew of, up to its TTL). */
+static int test_lock_given_up_revoke_lost(void)
+{
+    struct keyed k;
+    vigil_lease_info info;
+    KEYED_UP(&k, "lock-revoke-lost", false, false);
+    for (int i = 1; i <= 3; i++) {
+        EXPECT_STR(et_proxy(i, i == k.p ? "hold put:%s/*" : "lose put:%s/*", k.key), "ok");
+        EXPECT_STR(et_proxy(i, "lose lease/revoke"), "ok");
+    }
+    int rc = vigil_etcd_acquire(k.e, k.key, "ghost", TTL, &k.l);
+    const char *held = et_proxy(k.p, "held");
+    bool one = strcmp(held, "held 1") == 0;
+    for (int i = 1; i <= 3; i++)
+        if (i != k.p)
+            EXPECT_STR(et_proxy(i, "clear"), "ok");
+    EXPECT(rc < 0, "the acquire: %d, not an error", rc);
+    EXPECT(one, "the acquire was never held");
+    EXPECT_LATE_VOID(k.p, "the acquire");
+    EXPECT_RC(vigil_etcd_get(k.d, k.key, &info), VIGIL_EVACANT);
+    return keyed_down(&k);
+}
+
 /* A lock's acquire and its release delivered twice: held at the token the
  * acquire says, released with 0. */
 static int test_lock_twice(void)
@@ -615,6 +772,38 @@ static int test_session_acquire_twice(void)
     EXPECT(et_count_under(k.d, k.key) == 1, "%d keys", et_count_under(k.d, k.key));
     EXPECT_RC(vigil_etcd_resign(k.e, &k.l), 0);
     EXPECT(et_count_under(k.d, k.key) == 0, "%d keys after the resign", et_count_under(k.d, k.key));
+    return keyed_down(&k);
+}
+
+/* A session's acquire told busy whose taking back out of its key goes
+ * unanswered (every delete of it lost): the caller is told an error, and
+ * the key stays queued on the session's lease, which is kept alive. It is
+ * deleted after the session's next renewal that etcd answers, with no
+ * further call of the session (before, only the session's next acquire
+ * did it: meanwhile, once the holder went, the session held the key
+ * unknowingly, and every other waiter starved for the session's life). */
+static int test_session_unqueue_lost(void)
+{
+    struct keyed k;
+    vigil_lease h;
+    vigil_lease_info info;
+    KEYED_UP(&k, "session-unqueue-lost", true, false);
+    EXPECT_RC(vigil_etcd_acquire(k.d, k.key, "holder", 6 * TTL, &h), 0); /* outlives the wait below */
+    for (int i = 1; i <= 3; i++)
+        EXPECT_STR(et_proxy(i, "lose del:%s/*,cmp:%s/* 1000", k.key, k.key), "ok");
+    int rc = vigil_etcd_session_acquire(k.s, k.key, "s", &k.l);
+    int queued = et_count_under(k.d, k.key);
+    for (int i = 1; i <= 3; i++)
+        EXPECT_STR(et_proxy(i, "clear"), "ok");
+    EXPECT(rc < 0 && rc != VIGIL_EBUSY, "the acquire: %d (%s), not an error", rc, vigil_strerror(rc));
+    EXPECT(queued == 2, "%d keys after the acquire, not 2 (the holder's, the session's)", queued);
+    bool gone = VT_WAIT_FOR(et_count_under(k.d, k.key) == 1, 3 * TTL);
+    EXPECT(gone, "the session's key is still queued (%d keys) with no call to take it out", et_count_under(k.d, k.key));
+    if (holder_is(&k, h.token, "holder"))
+        return 1;
+    EXPECT_RC(vigil_etcd_release(k.d, &h), 0);
+    EXPECT_RC(vigil_etcd_get(k.d, k.key, &info), VIGIL_EVACANT);
+    EXPECT(!vigil_etcd_session_lost(k.s), "the session lost");
     return keyed_down(&k);
 }
 
@@ -714,12 +903,15 @@ static int test_resign_twice(void)
     return keyed_down(&k);
 }
 
-VT_MAIN(VT_CASE(test_claim_late), VT_CASE(test_claim_late_refused), VT_CASE(test_claim_twice),
+VT_MAIN(VT_CASE(test_claim_late), VT_CASE(test_claim_late_refused), VT_CASE(test_claim_unavailable_refused),
+        VT_CASE(test_claim_deadline_refused), VT_CASE(test_claim_page_refused),
+        VT_CASE(test_claim_unavailable_everywhere), VT_CASE(test_add_twice), VT_CASE(test_claim_twice),
         VT_CASE(test_done_late), VT_CASE(test_done_twice),
         VT_CASE(test_giveback_late), VT_CASE(test_giveback_twice), VT_CASE(test_arrive_late),
         VT_CASE(test_arrive_twice), VT_CASE(test_withdraw_late), VT_CASE(test_withdraw_twice),
         VT_CASE(test_commit_late), VT_CASE(test_commit_twice), VT_CASE(test_join_late), VT_CASE(test_join_twice),
-        VT_CASE(test_leave_late), VT_CASE(test_leave_twice), VT_CASE(test_lock_late), VT_CASE(test_lock_twice),
+        VT_CASE(test_leave_lost), VT_CASE(test_leave_late), VT_CASE(test_leave_twice), VT_CASE(test_lock_late), VT_CASE(test_lock_given_up_revoke_lost),
+        VT_CASE(test_lock_twice),
         VT_CASE(test_session_acquire_late), VT_CASE(test_session_acquire_twice),
-        VT_CASE(test_session_busy_keeps_other), VT_CASE(test_proclaim_late), VT_CASE(test_proclaim_twice),
+        VT_CASE(test_session_unqueue_lost), VT_CASE(test_session_busy_keeps_other), VT_CASE(test_proclaim_late), VT_CASE(test_proclaim_twice),
         VT_CASE(test_resign_late), VT_CASE(test_resign_twice))

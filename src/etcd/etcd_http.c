@@ -9,9 +9,12 @@
  * endpoint is passed over on a transport failure, a 5xx without JSON, or
  * etcd's Unavailable / DeadlineExceeded. When none answers, the last such
  * failure is the result: a transient -errno, never VIGIL_ELOST. A request
- * passed over after it may have reached a member (maybe_applied) may still
- * be applied there, late, after the copy sent on: that is safe only
- * because every write vigil sends is idempotent by construction or fenced
+ * passed over after it may have reached a member (maybe_applied: a
+ * transport failure past the connection, or an answer of Unavailable,
+ * DeadlineExceeded or a 5xx page, which a member gives for a request it
+ * proposed and stopped waiting for) may still be applied there, late,
+ * after the copy sent on: that is safe only because every write vigil
+ * sends is idempotent by construction or fenced
  * (group_fence.c, THE RULE), and the callers learn of it to resolve their
  * write before telling theirs (greply.doubt, revoke_unsure). Every
  * request carries require-leader (a member cut off from the leader says
@@ -352,6 +355,12 @@ static int call_endpoints(vigil_etcd *e, const char *path, const char *body, str
             }
             *r = (struct vigil_etcd_reply){ .http = code, .body = e->reply.p, .len = e->reply.len };
             if (c < 0) {
+                /* Unavailable, DeadlineExceeded or a 5xx page: the member
+                 * may have proposed it and given up waiting, and may still
+                 * apply it; only "no leader" is said before any proposal
+                 * (require-leader). */
+                if (r->len == 0 || !memmem(r->body, r->len, "etcdserver: no leader", 21))
+                    e->maybe_applied = true;
                 note_error_reply(r);
                 rc = c;
                 electing = electing || c == -EAGAIN;

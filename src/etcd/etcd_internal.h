@@ -359,6 +359,9 @@ int vigil_etcd__if_held_locked(vigil_etcd *e, const vigil_lease *lease, int then
  * after an earlier such revoke of the same lease) is 0: ours, not a loss. */
 int vigil_etcd__grant_locked(vigil_etcd *e, uint64_t ttl_s, int64_t *id, int64_t *granted);
 int vigil_etcd__revoke_locked(vigil_etcd *e, int64_t id);
+/* The same, sent again while unanswered (a few times, within e's bounds):
+ * 0 (gone, by this revoke or an earlier one), or the error. */
+int vigil_etcd__revoke_sure_locked(vigil_etcd *e, int64_t id);
 /* lease/keepalive alone (no check of the key), taking e's lock, or with
  * it held. */
 int vigil_etcd__keepalive(vigil_etcd *e, int64_t id);

@@ -184,6 +184,7 @@ enum {
     GOP_LANDED  = 0, /* it landed, at *rev; r is its reply, or empty (r->root NULL) when a resolution found it */
     GOP_REFUSED = 1, /* its comparisons failed (r: the failure branch), and no copy of it will ever land */
     GOP_VOID    = 2, /* it never landed and never will: the caller may send it again, as a new write */
+    GOP_FOUND   = 3, /* a claim not sent: an earlier claim of ours landed unknown to its call (m->found), take that */
 };
 /* A write of m begun: t made, fenced by gtxn_fence; its id, which a claim
  * puts in its value. The caller adds its comparisons and operations (its
@@ -217,6 +218,10 @@ int  grecord_write(vigil_group_member *m, const char *dir);
 /* Tests only: called by vigil_agent_open at "opened" (DIR open, not yet
  * watched), so a test can swap DIR's name there; NULL otherwise. */
 extern void (*gagent_test_hook)(const char *step);
+/* Tests only: called by a take at "candidates" (the set read, no claim
+ * sent yet, no lock held), so a test can act as another thread of m
+ * there; NULL otherwise. */
+extern void (*gunits_test_hook)(vigil_group_member *m, const char *step);
 void grecord_remove(vigil_group_member *m);
 
 #endif
