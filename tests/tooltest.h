@@ -106,8 +106,9 @@ static inline int vt_count_lines(const char *s)
 }
 
 /* vigil with stdout on a pipe (struct vt_proc, testutil.h), for the
- * long-running commands: the test reads lines as they come, then signals it. */
-static inline int vt_spawnv(struct vt_proc *p, const char *const *args)
+ * long-running commands: the test reads lines as they come, then signals
+ * it; with_stderr, stderr on the pipe too. */
+static inline int vt_spawn_io(struct vt_proc *p, const char *const *args, bool with_stderr)
 {
     const char *argv[64];
     size_t n = 0;
@@ -128,6 +129,8 @@ static inline int vt_spawnv(struct vt_proc *p, const char *const *args)
         return -1;
     if (p->pid == 0) {
         dup2(fds[1], 1);
+        if (with_stderr)
+            dup2(fds[1], 2);
         close(fds[0]);
         close(fds[1]);
         execv(VIGIL_TOOL, (char *const *)argv);
@@ -137,7 +140,13 @@ static inline int vt_spawnv(struct vt_proc *p, const char *const *args)
     p->fd = fds[0];
     return 0;
 }
+static inline int vt_spawnv(struct vt_proc *p, const char *const *args)
+{
+    return vt_spawn_io(p, args, false);
+}
 #define VT_SPAWN(p, ...) vt_spawnv((p), (const char *const[]){ __VA_ARGS__, NULL })
+/* The same with stderr on the pipe too. */
+#define VT_SPAWN2(p, ...) vt_spawn_io((p), (const char *const[]){ __VA_ARGS__, NULL }, true)
 
 
 /* Whether process pid has sig blocked (/proc/PID/status, SigBlk). */

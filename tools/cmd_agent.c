@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include "etcd_opts.h"
+#include "etcd_report.h"
 #include "vigil.h"
 
 #include <errno.h>
@@ -23,6 +24,10 @@
 
 #ifdef VIGIL_HAVE_ETCD
 #include <vigil/group.h>
+
+/* The agent asks nothing of etcd at rest: it asks this often whether etcd
+ * answers, so that an etcd it could not revoke on is said at once. */
+#define AGENT_PING_MS 2000
 
 static void print_revoke(const vigil_agent_event *ev, bool json)
 {
@@ -105,6 +110,8 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
         printf("{\"event\": \"ready\", \"watched\": %" PRIu32 "}\n", vigil_agent_watched(a));
     int exit_rc = tool_flush();
     tool_sd_notify("READY=1");
+    struct tool_etcd_report rep;
+    (void)tool_etcd_report_start(&rep, e, "agent", etcd, AGENT_PING_MS);
     while (exit_rc == EXIT_OK) {
         vigil_agent_event ev[32];
         /* A first pass without sleeping: what opening found dead. */
@@ -128,6 +135,7 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
     }
     if (sfd >= 0)
         close(sfd);
+    tool_etcd_report_stop(&rep);
     vigil_agent_close(a);
     vigil_etcd_close(e);
     return exit_rc;

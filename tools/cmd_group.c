@@ -22,6 +22,7 @@
 #define _GNU_SOURCE
 #include "child.h"
 #include "etcd_opts.h"
+#include "etcd_report.h"
 #include "vigil.h"
 
 #include <errno.h>
@@ -161,6 +162,10 @@ static int join_run(const struct tool_cmd *cmd, int argc, char **argv)
         tool_child_end(&c);
         return rc == VIGIL_EBUSY ? EXIT_NOT_JOINED : rc == VIGIL_ELOST ? EXIT_LOST : EXIT_RUNTIME;
     }
+    char what[VIGIL_GROUP_MAX + 8];
+    snprintf(what, sizeof(what), "group %s", group);
+    struct tool_etcd_report rep;
+    (void)tool_etcd_report_start(&rep, e, what, etcd, 0); /* the keepalive's renewals find trouble */
     vigil_group_member_info self;
     vigil_group_self(m, &self);
     char eg[VIGIL_GROUP_MAX + 16], em[VIGIL_MEMBER_MAX + 16], et[48];
@@ -182,6 +187,7 @@ static int join_run(const struct tool_cmd *cmd, int argc, char **argv)
     else if (rc < 0 && c.pid <= 0)
         group_fail(group, "starting CMD: %s", strerror(-rc));
     int left = vigil_group_leave(m);
+    tool_etcd_report_stop(&rep);
     tool_child_end(&c);
     free(env);
     vigil_etcd_close(e);
@@ -276,6 +282,10 @@ static int watch_run(const struct tool_cmd *cmd, int argc, char **argv)
     sigaddset(&stop, SIGINT);
     sigaddset(&stop, SIGTERM);
     int sfd = signalfd(-1, &stop, SFD_CLOEXEC | SFD_NONBLOCK);
+    char what[VIGIL_GROUP_MAX + 8];
+    snprintf(what, sizeof(what), "group %s", group);
+    struct tool_etcd_report rep;
+    (void)tool_etcd_report_start(&rep, e, what, etcd, 0); /* the watcher's probe every 2 s finds trouble */
     int exit_rc = EXIT_OK;
     for (;;) {
         vigil_group_event ev;
@@ -299,6 +309,7 @@ static int watch_run(const struct tool_cmd *cmd, int argc, char **argv)
     if (sfd >= 0)
         close(sfd);
     vigil_group_watch_close(w);
+    tool_etcd_report_stop(&rep);
     vigil_etcd_close(e);
     return exit_rc;
 }

@@ -35,6 +35,7 @@
  */
 #define _GNU_SOURCE
 #include "etcd_opts.h"
+#include "etcd_report.h"
 #include "fds.h"
 #include "vigil.h"
 
@@ -92,6 +93,7 @@ struct backend {
     vigil_leases *ls;
 #ifdef VIGIL_HAVE_ETCD
     vigil_etcd   *e;
+    struct tool_etcd_report rep; /* etcd's trouble said while we wait and hold */
 #endif
 };
 
@@ -130,6 +132,7 @@ static int backend_open(struct backend *b, const char *store, const char *etcd, 
      * keepalive's stop and the release each wait out at most that. */
     uint64_t total = ttl / 3 < 200 ? 200 : ttl / 3 > 3000 ? 3000 : ttl / 3;
     vigil_etcd_set_timeout(b->e, (uint32_t)(total < 1000 ? total : 1000), (uint32_t)total);
+    (void)tool_etcd_report_start(&b->rep, b->e, key, etcd, 0);
     return 0;
 #else /* the command line goes on in the helper, whole */
     (void)rc, (void)flags, (void)ttl, (void)key;
@@ -141,7 +144,24 @@ static void backend_close(struct backend *b)
 {
     vigil_leases_close(b->ls);
 #ifdef VIGIL_HAVE_ETCD
+    if (b->e)
+        tool_etcd_report_stop(&b->rep);
     vigil_etcd_close(b->e);
+#endif
+}
+
+/* The failure a wait met last since since_ns, for the end of its line
+ * (", etcd unreachable: ..."), or "". */
+static const char *backend_met(struct backend *b, int64_t since_ns)
+{
+#ifdef VIGIL_HAVE_ETCD
+    static char buf[420];
+    const char *met = b->e ? tool_etcd_met(b->e, since_ns) : "";
+    snprintf(buf, sizeof(buf), "%s%s", *met ? "; " : "", met);
+    return buf;
+#else
+    (void)b, (void)since_ns;
+    return "";
 #endif
 }
 
@@ -288,6 +308,13 @@ static _Noreturn void exec_cmd(char **argv, char **env, const sigset_t *old, pid
     _exit(err == ENOENT ? 127 : 126);
 }
 
+static int64_t realtime_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 static uint64_t now_ms(void)
 {
     struct timespec ts;
@@ -354,8 +381,9 @@ static int supervise(pid_t pid, int sfd, vigil_keepalive *ka, uint64_t kill_afte
     }
 }
 
-/* Why KEY was not acquired, with its holder when one can be named. */
-static int not_acquired(struct backend *b, const char *key, uint64_t wait_ms, bool waited)
+/* Why KEY was not acquired, with its holder when one can be named, and
+ * the failure the wait met last (since since_ns) when it met one. */
+static int not_acquired(struct backend *b, const char *key, uint64_t wait_ms, bool waited, int64_t since_ns)
 {
     vigil_lease_info info;
     char holder[400] = "";
@@ -366,10 +394,11 @@ static int not_acquired(struct backend *b, const char *key, uint64_t wait_ms, bo
     }
     char within[32];
     tool_format_ms(wait_ms, within, sizeof(within));
+    const char *met = backend_met(b, since_ns);
     if (waited)
-        lock_fail(key, "not acquired within %s%s", within, holder);
+        lock_fail(key, "not acquired within %s%s%s", within, holder, met);
     else
-        lock_fail(key, "not acquired (--wait 0)%s", holder);
+        lock_fail(key, "not acquired (--wait 0)%s%s", holder, met);
     return EXIT_NOT_ACQUIRED;
 }
 
@@ -437,9 +466,10 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
     if (rc != 0)
         return rc;
     vigil_lease lease;
+    int64_t wait_start = realtime_ns();
     rc = backend_acquire(&b, key, owner, ttl, timeout_ns, &lease);
     if (rc == VIGIL_ETIMEDOUT || rc == VIGIL_EBUSY) {
-        rc = not_acquired(&b, key, wait_ms, have_wait && wait_ms > 0);
+        rc = not_acquired(&b, key, wait_ms, have_wait && wait_ms > 0, wait_start);
         backend_close(&b);
         return rc;
     }

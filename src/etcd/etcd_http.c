@@ -352,6 +352,7 @@ static int call_endpoints(vigil_etcd *e, const char *path, const char *body, str
                 break;
             }
             e->cur = i;
+            vigil_etcd__health_answered(e);
             /* The last word: etcd's error, or none (an endpoint that
              * failed before this one answered is no reason any more). */
             vigil_etcd__why("%s", "");
@@ -367,8 +368,12 @@ static int call_endpoints(vigil_etcd *e, const char *path, const char *body, str
             }
             return 0;
         }
-        if (rc == VIGIL_ETIMEDOUT || rc == VIGIL_ETLS)
-            break; /* the holder's time is up; or TLS, configured alike everywhere */
+        if (rc == VIGIL_ETIMEDOUT || rc == VIGIL_ETLS) {
+            vigil_etcd__health_failed(e, rc, e->urls[i]);
+            return rc; /* the holder's time is up; or TLS, configured alike everywhere */
+        }
+        if (k + 1 == e->n)
+            vigil_etcd__health_failed(e, rc, e->urls[i]); /* none answered */
     }
     return rc;
 }
