@@ -92,9 +92,10 @@ static int join_run(const struct tool_cmd *cmd, int argc, char **argv)
     const char *etcd = NULL, *name_opt = NULL, *dir = NULL;
     uint64_t ttl = 10000, kill_after = 5000;
     struct tool_etcd_flags flags = { 0 };
+    struct tool_etcd_where where = { NULL, NULL };
     /* Durations as every command of the tool reads them (duration.c). */
     const struct tool_opt opts[] = {
-        { "etcd", OPT_STR, 0, 0, NULL, NULL, &etcd },
+        TOOL_ETCD_WHERE_OPTS(&where),
         { "name", OPT_STR, 0, 0, NULL, NULL, &name_opt },
         { "ttl", OPT_MS, 1000, GROUP_MAX_TTL_MS, &ttl, NULL, NULL },
         { "dir", OPT_STR, 0, 0, NULL, NULL, &dir },
@@ -107,10 +108,10 @@ static int join_run(const struct tool_cmd *cmd, int argc, char **argv)
     const char *pos[1];
     size_t npos = 0;
     int rc = tool_parse(cmd, dd, argv, opts, sizeof(opts) / sizeof(opts[0]), pos, 0, 1, &npos);
-    if (rc != TOOL_GO)
+    if (rc != TOOL_GO || (rc = tool_etcd_where(cmd, &where, &etcd)) != TOOL_GO)
         return rc;
     if (!etcd)
-        return tool_usage_error(cmd, "missing --etcd ENDPOINTS");
+        return tool_usage_error(cmd, TOOL_ETCD_MISSING);
     if (npos == 0)
         return tool_usage_error(cmd, "missing GROUP");
     if (dd + 1 >= argc)
@@ -243,18 +244,19 @@ static int group_and_etcd(const struct tool_cmd *cmd, int argc, char **argv, con
                           const char **etcd, bool *json, vigil_etcd **e)
 {
     struct tool_etcd_flags flags = { 0 };
+    struct tool_etcd_where where = { NULL, NULL };
     const struct tool_opt opts[] = {
-        { "etcd", OPT_STR, 0, 0, NULL, NULL, etcd },
+        TOOL_ETCD_WHERE_OPTS(&where),
         { "json", OPT_FLAG, 0, 0, NULL, json, NULL },
         TOOL_ETCD_OPTS(&flags),
     };
     const char *pos[1];
     size_t npos = 0;
     int rc = tool_parse(cmd, argc, argv, opts, sizeof(opts) / sizeof(opts[0]), pos, 0, 1, &npos);
-    if (rc != TOOL_GO)
+    if (rc != TOOL_GO || (rc = tool_etcd_where(cmd, &where, etcd)) != TOOL_GO)
         return rc;
     if (!*etcd)
-        return tool_usage_error(cmd, "missing --etcd ENDPOINTS");
+        return tool_usage_error(cmd, TOOL_ETCD_MISSING);
     if (npos == 0)
         return tool_usage_error(cmd, "missing GROUP");
     if ((rc = check_name(cmd, "GROUP", pos[0], VIGIL_GROUP_MAX)) != TOOL_GO)
@@ -405,6 +407,7 @@ static const struct tool_cmd join_cmd = {
             "\n"
             "options:\n"
             "  --etcd ENDPOINTS     etcd, e.g. http://10.0.0.1:2379,http://10.0.0.2:2379\n"
+            "                       (or --endpoints, as etcdctl; default $ETCDCTL_ENDPOINTS)\n"
             "  --name NAME          the member's name, 1 to 63 bytes (default host:pid);\n"
             "                       one live member per name\n"
             "  --ttl DURATION       the membership's lease, 1s..24h (default 10s; whole\n"
@@ -432,7 +435,7 @@ static const struct tool_cmd watch_cmd = {
             "SIGINT or SIGTERM; the members live at the start come first, as joins.\n"
             "\n"
             "options:\n"
-            "  --etcd ENDPOINTS  etcd, e.g. http://10.0.0.1:2379\n"
+            TOOL_ETCD_WHERE_HELP
             "  --json            one JSON object per line: {\"event\": \"join\"|\"leave\",\n"
             "                    \"name\", \"pid\", \"host\", \"revision\", \"time\"}\n"
             TOOL_ETCD_HELP
@@ -448,7 +451,7 @@ static const struct tool_cmd ls_cmd = {
             "the leader, its join revision the term.\n"
             "\n"
             "options:\n"
-            "  --etcd ENDPOINTS  etcd, e.g. http://10.0.0.1:2379\n"
+            TOOL_ETCD_WHERE_HELP
             "  --json            one JSON document: {\"group\", \"leader\", \"term\",\n"
             "                    \"members\": [{\"name\", \"host\", \"pid\", \"revision\",\n"
             "                    \"lease\", \"vigil\"}]}\n"

@@ -131,7 +131,10 @@ static int backend_open(struct backend *b, const char *store, const char *etcd, 
      * of no use to the lease, and on a loss to a silent server the
      * keepalive's stop and the release each wait out at most that. */
     uint64_t total = ttl / 3 < 200 ? 200 : ttl / 3 > 3000 ? 3000 : ttl / 3;
-    vigil_etcd_set_timeout(b->e, (uint32_t)(total < 1000 ? total : 1000), (uint32_t)total);
+    uint64_t dial = flags->dial_ms ? flags->dial_ms : 1000; /* --dial-timeout, --command-timeout: within a beat */
+    if (flags->command_ms && flags->command_ms < total)
+        total = flags->command_ms;
+    vigil_etcd_set_timeout(b->e, (uint32_t)(total < dial ? total : dial), (uint32_t)total);
     (void)tool_etcd_report_start(&b->rep, b->e, key, etcd, 0);
     return 0;
 #else /* the command line goes on in the helper, whole */
@@ -405,12 +408,13 @@ static int not_acquired(struct backend *b, const char *key, uint64_t wait_ms, bo
 static int run(const struct tool_cmd *cmd, int argc, char **argv)
 {
     const char *store = NULL, *etcd = NULL, *owner_opt = NULL, *ttl_text = NULL;
+    struct tool_etcd_where where = { NULL, NULL };
     uint64_t ttl = 10000, wait_ms = 0, kill_after = 5000;
     bool have_wait = false, trust = false;
     struct tool_etcd_flags flags = { 0 };
     const struct tool_opt opts[] = {
         { "store", OPT_STR, 0, 0, NULL, NULL, &store },
-        { "etcd", OPT_STR, 0, 0, NULL, NULL, &etcd },
+        TOOL_ETCD_WHERE_OPTS(&where),
         { "ttl", OPT_MS, 3, LOCK_MAX_TTL_MS, &ttl, NULL, &ttl_text },
         { "wait", OPT_MS, 0, LOCK_MAX_WAIT_MS, &wait_ms, &have_wait, NULL },
         { "owner", OPT_STR, 0, 0, NULL, NULL, &owner_opt },
@@ -427,8 +431,15 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
     int rc = tool_parse(cmd, dd, argv, opts, sizeof(opts) / sizeof(opts[0]), pos, 0, 1, &npos);
     if (rc != TOOL_GO)
         return rc;
+    /* ETCDCTL_ENDPOINTS stands for --etcd when no --store is given. */
+    if (store && !where.etcd && !where.endpoints)
+        etcd = NULL;
+    else if ((rc = tool_etcd_where(cmd, &where, &etcd)) != TOOL_GO)
+        return rc;
     if (!store == !etcd)
-        return tool_usage_error(cmd, "exactly one of --store FILE and --etcd ENDPOINTS");
+        return tool_usage_error(cmd, store ? "exactly one of --store FILE and --etcd ENDPOINTS"
+                                           : "exactly one of --store FILE and --etcd ENDPOINTS (or --endpoints, or "
+                                             "ETCDCTL_ENDPOINTS in the environment)");
     if (store && tool_etcd_flags_given(&flags))
         return tool_usage_error(cmd, "the etcd connection flags (--cacert ... --namespace) go with --etcd");
     if (npos == 0)
@@ -569,7 +580,8 @@ const struct tool_cmd tool_cmd_lock = {
             "options:\n"
             "  --store FILE      the lease store FILE on this host (made when missing)\n"
             "  --etcd ENDPOINTS  etcd, e.g. http://10.0.0.1:2379,http://10.0.0.2:2379;\n"
-            "                    KEY is shared with `etcdctl lock KEY`\n"
+            "                    KEY is shared with `etcdctl lock KEY` (or --endpoints,\n"
+            "                    as etcdctl; without --store, $ETCDCTL_ENDPOINTS)\n"
             "  --ttl DURATION    the lease's TTL, 3ms..24h (default 10s)\n"
             "  --wait DURATION   give up after that long (default: wait for ever; 0: do\n"
             "                    not wait)\n"
