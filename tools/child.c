@@ -78,9 +78,10 @@ int tool_child_start(struct tool_child *c, char **argv, char **env)
         return -errno;
     if (c->pid == 0) {
         /* CMD without us is no member: it is told to end if we die. */
-        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        int sig = c->death_sig ? c->death_sig : SIGTERM;
+        prctl(PR_SET_PDEATHSIG, sig);
         if (getppid() != parent)
-            _exit(128 + SIGTERM);
+            _exit(128 + sig);
         sigprocmask(SIG_SETMASK, &c->old, NULL);
         tool_fds_cloexec_unnoted(3);
         extern char **environ;

@@ -17,6 +17,7 @@ struct tool_child {
     pid_t    pid;
     int      sfd;   /* signalfd: SIGCHLD, SIGINT, SIGTERM, SIGHUP */
     sigset_t old;   /* the mask before, restored in CMD */
+    int      death_sig; /* what CMD gets if the tool dies first; 0: SIGTERM */
 };
 
 /* Notes the fds open now (call first thing): CMD inherits these only. */
@@ -27,7 +28,8 @@ void tool_child_note_fds(void);
 int tool_child_block(struct tool_child *c);
 
 /* Forks and execs argv with env (NULL: ours), with the signal mask as it
- * was before tool_child_block. CMD gets SIGTERM if the tool dies first.
+ * was before tool_child_block. CMD gets death_sig (SIGTERM) if the tool
+ * dies first.
  * 0, or -errno. */
 int tool_child_start(struct tool_child *c, char **argv, char **env);
 

@@ -23,6 +23,7 @@
 #include "child.h"
 #include "etcd_opts.h"
 #include "etcd_report.h"
+#include "group_lead.h"
 #include "vigil.h"
 
 #include <errno.h>
@@ -48,23 +49,14 @@ static const struct tool_cmd join_cmd, watch_cmd, ls_cmd;
 
 #ifdef VIGIL_HAVE_ETCD
 
-static int group_fail(const char *group, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int group_fail(const char *group, const char *fmt, ...)
-{
-    va_list ap;
-    fflush(stdout);
-    fprintf(stderr, "vigil: group %s: ", tool_e(group));
-    va_start(ap, fmt);
-    tool_vmsg(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    return EXIT_RUNTIME;
-}
+/* "vigil: group GROUP: message" on stderr; EXIT_RUNTIME. */
+#define group_fail tool_group_say
 
 /* Connects with the connection flags (and their ETCDCTL_* variables):
- * 0, or the exit status after saying why not. */
+ * 0, or the exit status after saying why not. With e2, a second handle
+ * with the same options. */
 static int connect_etcd(const struct tool_cmd *cmd, const char *group, const char *endpoints,
-                        struct tool_etcd_flags *flags, vigil_etcd **e)
+                        struct tool_etcd_flags *flags, vigil_etcd **e, vigil_etcd **e2)
 {
     struct vigil_etcd_options o;
     int rc = tool_etcd_options(cmd, flags, &o);
@@ -72,8 +64,10 @@ static int connect_etcd(const struct tool_cmd *cmd, const char *group, const cha
         char what[VIGIL_GROUP_MAX + 8];
         snprintf(what, sizeof(what), "group %s", group);
         rc = tool_etcd_connect(what, endpoints, &o, e);
+        if (rc == 0 && e2 && (rc = tool_etcd_connect(what, endpoints, &o, e2)) != 0)
+            vigil_etcd_close(*e);
     }
-    tool_etcd_flags_free(flags); /* the handle has its own copies */
+    tool_etcd_flags_free(flags); /* the handles have their own copies */
     return rc;
 }
 
@@ -91,11 +85,13 @@ static int join_run(const struct tool_cmd *cmd, int argc, char **argv)
 {
     const char *etcd = NULL, *name_opt = NULL, *dir = NULL;
     uint64_t ttl = 10000, kill_after = 5000;
+    bool leader_only = false;
     struct tool_etcd_flags flags = { 0 };
     struct tool_etcd_where where = { NULL, NULL };
     /* Durations as every command of the tool reads them (duration.c). */
     const struct tool_opt opts[] = {
         TOOL_ETCD_WHERE_OPTS(&where),
+        { "leader-only", OPT_FLAG, 0, 0, NULL, &leader_only, NULL },
         { "name", OPT_STR, 0, 0, NULL, NULL, &name_opt },
         { "ttl", OPT_MS, 1000, GROUP_MAX_TTL_MS, &ttl, NULL, NULL },
         { "dir", OPT_STR, 0, 0, NULL, NULL, &dir },
@@ -141,9 +137,19 @@ static int join_run(const struct tool_cmd *cmd, int argc, char **argv)
     struct tool_child c = { .sfd = -1 };
     if ((rc = tool_child_block(&c)) < 0)
         return group_fail(group, "signalfd: %s", strerror(-rc));
-    vigil_etcd *e = NULL;
-    if ((rc = connect_etcd(cmd, group, etcd, &flags, &e)) != 0) {
+    vigil_etcd *e = NULL, *ew = NULL;
+    if ((rc = connect_etcd(cmd, group, etcd, &flags, &e, leader_only ? &ew : NULL)) != 0) {
         tool_child_end(&c);
+        return rc;
+    }
+    if (leader_only) {
+        struct tool_lead l = { .e = e, .ew = ew, .group = group, .name = name, .endpoints = etcd,
+                               .opts = { .dir = dir, .host = NULL }, .ttl_ms = ttl, .kill_after_ms = kill_after,
+                               .cmd = argv + dd + 1, .child = &c };
+        rc = tool_group_lead(&l);
+        tool_child_end(&c);
+        vigil_etcd_close(ew);
+        vigil_etcd_close(e);
         return rc;
     }
     struct vigil_group_options o = { .dir = dir, .host = NULL };
@@ -216,12 +222,45 @@ static void iso_time(int64_t ns, char *buf, size_t cap)
     snprintf(buf + n, cap - n, ".%03dZ", (int)(ns / 1000000 % 1000));
 }
 
+/* A change of leader: {"event": "leader", "name", "term", "revision",
+ * "time"}, name and term null when none leads. */
+static void print_leader(const vigil_group_event *ev, bool json, const char *t)
+{
+    const vigil_group_member_info *m = &ev->member;
+    bool none = m->revision == 0;
+    if (json) {
+        printf("{\"event\": \"leader\", \"name\": ");
+        if (none)
+            printf("null");
+        else
+            json_str(stdout, m->name, sizeof(m->name));
+        printf(", \"term\": ");
+        if (none)
+            printf("null");
+        else
+            json_u64(stdout, m->revision);
+        printf(", \"revision\": ");
+        json_u64(stdout, ev->revision);
+        printf(", \"time\": \"%s\"}\n", t);
+    } else if (none) {
+        printf("%s leader none revision %" PRIu64 "\n", t, ev->revision);
+    } else {
+        printf("%s leader %s (%s pid %" PRIu32 ") term %" PRIu64 " revision %" PRIu64 "%s\n", t, tool_e(m->name),
+               m->host[0] ? tool_e(m->host) : "?", m->pid, m->revision, ev->revision,
+               m->flags & VIGIL_GROUP_FOREIGN ? " [not vigil]" : "");
+    }
+}
+
 static void print_event(const vigil_group_event *ev, bool json)
 {
     char t[40];
     bool join = ev->type == VIGIL_GROUP_JOIN;
     uint64_t rev = join ? ev->member.revision : ev->revision;
     iso_time(ev->time_ns, t, sizeof(t));
+    if (ev->type == VIGIL_GROUP_LEADER) {
+        print_leader(ev, json, t);
+        return;
+    }
     if (json) {
         printf("{\"event\": \"%s\", \"name\": ", join ? "join" : "leave");
         json_str(stdout, ev->member.name, sizeof(ev->member.name));
@@ -262,7 +301,7 @@ static int group_and_etcd(const struct tool_cmd *cmd, int argc, char **argv, con
     if ((rc = check_name(cmd, "GROUP", pos[0], VIGIL_GROUP_MAX)) != TOOL_GO)
         return rc;
     *group = pos[0];
-    return (rc = connect_etcd(cmd, *group, *etcd, &flags, e)) != 0 ? rc : TOOL_GO;
+    return (rc = connect_etcd(cmd, *group, *etcd, &flags, e, NULL)) != 0 ? rc : TOOL_GO;
 }
 
 static int watch_run(const struct tool_cmd *cmd, int argc, char **argv)
@@ -275,7 +314,7 @@ static int watch_run(const struct tool_cmd *cmd, int argc, char **argv)
         return rc;
     tool_catch_stop_signals(); /* before the watcher's thread, which inherits the mask */
     vigil_group_watcher *w = NULL;
-    if ((rc = vigil_group_watch(e, group, &w)) < 0) {
+    if ((rc = vigil_group_watch_flags(e, group, VIGIL_GROUP_WATCH_LEADER, &w)) < 0) {
         vigil_etcd_close(e);
         return group_fail(group, "watch on %s: %s", etcd, vigil_strerror(rc));
     }
