@@ -10,12 +10,16 @@
  *        CMD's exit leaves, with CMD's status; a loss of the membership
  *        ends CMD (SIGTERM, SIGKILL after --kill-after) and exits 79, as
  *        `vigil lock` does. A name taken by a live member exits 75.
+ *        With --leader-only, CMD runs only while the member leads
+ *        (group_lead.c).
  *   watch GROUP --etcd ENDPOINTS [--json]
  *        one line per change, flushed at once; the members live at the
- *        start come first, as joins. JSON: {"event": "join"|"leave",
- *        "name", "pid", "host", "revision", "time"}: the revision a join's
- *        join revision, a leave's the revision of the leaving; the time
- *        when the watch saw it, RFC 3339 in UTC.
+ *        start come first, as joins, then the leader. JSON: {"event":
+ *        "join"|"leave", "name", "pid", "host", "revision", "time"}: the
+ *        revision a join's join revision, a leave's the revision of the
+ *        leaving; {"event": "leader", "name", "term", "revision", "time"}
+ *        for each change of leader; the time when the watch saw it, RFC
+ *        3339 in UTC.
  *   ls GROUP --etcd ENDPOINTS [--json]
  *        the live members, the leader first.
  */
@@ -435,14 +439,22 @@ static int no_etcd(const struct tool_cmd *cmd, int argc, char **argv)
 
 static const struct tool_cmd join_cmd = {
     .name = "group join",
-    .synopsis = "GROUP --etcd ENDPOINTS [--name NAME] [--ttl DURATION] [--dir DIR] [--kill-after DURATION] "
-                TOOL_ETCD_SYNOPSIS " -- CMD [ARG...]",
+    .synopsis = "GROUP --etcd ENDPOINTS [--name NAME] [--ttl DURATION] [--dir DIR] [--leader-only] "
+                "[--kill-after DURATION] " TOOL_ETCD_SYNOPSIS " -- CMD [ARG...]",
     .summary = "run a command as a member of a group",
     .help = "Joins GROUP on etcd, runs CMD while the membership is kept alive, and\n"
             "leaves when CMD exits, with CMD's exit status. CMD gets VIGIL_GROUP,\n"
             "VIGIL_MEMBER and VIGIL_GROUP_TERM (the join revision: the term while it\n"
             "leads) in its environment. If the membership is lost while CMD runs,\n"
             "CMD gets SIGTERM, then SIGKILL after --kill-after, and the exit is 79.\n"
+            "\n"
+            "With --leader-only, CMD runs only while this member leads, with its term\n"
+            "in VIGIL_GROUP_TERM: started when the member becomes the leader, sent\n"
+            "SIGTERM (SIGKILL after --kill-after) when its leadership ends; then the\n"
+            "member joins again, and CMD runs again, under a new term, when it leads\n"
+            "again. The tool ends when CMD does (its status) or on SIGINT/SIGTERM\n"
+            "(passed on to CMD; 0 when none runs). Fence what CMD writes with the\n"
+            "term: a stopped host cannot be stopped by anyone (see vigil(1)).\n"
             "\n"
             "options:\n"
             "  --etcd ENDPOINTS     etcd, e.g. http://10.0.0.1:2379,http://10.0.0.2:2379\n"
@@ -454,6 +466,7 @@ static const struct tool_cmd join_cmd = {
             "  --dir DIR            record the lease under DIR for `vigil agent --dir DIR`,\n"
             "                       which ends it the moment this process dies (default\n"
             "                       $VIGIL_DIR)\n"
+            "  --leader-only        run CMD only while this member leads\n"
             "  --kill-after DURATION  from SIGTERM to SIGKILL on a loss (default 5s)\n"
             "                       (a DURATION: 500ms, 10s, 1.5s, 2m; a number alone is\n"
             "                       milliseconds)\n"
@@ -461,22 +474,28 @@ static const struct tool_cmd join_cmd = {
             "  -h, --help           show this help\n"
             "\n"
             "exit status: CMD's own (128 + n if it died of signal n), 75 the name is a\n"
-            "live member's, 79 the membership was lost while CMD ran, 126/127 CMD not\n"
-            "executable / not found, 2 usage error, 1 other errors.\n",
+            "live member's, 79 the membership was lost while CMD ran (never with\n"
+            "--leader-only, which joins again; 0 there when stopped while not\n"
+            "leading), 126/127 CMD not executable / not found, 2 usage error, 1 other\n"
+            "errors.\n",
     .run = join_run,
 };
 
 static const struct tool_cmd watch_cmd = {
     .name = "group watch",
     .synopsis = "GROUP --etcd ENDPOINTS [--json] " TOOL_ETCD_SYNOPSIS,
-    .summary = "print a group's membership changes as they happen",
-    .help = "Prints one line per change of GROUP's membership, flushed at once, until\n"
-            "SIGINT or SIGTERM; the members live at the start come first, as joins.\n"
+    .summary = "print a group's membership and leader changes as they happen",
+    .help = "Prints one line per change of GROUP's membership and of its leader,\n"
+            "flushed at once, until SIGINT or SIGTERM; the members live at the start\n"
+            "come first, as joins, then the leader at the start. Each term is told\n"
+            "once. On stderr, a line when etcd stops answering and one when it is back.\n"
             "\n"
             "options:\n"
             TOOL_ETCD_WHERE_HELP
             "  --json            one JSON object per line: {\"event\": \"join\"|\"leave\",\n"
-            "                    \"name\", \"pid\", \"host\", \"revision\", \"time\"}\n"
+            "                    \"name\", \"pid\", \"host\", \"revision\", \"time\"}, and\n"
+            "                    {\"event\": \"leader\", \"name\", \"term\", \"revision\",\n"
+            "                    \"time\"} (name and term null when none leads)\n"
             TOOL_ETCD_HELP
             "  -h, --help        show this help\n",
     .run = watch_run,
@@ -519,17 +538,20 @@ const struct tool_cmd tool_cmd_group = {
     .synopsis = "join|watch|ls GROUP --etcd ENDPOINTS ...",
     .summary = "a group of processes across hosts, on etcd",
     .help = "  vigil group join GROUP --etcd ENDPOINTS [--name NAME] [--ttl DURATION]\n"
-            "        [--dir DIR] -- CMD [ARG...]    run CMD as a member\n"
-            "  vigil group watch GROUP --etcd ENDPOINTS [--json]   membership changes\n"
+            "        [--dir DIR] [--leader-only] -- CMD [ARG...]    run CMD as a member\n"
+            "  vigil group watch GROUP --etcd ENDPOINTS [--json]   membership, leader\n"
             "  vigil group ls GROUP --etcd ENDPOINTS [--json]      the live members\n"
             "\n"
             "`vigil group SUBCOMMAND --help` tells more. The leader is the member with\n"
-            "the lowest join revision; `etcdctl elect -l GROUP/members` names it too.\n"
+            "the lowest join revision; `vigil group ls` names it, as does `etcdctl get\n"
+            "--prefix --sort-by=CREATE --limit=1 GROUP/members/` (not `etcdctl elect\n"
+            "-l`, which goes on listening).\n"
             "A host's `vigil agent --dir DIR` ends a member's lease the moment its\n"
             "process dies, so other hosts see it gone at once (else at its TTL).\n"
             "\n"
             "options:\n"
-            "  --etcd ENDPOINTS  etcd, e.g. http://10.0.0.1:2379 (every subcommand)\n"
+            "  --etcd ENDPOINTS  etcd, e.g. http://10.0.0.1:2379 (every subcommand; or\n"
+            "                    --endpoints, or $ETCDCTL_ENDPOINTS)\n"
             "  -h, --help        show this help\n",
     .run = run,
 };
