@@ -27,14 +27,20 @@ static const char *url;
 
 /* CMD for a member called X: says it runs and under which term ("X-run
  * TERM X-ok"), "X-overlap" first if the process $PEER_PID still runs,
- * "X-term" on SIGTERM and exits 3; writes its pid to pidfile. */
-static void cmd_for(char *buf, size_t cap, const char *x, const char *pidfile)
+ * "X-term" on SIGTERM and exits 3 (or, deaf, ignores SIGTERM); writes its
+ * pid to pidfile. */
+static void cmd_for_as(char *buf, size_t cap, const char *x, const char *pidfile, bool deaf)
 {
     snprintf(buf, cap,
-             "echo $$ > %s; trap 'echo %s-term; exit 3' TERM; "
+             "echo $$ > %s; trap '%s%s%s' TERM; "
              "if [ -n \"$PEER_PID\" ] && [ -e /proc/$PEER_PID ] && ! grep -q ') Z' /proc/$PEER_PID/stat; "
              "then echo %s-overlap; fi; echo %s-run $VIGIL_GROUP_TERM %s-ok; while :; do sleep 0.1; done",
-             pidfile, x, x, x, x);
+             pidfile, deaf ? "" : "echo ", deaf ? "" : x, deaf ? "" : "-term; exit 3", x, x, x);
+}
+
+static void cmd_for(char *buf, size_t cap, const char *x, const char *pidfile)
+{
+    cmd_for_as(buf, cap, x, pidfile, false);
 }
 
 /* The term X's CMD said it runs under (the n-th time, from 1), or 0. */
@@ -113,7 +119,7 @@ static int test_leader_only_kill9(void)
     char pa[512], pb[512], ca[1024], cb[1024];
     snprintf(pa, sizeof(pa), "%s", vt_path("a.pid"));
     snprintf(pb, sizeof(pb), "%s", vt_path("b.pid"));
-    cmd_for(ca, sizeof(ca), "A", pa);
+    cmd_for_as(ca, sizeof(ca), "A", pa, true); /* deaf to SIGTERM: only SIGKILL ends it */
     cmd_for(cb, sizeof(cb), "B", pb);
     struct vt_proc w, a, b;
     EXPECT(VT_SPAWN(&w, "group", "watch", g, "--endpoints", url, "--json") == 0, "spawn failed");
@@ -135,7 +141,8 @@ static int test_leader_only_kill9(void)
     EXPECT(VT_WAIT_FOR(gt_count(e, g) == 2, 15000), "b did not join");
     EXPECT(!strstr(b.buf, "B-run"), "a follower's CMD ran: '%s'", b.buf);
 
-    /* The leader's tool killed: its CMD goes with it; b leads once a's lease lapses. */
+    /* The leader's tool killed: its CMD goes with it (SIGKILL, which it
+     * cannot ignore); b leads once a's lease lapses, and starts alone. */
     EXPECT(vt_stop(&a, SIGKILL, 10000) == 128 + SIGKILL, "a's tool not killed");
     EXPECT(runs(&b, "B", 1, 20000), "b's CMD did not run: '%s'", b.buf);
     EXPECT(!strstr(b.buf, "B-overlap"), "b's CMD started while a's still ran: '%s'", b.buf);
@@ -205,6 +212,51 @@ static int test_leader_only_sigstop(void)
     return 0;
 }
 
+/* CPU time (user + system, clock ticks) process pid has used. */
+static long long cpu_ticks(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    vt_slurp(path, buf, sizeof(buf));
+    const char *p = strrchr(buf, ')');
+    unsigned long long ut = 0, st = 0;
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+        return -1;
+    return (long long)(ut + st);
+}
+
+/* The leader's lease revoked by hand: its term is over at once. Its CMD,
+ * which ignores SIGTERM, is killed --kill-after later (the tool sleeping
+ * meanwhile, not spinning on a loss it already knows), and once it is gone
+ * the member joins again and, alone, leads again under a new term. */
+static int test_leader_only_revoked(void)
+{
+    NEED_ETCD();
+    const char *g = gt_group("lr");
+    struct vt_proc a;
+    /* Renewed every 0.64 s: the keepalive finds the loss too, well before CMD is killed. */
+    EXPECT(VT_SPAWN2(&a, "group", "join", g, "--etcd", url, "--name", "a", "--ttl", "2s", "--kill-after", "3s",
+                     "--leader-only",
+                     "--", "sh", "-c", "trap '' TERM; echo A-run $VIGIL_GROUP_TERM A-ok; while :; do sleep 0.1; done") == 0,
+           "spawn failed");
+    EXPECT(runs(&a, "A", 1, 15000), "a's CMD did not run: '%s'", a.buf);
+    unsigned long long t1 = term_of(&a, "A", 1);
+    vigil_etcd *e = et_connect(url);
+    long long before = cpu_ticks(a.pid);
+    EXPECT_RC(et_revoke(e, gt_lease_of(e, g, "a")), 0);
+    EXPECT(vt_read_until(&a, "no longer leads", 20000), "a did not stop leading: '%s'", a.buf);
+    EXPECT(vt_read_until(&a, "joined again", 20000), "a did not join again: '%s'", a.buf);
+    long long used = cpu_ticks(a.pid) - before;
+    EXPECT(before >= 0 && used < sysconf(_SC_CLK_TCK) / 2,
+           "the tool used %lld ticks of CPU while its CMD took 3 s to be killed", used);
+    EXPECT(runs(&a, "A", 2, 20000), "a's CMD did not run again: '%s'", a.buf);
+    unsigned long long t2 = term_of(&a, "A", 2);
+    EXPECT(t2 > t1, "the new term %llu, the old %llu", t2, t1);
+    EXPECT(vt_stop_tool(&a, SIGINT, 5000) != -1, "a did not end");
+    vigil_etcd_close(e);
+    return 0;
+}
+
 /* A follower stopped by a signal exits 0; a name taken is 75. */
 static int test_leader_only_follower_and_usage(void)
 {
@@ -230,4 +282,5 @@ static int test_leader_only_follower_and_usage(void)
     return 0;
 }
 
-VT_MAIN(VT_CASE(test_leader_only_kill9), VT_CASE(test_leader_only_sigstop), VT_CASE(test_leader_only_follower_and_usage))
+VT_MAIN(VT_CASE(test_leader_only_kill9), VT_CASE(test_leader_only_sigstop), VT_CASE(test_leader_only_revoked),
+        VT_CASE(test_leader_only_follower_and_usage))

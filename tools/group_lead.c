@@ -281,9 +281,11 @@ int tool_group_lead(struct tool_lead *l)
         if (!s.m && s.pid <= 0 && s.join_at > now && s.join_at < wake)
             wake = s.join_at;
         int timeout = wake == UINT64_MAX ? -1 : wake <= now ? 0 : wake - now > INT_MAX ? INT_MAX : (int)(wake - now);
+        /* The loss fd stays readable once lost: asked only while it can still say something. */
+        bool ask_lost = s.m && !s.ending && !vigil_group_lost(s.m);
         struct pollfd pf[3] = { { l->child->sfd, POLLIN, 0 },
                                 { vigil_group_watch_fd(s.w), POLLIN, 0 },
-                                { s.m ? vigil_group_lost_fd(s.m) : -1, POLLIN, 0 } };
+                                { ask_lost ? vigil_group_lost_fd(s.m) : -1, POLLIN, 0 } };
         if (poll(pf, 3, timeout) < 0 && errno != EINTR) {
             rc = -errno;
             tool_group_say(l->group, "poll: %s", strerror(-rc));

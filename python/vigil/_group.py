@@ -203,7 +203,7 @@ class GroupWatch:
         if rc == 0:
             return None
         ev = buf.v
-        return GroupEvent(_KINDS.get(ev.type, "leave"), _member_from(ev.member), ev.revision,
+        return GroupEvent(_KINDS.get(ev.type, f"type {ev.type}"), _member_from(ev.member), ev.revision,
                           ev.time_ns / 1e9, bool(ev.initial))
 
     def wait(self, timeout: Optional[float] = None) -> Optional[GroupEvent]:
