@@ -33,8 +33,10 @@
  * none held by a member that does not know it holds it). Every request of
  * a member may go unanswered: lost before etcd (nothing happens), or
  * applied with its answer lost. An unanswered claim is resolved before
- * the member claims again, by a fenced read of the unit's claim: ours if
- * it carries our nonce (the claim's value); an unanswered done or give-
+ * the member claims again, by its fence (src/etcd/group_fence.c: a txn
+ * that moves the fence, or finds it moved by the claim, whose id the
+ * claim's value carries; here, where nothing lands late, one atomic look
+ * at whether the claim landed); an unanswered done or give-
  * back is sent again until answered (guarded, it lands at most once).
  * byname: the done and the give-back compare the owner's name instead of
  * the claim (no fence, no token): the stale process finishes its
@@ -62,6 +64,8 @@
  * both.
  *
  * What this model leaves out, and why that is safe:
+ * - Requests delivered late (after the member's later ones) or twice:
+ *   group_net.pml, with the member's fence (src/etcd/group_fence.c).
  * - etcd itself: linearizable txns over a revision order are etcd's
  *   contract (raft). Unanswered requests are modelled in the claim (above:
  *   the step happens or not, and the member is not told). In the round
@@ -116,7 +120,7 @@ bit  revoked;            /* the one revoke done */
 /* ---- the claim ------------------------------------------------------------- */
 byte owner[U];           /* work/owners/<u>: the claimant's incarnation, 0 none */
 byte tok[U];             /* its create_revision */
-byte non[U];             /* its value's nonce */
+byte non[U];             /* its value's id */
 bit  inset[U];           /* work/units/<u> */
 byte done[U];            /* ghost: dones that landed */
 byte rev = 1;
@@ -172,7 +176,7 @@ proctype member(byte p)
 #ifdef OLD_DOUBT
             ok = 0 /* an error: taken for no unit */
 #else
-            do /* the claim in doubt (group_units.c, resolve_doubt), read until answered */
+            do /* the claim in doubt (group_fence.c, resolve), resolved until answered */
             :: atomic {
                 ok = inc[p] == myinc && owner[u] == myinc && non[u] == mynon;
                 if

@@ -6,7 +6,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,10 +32,11 @@ size_t vigil_layout_size(const struct vigil_layout *lay, uint64_t capacity)
     return lay->head_bytes + (size_t)capacity * lay->slot_bytes;
 }
 
-/* Tests only: called with the name of each step of create (see
- * file_internal.h); NULL in every real process. */
+/* Tests only: called with the name of each step of create, and the
+ * limits of other systems to act out (see file_internal.h); NULL and 0 in
+ * every real process. */
 void (*vigil_file_create_hook)(const char *step);
-int vigil_file_no_tmpfile;
+unsigned vigil_file_pretend;
 
 static void step(const char *name)
 {
@@ -88,22 +92,22 @@ static int link_fd(int fd, const struct target *t)
 {
     char proc[40];
     snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-    if (linkat(AT_FDCWD, proc, t->dirfd, t->base, AT_SYMLINK_FOLLOW) == 0)
+    const bool no_proc = vigil_file_pretend & VIGIL_PRETEND_NO_PROC;
+    if (!no_proc && linkat(AT_FDCWD, proc, t->dirfd, t->base, AT_SYMLINK_FOLLOW) == 0)
         return 0;
-    int err = errno;
-    if (err != EEXIST && access(proc, F_OK) != 0) {
-        /* No /proc: flink() proper, which older kernels allow only with
-         * CAP_DAC_READ_SEARCH. */
-        if (linkat(fd, "", t->dirfd, t->base, AT_EMPTY_PATH) == 0)
+    int err = no_proc ? ENOENT : errno;
+    if (err != EEXIST && (no_proc || access(proc, F_OK) != 0)) {
+        /* No /proc: flink() proper, which kernels before 6.10 allow only
+         * with CAP_DAC_READ_SEARCH (ENOENT to anyone else). */
+        if (!(vigil_file_pretend & VIGIL_PRETEND_OLD_FLINK) &&
+            linkat(fd, "", t->dirfd, t->base, AT_EMPTY_PATH) == 0)
             return 0;
-        err = errno;
+        err = vigil_file_pretend & VIGIL_PRETEND_OLD_FLINK ? ENOENT : errno;
     }
     return -err;
 }
 
-/* True when dirfd's `name` is the file open at fd (not a symlink, not
- * another file put there since). */
-static bool names_fd(int dirfd, const char *name, int fd)
+bool vigil_file_names_fd(int dirfd, const char *name, int fd)
 {
     struct stat a, b;
     return fstatat(dirfd, name, &a, AT_SYMLINK_NOFOLLOW) == 0 && fstat(fd, &b) == 0 && a.st_dev == b.st_dev &&
@@ -161,7 +165,7 @@ static int create_anon(const struct target *t, const struct vigil_layout *lay, u
                        const struct vigil_create_how *how, vigil_init_fn init, void *arg, void **basep)
 {
 #ifdef O_TMPFILE
-    if (vigil_file_no_tmpfile)
+    if (vigil_file_pretend & VIGIL_PRETEND_NO_TMPFILE)
         return 1;
     int fd = openat(t->dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
     if (fd < 0)
@@ -192,27 +196,47 @@ static int create_anon(const struct target *t, const struct vigil_layout *lay, u
 #endif
 }
 
-/* A fresh temporary name in t's directory, opened O_CREAT|O_EXCL (so never
- * a file or symlink already there); its name in tmp. */
-static int open_temp(const struct target *t, char tmp[32])
+int vigil_file_random_name(char *out, size_t cap, const char *prefix, const char *suffix)
 {
+    static _Atomic uint64_t calls;
+    uint64_t r = 0;
+    if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r)) {
+        /* Relaxed: only a distinct number per call is wanted. */
+        uint64_t n = atomic_fetch_add_explicit(&calls, 1, memory_order_relaxed);
+        r = ((uint64_t)getpid() << 32) ^ (uint64_t)vigil_now_ns() ^ n * 0x9e3779b97f4a7c15u;
+    }
+    int n = snprintf(out, cap, "%s%012llx%s", prefix, (unsigned long long)(r & 0xffffffffffffull), suffix);
+    return n > 0 && (size_t)n < cap ? 0 : VIGIL_ERANGE;
+}
+
+int vigil_file_open_temp(int dirfd, const char *prefix, const char *suffix, char *name, size_t cap)
+{
+    /* Another user may have put a file (or symlink) at any name they can
+     * guess: a random one, opened O_EXCL|O_NOFOLLOW, is never theirs, and
+     * one taken is passed over, never removed (it may be theirs). */
     for (int attempt = 0; attempt < 100; attempt++) {
-        uint64_t r = 0;
-        if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
-            r = ((uint64_t)getpid() << 32) ^ (uint64_t)vigil_now_ns() ^ (uint64_t)attempt * 0x9e3779b97f4a7c15u;
-        snprintf(tmp, 32, ".vigil-tmp.%012llx", (unsigned long long)(r & 0xffffffffffffull));
-        int fd = openat(t->dirfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        int err = vigil_file_random_name(name, cap, prefix, suffix);
+        if (err < 0)
+            return err;
+        int fd = openat(dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd >= 0 || errno != EEXIST)
             return fd < 0 ? -errno : fd;
     }
     return -EEXIST;
 }
 
+/* A fresh temporary name in t's directory, opened O_CREAT|O_EXCL (so never
+ * a file or symlink already there); its name in tmp. */
+static int open_temp(const struct target *t, char tmp[32])
+{
+    return vigil_file_open_temp(t->dirfd, ".vigil-tmp.", "", tmp, 32);
+}
+
 /* Removes the temporary name, if it still names this file: another user
  * may have renamed it away and put their own in its place. */
 static void drop_temp(const struct target *t, const char *tmp, int fd)
 {
-    if (names_fd(t->dirfd, tmp, fd))
+    if (vigil_file_names_fd(t->dirfd, tmp, fd))
         unlinkat(t->dirfd, tmp, 0);
 }
 
@@ -232,13 +256,16 @@ static int create_named(const struct target *t, const struct vigil_layout *lay, 
     int err = fill(fd, lay, capacity, size, how, init, arg, &base);
     if (err == 0) {
         err = link_fd(fd, t);
-        if (err == -EPERM || err == -EOPNOTSUPP || err == -ENOSYS || err == -EMLINK) {
-            /* No hard links here: the temporary name is moved, which is a
-             * call on a name, so what arrives at path is checked to be
-             * this file; anything else is taken away again. */
+        if (err < 0 && err != -EEXIST) {
+            /* No hard links here (EPERM, EOPNOTSUPP, EMLINK), or no way to
+             * link a descriptor (no /proc, and a kernel before 6.10 says
+             * ENOENT to an unprivileged flink): the temporary name is
+             * moved, which is a call on a name, so what arrives at path is
+             * checked to be this file; anything else is taken away again.
+             * Whatever stopped the link, the move says its own error. */
             if (renameat2(t->dirfd, tmp, t->dirfd, t->base, RENAME_NOREPLACE) == 0) {
                 err = 0;
-                if (!names_fd(t->dirfd, t->base, fd)) {
+                if (!vigil_file_names_fd(t->dirfd, t->base, fd)) {
                     unlinkat(t->dirfd, t->base, 0);
                     err = -ESTALE;
                 }
@@ -380,6 +407,18 @@ fail:
     return err;
 }
 
+/* What vigil_file_trusted refused last on this thread (see
+ * vigil_file_refused). */
+static _Thread_local struct stat refused_st;
+static _Thread_local bool refused_valid;
+
+static int refuse(const struct stat *st)
+{
+    refused_st = *st;
+    refused_valid = true;
+    return VIGIL_EUNTRUSTED;
+}
+
 /* Whether gid is the caller's effective group or one of its others. */
 static bool in_my_groups(gid_t gid)
 {
@@ -399,22 +438,76 @@ static bool in_my_groups(gid_t gid)
     return found;
 }
 
+bool vigil_user_in_group(uid_t uid, gid_t gid)
+{
+    if (uid == 0)
+        return true;
+    long hint = sysconf(_SC_GETPW_R_SIZE_MAX);
+    size_t cap = hint > 0 ? (size_t)hint : 1024;
+    struct passwd pw, *res = NULL;
+    char *buf = NULL;
+    int err = ERANGE;
+    /* The entry, in a buffer grown while it is too small (to a bound). */
+    while (err == ERANGE && cap <= (1u << 20)) {
+        char *more = realloc(buf, cap);
+        if (!more)
+            break;
+        buf = more;
+        err = getpwuid_r(uid, &pw, buf, cap, &res);
+        cap *= 2;
+    }
+    bool member = false;
+    if (err == 0 && res) {
+        member = pw.pw_gid == gid;
+        int n = 32;
+        gid_t *groups = NULL;
+        for (int tries = 0; !member && tries < 4; tries++) {
+            gid_t *more = realloc(groups, (size_t)n * sizeof(*groups));
+            if (!more)
+                break;
+            groups = more;
+            int want = n;
+            if (getgrouplist(pw.pw_name, pw.pw_gid, groups, &want) >= 0) {
+                for (int i = 0; i < want && !member; i++)
+                    member = groups[i] == gid;
+                break;
+            }
+            n = want > n ? want : n * 2; /* too small: want says how many */
+        }
+        free(groups);
+    }
+    free(buf);
+    return member;
+}
+
 int vigil_file_trusted(const struct stat *st)
 {
     /* As ssh's StrictModes: a file anyone may write could have been made
      * or rewritten by anyone, and its owner (or anyone, for a world-
      * writable one) can truncate it under every process that maps it. */
     if (st->st_mode & S_IWOTH)
-        return VIGIL_EUNTRUSTED;
+        return refuse(st);
     if (st->st_uid == geteuid() || st->st_uid == 0)
         return 0;
     /* Another user's: trusted only as a group arrangement, a file made
      * group-writable for a group this caller is in (create --mode 0660
-     * --group G). A non-root owner can only give a file to a group of
-     * their own, so owner and caller share that group. */
-    if ((st->st_mode & S_IWGRP) && in_my_groups(st->st_gid))
+     * --group G), by a member of that group. The file's group alone
+     * proves nothing of its owner: in a setgid directory a new file takes
+     * the directory's group whoever makes it, so a user outside the group
+     * (anyone, in a world-writable setgid directory) could give a file to
+     * it. The owner must belong to the group as the group database says
+     * (their primary group, or a listed member). */
+    if ((st->st_mode & S_IWGRP) && in_my_groups(st->st_gid) && vigil_user_in_group(st->st_uid, st->st_gid))
         return 0;
-    return VIGIL_EUNTRUSTED;
+    return refuse(st);
+}
+
+int vigil_file_refused(struct stat *out)
+{
+    if (!refused_valid)
+        return -ENOENT;
+    *out = refused_st;
+    return 0;
 }
 
 /* A file of an older vigil may have holes (it was only ftruncate'd): the
@@ -441,23 +534,80 @@ static bool read_allocates(int fd)
     return fstatfs(fd, &sf) == 0 && (sf.f_type == TMPFS_MAGIC || sf.f_type == HUGETLBFS_MAGIC);
 }
 
-/* A private copy of the file, read with pread: reading a hole never
- * allocates, so a sparse file on a full file system is read, not faulted
- * on. Returns the copy or MAP_FAILED with errno set. */
-static void *read_copy(int fd, size_t size)
+/* True when all n bytes at p are zero. */
+static bool all_zero(const unsigned char *p, size_t n)
 {
-    void *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (base == MAP_FAILED)
+    return n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0);
+}
+
+/* Copies fd's bytes [off, end) into base + off with pread, skipping the
+ * chunks that are all zero (base is fresh anonymous memory: it reads as
+ * zeros untouched). 0, or VIGIL_EBADFILE when the file ended first (shrunk
+ * while being read), or a negative errno. */
+static int copy_range(int fd, unsigned char *base, size_t off, size_t end, unsigned char *buf, size_t cap)
+{
+    while (off < end) {
+        size_t want = end - off < cap ? end - off : cap;
+        ssize_t n = pread(fd, buf, want, (off_t)off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        if (n == 0)
+            return VIGIL_EBADFILE;
+        if (!all_zero(buf, (size_t)n))
+            memcpy(base + off, buf, (size_t)n);
+        off += (size_t)n;
+    }
+    return 0;
+}
+
+/*
+ * A private copy of fd's first size bytes, for a look that must never
+ * fault: pread neither faults (a file shrunk under it is a short read) nor
+ * allocates (a hole on tmpfs reads as zeros). It costs memory only for
+ * what the file really holds, never for the size it claims: the copy is
+ * fresh anonymous memory, which reads as zeros (the shared zero page)
+ * until written; only the ranges SEEK_DATA finds are read, through a
+ * bounded buffer, and of those only the chunks that are not all zero are
+ * stored. A hostile sparse file of the kind's largest size costs address
+ * space, and time to step over its holes, but no memory. Returns the copy,
+ * or MAP_FAILED with *err set (VIGIL_EBADFILE: shrunk while being read).
+ */
+static void *read_copy(int fd, size_t size, int *err)
+{
+    void *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (base == MAP_FAILED) {
+        *err = -errno;
         return base;
-    for (size_t off = 0; off < size;) {
-        ssize_t n = pread(fd, (char *)base + off, size - off, (off_t)off);
-        if (n <= 0 && !(n < 0 && errno == EINTR)) {
-            munmap(base, size);
-            errno = n == 0 ? EIO : errno; /* shrank while being read */
-            return MAP_FAILED;
-        }
-        if (n > 0)
-            off += (size_t)n;
+    }
+    enum { CHUNK = 64 * 1024 };
+    unsigned char *buf = malloc(CHUNK);
+    int rc = buf ? 0 : -ENOMEM;
+    for (size_t off = 0; rc == 0 && off < size;) {
+        off_t data = lseek(fd, (off_t)off, SEEK_DATA);
+        if (data < 0 && errno == ENXIO)
+            break; /* nothing but holes from off on (or the file ended: told below) */
+        if (data < 0)
+            data = (off_t)off; /* no SEEK_DATA here: all of it is data */
+        if ((uint64_t)data >= size)
+            break;
+        off_t hole = lseek(fd, data, SEEK_HOLE);
+        size_t end = hole < 0 || (uint64_t)hole > size ? size : (size_t)hole;
+        if (end <= (size_t)data)
+            end = size; /* a hole before data: SEEK_HOLE disagrees with itself; read the rest */
+        rc = copy_range(fd, base, (size_t)data, end, buf, CHUNK);
+        off = end;
+    }
+    free(buf);
+    /* Holes past the end are no proof the file still has its size. */
+    struct stat st;
+    if (rc == 0 && (fstat(fd, &st) != 0 || (uint64_t)st.st_size < (uint64_t)size))
+        rc = VIGIL_EBADFILE;
+    if (rc < 0) {
+        munmap(base, size);
+        *err = rc;
+        return MAP_FAILED;
     }
     return base;
 }
@@ -473,10 +623,19 @@ static void *read_copy(int fd, size_t size)
  * A writing open first asks whether the file could be someone else's doing
  * (vigil_file_trusted, on the opened descriptor's own fstat) unless told to
  * trust it; then allocates any holes (fallocate leaves the bytes as they
- * are, so live peers see no change), or fails -ENOSPC when it cannot. A
- * read-only open of a file with holes on tmpfs takes a private copy
- * instead of mapping it (there even a load from a hole allocates): a look
- * at it then never faults, though peers' later stores do not show in it. */
+ * are, so live peers see no change), or fails -ENOSPC when it cannot.
+ *
+ * A read-only open takes a private copy (read_copy) instead of a mapping
+ * when a mapping could fault: when the caller does not trust the file
+ * (vigil_file_trusted, unless VIGIL_OPEN_TRUST_OWNER), whose owner, or
+ * anyone for a world-writable one, may truncate it while it is being
+ * looked at (a load past the new end is SIGBUS); and when the file has
+ * holes on tmpfs, where even a load from a hole allocates, and faults on a
+ * full file system. A look at a copy never faults; peers' later stores do
+ * not show in it (open again to see them). A trusted file is mapped, and
+ * follows peers live: whoever the caller trusts to write it (a member of
+ * its group) may also shrink it under the look, which the vigil tool's
+ * commands guard against (tools/guard.c). */
 int vigil_map_open_flags(const char *path, const struct vigil_layout *lay, uint32_t capacity, unsigned flags,
                          struct vigil_map *out)
 {
@@ -501,19 +660,29 @@ int vigil_map_open_flags(const char *path, const struct vigil_layout *lay, uint3
     if (writable && !(flags & VIGIL_OPEN_TRUST_OWNER) && (err = vigil_file_trusted(&st)) < 0)
         goto fail;
     bool sparse = has_hole(fd, &st, size);
-    /* A file system that cannot reserve space (EOPNOTSUPP) makes no file
-     * safer by refusing this one: new files there are no better. */
-    if (writable && sparse && fallocate(fd, 0, 0, (off_t)size) != 0 && errno != EOPNOTSUPP) {
-        err = -errno; /* -ENOSPC: no room for it */
-        goto fail;
-    }
-    void *base = !writable && sparse && read_allocates(fd) ? read_copy(fd, size)
-                                     : mmap(NULL, size, PROT_READ | PROT_WRITE, writable ? MAP_SHARED : MAP_PRIVATE,
-                                            fd, 0);
-    if (base == MAP_FAILED) {
+    /* Allocated, or refused: -ENOSPC (-EDQUOT) with no room, -EOPNOTSUPP
+     * on a file system that cannot allocate a file's holes in place. Its
+     * holes would fault at the first store once that file system fills;
+     * writing zeros into them instead could wipe a peer's store made
+     * meanwhile. (A new file there is allocated at create by writing
+     * every block, before anyone can reach it.) */
+    if (writable && sparse &&
+        ((vigil_file_pretend & VIGIL_PRETEND_NO_FALLOCATE) ? (errno = EOPNOTSUPP, -1)
+                                                           : fallocate(fd, 0, 0, (off_t)size)) != 0) {
         err = -errno;
         goto fail;
     }
+    bool copy = !writable && ((sparse && read_allocates(fd)) ||
+                              (!(flags & VIGIL_OPEN_TRUST_OWNER) && vigil_file_trusted(&st) < 0));
+    void *base;
+    if (copy) {
+        base = read_copy(fd, size, &err);
+    } else {
+        base = mmap(NULL, size, PROT_READ | PROT_WRITE, writable ? MAP_SHARED : MAP_PRIVATE, fd, 0);
+        err = -errno;
+    }
+    if (base == MAP_FAILED)
+        goto fail;
     close(fd);
     /* The bounds are the ones checked here, never re-read from the file. */
     out->base = base;

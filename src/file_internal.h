@@ -10,6 +10,7 @@
 
 #include <vigil/common.h>
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 #define VIGIL_HEADER_SIZE    64u
@@ -70,7 +71,8 @@ int  vigil_map_create(const char *path, const struct vigil_layout *lay, uint32_t
  * and maps private: stores from peers show as they land, and nothing this
  * process does can change the file (see file.c). Otherwise the file is
  * mapped shared for writing, after vigil_file_trusted unless
- * VIGIL_OPEN_TRUST_OWNER, and with any hole allocated (-ENOSPC). */
+ * VIGIL_OPEN_TRUST_OWNER, and with any hole allocated (-ENOSPC, -EDQUOT;
+ * -EOPNOTSUPP where the file system cannot). */
 int  vigil_map_open_flags(const char *path, const struct vigil_layout *lay, uint32_t capacity, unsigned flags,
                           struct vigil_map *out);
 void vigil_map_close(struct vigil_map *m);
@@ -85,14 +87,47 @@ int vigil_file_open_regular(const char *path, int flags, struct stat *st);
 
 /* 0 when the file st describes could have been made or rewritten only by
  * this caller, root, or a group this caller is in (a group-writable file
- * of that group: create --mode 0660 --group G); VIGIL_EUNTRUSTED when it
- * is writable by everyone, or another non-root user's outside such an
- * arrangement. */
+ * of that group: create --mode 0660 --group G, whose owner is a member of
+ * the group); VIGIL_EUNTRUSTED when it is writable by everyone, or another
+ * non-root user's outside such an arrangement. */
 int vigil_file_trusted(const struct stat *st);
 
-/* Tests only: non-zero makes create skip O_TMPFILE and use its fallback,
- * a named temporary file beside the target, so both ways stay tested. */
-extern int vigil_file_no_tmpfile;
+/* The stat of the file vigil_file_trusted refused last on this thread: 0
+ * and *out, or -ENOENT if it refused none. For a message describing the
+ * very file refused, not whatever its path names by the time it is
+ * written. */
+int vigil_file_refused(struct stat *out);
+
+/* Whether uid belongs to group gid as the group database says: root, its
+ * primary group, or a group listing it (getgrouplist). */
+bool vigil_user_in_group(uid_t uid, gid_t gid);
+
+/* A name in a directory others may write, for a file of this process's
+ * own: prefix, 12 random hex digits, suffix, into out (VIGIL_ERANGE if it
+ * does not fit in cap). */
+int vigil_file_random_name(char *out, size_t cap, const char *prefix, const char *suffix);
+
+/* Creates and opens O_RDWR a new file mode 0600 under such a random name
+ * in dirfd (O_CREAT|O_EXCL|O_NOFOLLOW: never a file or symlink already
+ * there; a name taken is passed over for another, never removed). The fd
+ * with the name in `name`, or a negative error. */
+int vigil_file_open_temp(int dirfd, const char *prefix, const char *suffix, char *name, size_t cap);
+
+/* True when dirfd's `name` is the file open at fd (not a symlink, not
+ * another file put there since). */
+bool vigil_file_names_fd(int dirfd, const char *name, int fd);
+
+/* Tests only: limits of other systems the file layer acts out, so that
+ * every way it takes stays tested here. NO_TMPFILE: create skips O_TMPFILE
+ * for its fallback, a named temporary file beside the target; NO_PROC:
+ * no /proc to link a descriptor through; OLD_FLINK: linkat AT_EMPTY_PATH
+ * says ENOENT, as kernels before 6.10 do without CAP_DAC_READ_SEARCH;
+ * NO_FALLOCATE: fallocate says EOPNOTSUPP, as some file systems do. */
+#define VIGIL_PRETEND_NO_TMPFILE   0x1u
+#define VIGIL_PRETEND_NO_PROC      0x2u
+#define VIGIL_PRETEND_OLD_FLINK    0x4u
+#define VIGIL_PRETEND_NO_FALLOCATE 0x8u
+extern unsigned vigil_file_pretend;
 
 /* Tests only: when set, called at each step of create with its name
  * ("open": the new file exists, nameless or under its temporary name;

@@ -19,6 +19,8 @@
 #   etcd_cluster.sh freeze  STATE I     SIGSTOP, every thread stopped: accepts, never answers
 #   etcd_cluster.sh thaw    STATE I     SIGCONT
 #   etcd_cluster.sh leader  STATE       prints the leader's I (bounded)
+#   etcd_cluster.sh proxy   STATE I CMD sends CMD to member I's fault proxy,
+#                                       prints its answer
 #   etcd_cluster.sh certs   DIR         with openssl: ca.pem, server.pem and
 #                                       server-key.pem (127.0.0.1, localhost),
 #                                       client.pem and client-key.pem (no
@@ -28,6 +30,11 @@
 #                                       client-cn-key.pem (CN vigil-client),
 #                                       other-ca.pem (a CA nobody signed
 #                                       with)
+#
+# With python3 (and without ETCD_TLS), start also puts a fault proxy
+# (tests/etcd_proxy.py) in front of every member: STATE/I/proxy is its URL,
+# STATE/proxies every proxy's, comma-separated; a test speaks to the
+# members through them to hold, repeat, delay or cut its requests.
 #
 # ETCD_ARGS at start: more etcd flags for every member (words split at
 # spaces), kept for restarts; e.g. --auth-token-ttl=2.
@@ -47,7 +54,7 @@ die() {
     exit 1
 }
 [ -n "$cmd" ] && [ -n "$state" ] ||
-    die "usage: etcd_cluster.sh start|stop|kill|restart|freeze|thaw|leader STATE [N|I] | certs DIR"
+    die "usage: etcd_cluster.sh start|stop|kill|restart|freeze|thaw|leader STATE [N|I] | proxy STATE I CMD | certs DIR"
 
 . "$(dirname "$0")/etcd_lib.sh"
 
@@ -131,8 +138,48 @@ stop_all() {
     [ -f "$state/n" ] || return 0
     for m in $(members); do
         etcd_halt "$m/pid" "${1:-TERM}" &
+        proxy_halt "$m"
     done
     wait
+}
+
+# Member dir m's proxy stopped (the pid checked to be one: not a reused pid).
+proxy_halt() {
+    [ -f "$1/proxy.pid" ] || return 0
+    _p=$(cat "$1/proxy.pid")
+    if [ -n "$_p" ] && tr '\0' ' ' <"/proc/$_p/cmdline" 2>/dev/null | grep -q etcd_proxy; then
+        kill -KILL "$_p" 2>/dev/null
+    fi
+    rm -f "$1/proxy.pid" "$1/proxy" "$1/proxy.port"
+}
+
+# A fault proxy in front of every member, each waited for (bounded: 10 s).
+# 0, or 1 when one did not come up (then none is left).
+start_proxies() {
+    command -v python3 >/dev/null 2>&1 || return 0
+    [ -f "$state/tls" ] && return 0
+    here=$(cd "$(dirname "$0")" && pwd)
+    proxies=""
+    for m in $(members); do
+        rm -f "$m/proxy.port"
+        python3 "$here/etcd_proxy.py" "127.0.0.1:$(cat "$m/port")" "$m/proxy.port" </dev/null >>"$m/proxy.log" 2>&1 &
+        echo $! >"$m/proxy.pid"
+    done
+    for m in $(members); do
+        i=0
+        while [ ! -s "$m/proxy.port" ] && [ $i -lt 100 ]; do
+            i=$((i + 1))
+            sleep 0.1
+        done
+        if [ ! -s "$m/proxy.port" ]; then
+            for k in $(members); do proxy_halt "$k"; done
+            rm -f "$state/proxies"
+            return 1
+        fi
+        echo "http://127.0.0.1:$(cat "$m/proxy.port")" >"$m/proxy"
+        proxies="$proxies${proxies:+,}$(cat "$m/proxy")"
+    done
+    echo "$proxies" >"$state/proxies"
 }
 
 case "$cmd" in
@@ -142,7 +189,7 @@ start)
     [ "$n" -ge 1 ] && [ "$n" -le 9 ] || die "N: 1..9 members, not $n"
     mkdir -p "$state" || die "cannot make $state"
     stop_all KILL # a cluster left by an aborted run
-    rm -rf "$state"/[0-9] "$state/skip" "$state/endpoints" "$state/tls"
+    rm -rf "$state"/[0-9] "$state/skip" "$state/endpoints" "$state/tls" "$state/proxies"
     echo "${ETCD_ARGS:-}" >"$state/args"
     if ! command -v "$ETCD" >/dev/null 2>&1; then
         echo "etcd not installed (Debian: apt-get install etcd-server)" >"$state/skip"
@@ -185,6 +232,7 @@ start)
         wait_ready $(members)
         rc=$?
         if [ $rc -eq 0 ]; then
+            start_proxies || { stop_all KILL; die "the fault proxies did not start (see $state/*/proxy.log)"; }
             echo "$endpoints" >"$state/endpoints"
             exit 0
         fi
@@ -199,7 +247,7 @@ start)
 stop)
     [ -d "$state" ] || exit 0
     stop_all KILL # its data goes too: nothing to shut down cleanly
-    rm -rf "$state"/[0-9] "$state/endpoints"
+    rm -rf "$state"/[0-9] "$state/endpoints" "$state/proxies"
     exit 0
     ;;
 kill)
@@ -245,6 +293,13 @@ leader)
         sleep 0.2
     done
     die "no leader found"
+    ;;
+proxy)
+    m=$(member_dir "${3:-}") || exit 1
+    i=$3
+    [ -f "$m/proxy" ] || die "member $i has no proxy"
+    shift 3
+    curl -s -m 30 --data-binary "$*" "$(cat "$m/proxy")/_proxy" || die "member $i's proxy did not answer"
     ;;
 certs)
     dir=$state

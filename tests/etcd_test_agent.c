@@ -6,7 +6,10 @@
  * namespace; the agent never judges it dead, neither when it is running
  * as the member joins (the join succeeds) nor when it starts later (its
  * scan leaves the member alone): it says so once (result -EREMOTE) and
- * leaves the lease to its TTL. An inotify queue that overflows makes the
+ * leaves the lease to its TTL. So too a member without /proc where it
+ * runs (a tmpfs over it: it records pidns 0, start 0) at a pid that
+ * names no process here: the agent used to take pidns 0 for its own
+ * namespace and revoke it ("pid 11 died"). An inotify queue that overflows makes the
  * agent scan its directory again: a record that came meanwhile is
  * watched (here: its process dead, its lease revoked), one that went is
  * forgotten. The pid namespace cases need root (unshare) and skip
@@ -33,12 +36,13 @@ static bool agent_report(struct vt_proc *agent, int64_t lease, int *rc, unsigned
     return sscanf(at + strlen(want), "%d", rc) == 1;
 }
 
-/* A member in a pid namespace of its own, or a skip: true with *c
- * joined; *skip set when this process may not make the namespace. */
-static bool ns_member(struct gt_child *c, const char *url, const char *g, const char *dir, bool *skip)
+/* A member in a pid namespace of its own (box, GT_BOX_*), or a skip:
+ * true with *c joined; *skip set when this process may not make the
+ * namespace. */
+static bool ns_member(struct gt_child *c, const char *url, const char *g, const char *dir, int box, bool *skip)
 {
     *skip = false;
-    if (gt_child_start_in(c, url, g, "boxed", LONG_TTL, dir, "box", true))
+    if (gt_child_start_in(c, url, g, "boxed", LONG_TTL, dir, "box", box))
         return true;
     int st = vt_wait(c->pid, 10000);
     *skip = st == VT_SKIP;
@@ -48,8 +52,10 @@ static bool ns_member(struct gt_child *c, const char *url, const char *g, const 
     return false;
 }
 
-/* The member's record names its pid namespace, not ours, and pid 1. */
-static bool record_is_foreign(const char *dir, int64_t lease)
+/* The member's record names its pid namespace, not ours, and pid 1;
+ * or, made without /proc (boxed_pid: its pid), no namespace and no start
+ * time. */
+static bool record_is_foreign(const char *dir, int64_t lease, pid_t boxed_pid)
 {
     char path[700], text[1024];
     snprintf(path, sizeof(path), "%s/vigil-%llx.lease", dir, (unsigned long long)lease);
@@ -60,8 +66,13 @@ static bool record_is_foreign(const char *dir, int64_t lease)
     text[n] = '\0';
     unsigned long long ns = 0;
     const char *p = strstr(text, "\npidns ");
-    return strncmp(text, "vigil-lease 2\n", 14) == 0 && strstr(text, "\npid 1\n") && p &&
-           sscanf(p + 7, "%llu", &ns) == 1 && ns != 0 && ns != vigil_self_pidns();
+    char pid[32];
+    snprintf(pid, sizeof(pid), "\npid %d\n", boxed_pid ? (int)boxed_pid : 1);
+    if (strncmp(text, "vigil-lease 2\n", 14) != 0 || !strstr(text, pid) || !p || sscanf(p + 7, "%llu", &ns) != 1)
+        return false;
+    if (boxed_pid)
+        return ns == 0 && strstr(text, "\nstart 0\n");
+    return ns != 0 && ns != vigil_self_pidns();
 }
 
 /*
@@ -73,7 +84,7 @@ static bool record_is_foreign(const char *dir, int64_t lease)
  * group join` exited 79). Either way the agent says -EREMOTE once, and
  * the member stays a member; its record names its own namespace and pid 1.
  */
-static int other_pidns(bool agent_first, const char *tag)
+static int other_pidns(bool agent_first, const char *tag, int box)
 {
     const char *url;
     int f = et_fixture(&url);
@@ -87,7 +98,7 @@ static int other_pidns(bool agent_first, const char *tag)
     bool started = agent_first && gt_agent_start(&agent, url, dir);
     struct gt_child m;
     bool skip;
-    if (!ns_member(&m, url, g, dir, &skip)) {
+    if (!ns_member(&m, url, g, dir, box, &skip)) {
         if (started)
             vt_stop(&agent, SIGKILL, 10000);
         vigil_etcd_close(e);
@@ -104,14 +115,15 @@ static int other_pidns(bool agent_first, const char *tag)
     gt_send(&m, "lost");
     bool answered = gt_readline(m.out, m.line, sizeof(m.line), 10000);
     bool lost = !answered || strcmp(m.line, "lost 0") != 0;
-    bool foreign = record_is_foreign(dir, lease);
+    bool foreign = record_is_foreign(dir, lease, m.boxed_pid);
     int left = gt_child_leave(&m);
     if (started)
         vt_stop(&agent, SIGKILL, 10000);
     vigil_etcd_close(e);
     EXPECT(started, "the agent did not start");
     EXPECT(lease != 0, "the member is not listed");
-    EXPECT(foreign, "the record does not name the member's own pid namespace and pid 1");
+    EXPECT(foreign, "the record does not name the member's own pid namespace and pid 1 (or, without /proc, pid %d "
+                    "and no namespace)", (int)m.boxed_pid);
     EXPECT(said && rc == -EREMOTE, "the agent's report of the member: %s %d (expected -EREMOTE, %d): '%s'",
            said ? "said" : "none", rc, -EREMOTE, agent.buf);
     EXPECT(members == 1 && !lost, "after the agent's look: %d members, the member says '%s'", members, m.line);
@@ -119,8 +131,10 @@ static int other_pidns(bool agent_first, const char *tag)
     return 0;
 }
 
-static int test_agent_running_other_pidns(void) { return other_pidns(true, "nsrun"); }
-static int test_agent_restart_other_pidns(void) { return other_pidns(false, "nsrestart"); }
+static int test_agent_running_other_pidns(void) { return other_pidns(true, "nsrun", GT_BOX_PIDNS); }
+static int test_agent_restart_other_pidns(void) { return other_pidns(false, "nsrestart", GT_BOX_PIDNS); }
+static int test_agent_running_noproc(void) { return other_pidns(true, "noprocrun", GT_BOX_NOPROC); }
+static int test_agent_restart_noproc(void) { return other_pidns(false, "noprocrestart", GT_BOX_NOPROC); }
 
 /* ---- the inotify queue overflows ------------------------------------------ */
 
@@ -244,4 +258,5 @@ static int test_agent_rescans_after_overflow(void)
 }
 
 VT_MAIN(VT_CASE(test_agent_running_other_pidns), VT_CASE(test_agent_restart_other_pidns),
+        VT_CASE(test_agent_running_noproc), VT_CASE(test_agent_restart_noproc),
         VT_CASE(test_agent_rescans_after_overflow))

@@ -14,6 +14,9 @@
 #include "tooltest.h"
 #include "usertest.h"
 
+#include "group_internal.h"
+#include "proc_internal.h"
+
 static const char *url;
 
 #define NEED_ETCD()                                                           \
@@ -76,6 +79,13 @@ static int test_agent_dir_refused(void)
     VT_RUN("agent", "--etcd", url, "--dir", theirs);
     EXPECT(R.rc == 1 && strstr(R.err, VT_TEST_USER) && strstr(R.err, "another user's"),
            "agent on another user's directory: exit %d, '%s'", R.rc, R.err);
+    /* Through a symlink of root's (mode 0777 as every symlink's): the
+     * message describes the directory refused, not the link. */
+    const char *link = vt_path("link");
+    EXPECT(symlink(theirs, link) == 0, "symlink: %s", strerror(errno));
+    VT_RUN("agent", "--etcd", url, "--dir", link);
+    EXPECT(R.rc == 1 && strstr(R.err, VT_TEST_USER) && strstr(R.err, "mode 0700") && strstr(R.err, "another user's"),
+           "agent on a link to another user's directory: exit %d, '%s'", R.rc, R.err);
     return 0;
 }
 
@@ -167,5 +177,184 @@ static int test_agent_group_records(void)
     return 0;
 }
 
+/* A member the agent cannot see (its record names another pid namespace):
+ * said once, "not watching lease ... of NAME in GROUP", the name and
+ * group as the record holds them, hostile, and escaped. */
+static int test_agent_unseen_escaped(void)
+{
+    NEED_ETCD();
+    const char *d = vt_path("unseen");
+    EXPECT(mkdir(d, 0700) == 0, "mkdir: %s", strerror(errno));
+    char path[700];
+    snprintf(path, sizeof(path), "%s/vigil-7e57.lease", d);
+    FILE *f = fopen(path, "w");
+    EXPECT(f, "record: %s", strerror(errno));
+    /* pidns 12345: no pid namespace's inode, so never the agent's own. */
+    fprintf(f, "vigil-lease 2\nlease %lld\npid %d\nstart 0\npidns 12345\ngroup %s\nname %s\n", 0x7e57LL,
+            (int)getpid(), evil_host, evil_name);
+    EXPECT(fclose(f) == 0, "record: %s", strerror(errno));
+    struct vt_proc a;
+    EXPECT(VT_SPAWN(&a, "agent", "--etcd", url, "--dir", d) == 0, "spawn agent");
+    bool said = vt_read_until(&a, "not watching lease 7e57", 20000) && vt_read_until(&a, "TTL\n", 5000);
+    EXPECT(vt_stop_tool(&a, SIGTERM, 10000) == 0, "agent did not end cleanly");
+    EXPECT(said, "the agent did not say it leaves the unseen member alone: '%s'", a.buf);
+    EXPECT(!vt_unclean(a.buf), "agent: %s reached the terminal:\n%s", vt_unclean(a.buf), a.buf);
+    EXPECT(strstr(a.buf, "of \\x1b]0;pwned\\x07name\\u009b2J\\xff in host\\x1b[2J\\u202e\\x7f"),
+           "the member's name and group are not shown escaped:\n%s", a.buf);
+    return 0;
+}
+
+/* The names a member's record of a lease would take, planted first by
+ * another member of a group's directory (nobody, with the group as a
+ * supplementary one: it may write there, and lease IDs come in order):
+ * the temporary name older vigils used and the final one. The member
+ * (vigil-test) records its lease all the same, under names of its own;
+ * what was planted is left as it was; and the agent (root) reads the
+ * record. */
+static int test_record_names_planted(void)
+{
+    NEED_ETCD();
+    struct vt_user u;
+    int rc = vt_test_user(&u);
+    if (rc)
+        return rc;
+    const char *d = vt_path("planted");
+    EXPECT(mkdir(d, 0700) == 0 && chown(d, 0, u.gid) == 0 && chmod(d, 01770) == 0, "mkdir: %s", strerror(errno));
+    static const char *const planted[] = { ".vigil-7e58.tmp", "vigil-7e58.lease" };
+    fflush(NULL);
+    pid_t kid = fork();
+    if (kid == 0) {
+        vt_become(65534, 65534, &u.gid, 1);
+        for (size_t i = 0; i < 2; i++) {
+            char p[700];
+            snprintf(p, sizeof(p), "%s/%s", d, planted[i]);
+            int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+            if (fd < 0 || write(fd, "planted\n", 8) != 8 || close(fd) != 0)
+                _exit(1);
+        }
+        _exit(0);
+    }
+    EXPECT(vt_wait(kid, 10000) == 0, "nobody could not plant its names");
+    /* The member: writes its record, says where, and lives until told. */
+    int said[2], hold[2];
+    EXPECT(pipe2(said, O_CLOEXEC) == 0 && pipe2(hold, O_CLOEXEC) == 0, "pipe: %s", strerror(errno));
+    fflush(NULL);
+    pid_t member = fork();
+    if (member == 0) {
+        close(said[0]);
+        close(hold[1]);
+        vt_become(u.uid, u.gid, NULL, 0);
+        vigil_group_member *m = calloc(1, sizeof(*m));
+        if (!m)
+            _exit(1);
+        m->lease = 0x7e58;
+        snprintf(m->hex, sizeof(m->hex), "7e58");
+        snprintf(m->group, sizeof(m->group), "planted");
+        snprintf(m->name, sizeof(m->name), "member");
+        m->pid = (uint32_t)getpid();
+        char out[sizeof(m->record) + 16];
+        int n = snprintf(out, sizeof(out), "%d %s", grecord_write(m, d), m->record);
+        if (write(said[1], out, (size_t)n + 1) != n + 1)
+            _exit(1);
+        char c;
+        (void)read(hold[0], &c, 1);
+        _exit(0);
+    }
+    close(said[1]);
+    close(hold[0]);
+    char got[4200] = "";
+    struct pollfd pf = { said[0], POLLIN, 0 };
+    ssize_t k = poll(&pf, 1, 10000) == 1 ? read(said[0], got, sizeof(got) - 1) : -1;
+    close(said[0]);
+    int wrote = k > 0 ? atoi(got) : -99999;
+    const char *record = k > 0 && strchr(got, ' ') ? strchr(got, ' ') + 1 : "";
+    int fail = 0;
+    struct stat st;
+    char text[256];
+    if (wrote != 0) {
+        fprintf(stderr, "the member could not record its lease past the planted names: %d (%s)\n", wrote,
+                vigil_strerror(wrote));
+        fail = 1;
+    } else if (lstat(record, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != u.uid) {
+        fprintf(stderr, "the record %s is not the member's own file\n", record);
+        fail = 1;
+    } else {
+        vt_slurp(record, text, sizeof(text));
+        if (!strstr(text, "lease 32344\n") || !strstr(text, "name member\n")) {
+            fprintf(stderr, "the record %s holds '%s'\n", record, text);
+            fail = 1;
+        }
+    }
+    for (size_t i = 0; i < 2 && !fail; i++) {
+        char p[700];
+        snprintf(p, sizeof(p), "%s/%s", d, planted[i]);
+        vt_slurp(p, text, sizeof(text));
+        if (lstat(p, &st) != 0 || st.st_uid != 65534 || strcmp(text, "planted\n") != 0) {
+            fprintf(stderr, "nobody's %s was removed or changed\n", planted[i]);
+            fail = 1;
+        }
+    }
+    /* The agent, root, trusts the member's record (a member of DIR's
+     * group made it) and watches its process; the planted ones are no
+     * records. */
+    struct vt_proc a;
+    if (!fail && VT_SPAWN(&a, "agent", "--etcd", url, "--dir", d, "--json") == 0) {
+        bool ready = vt_read_until(&a, "\"ready\"", 15000) && vt_read_until(&a, "\n", 5000);
+        vt_stop_tool(&a, SIGTERM, 10000);
+        if (!ready || !strstr(a.buf, "\"watched\": 1}")) {
+            fprintf(stderr, "the agent did not watch the member's record: '%s'\n", a.buf);
+            fail = 1;
+        }
+    }
+    close(hold[1]);
+    EXPECT(vt_wait(member, 10000) == 0, "the member failed");
+    return fail;
+}
+
+/* DIR renamed away, and another directory put at its path, between the
+ * agent's opening it and its watching it: the agent watches the directory
+ * it opened (and scanned), so a record arriving there later is read. */
+static char swap_dir[600], swap_away[600];
+
+static void swap_at_open(const char *step)
+{
+    if (strcmp(step, "opened") == 0 && rename(swap_dir, swap_away) == 0)
+        (void)mkdir(swap_dir, 0700);
+}
+
+static int test_agent_watches_what_it_opened(void)
+{
+    NEED_ETCD();
+    vigil_etcd *e = et_connect(url);
+    snprintf(swap_dir, sizeof(swap_dir), "%s", vt_path("swapped"));
+    snprintf(swap_away, sizeof(swap_away), "%s", vt_path("swapped-away"));
+    EXPECT(mkdir(swap_dir, 0700) == 0, "mkdir: %s", strerror(errno));
+    vigil_agent *a = NULL;
+    gagent_test_hook = swap_at_open;
+    int rc = vigil_agent_open(e, swap_dir, &a);
+    gagent_test_hook = NULL;
+    EXPECT_RC(rc, 0);
+    EXPECT(access(swap_away, F_OK) == 0, "the directory was not swapped");
+    /* A record of this live process, arriving by rename in the directory
+     * the agent opened. */
+    char tmp[700], rec[700];
+    snprintf(tmp, sizeof(tmp), "%s/.tmp", swap_away);
+    snprintf(rec, sizeof(rec), "%s/vigil-7e59.lease", swap_away);
+    FILE *f = fopen(tmp, "w");
+    EXPECT(f, "record: %s", strerror(errno));
+    fprintf(f, "vigil-lease 2\nlease %lld\npid %d\nstart %llu\npidns %llu\ngroup g\nname n\n", 0x7e59LL,
+            (int)getpid(), (unsigned long long)vigil_self_start_time(), (unsigned long long)vigil_self_pidns());
+    EXPECT(fclose(f) == 0 && rename(tmp, rec) == 0, "record: %s", strerror(errno));
+    vigil_agent_event ev[4];
+    bool seen = VT_WAIT_FOR((vigil_agent_run(a, 50, ev, 4), vigil_agent_watched(a) == 1), 10000);
+    vigil_agent_close(a);
+    vigil_etcd_close(e);
+    EXPECT(seen, "the agent did not see a record arrive in the directory it opened (watching what its path named)");
+    return 0;
+}
+
 VT_MAIN(VT_CASE(test_hostile_members), VT_CASE(test_agent_dir_refused), VT_CASE(test_agent_ignores_foreign_records),
-        VT_CASE(test_agent_group_records))
+        VT_CASE(test_agent_group_records),
+        VT_CASE(test_agent_unseen_escaped),
+        VT_CASE(test_record_names_planted),
+        VT_CASE(test_agent_watches_what_it_opened))

@@ -190,6 +190,76 @@ static int test_no_password_in_messages(void)
     return 0;
 }
 
+/* How many times needle is in s. */
+static int count_of(const char *s, const char *needle)
+{
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, needle)); p += strlen(needle))
+        n++;
+    return n;
+}
+
+/* CMD's look at its parent, the running vigil: the environment and the
+ * command line as CMD's user reads them, then the command line as
+ * nobody reads it (every user may). */
+/* Root without capabilities: a process of the same user as any other
+ * run so, which reads another's memory and environ only when that one is
+ * dumpable (without CAP_SYS_PTRACE root is a user like any), and which
+ * still runs the tool from a build tree of mode 0700. */
+#define AS_CAPLESS "setpriv", "--bounding-set=-all", "--inh-caps=-all"
+#define LOOK_AT_VIGIL                                                                         \
+    "tr '\\0' '\\n' < /proc/$PPID/environ; echo; tr '\\0' ' ' < /proc/$PPID/cmdline; echo; " \
+    "setpriv --reuid=65534 --regid=65534 --clear-groups cat /proc/$PPID/cmdline | tr '\\0' ' '"
+
+/* No other process reads vigil's password (issue 25's review): CMD (the
+ * same user: here root, who reads any process's environ) finds neither
+ * the password of --user NAME:PW, --password PW nor the environment's
+ * in vigil's /proc/PID/environ and cmdline, only stars where they were;
+ * nobody (any other user) finds none in the command line; and a vigil
+ * run without privileges keeps even its environ from its CMD, of the
+ * same user (non-dumpable: CMD's own exec made CMD dumpable again, not
+ * vigil). */
+static int test_no_password_in_proc(void)
+{
+    if (geteuid() != 0 || access("/usr/bin/setpriv", X_OK) != 0)
+        return VT_SKIP; /* another user to look from: root and setpriv(1) */
+    struct et_fake f;
+    EXPECT_RC(et_router_start(&f, auth_on, sizeof(auth_on) / sizeof(auth_on[0])), 0);
+    setenv("ETCDCTL_PASSWORD", "EnvSecr3t", 1);
+    VT_RUN("lock", "--etcd", f.url, "--user", "alice:Sup3rSecret", "--ttl", "60s", "k2", "--", "sh", "-c",
+           LOOK_AT_VIGIL);
+    unsetenv("ETCDCTL_PASSWORD");
+    static char lock_out[sizeof(R.out)];
+    int lock_rc = R.rc;
+    memcpy(lock_out, R.out, sizeof(lock_out));
+    setenv("ETCDCTL_USER", "carol:UserSecr3t", 1);
+    VT_RUN("group", "join", "g", "--etcd", f.url, "--name", "a", "--ttl", "60s", "--user", "bob", "--password=Pw0rdArg",
+           "--", "sh", "-c", LOOK_AT_VIGIL);
+    unsetenv("ETCDCTL_USER");
+    static char join_out[sizeof(R.out)];
+    int join_rc = R.rc;
+    memcpy(join_out, R.out, sizeof(join_out));
+    vt_runv_via(10000, (const char *const[]){ AS_CAPLESS, NULL },
+                (const char *const[]){ "lock", "--etcd", f.url, "--password", "Capl355ecret", "--user", "dave", "--ttl",
+                                       "60s", "k2", "--", "sh", "-c",
+                                       "cat /proc/$PPID/environ >/dev/null 2>&1 && echo environ-open || "
+                                       "echo environ-closed; tr '\\0' ' ' < /proc/$PPID/cmdline",
+                                       NULL });
+    et_fake_stop(&f);
+    EXPECT(lock_rc == 0 && strstr(lock_out, "ETCDCTL_PASSWORD=*********\n") &&
+               count_of(lock_out, "--user alice:*********** ") == 2 && !strstr(lock_out, "Sup3rSecret") &&
+               !strstr(lock_out, "EnvSecr3t"),
+           "vigil lock: exit %d; CMD read (environ, cmdline, cmdline as nobody):\n%s", lock_rc, lock_out);
+    EXPECT(join_rc == 0 && strstr(join_out, "ETCDCTL_USER=carol:**********\n") &&
+               count_of(join_out, "--password=******** ") == 2 && !strstr(join_out, "Pw0rdArg") &&
+               !strstr(join_out, "UserSecr3t"),
+           "vigil group join: exit %d; CMD read (environ, cmdline, cmdline as nobody):\n%s", join_rc, join_out);
+    EXPECT(R.rc == 0 && strncmp(R.out, "environ-closed\n", 15) == 0 && strstr(R.out, "--password ************ --user dave") &&
+               !strstr(R.out, "Capl355ecret"),
+           "vigil lock without privileges: exit %d; its CMD read:\n%s\nstderr: %s", R.rc, R.out, R.err);
+    return 0;
+}
+
 /* ---- a server of our own, to freeze ------------------------------------------ */
 
 static char state[512], own_url[300];
@@ -320,4 +390,4 @@ static int test_lost_when_store_wiped(void)
 
 VT_MAIN(VT_CASE(test_two_never_overlap), VT_CASE(test_with_etcdctl), VT_CASE(test_connection_flags_usage),
         VT_CASE(test_lost_under_frozen_etcd), VT_CASE(test_lost_when_store_wiped), VT_CASE(test_no_password_in_cmd_env),
-        VT_CASE(test_no_password_in_messages))
+        VT_CASE(test_no_password_in_messages), VT_CASE(test_no_password_in_proc))

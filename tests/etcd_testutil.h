@@ -16,6 +16,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <stdarg.h>
 #include <strings.h>
 
 #include <vigil/etcd.h>
@@ -782,6 +783,93 @@ static inline int et_closed_port(void)
 static inline bool et_transient(int rc)
 {
     return rc < 0 && rc != VIGIL_ELOST && rc != VIGIL_EBUSY;
+}
+
+/* ---- the fault proxies in front of the cluster's members (tests/etcd_proxy.py) ---- */
+
+/* Every member's proxy (comma-separated): 0, VT_SKIP (no cluster, or no
+ * python3 for the proxies), or 1. */
+static inline int et_proxies(const char **endpoints)
+{
+    static char buf[1000];
+    int rc = et_cluster(endpoints);
+    if (rc)
+        return rc;
+    if (et_state_line(getenv("VIGIL_ETCD3_STATE"), "proxies", buf, sizeof(buf)) < 0) {
+        fprintf(stderr, "skip: the cluster has no fault proxies (python3 missing?)\n");
+        return VT_SKIP;
+    }
+    *endpoints = buf;
+    return 0;
+}
+
+/* Member i's proxy URL ("" when none; a static buffer per call, four in turn). */
+static inline const char *et_proxy_url(int i)
+{
+    static char bufs[4][300];
+    static unsigned next;
+    char *b = bufs[next++ % 4], name[32];
+    snprintf(name, sizeof(name), "%d/proxy", i);
+    if (et_state_line(getenv("VIGIL_ETCD3_STATE"), name, b, sizeof(bufs[0])) < 0)
+        b[0] = '\0';
+    return b;
+}
+
+/* Which member's proxy url is (1..9), or -1. */
+static inline int et_proxy_of(const char *url)
+{
+    for (int i = 1; i <= 9; i++) {
+        const char *p = et_proxy_url(i);
+        if (p[0] && url && strcmp(p, url) == 0)
+            return i;
+    }
+    return -1;
+}
+
+/* A command to member i's proxy (bounded: 30 s): its one-line answer (a
+ * static buffer; "" when none came). */
+static inline const char *et_proxy(int i, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static inline const char *et_proxy(int i, const char *fmt, ...)
+{
+    static char answer[512];
+    char cmd[600], req[800];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof(cmd), fmt, ap);
+    va_end(ap);
+    answer[0] = '\0';
+    const char *url = et_proxy_url(i), *colon = strrchr(url, ':');
+    if (!url[0] || !colon)
+        return answer;
+    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(colon + 1)) };
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int n = snprintf(req, sizeof(req), "POST /_proxy HTTP/1.1\r\nHost: proxy\r\nContent-Length: %zu\r\n\r\n%s",
+                     strlen(cmd), cmd);
+    static char got[4096];
+    size_t have = 0;
+    if (s >= 0 && connect(s, (struct sockaddr *)&a, sizeof(a)) == 0 && et_write_all(s, req, (size_t)n)) {
+        uint64_t deadline = vt_now_ms() + 30000;
+        char *body;
+        while (!((body = memmem(got, have, "\r\n\r\n", 4)) && memchr(body + 4, '\n', have - (size_t)(body + 4 - got))) &&
+               vt_now_ms() < deadline && have + 1 < sizeof(got)) {
+            struct pollfd pf = { s, POLLIN, 0 };
+            if (poll(&pf, 1, 1000) <= 0)
+                continue;
+            ssize_t k = read(s, got + have, sizeof(got) - 1 - have);
+            if (k <= 0)
+                break;
+            have += (size_t)k;
+        }
+        got[have] = '\0';
+        if ((body = strstr(got, "\r\n\r\n"))) {
+            snprintf(answer, sizeof(answer), "%s", body + 4);
+            answer[strcspn(answer, "\r\n")] = '\0';
+        }
+    }
+    if (s >= 0)
+        close(s);
+    return answer;
 }
 
 #endif

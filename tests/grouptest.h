@@ -105,6 +105,7 @@ struct gt_child {
     pid_t    pid;
     int      in, out; /* we write commands to in, read answers from out */
     uint64_t rev;
+    pid_t    boxed_pid; /* its pid in a namespace of its own (GT_BOX_NOPROC), else 0 */
     char     line[512];
 };
 
@@ -208,6 +209,12 @@ __attribute__((constructor)) static void gt_child_entry(void)
     const char *url = getenv("VIGIL_GT_URL");
     if (!url)
         return;
+    /* A member without /proc (GT_BOX_NOPROC): hidden under a tmpfs, here
+     * after the exec (the sanitizers' runtimes read /proc as they start),
+     * before the library looks at itself. */
+    const char *noproc = getenv("VIGIL_GT_NOPROC");
+    if (noproc && *noproc == '1' && mount("none", "/proc", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+        _exit(VT_SKIP);
     const char *host = getenv("VIGIL_GT_HOST");
     vt_own_pgrp(); /* a test may stop it (SIGSTOP): never in a group that gets orphaned (testutil.h) */
     gt_child_main(url, getenv("VIGIL_GT_GROUP"), getenv("VIGIL_GT_NAME"),
@@ -215,15 +222,64 @@ __attribute__((constructor)) static void gt_child_entry(void)
                   GT_CHILD_IN, GT_CHILD_OUT);
 }
 
+/* Where a member child runs: as the test does; pid 1 of a pid namespace
+ * of its own; or in one, without /proc (a tmpfs over it: it cannot read
+ * its own namespace or start time) and at a pid this namespace has no
+ * process of (gt_free_pid), as in the container of issue 25's review. */
+enum { GT_BOX_NONE = 0, GT_BOX_PIDNS = 1, GT_BOX_NOPROC = 2 };
+
+/* The lowest pid above 1 that names no process in our namespace (0 none
+ * below 4096): a member there, judged by its pid from here, is dead. */
+static inline pid_t gt_free_pid(void)
+{
+    for (pid_t p = 2; p < 4096; p++)
+        if (kill(p, 0) < 0 && errno == ESRCH)
+            return p;
+    return 0;
+}
+
+/* In pid 1 of a new pid namespace: returns in a child of it whose pid is
+ * want (the namespace's next pid set to want - 1, else pids used up until
+ * it comes); pid 1 waits for that child and exits with its status. Only
+ * system calls: the test's parent has threads. */
+static inline void gt_become_pid(pid_t want)
+{
+    char num[16], *p = num + sizeof(num);
+    for (unsigned v = (unsigned)want - 1; p == num + sizeof(num) || v; v /= 10)
+        *--p = (char)('0' + v % 10);
+    int fd = open("/proc/sys/kernel/ns_last_pid", O_WRONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        (void)!write(fd, p, (size_t)(num + sizeof(num) - p));
+        close(fd);
+    }
+    for (;;) {
+        pid_t k = fork();
+        if (k == 0) {
+            if (getpid() != want)
+                _exit(0);
+            if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+                _exit(VT_SKIP);
+            return;
+        }
+        int st;
+        if (k < 0 || k > want || waitpid(k, &st, 0) != k)
+            _exit(3);
+        if (k == want)
+            _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+    }
+}
+
 /*
- * The member child as pid 1 of a pid namespace of its own, with its own
- * /proc, as in a container that shares the host's agent directory: the
- * forked child makes the namespaces and forks the member, which mounts a
- * /proc of its namespace and is killed if the child dies; the child waits
- * for it and exits with its status (VT_SKIP when it may not make them).
- * Only system calls between the fork and the exec: the parent has threads.
+ * The member child in a pid namespace of its own, with its own /proc, as
+ * in a container that shares the host's agent directory: the forked
+ * child makes the namespaces and forks the namespace's pid 1, which
+ * mounts a /proc of its namespace and is killed if the child dies; the
+ * child waits for it and exits with its status (VT_SKIP when it may not
+ * make them). want 0: pid 1 is the member; else pid 1 forks the member
+ * at pid want (gt_become_pid). Only system calls between the fork and
+ * the exec: the parent has threads.
  */
-static inline _Noreturn void gt_exec_in_pidns(char *const argv[], char *const env[])
+static inline _Noreturn void gt_exec_in_pidns(char *const argv[], char *const env[], pid_t want)
 {
     if (unshare(CLONE_NEWPID | CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
         _exit(VT_SKIP);
@@ -232,6 +288,8 @@ static inline _Noreturn void gt_exec_in_pidns(char *const argv[], char *const en
         if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0 ||
             prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
             _exit(VT_SKIP);
+        if (want > 1)
+            gt_become_pid(want);
         execve("/proc/self/exe", argv, env);
         _exit(127);
     }
@@ -241,14 +299,16 @@ static inline _Noreturn void gt_exec_in_pidns(char *const argv[], char *const en
     _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
 }
 
-/* Starts a member child (in a pid namespace of its own with pidns);
- * false if it did not join (its answer in c->line). */
+/* Starts a member child where box says (GT_BOX_*); false if it did not
+ * join (its answer in c->line). c->boxed_pid: the member's pid in its
+ * namespace (GT_BOX_NOPROC), else 0. */
 static inline bool gt_child_start_in(struct gt_child *c, const char *url, const char *group, const char *name,
-                                     uint64_t ttl, const char *dir, const char *host, bool pidns)
+                                     uint64_t ttl, const char *dir, const char *host, int box)
 {
     int a[2], b[2];
     memset(c, 0, sizeof(*c));
-    if (pipe2(a, O_CLOEXEC) != 0 || pipe2(b, O_CLOEXEC) != 0)
+    c->boxed_pid = box == GT_BOX_NOPROC ? gt_free_pid() : 0;
+    if ((box == GT_BOX_NOPROC && !c->boxed_pid) || pipe2(a, O_CLOEXEC) != 0 || pipe2(b, O_CLOEXEC) != 0)
         return false;
     /* Everything the child needs is made before the fork: between fork
      * and exec it only moves descriptors. */
@@ -257,7 +317,7 @@ static inline bool gt_child_start_in(struct gt_child *c, const char *url, const 
     while (environ[n])
         n++;
     char **env = calloc(n + 8, sizeof(*env));
-    char vars[6][600];
+    char vars[7][600];
     if (!env)
         return false;
     memcpy(env, environ, n * sizeof(*env));
@@ -267,7 +327,8 @@ static inline bool gt_child_start_in(struct gt_child *c, const char *url, const 
     snprintf(vars[3], sizeof(vars[3]), "VIGIL_GT_TTL=%llu", (unsigned long long)ttl);
     snprintf(vars[4], sizeof(vars[4]), "VIGIL_GT_DIR=%s", dir ? dir : "");
     snprintf(vars[5], sizeof(vars[5]), "VIGIL_GT_HOST=%s", host ? host : "");
-    for (int i = 0; i < 6; i++)
+    snprintf(vars[6], sizeof(vars[6]), "VIGIL_GT_NOPROC=%d", box == GT_BOX_NOPROC);
+    for (int i = 0; i < 7; i++)
         env[n + (size_t)i] = vars[i];
     char *argv[] = { (char *)"gt-child", NULL };
     fflush(NULL);
@@ -281,8 +342,8 @@ static inline bool gt_child_start_in(struct gt_child *c, const char *url, const 
         if (dup2(a[0], GT_CHILD_IN) < 0 || dup2(b[1], GT_CHILD_OUT) < 0 ||
             fcntl(GT_CHILD_IN, F_SETFD, 0) < 0 || fcntl(GT_CHILD_OUT, F_SETFD, 0) < 0)
             _exit(2);
-        if (pidns)
-            gt_exec_in_pidns(argv, env);
+        if (box != GT_BOX_NONE)
+            gt_exec_in_pidns(argv, env, c->boxed_pid);
         execve("/proc/self/exe", argv, env);
         _exit(127);
     }
@@ -301,7 +362,7 @@ static inline bool gt_child_start_in(struct gt_child *c, const char *url, const 
 static inline bool gt_child_start(struct gt_child *c, const char *url, const char *group, const char *name,
                                   uint64_t ttl, const char *dir, const char *host)
 {
-    return gt_child_start_in(c, url, group, name, ttl, dir, host, false);
+    return gt_child_start_in(c, url, group, name, ttl, dir, host, GT_BOX_NONE);
 }
 
 /* Sends a command (no answer read). */

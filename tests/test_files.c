@@ -757,9 +757,9 @@ static int test_no_fd_leak(void)
 #define NAMED(t)                                                              \
     static int t##_named(void)                                                \
     {                                                                         \
-        vigil_file_no_tmpfile = 1;                                            \
+        vigil_file_pretend = VIGIL_PRETEND_NO_TMPFILE;                                            \
         int rc = t();                                                         \
-        vigil_file_no_tmpfile = 0;                                            \
+        vigil_file_pretend = 0;                                            \
         return rc;                                                            \
     }
 NAMED(test_create_never_clobbers)

@@ -15,14 +15,13 @@
  * paths, keys and owners never reach the terminal raw from ls, inspect,
  * watch, export or an error message, the JSON parses, and promtool takes
  * the exposition. ls out of file descriptors names what it could not look
- * at and exits 1.
+ * at and exits 1. The attacker shrinking and regrowing its files, over and
+ * over, while root runs ls, inspect and export on them: none faults.
  */
 #include "tooltest.h"
 #include "usertest.h"
 
 #include <dirent.h>
-#include <sched.h>
-#include <sys/mount.h>
 #include <sys/resource.h>
 
 /* ---- what the attacker does --------------------------------------------- */
@@ -46,6 +45,20 @@ static const char *in(const struct scene *s, const char *name)
     char *b = bufs[next++ % 4];
     snprintf(b, sizeof(bufs[0]), "%s/%s", s->dir, name);
     return b;
+}
+
+/* The files the attacker flips (case 'F'): its own, and root's for its
+ * group. */
+static int flip_these(const struct scene *s)
+{
+    static const char *const big[] = { "big.hb", "big.bar", "big.ls", "root.hb", "root.ls" };
+    const char *paths[5];
+    char bufs[5][1200];
+    for (int i = 0; i < 5; i++) {
+        snprintf(bufs[i], sizeof(bufs[i]), "%s/%s", s->dir, big[i]);
+        paths[i] = bufs[i];
+    }
+    return vt_flip_start(paths, 5);
 }
 
 static char act(char cmd, void *arg)
@@ -85,6 +98,27 @@ static char act(char cmd, void *arg)
         vigil_hb_close(hb);
         vigil_leases_close(ls);
         return 0;
+    case 'b': /* a big table, store and barrier of its own, readable by all */
+        if (vigil_hb_create_mode(in(s, "big.hb"), 1u << 14, 0644, &hb) != 0)
+            return 1;
+        vigil_barrier *bar;
+        if (vigil_barrier_create_mode(in(s, "big.bar"), hb, 5, 0644, &bar) != 0)
+            return 1;
+        vigil_barrier_close(bar);
+        vigil_hb_close(hb);
+        if (vigil_leases_create_mode(in(s, "big.ls"), 4096, 0644, &ls) != 0)
+            return 1;
+        vigil_leases_close(ls);
+        return 0;
+    case 'g': /* a table in a setgid directory of root's group */
+        if (vigil_hb_create_mode(in(s, "setgid/group.hb"), 4, 0660, &hb) != 0)
+            return 1;
+        vigil_hb_close(hb);
+        return 0;
+    case 'F': /* a child that flips their sizes until told to stop */
+        return flip_these(s) == 0 ? 0 : 1;
+    case 'X':
+        return vt_flip_stop() == 0 ? 0 : 1;
     case 'n': /* files with names that are not text, a store with such keys */
         for (size_t i = 0; i < NHOSTILE; i++) {
             if (vigil_hb_create_mode(in(s, hostile[i]), 2, 0644, &hb) != 0)
@@ -116,25 +150,6 @@ static const char *anyone_dir(struct scene *s, const char *name)
     } while (0)
 
 /* ---- a full tmpfs --------------------------------------------------------------- */
-
-/* A 64 KiB tmpfs at dir, in a mount namespace of this test's own (gone
- * with it, whatever happens): 0, or VT_SKIP where mounting is not allowed. */
-static int small_tmpfs(const char *dir)
-{
-    static bool own_ns;
-    if (!own_ns) {
-        if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
-            fprintf(stderr, "skipped: no mount namespace here (%s)\n", strerror(errno));
-            return VT_SKIP;
-        }
-        own_ns = true;
-    }
-    if (mkdir(dir, 0755) != 0 || mount("vigil-test", dir, "tmpfs", 0, "size=64k,mode=1777") != 0) {
-        fprintf(stderr, "skipped: cannot mount a tmpfs (%s)\n", strerror(errno));
-        return VT_SKIP;
-    }
-    return 0;
-}
 
 static int full_disk(struct scene *s)
 {
@@ -172,7 +187,7 @@ static int test_full_tmpfs(void)
         return rc;
     static struct scene s;
     snprintf(s.dir, sizeof(s.dir), "%s", vt_path("tmpfs"));
-    if ((rc = small_tmpfs(s.dir)) != 0)
+    if ((rc = vt_tmpfs(s.dir, "size=64k,mode=1777")) != 0)
         return rc;
     struct vt_attacker a = { 0 };
     int fail = full_disk(&s);
@@ -281,7 +296,76 @@ static int test_foreign_files(void)
         VT_RUN("inspect", in(&s, tables[i]));
         EXPECT_EXIT(0, "inspect only looks: no owner check");
     }
+    /* A setgid directory anyone may write, root's group: the attacker's
+     * table there is of root's group, which the attacker is not in. */
+    char sgid[700];
+    snprintf(sgid, sizeof(sgid), "%s/setgid", s.dir);
+    EXPECT(mkdir(sgid, 0700) == 0 && chown(sgid, 0, 0) == 0 && chmod(sgid, 03777) == 0, "mkdir: %s", strerror(errno));
+    EXPECT(vt_attack(&a, 'g') == 0, "the attacker could not make its table there");
+    VT_RUN("tick", in(&s, "setgid/group.hb"), "--count", "1");
+    EXPECT_EXIT(1, "tick on their table of root's group");
+    EXPECT(strstr(R.err, owner) && strstr(R.err, "group root (gid 0), mode 0660") &&
+               strstr(R.err, "not a member of its group"),
+           "tick: expected the owner outside the group named, got: %s", R.err);
     EXPECT(vt_attacker_stop(&a) == 0, "the attacker failed");
+    return 0;
+}
+
+/* ---- a file truncated while root looks at it ------------------------------ */
+
+/* The attacker's own files, readable by root, and root's own made for the
+ * attacker's group (0660: the group arrangement, which root trusts), their
+ * sizes flipped between a page and whole while root runs the commands
+ * that only look, over and over: none may die of SIGBUS (every look of
+ * the tool reads a copy, never a mapping whoever may write it can
+ * shrink). */
+static int test_truncated_while_looked_at(void)
+{
+    struct vt_user u;
+    int rc = vt_test_user(&u);
+    if (rc)
+        return rc;
+    static struct scene s;
+    EXPECT(anyone_dir(&s, "flip"), "mkdir: %s", strerror(errno));
+    struct vt_attacker a;
+    EXPECT(vt_attacker_start(&a, &u, act, &s) == 0, "attacker: %s", strerror(errno));
+    EXPECT(vt_attack(&a, 'b') == 0, "the attacker could not make its files");
+    vigil_hb *hb;
+    vigil_leases *ls;
+    EXPECT_RC(vigil_hb_create_group(in(&s, "root.hb"), 1u << 14, 0660, u.gid, &hb), 0);
+    vigil_hb_close(hb);
+    EXPECT_RC(vigil_leases_create_group(in(&s, "root.ls"), 4096, 0660, u.gid, &ls), 0);
+    vigil_leases_close(ls);
+    EXPECT(vt_attack(&a, 'F') == 0, "the attacker could not start flipping");
+    static const char *const names[] = { "big.hb", "big.ls", "big.bar", "root.hb", "root.ls" };
+    char p[5][700];
+    for (int i = 0; i < 5; i++)
+        snprintf(p[i], sizeof(p[i]), "%s/%s", s.dir, names[i]);
+    const char *const runs[][7] = {
+        { "ls", s.dir },
+        { "inspect", p[0] },
+        { "inspect", p[1] },
+        { "inspect", p[2] },
+        { "inspect", p[3] },
+        { "inspect", p[4] },
+        { "export", p[0], p[1], p[2], p[3], p[4] },
+    };
+    int fail = 0, faulted = 0, ran = 0;
+    for (int round = 0; round < 25 && !fail; round++) {
+        for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++, ran++) {
+            vt_runv(20000, runs[i]);
+            if (R.rc == 128 + SIGBUS)
+                faulted++;
+            else if (R.rc < 0 || R.rc >= 128) {
+                fprintf(stderr, "vigil %s: exit %d\n", runs[i][0], R.rc);
+                vt_dump();
+                fail = 1;
+            }
+        }
+    }
+    EXPECT(vt_attack(&a, 'X') == 0, "the flipper was not flipping to the end");
+    EXPECT(vt_attacker_stop(&a) == 0, "the attacker failed");
+    EXPECT(!fail && faulted == 0, "%d of %d looks died of SIGBUS while the owner truncated their file", faulted, ran);
     return 0;
 }
 
@@ -439,5 +523,5 @@ static int test_ls_out_of_fds(void)
     return 0;
 }
 
-VT_MAIN(VT_CASE(test_full_tmpfs), VT_CASE(test_foreign_files), VT_CASE(test_directory_warning),
+VT_MAIN(VT_CASE(test_full_tmpfs), VT_CASE(test_foreign_files), VT_CASE(test_truncated_while_looked_at), VT_CASE(test_directory_warning),
         VT_CASE(test_hostile_names), VT_CASE(test_ls_out_of_fds))

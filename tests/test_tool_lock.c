@@ -12,7 +12,8 @@
  * in a stall before the fork or before the exec never starting CMD; a
  * holder's owner printed escaped; a lease lost while CMD runs (vigil
  * lock stopped past the TTL) killing CMD with SIGTERM, then SIGKILL after
- * --kill-after, exit 79; a store that cannot be made (exit 1).
+ * --kill-after, exit 79; a store that cannot be made, a FIFO or a table
+ * for a store, each said as every command says it (exit 1).
  */
 #include "locktest.h"
 
@@ -397,6 +398,15 @@ static int test_store_error(void)
     EXPECT_EXIT(1, "a store that cannot be made");
     EXPECT(vt_count_lines(R.err) == 1 && strncmp(R.err, "vigil: k: ", 10) == 0 && strstr(R.err, "no/such/dir"),
            "expected one line naming the key, the store and the reason, got '%s'", R.err);
+    /* A store that is not one is said as every command says it. */
+    EXPECT(mkfifo(vt_path("fifo.ls"), 0600) == 0, "mkfifo: %s", strerror(errno));
+    VT_RUN("lock", "--store", vt_path("fifo.ls"), "--wait", "0", "k", "--", "true");
+    EXPECT_EXIT(1, "a FIFO for a store");
+    EXPECT(vt_count_lines(R.err) == 1 && strstr(R.err, "a FIFO, not a regular file"), "a FIFO store: '%s'", R.err);
+    vigil_hb_close(vt_hb_fresh_at(vt_path("table.hb"), 2));
+    VT_RUN("lock", "--store", vt_path("table.hb"), "--wait", "0", "k", "--", "true");
+    EXPECT_EXIT(1, "a heartbeat table for a store");
+    EXPECT(vt_count_lines(R.err) == 1 && strstr(R.err, "a heartbeat table, not a lease store"), "a table: '%s'", R.err);
     return 0;
 }
 

@@ -8,9 +8,11 @@
  * message names the units; every duration in a --help names its unit;
  * `vigil lock --ttl 1s` works and a bare `--ttl 10` is warned about; a
  * count given a unit (--grace 5s) is told it is a count; the systemd
- * units in examples/ run with the options they give.
+ * units in examples/ run with the options they give, as root in the group
+ * vigil (Group=vigil), on a table a member of that group made.
  */
 #include "tooltest.h"
+#include "usertest.h"
 
 static int test_accepted(void)
 {
@@ -118,19 +120,20 @@ static int test_lock_ttl(void)
 
 /* The systemd units in examples/ run: each vigil command line they hold
  * (ExecStartPre, ExecStart, continuation lines joined) is run with the
- * built tool on a table in the test's directory, the group swapped for
- * one this test has, the ticker stopped after a tick and the watchdog
+ * built tool on a table in the test's directory, the group vigil swapped
+ * for one this test has, the ticker stopped after a tick and the watchdog
  * after one look. A unit with a wrong option would fail here, not on a
- * user's host. */
-static int run_unit_line(char *line, const char *table, bool *ran)
+ * user's host. A line prefixed '-' may fail, as systemd lets it. */
+static int run_unit_line(char *line, const char *table, gid_t group, bool *ran)
 {
     char *at = strstr(line, "/usr/bin/vigil ");
     if (!at)
         return 0;
+    bool may_fail = strchr(line, '=') && strchr(line, '=')[1] == '-';
     const char *args[32];
     size_t n = 0;
     char gid[16];
-    snprintf(gid, sizeof(gid), "%u", (unsigned)getegid());
+    snprintf(gid, sizeof(gid), "%u", (unsigned)group);
     bool prev_group = false;
     char *save;
     for (char *tok = strtok_r(at + strlen("/usr/bin/vigil "), " \t\\", &save); tok && n < 28;
@@ -148,39 +151,114 @@ static int run_unit_line(char *line, const char *table, bool *ran)
         args[n++] = "--once";
     args[n] = NULL;
     vt_runv(10000, args);
-    EXPECT(R.rc == 0, "examples: 'vigil %s ...' exited %d: %s", args[0], R.rc, R.err);
+    EXPECT(R.rc == 0 || may_fail, "examples: 'vigil %s ...' exited %d: %s", args[0], R.rc, R.err);
     *ran = true;
     return 0;
 }
 
-static int test_example_units(void)
+static const char *const units[] = { "vigil-tick.service", "vigil-failover.service" };
+
+/* Each unit's text, continuation lines joined ("\\\n" becomes spaces). */
+static bool unit_text(size_t u, char *text, size_t cap)
 {
-    static const char *const units[] = { "vigil-tick.service", "vigil-failover.service" };
-    const char *table = vt_path("pool.hb");
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/examples/%s", VIGIL_SOURCE_DIR, units[u]);
+    vt_slurp(path, text, cap);
+    for (char *c = text; (c = strstr(c, "\\\n"));)
+        c[0] = ' ', c[1] = ' ';
+    return text[0] != '\0';
+}
+
+/* The group a unit's [Service] runs in (Group=), or "" for root's own. */
+static void unit_group(const char *text, char *out, size_t cap)
+{
+    out[0] = '\0';
+    const char *service = strstr(text, "\n[Service]\n");
+    const char *end = service ? strstr(service + 1, "\n[") : NULL;
+    const char *g = service ? strstr(service, "\nGroup=") : NULL;
+    if (g && (!end || g < end))
+        snprintf(out, cap, "%.*s", (int)strcspn(g + 7, "\n"), g + 7);
+}
+
+/* Runs every vigil line of both units on table; when root, each unit in
+ * the group its Group= names, the group vigil standing for vigil_gid
+ * here (what the units' --group vigil becomes too). */
+static int run_units(const char *table, gid_t vigil_gid)
+{
     int lines = 0;
+    const gid_t was = getegid();
     for (size_t u = 0; u < sizeof(units) / sizeof(units[0]); u++) {
-        char path[1024], text[1 << 14];
-        snprintf(path, sizeof(path), "%s/examples/%s", VIGIL_SOURCE_DIR, units[u]);
-        vt_slurp(path, text, sizeof(text));
-        EXPECT(text[0], "%s: missing or empty", path);
-        /* Continuation lines joined: "\\\n" becomes spaces. */
-        for (char *c = text; (c = strstr(c, "\\\n"));)
-            c[0] = ' ', c[1] = ' ';
+        char text[1 << 14], group[64];
+        EXPECT(unit_text(u, text, sizeof(text)), "%s: missing or empty", units[u]);
+        unit_group(text, group, sizeof(group));
+        const gid_t gid = strcmp(group, "vigil") == 0 ? vigil_gid : was;
+        if (geteuid() == 0 && setregid(gid, gid) != 0)
+            return 1;
         char *save;
-        for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+        int fail = 0;
+        for (char *l = strtok_r(text, "\n", &save); l && !fail; l = strtok_r(NULL, "\n", &save)) {
             if (strncmp(l, "ExecStart", 9) != 0)
                 continue;
             char copy[2048];
             snprintf(copy, sizeof(copy), "%s", l);
             bool ran = false;
-            if (run_unit_line(copy, table, &ran) != 0)
-                return 1;
+            fail = run_unit_line(copy, table, vigil_gid, &ran);
             lines += ran;
         }
+        if (geteuid() == 0 && setregid(was, was) != 0)
+            return 1;
+        if (fail)
+            return 1;
     }
     EXPECT(lines == 3, "expected 3 vigil command lines in the units (create, tick, failover), ran %d", lines);
     return 0;
 }
 
+static int test_example_units(void)
+{
+    return run_units(vt_path("pool.hb"), getegid());
+}
+
+/* Both units run as root in the group vigil (Group=vigil), with no
+ * RuntimeDirectory= (/run/vigil is tmpfiles.d's, 1770 root:vigil: a unit
+ * making it would hand it and its files to its own user at each start). */
+static int test_units_group(void)
+{
+    for (size_t u = 0; u < sizeof(units) / sizeof(units[0]); u++) {
+        char text[1 << 14];
+        EXPECT(unit_text(u, text, sizeof(text)), "%s: missing or empty", units[u]);
+        char group[64];
+        unit_group(text, group, sizeof(group));
+        EXPECT(strcmp(group, "vigil") == 0, "%s: [Service] has Group=%s, not Group=vigil", units[u], group);
+        char *service = strstr(text, "\n[Service]\n");
+        char *next = service ? strstr(service + 1, "\n[") : NULL;
+        if (next)
+            *next = '\0';
+        EXPECT(!strstr(service, "\nRuntimeDirectory"), "%s: RuntimeDirectory= (it re-owns /run/vigil)", units[u]);
+        EXPECT(!strstr(service, "\nUser="), "%s: not root as shipped", units[u]);
+    }
+    return 0;
+}
+
+/* The table a member of the group made (0660, its group), as a worker
+ * started before the ticker leaves it: root's ticker and watchdog, in the
+ * group as Group=vigil puts them, use it (vigil_file_trusted trusts
+ * another user's file only through a group the caller is in). */
+static int test_units_member_table(void)
+{
+    struct vt_user u;
+    int rc = vt_test_user(&u);
+    if (rc)
+        return rc;
+    const char *run = vt_path("run-vigil");
+    EXPECT(mkdir(run, 0700) == 0 && chown(run, 0, u.gid) == 0 && chmod(run, 01770) == 0, "mkdir: %s",
+           strerror(errno));
+    char table[600];
+    snprintf(table, sizeof(table), "%s/pool.hb", run);
+    EXPECT(vt_make_table_as(table, 0660, u.uid, u.gid) == 0, "the member could not make the table");
+    return run_units(table, u.gid);
+}
+
 VT_MAIN(VT_CASE(test_accepted), VT_CASE(test_refused), VT_CASE(test_help_names_units), VT_CASE(test_lock_ttl),
-        VT_CASE(test_example_units))
+        VT_CASE(test_example_units), VT_CASE(test_units_group),
+        VT_CASE(test_units_member_table))

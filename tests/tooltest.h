@@ -44,8 +44,10 @@ static inline void vt_slurp(const char *path, char *buf, size_t cap)
 }
 
 /* Runs vigil with argv (NULL-terminated, without argv[0]) for at most
- * timeout_ms; fills R and returns R.rc. stdin is /dev/null. */
-static inline int vt_runv(unsigned timeout_ms, const char *const *args)
+ * timeout_ms, through the command prefix names when not NULL (as
+ * `setpriv ... vigil ARGS`); fills R and returns R.rc. stdin is
+ * /dev/null. */
+static inline int vt_runv_via(unsigned timeout_ms, const char *const *prefix, const char *const *args)
 {
     /* Own buffers: vt_path's rotate, and the caller's paths use them. */
     static char out[512], err[512];
@@ -53,9 +55,14 @@ static inline int vt_runv(unsigned timeout_ms, const char *const *args)
     snprintf(err, sizeof(err), "%s/tool.stderr", vt_tmpdir());
     const char *argv[64];
     size_t n = 0;
+    while (prefix && prefix[n] && n < 16) {
+        argv[n] = prefix[n];
+        n++;
+    }
+    size_t tool = n;
     argv[n++] = VIGIL_TOOL;
-    while (args[n - 1] && n < 63) {
-        argv[n] = args[n - 1];
+    while (args[n - tool - 1] && n < 63) {
+        argv[n] = args[n - tool - 1];
         n++;
     }
     argv[n] = NULL;
@@ -70,13 +77,18 @@ static inline int vt_runv(unsigned timeout_ms, const char *const *args)
         if (in < 0 || o < 0 || e < 0)
             _exit(126);
         dup2(in, 0), dup2(o, 1), dup2(e, 2);
-        execv(VIGIL_TOOL, (char *const *)argv);
+        execvp(argv[0], (char *const *)argv);
         _exit(127);
     }
     R.rc = vt_wait(pid, timeout_ms);
     vt_slurp(out, R.out, sizeof(R.out));
     vt_slurp(err, R.err, sizeof(R.err));
     return R.rc;
+}
+
+static inline int vt_runv(unsigned timeout_ms, const char *const *args)
+{
+    return vt_runv_via(timeout_ms, NULL, args);
 }
 #define VT_RUN(...) vt_runv(10000, (const char *const[]){ __VA_ARGS__, NULL })
 

@@ -21,6 +21,8 @@
 #include <linux/falloc.h>
 #include <poll.h>
 #include <pwd.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 
 #define VT_TEST_USER "vigil-test"
@@ -30,9 +32,12 @@ struct vt_user {
     gid_t gid; /* its own group */
 };
 
-/* The attacker's identity: 0, or VT_SKIP after saying why on stderr. */
+/* The attacker's identity: 0, or VT_SKIP after saying why on stderr; the
+ * attacks are the program's point, so it then reports itself skipped
+ * (vt_point_skipped) whatever else passed. */
 static inline int vt_test_user(struct vt_user *u)
 {
+    vt_point_skipped = true; /* until the user is found */
     if (geteuid() != 0) {
         fprintf(stderr, "skipped: not root: the attacks need root as the victim and the user %s as the attacker "
                         "(make check as root makes it)\n", VT_TEST_USER);
@@ -44,6 +49,7 @@ static inline int vt_test_user(struct vt_user *u)
                 VT_TEST_USER);
         return VT_SKIP;
     }
+    vt_point_skipped = false;
     u->uid = pw->pw_uid;
     u->gid = pw->pw_gid;
     /* The test's directory must be reachable by the attacker (search
@@ -61,6 +67,20 @@ static inline void vt_become(uid_t uid, gid_t gid, const gid_t *groups, size_t n
         perror("vt_become");
         _exit(99);
     }
+}
+
+/* A 2-slot table made at path by uid:gid (no other group) with mode, in a
+ * child: 0, or non-zero when it could not. */
+static inline int vt_make_table_as(const char *path, unsigned mode, uid_t uid, gid_t gid)
+{
+    fflush(NULL);
+    pid_t kid = fork();
+    if (kid == 0) {
+        vt_become(uid, gid, NULL, 0);
+        vigil_hb *hb;
+        _exit(vigil_hb_create_mode(path, 2, mode, &hb) == 0 ? 0 : 1);
+    }
+    return vt_wait(kid, 10000);
 }
 
 /* ---- an attacker driven by the test ---------------------------------------- */
@@ -133,6 +153,71 @@ static inline bool vt_untouched(const char *path, const char *want)
         close(fd);
     return n >= 0 && lstat(path, &st) == 0 && st.st_uid == 0 && st.st_gid == 0 && (st.st_mode & 07777) == 0600 &&
            strcmp(buf, want) == 0;
+}
+
+/* ---- the owner's truncation race ------------------------------------------------ */
+
+/* A child (of the attacker, who may write the files) that shrinks each of
+ * the n files to a page and allocates it whole again, over and over (a
+ * bounded number of times), until vt_flip_stop: 0, or -1. */
+static pid_t vt_flipper;
+
+static inline int vt_flip_start(const char *const *paths, int n)
+{
+    int fd[8];
+    off_t size[8];
+    if (n > 8)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        struct stat st;
+        fd[i] = open(paths[i], O_RDWR | O_CLOEXEC);
+        if (fd[i] < 0 || fstat(fd[i], &st) != 0)
+            return -1;
+        size[i] = st.st_size;
+    }
+    fflush(NULL);
+    vt_flipper = fork();
+    if (vt_flipper == 0) {
+        vt_die_with_parent();
+        for (long round = 0; round < 100000000; round++)
+            for (int i = 0; i < n; i++)
+                if (ftruncate(fd[i], 4096) != 0 || fallocate(fd[i], 0, 0, size[i]) != 0)
+                    _exit(1);
+        _exit(0);
+    }
+    for (int i = 0; i < n; i++)
+        close(fd[i]);
+    return vt_flipper > 0 ? 0 : -1;
+}
+
+/* Stops the flipper: 0 when it was still flipping (killed, not exited). */
+static inline int vt_flip_stop(void)
+{
+    int st;
+    kill(vt_flipper, SIGKILL);
+    return waitpid(vt_flipper, &st, 0) == vt_flipper && WIFSIGNALED(st) ? 0 : -1;
+}
+
+/* ---- a file system of the test's own ------------------------------------------ */
+
+/* A tmpfs mounted at dir (made here) with these options, in a mount
+ * namespace of this test's own (gone with it, whatever happens): 0, or
+ * VT_SKIP where mounting is not allowed. */
+static inline int vt_tmpfs(const char *dir, const char *options)
+{
+    static bool own_ns;
+    if (!own_ns) {
+        if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
+            fprintf(stderr, "skipped: no mount namespace here (%s)\n", strerror(errno));
+            return VT_SKIP;
+        }
+        own_ns = true;
+    }
+    if (mkdir(dir, 0755) != 0 || mount("vigil-test", dir, "tmpfs", 0, options) != 0) {
+        fprintf(stderr, "skipped: cannot mount a tmpfs (%s)\n", strerror(errno));
+        return VT_SKIP;
+    }
+    return 0;
 }
 
 /* ---- an older vigil's file ---------------------------------------------- */

@@ -52,7 +52,7 @@ static void print_revoke(const vigil_agent_event *ev, bool json)
     } else if (unseen) {
         printf("not watching lease %" PRIx64 " of %s in %s: its pid %" PRIu32 " is another pid namespace's, or "
                "cannot be seen from here; its lease ends at its TTL\n",
-               (uint64_t)ev->lease, ev->name, ev->group, ev->pid);
+               (uint64_t)ev->lease, tool_e(ev->name), tool_e(ev->group), ev->pid);
     } else if (ev->result == 0 || ev->result == VIGIL_ELOST) {
         printf("%s lease %" PRIx64 " of %s in %s (pid %" PRIu32 " died)\n", what, (uint64_t)ev->lease,
                tool_e(ev->name), tool_e(ev->group), ev->pid);

@@ -98,6 +98,20 @@ static int read_leases(struct file_state *f)
     return rc < 0 ? tool_fail(f->path, rc) : 0;
 }
 
+static int read_file(struct file_state *f, uint64_t grace);
+
+/* read_file, under the guard against a file shrunk during the look. */
+struct read_look {
+    struct file_state *f;
+    uint64_t           grace;
+};
+
+static int read_guarded(void *arg)
+{
+    struct read_look *l = arg;
+    return read_file(l->f, l->grace);
+}
+
 static int read_file(struct file_state *f, uint64_t grace)
 {
     vigil_file_info fi;
@@ -315,7 +329,11 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
             continue;
         struct file_state *f = &files[n++];
         f->path = pos[i];
-        f->up = read_file(f, grace) == 0; /* the reason is on stderr */
+        struct read_look look = { f, grace };
+        int rc = tool_guarded(read_guarded, &look);
+        if (rc == TOOL_SHRUNK)
+            tool_fail_msg(f->path, "%s", tool_look_strerror(rc));
+        f->up = rc == 0; /* the reason is on stderr */
         if (!f->up) {
             *f = (struct file_state){ .path = pos[i] };
             all_up = false;

@@ -85,6 +85,16 @@ static int check_name(const struct tool_cmd *cmd, const char *what, const char *
 
 /* ---- join ---------------------------------------------------------------- */
 
+/* Why a membership was lost, in a group's words: the library's reason
+ * when it has one (the lease gone before the join landed, the store gone
+ * backwards), never VIGIL_ELOST's own text, which speaks of leases
+ * refused and failover. */
+static const char *lost_reason(void)
+{
+    const char *why = vigil_etcd_errmsg();
+    return *why ? why : "the member's lease is gone (revoked, or expired unrenewed)";
+}
+
 static int join_run(const struct tool_cmd *cmd, int argc, char **argv)
 {
     const char *etcd = NULL, *name_opt = NULL, *dir = NULL;
@@ -165,8 +175,7 @@ static int join_run(const struct tool_cmd *cmd, int argc, char **argv)
         if (rc == VIGIL_EBUSY)
             group_fail(group, "join as '%s' refused: the name is a live member's", name);
         else if (rc == VIGIL_ELOST)
-            group_fail(group, "membership of '%s' lost before CMD started: %s; CMD not run", name,
-                       tool_etcd_reason(e, rc));
+            group_fail(group, "membership of '%s' lost before CMD started: %s; CMD not run", name, lost_reason());
         else
             group_fail(group, "join as '%s' on %s: %s", name, etcd, tool_etcd_reason(e, rc));
         vigil_etcd_close(e);

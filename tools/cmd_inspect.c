@@ -251,6 +251,20 @@ int tool_show(const char *path, uint64_t grace, bool json, FILE *out, struct too
     }
 }
 
+/* tool_show, under the guard against a file shrunk during the look. */
+struct show {
+    const char         *path;
+    uint64_t            grace;
+    bool                json;
+    struct tool_summary sum;
+};
+
+static int show_guarded(void *arg)
+{
+    struct show *s = arg;
+    return tool_show(s->path, s->grace, s->json, stdout, &s->sum);
+}
+
 static int run(const struct tool_cmd *cmd, int argc, char **argv)
 {
     uint64_t grace = TOOL_DEFAULT_GRACE;
@@ -265,10 +279,15 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
     int rc = tool_parse(cmd, argc, argv, opts, 3, pos, 1, 1, &npos);
     if (rc != TOOL_GO)
         return rc;
-    struct tool_summary sum = { .kind = 0 };
-    rc = tool_show(pos[0], grace, json, stdout, &sum);
+    struct show show = { pos[0], grace, json, { .kind = 0 } };
+    rc = tool_guarded(show_guarded, &show);
+    if (rc == TOOL_SHRUNK) {
+        fflush(stdout); /* what was shown before the file shrank */
+        return tool_fail_msg(pos[0], "%s", tool_look_strerror(rc));
+    }
     if (rc != 0)
         return rc;
+    struct tool_summary sum = show.sum;
     if ((rc = tool_flush()) != 0)
         return rc;
     /* As `systemctl is-active`: 0 all live, 3 not (a stale or wedged slot,

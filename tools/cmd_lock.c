@@ -116,7 +116,10 @@ static int backend_open(struct backend *b, const char *store, const char *etcd, 
             else if (rc == -ENOSPC || rc == -EDQUOT)
                 return tool_fail_space(store, rc, vigil_file_size(VIGIL_KIND_LEASES, LOCK_STORE_CAPACITY), true);
         }
-        if (rc == VIGIL_EUNTRUSTED || rc == -ENOSPC || rc == -EDQUOT)
+        /* What the store is (a FIFO, a table, another user's...), said as
+         * every other command says it. */
+        if (rc == VIGIL_EUNTRUSTED || rc == -ENOSPC || rc == -EDQUOT || rc == -EOPNOTSUPP || rc == VIGIL_EBADFILE ||
+            rc == VIGIL_ECAPACITY || rc == -ELOOP || rc == -EACCES || rc == -EPERM)
             return tool_fail_file(store, rc, VIGIL_KIND_LEASES, true);
         return rc < 0 ? lock_fail(key, "lease store %s: %s", store, vigil_strerror(rc)) : 0;
     }

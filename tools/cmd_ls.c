@@ -74,6 +74,19 @@ static void count(struct entry *e, uint64_t grace)
     }
 }
 
+/* count, under the guard against a file shrunk during the look. */
+struct count_look {
+    struct entry *e;
+    uint64_t      grace;
+};
+
+static int count_guarded(void *arg)
+{
+    struct count_look *l = arg;
+    count(l->e, l->grace);
+    return 0;
+}
+
 /* Whether a look at a file failed for a reason of this process or this
  * machine (no descriptor left, no memory, an I/O error), not because of
  * what the file is: such a file is reported, never passed over as "not a
@@ -117,7 +130,11 @@ static int probe(const char *path, struct entry *e, uint64_t grace)
     e->version = fi.version;
     e->capacity = fi.capacity;
     e->uid = st.st_uid;
-    count(e, grace);
+    struct count_look look = { e, grace };
+    if (tool_guarded(count_guarded, &look) == TOOL_SHRUNK) {
+        e->err = TOOL_SHRUNK;
+        e->occupied = e->live = -1;
+    }
     return 1;
 }
 
@@ -195,7 +212,7 @@ static bool list_dir(const char *dir, uint64_t grace, bool json, bool *first, bo
             print_entry(&e, json, *first);
             *first = false;
             if (could_not_look(e.err)) {
-                tool_fail_msg(path, "its counts could not be read: %s", vigil_strerror(e.err));
+                tool_fail_msg(path, "its counts could not be read: %s", tool_look_strerror(e.err));
                 *missed = true;
             }
         } else if (rc < 0) {

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 
 #ifdef VIGIL_HAVE_ETCD
 #include <vigil/etcd.h>
@@ -76,6 +77,58 @@ bool tool_etcd_secret_env(const char *entry)
     if (strncmp(entry, "ETCDCTL_PASSWORD=", 17) == 0)
         return true;
     return strncmp(entry, "ETCDCTL_USER=", 13) == 0 && strchr(entry + 13, ':') != NULL; /* NAME:PASSWORD */
+}
+
+/* *slot's string from byte `from` on is a secret: *slot moved to a copy
+ * of the whole (never freed: argv and environ live as long as the
+ * process), and the secret's bytes in the original starred out. 1 hidden,
+ * 0 nothing to hide (or no memory for the copy: then it is left as it
+ * is, the program needing its value). */
+static int hide(char **slot, size_t from)
+{
+    char *orig = *slot, *copy = orig[from] ? strdup(orig) : NULL;
+    if (!copy)
+        return 0;
+    *slot = copy;
+    memset(orig + from, '*', strlen(orig + from));
+    return 1;
+}
+
+/* The password's offset in a --user value, NAME:PASSWORD: after the
+ * first ':' (as tool_etcd_options splits it), or none (0). */
+static size_t user_secret(const char *v)
+{
+    const char *colon = strchr(v, ':');
+    return colon ? (size_t)(colon + 1 - v) : 0;
+}
+
+int tool_etcd_hide_secrets(int argc, char **argv)
+{
+    extern char **environ;
+    int n = 0;
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        /* A flag's value is the next argument, short of the "--". */
+        char **value = i + 1 < argc && strcmp(argv[i + 1], "--") != 0 ? &argv[i + 1] : NULL;
+        if (value && strcmp(argv[i], "--password") == 0)
+            n += hide(value, 0), i++;
+        else if (value && strcmp(argv[i], "--user") == 0)
+            n += user_secret(*value) ? hide(value, user_secret(*value)) : 0, i++;
+        else if (strncmp(argv[i], "--password=", 11) == 0)
+            n += hide(&argv[i], 11);
+        else if (strncmp(argv[i], "--user=", 7) == 0 && user_secret(argv[i] + 7))
+            n += hide(&argv[i], 7 + user_secret(argv[i] + 7));
+    }
+    for (size_t i = 0; environ && environ[i]; i++) {
+        if (strncmp(environ[i], "ETCDCTL_PASSWORD=", 17) == 0)
+            n += hide(&environ[i], 17);
+        else if (strncmp(environ[i], "ETCDCTL_USER=", 13) == 0 && user_secret(environ[i] + 13))
+            n += hide(&environ[i], 13 + user_secret(environ[i] + 13));
+    }
+    /* The copies, and whatever the handle and libcurl make of them, are
+     * in our memory: closed to the same user's other processes. */
+    if (n > 0)
+        (void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    return n;
 }
 
 #ifdef VIGIL_HAVE_ETCD

@@ -101,6 +101,24 @@ void tool_etcd_flags_free(struct tool_etcd_flags *f);
 /* Was any of the flags given (on the command line: not the environment)? */
 bool tool_etcd_flags_given(const struct tool_etcd_flags *f);
 
+/*
+ * Hides the etcd passwords of the command line and the environment from
+ * everyone else, the moment the program starts (main calls it first):
+ * --password PW, --password=PW, --user NAME:PW and --user=NAME:PW before
+ * a "--" (what follows is CMD's), ETCDCTL_PASSWORD and ETCDCTL_USER as
+ * NAME:PASSWORD. Each such string is copied, the pointer in argv or
+ * environ moved to the copy (the program reads what it was given), and
+ * the password's bytes in the original overwritten with '*' in place:
+ * /proc/PID/cmdline (readable by every user) and /proc/PID/environ show
+ * the stars, of the same length. Then, when there was one, the process
+ * is made non-dumpable (PR_SET_DUMPABLE 0): its memory, environ and a
+ * core are closed to other processes of the same user, CMD among them
+ * (CMD's own exec makes it dumpable again). What remains visible: the
+ * password's length, and its bytes during the moments from the exec to
+ * this call (vigil(1) says so). Returns how many it hid.
+ */
+int tool_etcd_hide_secrets(int argc, char **argv);
+
 /* Does an environment entry ("NAME=value") carry an etcd password
  * (ETCDCTL_PASSWORD, or ETCDCTL_USER as NAME:PASSWORD)? A CMD run under
  * vigil lock or vigil group join gets none of them. */

@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include "vigil.h"
+#include "file_internal.h"
 
 #include <errno.h>
 #include <grp.h>
@@ -56,16 +57,25 @@ static const char *dir_part(const char *path, char *buf, size_t len)
 
 int tool_fail_untrusted(const char *path)
 {
+    /* The file the library refused, as its descriptor showed it: the
+     * path may name another by now. */
     struct stat st;
-    if (lstat(path, &st) != 0)
+    if (vigil_file_refused(&st) != 0)
         return tool_fail(path, VIGIL_EUNTRUSTED);
     char user[64], group[64];
     tool_user_name(st.st_uid, user, sizeof(user));
     tool_group_name(st.st_gid, group, sizeof(group));
     bool dir = S_ISDIR(st.st_mode);
+    /* Group-writable, but its owner is not in that group (a setgid
+     * directory gives its group to anyone's file): the group proves
+     * nothing of who made it. */
+    bool outsider = !(st.st_mode & S_IWOTH) && (st.st_mode & S_IWGRP) && !vigil_user_in_group(st.st_uid, st.st_gid);
     const char *why = (st.st_mode & S_IWOTH)
         ? (dir ? "writable by everyone, so anyone could have put files in it"
                : "writable by everyone, so anyone could have made or rewritten it")
+        : outsider ? "another user's, group-writable, but its owner is not a member of its group (a setgid "
+                     "directory gives its group to a file whoever makes it), so the group proves nothing of "
+                     "who made it"
         : (dir ? "another user's (not root's, not yours, not group-writable for a group of yours), who "
                  "decides what is in it"
                : "another user's (not root's, not yours, not group-writable for a group of yours), who could "

@@ -126,6 +126,13 @@ int tool_fail_file(const char *path, int err, uint32_t want, bool writing)
         return tool_fail_untrusted(path);
     if ((err == -ENOSPC || err == -EDQUOT) && lstat(path, &st) == 0)
         return tool_fail_space(path, err, (uint64_t)st.st_size, false);
+    /* The file layer refuses a file with holes it cannot allocate (the
+     * same errno as a processor without 16-byte CAS, hence the look). */
+    if (err == -EOPNOTSUPP && writing && lstat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+        (uint64_t)st.st_blocks * 512 < (uint64_t)st.st_size)
+        return tool_fail_msg(path, "made by an older vigil, its pages not yet allocated, and its file system "
+                                   "cannot allocate them (no fallocate): re-create it (vigil create writes "
+                                   "every page), or keep it on a tmpfs");
     if (err != VIGIL_EBADFILE && err != VIGIL_ECAPACITY)
         return tool_fail(path, err);
 

@@ -211,6 +211,15 @@ struct tool_summary {
  * when it is not NULL; 0 or EXIT_RUNTIME after printing the reason. */
 int tool_show(const char *path, uint64_t grace, bool json, FILE *out, struct tool_summary *sum);
 
+/* Runs look(arg) with a SIGBUS turned into TOOL_SHRUNK (tools/guard.c): a
+ * mapped file truncated under the look by whoever may write it. */
+#define TOOL_SHRUNK (-999)
+int tool_guarded(int (*look)(void *), void *arg);
+/* Whether a guarded look was jumped out of (its allocations left behind). */
+bool tool_guard_jumped(void);
+/* vigil_strerror, and what TOOL_SHRUNK means. */
+const char *tool_look_strerror(int err);
+
 /* The other kinds (inspect_kinds.c); 0 or EXIT_RUNTIME after the reason. */
 int tool_show_barrier(const char *path, bool json, FILE *out);
 int tool_show_leases(const char *path, bool json, FILE *out);

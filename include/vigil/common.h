@@ -53,8 +53,11 @@ enum vigil_kind {
 #define VIGIL_OPEN_READONLY    0x1u /* for looking only, as *_open_readonly */
 /* Opening for writing refuses, VIGIL_EUNTRUSTED, a file that another user
  * could have made or rewritten: writable by everyone, or owned by another
- * user (not root) unless it is group-writable and of a group the caller is
- * in. This flag skips that check: the caller trusts the file's owner. */
+ * user (not root) unless it is group-writable, of a group the caller is
+ * in, and its owner is a member of that group (the group database says:
+ * a setgid directory gives its group to anyone's file). A look
+ * (VIGIL_OPEN_READONLY) at such a file reads a copy rather than mapping
+ * it. This flag skips that check: the caller trusts the file's owner. */
 #define VIGIL_OPEN_TRUST_OWNER 0x2u
 
 /* Reads the 64-byte header of any vigil file without mapping it: for tools

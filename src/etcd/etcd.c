@@ -41,7 +41,9 @@
  *            create_revision. Ours (the put took, perhaps on an attempt
  *            whose reply was lost) is the token; a lower one is
  *            VIGIL_EBUSY. On anything but success our lease is revoked,
- *            and with it OWN: a refused acquire leaves no waiter behind.
+ *            and with it OWN: a refused acquire leaves no waiter behind,
+ *            and a copy of the txn that lands late (group_fence.c, THE
+ *            RULE) fails whole, its lease gone; a release revokes it too.
  *   renew    P lease/keepalive {"ID"}    -> TTL > 0; TTL 0 or absent: lost
  *            P kv/txn  if create_revision(OWN) == token && lease(OWN) == ID
  *            A live lease alone does not prove the key is ours: someone may
@@ -113,13 +115,13 @@ int vigil_etcd__if_held_locked(vigil_etcd *e, const vigil_lease *lease, int then
 {
     char body[VIGIL_ETCD_REQ_MAX], full[VIGIL_ETCD_KEY_MAX];
     struct vigil_etcd_reply r;
-    int64_t at = 0;
+    struct vigil_etcd_hdr at;
     int rc = vigil_etcd__full_key(e, lease->key, full, sizeof(full));
     if (rc == 0)
         rc = vigil_etcd__body_if_held(body, sizeof(body), full, lease->token, lease->id, then, value);
     if (rc == 0 && (rc = vigil_etcd__call(e, "v3/kv/txn", body, &r)) == 0 &&
         (rc = vigil_etcd__parse_txn_at(r.http, r.body, r.len, held, &at)) == 0)
-        rc = vigil_etcd__store_behind(at, lease->token);
+        rc = vigil_etcd__store_behind(e, &at, lease->token);
     return rc;
 }
 
@@ -271,10 +273,13 @@ int vigil_etcd_release(vigil_etcd *e, const vigil_lease *lease)
         int rv = vigil_etcd__revoke_locked(e, lease->id);
         if (!held && unsure && rv == 0)
             rc = 0; /* our key went with that revoke: released, not lost */
-        else if (!held || rv == VIGIL_ELOST)
-            rc = VIGIL_ELOST; /* not ours, or lapsed between check and revoke */
-        else if (rv < 0)
+        else if (!held)
+            rc = VIGIL_ELOST; /* not ours */
+        else if (rv < 0 && rv != VIGIL_ELOST)
             rc = rv; /* the key is still there and ours: the caller may retry */
+        /* Held, and the lease not found by the revoke: gone by this very
+         * revoke, delivered twice (its first copy's answer lost), or
+         * lapsed in between; released either way. */
     }
     vigil_etcd__unlock(e);
     return rc;

@@ -8,7 +8,12 @@
  * Endpoints are tried in turn, starting with the last one that answered; an
  * endpoint is passed over on a transport failure, a 5xx without JSON, or
  * etcd's Unavailable / DeadlineExceeded. When none answers, the last such
- * failure is the result: a transient -errno, never VIGIL_ELOST. Every
+ * failure is the result: a transient -errno, never VIGIL_ELOST. A request
+ * passed over after it may have reached a member (maybe_applied) may still
+ * be applied there, late, after the copy sent on: that is safe only
+ * because every write vigil sends is idempotent by construction or fenced
+ * (group_fence.c, THE RULE), and the callers learn of it to resolve their
+ * write before telling theirs (greply.doubt, revoke_unsure). Every
  * request carries require-leader (a member cut off from the leader says
  * Unavailable at once, and the next is tried) and, with a user, the auth
  * token (etcd_handle.c).
@@ -315,7 +320,7 @@ static void note_error_reply(const struct vigil_etcd_reply *r)
 /* The endpoints in turn, from the last that answered. */
 static int call_endpoints(vigil_etcd *e, const char *path, const char *body, struct vigil_etcd_reply *r)
 {
-    bool gateway = strncmp(path, "v3/", 3) == 0;
+    bool gateway = strncmp(path, "v3/", 3) == 0, electing = false;
     int rc = -EHOSTUNREACH;
     e->maybe_applied = false;
     for (unsigned k = 0; k < e->n; k++) {
@@ -349,10 +354,12 @@ static int call_endpoints(vigil_etcd *e, const char *path, const char *body, str
             if (c < 0) {
                 note_error_reply(r);
                 rc = c;
+                electing = electing || c == -EAGAIN;
                 break;
             }
             e->cur = i;
             vigil_etcd__health_answered(e);
+            vigil_etcd__note_cluster(e, r->body, r->len);
             /* The last word: etcd's error, or none (an endpoint that
              * failed before this one answered is no reason any more). */
             vigil_etcd__why("%s", "");
@@ -375,6 +382,12 @@ static int call_endpoints(vigil_etcd *e, const char *path, const char *body, str
         if (k + 1 == e->n)
             vigil_etcd__health_failed(e, rc, e->urls[i]); /* none answered */
     }
+    /* A member that said Unavailable (no leader: an election under way)
+     * beside one that refused the connection (the leader killed): the
+     * election is the news, whichever was tried last; callers ride it
+     * out (group_json.c). */
+    if (electing && (rc == -ECONNREFUSED || rc == -EHOSTUNREACH || rc == -ENETUNREACH))
+        rc = -EAGAIN;
     return rc;
 }
 
@@ -385,10 +398,13 @@ int vigil_etcd__call(vigil_etcd *e, const char *path, const char *body, struct v
         return rc;
     rc = call_endpoints(e, path, body, r);
     /* An auth token etcd no longer takes (expired, or from before a change
-     * of the auth store): authenticate again, and once more the request. */
+     * of the auth store): authenticate again, and once more the request.
+     * A sending of the first round that may have landed still may. */
     if (rc == 0 && vigil_etcd__auth_refused(e, r)) {
+        bool maybe = e->maybe_applied;
         if ((rc = vigil_etcd__authenticate(e)) == 0)
             rc = call_endpoints(e, path, body, r);
+        e->maybe_applied = e->maybe_applied || maybe;
     }
     return rc;
 }

@@ -12,6 +12,7 @@
 #include <vigil/etcd.h>
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -67,16 +68,32 @@ int vigil_etcd__parse_acquire(long http, const char *body, size_t len, int64_t l
  * when TTL is 0 or missing (etcd's answer for an expired or revoked lease)
  * or the error is "lease not found". */
 int vigil_etcd__parse_keepalive(long http, const char *body, size_t len, int64_t lease_id, int64_t *ttl);
-/* kv/txn: whether the comparisons held; _at also the header's revision
- * (0 when the reply has none). */
+/* What a reply's header says of the store that answered: its revision
+ * and its cluster's ID, each 0 when the header has none. */
+struct vigil_etcd_hdr {
+    int64_t  rev;
+    uint64_t cluster;
+};
+/* A reply's header object read: 0, or -EPROTO. */
+struct cJSON;
+int vigil_etcd__header_of(const struct cJSON *header, struct vigil_etcd_hdr *out);
+/* kv/txn: whether the comparisons held; _at also the header. */
 int vigil_etcd__parse_txn(long http, const char *body, size_t len, bool *succeeded);
-int vigil_etcd__parse_txn_at(long http, const char *body, size_t len, bool *succeeded, int64_t *rev);
-/* The store went backwards: a linearizable reply (a txn, a write; never
- * a keepalive or a watch, which a lagging member answers from its own
- * older revision) at header revision header_rev, below a token the
- * caller holds. VIGIL_ELOST with vigil_etcd_errmsg saying so, else 0.
- * On the parsed revision, whatever the transport. */
-int vigil_etcd__store_behind(int64_t header_rev, uint64_t token);
+int vigil_etcd__parse_txn_at(long http, const char *body, size_t len, bool *succeeded, struct vigil_etcd_hdr *at);
+/* The handle's cluster: the ID the first reply that names one carries
+ * (a reply's body; any reply, called on every answer). */
+void vigil_etcd__note_cluster(vigil_etcd *e, const char *body, size_t len);
+/* The store is not the one the token came from: a linearizable reply (a
+ * txn, a write; never a keepalive or a watch, which a lagging member
+ * answers from its own older revision) from another cluster than the
+ * handle's, or at a header revision below a token the caller holds (the
+ * store went backwards). VIGIL_ELOST with vigil_etcd_errmsg saying which,
+ * else 0. On the parsed header, whatever the transport. */
+int vigil_etcd__store_behind(vigil_etcd *e, const struct vigil_etcd_hdr *at, uint64_t token);
+/* The observer's pause (ms) before it watches again after a watch ended,
+ * *ended counting the ends since the last news, lived_ms the ended
+ * stream's life (etcd_observe.c). */
+unsigned vigil_etcd__watch_ended_pause(unsigned *ended, uint64_t lived_ms);
 /* lease/revoke: 0, or VIGIL_ELOST when the lease was already gone. */
 int vigil_etcd__parse_revoke(long http, const char *body, size_t len);
 
@@ -173,6 +190,7 @@ struct vigil_etcd {
      * server (timed out, reset): its effect may have been applied. */
     bool                        maybe_applied;
     int64_t                     revoke_unsure; /* a lease whose revoke failed that way, or 0 */
+    _Atomic uint64_t            cluster; /* the cluster's ID, from the first reply naming one; 0 none yet */
     char                        curl_err[256]; /* libcurl's own words for the last failure */
     struct vigil_etcd_health_state *health; /* etcd_health.c: whether etcd answers */
 };
@@ -277,6 +295,30 @@ int vigil_etcd__body_if_held(char *buf, size_t cap, const char *key, uint64_t to
  * key at my_rev under lease_id, then the last key created before it) and
  * a watch for the deletion of a key given in base64 from revision rev. */
 int vigil_etcd__body_acquire(char *buf, size_t cap, const char *key, const char *owner, int64_t lease_id);
+/* The same for the key named after name_id, put on lease_id (a session's
+ * key on a lease of the call's own: etcd_session.c). */
+int vigil_etcd__body_acquire_as(char *buf, size_t cap, const char *key, const char *owner, int64_t name_id,
+                                int64_t lease_id);
+/* The reply of either: as vigil__parse_acquire, with the lease our key
+ * hangs on into *lease (on 0 and VIGIL_EBUSY), whatever it is. */
+int vigil_etcd__parse_acquire_on(long http, const char *body, size_t len, int64_t *lease, uint64_t *my_rev);
+/* Proclaim and a session key's move (etcd_session.c): the txn "our key
+ * KEY/<name_id hex> has create revision token, lease lease_id and, when
+ * mod >= 0, mod_revision mod (0: never, a txn that only reads)", then a
+ * put of value on it under lease to_lease; the failure branch ranges it. */
+int vigil_etcd__body_put_if(char *buf, size_t cap, const char *key, int64_t name_id, uint64_t token,
+                           int64_t lease_id, int64_t mod, int64_t to_lease, const char *value);
+/* The reply of that txn: 0 and *ok; when it failed, our key as the failure
+ * branch read it (found false: gone; else its create revision, lease,
+ * mod_revision and value, NUL-terminated; value_fits false for a value
+ * longer than any owner). */
+struct vigil_etcd_own {
+    bool    ok, found, value_fits;
+    int64_t create, lease, mod;
+    char    value[64];
+    struct vigil_etcd_hdr at; /* the reply's header: vigil_etcd__store_behind judges it */
+};
+int vigil_etcd__parse_put_if(long http, const char *body, size_t len, struct vigil_etcd_own *own);
 int vigil_etcd__body_holder(char *buf, size_t cap, const char *key);
 int vigil_etcd__body_pred(char *buf, size_t cap, const char *key, int64_t lease_id, uint64_t my_rev);
 int vigil_etcd__body_watch(char *buf, size_t cap, const char *key_b64, int64_t rev);
@@ -324,16 +366,28 @@ int vigil_etcd__keepalive(vigil_etcd *e, int64_t id);
 int vigil_etcd__keepalive_locked(vigil_etcd *e, int64_t id);
 
 /* A place in a key's queue (etcd_wait.c), for acquire_wait and for a
- * session's waits (then shared: the session's lease, never revoked by
- * the wait; granted is the session's TTL). */
+ * session's waits (then session is set: the key hangs on the session's
+ * lease, never revoked by the wait; granted is the session's TTL). */
 struct vigil_etcd_place {
     const char *key;        /* namespace and key (set by queue_wait) */
     int64_t     id;
     int64_t     granted;    /* seconds */
     uint64_t    rev;        /* our key's create_revision: the token, once ours */
     uint64_t    renewed_ns; /* when the request that last kept the lease was sent */
-    bool        shared;
+    struct vigil_etcd_session *session;
+    bool        mine;       /* in a session: this wait put our key (else another call of the session did) */
 };
+/* A session's key put as A KEY PUT IN A SESSION says (etcd_session.c),
+ * with e's lock held: 0 held, VIGIL_EBUSY queued (our key on the
+ * session's lease either way, its create revision in *rev; *mine: this
+ * call put it), or an error (nothing of the call's left, or what is left
+ * kept in the session for its next call). */
+int vigil_etcd__session_put_locked(struct vigil_etcd_session *s, const char *full, const char *owner, uint64_t *rev,
+                                   bool *mine);
+/* Our key in the session (full: KEY with the namespace) deleted if still
+ * at rev, with e's lock held: 0, or the error (then kept in the session
+ * for its next call). */
+int vigil_etcd__session_unqueue_locked(struct vigil_etcd_session *s, const char *full, uint64_t rev);
 /* Joins KEY's queue and waits for the key up to timeout_ns (UINT64_MAX:
  * for ever): 0 with *p (ours), VIGIL_ETIMEDOUT, or an error no retry
  * mends; through outages it waits on (see etcd_wait.c). */

@@ -177,6 +177,25 @@ const cJSON *vigil_etcd__field(const cJSON *obj, const char *name)
     return cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, name) : NULL;
 }
 
+/* The digits of s as a uint64: 0, or -EPROTO (none, another character,
+ * past 2^64 - 1). */
+static int digits_u64(const char *s, uint64_t *out)
+{
+    if (!*s)
+        return -EPROTO;
+    uint64_t acc = 0;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9')
+            return -EPROTO;
+        unsigned d = (unsigned)(*s - '0');
+        if (acc > (UINT64_MAX - d) / 10)
+            return -EPROTO;
+        acc = acc * 10 + d;
+    }
+    *out = acc;
+    return 0;
+}
+
 /* An int64 field. The gateway writes them as strings; a JSON number is
  * taken too while it is an exact integer. 1 found, 0 absent (proto3 omits
  * zero), -EPROTO malformed. */
@@ -188,19 +207,8 @@ int vigil_etcd__json_i64(const cJSON *obj, const char *name, int64_t *out)
     if (cJSON_IsString(v) && v->valuestring) {
         const char *s = v->valuestring;
         bool neg = *s == '-';
-        s += neg;
-        if (!*s)
-            return -EPROTO;
-        uint64_t acc = 0;
-        for (; *s; s++) {
-            if (*s < '0' || *s > '9')
-                return -EPROTO;
-            unsigned d = (unsigned)(*s - '0');
-            if (acc > (UINT64_MAX - d) / 10)
-                return -EPROTO;
-            acc = acc * 10 + d;
-        }
-        if (acc > (uint64_t)INT64_MAX + neg)
+        uint64_t acc;
+        if (digits_u64(s + neg, &acc) < 0 || acc > (uint64_t)INT64_MAX + neg)
             return -EPROTO;
         *out = neg ? (acc ? -(int64_t)(acc - 1) - 1 : 0) : (int64_t)acc;
         return 1;
@@ -412,42 +420,84 @@ int vigil_etcd__parse_keepalive(long http, const char *body, size_t len, int64_t
 
 int vigil_etcd__parse_txn(long http, const char *body, size_t len, bool *succeeded)
 {
-    int64_t rev;
-    return vigil_etcd__parse_txn_at(http, body, len, succeeded, &rev);
+    struct vigil_etcd_hdr at;
+    return vigil_etcd__parse_txn_at(http, body, len, succeeded, &at);
 }
 
-int vigil_etcd__parse_txn_at(long http, const char *body, size_t len, bool *succeeded, int64_t *rev)
+int vigil_etcd__header_of(const cJSON *header, struct vigil_etcd_hdr *out)
+{
+    struct vigil_etcd_hdr h = { 0, 0 };
+    const cJSON *c = field(header, "cluster_id");
+    /* Absent: 0, not judged (etcd's revision starts at 1, never omitted;
+     * its cluster IDs are hashes, never 0). A cluster ID is a uint64,
+     * written as a string. */
+    if (json_i64(header, "revision", &h.rev) < 0 || h.rev < 0 ||
+        (c && !cJSON_IsNull(c) && (!cJSON_IsString(c) || !c->valuestring || digits_u64(c->valuestring, &h.cluster) < 0)))
+        return -EPROTO;
+    *out = h;
+    return 0;
+}
+
+int vigil_etcd__parse_txn_at(long http, const char *body, size_t len, bool *succeeded, struct vigil_etcd_hdr *at)
 {
     cJSON *r;
     int rc = reply_open(http, body, len, false, &r);
     if (rc)
         return rc;
     bool s = false;
-    int64_t h = 0;
+    struct vigil_etcd_hdr h;
     rc = vigil_etcd__txn_succeeded(r, &s);
-    /* Absent: 0, not judged (etcd's revision starts at 1, never omitted). */
-    if (rc == 0 && (json_i64(field(r, "header"), "revision", &h) < 0 || h < 0))
-        rc = -EPROTO;
+    if (rc == 0)
+        rc = vigil_etcd__header_of(field(r, "header"), &h);
     cJSON_Delete(r);
     if (rc == 0) {
         *succeeded = s;
-        *rev = h;
+        *at = h;
     }
     return rc;
+}
+
+void vigil_etcd__note_cluster(vigil_etcd *e, const char *body, size_t len)
+{
+    /* Relaxed: the ID is the whole of what is published, and it is set
+     * once; a reader that sees 0 judges nothing. */
+    if (atomic_load_explicit(&e->cluster, memory_order_relaxed) || !memmem(body, len, "\"cluster_id\"", 12))
+        return;
+    cJSON *r = parse_whole(body, len);
+    const cJSON *h = field(r, "header");
+    struct vigil_etcd_hdr at;
+    if (!h)
+        h = field(field(r, "result"), "header"); /* a keepalive's, from the streaming gateway */
+    if (h && vigil_etcd__header_of(h, &at) == 0 && at.cluster) {
+        uint64_t none = 0;
+        atomic_compare_exchange_strong_explicit(&e->cluster, &none, at.cluster, memory_order_relaxed,
+                                                memory_order_relaxed);
+    }
+    cJSON_Delete(r);
 }
 
 /* A token is the create revision of a key, and etcd's revision only
  * rises: every linearizable answer (a txn, a write) given after a token
  * was handed out carries a revision at least as great. One below it
  * comes from a store that lost what it had (its data wiped, or restored
- * from an older copy): what the token fenced is gone. */
-int vigil_etcd__store_behind(int64_t header_rev, uint64_t token)
+ * from an older copy): what the token fenced is gone. One from another
+ * cluster (another ID than the handle's first reply named: the endpoints
+ * now lead to another etcd) is of a store the token never was in: gone
+ * as well, whatever its revision. */
+int vigil_etcd__store_behind(vigil_etcd *e, const struct vigil_etcd_hdr *at, uint64_t token)
 {
-    if (header_rev <= 0 || (uint64_t)header_rev >= token)
+    uint64_t first = atomic_load_explicit(&e->cluster, memory_order_relaxed);
+    if (at->cluster && first && at->cluster != first) {
+        vigil_etcd__why("etcd answered from another cluster (ID %llx, not %llx, the one this handle first spoke "
+                        "to): the store the token %llu was handed out by is not there; the lease is lost",
+                        (unsigned long long)at->cluster, (unsigned long long)first, (unsigned long long)token);
+        return VIGIL_ELOST;
+    }
+    if (at->rev <= 0 || (uint64_t)at->rev >= token)
         return 0;
     vigil_etcd__why("etcd's store went backwards: it answered at revision %lld, below the token %llu held "
                     "(its data was wiped or restored from an older copy); the lease is lost",
-                    (long long)header_rev, (unsigned long long)token);
+                    (long long)at->rev, (unsigned long long)token);
     return VIGIL_ELOST;
 }
 

@@ -16,9 +16,12 @@
  * bound, or the requests left its endpoint behind; it carries
  * require-leader and the auth token (etcd_watch.c). A watch that ends
  * (or fails) is looked past and opened again at once the first time,
- * then backing off (200 ms doubling to 1 s) until one brings news, as
+ * then backing off (200 ms doubling to 1 s) until one brings news or
+ * runs at least as long as the longest pause (watch_ended_pause), as
  * the waiter does (etcd_wait.c): a proxy that answers every watch with
- * an empty 200 gets a new stream a second, not hundreds.
+ * an empty 200 gets a new stream a second, not hundreds, and a quiet
+ * observer whose watch etcd cancels now and then over days is not
+ * paused a second at each.
  *
  * The queue holds OBSERVE_QUEUE changes; a reader that falls further
  * behind loses the oldest, never the latest. An eventfd is readable while
@@ -75,6 +78,25 @@ static void efd_clear(int fd)
 {
     uint64_t v;
     (void)!read(fd, &v, sizeof(v));
+}
+
+/*
+ * The pause before a watch that ended is opened again, the ends counted
+ * in *ended (the caller zeroes it on news: a put or a deletion seen):
+ * none the first time, then 200, 400, 800 ms, then 1 s each. A stream
+ * that ran at least ENDED_MAX (longer than any pause) was no spin, even
+ * if it said nothing: its end counts as a first again. So a stream is
+ * opened again at most once per ENDED_MAX, or once per its own life,
+ * whatever the server does. Whether it spoke (created, progress) is not
+ * asked: one that says "created" and ends at once is the spin.
+ */
+unsigned vigil_etcd__watch_ended_pause(unsigned *ended, uint64_t lived_ms)
+{
+    if (lived_ms >= ENDED_MAX)
+        *ended = 0;
+    unsigned n = *ended < 5 ? ++*ended : 5;
+    unsigned pause = n == 1 ? 0 : ENDED_MIN << n;
+    return pause > ENDED_MAX ? ENDED_MAX : pause;
 }
 
 /* With o->mu held. */
@@ -229,9 +251,10 @@ static void *observe_main(void *arg)
             /* Ended, cancelled, compacted or refused: look again and
              * watch anew (on the next endpoint when this one failed), at
              * once the first time, then backing off. */
+            uint64_t lived_ms = (vigil_etcd__now_ns() - opened) / NS_PER_MS;
             drop_watch(o, &next_ep, rc < 0);
-            unsigned pause = ended++ == 0 ? 0 : ENDED_MIN << (ended < 5 ? ended : 5);
-            next_look = vigil_etcd__now_ns() + (uint64_t)(pause > ENDED_MAX ? ENDED_MAX : pause) * NS_PER_MS;
+            unsigned pause = vigil_etcd__watch_ended_pause(&ended, lived_ms);
+            next_look = vigil_etcd__now_ns() + (uint64_t)pause * NS_PER_MS;
         }
     }
     drop_watch(o, &next_ep, false);

@@ -50,8 +50,14 @@ static int own_b64(const char *key, int64_t lease_id, char out[KEY_B64])
  * where we stand. (Mutex.tryAcquire and Election.Campaign do the same.) */
 int vigil_etcd__body_acquire(char *buf, size_t cap, const char *key, const char *owner, int64_t lease_id)
 {
+    return vigil_etcd__body_acquire_as(buf, cap, key, owner, lease_id, lease_id);
+}
+
+int vigil_etcd__body_acquire_as(char *buf, size_t cap, const char *key, const char *owner, int64_t name_id,
+                                int64_t lease_id)
+{
     char own[KEY_B64], pfx[KEY_B64], end[KEY_B64], vb[96];
-    if (own_b64(key, lease_id, own) < 0 || prefix_b64(key, pfx, end) < 0 ||
+    if (own_b64(key, name_id, own) < 0 || prefix_b64(key, pfx, end) < 0 ||
         vigil_etcd__b64(owner, strlen(owner), vb, sizeof(vb)) < 0)
         return VIGIL_ERANGE;
     char first[2 * KEY_B64 + 256];
@@ -68,6 +74,29 @@ int vigil_etcd__body_acquire(char *buf, size_t cap, const char *key, const char 
                          "{\"request_range\":{\"key\":\"%s\",\"keys_only\":true}},%s],"
                          "\"failure\":[{\"request_range\":{\"key\":\"%s\",\"keys_only\":true}},%s]}",
                          own, own, vb, lease_id, own, first, own, first),
+                cap);
+}
+
+int vigil_etcd__body_put_if(char *buf, size_t cap, const char *key, int64_t name_id, uint64_t token,
+                           int64_t lease_id, int64_t mod, int64_t to_lease, const char *value)
+{
+    char own[KEY_B64], vb[96], mc[KEY_B64 + 128] = "";
+    if (token == 0 || token > INT64_MAX || own_b64(key, name_id, own) < 0 ||
+        vigil_etcd__b64(value, strlen(value), vb, sizeof(vb)) < 0)
+        return VIGIL_ERANGE;
+    if (mod >= 0 && fits(snprintf(mc, sizeof(mc),
+                                 ",{\"key\":\"%s\",\"target\":\"MOD\",\"result\":\"EQUAL\","
+                                 "\"mod_revision\":\"%" PRId64 "\"}",
+                                 own, mod),
+                        sizeof(mc)) < 0)
+        return VIGIL_ERANGE;
+    return fits(snprintf(buf, cap,
+                         "{\"compare\":[{\"key\":\"%s\",\"target\":\"CREATE\",\"result\":\"EQUAL\","
+                         "\"create_revision\":\"%" PRIu64 "\"},{\"key\":\"%s\",\"target\":\"LEASE\","
+                         "\"result\":\"EQUAL\",\"lease\":\"%" PRId64 "\"}%s],"
+                         "\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\",\"lease\":\"%" PRId64 "\"}}],"
+                         "\"failure\":[{\"request_range\":{\"key\":\"%s\"}}]}",
+                         own, token, own, lease_id, mc, own, vb, to_lease, own),
                 cap);
 }
 
@@ -163,6 +192,18 @@ static int kv_rev(const cJSON *kv, int64_t *rev)
 
 int vigil_etcd__parse_acquire(long http, const char *body, size_t len, int64_t lease_id, uint64_t *my_rev)
 {
+    int64_t lease = 0;
+    uint64_t rev = 0;
+    int rc = vigil_etcd__parse_acquire_on(http, body, len, &lease, &rev);
+    if ((rc == 0 || rc == VIGIL_EBUSY) && lease != lease_id)
+        return -EPROTO; /* our key is named after our lease: another lease on it is not our doing */
+    if (rc == 0 || rc == VIGIL_EBUSY)
+        *my_rev = rev;
+    return rc;
+}
+
+int vigil_etcd__parse_acquire_on(long http, const char *body, size_t len, int64_t *lease_out, uint64_t *my_rev)
+{
     cJSON *r;
     int rc = vigil_etcd__reply_open(http, body, len, false, &r);
     if (rc)
@@ -180,14 +221,54 @@ int vigil_etcd__parse_acquire(long http, const char *body, size_t len, int64_t l
         rc = -EPROTO;
         goto out;
     }
-    if (lease != lease_id)
-        rc = -EPROTO; /* our key is named after our lease: another lease on it is not our doing */
-    else
-        rc = first == mine ? 0 : VIGIL_EBUSY;
+    rc = lease <= 0 ? -EPROTO : first == mine ? 0 : VIGIL_EBUSY;
 out:
     cJSON_Delete(r);
-    if (rc == 0 || rc == VIGIL_EBUSY)
+    if (rc == 0 || rc == VIGIL_EBUSY) {
         *my_rev = (uint64_t)mine;
+        *lease_out = lease;
+    }
+    return rc;
+}
+
+int vigil_etcd__parse_put_if(long http, const char *body, size_t len, struct vigil_etcd_own *own)
+{
+    cJSON *r;
+    int rc = vigil_etcd__reply_open(http, body, len, false, &r);
+    if (rc)
+        return rc;
+    struct vigil_etcd_own o = { 0 };
+    const cJSON *kv = NULL, *v;
+    if ((rc = vigil_etcd__txn_succeeded(r, &o.ok)) < 0 ||
+        (rc = vigil_etcd__header_of(vigil_etcd__field(r, "header"), &o.at)) < 0 || o.ok)
+        goto out;
+    int f = txn_range_kv(r, 0, &kv);
+    if (f < 0) {
+        rc = -EPROTO;
+        goto out;
+    }
+    if (f == 1) {
+        o.found = true;
+        v = vigil_etcd__field(kv, "value");
+        if (kv_rev(kv, &o.create) < 0 || vigil_etcd__json_i64(kv, "lease", &o.lease) < 0 ||
+            vigil_etcd__json_i64(kv, "mod_revision", &o.mod) != 1 || (v && !cJSON_IsNull(v) && !cJSON_IsString(v))) {
+            rc = -EPROTO;
+            goto out;
+        }
+        int n = 0;
+        if (cJSON_IsString(v) && v->valuestring[0])
+            n = vigil_etcd__unb64(v->valuestring, strlen(v->valuestring), o.value, sizeof(o.value) - 1);
+        if (n == -EPROTO) {
+            rc = n;
+            goto out;
+        }
+        o.value_fits = n >= 0; /* longer than any owner: not a value of ours */
+        o.value[n >= 0 ? n : 0] = '\0';
+    }
+out:
+    cJSON_Delete(r);
+    if (rc == 0)
+        *own = o;
     return rc;
 }
 

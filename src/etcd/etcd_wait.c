@@ -109,12 +109,19 @@ static int join(vigil_etcd *e, const char *owner, uint64_t secs, struct vigil_et
     struct vigil_etcd_reply r;
     p->renewed_ns = now_ns();
     vigil_etcd__lock_until(e, deadline, attempt_ms(secs));
-    int rc = p->shared ? 0 : vigil_etcd__grant_locked(e, secs, &p->id, &p->granted);
+    if (p->session) {
+        /* On a lease of the join's own first, then moved to the session's
+         * (etcd_session.c, A KEY PUT IN A SESSION). */
+        int rc = vigil_etcd__session_put_locked(p->session, p->key, owner, &p->rev, &p->mine);
+        vigil_etcd__unlock(e);
+        return rc;
+    }
+    int rc = vigil_etcd__grant_locked(e, secs, &p->id, &p->granted);
     if (rc == 0) {
         rc = vigil_etcd__body_acquire(body, sizeof(body), p->key, owner, p->id);
         if (rc == 0 && (rc = vigil_etcd__call(e, "v3/kv/txn", body, &r)) == 0)
             rc = vigil_etcd__parse_acquire(r.http, r.body, r.len, p->id, &p->rev);
-        if (rc < 0 && rc != VIGIL_EBUSY && !p->shared) {
+        if (rc < 0 && rc != VIGIL_EBUSY) {
             char why[256];
             vigil_etcd__why_save(why, sizeof(why));
             vigil_etcd__bound(e, now_ns() + LEAVE_MS * NS_PER_MS, 0); /* past the deadline too */
@@ -127,19 +134,18 @@ static int join(vigil_etcd *e, const char *owner, uint64_t secs, struct vigil_et
 }
 
 /* Leaves the queue: our lease revoked (our key goes with it), or in a
- * session our key deleted if it is still ours. Bounded: a server that
- * does not answer has the lease lapse, or the key go with the session. */
-static void leave(vigil_etcd *e, const struct vigil_etcd_place *p, const char *user_key)
+ * session our key deleted if it is still ours (and this wait put it).
+ * Bounded: a server that does not answer has the lease lapse, or the
+ * session delete the key before its next call. */
+static void leave(vigil_etcd *e, const struct vigil_etcd_place *p)
 {
     char why[256];
     vigil_etcd__why_save(why, sizeof(why));
     uint64_t bound = now_ns() + LEAVE_MS * NS_PER_MS;
     vigil_etcd__lock_until(e, bound, 0);
-    if (p->shared) {
-        vigil_lease l = { .token = p->rev, .id = p->id };
-        bool held;
-        memcpy(l.key, user_key, strlen(user_key) + 1);
-        (void)vigil_etcd__if_held_locked(e, &l, VIGIL_ETCD_IF_HELD_DELETE, NULL, &held);
+    if (p->session) {
+        if (p->mine)
+            (void)vigil_etcd__session_unqueue_locked(p->session, p->key, p->rev);
     } else {
         (void)vigil_etcd__revoke_locked(e, p->id);
     }
@@ -330,14 +336,14 @@ int vigil_etcd__queue_wait(vigil_etcd *e, struct vigil_etcd_place *p, const char
             rc = timeout_ns == 0 ? VIGIL_ETIMEDOUT : wait_turn(e, p, deadline);
             if (rc == 0)
                 break;
-            leave(e, p, key); /* our key goes with our lease (in a session: deleted) */
+            leave(e, p); /* our key goes with our lease (in a session: deleted) */
         }
         /* Our place was lost (the key deleted under us, or the lease not
          * kept for a TTL), or etcd could not be reached to take one: a new
          * one, at the back, while time remains. */
         if (rc != VIGIL_ELOST && !vigil_etcd__transient(rc))
             return rc;
-        if (p->shared && vigil_etcd__keepalive(e, p->id) == VIGIL_ELOST)
+        if (p->session && vigil_etcd__keepalive(e, p->id) == VIGIL_ELOST)
             return VIGIL_ELOST; /* the session's lease is gone: no place can be had under it */
         uint64_t now = now_ns();
         if (now >= deadline || timeout_ns == 0)

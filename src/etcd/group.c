@@ -13,7 +13,11 @@
  *                                         commit can tell nobody joined since
  *                                         it looked (group_barrier.c)
  *   GROUP/work/units/<unit>      none     the work set (group_units.c)
- *   GROUP/work/owners/<unit>     owner's  "<owner's lease hex> <nonce>": the claim
+ *   GROUP/fence/<lease hex>      member's "<id>": the member's fence, whose
+ *                                         version every write of the member
+ *                                         compares and moves (group_fence.c,
+ *                                         THE RULE)
+ *   GROUP/work/owners/<unit>     owner's  "<owner's lease hex> <id>": the claim
  *   GROUP/work/done/<unit>       none     who finished it
  *   GROUP/round, GROUP/rounds/,  see group_barrier.c
  *   GROUP/released/<round>
@@ -26,11 +30,17 @@
  * member, resumed after its lease went, changes nothing.
  *
  *   join    lease/grant; [the agent's record, group_agent.c]; kv/txn:
- *           if names/<name> absent: put members/<hex>, names/<name> (both
- *           on the lease), joins. The txn's revision is the join revision.
+ *           if names/<name> absent: put members/<hex>, names/<name>,
+ *           fence/<hex> (on the lease), joins. The txn's revision is the
+ *           join revision. Idempotent by construction: a copy that lands
+ *           late finds the name taken (by us, or by whoever took it after
+ *           we left), or our lease revoked (a join that fails revokes it).
  *           Then the keepalive renews the lease every 0.32 TTL: one
  *           lease/keepalive, the member's only request at rest.
- *   leave   stop the keepalive, lease/revoke, remove the record.
+ *   leave   stop the keepalive, lease/revoke, remove the record. A revoke
+ *           delivered twice answers "not found" to its second copy: while
+ *           the keepalive says the lease cannot have lapsed, that is our
+ *           own revoke, and the leave answers 0.
  *   members kv/range of members/, by create_revision.
  *
  * The leader is the live member with the lowest join revision; its join
@@ -186,7 +196,7 @@ static int renew_member(void *ctx, const vigil_lease *l)
 static void member_free(vigil_group_member *m)
 {
     gstream_close(m->bstream);
-    pthread_mutex_destroy(&m->claim_lock);
+    pthread_mutex_destroy(&m->lock);
     free(m->value);
     free(m);
 }
@@ -206,6 +216,7 @@ static int join_txn(vigil_group_member *m)
     gtxn_put(&t, G_OK, km, m->value, strlen(m->value), m->lease);
     gtxn_put(&t, G_OK, kn, m->hex, strlen(m->hex), m->lease);
     gtxn_put(&t, G_OK, kj, "", 0, 0);
+    gfence_join(&t, m);
     gtxn_range(&t, G_FAIL, km, G_KEYS_ONLY, 0); /* ours, if a first sending landed unanswered */
     rc = gtxn_run(m->e, &t, &r);
     gtxn_free(&t);
@@ -219,6 +230,7 @@ static int join_txn(vigil_group_member *m)
         return rc;
     struct gkv me;
     int f = 0;
+    m->fence = 1;
     if (r.ok)
         m->rev = (uint64_t)r.rev;
     else if ((f = greply_first(&r, 0, &me)) == 1 && me.lease == m->lease)
@@ -247,7 +259,7 @@ int vigil_group_join_opts(vigil_etcd *e, const char *group, const char *name, ui
     vigil_group_member *m = calloc(1, sizeof(*m));
     if (!m)
         return -ENOMEM;
-    pthread_mutex_init(&m->claim_lock, NULL);
+    pthread_mutex_init(&m->lock, NULL);
     m->e = e;
     memcpy(m->group, group, strlen(group));
     memcpy(m->name, name, strlen(name));
@@ -314,9 +326,9 @@ int vigil_group_leave(vigil_group_member *m)
     vigil_etcd__unlock(m->e);
     if (rv == 0 || rv == VIGIL_ELOST)
         grecord_remove(m);
-    if (rc == 0 && rv == VIGIL_ELOST)
-        rc = VIGIL_ELOST;
-    else if (rc == 0 && rv < 0)
+    /* Not found while the keepalive says the lease cannot have lapsed:
+     * gone by this very revoke, delivered twice. */
+    if (rc == 0 && rv < 0 && rv != VIGIL_ELOST)
         rc = rv;
     member_free(m);
     return rc;

@@ -7,7 +7,15 @@
  *
  * The record: DIR/vigil-<lease hex>.lease, written by join before the
  * member key exists (a temporary file renamed into place: an agent never
- * reads half a record), removed by leave once the revoke is answered:
+ * reads half a record), removed by leave once the revoke is answered. DIR
+ * may be a group's (1770), whose members see the lease IDs etcd hands out
+ * in order and could put a file at any name they guess: the temporary
+ * name is random (opened O_EXCL|O_NOFOLLOW, another taken if it exists,
+ * never removing what is there), and when another user's file holds the
+ * final name the record takes DIR/vigil-<lease hex>-<random>.lease
+ * instead (renamed without replacing). So no other user can keep a
+ * member from joining, and what a record's name says is never trusted:
+ * the agent reads every vigil-*.lease by its owner and its content.
  *
  *   vigil-lease 2
  *   lease <lease ID, decimal>
@@ -18,7 +26,9 @@
  *   name <member>
  *
  * (Version 1, without the pidns line, is read as a member of the agent's
- * own namespace, as it always was.)
+ * own namespace, as it always was. In version 2 a pidns or start of 0 is
+ * no identity: the member could not read its own /proc, so its pid may
+ * be another namespace's.)
  *
  * The agent (vigil_agent_*, `vigil agent --dir DIR`) watches DIR with
  * inotify and each recorded process with a pidfd, as failover_wait does
@@ -36,9 +46,12 @@
  *
  * Only a death the agent can see is judged. A member of another pid
  * namespace (a container sharing DIR: its pid means another process
- * here, or none), or one whose /proc entries the agent reads from
- * another namespace's /proc, is never judged dead: the agent says so
- * once (an event with result -EREMOTE) and leaves its lease to its TTL.
+ * here, or none), one that does not know its own namespace (no /proc
+ * where it runs: it recorded pidns 0), one whose namespace the agent
+ * cannot tell its own from (no /proc of the agent's), or one whose /proc
+ * entries the agent reads from another namespace's /proc, is never
+ * judged dead: the agent says so once (an event with result -EREMOTE)
+ * and leaves its lease to its TTL.
  *
  * DIR is the trust boundary: whoever may write in it may have the agent
  * revoke any lease ID it names. Make it 0700, the agent's and its
@@ -48,7 +61,7 @@
  * ignores a record that is writable by everyone or whose owner is neither
  * trusted by that rule nor one who may write in DIR (its owner, or a
  * member of its group when it is group-writable), unless told to trust
- * them. A record is written under a temporary name opened
+ * them. A record is written under a random temporary name opened
  * O_EXCL|O_NOFOLLOW, so never through a file or symlink put there first.
  */
 #define _GNU_SOURCE
@@ -57,8 +70,6 @@
 #include "proc_internal.h"
 
 #include <dirent.h>
-#include <grp.h>
-#include <pwd.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -85,40 +96,79 @@ static bool record_name(const char *n)
     return l > 12 && strncmp(n, "vigil-", 6) == 0 && strcmp(n + l - 6, ".lease") == 0;
 }
 
+/* Moves the record open at fd from tmp to its final name in dirfd, which
+ * goes into `final`: vigil-<hex>.lease when that name is free or already
+ * ours (a record this user left for the same lease, replaced), else, when
+ * another user's file holds it, vigil-<hex>-<random>.lease, never
+ * replacing anything. Returns 0 or a negative error. */
+static int grecord_publish(int dirfd, const char *tmp, int fd, const char *hex, char *final, size_t cap)
+{
+    struct stat st;
+    snprintf(final, cap, "vigil-%s.lease", hex);
+    bool free_or_ours = fstatat(dirfd, final, &st, AT_SYMLINK_NOFOLLOW) != 0
+                            ? errno == ENOENT
+                            : S_ISREG(st.st_mode) && st.st_uid == geteuid();
+    if (free_or_ours && renameat(dirfd, tmp, dirfd, final) == 0)
+        return 0;
+    /* Another user's name (planted there, or arrived since: a sticky
+     * directory refuses the rename over it): a name of our own instead.
+     * The agent reads every vigil-*.lease, whatever follows the hex. */
+    int err = -EEXIST;
+    for (int attempt = 0; attempt < 100 && err == -EEXIST; attempt++) {
+        char prefix[32];
+        snprintf(prefix, sizeof(prefix), "vigil-%s-", hex);
+        if ((err = vigil_file_random_name(final, cap, prefix, ".lease")) < 0)
+            return err;
+        if (renameat2(dirfd, tmp, dirfd, final, RENAME_NOREPLACE) == 0)
+            return 0;
+        err = -errno;
+        if (err == -EINVAL || err == -ENOSYS) {
+            /* No RENAME_NOREPLACE here: a link never replaces either. */
+            if (linkat(dirfd, tmp, dirfd, final, 0) == 0) {
+                if (vigil_file_names_fd(dirfd, tmp, fd))
+                    unlinkat(dirfd, tmp, 0);
+                return 0;
+            }
+            err = -errno;
+        }
+    }
+    return err;
+}
+
 int grecord_write(vigil_group_member *m, const char *dir)
 {
-    char tmp[sizeof(m->record)], body[RECORD_MAX];
-    int n = snprintf(m->record, sizeof(m->record), "%s/vigil-%s.lease", dir, m->hex);
-    int t = snprintf(tmp, sizeof(tmp), "%s/.vigil-%s.tmp", dir, m->hex);
+    char tmp[64], final[64], body[RECORD_MAX];
     int b = snprintf(body, sizeof(body), "vigil-lease 2\nlease %" PRId64 "\npid %" PRIu32 "\nstart %" PRIu64
                      "\npidns %" PRIu64 "\ngroup %s\nname %s\n",
                      m->lease, m->pid, vigil_self_start_time(), vigil_self_pidns(), m->group, m->name);
-    if (n <= 0 || (size_t)n >= sizeof(m->record) || t <= 0 || (size_t)t >= sizeof(tmp) || b <= 0 ||
-        (size_t)b >= sizeof(body)) {
-        m->record[0] = '\0';
+    m->record[0] = '\0';
+    if (b <= 0 || (size_t)b >= sizeof(body) || strlen(dir) + sizeof(final) + 1 > sizeof(m->record))
         return VIGIL_ERANGE;
-    }
-    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
-        int err = -errno;
-        m->record[0] = '\0';
-        return err;
-    }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0 && errno == EEXIST && unlink(tmp) == 0) /* one a killed join of this lease left */
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    int rc = fd < 0 ? -errno : 0;
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+        return -errno;
+    int dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (dirfd < 0)
+        return -errno;
+    /* A random temporary name: DIR may be a group's, whose other members
+     * can see the lease IDs (etcd hands them out in order) and put a file
+     * at any name they can guess; a guessed name is never ours to remove. */
+    char prefix[32];
+    snprintf(prefix, sizeof(prefix), ".vigil-%s.", m->hex);
+    int fd = vigil_file_open_temp(dirfd, prefix, ".tmp", tmp, sizeof(tmp));
+    int rc = fd < 0 ? fd : 0;
     if (rc == 0) {
         ssize_t w = write(fd, body, (size_t)b);
         rc = w == b ? 0 : w < 0 ? -errno : -EIO;
-        if (close(fd) != 0 && rc == 0)
-            rc = -errno;
     }
-    if (rc == 0 && rename(tmp, m->record) != 0)
+    if (rc == 0)
+        rc = grecord_publish(dirfd, tmp, fd, m->hex, final, sizeof(final));
+    if (rc == 0)
+        snprintf(m->record, sizeof(m->record), "%s/%s", dir, final);
+    else if (fd >= 0 && vigil_file_names_fd(dirfd, tmp, fd))
+        unlinkat(dirfd, tmp, 0); /* ours still: another user's is left alone */
+    if (fd >= 0 && close(fd) != 0 && rc == 0)
         rc = -errno;
-    if (rc < 0) {
-        unlink(tmp);
-        m->record[0] = '\0';
-    }
+    close(dirfd);
     return rc;
 }
 
@@ -136,7 +186,8 @@ struct rec {
     int64_t  lease;
     uint32_t pid;
     uint64_t start;
-    uint64_t pidns;    /* 0: not recorded (version 1): taken as the agent's */
+    uint64_t pidns;    /* 0: unknown (version 2), or not recorded (version 1) */
+    unsigned version;  /* of the record: 1 names no namespace, 2 does */
     char     group[104];
     char     name[64];
     int      pidfd;    /* -1: not watched (dead, unseen, or no pidfds) */
@@ -190,6 +241,7 @@ static int parse_record(const char *s, struct rec *r)
     r->pid = (uint32_t)pid;
     r->start = start;
     r->pidns = pidns;
+    r->version = strncmp(s, "vigil-lease 1\n", 14) == 0 ? 1 : 2;
     memcpy(r->group, group, strlen(group) + 1);
     memcpy(r->name, name, strlen(name) + 1);
     return 0;
@@ -218,16 +270,31 @@ static void drop_rec(vigil_agent *a, struct rec *r)
 
 enum { PROC_DEAD = 0, PROC_ALIVE = 1, PROC_UNSEEN = 2 };
 
+/* Does the record's pid name a process of the agent's own namespace?
+ * Only when the record says so: its namespace known (the member read
+ * its own /proc: pidns and start time), and the agent's known and the
+ * same. A version 1 record said nothing, and is taken as ours, as it
+ * always was. A pidns of 0 in version 2 is a member without /proc where
+ * it runs: a container with /proc hidden or another's, whose pid may
+ * name another process here, or none (a death here it is not). */
+static bool pid_is_ours(const struct rec *r)
+{
+    if (r->version < 2)
+        return true;
+    uint64_t mine = vigil_self_pidns();
+    return r->pidns != 0 && r->start != 0 && mine != 0 && r->pidns == mine;
+}
+
 /* The judge of a recorded process from here, without a pidfd: its pid
  * names a process of the agent's own namespace only if the record says
- * so (or is of version 1, which said nothing); a verdict of death that
- * rests on a /proc of another namespace (vigil_pid_judge's -EREMOTE) is
- * no verdict. Unknown otherwise: alive (a death it cannot see is left to
- * the TTL, never guessed). */
+ * so (pid_is_ours); a verdict of death that rests on a /proc of another
+ * namespace (vigil_pid_judge's -EREMOTE) is no verdict. Unknown
+ * otherwise: alive (a death it cannot see is left to the TTL, never
+ * guessed). */
 static int judge_proc(const struct rec *r)
 {
-    if (r->pidns && r->pidns != vigil_self_pidns())
-        return PROC_UNSEEN; /* another namespace's pid: it means nothing here */
+    if (!pid_is_ours(r))
+        return PROC_UNSEEN; /* another namespace's pid, or not known to be ours: it means nothing here */
     int v = vigil_pid_judge(r->pid, r->start, r->start ? ~0ull : 0, 0, 0);
     return v == 0 ? PROC_DEAD : v == -EREMOTE ? PROC_UNSEEN : PROC_ALIVE;
 }
@@ -237,7 +304,7 @@ static int judge_proc(const struct rec *r)
  * judge. */
 static int watch_proc(vigil_agent *a, struct rec *r)
 {
-    if (a->no_pidfd || (r->pidns && r->pidns != vigil_self_pidns()))
+    if (a->no_pidfd || !pid_is_ours(r))
         return judge_proc(r);
     int fd = pidfd_open_(r->pid);
     if (fd < 0) {
@@ -282,20 +349,7 @@ static bool may_write_dir(uid_t uid, const struct stat *dir)
 {
     if (uid == 0 || uid == dir->st_uid)
         return true;
-    if (!(dir->st_mode & S_IWGRP))
-        return false;
-    struct passwd pw, *res = NULL;
-    char buf[4096];
-    if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) != 0 || !res)
-        return false;
-    gid_t groups[256];
-    int n = 256;
-    if (getgrouplist(pw.pw_name, pw.pw_gid, groups, &n) < 0)
-        n = 256; /* more than that: the first 256 */
-    for (int i = 0; i < n; i++)
-        if (groups[i] == dir->st_gid)
-            return true;
-    return false;
+    return (dir->st_mode & S_IWGRP) && vigil_user_in_group(uid, dir->st_gid);
 }
 
 /* Whether a record could only have been made by someone trusted: not
@@ -386,6 +440,27 @@ static int scan(vigil_agent *a)
     return rc;
 }
 
+void (*gagent_test_hook)(const char *step);
+
+/* Watches the directory open at a->dirfd, never another that its path
+ * names by now (renamed away, another put in its place: the agent would
+ * scan one and hear of the other). Through /proc/self/fd, which names the
+ * open directory itself; without /proc, by path, checked afterwards to
+ * still name it. */
+static int watch_dir(vigil_agent *a, const char *dir, uint32_t mask)
+{
+    char proc[40];
+    snprintf(proc, sizeof(proc), "/proc/self/fd/%d", a->dirfd);
+    if (inotify_add_watch(a->ino, proc, mask) >= 0)
+        return 0;
+    if (errno != ENOENT)
+        return -errno;
+    struct stat now;
+    if (inotify_add_watch(a->ino, dir, mask) < 0 || stat(dir, &now) != 0)
+        return -errno;
+    return now.st_dev == a->dir.st_dev && now.st_ino == a->dir.st_ino ? 0 : -ESTALE;
+}
+
 int vigil_agent_open_flags(vigil_etcd *e, const char *dir, unsigned flags, vigil_agent **out)
 {
     if (!e || !dir || !*dir || !out || (flags & ~VIGIL_OPEN_TRUST_OWNER))
@@ -407,10 +482,12 @@ int vigil_agent_open_flags(vigil_etcd *e, const char *dir, unsigned flags, vigil
         rc = vigil_file_trusted(&a->dir);
     if (rc == 0 && ((a->ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0 || (a->ep = epoll_create1(EPOLL_CLOEXEC)) < 0))
         rc = -errno;
+    if (gagent_test_hook)
+        gagent_test_hook("opened");
     /* A record arrives by rename (IN_MOVED_TO); one written in place is
      * read once closed. */
-    if (rc == 0 && inotify_add_watch(a->ino, dir, IN_MOVED_TO | IN_CLOSE_WRITE | IN_DELETE | IN_MOVED_FROM) < 0)
-        rc = -errno;
+    if (rc == 0)
+        rc = watch_dir(a, dir, IN_MOVED_TO | IN_CLOSE_WRITE | IN_DELETE | IN_MOVED_FROM);
     struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
     if (rc == 0 && epoll_ctl(a->ep, EPOLL_CTL_ADD, a->ino, &ev) != 0)
         rc = -errno;

@@ -133,8 +133,16 @@ static int round_txn(vigil_group_member *m, struct round_state *st, enum round_o
     snprintf(sv, sizeof(sv), "%" PRIu64, m->rev);
     struct gtxn t;
     struct greply res;
-    gtxn_init(&t);
-    gtxn_fence(&t, m);
+    uint64_t id = 0;
+    /* ARRIVE and WITHDRAW are writes, fenced (group_fence.c): one at a
+     * time, and a copy that lands late or twice changes nothing. */
+    if (op == LOOK) {
+        gtxn_init(&t);
+        gtxn_fence(&t, m);
+    } else {
+        pthread_mutex_lock(&m->lock);
+        id = gop_begin(m, &t);
+    }
     gtxn_cmp(&t, kr, G_MOD, G_EQ, st->mod);
     for (uint64_t x = st->next; op != LOOK && x <= r && t.err == 0; x++) {
         char rest[VIGIL_MEMBER_MAX + 8];
@@ -160,12 +168,32 @@ static int round_txn(vigil_group_member *m, struct round_state *st, enum round_o
     }
     gtxn_range(&t, G_FAIL, kr, 0, 0);
     gtxn_range(&t, G_FAIL, km, G_KEYS_ONLY, 0);
-    rc = gtxn_run(m->e, &t, &res);
+    int64_t landed_at = 0;
+    if (op == LOOK) {
+        rc = gtxn_run(m->e, &t, &res);
+        landed_at = res.rev;
+    } else {
+        rc = gop_run(m, &t, id, op == ARRIVE ? GOP_ARRIVE : GOP_WITHDRAW, NULL, &res, &landed_at);
+        pthread_mutex_unlock(&m->lock);
+        /* Refused: the round moved (or we are out), as res tells. Void
+         * (never landed, and never will): go again. */
+        rc = rc == GOP_REFUSED ? 0 : rc == GOP_VOID ? -EAGAIN : rc;
+        if (rc == GOP_LANDED && !res.root) {
+            /* Landed, found so by a resolution: what it would have read, read now. */
+            gtxn_free(&t);
+            if (rev)
+                *rev = landed_at;
+            if (op == WITHDRAW)
+                return 0;
+            rc = round_txn(m, st, LOOK, 0, NULL, complete);
+            return rc == -EAGAIN ? 0 : rc; /* moved: st says where (released, or a look due) */
+        }
+    }
     gtxn_free(&t);
     if (rc < 0)
         return rc;
     if (rev)
-        *rev = res.rev;
+        *rev = landed_at;
     struct gkv kv = { 0 }, me = { 0 };
     int64_t names = 0, arrived = 0;
     const cJSON *kvs;
@@ -427,8 +455,8 @@ static int commit_once(vigil_group_member *m, uint64_t n, uint64_t call)
         goto out;
     char rv[48];
     snprintf(rv, sizeof(rv), "%" PRIu64 " %" PRIu64, n + 1, serial);
-    gtxn_init(&t);
-    gtxn_fence(&t, m);
+    pthread_mutex_lock(&m->lock);
+    uint64_t id = gop_begin(m, &t); /* a write: fenced (group_fence.c) */
     gtxn_cmp(&t, kr, G_MOD, G_EQ, st.mod);
     gtxn_cmp(&t, kg, G_MOD, G_EQ, gate_mod);
     gtxn_cmp(&t, kj, G_MOD, G_EQ, joins_mod);
@@ -445,12 +473,14 @@ static int commit_once(vigil_group_member *m, uint64_t n, uint64_t call)
     snprintf(poke, sizeof(poke), "%s %" PRIu64 " %" PRIu64, m->hex, n + 1, serial);
     gtxn_put(&t, G_OK, kme, poke, strlen(poke), m->lease);
     free(rec);
-    rc = gtxn_run(m->e, &t, &r);
+    int64_t crev;
+    rc = gop_run(m, &t, id, GOP_COMMIT, NULL, &r, &crev);
+    pthread_mutex_unlock(&m->lock);
     gtxn_free(&t);
-    if (rc == 0) {
-        rc = r.ok ? COMMITTED : -EAGAIN;
-        greply_free(&r);
-    }
+    greply_free(&r);
+    /* Refused (something changed since the judgement) or void (never
+     * landed, and never will): judge again. */
+    rc = rc == GOP_LANDED ? COMMITTED : rc == GOP_REFUSED || rc == GOP_VOID || rc == -EAGAIN ? -EAGAIN : rc;
 out:
     free(names);
     free(arr);

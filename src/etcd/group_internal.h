@@ -56,6 +56,7 @@ struct gtxn {
     int           err;
     bool          lease_put; /* a put under a lease: "lease not found" is then VIGIL_ELOST */
     int64_t       fence_rev; /* gtxn_fence's join revision: a reply below it is VIGIL_ELOST */
+    int           franges;   /* ranges in the failure branch so far */
 };
 void gtxn_init(struct gtxn *t);
 void gtxn_free(struct gtxn *t);
@@ -64,10 +65,13 @@ void gtxn_put(struct gtxn *t, enum gbranch b, const char *key, const char *val, 
 void gtxn_range(struct gtxn *t, enum gbranch b, const char *key, unsigned flags, int64_t limit);
 void gtxn_del(struct gtxn *t, enum gbranch b, const char *key, unsigned flags);
 
-/* A reply: the parsed body, whether the comparisons held, the revision. */
+/* A reply: the parsed body, whether the comparisons held, the revision;
+ * and doubt: an earlier sending of the same txn failed after it may have
+ * reached a member (timed out, reset), so a copy of it may still land. */
 struct greply {
     struct cJSON *root;
-    bool          ok;
+    bool          ok, doubt;
+    bool          behind; /* refused by vigil_etcd__store_behind: the store went back, or is another */
     int64_t       rev;
 };
 /* Sends t through e (taking e's lock): 0 with *r (free with greply_free),
@@ -151,19 +155,55 @@ struct vigil_group_member {
     struct gstream  *bstream;     /* the last wait's watch of names/, kept for the next */
     int64_t          bstream_rev;  /* what it has reported up to */
     uint64_t         rtold;       /* rounds below it were told to a call of ours (its serial too) */
-    /* A claim whose outcome we do not know (sent, no answer): the unit and
-     * the value it put, "<hex> <nonce>", resolved before any other claim
-     * (group_units.c, "A CLAIM IN DOUBT"). Under claim_lock. */
-    pthread_mutex_t  claim_lock;
-    uint64_t         nonce;       /* claims sent so far */
-    char             doubt[VIGIL_UNIT_MAX + 1]; /* "" none */
-    char             doubt_val[40];
+    /* The member's fence (group_fence.c, THE RULE): one write at a time,
+     * each comparing GROUP/fence/<hex>'s version with fence and putting
+     * its own id there. Under lock. */
+    pthread_mutex_t  lock;
+    uint64_t         fence;       /* the version the next write compares */
+    uint64_t         ids;         /* writes sent so far: the last id given */
+    struct gdoubt {               /* a write whose outcome we do not know */
+        int      op;              /* GOP_NONE: none */
+        uint64_t id;
+        char     unit[VIGIL_UNIT_MAX + 1]; /* a claim's unit */
+    } doubt;
+    char             found[VIGIL_UNIT_MAX + 1]; /* a claim in doubt found landed: the next take's ("" none) */
+    uint64_t         found_token;
+    /* A fenced write answered by a store that went back below our join, or
+     * by another cluster: lost for good, and nothing read there since
+     * (a done record, say) can tell otherwise. */
+    _Atomic bool     behind;
 };
 
 /* The comparison every write of a member makes: its key under members/
  * still there, created at its join revision (so its lease lives: the key
  * hangs on it, and a stale member's writes never land). */
 void gtxn_fence(struct gtxn *t, const vigil_group_member *m);
+
+/* ---- the rule: a write sent late or twice changes nothing (group_fence.c) ---- */
+
+enum gop { GOP_NONE, GOP_CLAIM, GOP_DONE, GOP_GIVEBACK, GOP_ARRIVE, GOP_WITHDRAW, GOP_COMMIT };
+/* What became of a write. */
+enum {
+    GOP_LANDED  = 0, /* it landed, at *rev; r is its reply, or empty (r->root NULL) when a resolution found it */
+    GOP_REFUSED = 1, /* its comparisons failed (r: the failure branch), and no copy of it will ever land */
+    GOP_VOID    = 2, /* it never landed and never will: the caller may send it again, as a new write */
+};
+/* A write of m begun: t made, fenced by gtxn_fence; its id, which a claim
+ * puts in its value. The caller adds its comparisons and operations (its
+ * failure ranges first, gop_run adds one after them), then gop_run. */
+uint64_t gop_begin(vigil_group_member *m, struct gtxn *t);
+/* Sends t as write op (a claim's unit: unit) of id, m->lock held: a GOP_*
+ * with *r (free it), VIGIL_ELOST, or an error: the outcome unknown, kept in
+ * m->doubt and resolved before any other write of m. A doubt of an
+ * earlier write is resolved first. */
+int gop_run(vigil_group_member *m, struct gtxn *t, uint64_t id, int op, const char *unit, struct greply *r,
+            int64_t *rev);
+/* Resolves m->doubt, if any (m->lock held): 0 nothing in doubt any more
+ * (a claim found landed is kept in m->found), VIGIL_ELOST, or an error
+ * (still in doubt). */
+int gop_resolve(vigil_group_member *m);
+/* The put of the fence key at join (version 1): into the join's txn. */
+void gfence_join(struct gtxn *t, const vigil_group_member *m);
 
 /* Monotonic and realtime ns. */
 uint64_t gnow_ns(void);
@@ -174,8 +214,12 @@ int64_t  grealtime_ns(void);
 void gmember_parse(const struct gkv *kv, const char *hex, vigil_group_member_info *info);
 
 /* The agent's records (group_agent.c): writes dir/vigil-<hex>.lease for m
- * (path into m->record), or removes it. */
+ * (dir/vigil-<hex>-<random>.lease when another user's file holds that
+ * name; the path into m->record), or removes it. */
 int  grecord_write(vigil_group_member *m, const char *dir);
+/* Tests only: called by vigil_agent_open at "opened" (DIR open, not yet
+ * watched), so a test can swap DIR's name there; NULL otherwise. */
+extern void (*gagent_test_hook)(const char *step);
 void grecord_remove(vigil_group_member *m);
 
 #endif

@@ -126,6 +126,7 @@ void gtxn_range(struct gtxn *t, enum gbranch b, const char *key, unsigned flags,
     cJSON *r = new_op(t, b, "request_range");
     if (!r)
         return;
+    t->franges += b == G_FAIL;
     add_key(t, r, key, flags);
     if (((flags & G_KEYS_ONLY) && !cJSON_AddTrueToObject(r, "keys_only")) ||
         ((flags & G_COUNT) && !cJSON_AddTrueToObject(r, "count_only")) ||
@@ -158,13 +159,16 @@ int gtxn_run(vigil_etcd *e, struct gtxn *t, struct greply *r)
     int rc;
     /* Unavailable (-EAGAIN: no leader, leader changed) from every
      * endpoint: an election under way, sent again for up to UNAVAILABLE_MS
-     * with a growing pause. Every txn of ours may be sent twice: each is
-     * guarded, and its failure branch knows its own landing (group_units.c,
-     * "A CLAIM IN DOUBT"; join_txn; a round's txns compare the round). */
+     * with a growing pause. Every txn of ours may be sent twice, and may
+     * land late: a read changes nothing, and every write is safe so
+     * (group_fence.c, THE RULE). Whether a copy may still be on its way
+     * is told in r->doubt. */
     uint64_t until = gnow_ns() + UNAVAILABLE_MS * 1000000ull;
+    bool doubt = false;
     for (unsigned pause_ms = 25;; pause_ms *= 2) {
         vigil_etcd__lock(e);
         rc = vigil_etcd__call(e, "v3/kv/txn", body, &rep);
+        doubt = doubt || e->maybe_applied;
         if (rc == 0)
             rc = vigil_etcd__reply_open(rep.http, rep.body, rep.len, false, &root);
         vigil_etcd__unlock(e);
@@ -178,18 +182,20 @@ int gtxn_run(vigil_etcd *e, struct gtxn *t, struct greply *r)
         return VIGIL_ELOST; /* "requested lease not found": our lease is gone */
     if (rc < 0)
         return rc;
-    int64_t rev = 0;
-    if (vigil_etcd__txn_succeeded(root, &r->ok) < 0 ||
-        vigil_etcd__json_i64(vigil_etcd__field(root, "header"), "revision", &rev) != 1 || rev <= 0) {
+    struct vigil_etcd_hdr at;
+    if (vigil_etcd__txn_succeeded(root, &r->ok) < 0 || vigil_etcd__header_of(vigil_etcd__field(root, "header"), &at) < 0 ||
+        at.rev <= 0) {
         cJSON_Delete(root);
         return -EPROTO;
     }
-    if (t->fence_rev > 0 && (rc = vigil_etcd__store_behind(rev, (uint64_t)t->fence_rev)) < 0) {
+    if (t->fence_rev > 0 && (rc = vigil_etcd__store_behind(e, &at, (uint64_t)t->fence_rev)) < 0) {
         cJSON_Delete(root);
+        r->behind = true;
         return rc;
     }
     r->root = root;
-    r->rev = rev;
+    r->rev = at.rev;
+    r->doubt = doubt;
     return 0;
 }
 

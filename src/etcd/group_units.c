@@ -4,15 +4,16 @@
  *
  *   GROUP/work/units/<u>    the work set: permanent keys, one per unit not done
  *   GROUP/work/owners/<u>   the claim: on the owner's lease, value "<its lease
- *                           in hex> <nonce>" (the nonce: the member's count
- *                           of claims sent); its create_revision is the
- *                           claim's token
+ *                           in hex> <id>" (the id: the claim's, as the
+ *                           member's fence counts writes); its
+ *                           create_revision is the claim's token
  *   GROUP/work/done/<u>     permanent: {"name","member","token"} of who finished it
  *
  *   add     txn: if units/<u> and done/<u> are both absent, put units/<u>.
  *   take    read units/ and owners/ (one txn, fenced: ELOST once we are out);
  *           a unit without an owner is a candidate; then the claim, txn:
- *             fence (members/<ours> created at our join revision)
+ *             fence (members/<ours> created at our join revision, and the
+ *             member's fence, group_fence.c)
  *             owners/<u> absent (nobody owns it)
  *             units/<u> present (still in the set: done, a unit never
  *             comes back, since add refuses a unit with a done record)
@@ -28,30 +29,26 @@
  *           claim has another token).
  *   giveback txn: fence, owners/<u> at the token; delete owners/<u>.
  *
- * A CLAIM IN DOUBT, A DONE IN DOUBT. A request whose answer never came
- * (a timeout, a reset, a server that went away) may have been applied:
- * the member cannot tell a claim that landed from one that did not, nor a
- * done that landed from one that did not (libcurl may even send a request
- * again on a fresh connection when a reused one dies, so that our own
- * first claim makes the second fail). A claim that landed unknown to its
- * owner is held by a live member that will never finish it: the unit is
- * stuck for as long as the member lives, and every survivor waits for it.
- * So nothing is left in doubt:
- *   claim   its value carries a nonce; its failure branch reads owners/<u>,
- *           and a claim there with our lease and our value is ours (its
- *           create_revision the token). When no answer comes, the unit
- *           and the value are kept in the member (doubt) and resolved by
- *           one fenced read before the member claims anything else (the
- *           next take answers with the unit, if the claim landed).
- *   done    sent again until it is answered (the txn is guarded: a second
- *           landing is impossible), and its failure branch reads done/<u>:
- *           a record with our join revision and our token is our own done,
- *           landed earlier: 0. A caller that got an error may call done
- *           again and gets 0 if the first landed.
- *   giveback sent again likewise; failing while we are still a member,
- *           our claim at its token can only have gone by our own hand: 0.
- * (model/group.pml, run claim: its member's reply may be lost; run
- * lostreply, the steps before, leaves a unit owned for ever.)
+ * LATE AND TWICE. Every write of a member (claim, done, giveback) is
+ * fenced by the member's fence (group_fence.c, THE RULE): it compares the
+ * fence's version and moves it, so a copy of it that lands late (after
+ * the member's later writes) or a second time fails; a write whose answer
+ * never came is resolved (landed, or void for ever) before the caller is
+ * told, or, when etcd does not answer that either, before the member's
+ * next write:
+ *   claim   its value carries its id; landed unknown to its call, it is
+ *           kept (m->found) and the next take answers with it (a claim
+ *           that landed unknown to its owner would be held by a live
+ *           member that never finishes it: the unit stuck for the
+ *           member's life, every survivor waiting for it).
+ *   done    a caller told an error may call done again: its failure
+ *           branch reads done/<u>, and a record with our join revision
+ *           and our token is our own done, landed earlier: 0.
+ *   giveback failing while we are still a member, our claim at its token
+ *           can only have gone by our own hand: 0.
+ * (model/group.pml: run claim, where any answer may be lost; claim_net,
+ * where any request may be held and delivered after the member's later
+ * ones, or twice; lostreply and claim_late, the steps before each fix.)
  *
  * A member's death deletes its claims with its lease, in one revision:
  * its units are candidates again, and each is claimed by exactly one
@@ -71,6 +68,7 @@
 #include <string.h>
 
 #define CLAIM_TRIES 4 /* candidates tried from one reading before reading again */
+#define CLAIM_SENDS 3 /* a claim sent again while it is known not to have landed */
 
 #define cand gentry /* a unit of the set, or a claim */
 
@@ -148,54 +146,22 @@ static int candidates(vigil_group_member *m, struct cand **cand, int64_t *rev)
     return k;
 }
 
-/* Is kv our claim of the value val (our lease, our nonce)? */
-static bool our_claim(const vigil_group_member *m, const struct gkv *kv, const char *val)
+/* A claim of an earlier call that landed unknown to it (m->lock held): 1
+ * and the unit into out, or 0. */
+static int take_found(vigil_group_member *m, vigil_group_unit *out)
 {
-    return kv->lease == m->lease && kv->val && kv->vlen == strlen(val) && memcmp(kv->val, val, kv->vlen) == 0;
+    if (!m->found[0])
+        return 0;
+    memset(out, 0, sizeof(*out));
+    memcpy(out->name, m->found, strlen(m->found));
+    out->token = m->found_token;
+    m->found[0] = '\0';
+    return 1;
 }
 
-/* Resolves the claim in doubt, if any (claim_lock held): 0 it landed
- * (the unit into *out), 1 nothing in doubt (or it did not land),
- * VIGIL_ELOST, or the error of the read (still in doubt). */
-static int resolve_doubt(vigil_group_member *m, vigil_group_unit *out)
-{
-    if (!m->doubt[0])
-        return 1;
-    char ko[GKEY_MAX], km[GKEY_MAX];
-    int rc;
-    if ((rc = gkey(ko, m->group, "work/owners/%s", m->doubt)) < 0 || (rc = gkey(km, m->group, "members/%s", m->hex)) < 0)
-        return rc;
-    struct gtxn t;
-    struct greply r;
-    struct gkv kv;
-    gtxn_init(&t);
-    gtxn_fence(&t, m);
-    gtxn_range(&t, G_OK, ko, 0, 0);
-    rc = gtxn_run(m->e, &t, &r);
-    gtxn_free(&t);
-    if (rc < 0)
-        return rc;
-    int f = r.ok ? greply_first(&r, 0, &kv) : 0;
-    greply_free(&r);
-    if (f < 0)
-        return f;
-    rc = !r.ok ? VIGIL_ELOST : 1; /* out: our claims went with our lease */
-    if (f == 1) {
-        if (our_claim(m, &kv, m->doubt_val)) {
-            memset(out, 0, sizeof(*out));
-            memcpy(out->name, m->doubt, strlen(m->doubt));
-            out->token = (uint64_t)kv.create;
-            rc = 0;
-        }
-        gkv_free(&kv);
-    }
-    m->doubt[0] = '\0';
-    return rc;
-}
-
-/* The claim of one unit: 0 ours (token in *token), VIGIL_EBUSY another
- * got it first (or it left the set), VIGIL_ELOST we are out, or an error
- * (the claim in doubt, kept in m). claim_lock held. */
+/* The claim of one unit (m->lock held): 0 ours (token in *token),
+ * VIGIL_EBUSY another got it first (or it left the set), VIGIL_ELOST we
+ * are out, or an error (the claim in doubt, kept in m: group_fence.c). */
 static int claim(vigil_group_member *m, const struct cand *c, uint64_t *token)
 {
     char ko[GKEY_MAX], ku[GKEY_MAX], km[GKEY_MAX], val[40];
@@ -203,57 +169,34 @@ static int claim(vigil_group_member *m, const struct cand *c, uint64_t *token)
     if ((rc = gkey(ko, m->group, "work/owners/%s", c->name)) < 0 ||
         (rc = gkey(ku, m->group, "work/units/%s", c->name)) < 0 || (rc = gkey(km, m->group, "members/%s", m->hex)) < 0)
         return rc;
-    snprintf(val, sizeof(val), "%s %" PRIu64, m->hex, ++m->nonce);
-    struct gtxn t;
-    struct greply r;
-    struct gkv me, owner;
-    gtxn_init(&t);
-    gtxn_fence(&t, m);
-    gtxn_cmp(&t, ko, G_CREATE, G_EQ, 0);
-    gtxn_cmp(&t, ku, G_CREATE, G_GREATER, 0); /* still in the set: a done unit never returns (its done record) */
-    gtxn_put(&t, G_OK, ko, val, strlen(val), m->lease);
-    gtxn_range(&t, G_FAIL, km, G_KEYS_ONLY, 0);
-    gtxn_range(&t, G_FAIL, ko, 0, 0); /* our own claim, if a first sending landed */
-    /* In doubt from the sending until an answer. */
-    memcpy(m->doubt_val, val, strlen(val) + 1);
-    memcpy(m->doubt, c->name, strlen(c->name) + 1);
-    rc = gtxn_run(m->e, &t, &r);
-    gtxn_free(&t);
-    if (rc < 0) {
-        if (rc == VIGIL_ELOST) {
-            m->doubt[0] = '\0'; /* our lease not found: nothing of the txn was applied */
-            return rc;
+    rc = GOP_VOID;
+    for (int sends = 0; rc == GOP_VOID && sends < CLAIM_SENDS; sends++) {
+        struct gtxn t;
+        struct greply r;
+        struct gkv me;
+        int64_t rev = 0;
+        uint64_t id = gop_begin(m, &t);
+        snprintf(val, sizeof(val), "%s %" PRIu64, m->hex, id);
+        gtxn_cmp(&t, ko, G_CREATE, G_EQ, 0);
+        gtxn_cmp(&t, ku, G_CREATE, G_GREATER, 0); /* still in the set: a done unit never returns (its done record) */
+        gtxn_put(&t, G_OK, ko, val, strlen(val), m->lease);
+        gtxn_range(&t, G_FAIL, km, G_KEYS_ONLY, 0);
+        rc = gop_run(m, &t, id, GOP_CLAIM, c->name, &r, &rev);
+        gtxn_free(&t);
+        if (rc == GOP_LANDED) {
+            *token = (uint64_t)rev;
+        } else if (rc == GOP_REFUSED) {
+            /* Which comparison failed: ours is the one that says we are out. */
+            int f = greply_first(&r, 0, &me);
+            rc = f < 0 ? f : f == 0 || me.create != (int64_t)m->rev ? VIGIL_ELOST : VIGIL_EBUSY;
+            if (f == 1)
+                gkv_free(&me);
+        } else if (rc == -EAGAIN) {
+            rc = GOP_VOID;
         }
-        /* No answer: a look at once (the error stands, and the doubt with
-         * it, if that goes unanswered too). */
-        vigil_group_unit got;
-        int rr = resolve_doubt(m, &got);
-        if (rr == 0)
-            *token = got.token;
-        return rr == 0 ? 0 : rr == 1 ? VIGIL_EBUSY : rr == VIGIL_ELOST ? rr : rc;
+        greply_free(&r);
     }
-    m->doubt[0] = '\0';
-    if (r.ok) {
-        *token = (uint64_t)r.rev;
-    } else {
-        /* Which comparison failed: ours is the one that says we are out;
-         * else the unit's claim may be our own, sent twice. */
-        int f = greply_first(&r, 0, &me), fo = f < 0 ? f : greply_first(&r, 1, &owner);
-        if (f < 0 || fo < 0)
-            rc = f < 0 ? f : fo;
-        else if (f == 0 || me.create != (int64_t)m->rev)
-            rc = VIGIL_ELOST;
-        else if (fo == 1 && our_claim(m, &owner, val))
-            *token = (uint64_t)owner.create;
-        else
-            rc = VIGIL_EBUSY;
-        if (f == 1)
-            gkv_free(&me);
-        if (fo == 1)
-            gkv_free(&owner);
-    }
-    greply_free(&r);
-    return rc;
+    return rc == GOP_VOID ? VIGIL_EBUSY : rc;
 }
 
 #define RACED 1 /* take_once: every candidate tried went to another first */
@@ -263,10 +206,11 @@ static int claim(vigil_group_member *m, const struct cand *c, uint64_t *token)
 static int take_once(vigil_group_member *m, vigil_group_unit *out, int64_t *rev)
 {
     struct cand *c = NULL;
-    pthread_mutex_lock(&m->claim_lock);
-    int n = resolve_doubt(m, out); /* a claim of an earlier call, landed unknown to it */
-    pthread_mutex_unlock(&m->claim_lock);
-    if (n <= 0)
+    pthread_mutex_lock(&m->lock);
+    int n = gop_resolve(m); /* a claim of an earlier call, landed unknown to it, is found */
+    bool got = n == 0 && take_found(m, out);
+    pthread_mutex_unlock(&m->lock);
+    if (n < 0 || got)
         return n;
     n = candidates(m, &c, rev);
     if (n <= 0) {
@@ -283,16 +227,11 @@ static int take_once(vigil_group_member *m, vigil_group_unit *out, int64_t *rev)
     for (int i = 0; i < n && i < CLAIM_TRIES && rc == VIGIL_EBUSY; i++) {
         const struct cand *u = &c[(start + (size_t)i) % (size_t)n];
         uint64_t token = 0;
-        pthread_mutex_lock(&m->claim_lock);
-        rc = resolve_doubt(m, out); /* another thread's claim in doubt, first */
-        if (rc == 1)
-            rc = claim(m, u, &token);
-        else if (rc == 0)
-            u = NULL;
-        pthread_mutex_unlock(&m->claim_lock);
-        if (rc == 0 && !u)
-            break;
-        if (rc == 0) {
+        pthread_mutex_lock(&m->lock);
+        got = take_found(m, out); /* another thread's claim, found landed */
+        rc = got ? 0 : claim(m, u, &token);
+        pthread_mutex_unlock(&m->lock);
+        if (rc == 0 && !got) {
             memset(out, 0, sizeof(*out));
             memcpy(out->name, u->name, strlen(u->name));
             out->token = token;
@@ -370,15 +309,15 @@ int vigil_group_take_wait(vigil_group_member *m, uint64_t timeout_ns, vigil_grou
         if (freed.name[0]) {
             /* A unit the stream saw freed: claim it by name at once. */
             uint64_t token = 0;
-            pthread_mutex_lock(&m->claim_lock);
-            rc = resolve_doubt(m, out);
-            if (rc == 1 && (rc = claim(m, &freed, &token)) == 0) {
+            pthread_mutex_lock(&m->lock);
+            if (take_found(m, out)) {
+                rc = 0; /* a claim of an earlier call, found landed */
+            } else if ((rc = claim(m, &freed, &token)) == 0) {
                 memset(out, 0, sizeof(*out));
                 memcpy(out->name, freed.name, strlen(freed.name));
                 out->token = token;
             }
-            pthread_mutex_unlock(&m->claim_lock);
-            rc = rc == 1 ? VIGIL_EBUSY : rc;
+            pthread_mutex_unlock(&m->lock);
             freed.name[0] = '\0';
         }
         if (rc == VIGIL_EBUSY)
@@ -433,11 +372,32 @@ static bool our_done(const vigil_group_member *m, const vigil_group_unit *u, con
     return ours;
 }
 
-#define FINISH_SENDS 4 /* a done or a give-back sent again while no answer comes */
+/* After VIGIL_ELOST: is the done record of u (key kd) ours? 0 yes (our
+ * done landed before we were out), VIGIL_ELOST no, or the read's error. */
+static int done_found(vigil_group_member *m, const vigil_group_unit *u, const char *kd)
+{
+    struct gtxn t;
+    struct greply r;
+    struct gkv rec;
+    gtxn_init(&t);
+    gtxn_range(&t, G_OK, kd, 0, 0);
+    int rc = gtxn_run(m->e, &t, &r);
+    gtxn_free(&t);
+    if (rc < 0)
+        return rc; /* unknown still: the caller may call again */
+    int f = greply_first(&r, 0, &rec);
+    greply_free(&r);
+    bool ours = f == 1 && our_done(m, u, &rec);
+    if (f == 1)
+        gkv_free(&rec);
+    return f < 0 ? f : ours ? 0 : VIGIL_ELOST;
+}
 
-/* The txns of done and giveback: fenced, on our claim of u; sent again
- * while unanswered (guarded: it lands at most once), and a failure that
- * our own earlier landing explains is a success. */
+#define FINISH_SENDS 4 /* a done or a give-back sent again while it is known not to have landed */
+
+/* The txns of done and giveback: fenced, on our claim of u (group_fence.c:
+ * a copy lands at most once, and never after a later write of ours); a
+ * failure that our own earlier landing explains is a success. */
 static int finish(vigil_group_member *m, const vigil_group_unit *u, bool done)
 {
     if (!m || !u)
@@ -459,30 +419,36 @@ static int finish(vigil_group_member *m, const vigil_group_unit *u, bool done)
     cJSON_Delete(j);
     if (!val)
         return -ENOMEM;
-    struct gtxn t;
-    struct greply r;
-    gtxn_init(&t);
-    gtxn_fence(&t, m);
-    gtxn_cmp(&t, ko, G_CREATE, G_EQ, (int64_t)u->token);
-    gtxn_cmp(&t, ko, G_LEASE, G_EQ, m->lease);
-    gtxn_del(&t, G_OK, ko, 0);
-    if (done) {
-        gtxn_del(&t, G_OK, ku, 0);
-        gtxn_put(&t, G_OK, kd, val, strlen(val), 0);
-    }
-    gtxn_range(&t, G_FAIL, km, G_KEYS_ONLY, 0);
-    if (done)
-        gtxn_range(&t, G_FAIL, kd, 0, 0);
-    for (int sends = 0;;) {
-        rc = gtxn_run(m->e, &t, &r);
-        if (rc >= 0 || ++sends == FINISH_SENDS || vigil_group_lost(m))
+    struct greply r = { 0 };
+    rc = GOP_VOID;
+    for (int sends = 0; rc == GOP_VOID; sends++) {
+        if (sends == FINISH_SENDS || (sends > 0 && vigil_group_lost(m))) {
+            rc = sends == FINISH_SENDS ? -ETIMEDOUT : VIGIL_ELOST; /* not landed: the caller may call again */
             break;
+        }
+        struct gtxn t;
+        int64_t rev;
+        pthread_mutex_lock(&m->lock);
+        uint64_t id = gop_begin(m, &t);
+        gtxn_cmp(&t, ko, G_CREATE, G_EQ, (int64_t)u->token);
+        gtxn_cmp(&t, ko, G_LEASE, G_EQ, m->lease);
+        gtxn_del(&t, G_OK, ko, 0);
+        if (done) {
+            gtxn_del(&t, G_OK, ku, 0);
+            gtxn_put(&t, G_OK, kd, val, strlen(val), 0);
+        }
+        gtxn_range(&t, G_FAIL, km, G_KEYS_ONLY, 0);
+        if (done)
+            gtxn_range(&t, G_FAIL, kd, 0, 0);
+        rc = gop_run(m, &t, id, done ? GOP_DONE : GOP_GIVEBACK, u->name, &r, &rev);
+        pthread_mutex_unlock(&m->lock);
+        gtxn_free(&t);
+        rc = rc == -EAGAIN ? GOP_VOID : rc;
     }
-    gtxn_free(&t);
     free(val);
-    if (rc < 0)
-        return rc; /* still unknown: the caller may call again */
-    if (!r.ok) {
+    if (rc == VIGIL_ELOST && done && !atomic_load(&m->behind))
+        rc = done_found(m, u, kd); /* out: but a done of ours may have landed before (not on a store gone back) */
+    if (rc == GOP_REFUSED) {
         struct gkv me, rec;
         int f = greply_first(&r, 0, &me), fd = f < 0 || !done ? 0 : greply_first(&r, 1, &rec);
         if (f < 0 || fd < 0)
@@ -497,7 +463,7 @@ static int finish(vigil_group_member *m, const vigil_group_unit *u, bool done)
             gkv_free(&rec);
     }
     greply_free(&r);
-    return rc;
+    return rc; /* an error: still unknown, the caller may call again */
 }
 
 int vigil_group_done(vigil_group_member *m, const vigil_group_unit *u)
