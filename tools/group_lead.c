@@ -35,7 +35,8 @@
  * tool killed (SIGKILL) takes CMD with it (PR_SET_PDEATHSIG SIGKILL). A
  * stopped tool (SIGSTOP, a paused VM) stops nothing: its CMD, if it runs
  * on, is fenced only by VIGIL_GROUP_TERM, which the resources CMD writes
- * must check.
+ * must check. Modelled in model/leader.pml (handover: two hosts, any
+ * step stopped, killed, revoked); tests/etcd_test_tool_leader.c.
  */
 #define _GNU_SOURCE
 #include "group_lead.h"

@@ -30,7 +30,9 @@
  * once, since a term never comes back (a join revision never recurs, and
  * no member can join below the lowest live one). Replayed history tells
  * every leader in between; after a compacted gap, the leader found by the
- * reading is told, at that reading's revision.
+ * reading is told, at that reading's revision. Modelled in
+ * model/leader.pml (watch, compacted; watch_old is the reading after
+ * every break that this replaces); tests/etcd_test_group_leader.c.
  */
 #define _GNU_SOURCE
 #include "group_internal.h"
