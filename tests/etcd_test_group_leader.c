@@ -13,6 +13,10 @@
 #include "grouptest.h"
 #include "relaytest.h"
 
+#include "group_internal.h"
+
+#include <inttypes.h>
+
 static const char *url;
 
 #define NEED_ETCD()                                                           \
@@ -99,6 +103,49 @@ static int test_watch_tells_each_leader_once(void)
     EXPECT(gt_child_leave(&c) == 0, "c did not leave");
     EXPECT(leader_event(w, &ev, 15000) == 1 && ev.member.revision == 0, "no leader after c left");
     vigil_group_watch_close(plain);
+    vigil_group_watch_close(w);
+    vigil_etcd_close(e);
+    return 0;
+}
+
+/* A stranger's txn deletes the leader and the next in line at one
+ * revision: the leader goes from the first to the third, and the second,
+ * which never led at any revision, is never told (model/leader.pml,
+ * perevent). */
+static int test_watch_one_revision_two_leaves(void)
+{
+    NEED_ETCD();
+    const char *g = gt_group("w2");
+    vigil_etcd *e = et_connect(url);
+    vigil_group_member *a = gt_join(e, g, "a", 30000, NULL), *b = gt_join(e, g, "b", 30000, NULL),
+                       *c = gt_join(e, g, "c", 30000, NULL);
+    EXPECT(a && b && c, "joins failed");
+    vigil_group_watcher *w = NULL;
+    EXPECT_RC(vigil_group_watch_flags(e, g, VIGIL_GROUP_WATCH_LEADER, &w), 0);
+    vigil_group_event ev;
+    EXPECT(leader_event(w, &ev, 5000) == 1 && strcmp(ev.member.name, "a") == 0, "the leader at the start: '%s'",
+           ev.member.name);
+    char ka[GKEY_MAX], kb[GKEY_MAX];
+    EXPECT(gkey(ka, g, "members/%" PRIx64, (uint64_t)gt_lease_of(e, g, "a")) == 0 &&
+               gkey(kb, g, "members/%" PRIx64, (uint64_t)gt_lease_of(e, g, "b")) == 0,
+           "the members' keys");
+    struct gtxn t;
+    struct greply r;
+    gtxn_init(&t);
+    gtxn_del(&t, G_OK, ka, 0);
+    gtxn_del(&t, G_OK, kb, 0);
+    int rc = gtxn_run(e, &t, &r);
+    gtxn_free(&t);
+    EXPECT_RC(rc, 0);
+    int64_t rev = r.rev;
+    greply_free(&r);
+    EXPECT(leader_event(w, &ev, 15000) == 1 && strcmp(ev.member.name, "c") == 0 && ev.revision == (uint64_t)rev,
+           "after a and b left at revision %lld: '%s' at %llu", (long long)rev, ev.member.name,
+           (unsigned long long)ev.revision);
+    EXPECT(no_leader_queued(w), "a member that never led told as leader");
+    EXPECT_RC(vigil_group_leave(c), 0);
+    (void)vigil_group_leave(a); /* their keys are gone; their leases go now */
+    (void)vigil_group_leave(b);
     vigil_group_watch_close(w);
     vigil_etcd_close(e);
     return 0;
@@ -193,4 +240,5 @@ static int test_leader_wait(void)
     return 0;
 }
 
-VT_MAIN(VT_CASE(test_watch_tells_each_leader_once), VT_CASE(test_watch_replays_an_outage), VT_CASE(test_leader_wait))
+VT_MAIN(VT_CASE(test_watch_tells_each_leader_once), VT_CASE(test_watch_one_revision_two_leaves),
+        VT_CASE(test_watch_replays_an_outage), VT_CASE(test_leader_wait))

@@ -33,11 +33,12 @@ static void say(struct tool_etcd_report *r, uint32_t *told)
     /* The endpoints when there are several: the message names the last one tried. */
     bool several = strchr(r->endpoints, ',') != NULL;
     if (!h.reachable) {
+        r->down_ns = h.changed_ns;
         fprintf(stderr, "vigil: %s: etcd unreachable%s%s%s: %s; trying again\n", tool_e(r->what), several ? " (" : "",
                 several ? tool_e(r->endpoints) : "", several ? ")" : "", tool_e(h.message));
     } else {
         char took[32];
-        int64_t ms = (h.changed_ns - h.failed_ns) / 1000000;
+        int64_t ms = (h.changed_ns - r->down_ns) / 1000000; /* the outage: from going to coming back */
         tool_format_ms(ms > 0 ? (uint64_t)ms : 0, took, sizeof(took));
         fprintf(stderr, "vigil: %s: etcd reachable again (%s) after %s\n", tool_e(r->what), tool_e(r->endpoints),
                 took);

@@ -32,6 +32,7 @@ struct tool_etcd_report {
     pthread_t   thread;
     int         stopfd;
     bool        running;
+    int64_t     down_ns; /* when the record turned unreachable, as last said (the thread's own) */
 };
 
 /* Starts the reporter (its thread with every signal blocked: the
