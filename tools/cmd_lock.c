@@ -138,11 +138,23 @@ static int backend_open(struct backend *b, const char *store, const char *etcd, 
     if (flags->command_ms && flags->command_ms < total)
         total = flags->command_ms;
     vigil_etcd_set_timeout(b->e, (uint32_t)(total < dial ? total : dial), (uint32_t)total);
-    (void)tool_etcd_report_start(&b->rep, b->e, key, etcd, 0);
     return 0;
 #else /* the command line goes on in the helper, whole */
     (void)rc, (void)flags, (void)ttl, (void)key;
     return tool_etcd_elsewhere(cmd, 0, NULL);
+#endif
+}
+
+/* etcd's trouble said from now on (its requests' failures, on a line of
+ * their own): for a wait, which rides trouble out, and for the hold; not
+ * for an attempt that ends at its first failure, which says it itself. */
+static void backend_report(struct backend *b, const char *key)
+{
+#ifdef VIGIL_HAVE_ETCD
+    if (b->e && !b->rep.running)
+        (void)tool_etcd_report_start(&b->rep, b->e, key, b->where, 0);
+#else
+    (void)b, (void)key;
 #endif
 }
 
@@ -481,6 +493,8 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
         return rc;
     vigil_lease lease;
     int64_t wait_start = realtime_ns();
+    if (timeout_ns > 0)
+        backend_report(&b, key);
     rc = backend_acquire(&b, key, owner, ttl, timeout_ns, &lease);
     if (rc == VIGIL_ETIMEDOUT || rc == VIGIL_EBUSY) {
         rc = not_acquired(&b, key, wait_ms, have_wait && wait_ms > 0, wait_start);
@@ -491,6 +505,8 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
         backend_close(&b);
         return lock_fail(key, "acquire on %s: %s", b.where, backend_reason(&b, rc));
     }
+
+    backend_report(&b, key); /* the keepalive's renewals find trouble while we hold */
 
     /* Held from here: every way out releases. The signals that would end
      * the tool by default are taken (before the keepalive's threads, which

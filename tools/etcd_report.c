@@ -29,6 +29,12 @@ static void say(struct tool_etcd_report *r, uint32_t *told)
     vigil_etcd_health h;
     if (vigil_etcd_health_get(r->e, &h) < 0 || h.reachable == *told)
         return;
+    /* A failure no wait rides out (TLS, refused credentials, no gateway,
+     * a bad endpoint) ends the command, which says it in its own line:
+     * "trying again" would be untrue. */
+    if (!h.reachable && (h.error == VIGIL_ETLS || h.error == -EACCES || h.error == -EPERM ||
+                         h.error == -EPROTONOSUPPORT || h.error == -EINVAL))
+        return;
     *told = h.reachable;
     /* The endpoints when there are several: the message names the last one tried. */
     bool several = strchr(r->endpoints, ',') != NULL;
