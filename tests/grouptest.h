@@ -31,7 +31,13 @@ static inline vigil_group_member *gt_join(vigil_etcd *e, const char *group, cons
 {
     struct vigil_group_options o = { .dir = dir ? dir : "", .host = NULL };
     vigil_group_member *m = NULL;
-    int rc = vigil_group_join_opts(e, group, name, ttl, &o, &m);
+    int rc;
+    /* A request that outlived the handle's timeout on a loaded machine
+     * (etcd's disk shared with others) is tried again, a few times: a
+     * join told -ETIMEDOUT or -EAGAIN left nothing behind (issue 25). */
+    for (int tries = 0; (rc = vigil_group_join_opts(e, group, name, ttl, &o, &m)) == -ETIMEDOUT || rc == -EAGAIN;)
+        if (++tries == 3)
+            break;
     if (rc < 0) {
         fprintf(stderr, "join %s as %s: %s\n", group, name, vigil_strerror(rc));
         return NULL;
