@@ -635,7 +635,7 @@ static void *read_copy(int fd, size_t size, int *err)
  * not show in it (open again to see them). A trusted file is mapped, and
  * follows peers live: whoever the caller trusts to write it (a member of
  * its group) may also shrink it under the look, which the vigil tool's
- * commands guard against (tools/guard.c). */
+ * commands guard against (tools/look_guard.c). */
 int vigil_map_open_flags(const char *path, const struct vigil_layout *lay, uint32_t capacity, unsigned flags,
                          struct vigil_map *out)
 {

@@ -7,6 +7,8 @@
  * the same stale slots with every slot reclaimed exactly once; --exec:
  * the CMD's environment per reclaim, its failure logged while the others
  * run, a hung CMD killed at its timeout without holding up the reclaims,
+ * the timeout following CMD's process group (SIGKILL 5 s after SIGTERM
+ * whether or not the shell is gone, the next CMD only after the group),
  * and the queued CMDs run on SIGTERM.
  */
 #include "tooltest.h"
@@ -280,26 +282,6 @@ static int test_two_watchdogs_exactly_once(void)
     return 0;
 }
 
-/* vigil with stdout on a pipe and stderr into a file, for reading what a
- * running watchdog logs. */
-static int spawn_logged(struct vt_proc *p, const char *errfile, const char *const *args)
-{
-    int efd = open(errfile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    int saved = dup(2);
-    dup2(efd, 2);
-    int rc = vt_spawnv(p, args);
-    dup2(saved, 2);
-    close(saved);
-    close(efd);
-    return rc;
-}
-
-/* Reads a file until it holds `needle`; false after timeout_ms. */
-static bool file_has(const char *path, const char *needle, char *buf, size_t len, unsigned timeout_ms)
-{
-    return VT_WAIT_FOR((vt_slurp(path, buf, len), strstr(buf, needle) != NULL), timeout_ms);
-}
-
 /* What the CMD of --exec sees: one line per reclaim, written by the CMD
  * itself from its environment, in reclaim order; its stdout kept out of
  * the JSON stream; its failure logged with the units, the others run
@@ -336,6 +318,75 @@ static int test_exec_env(void)
     return 0;
 }
 
+/*
+ * The journal as a file of its own: `vigil create --kind journal --table
+ * T` makes it (its mode), inspect shows it, a watchdog without --exec
+ * writes its reclaims there (--journal PATH) and one with --exec runs them
+ * from there, once; a journal made for another table (--journal naming
+ * another table's) is refused before anything is vacated.
+ */
+static int test_journal_file(void)
+{
+    const char *f = vt_path("jf.hb"), *j = vt_path("jf.journal"), *out = vt_path("jf.out");
+    vigil_hb *hb = make_hb(f, 4);
+    uint32_t s[3];
+    stale_table(hb, s);
+    VT_RUN("create", j, "--kind", "journal", "--table", f, "--mode", "0640");
+    EXPECT_EXIT(0, "create --kind journal");
+    struct stat st;
+    EXPECT(strstr(R.out, "reclaim journal, capacity 64") && stat(j, &st) == 0 && (st.st_mode & 0777) == 0640,
+           "create --kind journal said '%s', mode %o", R.out, (unsigned)(st.st_mode & 0777));
+    VT_RUN("create", vt_path("nope.journal"), "--kind", "journal");
+    EXPECT_EXIT(2, "create --kind journal without --table");
+    /* Without --exec: vacated and written down, for an --exec watchdog. */
+    VT_RUN("failover", f, "--grace", "2", "--once", "--epochs-only", "--journal", j);
+    EXPECT_EXIT(0, "failover --once --journal");
+    EXPECT(vt_count_lines(R.out) == 2, "two reclaims expected, got '%s'", R.out);
+    VT_RUN("inspect", j);
+    EXPECT_EXIT(0, "inspect of a journal");
+    EXPECT(strstr(R.out, "reclaim journal, capacity 64") && strstr(R.out, "2 pending, 0 running") &&
+               strstr(R.out, "pending  slot"),
+           "inspect of the journal said '%s'", R.out);
+    /* A journal of another table: refused, nothing run nor vacated. */
+    const char *f8 = vt_path("jf8.hb");
+    vigil_hb *hb8 = make_hb(f8, 8);
+    uint32_t s8[3];
+    stale_table(hb8, s8);
+    VT_RUN("failover", f8, "--grace", "2", "--once", "--epochs-only", "--journal", j, "--exec", "true");
+    EXPECT_EXIT(1, "a journal of another table");
+    EXPECT(strstr(R.err, "made for a table of 4 slots, not this one's 8") && !R.out[0],
+           "expected the journal refused, got '%s' / '%s'", R.out, R.err);
+    VT_RUN("failover", f8, "--grace", "2", "--once", "--epochs-only", "--journal", j);
+    EXPECT_EXIT(1, "a journal of another table, without --exec");
+    EXPECT(vigil_hb_live_count(hb8, UINT64_MAX) == 3, "a slot of the other table was vacated");
+    vigil_hb_close(hb8);
+    /* With --exec: the two pending CMDs run from the journal, once. */
+    setenv("HOOK_OUT", out, 1);
+    for (int round = 0; round < 2; round++) {
+        VT_RUN("failover", f, "--grace", "2", "--once", "--epochs-only", "--journal", j, "--exec",
+               "echo \"$VIGIL_RECLAIM_SLOT|$VIGIL_RECLAIM_UNITS\" >> \"$HOOK_OUT\"");
+        EXPECT_EXIT(0, "failover --once --exec --journal");
+    }
+    unsetenv("HOOK_OUT");
+    char got[1024], want[256];
+    vt_slurp(out, got, sizeof(got));
+    snprintf(want, sizeof(want), "%u|1,40\n%u|\n", s[0], s[2]);
+    EXPECT(strcmp(got, want) == 0, "the CMDs saw:\n%s\nexpected:\n%s", got, want);
+    VT_RUN("inspect", j);
+    EXPECT(strstr(R.out, "0 pending, 0 running"), "the journal after the runs: '%s'", R.out);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+/* A watchdog of table f with --exec script and --exec-timeout 300ms,
+ * scanning by epochs every 5 ms, its stderr into err. */
+static int exec_watchdog(struct vt_proc *p, const char *f, const char *err, const char *script)
+{
+    return vt_spawn_logged(p, err, (const char *const[]){ "failover", f, "--grace", "1", "--interval", "5ms",
+                                                          "--epochs-only", "--exec-timeout", "300ms", "--exec",
+                                                          script, NULL });
+}
+
 /* A CMD that hangs is killed at --exec-timeout and logged; the CMDs
  * queued behind it run, and the watchdog goes on reclaiming meanwhile. */
 static int test_exec_hung(void)
@@ -344,10 +395,9 @@ static int test_exec_hung(void)
     vigil_hb *hb = make_hb(f, 4);
     setenv("HOOK_OUT", out, 1);
     struct vt_proc p;
-    int sp = spawn_logged(&p, err, (const char *const[]){ "failover", f, "--grace", "1", "--interval", "5ms",
-        "--epochs-only", "--exec-timeout", "300ms", "--exec",
+    int sp = exec_watchdog(&p, f, err,
         "echo \"start $VIGIL_RECLAIM_PID\" >> \"$HOOK_OUT\"; [ \"$VIGIL_RECLAIM_PID\" != 701 ] || exec sleep 1000; "
-        "echo \"done $VIGIL_RECLAIM_PID $VIGIL_RECLAIM_UNITS\" >> \"$HOOK_OUT\"", NULL });
+        "echo \"done $VIGIL_RECLAIM_PID $VIGIL_RECLAIM_UNITS\" >> \"$HOOK_OUT\"");
     unsetenv("HOOK_OUT");
     EXPECT(sp == 0, "spawn");
     uint32_t a, b, c;
@@ -358,21 +408,68 @@ static int test_exec_hung(void)
     vigil_hb_tick(hb);
     char buf[4096], ebuf[4096];
     /* 701's CMD hangs; the watchdog still reclaims 703 meanwhile. */
-    bool hung = file_has(out, "start 701", buf, sizeof(buf), 10000);
+    bool hung = vt_file_has(out, "start 701", buf, sizeof(buf), 10000);
     EXPECT_RC(vigil_hb_register(hb, 703, &c), 0);
     vigil_hb_tick(hb);
     vigil_hb_tick(hb);
     bool reclaimed = vt_read_until(&p, "pid 703", 10000);
-    bool killed = file_has(err, "ran past --exec-timeout 300ms and was killed", ebuf, sizeof(ebuf), 10000);
-    bool after = file_has(out, "done 703", buf, sizeof(buf), 10000);
+    bool killed = vt_file_has(err, "ran past --exec-timeout 300ms; SIGTERM to its process group", ebuf, sizeof(ebuf), 10000);
+    bool after = vt_file_has(out, "done 703", buf, sizeof(buf), 10000);
     int rc = vt_stop(&p, SIGTERM, 10000);
     EXPECT(hung && reclaimed, "the watchdog stopped reclaiming behind a hung CMD:\n%s\n%s", buf, p.buf);
     char want[96];
     snprintf(want, sizeof(want), "--exec for slot %u (pid 701, stale, units none): ran past", a);
+    EXPECT(strstr(ebuf, "its process group is gone"), "the hung CMD's end was not said: '%s'", ebuf);
     EXPECT(killed && strstr(ebuf, want), "the hung CMD was not logged: '%s'", ebuf);
     EXPECT(after && strstr(buf, "done 702 6\n") && strstr(buf, "done 702") < strstr(buf, "done 703") &&
                !strstr(buf, "done 701"),
            "the queued CMDs did not run in order after the hung one:\n%s", buf);
+    EXPECT(rc == 0, "expected exit 0 on SIGTERM, got %d", rc);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+/*
+ * --exec-timeout follows the process group, not the shell (issue 32): a
+ * CMD whose step ignores SIGTERM while its shell dies of it. The group
+ * gets SIGKILL 5 s after the SIGTERM, whether or not the shell was
+ * reaped; the next CMD starts only once the step is gone (it looks for
+ * it), and the log says what happened: SIGTERM, the shell killed by it,
+ * SIGKILL 5 s later, the group gone.
+ */
+static int test_exec_timeout_follows_group(void)
+{
+    const char *f = vt_path("tgroup.hb"), *out = vt_path("tgroup.out"), *err = vt_path("tgroup.err");
+    vigil_hb *hb = make_hb(f, 4);
+    setenv("HOOK_OUT", out, 1);
+    struct vt_proc p;
+    int sp = exec_watchdog(&p, f, err,
+        "if [ \"$VIGIL_RECLAIM_PID\" = 901 ]; then "
+        "  (trap '' TERM; echo \"step $(exec sh -c 'echo $PPID')\" >> \"$HOOK_OUT\"; exec sleep 1000); "
+        "else step=$(sed -n 's/^step //p' \"$HOOK_OUT\"); "
+        "  if kill -0 \"$step\" 2>/dev/null; then echo \"next: step $step alive\"; else echo \"next: step gone\"; fi "
+        "  >> \"$HOOK_OUT\"; fi");
+    unsetenv("HOOK_OUT");
+    EXPECT(sp == 0, "spawn");
+    uint32_t a, b;
+    EXPECT_RC(vigil_hb_register(hb, 901, &a), 0);
+    EXPECT_RC(vigil_hb_register(hb, 902, &b), 0);
+    vigil_hb_tick(hb);
+    vigil_hb_tick(hb);
+    char buf[4096], ebuf[4096];
+    bool next = vt_file_has(out, "next: ", buf, sizeof(buf), 30000);
+    bool said = vt_file_has(err, "its process group is gone", ebuf, sizeof(ebuf), 10000);
+    int rc = vt_stop(&p, SIGTERM, 10000);
+    const char *sp_at = strstr(buf, "step ");
+    int step = 0;
+    if (sp_at && sscanf(sp_at, "step %d", &step) == 1 && step > 0 && !vt_gone(step))
+        kill(step, SIGKILL); /* a failing run leaves no step behind */
+    EXPECT(next && strstr(buf, "next: step gone"), "the next CMD started beside the first one's step:\n%s", buf);
+    char want[200];
+    snprintf(want, sizeof(want), "--exec for slot %u (pid 901, stale, units none): ran past --exec-timeout 300ms; "
+             "SIGTERM to its process group; SIGKILL to its process group 5s later; the shell was killed by signal 15",
+             a);
+    EXPECT(said && strstr(ebuf, want), "expected '%s' in the log, got '%s'", want, ebuf);
     EXPECT(rc == 0, "expected exit 0 on SIGTERM, got %d", rc);
     vigil_hb_close(hb);
     return 0;
@@ -400,7 +497,7 @@ static int test_exec_runs_on_stop(void)
     vigil_hb_tick(hb);
     char buf[4096];
     bool both = vt_read_until(&p, "pid 802", 10000);
-    bool first = file_has(out, "start 80", buf, sizeof(buf), 10000);
+    bool first = vt_file_has(out, "start 80", buf, sizeof(buf), 10000);
     kill(p.pid, SIGTERM);
     int fd = open(gate, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
     close(fd);
@@ -416,4 +513,4 @@ static int test_exec_runs_on_stop(void)
 
 VT_MAIN(VT_CASE(test_usage), VT_CASE(test_killed_worker_exited), VT_CASE(test_once_json), VT_CASE(test_once_human), VT_CASE(test_once_gone_pid),
         VT_CASE(test_watchdog_runs), VT_CASE(test_two_watchdogs_exactly_once), VT_CASE(test_exec_env),
-        VT_CASE(test_exec_hung), VT_CASE(test_exec_runs_on_stop))
+        VT_CASE(test_exec_hung), VT_CASE(test_exec_timeout_follows_group), VT_CASE(test_exec_runs_on_stop), VT_CASE(test_journal_file))

@@ -18,6 +18,8 @@
 #include "export_group.h"
 #include "vigil.h"
 
+#include "journal_internal.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -42,6 +44,8 @@ struct file_state {
     /* leases */
     uint32_t held, expired, released, changing, lvacant;
     vigil_leases_counters lc;
+    /* journal */
+    uint32_t jcounts[5];
 };
 
 static int read_heartbeat(struct file_state *f, uint64_t grace)
@@ -125,6 +129,15 @@ static int read_file(struct file_state *f, uint64_t grace)
         return read_heartbeat(f, grace);
     if (fi.kind == VIGIL_KIND_LEASES)
         return read_leases(f);
+    if (fi.kind == VIGIL_KIND_JOURNAL) {
+        vigil_journal *j;
+        if ((rc = vigil_journal_open_readonly(f->path, &j)) < 0)
+            return tool_fail_file(f->path, rc, VIGIL_KIND_JOURNAL, false);
+        f->capacity = j->capacity;
+        vigil_journal_counts(j, f->jcounts);
+        vigil_journal_close(j);
+        return 0;
+    }
     rc = vigil_barrier_peek(f->path, &f->bs);
     if (rc < 0)
         return tool_fail_file(f->path, rc, VIGIL_KIND_BARRIER, false);
@@ -249,6 +262,14 @@ static void print_all(FILE *out, const struct file_state *files, size_t n)
            f->lc.renewals_refused);
     FAMILY(out, files, n, L, "vigil_leases_expiries_total", "counter",
            "Acquisitions that took over an expired lease.", f->lc.expiries);
+    const uint32_t J = VIGIL_KIND_JOURNAL;
+    FAMILY(out, files, n, J, "vigil_journal_capacity", "gauge", "Entries in the reclaim journal.", f->capacity);
+    FAMILY(out, files, n, J, "vigil_journal_pending", "gauge",
+           "Reclaims written down whose --exec CMD has not started.", f->jcounts[VJ_PENDING]);
+    FAMILY(out, files, n, J, "vigil_journal_running", "gauge", "--exec CMDs running (0 or 1).",
+           f->jcounts[VJ_RUNNING]);
+    FAMILY(out, files, n, J, "vigil_journal_unsaid", "gauge",
+           "Finished CMDs whose outcome no watchdog has logged yet.", f->jcounts[VJ_DONE]);
 }
 
 /* Writes DIR/vigil.prom whole or not at all: a temporary file beside it,

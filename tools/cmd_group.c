@@ -148,7 +148,7 @@ static int join_run(const struct tool_cmd *cmd, int argc, char **argv)
     tool_child_note_fds();
     /* Before the keepalive's thread: a SIGTERM must come to the wait, not
      * end the tool by its default action in another thread. */
-    struct tool_child c = { .sfd = -1 };
+    struct tool_child c = { .sfd = -1, .tty = -1, .orphan_kill_ms = kill_after };
     if ((rc = tool_child_block(&c)) < 0)
         return group_fail(group, "signalfd: %s", strerror(-rc));
     vigil_etcd *e = NULL, *ew = NULL;
@@ -220,7 +220,7 @@ static int join_run(const struct tool_cmd *cmd, int argc, char **argv)
     }
     if (left < 0)
         group_fail(group, "leave: %s (the membership lapses within its TTL)", vigil_strerror(left));
-    return status;
+    return tool_child_exit(&c, status);
 }
 
 /* ---- watch ---------------------------------------------------------------- */

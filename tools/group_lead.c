@@ -245,7 +245,7 @@ int tool_group_lead(struct tool_lead *l)
     snprintf(what, sizeof(what), "group %s", l->group);
     struct tool_etcd_report rep;
     (void)tool_etcd_report_start(&rep, l->ew, what, l->endpoints, 0); /* the watch's probe finds trouble */
-    l->child->death_sig = SIGKILL; /* no CMD of a term outlives the tool that holds the term */
+    l->child->orphan_signal = SIGKILL; /* no CMD of a term outlives the tool that holds the term */
     for (;;) {
         reap(&s);
         if (s.quitting && s.pid <= 0)

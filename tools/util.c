@@ -62,6 +62,7 @@ const char *tool_kind_name(uint32_t kind)
     case VIGIL_KIND_HEARTBEAT: return "heartbeat";
     case VIGIL_KIND_BARRIER:   return "barrier";
     case VIGIL_KIND_LEASES:    return "leases";
+    case VIGIL_KIND_JOURNAL:   return "journal";
     }
     return NULL;
 }
@@ -72,6 +73,7 @@ static const char *kind_article(uint32_t kind)
     case VIGIL_KIND_HEARTBEAT: return "a heartbeat table";
     case VIGIL_KIND_BARRIER:   return "a barrier file";
     case VIGIL_KIND_LEASES:    return "a lease store";
+    case VIGIL_KIND_JOURNAL:   return "a reclaim journal";
     }
     return "a vigil file";
 }
@@ -114,6 +116,27 @@ static int fail_permission(const char *path, bool writing)
                          (unsigned)geteuid(), (unsigned)getegid());
 }
 
+/* A file that is not there: said with how to make it (vigil makes none
+ * implicitly, so a service restarted forever on "No such file" would
+ * never learn it), or that its directory is missing first. */
+static int fail_missing(const char *path, uint32_t want)
+{
+    const char *slash = strrchr(path, '/');
+    if (slash && slash != path) {
+        char dir[4096];
+        struct stat st;
+        snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+        if (stat(dir, &st) != 0 && errno == ENOENT)
+            return tool_fail_msg(path, "No such file or directory, nor its directory %s: make that first, "
+                                       "then the file with `vigil create`", dir);
+    }
+    const char *how = want == VIGIL_KIND_BARRIER   ? " --kind barrier --table TABLE"
+                      : want == VIGIL_KIND_LEASES  ? " --kind leases --capacity N"
+                      : want == VIGIL_KIND_JOURNAL ? " --kind journal --table TABLE"
+                                                   : " --capacity N";
+    return tool_fail_msg(path, "No such file or directory: make it with `vigil create %s%s`", path, how);
+}
+
 int tool_fail_file(const char *path, int err, uint32_t want, bool writing)
 {
     struct stat st;
@@ -124,6 +147,8 @@ int tool_fail_file(const char *path, int err, uint32_t want, bool writing)
         return fail_permission(path, writing);
     if (err == VIGIL_EUNTRUSTED)
         return tool_fail_untrusted(path);
+    if (err == -ENOENT && want != 0)
+        return fail_missing(path, want);
     if ((err == -ENOSPC || err == -EDQUOT) && lstat(path, &st) == 0)
         return tool_fail_space(path, err, (uint64_t)st.st_size, false);
     /* The file layer refuses a file with holes it cannot allocate (the

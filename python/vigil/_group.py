@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, AsyncIterator, Iterator, List, Optional, Tuple, Type
 
-from . import _ffi, _signals, _util
+from . import _ffi, _fork, _signals, _util
 from ._aio import finish, pool
 from ._errors import VIGIL_EBUSY, VIGIL_ENOPEERS, VIGIL_ETIMEDOUT, VIGIL_EVACANT, check, exception
 from ._ffi import ffi
@@ -278,6 +278,10 @@ class Group:
         self._lock = threading.Lock()
         self.member: Optional[str] = None
         self._pid = os.getpid()  # the process that joined
+        _fork.renew_in_child(self)
+
+    def _after_fork(self) -> None:
+        self._lock = threading.Lock()  # a parent's thread may have held it
 
     def __repr__(self) -> str:
         who = f" as {self.member!r}" if self._m != ffi.NULL else ""

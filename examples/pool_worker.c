@@ -1,0 +1,134 @@
+/* pool_worker.c: the worker of docs/guide-worker-pool.md in C, beside its
+ * worker.py: takes jobs from queue/ (in the current directory, the spool)
+ * until none is left anywhere, one at a time, under the guide's three
+ * rules. Usage: pool_worker [TABLE [WORK_MS]] (defaults: the pool's table
+ * /run/vigil/pool.hb, 200 ms of work per job). */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <vigil/vigil.h>
+
+static int is_entry(const struct dirent *d)
+{
+    return d->d_name[0] != '.';
+}
+
+/* The first job of dir/ in name order into job (empty when there is none);
+ * the number of entries, or -1. */
+static int first_job(const char *dir, char *job, size_t len)
+{
+    struct dirent **list;
+    int n = scandir(dir, &list, is_entry, alphasort);
+    if (n < 0)
+        return -1;
+    job[0] = '\0';
+    if (n > 0)
+        snprintf(job, len, "%s", list[0]->d_name);
+    for (int i = 0; i < n; i++)
+        free(list[i]);
+    free(list);
+    return n;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = { ms / 1000, ms % 1000 * 1000000L };
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+static int fail(const char *what, int rc)
+{
+    fprintf(stderr, "pool_worker: %s: %s\n", what, vigil_strerror(rc));
+    return 1;
+}
+
+/* The work on one claimed job: its number squared, written under the
+ * job's name so that a second run replaces the first (rule 2). A long job
+ * beats as it goes (every 100 ms here), or it would go stale past the
+ * grace and be reclaimed while it works. */
+static int work(vigil_hb *hb, uint32_t slot, const char *claim, const char *job, long work_ms)
+{
+    char tmp[600], done[600];
+    long long v = 0;
+    FILE *f = fopen(claim, "r");
+    if (!f || fscanf(f, "%lld", &v) != 1) {
+        if (f)
+            fclose(f);
+        return -EINVAL;
+    }
+    fclose(f);
+    for (long left = work_ms; left > 0; left -= 100) {
+        sleep_ms(left < 100 ? left : 100);
+        vigil_hb_beat(hb, slot);
+    }
+    snprintf(tmp, sizeof(tmp), "done/%s.tmp", job);
+    snprintf(done, sizeof(done), "done/%s", job);
+    if (!(f = fopen(tmp, "w")))
+        return -errno;
+    fprintf(f, "%lld\n", v * v);
+    if (fclose(f) != 0 || rename(tmp, done) != 0)
+        return -errno;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *path = argc > 1 ? argv[1] : "/run/vigil/pool.hb";
+    long work_ms = argc > 2 ? atol(argv[2]) : 200;
+    vigil_hb *hb;
+    uint32_t slot;
+    int rc = vigil_hb_open(path, 0, &hb);
+    if (rc < 0)
+        return fail(path, rc);
+    if ((rc = vigil_hb_register(hb, (uint32_t)getpid(), &slot)) < 0)
+        return fail("register", rc);
+    for (;;) {
+        char job[256], claim[600], from[600];
+        vigil_hb_beat(hb, slot);
+        int queued = first_job("queue", job, sizeof(job));
+        if (queued < 0) {
+            perror("pool_worker: queue");
+            return 1;
+        }
+        if (queued == 0) {
+            char any[256];
+            int claimed = first_job("claimed", any, sizeof(any));
+            if (claimed < 0) {
+                perror("pool_worker: claimed");
+                return 1;
+            }
+            if (claimed == 0)
+                break;       /* nothing queued, nothing in anyone's hands */
+            sleep_ms(50);    /* a dead worker's job may come back */
+            continue;
+        }
+        snprintf(claim, sizeof(claim), "claimed/%u.0.%d.%s", slot, (int)getpid(), job);
+        snprintf(from, sizeof(from), "queue/%s", job);
+        if ((rc = vigil_hb_mark_in_flight(hb, slot, 0)) < 0) /* rule 1: the mark first ... */
+            return fail("mark", rc);                          /* VIGIL_ELOST: reclaimed, stop */
+        if (rename(from, claim) != 0) {                        /* ... then the job */
+            int err = errno;
+            vigil_hb_clear_in_flight(hb, slot, 0);
+            if (err == ENOENT)                                 /* another worker took it first */
+                continue;
+            fprintf(stderr, "pool_worker: %s: %s\n", from, strerror(err));
+            return 1;
+        }
+        printf("slot %u took %s\n", slot, job);
+        fflush(stdout);
+        if ((rc = work(hb, slot, claim, job, work_ms)) < 0)              /* rule 2: the result ... */
+            return fail(job, rc);
+        unlink(claim);                                         /* ... the claim ... */
+        if ((rc = vigil_hb_clear_in_flight(hb, slot, 0)) < 0)  /* ... then the mark */
+            return fail("clear", rc);
+    }
+    vigil_hb_unregister(hb, slot);
+    vigil_hb_close(hb);
+    return 0;
+}
