@@ -25,17 +25,18 @@ static const char *url;
             return need_rc_;                                                  \
     } while (0)
 
-/* CMD for a member called X: says it runs and under which term ("X-run
- * TERM X-ok"), "X-overlap" first if the process $PEER_PID still runs,
- * "X-term" on SIGTERM and exits 3 (or, deaf, ignores SIGTERM); writes its
- * pid to pidfile. */
+/* CMD for a member called X: starts a worker of its own ("X-bg PID", a
+ * sleep that ends only with its process group), says it runs and under
+ * which term ("X-run TERM X-ok"), "X-overlap" first if the process
+ * $PEER_PID still runs, "X-term" on SIGTERM and exits 3 (or, deaf, ignores
+ * SIGTERM); writes its pid to pidfile. */
 static void cmd_for_as(char *buf, size_t cap, const char *x, const char *pidfile, bool deaf)
 {
     snprintf(buf, cap,
-             "echo $$ > %s; trap '%s%s%s' TERM; "
+             "echo $$ > %s; trap '%s%s%s' TERM; sleep 100000 & echo %s-bg $!; "
              "if [ -n \"$PEER_PID\" ] && [ -e /proc/$PEER_PID ] && ! grep -q ') Z' /proc/$PEER_PID/stat; "
              "then echo %s-overlap; fi; echo %s-run $VIGIL_GROUP_TERM %s-ok; while :; do sleep 0.1; done",
-             pidfile, deaf ? "" : "echo ", deaf ? "" : x, deaf ? "" : "-term; exit 3", x, x, x);
+             pidfile, deaf ? "" : "echo ", deaf ? "" : x, deaf ? "" : "-term; exit 3", x, x, x, x);
 }
 
 static void cmd_for(char *buf, size_t cap, const char *x, const char *pidfile)
@@ -43,11 +44,11 @@ static void cmd_for(char *buf, size_t cap, const char *x, const char *pidfile)
     cmd_for_as(buf, cap, x, pidfile, false);
 }
 
-/* The term X's CMD said it runs under (the n-th time, from 1), or 0. */
-static unsigned long long term_of(const struct vt_proc *p, const char *x, int n)
+/* The number after "X-WHAT " the n-th time (from 1), or 0. */
+static unsigned long long said(const struct vt_proc *p, const char *x, const char *what, int n)
 {
     char needle[32];
-    snprintf(needle, sizeof(needle), "%s-run ", x);
+    snprintf(needle, sizeof(needle), "%s-%s ", x, what);
     const char *at = p->buf;
     for (int i = 0; i < n; i++) {
         if (!(at = strstr(at, needle)))
@@ -55,6 +56,28 @@ static unsigned long long term_of(const struct vt_proc *p, const char *x, int n)
         at += strlen(needle);
     }
     return strtoull(at, NULL, 10);
+}
+
+/* The term X's CMD said it runs under (the n-th time, from 1), or 0. */
+static unsigned long long term_of(const struct vt_proc *p, const char *x, int n)
+{
+    return said(p, x, "run", n);
+}
+
+/* The worker X's CMD started (the n-th time), or 0. */
+static pid_t bg_of(const struct vt_proc *p, const char *x, int n)
+{
+    return (pid_t)said(p, x, "bg", n);
+}
+
+/* Process pid's state letter (/proc/PID/stat), or 0. */
+static char proc_state(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    vt_slurp(path, buf, sizeof(buf));
+    const char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' ? p[2] : 0;
 }
 
 static int read_pid(const char *path)
@@ -144,6 +167,8 @@ static int test_leader_only_kill9(void)
     /* The leader's tool killed: its CMD goes with it (SIGKILL, which it
      * cannot ignore); b leads once a's lease lapses, and starts alone. */
     EXPECT(vt_stop(&a, SIGKILL, 10000) == 128 + SIGKILL, "a's tool not killed");
+    EXPECT(bg_of(&a, "A", 1) > 0 && VT_WAIT_FOR(vt_gone(bg_of(&a, "A", 1)), 10000),
+           "what a's CMD started outlived a's tool: '%s'", a.buf);
     EXPECT(runs(&b, "B", 1, 20000), "b's CMD did not run: '%s'", b.buf);
     EXPECT(!strstr(b.buf, "B-overlap"), "b's CMD started while a's still ran: '%s'", b.buf);
     unsigned long long tb = term_of(&b, "B", 1);
@@ -184,17 +209,21 @@ static int test_leader_only_sigstop(void)
     vigil_etcd *e = et_connect(url);
     EXPECT(VT_WAIT_FOR(gt_count(e, g) == 2, 15000), "b did not join");
 
-    /* a's tool stopped past its TTL (its CMD runs on: nothing can stop it
-     * but the tool; its term is its fence): b leads. */
+    /* a's tool stopped past its TTL: its guardian sees the membership
+     * lapse and ends CMD's group (SIGTERM: "A-term") while the tool is
+     * still stopped; b leads. */
     EXPECT(VT_WAIT_FOR(vt_sig_blocked(a.pid, SIGTERM), 5000), "a not ready");
+    pid_t cmd_a = read_pid(pa), bg_a = bg_of(&a, "A", 1);
+    EXPECT(cmd_a > 0 && bg_a > 0, "a's CMD's pids: '%s'", a.buf);
     kill(a.pid, SIGSTOP);
     EXPECT(runs(&b, "B", 1, 30000), "b's CMD did not run: '%s'", b.buf);
     unsigned long long tb = term_of(&b, "B", 1);
     EXPECT(tb > ta, "b's term %llu, a's %llu", tb, ta);
-    /* Continued, a finds its membership lost: its CMD is stopped, and it
-     * joins again, behind b. */
+    EXPECT(vt_read_until(&a, "A-term", 20000), "a's CMD not told its term ended while a was stopped: '%s'", a.buf);
+    EXPECT(VT_WAIT_FOR(vt_gone(cmd_a) && vt_gone(bg_a), 20000), "a's CMD's group runs on beside b's");
+    EXPECT(proc_state(a.pid) == 'T', "a's tool was not stopped all along");
+    /* Continued, a finds its membership lost, and joins again, behind b. */
     kill(a.pid, SIGCONT);
-    EXPECT(vt_read_until(&a, "A-term", 20000), "a's CMD not stopped after the loss: '%s'", a.buf);
     EXPECT(vt_read_until(&a, "joined again", 20000), "a did not join again: '%s'", a.buf);
     EXPECT(VT_WAIT_FOR(gt_count(e, g) == 2, 15000), "a not a member again");
     vigil_group_member_info l;
@@ -237,7 +266,9 @@ static int test_leader_only_revoked(void)
     /* Renewed every 0.64 s: the keepalive finds the loss too, well before CMD is killed. */
     EXPECT(VT_SPAWN2(&a, "group", "join", g, "--etcd", url, "--name", "a", "--ttl", "2s", "--kill-after", "3s",
                      "--leader-only",
-                     "--", "sh", "-c", "trap '' TERM; echo A-run $VIGIL_GROUP_TERM A-ok; while :; do sleep 0.1; done") == 0,
+                     "--", "sh", "-c",
+                     "trap '' TERM; sleep 100000 & echo A-bg $!; echo A-run $VIGIL_GROUP_TERM A-ok; "
+                     "while :; do sleep 0.1; done") == 0,
            "spawn failed");
     EXPECT(runs(&a, "A", 1, 15000), "a's CMD did not run: '%s'", a.buf);
     unsigned long long t1 = term_of(&a, "A", 1);
@@ -252,7 +283,14 @@ static int test_leader_only_revoked(void)
     EXPECT(runs(&a, "A", 2, 20000), "a's CMD did not run again: '%s'", a.buf);
     unsigned long long t2 = term_of(&a, "A", 2);
     EXPECT(t2 > t1, "the new term %llu, the old %llu", t2, t1);
-    EXPECT(vt_stop_tool(&a, SIGINT, 5000) != -1, "a did not end");
+    /* The next term's CMD started only once the last term's whole group
+     * (its worker, deaf to SIGTERM too) was gone. */
+    EXPECT(bg_of(&a, "A", 1) > 0 && vt_gone(bg_of(&a, "A", 1)), "term %llu's worker runs in term %llu: '%s'", t1, t2,
+           a.buf);
+    /* A stop signal ends the tool once CMD's whole group is gone. */
+    EXPECT(vt_stop_tool(&a, SIGINT, 15000) != -1, "a did not end");
+    EXPECT(bg_of(&a, "A", 2) > 0 && vt_gone(bg_of(&a, "A", 2)), "term %llu's worker outlived the tool: '%s'", t2,
+           a.buf);
     vigil_etcd_close(e);
     return 0;
 }
@@ -282,5 +320,33 @@ static int test_leader_only_follower_and_usage(void)
     return 0;
 }
 
-VT_MAIN(VT_CASE(test_leader_only_kill9), VT_CASE(test_leader_only_sigstop), VT_CASE(test_leader_only_revoked),
+/* As nobody, --leader-only with a set-user-ID root CMD: the tool killed
+ * once CMD runs, CMD must go with it (the kernel clears the parent-death
+ * signal at a set-user-ID exec; the guardian sees the tool's pipe close). */
+static int lead_suid_body(void *arg)
+{
+    struct vt_proc p;
+    if (VT_SPAWN(&p, "group", "join", gt_group("lsuid"), "--etcd", url, "--ttl", "1m", "--leader-only", "--",
+                 (const char *)arg) != 0)
+        return 1;
+    int st;
+    pid_t cmd;
+    bool dead = vt_suid_dies_with(&p, "suid", p.pid, &st, &cmd);
+    if (cmd <= 0)
+        return 1;
+    EXPECT(st == 128 + SIGKILL, "group join --leader-only: %d", st);
+    EXPECT(dead, "the set-user-ID CMD (pid %d) runs on after group join --leader-only was killed", (int)cmd);
+    return 0;
+}
+
+static int test_leader_only_suid_cmd_dies_with_tool(void)
+{
+    NEED_ETCD();
+    const char *copy = vt_suid_copy();
+    if (!copy)
+        return VT_SKIP;
+    return vt_as_nobody(lead_suid_body, (void *)copy);
+}
+
+VT_MAIN(VT_CASE(test_leader_only_kill9), VT_CASE(test_leader_only_suid_cmd_dies_with_tool), VT_CASE(test_leader_only_sigstop), VT_CASE(test_leader_only_revoked),
         VT_CASE(test_leader_only_follower_and_usage))

@@ -28,15 +28,25 @@
  * the tool once it has exited (its status); with no CMD running they end
  * it at once, status 0. SIGHUP is passed on alone.
  *
+ * CMD runs under a guardian of its own (guard.h), one per term, in a
+ * process group of its own, and "CMD" above is that whole group: the end
+ * of a term ends what CMD started too (SIGTERM to the group, SIGKILL
+ * --kill-after later), and the next term's CMD starts only once the
+ * guardian has seen the group gone.
+ *
  * What it promises across hosts, and what it cannot: see vigil(1),
- * --leader-only, and docs/guide-groups.md. In short: on a host that runs
- * (not stopped), CMD is sent SIGTERM no later than etcd can hand
- * leadership on, and is dead --kill-after after that at the latest; the
- * tool killed (SIGKILL) takes CMD with it (PR_SET_PDEATHSIG SIGKILL). A
- * stopped tool (SIGSTOP, a paused VM) stops nothing: its CMD, if it runs
- * on, is fenced only by VIGIL_GROUP_TERM, which the resources CMD writes
- * must check. Modelled in model/leader.pml (handover: two hosts, any
- * step stopped, killed, revoked); tests/etcd_test_tool_leader.c.
+ * --leader-only, and docs/guide-groups.md. In short: on a host that runs,
+ * CMD's group is sent SIGTERM no later than etcd can hand leadership on,
+ * and is dead --kill-after after that at the latest; the tool killed
+ * (SIGKILL) takes the group with it (the guardian sees its pipe close:
+ * a set-user-ID CMD too, which the parent-death signal would not reach);
+ * the tool stopped (SIGSTOP) does not keep it running: the guardian reads
+ * the membership's keepalive page (still_member) and ends the group when
+ * the membership lapses. What a whole stopped host or paused VM runs on
+ * (the guardian frozen with it) is fenced only by VIGIL_GROUP_TERM, which
+ * the resources CMD writes must check. Modelled in model/leader.pml
+ * (handover: two hosts, any step stopped, killed, revoked);
+ * tests/etcd_test_tool_leader.c.
  */
 #define _GNU_SOURCE
 #include "group_lead.h"
@@ -52,7 +62,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 int tool_group_say(const char *group, const char *fmt, ...)
@@ -82,11 +91,10 @@ struct lead {
     vigil_group_watcher    *w;
     bool                    known;    /* a leader event has come */
     vigil_group_member_info leader;   /* the last it told (revision 0: none) */
-    pid_t                   pid;      /* CMD, or 0 */
+    pid_t                   pid;      /* CMD (and its group, under its guardian), or 0 */
     uint64_t                cmd_term;
-    bool                    ending;   /* CMD sent SIGTERM for the end of its term */
+    bool                    ending;   /* CMD's group told to end (SIGTERM, SIGKILL --kill-after later) */
     bool                    over;     /* ... and gone: the member leaves, and joins again */
-    uint64_t                kill_at;  /* then SIGKILL, at this time (0 once sent) */
     bool                    quitting; /* a stop signal came: end once CMD has */
     uint64_t                join_at;  /* the next join, not before */
     unsigned                backoff;
@@ -134,6 +142,14 @@ static int join_once(struct lead *s)
     return 1;
 }
 
+/* The guardian's look, every GUARD_TICK_MS, even while the tool is
+ * stopped: the keepalive's shared page says whether the membership (and
+ * so the term) still stands. Async-signal-safe: atomics and a clock. */
+static bool still_member(void *m)
+{
+    return !vigil_group_lost(m);
+}
+
 static void start_cmd(struct lead *s)
 {
     struct tool_lead *l = s->l;
@@ -147,8 +163,21 @@ static void start_cmd(struct lead *s)
     const char *const add[] = { eg, em, et, NULL };
     const char *const drop[] = { "VIGIL_GROUP", "VIGIL_MEMBER", "VIGIL_GROUP_TERM", NULL };
     char **env = tool_env_with(add, drop, tool_etcd_secret_env); /* no password reaches CMD */
+    /* Under a guardian of its own (guard.h), in a group of its own: the
+     * whole group ends with the term, with the tool (kill -9, a set-user-
+     * ID CMD too), and with the membership while the tool is stopped. */
+    l->child->held = still_member;
+    l->child->held_arg = s->m;
     int rc = env ? tool_child_start(l->child, l->cmd, env) : -ENOMEM;
     free(env);
+    if (rc == 0 && tool_child_pid(l->child) <= 0) {
+        int st;
+        while ((rc = tool_child_done(l->child, &st)) == 0)
+            poll(&(struct pollfd){ l->child->g.rep, POLLIN, 0 }, 1, -1);
+        if (l->child->g.r.flags & GUARD_LOST)
+            return; /* lost before the start: the loop sees the loss */
+        rc = rc < 0 ? rc : -ECHILD;
+    }
     if (rc < 0) {
         tool_group_say(l->group, "starting CMD: %s", strerror(-rc));
         s->status = EXIT_RUNTIME;
@@ -161,18 +190,16 @@ static void start_cmd(struct lead *s)
     tool_group_say(l->group, "'%s' leads (term %" PRIu64 "): CMD started (pid %d)", l->name, s->cmd_term, (int)s->pid);
 }
 
-/* The term is over for CMD: SIGTERM now, SIGKILL kill_after later. */
+/* The term is over for CMD's whole group: SIGTERM now, SIGKILL
+ * kill_after later (the guardian's). */
 static void end_cmd(struct lead *s, const char *why)
 {
     if (s->pid <= 0 || s->ending)
         return;
-    kill(s->pid, SIGTERM);
+    (void)tool_guard_end(&s->l->child->g, s->l->kill_after_ms); /* gone already: its report says so */
     s->ending = true;
-    s->kill_at = tool_now_ms() + s->l->kill_after_ms;
-    if (!s->kill_at)
-        s->kill_at = 1;
-    tool_group_say(s->l->group, "'%s' no longer leads (term %" PRIu64 "): %s; CMD sent SIGTERM", s->l->name,
-                   s->cmd_term, why);
+    tool_group_say(s->l->group, "'%s' no longer leads (term %" PRIu64 "): %s; CMD's process group sent SIGTERM",
+                   s->l->name, s->cmd_term, why);
 }
 
 /* Leaves (the lease revoked if etcd still has it): a member no more. */
@@ -187,18 +214,8 @@ static void drop_member(struct lead *s)
 
 static void on_signals(struct lead *s)
 {
-    struct signalfd_siginfo si;
-    while (read(s->l->child->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-        int sig = (int)si.ssi_signo;
-        if (sig == SIGCHLD)
-            continue;
-        /* Passed on, unless the terminal sent it: CMD, in our process
-         * group, had its own. */
-        if (s->pid > 0 && si.ssi_code != SI_KERNEL)
-            kill(s->pid, sig);
-        if (sig == SIGINT || sig == SIGTERM)
-            s->quitting = true;
-    }
+    if (tool_child_signals(s->l->child)) /* passed on to CMD while it runs */
+        s->quitting = true;
 }
 
 /* The watch's events: the leader's, kept; joins and leaves, not ours to say. */
@@ -215,16 +232,24 @@ static int on_watch(struct lead *s)
     return rc;
 }
 
-/* CMD reaped: 1 it was (s->status its status when the tool ends with it). */
+/* CMD's group gone: 1 it is (s->status CMD's status when the tool ends
+ * with it). */
 static int reap(struct lead *s)
 {
-    int st;
-    if (s->pid <= 0 || waitpid(s->pid, &st, WNOHANG) != s->pid)
+    int status;
+    int rc = s->pid > 0 ? tool_child_done(s->l->child, &status) : 0;
+    if (rc == 0)
         return 0;
-    int status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     s->pid = 0;
-    s->kill_at = 0;
-    if (!s->ending) { /* on its own, or of a signal passed on: the tool ends with it */
+    /* The guardian ended it for a lapsed membership (the tool was
+     * stopped): the term's end, as if we had. */
+    if (s->l->child->g.r.flags & GUARD_LOST)
+        s->ending = true;
+    if (rc < 0) {
+        tool_group_say(s->l->group, "CMD's guardian: %s", strerror(-rc));
+        s->status = EXIT_RUNTIME;
+        s->quitting = true;
+    } else if (!s->ending) { /* on its own, or of a signal passed on: the tool ends with it */
         s->status = status;
         s->quitting = true;
     }
@@ -246,6 +271,7 @@ int tool_group_lead(struct tool_lead *l)
     struct tool_etcd_report rep;
     (void)tool_etcd_report_start(&rep, l->ew, what, l->endpoints, 0); /* the watch's probe finds trouble */
     l->child->orphan_signal = SIGKILL; /* no CMD of a term outlives the tool that holds the term */
+    l->child->orphan_kill_ms = l->kill_after_ms; /* a lapse seen by the guardian; what CMD leaves at its exit */
     for (;;) {
         reap(&s);
         if (s.quitting && s.pid <= 0)
@@ -277,17 +303,16 @@ int tool_group_lead(struct tool_lead *l)
         }
         /* Sleep until something happens, or a timer. */
         uint64_t now = tool_now_ms(), wake = UINT64_MAX;
-        if (s.kill_at)
-            wake = s.kill_at;
         if (!s.m && s.pid <= 0 && s.join_at > now && s.join_at < wake)
             wake = s.join_at;
         int timeout = wake == UINT64_MAX ? -1 : wake <= now ? 0 : wake - now > INT_MAX ? INT_MAX : (int)(wake - now);
         /* The loss fd stays readable once lost: asked only while it can still say something. */
         bool ask_lost = s.m && !s.ending && !vigil_group_lost(s.m);
-        struct pollfd pf[3] = { { l->child->sfd, POLLIN, 0 },
+        struct pollfd pf[4] = { { l->child->sfd, POLLIN, 0 },
                                 { vigil_group_watch_fd(s.w), POLLIN, 0 },
-                                { ask_lost ? vigil_group_lost_fd(s.m) : -1, POLLIN, 0 } };
-        if (poll(pf, 3, timeout) < 0 && errno != EINTR) {
+                                { ask_lost ? vigil_group_lost_fd(s.m) : -1, POLLIN, 0 },
+                                { s.pid > 0 ? l->child->g.rep : -1, POLLIN, 0 } };
+        if (poll(pf, 4, timeout) < 0 && errno != EINTR) {
             rc = -errno;
             tool_group_say(l->group, "poll: %s", strerror(-rc));
             s.status = EXIT_RUNTIME;
@@ -304,10 +329,6 @@ int tool_group_lead(struct tool_lead *l)
         }
         if (s.quitting && s.pid <= 0)
             break;
-        if (s.kill_at && tool_now_ms() >= s.kill_at && s.pid > 0) {
-            kill(s.pid, SIGKILL);
-            s.kill_at = 0;
-        }
     }
     drop_member(&s);
     vigil_group_watch_close(s.w);
