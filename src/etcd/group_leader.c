@@ -89,6 +89,7 @@ int vigil_group_leader_wait(vigil_etcd *e, const char *group, uint64_t term, uin
     uint64_t deadline = timeout_ns > UINT64_MAX - start ? UINT64_MAX : start + timeout_ns;
     int64_t wall = vigil_etcd__wall_ns();
     unsigned backoff = 0;
+    unsigned ended = 0; /* the pause after a stream that ended without news, as group_watch.c's */
     struct gstream *s = NULL;
     struct gevent ev[EVENTS];
     for (;;) {
@@ -140,6 +141,7 @@ int vigil_group_leader_wait(vigil_etcd *e, const char *group, uint64_t term, uin
         uint64_t look = deadline - at > PROBE_MS * 1000000ull ? at + PROBE_MS * 1000000ull : deadline;
         int64_t srev = rev;
         bool rest = !s; /* no stream to wait on: a moment before the next look, not a spin */
+        bool quiet_end = false, heard = false;
         while (s) {
             uint64_t t = gnow_ns();
             if (t >= look)
@@ -150,9 +152,10 @@ int vigil_group_leader_wait(vigil_etcd *e, const char *group, uint64_t term, uin
             if (n < 0 || n == GSTREAM_ENDED) {
                 gstream_close(s);
                 s = NULL;
-                rest = n < 0; /* refused, reset */
+                quiet_end = !heard; /* refused, reset, or ended at once: no loop of reads and opens */
                 break;
             }
+            heard = heard || n > 0;
             bool changed = news(ev, n, found == 1);
             for (int i = 0; i < n; i++)
                 gkv_free(&ev[i].kv);
@@ -160,7 +163,19 @@ int vigil_group_leader_wait(vigil_etcd *e, const char *group, uint64_t term, uin
                 break;
         }
         uint64_t t = gnow_ns();
-        if (rest && t < look)
-            pause_ns(look - t < 50000000u ? look - t : 50000000u);
+        if (quiet_end) {
+            /* 50 ms doubling to 1 s: a server (or a proxy) that ends
+             * every watch at once costs a few requests a second, not a
+             * thousand. */
+            ended = ended ? (ended * 2 > 1000 ? 1000 : ended * 2) : 50;
+            uint64_t pause = (uint64_t)ended * 1000000u;
+            if (t < deadline)
+                pause_ns(deadline - t < pause ? deadline - t : pause);
+        } else {
+            if (heard || !rest)
+                ended = 0;
+            if (rest && t < look)
+                pause_ns(look - t < 50000000u ? look - t : 50000000u);
+        }
     }
 }
