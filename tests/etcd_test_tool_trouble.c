@@ -132,4 +132,38 @@ static int test_lock_wait_says_why(void)
     return 0;
 }
 
-VT_MAIN(VT_CASE(test_watch), VT_CASE(test_join), VT_CASE(test_agent), VT_CASE(test_lock_wait_says_why))
+/* An endpoint with a password in it is refused (a usage error that does
+ * not repeat it): the trouble lines, the errors and the health record
+ * print endpoints. --user is the way. */
+static int test_password_in_endpoint_refused(void)
+{
+    NEED_ETCD();
+    const char *host = strstr(url, "://") + 3;
+    char with[300], bare[300];
+    snprintf(with, sizeof(with), "http://someone:s3cr3tpw@%s", host);
+    snprintf(bare, sizeof(bare), "someone:s3cr3tpw@%s", host);
+    const char *const lists[] = { with, bare };
+    for (int i = 0; i < 2; i++) {
+        VT_RUN("lock", "--etcd", lists[i], "--wait", "0", "k", "--", "true");
+        EXPECT(R.rc == 2 && strstr(R.err, "--user") && !strstr(R.err, "s3cr3tpw"), "lock --etcd %s: exit %d, '%s'",
+               lists[i], R.rc, R.err);
+        VT_RUN("group", "join", "g", "--endpoints", lists[i], "--leader-only", "--", "true");
+        EXPECT(R.rc == 2 && !strstr(R.err, "s3cr3tpw"), "group join --endpoints: exit %d, '%s'", R.rc, R.err);
+        VT_RUN("group", "watch", "g", "--etcd", lists[i]);
+        EXPECT(R.rc == 2 && !strstr(R.err, "s3cr3tpw"), "group watch: exit %d, '%s'", R.rc, R.err);
+    }
+    setenv("ETCDCTL_ENDPOINTS", with, 1);
+    VT_RUN("agent", "--dir", vt_path("agentdir"));
+    unsetenv("ETCDCTL_ENDPOINTS");
+    EXPECT(R.rc == 2 && strstr(R.err, "ETCDCTL_ENDPOINTS") && !strstr(R.err, "s3cr3tpw"),
+           "agent with ETCDCTL_ENDPOINTS: exit %d, '%s'", R.rc, R.err);
+    /* An '@' past the host (in a path) is no user. */
+    char path_at[300];
+    snprintf(path_at, sizeof(path_at), "%s/a@b", url);
+    VT_RUN("group", "ls", et_key("no-such-group"), "--etcd", path_at);
+    EXPECT(R.rc != 2, "an '@' in the path refused: '%s'", R.err);
+    return 0;
+}
+
+VT_MAIN(VT_CASE(test_watch), VT_CASE(test_join), VT_CASE(test_agent), VT_CASE(test_lock_wait_says_why),
+        VT_CASE(test_password_in_endpoint_refused))

@@ -29,8 +29,32 @@ bool tool_etcd_flags_given(const struct tool_etcd_flags *f)
     return f->cacert || f->cert || f->key || f->user || f->password || f->ns || f->dial_ms || f->command_ms;
 }
 
+/* An endpoint of the list names a user (scheme://user:password@host). */
+static bool has_userinfo(const char *list)
+{
+    for (const char *ep = list; ep && *ep; ep += strcspn(ep, ",") + (ep[strcspn(ep, ",")] == ',')) {
+        size_t len = strcspn(ep, ",");
+        const char *host = memmem(ep, len, "://", 3);
+        host = host ? host + 3 : ep;
+        size_t n = strcspn(host, "/?#,");
+        if (memchr(host, '@', n))
+            return true;
+    }
+    return false;
+}
+
 int tool_etcd_where(const struct tool_cmd *cmd, const struct tool_etcd_where *w, const char **out)
 {
+    /* Endpoints are printed (trouble lines, errors) and kept in the
+     * health record: a password in one would be said to anyone reading
+     * stderr or the logs. */
+    const char *given[] = { w->etcd, w->endpoints, w->etcd || w->endpoints ? NULL : getenv("ETCDCTL_ENDPOINTS") };
+    const char *from[] = { "--etcd", "--endpoints", "ETCDCTL_ENDPOINTS" };
+    for (int i = 0; i < 3; i++)
+        if (has_userinfo(given[i]))
+            return tool_usage_error(cmd, "%s: an endpoint with a user in it (scheme://USER:PASSWORD@HOST) would be "
+                                         "printed in messages: give --user USER (and --password, or ETCDCTL_USER "
+                                         "and ETCDCTL_PASSWORD) instead", from[i]);
     if (w->etcd && w->endpoints && strcmp(w->etcd, w->endpoints) != 0)
         return tool_usage_error(cmd, "--etcd %s and --endpoints %s: two lists of endpoints (--endpoints is "
                                      "--etcd's other name: give one)", w->etcd, w->endpoints);

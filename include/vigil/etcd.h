@@ -102,7 +102,7 @@ typedef struct vigil_etcd_health {
     int32_t  error;        /* the last failure (a request no endpoint answered), a vigil result; 0: none yet */
     uint64_t changes;      /* how many times reachable has changed */
     uint64_t failures;     /* requests no endpoint answered, in all */
-    int64_t  changed_ns;   /* CLOCK_REALTIME of the last change; 0: none */
+    int64_t  changed_ns;   /* CLOCK_REALTIME of the last change (to 0: when the failing request was sent); 0: none */
     int64_t  answered_ns;  /* of the last answer; 0: none */
     int64_t  failed_ns;    /* of the last failure; 0: none */
     char     message[256]; /* the last failure in a line: the endpoint, then libcurl's or etcd's words */

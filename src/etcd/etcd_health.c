@@ -93,8 +93,28 @@ void vigil_etcd__health_answered(vigil_etcd *e)
     pthread_mutex_unlock(&s->lock);
 }
 
-void vigil_etcd__health_failed(vigil_etcd *e, int rc, const char *url)
+const char *vigil_etcd__redact(const char *url, char *buf, size_t cap)
 {
+    if (!url)
+        return NULL;
+    const char *host = strstr(url, "://");
+    host = host ? host + 3 : url;
+    size_t end = strcspn(host, "/?#");
+    const char *at = memchr(host, '@', end);
+    if (!at)
+        return url;
+    /* The last '@' of the authority ends the userinfo (RFC 3986). */
+    for (const char *p = at; p < host + end; p++)
+        if (*p == '@')
+            at = p;
+    snprintf(buf, cap, "%.*s%s", (int)(host - url), url, at + 1);
+    return buf;
+}
+
+void vigil_etcd__health_failed(vigil_etcd *e, int rc, const char *url, int64_t sent_ns)
+{
+    char clean[512];
+    url = vigil_etcd__redact(url, clean, sizeof(clean)); /* no password in a public record */
     struct vigil_etcd_health_state *s = e->health;
     if (!s || rc >= 0 || rc == VIGIL_ETIMEDOUT) /* a wait's deadline is the caller's, not etcd's */
         return;
@@ -111,7 +131,9 @@ void vigil_etcd__health_failed(vigil_etcd *e, int rc, const char *url)
         snprintf(s->h.message, sizeof(s->h.message), "%s: %s", url ? url : "etcd", *why ? why : err);
     else
         snprintf(s->h.message, sizeof(s->h.message), "%s: %s (%s)", url ? url : "etcd", err, why);
-    turn(s, 0, now);
+    /* Unreachable since the failing request was sent, not since it gave
+     * up (a timeout later): the outage is not under-told by that. */
+    turn(s, 0, sent_ns && sent_ns < now ? sent_ns : now);
     pthread_mutex_unlock(&s->lock);
 }
 

@@ -322,6 +322,7 @@ static int call_endpoints(vigil_etcd *e, const char *path, const char *body, str
 {
     bool gateway = strncmp(path, "v3/", 3) == 0, electing = false;
     int rc = -EHOSTUNREACH;
+    int64_t sent = vigil_etcd__wall_ns(); /* an outage it finds began no later */
     e->maybe_applied = false;
     for (unsigned k = 0; k < e->n; k++) {
         unsigned i = (e->cur + k) % e->n;
@@ -346,7 +347,8 @@ static int call_endpoints(vigil_etcd *e, const char *path, const char *body, str
                 if (++e->prefix[i] < NPREFIX)
                     continue;
                 e->prefix[i] = 0; /* start over next time: the server may change */
-                vigil_etcd__why("%s: no etcd v3 gateway there", e->urls[i]);
+                char clean[512];
+                vigil_etcd__why("%s: no etcd v3 gateway there", vigil_etcd__redact(e->urls[i], clean, sizeof(clean)));
                 rc = -EPROTONOSUPPORT;
                 break;
             }
@@ -376,11 +378,11 @@ static int call_endpoints(vigil_etcd *e, const char *path, const char *body, str
             return 0;
         }
         if (rc == VIGIL_ETIMEDOUT || rc == VIGIL_ETLS) {
-            vigil_etcd__health_failed(e, rc, e->urls[i]);
+            vigil_etcd__health_failed(e, rc, e->urls[i], sent);
             return rc; /* the holder's time is up; or TLS, configured alike everywhere */
         }
         if (k + 1 == e->n)
-            vigil_etcd__health_failed(e, rc, e->urls[i]); /* none answered */
+            vigil_etcd__health_failed(e, rc, e->urls[i], sent); /* none answered */
     }
     /* A member that said Unavailable (no leader: an election under way)
      * beside one that refused the connection (the leader killed): the

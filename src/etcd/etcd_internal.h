@@ -458,7 +458,11 @@ void vigil_etcd__health_close(vigil_etcd *e);
 /* A request of e's was answered by an endpoint; or no endpoint answered
  * it (rc, the last endpoint tried, and this thread's errmsg saying why). */
 void vigil_etcd__health_answered(vigil_etcd *e);
-void vigil_etcd__health_failed(vigil_etcd *e, int rc, const char *url);
+/* A request no endpoint answered, sent (CLOCK_REALTIME) at sent_ns. */
+void vigil_etcd__health_failed(vigil_etcd *e, int rc, const char *url, int64_t sent_ns);
+/* url without its userinfo (scheme://user:password@host: a secret): url
+ * itself when it has none, else buf. */
+const char *vigil_etcd__redact(const char *url, char *buf, size_t cap);
 /* The errmsg of a wait that ends (VIGIL_ETIMEDOUT) after meeting
  * failures: the last one met since start (CLOCK_REALTIME ns), if any. */
 void vigil_etcd__why_wait(vigil_etcd *e, int64_t start);
