@@ -410,6 +410,20 @@ static inline bool vt_suid_dies_with(struct vt_proc *p, const char *word, pid_t 
     return dead;
 }
 
+/* The spawned tool p, whose set-user-ID CMD says "suid pid ...", killed
+ * (SIGKILL) once CMD runs: 0 CMD went with it, else 1 (said why). */
+static inline int vt_suid_tool_killed(struct vt_proc *p, const char *what)
+{
+    int st;
+    pid_t cmd;
+    bool dead = vt_suid_dies_with(p, "suid", p->pid, &st, &cmd);
+    if (cmd <= 0)
+        return 1;
+    EXPECT(st == 128 + SIGKILL, "%s: %d", what, st);
+    EXPECT(dead, "the set-user-ID CMD (pid %d) runs on after %s was killed", (int)cmd, what);
+    return 0;
+}
+
 /* Whether KEY is held by nobody in the lease store at `store`. */
 static inline bool vt_key_vacant(const char *store, const char *key)
 {

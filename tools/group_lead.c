@@ -243,8 +243,11 @@ static int reap(struct lead *s)
     s->pid = 0;
     /* The guardian ended it for a lapsed membership (the tool was
      * stopped): the term's end, as if we had. */
-    if (s->l->child->g.r.flags & GUARD_LOST)
+    if ((s->l->child->g.r.flags & GUARD_LOST) && !s->ending) {
         s->ending = true;
+        tool_group_say(s->l->group, "'%s' no longer leads (term %" PRIu64 "): its membership lapsed while the tool "
+                       "was stopped; CMD's process group was ended then", s->l->name, s->cmd_term);
+    }
     if (rc < 0) {
         tool_group_say(s->l->group, "CMD's guardian: %s", strerror(-rc));
         s->status = EXIT_RUNTIME;
