@@ -127,9 +127,9 @@ static int finish(struct tool_child *c, int *status)
     return 0;
 }
 
-/* Passes on the signals read, but SIGCHLD (and which: *stop, SIGINT or
- * SIGTERM, for the caller); not one we raised ourselves (the SIGPIPE of
- * a write to a closed stderr). The terminal's own reach CMD's group
+/* Passes on the signals read, but SIGCHLD and one we raised ourselves
+ * (the SIGPIPE of a write to a closed stderr); returns SIGINT or SIGTERM
+ * if one came, for the caller. The terminal's own reach CMD's group
  * directly when it has the terminal. */
 int tool_child_signals(struct tool_child *c)
 {
