@@ -917,7 +917,116 @@ static int test_resign_twice(void)
     return keyed_down(&k);
 }
 
-VT_MAIN(VT_CASE(test_claim_late), VT_CASE(test_claim_late_refused), VT_CASE(test_claim_unavailable_refused),
+/* ---- a leader's wait on a server that ends every watch at once ------------ */
+
+/* Requests proxy p has passed on so far, or -1. */
+static long long proxy_requests(int p)
+{
+    long long r = -1;
+    return sscanf(et_proxy(p, "stats"), "requests %lld", &r) == 1 ? r : -1;
+}
+
+/* vigil_group_leader_wait through a proxy whose every watch ends as it
+ * starts (no news): it backs off (50 ms doubling to 1 s) instead of
+ * reading and watching again at once (about 1,100 requests a second). A
+ * 2 s wait stays far below a hundred requests either way the machine is
+ * loaded: the spin made thousands. */
+static int test_leader_wait_ended_watches(void)
+{
+    NEED_PROXIES();
+    int p = 1;
+    vigil_etcd *d = et_connect(eps), *e = et_connect(et_proxy_url(p));
+    const char *g = gt_group("lwend");
+    vigil_group_member *m = gt_join(d, g, "m", TTL, NULL);
+    vigil_group_member_info self, l;
+    EXPECT(m && vigil_group_self(m, &self) == 0, "join failed");
+    EXPECT_STR(et_proxy(p, "endwatch 1000000"), "ok");
+    long long before = proxy_requests(p);
+    int rc = vigil_group_leader_wait(e, g, self.revision, 2000000000ull, &l);
+    long long used = proxy_requests(p) - before;
+    EXPECT_STR(et_proxy(p, "clear"), "ok");
+    EXPECT_RC(rc, VIGIL_ETIMEDOUT);
+    EXPECT(before >= 0 && used < 100, "a 2 s wait made %lld requests", used);
+    EXPECT_RC(vigil_group_leave(m), 0);
+    vigil_etcd_close(e);
+    vigil_etcd_close(d);
+    return 0;
+}
+
+/* ---- the health record: when an outage began, and no password in it ------- */
+
+struct pinger {
+    vigil_etcd *e;
+    int         rc;
+};
+
+static void *ping_one(void *arg)
+{
+    struct pinger *pg = arg;
+    pg->rc = vigil_etcd_ping(pg->e);
+    return NULL;
+}
+
+/* A request held by the proxy until it times out: the record dates the
+ * outage from when that request was sent (before the test saw it held),
+ * not from when it gave up (its timeout later), so "reachable again
+ * after ..." is not short by the request timeout. */
+static int test_outage_dated_from_the_request(void)
+{
+    NEED_PROXIES();
+    int p = 1;
+    vigil_etcd *e = et_connect(et_proxy_url(p));
+    vigil_etcd_set_timeout(e, 500, 3000);
+    EXPECT_RC(vigil_etcd_ping(e), 0);
+    EXPECT_STR(et_proxy(p, "hold maintenance/status"), "ok");
+    struct pinger pg = { e, 1 };
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, ping_one, &pg) == 0, "pthread_create");
+    bool held = VT_WAIT_FOR(strcmp(et_proxy(p, "held"), "held 1") == 0, 20000);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t seen = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec; /* the request was sent before this */
+    pthread_join(t, NULL);
+    vigil_etcd_health h;
+    EXPECT_RC(vigil_etcd_health_get(e, &h), 0);
+    EXPECT_STR(et_proxy(p, "clear"), "ok");
+    EXPECT(held, "the ping was never held");
+    EXPECT(pg.rc < 0 && h.reachable == 0, "the held ping: %d, reachable %u", pg.rc, h.reachable);
+    EXPECT(h.changed_ns > 0 && h.changed_ns <= seen && h.changed_ns < h.failed_ns,
+           "the outage dated %lld, the request seen held at %lld, given up at %lld", (long long)h.changed_ns,
+           (long long)seen, (long long)h.failed_ns);
+    vigil_etcd_close(e);
+    return 0;
+}
+
+/* An endpoint written with a user and password: the health record (read
+ * by whoever watches the handle) and the error message name it without. */
+static int test_health_message_has_no_password(void)
+{
+    NEED_PROXIES();
+    const char *url = et_proxy_url(1), *host = strstr(url, "://");
+    EXPECT(host, "proxy url '%s'", url);
+    char with[400];
+    snprintf(with, sizeof(with), "http://someone:s3cr3tpw@%s", host + 3);
+    EXPECT_STR(et_proxy(1, "lose maintenance/status"), "ok");
+    vigil_etcd *e = NULL;
+    EXPECT_RC(vigil_etcd_connect(with, &e), 0);
+    vigil_etcd_set_timeout(e, 500, 2000);
+    int rc = vigil_etcd_ping(e);
+    vigil_etcd_health h;
+    EXPECT_RC(vigil_etcd_health_get(e, &h), 0);
+    EXPECT_STR(et_proxy(1, "clear"), "ok");
+    EXPECT(rc < 0 && h.failures > 0, "the ping: %d", rc);
+    EXPECT(!strstr(h.message, "s3cr3tpw") && !strstr(h.message, "someone") && strstr(h.message, url),
+           "the health message: '%s'", h.message);
+    EXPECT(!strstr(vigil_etcd_errmsg(), "s3cr3tpw"), "errmsg: '%s'", vigil_etcd_errmsg());
+    vigil_etcd_close(e);
+    return 0;
+}
+
+VT_MAIN(VT_CASE(test_leader_wait_ended_watches), VT_CASE(test_outage_dated_from_the_request),
+        VT_CASE(test_health_message_has_no_password), VT_CASE(test_claim_late), VT_CASE(test_claim_late_refused),
+        VT_CASE(test_claim_unavailable_refused),
         VT_CASE(test_claim_deadline_refused), VT_CASE(test_claim_page_refused),
         VT_CASE(test_claim_unavailable_everywhere), VT_CASE(test_add_twice), VT_CASE(test_claim_twice),
         VT_CASE(test_done_late), VT_CASE(test_done_twice),

@@ -179,14 +179,7 @@ static int join_suid_body(void *arg)
     struct vt_proc p;
     if (VT_SPAWN(&p, "group", "join", gt_group("tsuid"), "--etcd", url, "--ttl", "1m", "--", cmd_path) != 0)
         return 1;
-    int st;
-    pid_t cmd;
-    bool dead = vt_suid_dies_with(&p, "suid", p.pid, &st, &cmd);
-    if (cmd <= 0)
-        return 1;
-    EXPECT(st == 128 + SIGKILL, "group join: %d", st);
-    EXPECT(dead, "the set-user-ID CMD (pid %d) runs on after group join was killed", (int)cmd);
-    return 0;
+    return vt_suid_tool_killed(&p, "group join");
 }
 
 static int test_join_suid_cmd_dies_with_tool(void)

@@ -120,8 +120,9 @@ static inline int vt_count_lines(const char *s)
 }
 
 /* vigil with stdout on a pipe (struct vt_proc, testutil.h), for the
- * long-running commands: the test reads lines as they come, then signals it. */
-static inline int vt_spawnv(struct vt_proc *p, const char *const *args)
+ * long-running commands: the test reads lines as they come, then signals
+ * it; with_stderr, stderr on the pipe too. */
+static inline int vt_spawn_io(struct vt_proc *p, const char *const *args, bool with_stderr)
 {
     const char *argv[64];
     size_t n = 0;
@@ -142,6 +143,8 @@ static inline int vt_spawnv(struct vt_proc *p, const char *const *args)
         return -1;
     if (p->pid == 0) {
         dup2(fds[1], 1);
+        if (with_stderr)
+            dup2(fds[1], 2);
         close(fds[0]);
         close(fds[1]);
         execv(VIGIL_TOOL, (char *const *)argv);
@@ -151,7 +154,13 @@ static inline int vt_spawnv(struct vt_proc *p, const char *const *args)
     p->fd = fds[0];
     return 0;
 }
+static inline int vt_spawnv(struct vt_proc *p, const char *const *args)
+{
+    return vt_spawn_io(p, args, false);
+}
 #define VT_SPAWN(p, ...) vt_spawnv((p), (const char *const[]){ __VA_ARGS__, NULL })
+/* The same with stderr on the pipe too. */
+#define VT_SPAWN2(p, ...) vt_spawn_io((p), (const char *const[]){ __VA_ARGS__, NULL }, true)
 
 
 /* vigil with stdout on a pipe and stderr into a file, for reading what a
@@ -399,6 +408,20 @@ static inline bool vt_suid_dies_with(struct vt_proc *p, const char *word, pid_t 
     if (!dead)
         kill(*cmd, SIGKILL);
     return dead;
+}
+
+/* The spawned tool p, whose set-user-ID CMD says "suid pid ...", killed
+ * (SIGKILL) once CMD runs: 0 CMD went with it, else 1 (said why). */
+static inline int vt_suid_tool_killed(struct vt_proc *p, const char *what)
+{
+    int st;
+    pid_t cmd;
+    bool dead = vt_suid_dies_with(p, "suid", p->pid, &st, &cmd);
+    if (cmd <= 0)
+        return 1;
+    EXPECT(st == 128 + SIGKILL, "%s: %d", what, st);
+    EXPECT(dead, "the set-user-ID CMD (pid %d) runs on after %s was killed", (int)cmd, what);
+    return 0;
 }
 
 /* Whether KEY is held by nobody in the lease store at `store`. */

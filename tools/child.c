@@ -109,6 +109,45 @@ static int follow(struct tool_child *c)
     return done;
 }
 
+/* After the guardian's end, reaped: CMD's status, or -errno. */
+static int finish(struct tool_child *c, int *status)
+{
+    const struct tool_guard_report *r = &c->g.r;
+    if ((r->flags & GUARD_STARTED) && !(r->flags & (GUARD_GONE | GUARD_STILL))) {
+        /* The guardian died (killed on its own) before the group's end:
+         * end it from here, while it is there to be signalled. */
+        if (kill(-r->cmd, 0) == 0)
+            kill(-r->cmd, SIGKILL);
+        return -ECHILD;
+    }
+    if (r->flags & GUARD_NOFORK)
+        return -r->err;
+    if (!(r->flags & GUARD_EXITED))
+        return -ECHILD;
+    *status = tool_guard_status(r);
+    return 0;
+}
+
+/* Passes on the signals read, but SIGCHLD and one we raised ourselves
+ * (the SIGPIPE of a write to a closed stderr); returns SIGINT or SIGTERM
+ * if one came, for the caller. The terminal's own reach CMD's group
+ * directly when it has the terminal. */
+int tool_child_signals(struct tool_child *c)
+{
+    int stop = 0;
+    struct signalfd_siginfo si;
+    while (read(c->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+        int sig = (int)si.ssi_signo;
+        if (sig == SIGCHLD || (pid_t)si.ssi_pid == getpid())
+            continue;
+        if (c->started)
+            tool_guard_signal(&c->g, sig);
+        if (sig == SIGINT || sig == SIGTERM)
+            stop = sig;
+    }
+    return stop;
+}
+
 int tool_child_wait(struct tool_child *c, int lost_fd, uint64_t kill_after_ms, int *status, bool *lost)
 {
     *lost = false;
@@ -132,31 +171,38 @@ int tool_child_wait(struct tool_child *c, int lost_fd, uint64_t kill_after_ms, i
             *lost = true;
             tool_guard_end(&c->g, kill_after_ms);
         }
-        struct signalfd_siginfo si;
-        while (read(c->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
-            /* Passed on to CMD, unless we raised it ourselves (the SIGPIPE
-             * of a write to a closed stderr). The terminal's own reach
-             * CMD's group directly when it has the terminal. */
-            if (si.ssi_signo != SIGCHLD && (pid_t)si.ssi_pid != getpid())
-                tool_guard_signal(&c->g, (int)si.ssi_signo);
+        (void)tool_child_signals(c);
     }
     tool_guard_reap(&c->g);
-    const struct tool_guard_report *r = &c->g.r;
-    if (r->flags & GUARD_LOST)
+    if (c->g.r.flags & GUARD_LOST)
         *lost = true; /* the guardian saw it first (we were stopped) */
-    if ((r->flags & GUARD_STARTED) && !(r->flags & (GUARD_GONE | GUARD_STILL))) {
-        /* The guardian died (killed on its own) before the group's end:
-         * end it from here, while it is there to be signalled. */
-        if (kill(-r->cmd, 0) == 0)
-            kill(-r->cmd, SIGKILL);
-        return -ECHILD;
+    return finish(c, status);
+}
+
+pid_t tool_child_pid(struct tool_child *c)
+{
+    while (!follow(c) && !(c->g.r.flags & GUARD_STARTED)) {
+        struct pollfd pf = { c->g.rep, POLLIN, 0 };
+        if (poll(&pf, 1, -1) < 0 && errno != EINTR)
+            break;
     }
-    if (r->flags & GUARD_NOFORK)
-        return -r->err;
-    if (!(r->flags & GUARD_EXITED))
-        return -ECHILD;
-    *status = tool_guard_status(r);
-    return 0;
+    return (c->g.r.flags & GUARD_STARTED) ? c->g.r.cmd : 0;
+}
+
+int tool_child_done(struct tool_child *c, int *status)
+{
+    if (!c->started || !follow(c))
+        return 0;
+    tool_guard_reap(&c->g);
+    *status = -1;
+    int rc = finish(c, status);
+    tool_exec_free(&c->x);
+    c->started = false;
+    if (c->tty >= 0)
+        close(c->tty);
+    c->tty = -1;
+    c->pid = 0;
+    return rc < 0 ? rc : 1;
 }
 
 void tool_child_end(struct tool_child *c)

@@ -65,6 +65,22 @@ int tool_child_start(struct tool_child *c, char **argv, char **env);
  * then sent SIGKILL). */
 int tool_child_wait(struct tool_child *c, int lost_fd, uint64_t kill_after_ms, int *status, bool *lost);
 
+/* Passes the signals pending on the signalfd on to CMD's group (while
+ * started), but SIGCHLD and those we raised ourselves: SIGINT or SIGTERM
+ * if one came (the last), else 0. */
+int tool_child_signals(struct tool_child *c);
+
+/* After tool_child_start: CMD's pid (and group), once the guardian says
+ * it started (waits for that), or 0 (it did not). */
+pid_t tool_child_pid(struct tool_child *c);
+
+/* Without blocking (poll c->g.rep for POLLIN): 0 CMD's group is still
+ * there; 1 it is gone, *status CMD's as a shell reports it, c->g.r what
+ * the guardian saw (GUARD_LOST: c->held said the hold was lost), and c
+ * ready to start CMD again; -errno as tool_child_wait (the group was then
+ * sent SIGKILL). */
+int tool_child_done(struct tool_child *c, int *status);
+
 /* Closes the signalfd and restores the signal mask (after the threads
  * made since tool_child_block are gone); ends a guardian still running. */
 void tool_child_end(struct tool_child *c);

@@ -309,10 +309,11 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
     uint64_t grace = TOOL_DEFAULT_GRACE;
     const char *dir = NULL, *etcd = NULL, *groups = NULL;
     struct tool_etcd_flags flags = { 0 };
+    struct tool_etcd_where where = { NULL, NULL };
     const struct tool_opt opts[] = {
         { "grace", OPT_U64, 0, TOOL_MAX_GRACE, &grace, NULL, NULL },
         { "textfile", OPT_STR, 0, 0, NULL, NULL, &dir },
-        { "etcd", OPT_STR, 0, 0, NULL, NULL, &etcd }, /* groups on etcd: export_group.c */
+        TOOL_ETCD_WHERE_OPTS(&where), /* groups on etcd: export_group.c */
         { "group", OPT_STR, 0, 0, NULL, NULL, &groups },
         TOOL_ETCD_OPTS(&flags),
     };
@@ -321,8 +322,14 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
     int rc = tool_parse(cmd, argc, argv, opts, sizeof(opts) / sizeof(opts[0]), pos, 0, 64, &npos);
     if (rc != TOOL_GO)
         return rc;
+    /* ETCDCTL_ENDPOINTS stands for --etcd with --group. */
+    if (!groups && !where.etcd && !where.endpoints)
+        etcd = NULL;
+    else if ((rc = tool_etcd_where(cmd, &where, &etcd)) != TOOL_GO)
+        return rc;
     if (!etcd != !groups)
-        return tool_usage_error(cmd, "--etcd ENDPOINTS and --group GROUP go together");
+        return tool_usage_error(cmd, "--etcd ENDPOINTS (or --endpoints, or ETCDCTL_ENDPOINTS) and --group GROUP "
+                                     "go together");
     if (npos == 0 && !groups)
         return tool_usage_error(cmd, "missing FILE (or --etcd ENDPOINTS --group GROUP)");
     struct vigil_etcd_options eo;
@@ -395,7 +402,8 @@ const struct tool_cmd tool_cmd_export = {
             "  --textfile DIR   write DIR/vigil.prom atomically instead (a temporary\n"
             "                   file renamed over it), for node_exporter's textfile\n"
             "                   collector\n"
-            "  --etcd ENDPOINTS etcd, for --group\n"
+            "  --etcd ENDPOINTS etcd, for --group (or --endpoints, as etcdctl; with\n"
+            "                   --group, default $ETCDCTL_ENDPOINTS)\n"
             "  --group GROUP[,GROUP...]  also each vigil group on etcd: vigil_group_up,\n"
             "                   _members, _units{state=free|owned|done}, _round,\n"
             "                   _leader_term (FILE is then optional)\n"

@@ -41,6 +41,7 @@
 #define _GNU_SOURCE
 #include "child.h"
 #include "etcd_opts.h"
+#include "etcd_report.h"
 #include "fds.h"
 #include "vigil.h"
 
@@ -91,6 +92,7 @@ struct backend {
     vigil_leases *ls;
 #ifdef VIGIL_HAVE_ETCD
     vigil_etcd   *e;
+    struct tool_etcd_report rep; /* etcd's trouble said while we wait and hold */
 #endif
 };
 
@@ -131,7 +133,10 @@ static int backend_open(struct backend *b, const char *store, const char *etcd, 
      * of no use to the lease, and on a loss to a silent server the
      * keepalive's stop and the release each wait out at most that. */
     uint64_t total = ttl / 3 < 200 ? 200 : ttl / 3 > 3000 ? 3000 : ttl / 3;
-    vigil_etcd_set_timeout(b->e, (uint32_t)(total < 1000 ? total : 1000), (uint32_t)total);
+    uint64_t dial = flags->dial_ms ? flags->dial_ms : 1000; /* --dial-timeout, --command-timeout: within a beat */
+    if (flags->command_ms && flags->command_ms < total)
+        total = flags->command_ms;
+    vigil_etcd_set_timeout(b->e, (uint32_t)(total < dial ? total : dial), (uint32_t)total);
     return 0;
 #else /* the command line goes on in the helper, whole */
     (void)rc, (void)flags, (void)ttl, (void)key;
@@ -139,11 +144,41 @@ static int backend_open(struct backend *b, const char *store, const char *etcd, 
 #endif
 }
 
+/* etcd's trouble said from now on (its requests' failures, on a line of
+ * their own): for a wait, which rides trouble out, and for the hold; not
+ * for an attempt that ends at its first failure, which says it itself. */
+static void backend_report(struct backend *b, const char *key)
+{
+#ifdef VIGIL_HAVE_ETCD
+    if (b->e && !b->rep.running)
+        (void)tool_etcd_report_start(&b->rep, b->e, key, b->where, 0);
+#else
+    (void)b, (void)key;
+#endif
+}
+
 static void backend_close(struct backend *b)
 {
     vigil_leases_close(b->ls);
 #ifdef VIGIL_HAVE_ETCD
+    if (b->e)
+        tool_etcd_report_stop(&b->rep);
     vigil_etcd_close(b->e);
+#endif
+}
+
+/* The failure a wait met last since since_ns, for the end of its line
+ * (", etcd unreachable: ..."), or "". */
+static const char *backend_met(struct backend *b, int64_t since_ns)
+{
+#ifdef VIGIL_HAVE_ETCD
+    static char buf[420];
+    const char *met = b->e ? tool_etcd_met(b->e, since_ns) : "";
+    snprintf(buf, sizeof(buf), "%s%s", *met ? "; " : "", met);
+    return buf;
+#else
+    (void)b, (void)since_ns;
+    return "";
 #endif
 }
 
@@ -272,8 +307,16 @@ static bool still_held(void *ka)
     return !vigil_keepalive_lost(ka);
 }
 
-/* Why KEY was not acquired, with its holder when one can be named. */
-static int not_acquired(struct backend *b, const char *key, uint64_t wait_ms, bool waited)
+static int64_t realtime_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Why KEY was not acquired, with its holder when one can be named, and
+ * the failure the wait met last (since since_ns) when it met one. */
+static int not_acquired(struct backend *b, const char *key, uint64_t wait_ms, bool waited, int64_t since_ns)
 {
     vigil_lease_info info;
     char holder[400] = "";
@@ -294,22 +337,24 @@ static int not_acquired(struct backend *b, const char *key, uint64_t wait_ms, bo
     }
     char within[32];
     tool_format_ms(wait_ms, within, sizeof(within));
+    const char *met = backend_met(b, since_ns);
     if (waited)
-        lock_fail(key, "not acquired within %s%s", within, holder);
+        lock_fail(key, "not acquired within %s%s%s", within, holder, met);
     else
-        lock_fail(key, "not acquired (--wait 0)%s", holder);
+        lock_fail(key, "not acquired (--wait 0)%s%s", holder, met);
     return EXIT_NOT_ACQUIRED;
 }
 
 static int run(const struct tool_cmd *cmd, int argc, char **argv)
 {
     const char *store = NULL, *etcd = NULL, *owner_opt = NULL, *ttl_text = NULL;
+    struct tool_etcd_where where = { NULL, NULL };
     uint64_t ttl = 10000, wait_ms = 0, kill_after = 5000;
     bool have_wait = false, trust = false;
     struct tool_etcd_flags flags = { 0 };
     const struct tool_opt opts[] = {
         { "store", OPT_STR, 0, 0, NULL, NULL, &store },
-        { "etcd", OPT_STR, 0, 0, NULL, NULL, &etcd },
+        TOOL_ETCD_WHERE_OPTS(&where),
         { "ttl", OPT_MS, 3, LOCK_MAX_TTL_MS, &ttl, NULL, &ttl_text },
         { "wait", OPT_MS, 0, LOCK_MAX_WAIT_MS, &wait_ms, &have_wait, NULL },
         { "owner", OPT_STR, 0, 0, NULL, NULL, &owner_opt },
@@ -326,8 +371,15 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
     int rc = tool_parse(cmd, dd, argv, opts, sizeof(opts) / sizeof(opts[0]), pos, 0, 1, &npos);
     if (rc != TOOL_GO)
         return rc;
+    /* ETCDCTL_ENDPOINTS stands for --etcd when no --store is given. */
+    if (store && !where.etcd && !where.endpoints)
+        etcd = NULL;
+    else if ((rc = tool_etcd_where(cmd, &where, &etcd)) != TOOL_GO)
+        return rc;
     if (!store == !etcd)
-        return tool_usage_error(cmd, "exactly one of --store FILE and --etcd ENDPOINTS");
+        return tool_usage_error(cmd, store ? "exactly one of --store FILE and --etcd ENDPOINTS"
+                                           : "exactly one of --store FILE and --etcd ENDPOINTS (or --endpoints, or "
+                                             "ETCDCTL_ENDPOINTS in the environment)");
     if (store && tool_etcd_flags_given(&flags))
         return tool_usage_error(cmd, "the etcd connection flags (--cacert ... --namespace) go with --etcd");
     if (npos == 0)
@@ -365,9 +417,12 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
     if (rc != 0)
         return rc;
     vigil_lease lease;
+    int64_t wait_start = realtime_ns();
+    if (timeout_ns > 0)
+        backend_report(&b, key);
     rc = backend_acquire(&b, key, owner, ttl, timeout_ns, &lease);
     if (rc == VIGIL_ETIMEDOUT || rc == VIGIL_EBUSY) {
-        rc = not_acquired(&b, key, wait_ms, have_wait && wait_ms > 0);
+        rc = not_acquired(&b, key, wait_ms, have_wait && wait_ms > 0, wait_start);
         backend_close(&b);
         return rc;
     }
@@ -375,6 +430,8 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
         backend_close(&b);
         return lock_fail(key, "acquire on %s: %s", b.where, backend_reason(&b, rc));
     }
+
+    backend_report(&b, key); /* the keepalive's renewals find trouble while we hold */
 
     /* Held from here: every way out releases. The signals that would end
      * the tool by default are taken (before the keepalive's threads, which
@@ -483,7 +540,8 @@ const struct tool_cmd tool_cmd_lock = {
             "options:\n"
             "  --store FILE      the lease store FILE on this host (made when missing)\n"
             "  --etcd ENDPOINTS  etcd, e.g. http://10.0.0.1:2379,http://10.0.0.2:2379;\n"
-            "                    KEY is shared with `etcdctl lock KEY`\n"
+            "                    KEY is shared with `etcdctl lock KEY` (or --endpoints,\n"
+            "                    as etcdctl; without --store, $ETCDCTL_ENDPOINTS)\n"
             "  --ttl DURATION    the lease's TTL, 3ms..24h (default 10s)\n"
             "  --wait DURATION   give up after that long (default: wait for ever; 0: do\n"
             "                    not wait)\n"

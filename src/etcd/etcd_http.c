@@ -325,6 +325,7 @@ static int call_endpoints(vigil_etcd *e, const char *path, const char *body, str
 {
     bool gateway = strncmp(path, "v3/", 3) == 0, electing = false;
     int rc = -EHOSTUNREACH;
+    int64_t sent = vigil_etcd__wall_ns(); /* an outage it finds began no later */
     e->maybe_applied = false;
     for (unsigned k = 0; k < e->n; k++) {
         unsigned i = (e->cur + k) % e->n;
@@ -349,7 +350,8 @@ static int call_endpoints(vigil_etcd *e, const char *path, const char *body, str
                 if (++e->prefix[i] < NPREFIX)
                     continue;
                 e->prefix[i] = 0; /* start over next time: the server may change */
-                vigil_etcd__why("%s: no etcd v3 gateway there", e->urls[i]);
+                char clean[512];
+                vigil_etcd__why("%s: no etcd v3 gateway there", vigil_etcd__redact(e->urls[i], clean, sizeof(clean)));
                 rc = -EPROTONOSUPPORT;
                 break;
             }
@@ -367,6 +369,7 @@ static int call_endpoints(vigil_etcd *e, const char *path, const char *body, str
                 break;
             }
             e->cur = i;
+            vigil_etcd__health_answered(e);
             vigil_etcd__note_cluster(e, r->body, r->len);
             /* The last word: etcd's error, or none (an endpoint that
              * failed before this one answered is no reason any more). */
@@ -383,8 +386,12 @@ static int call_endpoints(vigil_etcd *e, const char *path, const char *body, str
             }
             return 0;
         }
-        if (rc == VIGIL_ETIMEDOUT || rc == VIGIL_ETLS)
-            break; /* the holder's time is up; or TLS, configured alike everywhere */
+        if (rc == VIGIL_ETIMEDOUT || rc == VIGIL_ETLS) {
+            vigil_etcd__health_failed(e, rc, e->urls[i], sent);
+            return rc; /* the holder's time is up; or TLS, configured alike everywhere */
+        }
+        if (k + 1 == e->n)
+            vigil_etcd__health_failed(e, rc, e->urls[i], sent); /* none answered */
     }
     /* A member that said Unavailable (no leader: an election under way)
      * beside one that refused the connection (the leader killed): the

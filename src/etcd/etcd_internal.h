@@ -192,6 +192,7 @@ struct vigil_etcd {
     int64_t                     revoke_unsure; /* a lease whose revoke failed that way, or 0 */
     _Atomic uint64_t            cluster; /* the cluster's ID, from the first reply naming one; 0 none yet */
     char                        curl_err[256]; /* libcurl's own words for the last failure */
+    struct vigil_etcd_health_state *health; /* etcd_health.c: whether etcd answers */
 };
 
 /* The handle's curl connection, made and closed (etcd_http.c). */
@@ -451,5 +452,24 @@ void vigil_etcd__curl_tls(vigil_etcd *e, void *curl);
 /* For the watch: the URL of path (a "v3/" path) on e's current endpoint,
  * and e's connect timeout. */
 int  vigil_etcd__url(vigil_etcd *e, const char *path, char *url, size_t cap, long *connect_ms);
+
+/* ---- whether etcd answers (etcd_health.c) ------------------------------- */
+
+/* Made with the handle and freed with it: 0 or -ENOMEM. */
+int  vigil_etcd__health_open(vigil_etcd *e);
+void vigil_etcd__health_close(vigil_etcd *e);
+/* A request of e's was answered by an endpoint; or no endpoint answered
+ * it (rc, the last endpoint tried, and this thread's errmsg saying why). */
+void vigil_etcd__health_answered(vigil_etcd *e);
+/* A request no endpoint answered, sent (CLOCK_REALTIME) at sent_ns. */
+void vigil_etcd__health_failed(vigil_etcd *e, int rc, const char *url, int64_t sent_ns);
+/* url without its userinfo (scheme://user:password@host: a secret): url
+ * itself when it has none, else buf. */
+const char *vigil_etcd__redact(const char *url, char *buf, size_t cap);
+/* The errmsg of a wait that ends (VIGIL_ETIMEDOUT) after meeting
+ * failures: the last one met since start (CLOCK_REALTIME ns), if any. */
+void vigil_etcd__why_wait(vigil_etcd *e, int64_t start);
+/* CLOCK_REALTIME in ns, as the record keeps time. */
+int64_t vigil_etcd__wall_ns(void);
 
 #endif

@@ -418,8 +418,12 @@ int vigil_etcd_session_acquire_wait(vigil_etcd_session *s, const char *key, cons
     if (rc < 0 || (rc = settle_first(s)) < 0)
         return rc;
     struct vigil_etcd_place p = { .id = s->lease.id, .granted = s->granted, .session = s };
-    if ((rc = vigil_etcd__queue_wait(s->e, &p, key, owner, (uint64_t)s->granted, timeout_ns)) < 0)
+    int64_t start = vigil_etcd__wall_ns();
+    if ((rc = vigil_etcd__queue_wait(s->e, &p, key, owner, (uint64_t)s->granted, timeout_ns)) < 0) {
+        if (rc == VIGIL_ETIMEDOUT)
+            vigil_etcd__why_wait(s->e, start); /* the trouble it met, if any */
         return rc == VIGIL_ELOST || vigil_keepalive_lost(s->ka) ? VIGIL_ELOST : rc;
+    }
     fill(s, key, owner, p.rev, out);
     return 0;
 }

@@ -368,8 +368,12 @@ int vigil_etcd_acquire_wait(vigil_etcd *e, const char *key, const char *owner, u
     if (rc < 0)
         return rc;
     struct vigil_etcd_place p = { 0 };
-    if ((rc = vigil_etcd__queue_wait(e, &p, key, owner, secs, timeout_ns)) < 0)
+    int64_t start = vigil_etcd__wall_ns();
+    if ((rc = vigil_etcd__queue_wait(e, &p, key, owner, secs, timeout_ns)) < 0) {
+        if (rc == VIGIL_ETIMEDOUT)
+            vigil_etcd__why_wait(e, start); /* the trouble it met, if any */
         return rc;
+    }
     memset(out, 0, sizeof(*out));
     memcpy(out->key, key, strlen(key));
     memcpy(out->owner, owner, strlen(owner));

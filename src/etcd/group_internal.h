@@ -129,6 +129,9 @@ struct gevent {
 int  gstream_next(struct gstream *s, int timeout_ms, int extra_fd, struct gevent *ev, int max, int64_t *rev);
 /* Does the stream still go to e's current endpoint? */
 bool gstream_current(struct gstream *s, vigil_etcd *e);
+/* Did it end because etcd compacted past the revision it was opened
+ * from? (Then a caller reads afresh: the changes between are gone.) */
+bool gstream_compacted(const struct gstream *s);
 void gstream_close(struct gstream *s);
 
 /* ---- the member (group.c) ------------------------------------------------ */
