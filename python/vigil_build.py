@@ -106,6 +106,15 @@ def _metadata(project: Dict[str, Any]) -> str:
     return "\n".join(lines) + "\n\n" + body
 
 
+def _license() -> str:
+    """The license's text on disk: the sdist's own copy, else the
+    repository's LICENSE (the package lives in its python/ directory)."""
+    for path in (os.path.join(HERE, "LICENSE"), os.path.join(HERE, os.pardir, "LICENSE")):
+        if os.path.isfile(path):
+            return path
+    raise FileNotFoundError("LICENSE: neither in the package's directory nor in the repository above it")
+
+
 def _sources() -> List[Tuple[str, str]]:
     """(path in the archive, path on disk) of the package's files: its .py
     files and py.typed, sorted, no caches."""
@@ -173,6 +182,8 @@ def _build(wheel_directory: str, editable: bool) -> str:
                 wheel.add(arcname, f.read())
     wheel.add(f"{dist_info}/METADATA", _metadata(project).encode("utf-8"))
     wheel.add(f"{dist_info}/WHEEL", _wheel_file().encode())
+    with open(_license(), "rb") as f:
+        wheel.add(f"{dist_info}/licenses/LICENSE", f.read())  # where PEP 639 puts it
     wheel.close(dist_info)
     return name
 
@@ -212,13 +223,14 @@ def build_editable(wheel_directory: str, config_settings: Optional[Dict[str, Any
 
 def build_sdist(sdist_directory: str, config_settings: Optional[Dict[str, Any]] = None) -> str:
     """The package's source: pyproject.toml, this backend, the README, the
-    package and its tests, with PKG-INFO."""
+    license, the package and its tests, with PKG-INFO."""
     project = _project()
     base = _dist(project)
     name = f"{base}.tar.gz"
     files = [("pyproject.toml", os.path.join(HERE, "pyproject.toml")),
              ("vigil_build.py", os.path.join(HERE, "vigil_build.py")),
-             ("README.md", os.path.join(HERE, "README.md"))] + _sources()
+             ("README.md", os.path.join(HERE, "README.md")),
+             ("LICENSE", _license())] + _sources()
     tests = os.path.join(HERE, "tests")
     for entry in sorted(os.listdir(tests)) if os.path.isdir(tests) else []:
         if entry.endswith((".py", ".c", ".sh")):

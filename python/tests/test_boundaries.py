@@ -291,6 +291,117 @@ def test_a_renew_that_stops_while_another_thread_stops(tmp):
     assert not ka.running
 
 
+READS = {"lost": lambda ka: ka.lost, "stats": lambda ka: ka.stats(), "fileno": lambda ka: ka.fileno()}
+
+
+@pytest.mark.parametrize("stopper", ["thread", "renewer"])
+@pytest.mark.parametrize("read", sorted(READS))
+def test_a_read_racing_a_stop_never_reaches_a_freed_keepalive(monkeypatch, read, stopper):
+    """A thread reads `lost`, `stats()` or `fileno()` while the keepalive is
+    stopped by another thread or by its own renew (issue 27's review: the
+    reader had taken the C keepalive, the stop freed it, and the reader's
+    call read freed memory: heap-use-after-free under ASan). The race is
+    landed where it hurt: the reader holds the keepalive, about to call the
+    library, until the stop has begun (entered the library's stop, or
+    waits for the reader). A call on a keepalive whose stop began is
+    recorded, and not made."""
+    from vigil import _keepalive
+    from vigil._ffi import ffi
+
+    real = _keepalive.lib
+    reader: list = []  # the reading thread's ident
+    reading, stop_begun = threading.Event(), threading.Event()
+    stopped, late = set(), []
+
+    def address(ka):
+        return int(ffi.cast("uintptr_t", ka))
+
+    def held(name, refused):
+        call = getattr(real, name)
+
+        def read_held(ka, *args):
+            if threading.get_ident() in reader and not reading.is_set():
+                reading.set()
+                assert stop_begun.wait(60), "the stop never began"
+            if address(ka) in stopped:
+                late.append(name)
+                return refused
+            return call(ka, *args)
+
+        return read_held
+
+    class Library:
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        vigil_keepalive_lost = staticmethod(held("vigil_keepalive_lost", 0))
+        vigil_keepalive_stats = staticmethod(held("vigil_keepalive_stats", -22))
+        vigil_keepalive_fd = staticmethod(held("vigil_keepalive_fd", -22))
+
+        @staticmethod
+        def vigil_keepalive_stop(ka):
+            stopped.add(address(ka))
+            stop_begun.set()
+            return real.vigil_keepalive_stop(ka)
+
+    class Announced:
+        """The keepalive's reader lock, saying when a stop waits for it."""
+
+        def __init__(self, lock):
+            self.lock = lock
+
+        def __enter__(self):
+            if threading.get_ident() not in reader:
+                stop_begun.set()
+            return self.lock.__enter__()
+
+        def __exit__(self, *exc):
+            return self.lock.__exit__(*exc)
+
+    class Port:
+        ka = None
+        rc = None
+        done = threading.Event()
+
+        def renew(self, lease):
+            if stopper == "renewer" and self.rc is None:
+                assert reading.wait(60), "the reader never came"
+                self.rc = self.ka.stop()
+                self.done.set()
+            return True
+
+    monkeypatch.setattr(_keepalive, "lib", Library())
+    port = Port()
+    # The renewer's stop comes with its first renewal (0.48 s in); the
+    # thread's long before any.
+    ka = port.ka = vigil.keepalive(port, vigil.Lease("k", "me", 1, 1.5 if stopper == "renewer" else 60)).start()
+    ka._using = Announced(ka._using)
+    got = []
+
+    def read_once():
+        reader.append(threading.get_ident())
+        try:
+            got.append(READS[read](ka))
+        except ValueError as e:  # stopped first: a clear error, never a freed keepalive
+            got.append(e)
+
+    th = threading.Thread(target=read_once)
+    th.start()
+    if stopper == "thread":
+        assert reading.wait(60), "the reader never came"
+        assert ka.stop() == 0
+    else:
+        assert port.done.wait(60), "renew was never called"
+        assert port.rc in (0, vigil.VIGIL_ELOST)  # the verdict then: lost if the machine stalled past the TTL
+    th.join(60)
+    assert not th.is_alive()
+    assert not late, f"{late} called on a keepalive its stop had freed (or was freeing)"
+    assert got and not isinstance(got[0], ValueError), f"the read was refused: {got}"
+    assert not ka.running
+    with pytest.raises(ValueError):
+        READS[read](ka) if read != "lost" else ka.stats()
+
+
 def test_a_forked_child_starts_the_wait_pool_and_turns_afresh(tmp):
     """Forked while the parent's threads hold a table's failover_wait turn,
     are inside a barrier wait (counted by close) and idle in the asyncio

@@ -38,7 +38,8 @@ def test_wheel(tmp):
         assert not any("__pycache__" in n or n.startswith("tests/") or n == "vigil_build.py" for n in names)
         meta = z.read(f"vigil-{V}.dist-info/METADATA").decode()
         assert "Name: vigil" in meta and "Requires-Dist: cffi>=1.15" in meta
-        assert 'Requires-Dist: pytest; extra == "test"' in meta
+        assert 'Requires-Dist: pytest; extra == "test"' in meta and "License: MIT" in meta
+        assert "Permission is hereby granted" in z.read(f"vigil-{V}.dist-info/licenses/LICENSE").decode()
         record = z.read(f"vigil-{V}.dist-info/RECORD").decode().splitlines()
         assert sorted(line.split(",")[0] for line in record) == sorted(names)
         for line in record:
@@ -60,5 +61,23 @@ def test_sdist(tmp):
     name = vigil_build.build_sdist(tmp)
     with tarfile.open(os.path.join(tmp, name)) as t:
         names = t.getnames()
-    for need in ("pyproject.toml", "vigil_build.py", "README.md", "PKG-INFO", "vigil/__init__.py"):
+    for need in ("pyproject.toml", "vigil_build.py", "README.md", "LICENSE", "PKG-INFO", "vigil/__init__.py"):
         assert f"vigil-{V}/{need}" in names, need
+
+
+def test_a_wheel_built_from_the_sdist_carries_the_license(tmp):
+    """The sdist stands alone: unpacked anywhere, its backend finds the
+    license in it (not in a repository above it) and puts it in the wheel."""
+    import importlib.util
+
+    with tarfile.open(os.path.join(tmp, vigil_build.build_sdist(tmp))) as t:
+        t.extractall(os.path.join(tmp, "src"))
+    root = os.path.join(tmp, "src", f"vigil-{V}")
+    spec = importlib.util.spec_from_file_location("vigil_build_from_sdist", os.path.join(root, "vigil_build.py"))
+    backend = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(backend)
+    assert backend._license() == os.path.join(root, "LICENSE")
+    out = os.path.join(tmp, "out")
+    os.mkdir(out)
+    with zipfile.ZipFile(os.path.join(out, backend.build_wheel(out))) as z:
+        assert "Permission is hereby granted" in z.read(f"vigil-{V}.dist-info/licenses/LICENSE").decode()

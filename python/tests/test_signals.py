@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import _thread
 import asyncio
+import collections
 import dis
 import os
 import signal
@@ -498,3 +499,79 @@ def test_async_registered_enter_and_exit(tmp):
             assert t.live_count(vigil._util.U64_MAX) == 0, "a slot is still registered"
 
         each_point(scenario, (scenario.__code__, registered.__code__), check)
+
+
+class SignalledQueue(collections.deque):
+    """A turn queue whose append, on the main thread, delivers SIGINT just
+    as the ticket is in (as a Ctrl-C from the terminal landing there: the
+    handler runs at the check after the call, inside Turns' `with`)."""
+
+    def append(self, ticket: Any) -> None:
+        super().append(ticket)
+        if threading.current_thread() is threading.main_thread():
+            signal.raise_signal(signal.SIGINT)
+
+
+@pytest.mark.parametrize("second", [False, True], ids=["once", "twice"])
+def test_ctrl_c_as_a_failover_wait_queues_leaves_no_ticket(tmp, monkeypatch, second):
+    """Ctrl-C landing as the main thread's failover_wait queues for the
+    table's turn (another thread's wait holds it), and, `twice`, again as
+    the clean-up starts: no ticket of the gone caller is left (issue 27's
+    review: one was, the turn was handed to it, busy for nobody, and every
+    later failover_wait returned [] at its timeout, a dead owner never
+    reclaimed). A bound Barrier's waits take the same turns."""
+    from vigil import _table, _util
+
+    real = _table.lib
+    inside, release = threading.Event(), threading.Event()
+
+    class HeldByAnotherThread:
+        """The library, its failover wait held on other threads until released."""
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+        @staticmethod
+        def vigil_failover_wait(*args: Any) -> int:
+            if threading.current_thread() is not threading.main_thread():
+                inside.set()
+                assert release.wait(60)
+            return real.vigil_failover_wait(*args)
+
+    monkeypatch.setattr(_table, "lib", HeldByAnotherThread())
+    if second:
+        # The second Ctrl-C lands at the first instruction of the first
+        # clean-up (pending, its handler run by the real one's start).
+        leave, sent = _util.Turns._leave, []
+
+        def leave_signalled(self: Any, ticket: Any) -> None:
+            if not sent:
+                sent.append(1)
+                SIGINT_NOW.now  # noqa: B018
+            leave(self, ticket)
+
+        monkeypatch.setattr(_util.Turns, "_leave", leave_signalled)
+    with vigil.HeartbeatTable.create(os.path.join(tmp, "t.hb"), 4) as t:
+        turns = t._failover_turns
+        turns._queue = SignalledQueue()
+        holder = threading.Thread(target=lambda: t.failover_wait(0, timeout=0))
+        holder.start()
+        assert inside.wait(60), "the other thread's wait never started"
+        with pytest.raises(KeyboardInterrupt):
+            t.failover_wait(0, timeout=60)
+        assert not turns._queue, "the gone caller's ticket is still queued"
+        assert not second or sent, "no second signal landed"
+        release.set()
+        holder.join(60)
+        assert turns.busy == 0, f"busy {turns.busy} with no call in progress"
+        # An owner that dies holding its slot: the next wait reclaims it.
+        pid = os.fork()
+        if pid == 0:
+            try:
+                t.register()
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+        got = t.failover_wait(0, timeout=30)
+        assert [r.pid for r in got] == [pid], f"failover_wait -> {got}"
+        assert turns.busy == 0 and not turns._queue

@@ -18,7 +18,13 @@ from typing import Any, Callable, List
 
 _objects: "weakref.WeakSet[Any]" = weakref.WeakSet()  # each with an _after_fork() method
 _hooks: List[Callable[[], None]] = []
-_from_main = True  # whether the last fork was made by the main thread
+# This process's main thread (where Python runs signal handlers): a fact of
+# the process, read by whichever threads fork at once, never a note left by
+# one fork for its child (two threads forking at once overwrote each
+# other's: a child of the main thread's fork was told it was forked by
+# another thread, or the other way round).
+_main_ident = threading.main_thread().ident
+_from_main = True  # in a child: whether the thread that forked it was the parent's main thread
 
 
 def renew_in_child(obj: Any) -> None:
@@ -39,12 +45,12 @@ def forked_from_main() -> bool:
     return _from_main
 
 
-def _before() -> None:
-    global _from_main
-    _from_main = threading.current_thread() is threading.main_thread()
-
-
 def _child() -> None:
+    global _from_main, _main_ident
+    # The child's one thread is the one that forked (the same ident), and
+    # its main thread from now on.
+    me = threading.get_ident()
+    _from_main, _main_ident = me == _main_ident, me
     for fn in list(_hooks):
         fn()
     for obj in list(_objects):
@@ -52,4 +58,4 @@ def _child() -> None:
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(before=_before, after_in_child=_child)
+    os.register_at_fork(after_in_child=_child)

@@ -96,7 +96,14 @@ class Keepalive:
 
     It belongs to the process that started it: in a child forked while it
     runs, stopping, closing or leaving the block frees the child's copy and
-    never stops the parent's renewer."""
+    never stops the parent's renewer.
+
+    Any thread may read `lost`, `stats()` and `fileno()` while another
+    stops it: each reads the C keepalive under `_using`, and stop takes the
+    keepalive out from under the same lock, so the library frees it (at
+    once, or when the renewer's own renewal returns) only once no reader
+    is inside (issue 27's review: a watchdog thread reading `lost` read
+    freed memory)."""
 
     def __init__(self, store: Any, lease: Any) -> None:
         """Not started yet: `start()`, or enter it with `with`."""
@@ -107,12 +114,17 @@ class Keepalive:
         self._rc: Optional[int] = None
         self._told = False
         self._stopping = threading.Lock()
+        # Held by a reader's C call on _ka and by stop taking _ka away (a
+        # moment each: never across a join). Reentrant: a signal handler
+        # run on the main thread inside a reader may read or stop it too.
+        self._using = threading.RLock()
         self._renewal: Optional[_Renewal] = None  # a Python port's, while it runs
         self._armed: Any = None  # a `with` block's hold on the signal guard
         _fork.renew_in_child(self)
 
     def _after_fork(self) -> None:
         self._stopping = threading.Lock()  # a parent's thread may have been stopping it
+        self._using = threading.RLock()  # or reading it
 
     def _port(self) -> Tuple[Any, Any, tuple, Optional[_Renewal]]:
         """The C port, the C lease, what must outlive the renewer, and the
@@ -166,10 +178,13 @@ class Keepalive:
                     pass  # a second signal: the first is raised once it is stopped
             raise
 
-    def _p(self) -> Any:
-        if self._ka == ffi.NULL:
-            raise ValueError("keepalive is not running")
-        return self._ka
+    def _read(self, call: Callable[[Any], Any]) -> Any:
+        """call(the C keepalive), with stop held off until it returns;
+        ValueError once stopped."""
+        with self._using:
+            if self._ka == ffi.NULL:
+                raise ValueError("keepalive is not running")
+            return call(self._ka)
 
     @property
     def running(self) -> bool:
@@ -177,9 +192,10 @@ class Keepalive:
         return self._ka != ffi.NULL
 
     def _is_lost(self) -> bool:
-        if self._ka == ffi.NULL:
-            return self._rc == VIGIL_ELOST
-        return bool(lib.vigil_keepalive_lost(self._ka))
+        with self._using:
+            if self._ka == ffi.NULL:
+                return self._rc == VIGIL_ELOST
+            return bool(lib.vigil_keepalive_lost(self._ka))
 
     @property
     def lost(self) -> bool:
@@ -195,12 +211,12 @@ class Keepalive:
         """A descriptor that polls readable once the lease is lost; valid until stop."""
         if not _ffi.has("vigil_keepalive_fd"):
             raise NotImplementedError("the loaded libvigil has no vigil_keepalive_fd")
-        return check(lib.vigil_keepalive_fd(self._p()))
+        return check(self._read(lib.vigil_keepalive_fd))
 
     def stats(self) -> KeepaliveStats:
         """The renewer's period, renewals, failures and CPU time so far."""
         buf = ffi.new("vigil_py_keepalive_info *")
-        check(lib.vigil_keepalive_stats(self._p(), ffi.addressof(buf, "v")))
+        check(self._read(lambda ka: lib.vigil_keepalive_stats(ka, ffi.addressof(buf, "v"))))
         v = buf.v
         return KeepaliveStats(v.period_ns / 1e9, v.renewals, v.failures, v.consecutive_failures,
                               bool(v.lost), v.cpu_ns / 1e9)
@@ -208,14 +224,20 @@ class Keepalive:
     @_signals.protected
     def stop(self) -> int:
         """Stop and join the renewer: 0, or VIGIL_ELOST if the lease was lost.
-        Idempotent, and safe from several threads at once. In a forked child
-        it frees the child's copy only (the library knows whose it is).
+        Idempotent. Threads stopping it at once: one stops it, the others
+        wait for that stop and return its verdict. A thread reading `lost`,
+        `stats()` or `fileno()` meanwhile is waited for (a C call's moment),
+        never left with a freed keepalive: after the stop, `lost` is the
+        stop's verdict, `stats()` and `fileno()` raise ValueError. In a
+        forked child it frees the child's copy only (the library knows
+        whose it is).
 
         A port's renew may stop its own keepalive: that stop cannot wait for
         the renewal it is called from, so it returns at once (no renewal
-        follows it), and the library frees the keepalive when that renewal
-        returns. If another thread is stopping it meanwhile (and so waiting
-        for this renewal), it returns at once too."""
+        follows it) with the verdict known then, and the library frees the
+        keepalive when that renewal returns. If another thread is stopping
+        it meanwhile (and so waiting for this renewal), it returns 0 at
+        once, and that thread's stop returns the verdict."""
         armed = _signals.arm()
         try:
             renewal = self._renewal
@@ -226,7 +248,11 @@ class Keepalive:
                 return 0
             try:
                 if self._ka != ffi.NULL:
-                    ka, self._ka = self._ka, ffi.NULL
+                    # Taken away once no reader is inside (readers are a C
+                    # call each, never waiting for the renewer: the
+                    # renewer's own stop waits a moment at most).
+                    with self._using:
+                        ka, self._ka = self._ka, ffi.NULL
                     self._rc = lib.vigil_keepalive_stop(ka)
                     self._keep, self._renewal = (), None
                 return self._rc if self._rc is not None else 0

@@ -160,6 +160,18 @@ def ttl_ms(ttl: Any, least_ms: int = 1) -> int:
 T = TypeVar("T")
 
 
+class _Ticket:
+    """One call's place in a Turns: `taken` while it holds a turn; `gate`,
+    while it queues, the lock the hand-over releases. Compared by identity
+    (no __eq__): a queue finds a caller's own ticket, never an equal one."""
+
+    __slots__ = ("taken", "gate")
+
+    def __init__(self) -> None:
+        self.taken = False
+        self.gate: Any = None
+
+
 class Turns:
     """Calls on one handle counted, and taken in turn when `exclusive`: a
     bound barrier's waits, a table's failover_wait (the handle keeps state
@@ -170,9 +182,16 @@ class Turns:
     thread that calls again at once never passes one that waits (polling
     let one thread take every turn, 102 to 0). Each waiter sleeps on a gate
     of its own (a lock the hand-over releases) within its timeout, and
-    leaves the queue when that passes, when `gone` is set, or when a
-    signal's exception leaves its wait; a turn handed to it meanwhile is
-    its own, given back by run()'s finally.
+    leaves the queue when that passes or when `gone` is set.
+
+    Every way out of run() goes through _leave (its finally, run again
+    until it has run through): the caller's ticket out of the queue and its
+    turn, if it holds one, handed on. So a signal's exception landing
+    anywhere (as the ticket is queued, in the wait, as the turn is handed
+    over, at _leave's own start) leaves no ticket of a caller that is gone:
+    one left would be handed the turn, counted busy for nobody, and every
+    later call would wait for ever (issue 27's review: a Ctrl-C at the
+    queue's append did that to a table's failover_wait).
 
     Only plain locks are held, through `with` or a C acquire: no point where
     a signal handler could run between taking one and the block that gives
@@ -183,7 +202,7 @@ class Turns:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.busy = 0
-        self._queue: Deque[Tuple[List[bool], Any]] = deque()  # (the waiter's taken, its gate)
+        self._queue: Deque[_Ticket] = deque()  # the waiters, first come first
         _fork.renew_in_child(self)
 
     def _after_fork(self) -> None:
@@ -194,52 +213,57 @@ class Turns:
         self._queue = deque()
 
     def _take(self, exclusive: bool, until: Optional[float], gone: Optional[threading.Event],
-              taken: List[bool]) -> bool:
-        gate = None
+              ticket: _Ticket) -> bool:
+        """Whether `ticket` got a turn before `until` (or `gone`); an
+        exception leaves it queued, or holding a turn, for _leave."""
         with self.lock:
             if not exclusive or not (self.busy or self._queue):
                 # The count and the flag change together, with no call
                 # between them (where a signal handler could run): the
                 # caller gives back exactly what was taken.
                 self.busy += 1
-                taken[0] = True
+                ticket.taken = True
                 return True
             gate = threading.Lock()
             gate.acquire()
-            self._queue.append((taken, gate))
-        try:
-            while True:
-                left = -1.0 if until is None else until - time.monotonic()
-                if gone is not None:
-                    left = 10 * self.POLL if left < 0 else min(left, 10 * self.POLL)
-                if (until is None or left > 0) and gate.acquire(timeout=left):
-                    return True  # handed over: taken[0] was set by the giver
-                with self.lock:
-                    if taken[0]:
-                        return True  # handed over as the wait ended
-                    if (until is not None and time.monotonic() >= until) or (gone is not None and gone.is_set()):
-                        self._queue.remove((taken, gate))
-                        return False
-        except BaseException:
-            # A signal's exception: out of the queue, unless the turn was
-            # handed over meanwhile (then it is given back by run()).
+            ticket.gate = gate
+            self._queue.append(ticket)
+        while True:
+            left = -1.0 if until is None else until - time.monotonic()
+            if gone is not None:
+                left = 10 * self.POLL if left < 0 else min(left, 10 * self.POLL)
+            if (until is None or left > 0) and gate.acquire(timeout=left):
+                return True  # handed over: ticket.taken was set by the giver
             with self.lock:
-                if not taken[0] and (taken, gate) in self._queue:
-                    self._queue.remove((taken, gate))
-            raise
+                if ticket.taken:
+                    return True  # handed over as the wait ended
+                if (until is not None and time.monotonic() >= until) or (gone is not None and gone.is_set()):
+                    self._queue.remove(ticket)
+                    return False
 
-    def _give(self, taken: List[bool]) -> None:
+    def _leave(self, ticket: _Ticket) -> None:
+        """`ticket` out of the queue, and its turn given back: to the first
+        waiter, straight (the turn is never free for a caller that came
+        after it). Safe to run again after an exception at any of its
+        points: each step is seen done, or is done again."""
         with self.lock:
-            if taken[0]:
-                taken[0] = False
+            if ticket in self._queue:  # a caller gone (or handed its turn as a signal landed)
+                self._queue.remove(ticket)
+            if not ticket.taken:
+                return
+            if self.busy == 1 and self._queue:
+                # The turn passes from one ticket to the other, busy as it
+                # was: the flags change with no call between them. The
+                # waiter is woken, then dequeued; an exception between the
+                # two leaves it queued, holding its turn, and its own
+                # _leave takes it out.
+                waiter = self._queue[0]
+                ticket.taken, waiter.taken = False, True
+                waiter.gate.release()
+                self._queue.popleft()
+            else:
+                ticket.taken = False
                 self.busy -= 1
-                if not self.busy and self._queue:
-                    # Straight to the first waiter: the turn is never free
-                    # for a caller that came after it.
-                    waiter, gate = self._queue.popleft()
-                    self.busy += 1
-                    waiter[0] = True
-                    gate.release()
 
     def when_idle(self, fn: Callable[[], T]) -> T:
         """fn() with no call in progress or waiting, and none starting meanwhile."""
@@ -253,17 +277,18 @@ class Turns:
             body: Callable[[Optional[float]], T], missed: Callable[[], T]) -> T:
         """body(the time left of `timeout`) in its turn; missed() when the
         turn does not come before the deadline (or `gone` is set)."""
-        until, taken, late = deadline(timeout), [False], None
+        until, ticket, late, left = deadline(timeout), _Ticket(), None, False
         try:
-            if not self._take(exclusive, until, gone, taken):
+            if not self._take(exclusive, until, gone, ticket):
                 return missed()
             return body(None if until is None else max(0.0, until - time.monotonic()))
         finally:
-            # A signal landing as the turn is given back (at _give's first
-            # instruction) is raised once it is given back.
-            while taken[0]:
+            # Run through whatever signal lands meanwhile (at _leave's first
+            # instruction too): raised once the ticket is gone.
+            while not left:
                 try:
-                    self._give(taken)
+                    self._leave(ticket)
+                    left = True
                 except BaseException as e:
                     late = e
             if late is not None:

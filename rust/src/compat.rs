@@ -280,12 +280,18 @@ impl HeartbeatTable {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn register(&self, pid: u32) -> Result<usize, HeartbeatError> {
+        let mut own = self.own.lock().unwrap_or_else(|e| e.into_inner());
+        // A registration of ours that failover took (this process was
+        // judged dead) is gone: only those still held are ours. Judged
+        // before this registration, which may take the same slot (the
+        // first vacant one) and would make the gone one look held: two
+        // entries, no sole slot, and the barrier's waits arriving unbound
+        // (issue 27's review: a second reclaim then released a round).
+        own.list.retain(|o| self.inner.owned(o.slot).unwrap_or(false));
         let slot = self.inner.register_pid(pid)?.into_slot();
+        // The slot is this registration's now, whatever was recorded of it.
+        own.list.retain(|o| o.slot != slot);
         if pid == std::process::id() {
-            let mut own = self.own.lock().unwrap_or_else(|e| e.into_inner());
-            // A registration of ours that failover took (this process was
-            // judged dead) is gone: only those still held are ours.
-            own.list.retain(|o| o.pid != pid || self.inner.owned(o.slot).unwrap_or(false));
             own.made += 1;
             let number = own.made;
             own.list.push(OwnSlot { slot, pid, number });
