@@ -109,7 +109,7 @@ static int work(vigil_hb *hb, uint32_t slot, const char *claim, const char *job,
         sleep_ms(left < 100 ? left : 100);
         vigil_hb_beat(hb, slot);
     }
-    snprintf(tmp, sizeof(tmp), "done/%s.tmp", job);
+    snprintf(tmp, sizeof(tmp), "done/%s.%d.tmp", job, (int)getpid()); /* one writer per name */
     snprintf(done, sizeof(done), "done/%s", job);
     if (!(f = fopen(tmp, "w")))
         return -errno;

@@ -22,7 +22,11 @@ it. Three cases, each ending with a worker that must drain the queue:
   held (C):     stopped after the take and not reclaimed, while a second
                 worker drains the rest and waits (stopped itself once it
                 swept claimed/ once): the held claim stays where it is, and
-                both end well once resumed.
+                both end well once resumed;
+  result:       stopped before its result goes into place, reclaimed; a
+                second worker redoes the job and stops at the same step;
+                both resumed, neither takes the other's temporary result,
+                and the second drains the queue.
 """
 import os
 import re
@@ -192,6 +196,49 @@ def held(source, build, hook):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def result(source, build, hook, kind):
+    """Two workers write one job's result at once (a stalled one resumed):
+    each under its own temporary name."""
+    vigil = os.path.join(build, "vigil")
+    tmp = tempfile.mkdtemp(prefix="vigil-pool-result.")
+    try:
+        spool = os.path.join(tmp, "spool")
+        for d in ("queue", "claimed", "done"):
+            os.makedirs(os.path.join(spool, d))
+        for job, n in JOBS.items():
+            with open(os.path.join(spool, "queue", job), "w") as f:
+                f.write(f"{n}\n")
+        shutil.copy(os.path.join(source, "examples", "requeue.sh"), spool)
+        table = os.path.join(tmp, "pool.hb")
+        subprocess.run([vigil, "create", table, "--capacity", "8"], check=True, stdout=subprocess.DEVNULL)
+        if kind == "c":
+            argv = [os.path.join(build, "examples", "pool_worker"), table, "1"]
+        else:
+            with open(os.path.join(tmp, "worker.py"), "w") as f:
+                f.write(worker_py(source, table))
+            argv = [sys.executable, os.path.join(tmp, "worker.py")]
+        env = dict(os.environ, LD_PRELOAD=hook, STOP_TAKE="result",
+                   ASAN_OPTIONS="verify_asan_link_order=0:" + os.environ.get("ASAN_OPTIONS", ""))
+        spawn = lambda: subprocess.Popen(argv, cwd=spool, env=env, stdout=subprocess.PIPE,
+                                         stderr=subprocess.STDOUT, text=True)
+        w = [spawn()]
+        wait_for("the first worker's stop before its result", lambda: stopped(w[0].pid))
+        subprocess.run([vigil, "tick", table, "--count", "6", "--interval", "1ms", "--quiet"], check=True)
+        subprocess.run([vigil, "failover", table, "--grace", "5", "--once", "--exec", "./requeue.sh"],
+                       cwd=spool, capture_output=True, check=True)
+        w.append(spawn())
+        wait_for("the second worker's stop before its result", lambda: stopped(w[1].pid))
+        for p in w:
+            p.send_signal(signal.SIGCONT)
+            out = p.communicate(timeout=WAIT)[0]
+        if w[1].returncode != 0 or sorted(os.listdir(os.path.join(spool, "done"))) != sorted(JOBS):
+            fail(f"result ({kind}): the second worker ended with {w[1].returncode} ({out!r}), done/ "
+                 f"{os.listdir(os.path.join(spool, 'done'))}; expected 0 and {sorted(JOBS)}")
+        print(f"ok: result ({kind}): two writers of one result", flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main():
     source, build, hook = sys.argv[1:4]
     kinds = ["c"] + (["python"] if os.environ.get("VIGIL_LIBRARY") else [])
@@ -205,8 +252,10 @@ def main():
                 fail(f"{kind} worker stopped {when}: {e}")
     try:
         held(source, build, hook)
+        for kind in kinds:
+            result(source, build, hook, kind)
     except TimeoutError as e:
-        fail(f"held: {e}")
+        fail(f"held or result: {e}")
     if failures:
         print(f"{len(failures)} failure(s)")
         return 1

@@ -4,7 +4,8 @@
  * just after that rename (before its check that the mark still holds),
  * before,after at both; STOP_TAKE=wait stops the C worker at its third
  * scandir of claimed/, once it waited for an empty queue and swept the
- * claims once (rule 4). The test sees the stop in /proc and decides what
+ * claims once (rule 4); STOP_TAKE=result stops it before its first rename
+ * of a result from done/ into place. The test sees the stop in /proc and decides what
  * happens next: no sleep, no race. */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -17,11 +18,13 @@
 int rename(const char *from, const char *to)
 {
     static int (*real)(const char *, const char *);
-    static int taken;
+    static int taken, results;
     const char *when = getenv("STOP_TAKE");
     int take = when && !taken && !strncmp(from, "queue/", 6) && !strncmp(to, "claimed/", 8);
     if (!real)
         real = (int (*)(const char *, const char *))dlsym(RTLD_NEXT, "rename");
+    if (when && !strcmp(when, "result") && !strncmp(from, "done/", 5) && !results++)
+        raise(SIGSTOP);
     if (take && strstr(when, "before"))
         raise(SIGSTOP);
     int rc = real(from, to), err = errno;
