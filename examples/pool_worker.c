@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,7 +92,8 @@ static int sweep(const vigil_hb *hb)
 }
 
 /* The work on one claimed job: its number squared, written under the
- * job's name so that a second run replaces the first (rule 2). A long job
+ * job's name so that a second run replaces the first (rule 2); a job that
+ * is not a number gets "error: not a number" as its result. A long job
  * beats as it goes (every 100 ms here), or it would go stale past the
  * grace and be reclaimed while it works. */
 static int work(vigil_hb *hb, uint32_t slot, const char *claim, const char *job, long work_ms)
@@ -99,12 +101,10 @@ static int work(vigil_hb *hb, uint32_t slot, const char *claim, const char *job,
     char tmp[600], done[600];
     long long v = 0;
     FILE *f = fopen(claim, "r");
-    if (!f || fscanf(f, "%lld", &v) != 1) {
-        if (f)
-            fclose(f);
-        return -EINVAL;
-    }
-    fclose(f);
+    if (!f)
+        return -errno;
+    bool number = fscanf(f, "%lld", &v) == 1; /* a bad job is done too, its result says why: */
+    fclose(f);                                /* requeued, it would end every worker in turn */
     for (long left = work_ms; left > 0; left -= 100) {
         sleep_ms(left < 100 ? left : 100);
         vigil_hb_beat(hb, slot);
@@ -113,7 +113,10 @@ static int work(vigil_hb *hb, uint32_t slot, const char *claim, const char *job,
     snprintf(done, sizeof(done), "done/%s", job);
     if (!(f = fopen(tmp, "w")))
         return -errno;
-    fprintf(f, "%lld\n", v * v);
+    if (number)
+        fprintf(f, "%lld\n", v * v);
+    else
+        fprintf(f, "error: not a number\n");
     if (fclose(f) != 0 || rename(tmp, done) != 0)
         return -errno;
     return 0;

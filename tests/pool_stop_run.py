@@ -26,7 +26,9 @@ it. Three cases, each ending with a worker that must drain the queue:
   result:       stopped before its result goes into place, reclaimed; a
                 second worker redoes the job and stops at the same step;
                 both resumed, neither takes the other's temporary result,
-                and the second drains the queue.
+                and the second drains the queue;
+  not a number: a job that is not a number is done, its result saying
+                so, and the worker goes on.
 """
 import os
 import re
@@ -239,6 +241,39 @@ def result(source, build, hook, kind):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def not_a_number(source, build, kind):
+    """A job that is not a number ends as a result, never as a worker."""
+    vigil = os.path.join(build, "vigil")
+    tmp = tempfile.mkdtemp(prefix="vigil-pool-nan.")
+    try:
+        spool = os.path.join(tmp, "spool")
+        for d in ("queue", "claimed", "done"):
+            os.makedirs(os.path.join(spool, d))
+        for job, text in (("job-1", "x\n"), ("job-2", "4\n")):
+            with open(os.path.join(spool, "queue", job), "w") as f:
+                f.write(text)
+        table = os.path.join(tmp, "pool.hb")
+        subprocess.run([vigil, "create", table, "--capacity", "8"], check=True, stdout=subprocess.DEVNULL)
+        if kind == "c":
+            argv = [os.path.join(build, "examples", "pool_worker"), table, "1"]
+        else:
+            with open(os.path.join(tmp, "worker.py"), "w") as f:
+                f.write(worker_py(source, table))
+            argv = [sys.executable, os.path.join(tmp, "worker.py")]
+        r = subprocess.run(argv, cwd=spool, capture_output=True, text=True, timeout=WAIT)
+        done = {}
+        for job in os.listdir(os.path.join(spool, "done")):
+            with open(os.path.join(spool, "done", job)) as f:
+                done[job] = f.read().strip()
+        want = {"job-1": "error: not a number", "job-2": "16"}
+        if r.returncode != 0 or done != want:
+            fail(f"not a number ({kind}): ended with {r.returncode} ({r.stdout + r.stderr!r}), done {done}; "
+                 f"expected 0 and {want}")
+        print(f"ok: not a number ({kind})", flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main():
     source, build, hook = sys.argv[1:4]
     kinds = ["c"] + (["python"] if os.environ.get("VIGIL_LIBRARY") else [])
@@ -254,6 +289,7 @@ def main():
         held(source, build, hook)
         for kind in kinds:
             result(source, build, hook, kind)
+            not_a_number(source, build, kind)
     except TimeoutError as e:
         fail(f"held or result: {e}")
     if failures:
