@@ -37,26 +37,11 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 
-WAIT = 60.0  # every wait is bounded by this many seconds
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from units_run import WAIT, fail, failures, wait_for  # noqa: E402  (one runner's helpers for both)
+
 JOBS = {"job-1": 3, "job-2": 4}
-failures = []
-
-
-def fail(msg):
-    failures.append(msg)
-    print("FAIL: " + msg, flush=True)
-
-
-def wait_for(what, cond, timeout=WAIT):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.01)
-    raise TimeoutError(f"waited {timeout:.0f}s for {what}")
 
 
 def stopped(pid):
@@ -72,46 +57,80 @@ def worker_py(source, table):
     return block.replace("/run/vigil/pool.hb", table)
 
 
-def case(source, build, hook, kind, when):
-    vigil = os.path.join(build, "vigil")
-    tmp = tempfile.mkdtemp(prefix="vigil-pool-stop.")
-    try:
-        spool = os.path.join(tmp, "spool")
+class Pool:
+    """A spool (queue/ with jobs, claimed/, done/, requeue.sh) and its table
+    in a directory of its own, removed on exit; workers of either kind."""
+
+    def __init__(self, source, build, hook, jobs):
+        self.source, self.build, self.hook = source, build, hook
+        self.vigil = os.path.join(build, "vigil")
+        self.tmp = tempfile.mkdtemp(prefix="vigil-pool-stop.")
+        self.spool = os.path.join(self.tmp, "spool")
         for d in ("queue", "claimed", "done"):
-            os.makedirs(os.path.join(spool, d))
-        for job, n in JOBS.items():
-            with open(os.path.join(spool, "queue", job), "w") as f:
-                f.write(f"{n}\n")
-        shutil.copy(os.path.join(source, "examples", "requeue.sh"), spool)
-        table = os.path.join(tmp, "pool.hb")
-        subprocess.run([vigil, "create", table, "--capacity", "8"], check=True, stdout=subprocess.DEVNULL)
+            os.makedirs(os.path.join(self.spool, d))
+        for job, text in jobs.items():
+            with open(os.path.join(self.spool, "queue", job), "w") as f:
+                f.write(f"{text}\n")
+        shutil.copy(os.path.join(source, "examples", "requeue.sh"), self.spool)
+        self.table = os.path.join(self.tmp, "pool.hb")
+        subprocess.run([self.vigil, "create", self.table, "--capacity", "8"], check=True, stdout=subprocess.DEVNULL)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def ls(self, d):
+        return sorted(os.listdir(os.path.join(self.spool, d)))
+
+    def done(self):
+        out = {}
+        for job in self.ls("done"):
+            with open(os.path.join(self.spool, "done", job)) as f:
+                out[job] = f.read().strip()
+        return out
+
+    def argv(self, kind, work_ms):
         if kind == "c":
-            argv = [os.path.join(build, "examples", "pool_worker"), table, "600000"]
-        else:
-            with open(os.path.join(tmp, "worker.py"), "w") as f:
-                f.write(worker_py(source, table))
-            argv = [sys.executable, os.path.join(tmp, "worker.py")]
-        env = dict(os.environ, LD_PRELOAD=hook, STOP_TAKE=when,
+            return [os.path.join(self.build, "examples", "pool_worker"), self.table, str(work_ms)]
+        with open(os.path.join(self.tmp, "worker.py"), "w") as f:
+            f.write(worker_py(self.source, self.table))
+        return [sys.executable, os.path.join(self.tmp, "worker.py")]
+
+    def spawn(self, argv, when, **kw):
+        """A worker that stop_take.so stops as STOP_TAKE=when says."""
+        env = dict(os.environ, LD_PRELOAD=self.hook, STOP_TAKE=when,
                    ASAN_OPTIONS="verify_asan_link_order=0:" + os.environ.get("ASAN_OPTIONS", ""))
-        out = os.path.join(tmp, "w1.out")
-        w1 = subprocess.Popen(argv, cwd=spool, env=env, stdout=open(out, "w"), stderr=subprocess.STDOUT)
+        kw.setdefault("stdout", subprocess.PIPE)
+        return subprocess.Popen(argv, cwd=self.spool, env=env, stderr=subprocess.STDOUT, text=True, **kw)
+
+    def reclaim(self):
+        """Every slot stale past the grace, reclaimed, requeue.sh run: what it said."""
+        subprocess.run([self.vigil, "tick", self.table, "--count", "6", "--interval", "1ms", "--quiet"], check=True)
+        r = subprocess.run([self.vigil, "failover", self.table, "--grace", "5", "--once", "--exec", "./requeue.sh"],
+                           cwd=self.spool, capture_output=True, text=True)
+        return r.stdout + r.stderr
+
+
+def case(source, build, hook, kind, when):
+    with Pool(source, build, hook, JOBS) as pool:
+        argv = pool.argv(kind, 600000)
+        out = os.path.join(pool.tmp, "w1.out")
+        w1 = pool.spawn(argv, when, stdout=open(out, "w"))
         label = f"{kind} worker stopped {when}"
-        claimed = lambda: os.listdir(os.path.join(spool, "claimed"))
-        queued = lambda: sorted(os.listdir(os.path.join(spool, "queue")))
 
         def reclaim(says):
-            subprocess.run([vigil, "tick", table, "--count", "6", "--interval", "1ms", "--quiet"], check=True)
-            r = subprocess.run([vigil, "failover", table, "--grace", "5", "--once", "--exec", "./requeue.sh"],
-                               cwd=spool, capture_output=True, text=True)
-            if says not in r.stdout + r.stderr:
-                fail(f"{label}: the watchdog's run says {r.stdout + r.stderr!r}, not {says!r}")
+            said = pool.reclaim()
+            if says not in said:
+                fail(f"{label}: the watchdog's run says {said!r}, not {says!r}")
 
         if when.startswith("before"):
             wait_for("the stop before the take", lambda: stopped(w1.pid))
             reclaim("no claim")
             w1.send_signal(signal.SIGCONT)
         if "after" in when:
-            wait_for("the take", lambda: claimed())
+            wait_for("the take", lambda: pool.ls("claimed"))
             wait_for("the stop after the take", lambda: stopped(w1.pid))
         if when == "before,after":
             w1.kill()
@@ -131,56 +150,35 @@ def case(source, build, hook, kind, when):
         if when != "before,after":
             if rc == 0 or "reclaimed" not in said and "held no more" not in said:
                 fail(f"{label}: ended with {rc}, saying {said!r}; expected a failure naming the lost slot")
-            if queued() != sorted(JOBS) or claimed() or os.listdir(os.path.join(spool, "done")):
-                fail(f"{label}: queue {queued()}, claimed {claimed()}, done "
-                     f"{os.listdir(os.path.join(spool, 'done'))}; expected every job queued once, nothing done")
+            if pool.ls("queue") != sorted(JOBS) or pool.ls("claimed") or pool.ls("done"):
+                fail(f"{label}: queue {pool.ls('queue')}, claimed {pool.ls('claimed')}, done {pool.ls('done')}; "
+                     "expected every job queued once, nothing done")
         try:
-            w2 = subprocess.run(argv[:2] + ["1"] if kind == "c" else argv, cwd=spool, capture_output=True,
-                                text=True, timeout=WAIT)
+            w2 = subprocess.run(pool.argv(kind, 1), cwd=pool.spool, capture_output=True, text=True, timeout=WAIT)
         except subprocess.TimeoutExpired:
-            fail(f"{label}: the next worker still waits after {WAIT:.0f}s; claimed/: {claimed()}")
+            fail(f"{label}: the next worker still waits after {WAIT:.0f}s; claimed/: {pool.ls('claimed')}")
             return
-        done = {}
-        for job in os.listdir(os.path.join(spool, "done")):
-            with open(os.path.join(spool, "done", job)) as f:
-                done[job] = f.read().strip()
         want = {job: str(n * n) for job, n in JOBS.items()}
-        if w2.returncode != 0 or done != want or queued() or claimed():
-            fail(f"{label}: the next worker ended with {w2.returncode} ({w2.stdout + w2.stderr!r}); done {done}, "
-                 f"queue {queued()}, claimed {claimed()}; expected {want} and nothing left")
+        if w2.returncode != 0 or pool.done() != want or pool.ls("queue") or pool.ls("claimed"):
+            fail(f"{label}: the next worker ended with {w2.returncode} ({w2.stdout + w2.stderr!r}); done "
+                 f"{pool.done()}, queue {pool.ls('queue')}, claimed {pool.ls('claimed')}; expected {want} and "
+                 "nothing left")
         if when == "before,after" and "requeued orphan" not in w2.stdout and kind == "c":
             fail(f"{label}: the next worker did not say it put the orphan back: {w2.stdout!r}")
         print(f"ok: {label}", flush=True)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def held(source, build, hook):
     """A claim its live owner holds is never swept (rule 4's other half)."""
-    vigil = os.path.join(build, "vigil")
-    tmp = tempfile.mkdtemp(prefix="vigil-pool-held.")
-    try:
-        spool = os.path.join(tmp, "spool")
-        for d in ("queue", "claimed", "done"):
-            os.makedirs(os.path.join(spool, d))
-        for job, n in JOBS.items():
-            with open(os.path.join(spool, "queue", job), "w") as f:
-                f.write(f"{n}\n")
-        table = os.path.join(tmp, "pool.hb")
-        subprocess.run([vigil, "create", table, "--capacity", "8"], check=True, stdout=subprocess.DEVNULL)
-        argv = [os.path.join(build, "examples", "pool_worker"), table, "1"]
-        env = dict(os.environ, LD_PRELOAD=hook,
-                   ASAN_OPTIONS="verify_asan_link_order=0:" + os.environ.get("ASAN_OPTIONS", ""))
-        w = [subprocess.Popen(argv, cwd=spool, env=dict(env, STOP_TAKE=when), stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True) for when in ("after",)]
+    with Pool(source, build, hook, JOBS) as pool:
+        argv = pool.argv("c", 1)
+        w = [pool.spawn(argv, "after")]
         wait_for("the first worker's stop after its take", lambda: stopped(w[0].pid))
-        w.append(subprocess.Popen(argv, cwd=spool, env=dict(env, STOP_TAKE="wait"), stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, text=True))
+        w.append(pool.spawn(argv, "wait"))
         wait_for("the second worker's stop in its wait", lambda: stopped(w[1].pid))
-        claims = os.listdir(os.path.join(spool, "claimed"))
-        if len(claims) != 1 or os.listdir(os.path.join(spool, "queue")):
-            fail(f"held: claimed/ {claims}, queue/ {os.listdir(os.path.join(spool, 'queue'))} while the "
-                 "second worker waits; expected the first worker's claim alone, untouched")
+        if len(pool.ls("claimed")) != 1 or pool.ls("queue"):
+            fail(f"held: claimed/ {pool.ls('claimed')}, queue/ {pool.ls('queue')} while the second worker "
+                 "waits; expected the first worker's claim alone, untouched")
         for p in w:
             p.send_signal(signal.SIGCONT)
         for i, p in enumerate(w):
@@ -191,87 +189,39 @@ def held(source, build, hook):
                 out, _ = p.communicate()
             if p.returncode != 0:
                 fail(f"held: worker {i + 1} ended with {p.returncode}: {out!r}")
-        if sorted(os.listdir(os.path.join(spool, "done"))) != sorted(JOBS):
-            fail(f"held: done/ {os.listdir(os.path.join(spool, 'done'))}, expected {sorted(JOBS)}")
+        if pool.ls("done") != sorted(JOBS):
+            fail(f"held: done/ {pool.ls('done')}, expected {sorted(JOBS)}")
         print("ok: held claim kept", flush=True)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def result(source, build, hook, kind):
     """Two workers write one job's result at once (a stalled one resumed):
     each under its own temporary name."""
-    vigil = os.path.join(build, "vigil")
-    tmp = tempfile.mkdtemp(prefix="vigil-pool-result.")
-    try:
-        spool = os.path.join(tmp, "spool")
-        for d in ("queue", "claimed", "done"):
-            os.makedirs(os.path.join(spool, d))
-        for job, n in JOBS.items():
-            with open(os.path.join(spool, "queue", job), "w") as f:
-                f.write(f"{n}\n")
-        shutil.copy(os.path.join(source, "examples", "requeue.sh"), spool)
-        table = os.path.join(tmp, "pool.hb")
-        subprocess.run([vigil, "create", table, "--capacity", "8"], check=True, stdout=subprocess.DEVNULL)
-        if kind == "c":
-            argv = [os.path.join(build, "examples", "pool_worker"), table, "1"]
-        else:
-            with open(os.path.join(tmp, "worker.py"), "w") as f:
-                f.write(worker_py(source, table))
-            argv = [sys.executable, os.path.join(tmp, "worker.py")]
-        env = dict(os.environ, LD_PRELOAD=hook, STOP_TAKE="result",
-                   ASAN_OPTIONS="verify_asan_link_order=0:" + os.environ.get("ASAN_OPTIONS", ""))
-        spawn = lambda: subprocess.Popen(argv, cwd=spool, env=env, stdout=subprocess.PIPE,
-                                         stderr=subprocess.STDOUT, text=True)
-        w = [spawn()]
+    with Pool(source, build, hook, JOBS) as pool:
+        argv = pool.argv(kind, 1)
+        w = [pool.spawn(argv, "result")]
         wait_for("the first worker's stop before its result", lambda: stopped(w[0].pid))
-        subprocess.run([vigil, "tick", table, "--count", "6", "--interval", "1ms", "--quiet"], check=True)
-        subprocess.run([vigil, "failover", table, "--grace", "5", "--once", "--exec", "./requeue.sh"],
-                       cwd=spool, capture_output=True, check=True)
-        w.append(spawn())
+        pool.reclaim()
+        w.append(pool.spawn(argv, "result"))
         wait_for("the second worker's stop before its result", lambda: stopped(w[1].pid))
         for p in w:
             p.send_signal(signal.SIGCONT)
             out = p.communicate(timeout=WAIT)[0]
-        if w[1].returncode != 0 or sorted(os.listdir(os.path.join(spool, "done"))) != sorted(JOBS):
+        if w[1].returncode != 0 or pool.ls("done") != sorted(JOBS):
             fail(f"result ({kind}): the second worker ended with {w[1].returncode} ({out!r}), done/ "
-                 f"{os.listdir(os.path.join(spool, 'done'))}; expected 0 and {sorted(JOBS)}")
+                 f"{pool.ls('done')}; expected 0 and {sorted(JOBS)}")
         print(f"ok: result ({kind}): two writers of one result", flush=True)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
-def not_a_number(source, build, kind):
+def not_a_number(source, build, hook, kind):
     """A job that is not a number ends as a result, never as a worker."""
-    vigil = os.path.join(build, "vigil")
-    tmp = tempfile.mkdtemp(prefix="vigil-pool-nan.")
-    try:
-        spool = os.path.join(tmp, "spool")
-        for d in ("queue", "claimed", "done"):
-            os.makedirs(os.path.join(spool, d))
-        for job, text in (("job-1", "x\n"), ("job-2", "4\n")):
-            with open(os.path.join(spool, "queue", job), "w") as f:
-                f.write(text)
-        table = os.path.join(tmp, "pool.hb")
-        subprocess.run([vigil, "create", table, "--capacity", "8"], check=True, stdout=subprocess.DEVNULL)
-        if kind == "c":
-            argv = [os.path.join(build, "examples", "pool_worker"), table, "1"]
-        else:
-            with open(os.path.join(tmp, "worker.py"), "w") as f:
-                f.write(worker_py(source, table))
-            argv = [sys.executable, os.path.join(tmp, "worker.py")]
-        r = subprocess.run(argv, cwd=spool, capture_output=True, text=True, timeout=WAIT)
-        done = {}
-        for job in os.listdir(os.path.join(spool, "done")):
-            with open(os.path.join(spool, "done", job)) as f:
-                done[job] = f.read().strip()
+    with Pool(source, build, hook, {"job-1": "x", "job-2": 4}) as pool:
+        r = subprocess.run(pool.argv(kind, 1), cwd=pool.spool, capture_output=True, text=True, timeout=WAIT)
         want = {"job-1": "error: not a number", "job-2": "16"}
-        if r.returncode != 0 or done != want:
-            fail(f"not a number ({kind}): ended with {r.returncode} ({r.stdout + r.stderr!r}), done {done}; "
-                 f"expected 0 and {want}")
+        if r.returncode != 0 or pool.done() != want:
+            fail(f"not a number ({kind}): ended with {r.returncode} ({r.stdout + r.stderr!r}), done "
+                 f"{pool.done()}; expected 0 and {want}")
         print(f"ok: not a number ({kind})", flush=True)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def main():
@@ -289,7 +239,7 @@ def main():
         held(source, build, hook)
         for kind in kinds:
             result(source, build, hook, kind)
-            not_a_number(source, build, kind)
+            not_a_number(source, build, hook, kind)
     except TimeoutError as e:
         fail(f"held or result: {e}")
     if failures:
