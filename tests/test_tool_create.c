@@ -7,7 +7,8 @@
  * library, the options that do not fit a kind are usage errors, and a
  * user outside the group is refused with a line that says why.
  * --exist-ok (a service's start step) keeps an existing file of the kind
- * and capacity asked for, exit 0, and is still an error for any other; a
+ * and capacity asked for, exit 0, and is still an error for any other
+ * and for one the next command would refuse as untrusted; a
  * command that opens a missing file names it and says how to make it.
  */
 #include "tooltest.h"
@@ -181,6 +182,31 @@ static int test_exist_ok(void)
     return 0;
 }
 
+/* --exist-ok keeps only what the next step will open: a file everyone
+ * can write (or another user's) is refused as tick refuses it, unless
+ * --trust-owner; never "kept", exit 0, and then a failing tick. */
+static int test_exist_ok_untrusted(void)
+{
+    const char *t = vt_path("open.hb");
+    VT_RUN("create", t, "--capacity", "4", "--mode", "0666");
+    EXPECT(R.rc == 0, "made 0666: %d '%s'", R.rc, R.err);
+    VT_RUN("create", t, "--capacity", "4", "--mode", "0666", "--exist-ok");
+    EXPECT(R.rc == 1 && strstr(R.err, "writable by everyone") && !strstr(R.out, "kept"),
+           "an untrusted file kept: %d '%s' '%s'", R.rc, R.out, R.err);
+    VT_RUN("tick", t, "--count", "1");
+    EXPECT(R.rc == 1 && strstr(R.err, "writable by everyone"), "tick on it: %d '%s'", R.rc, R.err);
+    VT_RUN("create", t, "--capacity", "4", "--mode", "0666", "--exist-ok", "--trust-owner");
+    EXPECT(R.rc == 0 && strstr(R.out, "there already, kept"), "--trust-owner: %d '%s' '%s'", R.rc, R.out, R.err);
+    VT_RUN("create", vt_path("new.hb"), "--capacity", "4", "--trust-owner");
+    EXPECT(R.rc == 2 && strstr(R.err, "goes with --exist-ok"), "--trust-owner alone: %d '%s'", R.rc, R.err);
+    const char *link = vt_path("link.hb");
+    EXPECT(symlink(vt_path("keep-target.hb"), link) == 0, "symlink: %s", strerror(errno));
+    VT_RUN("create", vt_path("keep-target.hb"), "--capacity", "4");
+    VT_RUN("create", link, "--capacity", "4", "--exist-ok");
+    EXPECT(R.rc == 1 && !strstr(R.out, "kept"), "a symlink kept: %d '%s' '%s'", R.rc, R.out, R.err);
+    return 0;
+}
+
 /* tick (and every command that opens an existing file to write it) on a
  * missing file: names it and says to make it with vigil create. */
 static int test_missing_says_create(void)
@@ -201,4 +227,4 @@ static int test_missing_says_create(void)
 }
 
 VT_MAIN(VT_CASE(test_mode_and_group), VT_CASE(test_kinds), VT_CASE(test_usage), VT_CASE(test_group_refused),
-        VT_CASE(test_exist_ok), VT_CASE(test_missing_says_create))
+        VT_CASE(test_exist_ok), VT_CASE(test_exist_ok_untrusted), VT_CASE(test_missing_says_create))

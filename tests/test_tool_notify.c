@@ -8,7 +8,7 @@
  * Every later message carries a STATUS= line with the scan's number and
  * live count, so the test follows the watchdog's own intervals and never
  * a clock. The start grace: --min-live not judged until first met (or
- * --start-grace 0), its time left said rounded ("1h", "118s").
+ * --start-grace 0), its time left said rounded (a --start-grace of 1h says "60m left").
  * A NOTIFY_SOCKET in the abstract namespace ('@' first), as systemd
  * gives to services in some containers: the same datagrams reach it.
  */

@@ -3,7 +3,7 @@
 """The shipped systemd units, started and exercised as systemd runs them
 (CTest: units).
 
-Usage: units_run.py SOURCE_DIR BUILD_DIR
+Usage: units_run.py [--as-nobody] SOURCE_DIR BUILD_DIR
 
 systemd is not PID 1 on a build machine, so `systemd-run` cannot start a
 unit there; this is a small runner of the settings the units use, and it
@@ -278,6 +278,15 @@ def load(source, build, tmp, name, text=None, dropin=""):
     }
     for a, b in moves.items():
         text = text.replace(a, b)
+    # The group vigil stands for the test's own where the runner cannot use
+    # it: not root (Group= is not applied, and a non-member cannot give a
+    # file to it), or no such group; as Group= does in Unit.creds.
+    try:
+        usable = os.geteuid() == 0 and grp.getgrnam("vigil")
+    except KeyError:
+        usable = False
+    if not usable:
+        text = re.sub(r"(--group[ =])vigil(?![\w-])", rf"\g<1>{os.getegid()}", text)
     return Unit(name, text, tmp)
 
 
@@ -474,7 +483,24 @@ def user_pass_blocked(source, build):
     return "the build or the checkout is out of the user vigil's reach" if probe.returncode else None
 
 
+def as_nobody(source, build):
+    """The whole run again as the user nobody (CTest: units_unprivileged):
+    what a developer who is not root meets. 77, with the reason, when it
+    cannot be tried."""
+    if os.geteuid() != 0:
+        print("units_unprivileged: skipped: not root (the test units itself is the unprivileged run)")
+        return 77
+    python = "/usr/bin/python3"
+    if not os.access(python, os.X_OK) or not shutil.which("setpriv"):
+        print(f"units_unprivileged: skipped: no {python} or no setpriv to run it as nobody")
+        return 77
+    return subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", python,
+                           os.path.abspath(__file__), source, build]).returncode
+
+
 def main():
+    if sys.argv[1:2] == ["--as-nobody"]:
+        return as_nobody(*(os.path.abspath(a) for a in sys.argv[2:4]))
     source, build = (os.path.abspath(a) for a in sys.argv[1:3])
     tmp = tempfile.mkdtemp(prefix="vigil-units.")
     os.chmod(tmp, 0o755)

@@ -19,6 +19,7 @@
 #define _GNU_SOURCE
 #include "vigil.h"
 
+#include "file_internal.h"
 #include "journal_internal.h"
 
 #include <errno.h>
@@ -146,17 +147,16 @@ static const char *kind_text(uint32_t kind)
 }
 
 /* --exist-ok and FILE was there: kept when it is the file asked for (its
- * kind, and the capacity asked for where one was), an error otherwise,
- * so that a service's start step fails loudly, never hides behind "-". */
-static int keep_existing(const char *path, const struct spec *sp, bool have_capacity)
+ * kind, and the capacity asked for where one was) and one the commands
+ * that write it will open (vigil_file_trusted, unless --trust-owner), an
+ * error otherwise, so that a service's start step fails loudly, never
+ * hides behind "-". One lookup: the kind, the trust and the mode are all
+ * of the file whose header was read (a symlink is refused, -ELOOP). */
+static int keep_existing(const char *path, const struct spec *sp, bool have_capacity, bool trust)
 {
     struct stat st;
-    if (lstat(path, &st) != 0)
-        return tool_fail(path, -errno);
-    if (S_ISLNK(st.st_mode)) /* what a later open by name refuses: never kept */
-        return tool_fail_file(path, -ELOOP, sp->kind, false);
     vigil_file_info fi;
-    int rc = vigil_file_probe(path, &fi);
+    int rc = vigil_file_probe_stat(path, &fi, &st);
     if (rc < 0)
         return tool_fail_file(path, rc, sp->kind, false);
     if (fi.kind != sp->kind)
@@ -166,6 +166,8 @@ static int keep_existing(const char *path, const struct spec *sp, bool have_capa
         return tool_fail_msg(path, "exists, a %s of capacity %u, not %u: kept, never replaced (remove it once "
                                    "nothing uses it to make it anew)", kind_text(fi.kind), fi.capacity,
                              sp->capacity);
+    if (!trust && vigil_file_trusted(&st) < 0)
+        return tool_fail_untrusted(path);
     if ((st.st_mode & 0777) != sp->mode || (sp->gid != (gid_t)-1 && st.st_gid != sp->gid))
         fprintf(stderr, "vigil: warning: %s: kept with mode %04o, group %u, not the --mode %04o%s asked for\n",
                 tool_e(path), (unsigned)(st.st_mode & 0777), (unsigned)st.st_gid, sp->mode,
@@ -177,7 +179,7 @@ static int keep_existing(const char *path, const struct spec *sp, bool have_capa
 static int run(const struct tool_cmd *cmd, int argc, char **argv)
 {
     uint64_t capacity = 0, grace = TOOL_DEFAULT_GRACE;
-    bool have_capacity = false, have_grace = false, exist_ok = false;
+    bool have_capacity = false, have_grace = false, exist_ok = false, trust = false;
     const char *kind = "heartbeat", *table = NULL, *mode_s = NULL, *group = NULL;
     const struct tool_opt opts[] = {
         { "capacity", OPT_U64, 1, TOOL_MAX_CAPACITY, &capacity, &have_capacity, NULL },
@@ -187,12 +189,15 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
         { "mode", OPT_STR, 0, 0, NULL, NULL, &mode_s },
         { "group", OPT_STR, 0, 0, NULL, NULL, &group },
         { "exist-ok", OPT_FLAG, 0, 0, NULL, &exist_ok, NULL },
+        { "trust-owner", OPT_FLAG, 0, 0, NULL, &trust, NULL },
     };
     const char *pos[1];
     size_t npos;
     int rc = tool_parse(cmd, argc, argv, opts, sizeof(opts) / sizeof(opts[0]), pos, 1, 1, &npos);
     if (rc != TOOL_GO)
         return rc;
+    if (trust && !exist_ok)
+        return tool_usage_error(cmd, "--trust-owner goes with --exist-ok (a new file is this user's own)");
     struct spec sp = { .capacity = (uint32_t)capacity, .grace = grace, .table = table, .mode = 0600,
                        .gid = (gid_t)-1 };
     if (strcmp(kind, "heartbeat") == 0)
@@ -232,7 +237,7 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
                         "(--mode 0660 --group NAME)\n",
                 tool_e(pos[0]), sp.mode);
     if ((rc = make(pos[0], &sp)) == -EEXIST && exist_ok)
-        return keep_existing(pos[0], &sp, have_capacity);
+        return keep_existing(pos[0], &sp, have_capacity, trust);
     if (rc != 0)
         return rc == EXIT_RUNTIME ? rc : fail(pos[0], &sp, rc, group);
     printf("%s: %s, capacity %u, mode %04o%s%s, %llu bytes\n", tool_e(pos[0]), kind_text(sp.kind), sp.capacity,
@@ -244,7 +249,7 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
 const struct tool_cmd tool_cmd_create = {
     .name = "create",
     .synopsis = "FILE [--kind KIND] [--capacity N] [--table T] [--grace G] [--mode OCTAL] [--group NAME] "
-                "[--exist-ok]",
+                "[--exist-ok [--trust-owner]]",
     .summary = "make a heartbeat table, a barrier, a lease store or a reclaim journal",
     .help = "Makes a vigil file at FILE: by default a heartbeat table of N slots\n"
             "(1..1048576). Never replaces anything: an existing FILE is an error. The\n"
@@ -268,7 +273,11 @@ const struct tool_cmd tool_cmd_create = {
             "                  creator's); needs root or membership of the group\n"
             "  --exist-ok      an existing FILE of this kind (and --capacity) is kept\n"
             "                  and the exit status is 0 (a service's start step);\n"
-            "                  one of another kind or capacity is still an error\n"
+            "                  one of another kind or capacity is still an error, and\n"
+            "                  so is one the commands that write it would refuse\n"
+            "                  (another user could have made or rewritten it)\n"
+            "  --trust-owner   with --exist-ok: keep such a file all the same (the\n"
+            "                  commands that use it need --trust-owner too)\n"
             "  -h, --help      show this help\n",
     .run = run,
 };
