@@ -16,6 +16,10 @@ systemd's 200/CHDIR), as User=/Group=, with Environment= and
 EnvironmentFile=; Type=notify waits for READY=1 on a NOTIFY_SOCKET of
 the runner's; a stop is SIGTERM to the main process, whose end must be
 clean for systemd (status 0, SuccessExitStatus=, or SIGTERM itself).
+NotifyAccess= and WatchdogSec= are checked against the unit's own
+notices (none dropped; a WATCHDOG=1 each --interval, within half the
+period); Restart=, RestartSec= and TimeoutStopSec= are read, not
+enforced (a restart is exercised by starting the unit again).
 
 Paths move into a temporary directory, as a drop-in would move them:
 /usr/bin/vigil is the build's, /run/vigil a directory made as the
@@ -97,6 +101,14 @@ def parse_unit(text):
     return out
 
 
+def span_s(v):
+    """A systemd time span (10, 10s, 500ms, 2min, 1h) in seconds."""
+    total = 0.0
+    for num, unit in re.findall(r"([\d.]+)\s*(ms|min|s|h|)", v):
+        total += float(num) * {"ms": 0.001, "min": 60, "h": 3600}.get(unit, 1)
+    return total
+
+
 def expand(word, env):
     """systemd's $NAME and ${NAME} in an Exec line, $$ a dollar."""
     def sub(m):
@@ -117,10 +129,32 @@ class Unit:
             if k.startswith("Exec") and v[:1] in "-@:+!":
                 fail(f"{name}: {k}={v[:40]}...: the prefix {v[0]!r} changes how it runs "
                      "(\"-\" hides a failed step)")
+        self.check_watchdog()
         self.main = None
         self.out = os.path.join(tmp, name + ".out")
         self.err = os.path.join(tmp, name + ".err")
         self.datagrams = []
+
+    def check_watchdog(self):
+        """NotifyAccess= and WatchdogSec= against the unit's own notices:
+        systemd drops a notice NotifyAccess= does not let through, and
+        restarts a unit whose WATCHDOG=1 (one each --interval) does not
+        come well inside WatchdogSec= (half of it, as sd_watchdog_enabled(3)
+        advises)."""
+        access = self.get("NotifyAccess", "main" if self.get("Type") == "notify" else "none")
+        if self.get("Type") == "notify" and access == "none":
+            fail(f"{self.name}: Type=notify with NotifyAccess=none: systemd would never see READY=1")
+        dog = self.get("WatchdogSec")
+        if dog is None or span_s(dog) == 0:
+            return
+        if access == "none":
+            fail(f"{self.name}: WatchdogSec= with NotifyAccess=none: every ping dropped, a restart each period")
+        line = " ".join(self.all("ExecStart"))
+        m = re.search(r"--interval[ =](\S+)", line)
+        if "--sd-notify" not in line or not m:
+            fail(f"{self.name}: WatchdogSec={dog} but ExecStart= sends no WATCHDOG=1 at a known --interval")
+        elif 2 * span_s(m.group(1)) > span_s(dog):
+            fail(f"{self.name}: --interval {m.group(1)} is not within half of WatchdogSec={dog}")
 
     def get(self, key, default=None):
         vals = [v for k, v in self.service if k == key]
@@ -132,6 +166,8 @@ class Unit:
     def env(self):
         env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
         for path in self.all("EnvironmentFile"):
+            if path.startswith("-") and not os.path.exists(path[1:]):
+                continue  # "-": a missing file is no error, as for systemd
             with open(path.lstrip("-")) as f:
                 for line in f:
                     line = line.strip()
