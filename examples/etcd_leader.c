@@ -12,7 +12,8 @@
  *   - vigil_etcd_acquire_wait campaigns: it queues behind the leader and
  *     returns once this process leads (etcdctl elect, and Go's
  *     concurrency.Election, campaign for the same key the same way:
- *     `etcdctl elect -l cluster/leader` shows who leads, vigil or not);
+ *     `etcdctl get --prefix --sort-by=CREATE --limit=1 cluster/leader/`
+ *     shows who leads, vigil or not);
  *   - the lease's token is the term: strictly greater at every change of
  *     leader, so whatever the leader writes carries it, and a store that
  *     refuses writes below the greatest term it has seen cannot be

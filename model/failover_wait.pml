@@ -20,8 +20,9 @@
  * process's wait); then P2 is born with P1's pid (recycled) in the same
  * start tick and registers the slot again: gen 2, pid 7, start 5. P2 may
  * die too. W is failover_wait: it reads the slot under the SeqLock, keeps
- * or resets its state, opens a pidfd and judges, sleeps until the pidfd
- * is readable, and claims a slot proven dead at the version it read; with
+ * or resets its state, opens a pidfd and judges, looks at the pidfd
+ * (readable: its owner has exited) right after the read and sleeps until
+ * it is readable, and claims a slot proven dead at the version it read; with
  * max entries reached a wait may stop with a verdict still unclaimed (the
  * choice `skip`), and the next wait starts at the read again.
  *
@@ -220,6 +221,13 @@ judge:
             fi
         fi;
 claim:
+        /* the look at the pidfds without sleeping, after the read (as the
+         * sleep below: a readable pidfd's owner has exited) */
+        atomic {
+            if
+            :: watching && fd != 0 && !alive[fd] -> dead = true; watching = false; fd = 0
+            :: else
+            fi };
         /* claim_dead, or the wait stops here with max entries written */
         if
         :: dead -> CLAIM(st_ver, st_gen, st_pid);

@@ -6,10 +6,11 @@
  * and its answer may be lost. group.pml checks the same txns against
  * kills, revokes and stale members, with requests that are applied or not.
  *
- * CHECK claim_net   | -DCLAIM -DFAULTS=5         | -DSAFETY | -m400000 | clean
+ * CHECK claim_net   | -DCLAIM -DFAULTS=5 -DUNAVAILABLE | -DSAFETY | -m400000 | clean
  * CHECK claim_late  | -DCLAIM -DOLD_NET          | -DSAFETY | -m200000 | error
  * CHECK nodoubt     | -DCLAIM -DMUT_NODOUBT      | -DSAFETY | -m200000 | error
- * CHECK round_net   | -DROUND -DFAULTS=5         | -DSAFETY | -m400000 | clean
+ * CHECK unavailable_old | -DCLAIM -DUNAVAILABLE -DOLD_UNAVAILABLE | -DSAFETY | -m200000 | error
+ * CHECK round_net   | -DROUND -DFAULTS=5 -DUNAVAILABLE | -DSAFETY | -m400000 | clean
  * CHECK round_late  | -DROUND -DOLD_NET          | -DSAFETY | -m200000 | error
  * CHECK withdraw_late | -DROUND -DOLD_NET -DLATE_WITHDRAW | -DSAFETY | -m200000 | error
  *
@@ -26,6 +27,10 @@
  * slot and the request applied now: the slot's copy is a second
  * application. Whether a copy went to the slot is what the C calls
  * greply.doubt (an attempt failed after it may have reached a member).
+ * With UNAVAILABLE a copy may also go to the slot with an answer: the
+ * member that holds it said Unavailable ("request timed out"),
+ * DeadlineExceeded or a 5xx page, having proposed it; the request loop
+ * (etcd_http.c, call_endpoints) counts that answer as doubt too.
  *
  * Every write of P carries P's fence: it compares fv (the version of
  * GROUP/fence/<hex>) with the version P knows, and on success moves it
@@ -49,6 +54,13 @@
  * nodoubt: the fence, but a refused answer taken as final even when a copy
  * may still land (no resolution after greply.doubt): Spin finds P owning
  * the unit Q gave back.
+ * unavailable_old: the request loop before the outside review of issue
+ * 25, where an answer of Unavailable left no doubt (only transport
+ * failures did): a claim so answered by one member and refused by the
+ * next was taken as busy for good, and Spin finds P owning the unit Q
+ * gave back. (A round's writes are refused only once the round moved,
+ * which no late copy undoes: round_net with UNAVAILABLE stays clean, and
+ * the old loop finds nothing there.)
  *
  * round: P and Q, round 0. P arrives (through the network), waits, and
  * may time out and withdraw (through the network), then arrive again in
@@ -68,6 +80,14 @@
  *   version P knew when it sent it, and P sends nothing new until it
  *   knows the version (one write at a time, m->lock), so what one slot
  *   shows for one copy holds for each.
+ * - A member's threads: they share the member's fence and send one write
+ *   at a time (m->lock), so to etcd and the network they are one P. What
+ *   one thread leaves another is m->doubt (resolved before the next
+ *   write, as P does here) and m->found, a claim of another thread found
+ *   landed by a resolution: kept for the next take, and no claim is sent
+ *   while it is kept (gop_run answers the found unit instead), so it holds
+ *   at most one unit and none is dropped (etcd_test_group_doubt.c,
+ *   test_found_kept).
  * - The reads (candidates, a round's look and judgement): a read changes
  *   nothing, and its copies, late or twice, change nothing either.
  * - The judgement and the commit as one step: group.pml takes them apart
@@ -185,6 +205,14 @@ inline send(k, cfv, id, a)
         doubt = 0;
         if
         :: nk == NONE && faults < FAULTS -> nk = k; nfv = cfv; nid = id; narg = a; doubt = 1; faults++
+#ifdef UNAVAILABLE
+        :: nk == NONE && faults < FAULTS -> nk = k; nfv = cfv; nid = id; narg = a; faults++;
+#ifdef OLD_UNAVAILABLE
+            doubt = 0 /* an answer, not a transport failure: no doubt, before the fix */
+#else
+            doubt = 1 /* proposed by the member that answered, and may still apply */
+#endif
+#endif
         :: true /* a copy held, or a second; or none */
         fi;
         if

@@ -29,13 +29,19 @@
  *     never from the answer: a store renews from when it sees the request,
  *     and the keepalive must never believe in a lease the store let lapse);
  *   - stop returns only once both threads have exited, and a lease it
- *     calls lost has the fd readable.
+ *     calls lost has the fd readable;
+ *   - a stop made by the port's renew, on the renewer itself (runs
+ *     self_stop, old_self_stop): no renewal starts after the one it was
+ *     made from, and nothing touches the keepalive once it is freed (the
+ *     renewer frees it, last, as it leaves).
  *
  * CHECK safety      | -DMAXT=6 -DNREN=2 -DNOBS=0                 | -DSAFETY | -m200000 | clean
  * CHECK observer    | -DMAXT=5 -DNREN=1 -DNOBS=1                 | -DSAFETY | -m200000 | clean
  * CHECK old_timer   | -DMAXT=6 -DNREN=2 -DNOBS=0 -DOLD_TIMER     | -DSAFETY | -m200000 | error
  * CHECK old_is_lost | -DMAXT=5 -DNREN=1 -DNOBS=1 -DOLD_IS_LOST   | -DSAFETY | -m200000 | error
  * CHECK late_sent   | -DMAXT=6 -DNREN=2 -DNOBS=0 -DMUT_LATE_SENT | -DSAFETY | -m200000 | error
+ * CHECK self_stop   | -DMAXT=6 -DNREN=2 -DNOBS=0 -DSELF_STOP     | -DSAFETY | -m200000 | clean
+ * CHECK old_self_stop | -DMAXT=6 -DNREN=2 -DNOBS=0 -DOLD_SELF_STOP | -DSAFETY | -m200000 | error
  *
  * safety: the renewer (two renewals), the watcher, the stopper and the
  *   invariants, the clock to 6 (two TTLs). observer: one renewal racing a
@@ -51,6 +57,14 @@
  * answered "not lost" although the renewed deadline had passed too.
  * late_sent takes the renewal's send time after the port answers, as a
  * mutant of the C did (issue 17): the deadline then outruns the store's.
+ *
+ * self_stop: the port's first renewal stops its own keepalive, on the
+ * renewer, in the middle of the renewal (no Stopper process): the stop
+ * marks it stopping and detached, and the renewer finishes the stop and
+ * frees it when the renewal returns. old_self_stop is the C before issue
+ * 27's review: that stop joined itself (EDEADLK, ignored), stopped the
+ * watcher and freed the keepalive, and Spin finds the renewal returning
+ * into freed memory (the renewer's next lock of the mutex).
  *
  * WHAT THIS MODEL LEAVES OUT, AND WHY THAT IS SAFE
  *
@@ -73,6 +87,11 @@
  *   - The port's transient failures are one branch: they change no word
  *     but the counters, which nothing reads for a decision.
  *   - One keepalive: keepalives share nothing but the process.
+ *   - In the self_stop runs, an observer and a second stopper: once stop
+ *     has been called, whoever touches the keepalive (lost(), stop again)
+ *     uses memory the caller gave up, as after any stop; and the stop is
+ *     made at the first renewal, since where in the schedule the renewal
+ *     falls is the order of the clock against it, which Spin tries.
  */
 
 #define TTL   3
@@ -101,8 +120,14 @@ bool wexited = false;   /* the watcher has exited */
 bool stop_returned = false;
 bool ever_lost = false; /* ghost: the latch was ever set */
 bool fdseen = false;    /* ghost: the fd was seen readable */
+bool detached = false;  /* under mu: stopped from the renewer, which frees it */
+bool freed = false;     /* ghost: the keepalive was freed */
 
-inline lock()   { atomic { !mu -> mu = true } }
+#if defined(SELF_STOP) || defined(OLD_SELF_STOP)
+#define BY_RENEW 1      /* the port's renew stops the keepalive: no Stopper */
+#endif
+
+inline lock()   { atomic { !mu -> assert(!freed); mu = true } }
 inline unlock() { mu = false }
 
 /* timerfd_settime: the expiry (`to` 0: a relative 1 ns, due now) and the
@@ -224,6 +249,23 @@ end:
     od
 }
 
+#ifdef BY_RENEW
+/* vigil_keepalive_stop() called from the port's renew, on the renewer. */
+inline self_stop(res, old) {
+#ifdef OLD_SELF_STOP
+    lock(); stopping = true; unlock();   /* pthread_join(self): EDEADLK, ignored */
+    wstop = true; wexited;               /* stop_watcher() */
+    is_lost_now(res);
+    if :: res -> mark_lost(old) :: else fi;
+    freed = true;                        /* free_keepalive(), under the renewal */
+#else
+    lock(); stopping = true; detached = true; unlock();  /* pthread_detach(self) */
+    is_lost_now(res);                    /* the verdict known now */
+#endif
+    stop_returned = true
+}
+#endif
+
 active proctype Renewer() {
     byte from, sent, to, reqt, n;
     bool res, old;
@@ -245,6 +287,12 @@ active proctype Renewer() {
         sent = now;                      /* vigil_lease_now_ns(), then renew() */
 #endif
         assert(!stop_returned);          /* port.renew() called */
+#ifdef BY_RENEW
+        if
+        :: n == 1 -> self_stop(res, old) /* the port's renew stops its own keepalive */
+        :: else
+        fi;
+#endif
         reqt = now;                      /* the store takes the request */
         if
         :: true -> /* accepted */
@@ -296,8 +344,19 @@ active proctype Renewer() {
     is_lost_now(res);
     if :: res -> mark_lost(old) :: else fi;
     exited = true;
-    unlock()
+    res = detached;                      /* read under mu */
+    unlock();
+    if
+    :: res ->                            /* finish_stop(), for the stop made inside renew */
+        wstop = true; wexited;           /* the watcher joined */
+        is_lost_now(res);
+        if :: res -> mark_lost(old) :: else fi;
+        assert(!res || FD_READABLE);
+        freed = true                     /* free_keepalive(): the last touch */
+    :: else
+    fi
 }
+
 
 #ifndef OLD_TIMER
 /* watcher(): poll(timer, stop); a fired timer is read (the count back to
@@ -314,6 +373,7 @@ active proctype Watcher() {
 }
 #endif
 
+#ifndef BY_RENEW
 active proctype Stopper() {
     bool res, old;
     lock(); stopping = true; unlock();   /* set under mu, signal */
@@ -329,6 +389,7 @@ active proctype Stopper() {
     assert(!res || FD_READABLE)          /* ELOST: the fd is readable already */
 #endif
 }
+#endif
 
 /* An observer calling vigil_keepalive_lost(): it never goes back. */
 active proctype Observer() {

@@ -26,6 +26,9 @@
  * CHECK old_rebind | -DWAITER -DNORENEW -DREBIND -DOLD_REBIND | -DSAFETY | -m100000 | error
  * CHECK old_nanosleep | -DWAITER -DNORENEW -DOLD_NANOSLEEP | -DSAFETY | -m100000 | error
  * CHECK old_word  | -DRECYCLE -DNORENEW -DOLD_WORD | -DSAFETY | -m100000 | error
+ * CHECK room      | -DWAITER -DNORENEW -DREBIND -DROOM | -DSAFETY | -m100000 | clean
+ * CHECK room_old  | -DWAITER -DNORENEW -DREBIND -DROOM -DOLD_ROOM | -DSAFETY | -m100000 | error
+ * CHECK full_old  | -DWAITER -DNORENEW -DREBIND -DROOM -DOLD_FULL | -DSAFETY | -m100000 | error
  *
  * safety: the three clients with plain acquires. sleep: client 3 with
  *   acquire_wait; client 2 keeps the lease it gets to its expiry, nobody
@@ -65,6 +68,19 @@
  *   paused waiter robbing the newcomer (the holding taken over is a live
  *   one's). The ghost `lockinc` names the incarnation that holds the lock,
  *   since killed[] follows the pid, which the newcomer brings back.
+ *
+ * room, room_old, full_old: THE ROOM SLEEP (src/leases_wait.c, issue 32).
+ *   The waiter's key released, the Rebinder binds key 3 to the only
+ *   entry before the waiter looks again: the waiter's bind finds the
+ *   store full and it sleeps for room on the header's room futex, until
+ *   the Rebinder releases key 3 (which reads room_waiters after its
+ *   release CAS and wakes) or the first expiry. room: clean, no lost
+ *   wakeup on the room futex. room_old: room_waiters raised after the
+ *   look instead of before; Spin finds the release between the two, the
+ *   waiter asleep through it. full_old: the C before issue 32, acquire_wait
+ *   returning VIGIL_EFULL: Spin finds the waiter giving up on its key
+ *   (the assertion that a waiter never returns VIGIL_EFULL). Client 2
+ *   sits these runs out: the other holder adds states, not steps.
  *
  * Time: `now` is the lease clock (CLOCK_BOOTTIME) in ms, moved on (TICK)
  * at any read, TTL 2.
@@ -132,6 +148,9 @@ bool asleep;            /* the waiter is in FUTEX_WAIT */
 bool deaf;              /* OLD_NANOSLEEP: in a nanosleep, which no wake ends */
 bool wrongsleep;        /* asleep to the expiry of a key that is not its own */
 byte lockinc;           /* the incarnation holding the entry lock: a client's id, 4 the newcomer */
+/* THE ROOM SLEEP (ROOM): the header's room futex and its ghosts */
+byte rwake, rwaiters;
+bool rloaded, rrel_after, rmust_wake, rasleep;
 bool dinc[5];           /* incarnation i is dead (killed[] follows the pid, which may be reborn) */
 
 /* Killed here, or not. Only before a step that writes: a kill before a
@@ -203,6 +222,11 @@ inline hand_over(me, cg, n, t) {
 proctype Client(byte me) {
     byte cl, cs, cg, ce, n, t, b, round, att, v, tmo;
     bool ok;
+#ifdef ROOM
+    /* room: one holder (1), the waiter (3) and the Rebinder are the whole
+     * story; a second holder only multiplies the states (100 million). */
+    if :: me == 2 -> goto out :: else fi;
+#endif
 
     do
     :: round < 2 ->
@@ -293,6 +317,37 @@ bind:
         od;
         K(me);
         bindlk = 0;                         /* VIGIL_EFULL */
+#ifdef ROOM
+        if
+        :: me == 3 ->
+#ifdef OLD_FULL
+            assert(false);                  /* acquire_wait returned VIGIL_EFULL */
+#endif
+            /* THE ROOM SLEEP: room_wake, room_waiters, the look again,
+             * then FUTEX_WAIT on the value read, to the first expiry */
+            atomic { v = rwake };
+#ifndef OLD_ROOM
+            K(me); rwaiters++;
+            atomic { TICK; cl = clk; ce = exp; n = now; ok = (cl != 0 || (ce != 0 && ce > n && !KEYED)); rloaded = true };
+#else
+            atomic { TICK; cl = clk; ce = exp; n = now; ok = (cl != 0 || (ce != 0 && ce > n && !KEYED)); rloaded = true };
+            K(me); rwaiters++;
+#endif
+            if
+            :: ok ->                        /* still full: asleep */
+                K(me);
+                atomic { tmo = (cl != 0 -> n + 1 : ce + 1); if :: rwake == v -> rasleep = true :: else fi };
+end_rsleep:     if
+                :: !rasleep
+                :: atomic { rasleep && tmo <= TMAX -> if :: now < tmo -> now = tmo :: else fi; rasleep = false }
+                fi
+            :: else
+            fi;
+            K(me); atomic { rwaiters--; rloaded = false; rrel_after = false; rmust_wake = false };
+            goto again
+        :: else
+        fi;
+#endif
         goto out;
 busy:   /* VIGIL_EBUSY: acquire returns it; acquire_wait sleeps (client 3) */
 #ifndef WAITER
@@ -396,7 +451,19 @@ proctype Rebinder() {
 end_rebind:
     atomic { clk == 0 && bindlk == 0 && !(exp != 0 && exp > now) && KEYED ->
         last_token++; token = last_token; bound = BOUND; key = 3; hashk = false;
+        hint = gen;                         /* its lock's gen_hint, as every locker writes */
         SET_CTL(gen + 1, now + TTL); seq = seq + 2 }
+#ifdef ROOM
+    /* key 3 released (one CAS, seq_cst), then vigil_leases__wake_room:
+     * room_waiters read, room_wake + 1, FUTEX_WAKE */
+    ;
+end_release:
+    atomic { clk == 0 && key == 3 && exp != 0 ->
+        SET_CTL(gen + 1, 0); if :: rloaded -> rrel_after = true :: else fi };
+    atomic {
+        if :: rwaiters != 0 -> rwake++; rasleep = false :: else fi;
+        if :: rrel_after -> rmust_wake = true :: else fi }
+#endif
 }
 #endif
 
@@ -432,6 +499,8 @@ end:
     :: atomic { asleep && !killed[3] && must_wake -> assert(false) }
     /* never asleep to another key's expiry (the entry rebound) */
     :: atomic { asleep && !killed[3] && wrongsleep -> assert(false) }
+    /* no lost wakeup for room */
+    :: atomic { rasleep && !killed[3] && rmust_wake -> assert(false) }
     od
 }
 

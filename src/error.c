@@ -14,7 +14,8 @@ const char *vigil_strerror(int err)
     case VIGIL_EVACANT:   return "slot is vacant";
     case VIGIL_ETIMEDOUT: return "deadline passed";
     case VIGIL_ENOPEERS:  return "nothing live to wait for";
-    case VIGIL_ELOST:     return "lease refused, or registration taken by failover: the scope is someone else's now";
+    case VIGIL_ELOST:     return "held no more: the lease was refused or expired, or the heartbeat slot was "
+                                 "reclaimed by failover; the scope is someone else's now";
     case VIGIL_EBUSY:     return "held by another owner, or in the middle of a change";
     case VIGIL_ETLS:      return "TLS: the server's certificate failed verification";
     case VIGIL_EUNTRUSTED: return "another user could have made or rewritten the file (writable by everyone, "

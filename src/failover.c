@@ -92,22 +92,40 @@
  * protocol) has them taken under the lock as above and reported with
  * pid 0, or cleared by the next register.
  *
- * A watchdog killed between step 5 and returning loses the entries it
- * took: the scan hands bits to its caller's memory, and a caller that must
- * survive its own death must journal them itself.
+ * THE JOURNAL (journal_internal.h; model: model/journal.pml). A handle
+ * with a reclaim journal attached (hb->journal, `vigil failover --exec`)
+ * writes every reclaim down before the slot is vacated: under the lock,
+ * between steps 3 and 4, an entry is begun (CLAIMING) with the
+ * registration and the bits; step 5's swap expects exactly the entry's
+ * bits (each retry writes the new ones to the entry first); then the
+ * entry is committed (PENDING), then the unlock. A repair that takes the
+ * lock over from a dead claimer settles that claimer's entry (its owner
+ * the holder taken over: no one else can have touched the slot since) by
+ * the slot's gen word: VACANT | the entry's gen, the swap was made
+ * (commit); the entry's gen, it was not (the repair adopts the entry and
+ * goes on as a claim, or voids it). A journal with no free entry vacates nothing:
+ * the slot waits, stale, for the next scan. Stray bits (pid 0, a peer
+ * writing outside the protocol) are handed to the caller alone, as
+ * before.
+ *
+ * Without a journal, a watchdog killed between step 5 and returning loses
+ * the entries it took: the scan hands bits to its caller's memory.
  */
 #define _GNU_SOURCE
 #include <vigil/failover.h>
 
 #include "heartbeat_internal.h"
+#include "journal_internal.h"
 
 #include <errno.h>
 
 struct scan {
     vigil_hb      *hb;
+    vigil_journal *j;     /* hb->journal: the claim's steps journaled */
     uint64_t       epoch;
     uint64_t       grace;
     bool           probe;
+    bool           full;  /* the journal had no free entry: stop */
     vigil_reclaim *out;
     uint32_t       max;
     uint32_t       n;
@@ -128,9 +146,10 @@ static bool probed_dead(const struct scan *sc, const struct vigil_hb_slot *s, ui
     return vigil_pid_judge(pid, start, VIGIL_START_MASK, ns, UINT32_MAX) == 0;
 }
 
-/* With the slot's writer lock held: steps 4 to 6 but the unlock. Returns
+/* With the slot's writer lock held: steps 4 to 6 but the unlock, the
+ * swap's bits written to journal entry idx first when j is given. Returns
  * false when the pid moved under us (a peer outside the protocol). */
-static bool vacate_locked(struct vigil_hb_slot *s, uint32_t pid, uint64_t *bits)
+static bool vacate_locked(struct vigil_hb_slot *s, uint32_t pid, uint64_t *bits, vigil_journal *j, uint32_t idx)
 {
     uint32_t expect = pid;
     /* Relaxed: the lock's swap already ordered us after the last writer,
@@ -154,8 +173,16 @@ static bool vacate_locked(struct vigil_hb_slot *s, uint32_t pid, uint64_t *bits)
      * marking it. */
     uint64_t b = atomic_load_explicit(&s->in_flight, memory_order_relaxed);
     uint64_t g = atomic_load_explicit(&s->gen, memory_order_relaxed);
-    while (!vigil__cas16(&s->in_flight, &b, &g, 0, g | VIGIL_GEN_VACANT))
-        ;
+    /* Journaled: the entry holds exactly the bits the swap expects, so
+     * the bits taken are the entry's (THE JOURNAL). */
+    for (;;) {
+        if (j)
+            vigil_journal_set_bits(j, idx, b);
+        if (vigil__cas16(&s->in_flight, &b, &g, 0, g | VIGIL_GEN_VACANT))
+            break;
+    }
+    if (j)
+        journal_hook(JP_SWAPPED);
     *bits = b;
     atomic_store_explicit(&s->role, VIGIL_ROLE_WORKER, memory_order_relaxed);
     atomic_store_explicit(&s->last_seen_epoch, 0, memory_order_relaxed);
@@ -167,6 +194,33 @@ static bool vacate_locked(struct vigil_hb_slot *s, uint32_t pid, uint64_t *bits)
 static void emit(struct scan *sc, uint32_t slot, uint32_t pid, uint64_t bits)
 {
     sc->out[sc->n++] = (vigil_reclaim){ .slot = slot, .pid = pid, .in_flight = bits };
+}
+
+/* THE JOURNAL's claim, under the lock: begin, vacate, commit. A journal
+ * with no free entry stops the scan (sc->full) and vacates nothing; the
+ * journal's handle keeps that (starved) for its caller to say. */
+static void vacate_journaled(struct scan *sc, struct vigil_hb_slot *s, uint32_t i, uint32_t pid, uint64_t gen,
+                             uint32_t why, struct vigil_journal_rec *r)
+{
+    uint64_t me = vigil_self_lock_word(), bits, word;
+    if (r->idx == UINT32_MAX) {
+        bits = atomic_load_explicit(&s->in_flight, memory_order_relaxed);
+        if (vigil_journal_begin(sc->j, me, i, pid, gen, bits, why, sc->epoch, &r->idx, &word) < 0) {
+            sc->full = true;
+            sc->j->starved = true;
+            return;
+        }
+        r->state = VJ_CLAIMING, r->ticket = vj_ticket(word), r->owner = me;
+    }
+    uint64_t from = vj_word(VJ_CLAIMING, r->ticket);
+    if (!vacate_locked(s, atomic_load_explicit(&s->pid, memory_order_relaxed), &bits, sc->j, r->idx)) {
+        atomic_store_explicit(&sc->j->e[r->idx].gen, 0, memory_order_relaxed);
+        vigil_journal_move(sc->j, r->idx, from, me, vj_word(VJ_FREE, r->ticket), 0);
+        return;
+    }
+    vigil_journal_move(sc->j, r->idx, from, me, vj_word(VJ_PENDING, r->ticket), 0);
+    journal_hook(JP_COMMITTED);
+    emit(sc, i, pid, bits);
 }
 
 /* Steps 2 to 6 for a slot the filter judged to hold registration `gen`
@@ -192,9 +246,54 @@ static void claim(struct scan *sc, uint32_t i, uint64_t gen, uint32_t pid, bool 
         /* A dead owner cannot beat, so its verdict survives a late beat;
          * a stale one must still be stale under the lock. */
         take = now_gen == gen && now_pid == pid && (dead || stale_at(sc, pid, seen));
-    if (take && vacate_locked(s, now_pid, &bits))
+    if (take && sc->j && pid != 0) {
+        struct vigil_journal_rec r = { .idx = UINT32_MAX };
+        vacate_journaled(sc, s, i, pid, gen, dead ? VIGIL_RECLAIM_EXITED : VIGIL_RECLAIM_STALE, &r);
+    } else if (take && vacate_locked(s, now_pid, &bits, NULL, 0)) {
         emit(sc, i, pid, bits);
+    }
     vigil_slot_unlock(s, lv);
+}
+
+/* THE JOURNAL, step 2: under a lock taken over from dead writer w, the
+ * CLAIMING entry w left for this slot, settled. Only w's: the slot's gen
+ * tells what w did only if w was its last holder (a scan without the
+ * journal may have held it since another claimer died, and vacated it
+ * for its own caller: model/journal.pml's plain run found that). Returns
+ * true when the slot is dealt with; false leaves the repair to go on as
+ * without an entry. */
+static bool settle(struct scan *sc, uint32_t i, uint64_t w_dead, uint32_t pid, uint64_t seen)
+{
+    struct vigil_hb_slot *s = &sc->hb->slots[i];
+    struct vigil_journal_rec r;
+    if (!sc->j || vigil_journal_claiming(sc->j, i, w_dead, &r) < 0)
+        return false;
+    uint64_t me = vigil_self_lock_word();
+    uint64_t w = vj_word(VJ_CLAIMING, r.ticket);
+    if (!vigil_journal_move(sc->j, r.idx, w, r.owner, w, me))
+        return false; /* moved meanwhile: not a dead holder's after all */
+    r.owner = me;
+    uint64_t gw = atomic_load_explicit(&s->gen, memory_order_relaxed);
+    if (r.gen != 0 && gw == (r.gen | VIGIL_GEN_VACANT)) {
+        /* The dead claimer's swap was made, with the entry's bits. */
+        uint64_t bits;
+        vigil_journal_move(sc->j, r.idx, w, me, vj_word(VJ_PENDING, r.ticket), 0);
+        journal_hook(JP_COMMITTED);
+        if (sc->n < sc->max)
+            emit(sc, i, r.pid, r.in_flight);
+        vacate_locked(s, 0, &bits, NULL, 0); /* the vacancy's other stores */
+        return true;
+    }
+    if (r.gen != 0 && vigil_gen_of(gw) == r.gen && sc->n < sc->max &&
+        (pid == 0 || stale_at(sc, pid, seen) || probed_dead(sc, s, pid))) {
+        /* Not made: go on as the claim, with its entry. */
+        vacate_journaled(sc, s, i, r.pid, r.gen, r.why, &r);
+        return true;
+    }
+    /* Begun but never filled, a live owner, or no room to say it: void. */
+    atomic_store_explicit(&sc->j->e[r.idx].gen, 0, memory_order_relaxed);
+    vigil_journal_move(sc->j, r.idx, w, me, vj_word(VJ_FREE, r.ticket), 0);
+    return false;
 }
 
 /* THE REPAIR, for a slot whose version was read odd. */
@@ -217,13 +316,23 @@ static void repair(struct scan *sc, uint32_t i)
     atomic_fetch_add_explicit(&s->repairs, 1, memory_order_relaxed);
     uint32_t pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
     uint64_t seen = atomic_load_explicit(&s->last_seen_epoch, memory_order_relaxed);
+    if (settle(sc, i, w, pid, seen)) {
+        vigil_slot_unlock(s, lv);
+        return;
+    }
     /* A wedged slot whose pid is already 0 was being vacated (or filled)
      * when its writer died: finish the vacancy, and hand over whatever
      * bits it still holds with pid 0. A live owner keeps its slot. */
     uint64_t bits = 0;
-    if (sc->n < sc->max && (pid == 0 || stale_at(sc, pid, seen) || probed_dead(sc, s, pid)) &&
-        vacate_locked(s, pid, &bits) && (pid != 0 || bits != 0))
+    bool vacate = sc->n < sc->max && (pid == 0 || stale_at(sc, pid, seen) || probed_dead(sc, s, pid));
+    if (vacate && sc->j && pid != 0) {
+        struct vigil_journal_rec r = { .idx = UINT32_MAX };
+        uint64_t gen = vigil_gen_of(atomic_load_explicit(&s->gen, memory_order_relaxed));
+        vacate_journaled(sc, s, i, pid, gen, stale_at(sc, pid, seen) ? VIGIL_RECLAIM_STALE : VIGIL_RECLAIM_EXITED,
+                         &r);
+    } else if (vacate && vacate_locked(s, pid, &bits, NULL, 0) && (pid != 0 || bits != 0)) {
         emit(sc, i, pid, bits);
+    }
     vigil_slot_unlock(s, lv);
 }
 
@@ -233,6 +342,7 @@ static int scan_table(vigil_hb *hb, uint64_t grace_epochs, vigil_reclaim *out, u
         return -EINVAL;
     struct scan sc = {
         .hb = hb,
+        .j = hb->journal,
         .epoch = atomic_load_explicit(&hb->hdr->epoch, memory_order_acquire),
         .grace = grace_epochs,
         .probe = probe,
@@ -244,7 +354,7 @@ static int scan_table(vigil_hb *hb, uint64_t grace_epochs, vigil_reclaim *out, u
     struct vigil_hb_slot *const slots = hb->slots;
     const uint32_t cap = hb->capacity;
     const uint64_t epoch = sc.epoch;
-    for (uint32_t i = 0; i < cap && sc.n < sc.max; i++) {
+    for (uint32_t i = 0; i < cap && sc.n < sc.max && !sc.full; i++) {
         struct vigil_hb_slot *s = &slots[i];
         /* Step 1, the filter: three relaxed loads and nothing written. A
          * slot that needs nothing (version even, occupied, live) costs no
@@ -293,6 +403,7 @@ int vigil_failover_claim_dead(vigil_hb *hb, uint32_t slot, uint64_t gen, vigil_r
         return 0;
     struct scan sc = {
         .hb = hb,
+        .j = hb->journal,
         .epoch = atomic_load_explicit(&hb->hdr->epoch, memory_order_acquire),
         .probe = true,
         .out = out,

@@ -635,7 +635,7 @@ static void *read_copy(int fd, size_t size, int *err)
  * not show in it (open again to see them). A trusted file is mapped, and
  * follows peers live: whoever the caller trusts to write it (a member of
  * its group) may also shrink it under the look, which the vigil tool's
- * commands guard against (tools/guard.c). */
+ * commands guard against (tools/look_guard.c). */
 int vigil_map_open_flags(const char *path, const struct vigil_layout *lay, uint32_t capacity, unsigned flags,
                          struct vigil_map *out)
 {
@@ -702,19 +702,26 @@ void vigil_map_close(struct vigil_map *m)
     }
 }
 
-int vigil_file_probe(const char *path, vigil_file_info *out)
+int vigil_file_probe_stat(const char *path, vigil_file_info *out, struct stat *st)
 {
-    if (!out)
+    if (!out || !st)
         return -EINVAL;
     struct vigil_file_header h;
-    struct stat st;
-    int fd = open_checked(path, O_RDONLY, &h, &st);
+    struct stat got;
+    int fd = open_checked(path, O_RDONLY, &h, &got);
     if (fd < 0)
         return fd;
     close(fd);
     out->kind = h.kind;
     out->version = h.version;
     out->capacity = h.capacity;
-    out->size = (uint64_t)st.st_size;
+    out->size = (uint64_t)got.st_size;
+    *st = got;
     return 0;
+}
+
+int vigil_file_probe(const char *path, vigil_file_info *out)
+{
+    struct stat st;
+    return vigil_file_probe_stat(path, out, &st);
 }

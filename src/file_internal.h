@@ -85,6 +85,11 @@ void vigil_map_close(struct vigil_map *m);
 struct stat;
 int vigil_file_open_regular(const char *path, int flags, struct stat *st);
 
+/* vigil_file_probe, and *st the fstat of the very file whose header it
+ * read (one lookup of path: a trust check or a mode read from st is of
+ * the file described, not of whatever path names a moment later). */
+int vigil_file_probe_stat(const char *path, vigil_file_info *out, struct stat *st);
+
 /* 0 when the file st describes could have been made or rewritten only by
  * this caller, root, or a group this caller is in (a group-writable file
  * of that group: create --mode 0660 --group G, whose owner is a member of

@@ -119,6 +119,7 @@ static int hb_wrap(struct vigil_map *m, vigil_hb **out)
     hb->capacity = m->capacity;
     hb->map_size = m->size;
     hb->watch = NULL;
+    hb->journal = NULL;
     /* The handle's notes of its registrations, zeroed (calloc's untouched
      * pages cost nothing for the slots never registered through it). */
     hb->mine = calloc(m->capacity, sizeof(*hb->mine));

@@ -24,6 +24,19 @@
  * so once stop has set it no renewal can start, and the join waits out the
  * one that may be in flight. When stop returns, the thread is gone.
  *
+ * STOP FROM THE RENEWER ITSELF (model: model/keepalive.pml, run
+ * self_stop; test: test_keepalive.c test_stop_from_renew). A port's renew
+ * may stop its own keepalive (a Rust port that drops the guard it took
+ * out of a static, a Python renew that calls stop). That stop runs on the
+ * renewer thread, inside the renewal: it cannot join itself (the keepalive
+ * before issue 27's review joined, ignored EDEADLK, freed, and the renewal
+ * returned into freed memory). So it sets `stopping` and `detached` under
+ * the mutex, detaches the thread and returns: no renewal starts after the
+ * one it is inside, which is the caller's own. The renewer, leaving its
+ * loop on `stopping`, finds `detached` and finishes the stop itself: it
+ * joins the watcher, publishes `stopped`, and frees the keepalive, the
+ * last touch of it. The caller must not touch ka after stop either way.
+ *
  * The beat runs on CLOCK_MONOTONIC (the condition variable's clock): a
  * wall-clock step (NTP, an operator) must neither delay a renewal nor fire
  * a burst of them. The deadline runs on the lease clock, CLOCK_BOOTTIME
@@ -89,6 +102,7 @@ struct vigil_keepalive {
     vigil_lease      lease;    /* copied, likewise */
     uint64_t         period_ns;
     uint64_t         ttl_ns;
+    uint64_t         first_due; /* CLOCK_MONOTONIC ns of the first renewal */
     pid_t            creator;  /* the process whose renewer this is */
     int              loss_fd;  /* eventfd, written once lost: the user's fd */
     int              timer_fd; /* CLOCK_BOOTTIME timerfd at the deadline: the watcher's */
@@ -99,9 +113,10 @@ struct vigil_keepalive {
     pthread_t        thread;
     pthread_t        watcher;
 
-    pthread_mutex_t  mu;       /* guards stopping */
+    pthread_mutex_t  mu;       /* guards stopping and detached */
     pthread_cond_t   cv;       /* stop -> renewer, on CLOCK_MONOTONIC */
     bool             stopping;
+    bool             detached; /* stopped from the renewer: it frees the keepalive */
 
     /* Written by the renewer, read by anyone through stats(). */
     _Atomic bool     exited;
@@ -286,13 +301,16 @@ static bool extend(vigil_keepalive *ka, uint64_t from, uint64_t sent)
     return true;
 }
 
+static int finish_stop(vigil_keepalive *ka);
+
 static void *renewer(void *arg)
 {
     vigil_keepalive *ka = arg;
     pthread_mutex_lock(&ka->mu);
-    /* The lease was just acquired (or renewed) by the caller: the first
-     * renewal is due one period from now. */
-    uint64_t next = add_sat(vigil_now_ns(), ka->period_ns);
+    /* One period after the acquisition (start worked it out), not after
+     * this thread's start: a caller that stalled between the two has that
+     * much less of the TTL left. */
+    uint64_t next = ka->first_due;
     while (!ka->stopping) {
         uint64_t now = vigil_now_ns();
         if (is_lost(ka))
@@ -339,7 +357,12 @@ static void *renewer(void *arg)
     (void)is_lost(ka); /* a loss by the clock alone: latched, the fd written */
     atomic_store_explicit(&ka->final_cpu_ns, thread_cpu_ns(pthread_self()), memory_order_relaxed);
     atomic_store_explicit(&ka->exited, true, memory_order_release);
+    /* Read under the mutex it was set under: a stop from inside our own
+     * renewal left the rest of the stop to us (STOP FROM THE RENEWER). */
+    bool detached = ka->detached;
     pthread_mutex_unlock(&ka->mu);
+    if (detached)
+        (void)finish_stop(ka); /* its verdict was the stopper's to read, at its call */
     return NULL;
 }
 
@@ -402,8 +425,15 @@ int vigil_keepalive_start(const vigil_lease_port *port, const vigil_lease *lease
         free_keepalive(ka);
         return -err;
     }
-    uint64_t deadline = add_sat(acquired_at(lease, now), ka->ttl_ns);
+    uint64_t acquired = acquired_at(lease, now);
+    uint64_t deadline = add_sat(acquired, ka->ttl_ns);
     atomic_init(&ka->sh->deadline, deadline);
+    /* The beat runs on CLOCK_MONOTONIC and the acquisition was timed on
+     * the lease clock: the first renewal falls due one period after the
+     * acquisition, that is `now - acquired` sooner than one period from
+     * now, and at once when the period has already gone by. */
+    uint64_t since = now - acquired, mono = vigil_now_ns();
+    ka->first_due = since >= ka->period_ns ? mono : add_sat(mono, ka->period_ns - since);
     atomic_init(&ka->sh->stopped, false);
     arm_timer(ka->timer_fd, deadline);
 
@@ -448,6 +478,22 @@ fail_mutex:
     return -err;
 }
 
+/* The end of every stop, once no renewal can start and none is in flight
+ * but the caller's own (STOP FROM THE RENEWER): the watcher joined, the
+ * verdict latched, `stopped` published, the keepalive freed. */
+static int finish_stop(vigil_keepalive *ka)
+{
+    stop_watcher(ka);
+    /* Lost (by refusal, or by the clock now): latched, the fd written. */
+    int rc = is_lost(ka) ? VIGIL_ELOST : 0;
+    /* Release: a child that sees `stopped` sees the final deadline. */
+    atomic_store_explicit(&ka->sh->stopped, true, memory_order_release);
+    pthread_cond_destroy(&ka->cv);
+    pthread_mutex_destroy(&ka->mu);
+    free_keepalive(ka);
+    return rc;
+}
+
 int vigil_keepalive_stop(vigil_keepalive *ka)
 {
     if (!ka)
@@ -461,6 +507,18 @@ int vigil_keepalive_stop(vigil_keepalive *ka)
         free_keepalive(ka);
         return rc;
     }
+    if (ka->has_thread && pthread_equal(pthread_self(), ka->thread)) {
+        /* Called from the port's renew, on the renewer (STOP FROM THE
+         * RENEWER): no renewal starts after this one, and the renewer
+         * finishes the stop and frees ka when this renewal returns. The
+         * verdict is the one known now, before this renewal's answer. */
+        pthread_mutex_lock(&ka->mu);
+        ka->stopping = true;
+        ka->detached = true;
+        pthread_mutex_unlock(&ka->mu);
+        pthread_detach(ka->thread);
+        return is_lost(ka) ? VIGIL_ELOST : 0;
+    }
     if (ka->has_thread) {
         pthread_mutex_lock(&ka->mu);
         ka->stopping = true;
@@ -471,15 +529,7 @@ int vigil_keepalive_stop(vigil_keepalive *ka)
          * keepalive will ever call renew again. */
         pthread_join(ka->thread, NULL);
     }
-    stop_watcher(ka);
-    /* Lost (by refusal, or by the clock now): latched, the fd written. */
-    int rc = is_lost(ka) ? VIGIL_ELOST : 0;
-    /* Release: a child that sees `stopped` sees the final deadline. */
-    atomic_store_explicit(&ka->sh->stopped, true, memory_order_release);
-    pthread_cond_destroy(&ka->cv);
-    pthread_mutex_destroy(&ka->mu);
-    free_keepalive(ka);
-    return rc;
+    return finish_stop(ka);
 }
 
 bool vigil_keepalive_lost(const vigil_keepalive *ka)

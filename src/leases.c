@@ -18,7 +18,10 @@
  *    40  u64    bind_seq: odd while the bind lock is held; with bind_lock
  *               a lock pair (proc_internal.h, LOCK PAIRS)
  *    48  u32    bind_wake, 52 u32 bind_waiters: the bind lock's futex
- *    56  u8[8]  reserved (0)
+ *    56  u32    room_wake, 60 u32 room_waiters: the futex acquire_wait
+ *               sleeps on while the store is full (0 in a store made
+ *               before; a release by a vigil older than it wakes nobody,
+ *               and such a waiter wakes at the first expiry)
  *    64  u64    renewals_refused: counter of renewals answered VIGIL_ELOST
  *    72  u64    expiries: counter of hand-overs that took over a lease
  *               that had expired (not one released)

@@ -32,7 +32,8 @@ struct vigil_leases_header {
     _Alignas(16) _Atomic uint64_t bind_lock[2];
     _Atomic uint32_t bind_wake;   /* 48: futex word, +1 by a bind unlock that finds waiters */
     _Atomic uint32_t bind_waiters; /* 52: bind lock waiters about to sleep or asleep (a hint) */
-    uint8_t          reserved0[8]; /* 56: 0 */
+    _Atomic uint32_t room_wake;   /* 56: futex word, +1 by a release that finds room_waiters (THE ROOM SLEEP) */
+    _Atomic uint32_t room_waiters; /* 60: acquire_wait callers waiting for a free entry (a hint) */
     _Atomic uint64_t renewals_refused; /* 64: counter: renewals answered VIGIL_ELOST */
     _Atomic uint64_t expiries;    /* 72: counter: take-overs of an expired lease */
     uint8_t          reserved1[48]; /* 80: 0 */
@@ -201,6 +202,17 @@ static inline void vigil_leases__wake_waiters(struct vigil_leases_entry *e)
 {
     if (__builtin_expect(atomic_load_explicit(&e->waiters, memory_order_seq_cst) != 0, 0))
         vigil_leases__wake(e);
+}
+
+/* After a release: wakes the acquire_wait callers waiting for room in a
+ * full store (THE ROOM SLEEP, leases_wait.c), if any said so; seq_cst as
+ * vigil_leases__wake_waiters. */
+void vigil_leases__room_wake(struct vigil_leases_header *h);
+
+static inline void vigil_leases__wake_room(struct vigil_leases_header *h)
+{
+    if (__builtin_expect(atomic_load_explicit(&h->room_waiters, memory_order_seq_cst) != 0, 0))
+        vigil_leases__room_wake(h);
 }
 
 static inline void entry_unlock(struct vigil_leases_entry *e, const struct entry_hold *held, uint64_t gen,

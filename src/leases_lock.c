@@ -98,6 +98,11 @@ void vigil_leases__bind_wake(struct vigil_leases_header *h)
     futex_wake_all(&h->bind_wake);
 }
 
+void vigil_leases__room_wake(struct vigil_leases_header *h)
+{
+    futex_wake_all(&h->room_wake);
+}
+
 /* "Don't know" counts as alive: robbing a live locker is the one
  * unrecoverable mistake (vigil_lock_holder_dead says what is proof). */
 bool vigil_leases__locker_dead(uint64_t w, const void *where)

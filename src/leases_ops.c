@@ -406,8 +406,10 @@ static int renew_or_release(vigil_leases *ls, const vigil_lease *lease, bool rel
         if (atomic_compare_exchange_strong_explicit(&e->ctl, &c, next,
                                                     release ? memory_order_seq_cst : memory_order_release,
                                                     memory_order_relaxed)) {
-            if (release)
+            if (release) {
                 vigil_leases__wake_waiters(e);
+                vigil_leases__wake_room(ls->hdr); /* an entry to bind, for a full store's waiters */
+            }
             return 0;
         }
         /* Lost a race with another renewal of the same lease, or with a

@@ -30,7 +30,22 @@
  * A waiter never sleeps in any other way: a change of hands under way is
  * waited for inside acquire, asleep on the same futex (THE LOCK WAIT,
  * leases_lock.c), and there is no fallback to a sleep no release can
- * wake (the nanosleep before issue 18 slept through them under churn).
+ * wake (the nanosleep before issue 18 slept through them under churn),
+ * but for THE ROOM SLEEP below.
+ *
+ * THE ROOM SLEEP (model: model/leases.pml, the room runs). A full store
+ * (VIGIL_EFULL: every entry bound to another key and held) is waited for
+ * as a held key is, not returned: the key waited for may have been
+ * released and its entry bound to a new key before the waiter looked
+ * again (issue 32: `vigil lock --wait` on a small store exited 1). The
+ * waiter reads the header's room_wake, raises room_waiters, tries the
+ * acquire once more, and sleeps only if the store is still full, with
+ * FUTEX_WAIT on the value read, until the first expiry of an entry (or
+ * its deadline). A release stores ctl (seq_cst) and then reads
+ * room_waiters (vigil_leases__wake_room): as in THE SLEEP, either the
+ * waiter's attempt sees the release or the release sees the waiter and
+ * bumps room_wake. An expiry needs no waker: the sleep ends at the first
+ * one.
  * A peer that scribbles `wake` costs a waiter useless wakes, and after 16
  * in a row that saw no change of ctl a 1 ms pause: never a lost key.
  */
@@ -116,6 +131,50 @@ static bool holds_key(const struct vigil_leases_entry *e, uint64_t c, const uint
     return !(c2 & CTL_LOCKED) && ctl_gen(c2) == ctl_gen(c);
 }
 
+/* How long a waiter for room sleeps: until the first lease of the store
+ * lapses (an entry to bind then), never past the deadline; a store whose
+ * entries are all mid-change (no expiry to read) is looked at again in a
+ * millisecond. */
+static uint64_t room_sleep_for(const vigil_leases *ls, uint64_t now, uint64_t deadline)
+{
+    uint64_t lease_now = vigil_lease_now_ns(), first = UINT64_MAX;
+    for (uint32_t i = 0; i < ls->capacity; i++) {
+        /* Relaxed: a guess at when to look again; the acquire decides. */
+        uint64_t c = atomic_load_explicit(&ls->entries[i].ctl, memory_order_relaxed);
+        if (!(c & CTL_LOCKED) && ctl_exp(c) < first)
+            first = ctl_exp(c);
+    }
+    uint64_t ns = first == UINT64_MAX ? 1000000u
+                  : !unexpired(first, lease_now) ? 0
+                                                 : first * 1000000u - lease_now + 1000000u;
+    if (deadline != UINT64_MAX && now + ns > deadline)
+        ns = deadline > now ? deadline - now : 0;
+    return ns;
+}
+
+/* THE ROOM SLEEP, for a waiter whose acquire found the store full:
+ * returns what the acquire made of it once room may have come. */
+static int wait_for_room(vigil_leases *ls, const char *key, const char *owner, uint64_t ttl_ms, uint64_t deadline,
+                         vigil_lease *out)
+{
+    struct vigil_leases_header *h = ls->hdr;
+    uint32_t v = atomic_load_explicit(&h->room_wake, memory_order_seq_cst);
+    atomic_fetch_add_explicit(&h->room_waiters, 1, memory_order_seq_cst);
+    /* The look after raising room_waiters: a release before it is seen
+     * here, one after it sees us. */
+    int rc = vigil_leases__acquire_until(ls, key, owner, ttl_ms, deadline, out);
+    if (rc == VIGIL_EFULL) {
+        uint64_t now = vigil_now_ns();
+        uint64_t ns = room_sleep_for(ls, now, deadline);
+        if (ns)
+            vigil_leases__futex_wait(&h->room_wake, v, ns);
+    }
+    /* Relaxed: leaving orders nothing; a late decrement costs a releaser
+     * one useless wake. */
+    atomic_fetch_sub_explicit(&h->room_waiters, 1, memory_order_relaxed);
+    return rc;
+}
+
 int vigil_leases_acquire_wait(vigil_leases *ls, const char *key, const char *owner, uint64_t ttl_ms,
                               uint64_t timeout_ns, vigil_lease *out)
 {
@@ -133,6 +192,12 @@ int vigil_leases_acquire_wait(vigil_leases *ls, const char *key, const char *own
         /* A change of hands under way is waited for in here, asleep, up
          * to our deadline. */
         int rc = vigil_leases__acquire_until(ls, key, owner, ttl_ms, deadline, out);
+        /* A full store is waited for, as a held key is. */
+        for (int full = 0; rc == VIGIL_EFULL; full++) {
+            if (full > 0 && vigil_now_ns() >= deadline)
+                return VIGIL_ETIMEDOUT;
+            rc = wait_for_room(ls, key, owner, ttl_ms, deadline, out);
+        }
         if (rc != VIGIL_EBUSY)
             return rc; /* acquired, or an error no wait can cure */
         uint64_t now = vigil_now_ns();

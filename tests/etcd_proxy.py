@@ -27,6 +27,10 @@ the first K requests it matches pass before it acts:
                           "released K" and a word per request, STATUS/SUCCEEDED
                           (a txn's "succeeded", true or false; - for others)
     held                  "held K": how many are held
+    wait MATCH [N]        the next N that match wait, their client waiting
+                          too, until open; then passed on as usual
+    open                  the waiting requests passed on: "opened K"
+    waiting               "waiting K": how many wait
     dup MATCH [N] [first] the next N that match passed on twice, one after
                           the other; the client gets the second reply (the
                           first, with "first")
@@ -36,20 +40,30 @@ the first K requests it matches pass before it acts:
     drop MATCH [N]        passed on; the client gets nothing, and the
                           connection is closed
     lose MATCH [N]        never passed on; the connection is closed
+    fail MATCH [N] [HOW]  held (as hold: release delivers it late), and the
+                          client answered at once with an error that leaves
+                          the request's fate open, as a member that proposed
+                          it and gave up waiting says: HOW "unavailable" (the
+                          default: 503, gRPC code 14 "etcdserver: request
+                          timed out"), "deadline" (504, code 4 "context
+                          deadline exceeded") or "page" (a 502 page without
+                          JSON, as a proxy in front of a dying member says)
     endwatch [N]          the next N watches answered at once with an empty
                           200 (a stream that ends as it starts)
     freeze, thaw          nothing passed on, no reply or watch event said,
                           until thaw (a frozen member: it accepts and is
                           silent); what was asked meanwhile goes on at thaw
-    clear                 every rule gone, and every held request dropped
+    clear                 every rule gone, every held request dropped, every
+                          waiting one passed on
     stats                 "requests R held H faults F rules K"
     summary MATCH         "yes" or "no": does the last request's summary match
     quit
 
 Every wait is bounded: a client idle for 300 s or a watch silent for
 600 s is closed, a reply must start within 60 s, a freeze thaws itself
-after 300 s, a held request is dropped after 600 s, and the proxy exits
-once it has served nothing and been told nothing for IDLE_SECONDS (900).
+after 300 s, a held or waiting request is dropped after 600 s, and the
+proxy exits once it has served nothing and been told nothing for
+IDLE_SECONDS (900) and its member no longer accepts connections.
 Python 3 standard library only.
 """
 
@@ -69,8 +83,17 @@ HOLD_MAX = 600.0
 CONNECT = 5.0
 
 upstream_host, upstream_port = None, None
+# fail's answers: what a member says of a request it may still apply
+FAIL_REPLIES = {
+    "unavailable": (503, b"application/json",
+                    b'{"error":"etcdserver: request timed out","code":14,"message":"etcdserver: request timed out"}'),
+    "deadline": (504, b"application/json",
+                 b'{"error":"context deadline exceeded","code":4,"message":"context deadline exceeded"}'),
+    "page": (502, b"text/html", b"<html><body><h1>502 Bad Gateway</h1></body></html>\n"),
+}
 rules = []          # [kind, [patterns], count, extra]
 held = []           # [(raw request, time held)]
+gates = []          # [asyncio.Event]: a waiting request's, set by open
 frozen = None       # asyncio.Event: set while thawed
 stats = {"requests": 0, "faults": 0}
 last = {"summary": []}
@@ -279,8 +302,15 @@ async def control(line):
     skip = skip[0] if skip else 0
     w = [x for x in w if not x.startswith("skip=")]
     try:
-        if cmd in ("hold", "cut", "drop", "lose"):
+        if cmd in ("hold", "cut", "drop", "lose", "wait"):
             rules.append([cmd, w[1].split(","), int(w[2]) if len(w) > 2 else 1, None, skip])
+        elif cmd == "fail":
+            how = [x for x in w[2:] if not x.isdigit()]
+            counts = [x for x in w[2:] if x.isdigit()]
+            how = how[0] if how else "unavailable"
+            if how not in FAIL_REPLIES:
+                return "error: fail how? " + how
+            rules.append([cmd, w[1].split(","), int(counts[0]) if counts else 1, how, skip])
         elif cmd == "dup":
             first = "first" in w[2:]
             counts = [x for x in w[2:] if x.isdigit()]
@@ -296,6 +326,14 @@ async def control(line):
                 raw, _t = held.pop(0)
                 out.append(outcome(*await deliver_alone(raw)))
             return "released %d %s" % (len(out), " ".join(out))
+        elif cmd == "open":
+            n = len(gates)
+            for g in gates:
+                g.set()
+            gates.clear()
+            return "opened %d" % n
+        elif cmd == "waiting":
+            return "waiting %d" % len(gates)
         elif cmd == "held":
             return "held %d" % len(held)
         elif cmd == "freeze":
@@ -305,6 +343,9 @@ async def control(line):
         elif cmd == "clear":
             rules.clear()
             held.clear()
+            for g in gates:
+                g.set()
+            gates.clear()
         elif cmd == "stats":
             return "requests %d held %d faults %d rules %d" % (stats["requests"], len(held), stats["faults"],
                                                                 len(rules))
@@ -415,12 +456,26 @@ async def serve(cr, cw):
                 return
             if kind == "lose":
                 return
+            if kind == "fail":
+                held.append((raw, time.monotonic()))
+                status, ctype, reply = FAIL_REPLIES[extra]
+                cw.write(b"HTTP/1.1 %d X\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n" %
+                         (status, ctype, len(reply)) + reply)
+                await cw.drain()
+                continue
             if kind == "endwatch":
                 cw.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 0\r\n\r\n")
                 await cw.drain()
                 continue
             if kind == "delay":
                 await asyncio.sleep(extra)
+            if kind == "wait":
+                gate = asyncio.Event()
+                gates.append(gate)
+                try:
+                    await asyncio.wait_for(gate.wait(), HOLD_MAX)
+                except asyncio.TimeoutError:
+                    return
             if not await relay(raw, kind, extra, cr, cw, up):
                 return
     except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):
@@ -434,6 +489,16 @@ async def serve(cr, cw):
                     w.close()
                 except OSError:
                     pass
+
+
+async def upstream_up():
+    """Does the member behind the proxy accept a connection (2 s at most)?"""
+    try:
+        _, w = await asyncio.wait_for(asyncio.open_connection(upstream_host, upstream_port), 2)
+    except (OSError, asyncio.TimeoutError):
+        return False
+    w.close()
+    return True
 
 
 async def main():
@@ -460,7 +525,12 @@ async def main():
         while held and now - held[0][1] > HOLD_MAX:
             held.pop(0)
         if busy["conns"] == 0 and now - busy["at"] > idle:
-            return
+            # Idle, but a member still up is a cluster still in use (a suite
+            # slowed by its load reaches the proxy's tests later than 900 s
+            # after the start): only a proxy whose member is gone leaves.
+            if not await upstream_up():
+                return
+            busy["at"] = now
 
 
 if __name__ == "__main__":

@@ -7,8 +7,9 @@
  * them back, and meet at barrier rounds while the test kills workers with
  * kill -9, stalls them briefly, stops them past their TTL, once kills a
  * whole host with its agent, freezes an etcd member (SIGSTOP) for a
- * moment, and has the proxies hold requests and deliver them late,
- * deliver them twice, delay them, cut or drop their answers, end watches
+ * moment, and has the proxies hold requests (silently, or answering at
+ * once an error that leaves them open: Unavailable, DeadlineExceeded, a
+ * 5xx page) and deliver them late, deliver them twice, delay them, cut or drop their answers, end watches
  * at once and freeze. Then the work set is drained and every worker
  * leaves. Counted, each must be 0:
  *
@@ -322,7 +323,8 @@ struct nemesis {
  * withdrawal, a round's commit, a done). */
 static const char *const targets[] = { "kv/txn", "*", "put:*/work/owners/*", "put:*/rounds/*/a/*",
                                        "put:*/rounds/*/gate", "put:*/released/*", "put:*/work/done/*" };
-static const char *const fault_names[] = { "held and delivered late", "delivered twice", "delayed", "answer cut",
+static const char *const fail_how[] = { "unavailable", "deadline", "page" };
+static const char *const fault_names[] = { "held (or failed) and delivered late", "delivered twice", "delayed", "answer cut",
                                            "answer dropped", "watch ended", "proxy frozen" };
 
 /* One fault at one proxy: for a txn, or for any request (a keepalive, a
@@ -335,7 +337,14 @@ static void nemesis_strike(struct nemesis *n)
     if ((kind == 0 && (n->holding[i] || n->release_at[i])) || (kind == 6 && n->thaw_at[i]))
         return;
     switch (kind) {
-    case 0: et_proxy(i, "hold %s", what); n->holding[i] = true; n->hold_since[i] = now_ms(); break;
+    case 0: /* held silently, or answered at once with an error that leaves it open (etcd_proxy.py, fail) */
+        if (rand() % 2)
+            et_proxy(i, "hold %s", what);
+        else
+            et_proxy(i, "fail %s 1 %s", what, fail_how[rand() % 3]);
+        n->holding[i] = true;
+        n->hold_since[i] = now_ms();
+        break;
     case 1: et_proxy(i, "dup %s", what); break;
     case 2: et_proxy(i, "delay %s %d", what, 50 + rand() % 400); break;
     case 3: et_proxy(i, "cut %s", what); break;

@@ -18,6 +18,7 @@
  */
 #define _GNU_SOURCE
 #include "grouptest.h"
+#include "group_internal.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -299,6 +300,113 @@ static int test_claim_doubt_kept(void)
     return 0;
 }
 
+/* ---- a member's threads: a claim found landed by another's resolution ---- */
+
+static struct found_case {
+    struct setup       *s;
+    vigil_group_member *b;
+    int                 calls, inner_rc;
+    unsigned            inner_hits;
+} FC;
+
+/* At the outer take's "candidates" (it read u1 alone): what another
+ * thread of m does there. u0 added; b holds u1 for a moment, so that m's
+ * take (the other thread's) claims u0, whose answer and every resolution
+ * are lost: that claim stays in doubt, landed. */
+static void found_hook(vigil_group_member *m, const char *step)
+{
+    if (strcmp(step, "candidates") != 0 || FC.calls++ > 0)
+        return;
+    vigil_group_unit x, y, w;
+    if (vigil_group_add(FC.s->e, FC.s->g, "u0") != 0 || vigil_group_take(FC.b, &x) != 0 ||
+        vigil_group_take(FC.b, &y) != 0 || vigil_group_giveback(FC.b, strcmp(x.name, "u0") == 0 ? &x : &y) != 0) {
+        FC.inner_rc = INT32_MIN;
+        return;
+    }
+    proxy_arm(CUT_REPLY, 1, 1 + 3); /* the reading passes; the claim and its resolutions are lost */
+    FC.inner_rc = vigil_group_take(m, &w);
+    FC.inner_hits = atomic_load(&P.hits);
+    (void)vigil_group_giveback(FC.b, strcmp(x.name, "u1") == 0 ? &x : &y);
+    proxy_arm(CUT_REPLY, 1, 1000); /* the next resolution passes; all after it are lost */
+}
+
+/* Two threads of one member: one's claim (u0) in doubt, landed; the other,
+ * past its reading (u1 free), claims u1, and its resolution of the first
+ * finds u0 landed. It answers u0 at once and sends no claim: before, it
+ * sent the claim of u1 (landed, its answer lost: in doubt), and the next
+ * take's resolution, with u0 still kept, dropped u1: owned for the
+ * member's life by a member that never learned of it. */
+static int test_found_kept(void)
+{
+    struct setup s = { 0 };
+    int rc = setup(&s, "foundkept", 0);
+    if (rc)
+        return rc;
+    EXPECT_RC(vigil_group_add(s.e, s.g, "u1"), 0);
+    FC = (struct found_case){ .s = &s, .b = gt_join(s.e, s.g, "b", TTL_MS, NULL) };
+    EXPECT(FC.b, "b did not join");
+    vigil_group_unit u, v;
+    uint32_t owned = 0, done = 0;
+    gunits_test_hook = found_hook;
+    rc = vigil_group_take(s.m, &u);
+    gunits_test_hook = NULL;
+    proxy_arm(PASS, 0, 0);
+    EXPECT(FC.calls >= 1 && FC.inner_rc < 0 && FC.inner_rc != INT32_MIN && FC.inner_hits == 4,
+           "the other thread's take: %d, %u hits", FC.inner_rc, FC.inner_hits);
+    EXPECT(rc == 0 && strcmp(u.name, "u0") == 0, "take: %d (%s) '%s', not u0", rc, vigil_strerror(rc),
+           rc == 0 ? u.name : "");
+    EXPECT_RC(vigil_group_take(s.m, &v), 0);
+    EXPECT(strcmp(v.name, "u1") == 0, "took %s, not u1", v.name);
+    EXPECT_RC(vigil_group_done(s.m, &u), 0);
+    EXPECT_RC(vigil_group_done(s.m, &v), 0);
+    EXPECT(counts(&s, &owned, &done) == 0 && owned == 0 && done == 2, "owned %u done %u", owned, done);
+    EXPECT_RC(vigil_group_leave(FC.b), 0);
+    teardown(&s);
+    return 0;
+}
+
+/* The fence moved by a claim of the member that left no doubt (made here
+ * by hand: the member's own txn, sent past gop_run): the next write sees
+ * the move, finds the claim by its value, and the take answers with it;
+ * before, the move was taken as no write of the member's, and the unit
+ * stayed owned by a member that did not know it. */
+static int test_unknown_claim_found(void)
+{
+    struct setup s = { 0 };
+    int rc = setup(&s, "unknownclaim", 2);
+    if (rc)
+        return rc;
+    vigil_group_member *m = s.m;
+    char ko[GKEY_MAX], kf[GKEY_MAX], val[40], id[24];
+    struct gtxn t;
+    struct greply r;
+    pthread_mutex_lock(&m->lock);
+    uint64_t n = ++m->ids;
+    snprintf(val, sizeof(val), "%s %llu", m->hex, (unsigned long long)n);
+    snprintf(id, sizeof(id), "%llu", (unsigned long long)n);
+    rc = gkey(ko, s.g, "work/owners/u0") < 0 || gkey(kf, s.g, "fence/%s", m->hex) < 0 ? -1 : 0;
+    gtxn_init(&t);
+    gtxn_put(&t, G_OK, ko, val, strlen(val), m->lease);
+    gtxn_put(&t, G_OK, kf, id, strlen(id), m->lease);
+    if (rc == 0 && (rc = gtxn_run(s.e, &t, &r)) == 0)
+        greply_free(&r);
+    gtxn_free(&t);
+    pthread_mutex_unlock(&m->lock);
+    EXPECT_RC(rc, 0);
+    vigil_group_unit u, v;
+    uint32_t owned = 0, done = 0;
+    EXPECT_RC(vigil_group_take(m, &u), 0);
+    EXPECT(strcmp(u.name, "u0") == 0, "took %s, not u0 (its claim unknown to it)", u.name);
+    rc = vigil_group_take(m, &v);
+    EXPECT(rc == 0 && strcmp(v.name, "u1") == 0, "take: %d (%s) '%s', not u1", rc, vigil_strerror(rc),
+           rc == 0 ? v.name : "");
+    EXPECT_RC(vigil_group_done(m, &u), 0);
+    EXPECT_RC(vigil_group_done(m, &v), 0);
+    EXPECT(counts(&s, &owned, &done) == 0 && owned == 0 && done == 2, "owned %u done %u", owned, done);
+    teardown(&s);
+    return 0;
+}
+
 /* A claim whose request never reached etcd: nothing was claimed, and take
  * goes on to claim (the same unit, or another) for real. */
 static int test_claim_request_lost(void)
@@ -543,7 +651,7 @@ static int test_join_answer_dropped(void)
 }
 
 VT_MAIN(VT_CASE(test_claim_answer_dropped), VT_CASE(test_claim_answer_cut), VT_CASE(test_claim_doubt_kept),
-        VT_CASE(test_claim_request_lost), VT_CASE(test_done_answer_dropped), VT_CASE(test_done_answer_cut),
+        VT_CASE(test_found_kept), VT_CASE(test_unknown_claim_found), VT_CASE(test_claim_request_lost), VT_CASE(test_done_answer_dropped), VT_CASE(test_done_answer_cut),
         VT_CASE(test_done_request_lost), VT_CASE(test_done_all_lost),
         VT_CASE(test_done_landed_then_out), VT_CASE(test_giveback_answer_lost),
         VT_CASE(test_stale_done_refused), VT_CASE(test_arrival_answer_lost_resolved),

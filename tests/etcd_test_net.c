@@ -200,6 +200,118 @@ static int test_claim_late_refused(void)
     return net_down(&n);
 }
 
+/* Which proxy but not_p (0: any) has a request waiting (a wait rule's), or 0. */
+static int waiting_proxy(int not_p)
+{
+    for (int i = 1; i <= 3; i++)
+        if (i != not_p && strcmp(et_proxy(i, "waiting"), "waiting 1") == 0)
+            return i;
+    return 0;
+}
+
+/* The claim answered at once with an error that leaves it open (how:
+ * Unavailable "request timed out", DeadlineExceeded, a 5xx page) and held
+ * there, by the member the client speaks to first, or (everywhere) by
+ * every member, the claim then sent again as an election is ridden out
+ * (group_json.c). The copy sent on waits at its member while b claims the
+ * unit, and is refused. A held copy may still land, so the member
+ * resolves before answering busy; b gives the unit back; no held claim,
+ * delivered late, makes the unit the member's (before, such an answer
+ * left no doubt: the unit owned by a live member unknown to it, its takes
+ * busy for ever). b speaks to the members directly, past the rules. */
+static int claim_open_refused(const char *name, const char *how, bool everywhere)
+{
+    const char *direct;
+    NEED_PROXIES();
+    if (et_cluster(&direct))
+        return 1;
+    vigil_etcd *e = et_connect(eps), *d = et_connect(direct);
+    vigil_etcd_set_timeout(e, 500, 60000); /* the copy sent on waits for b's take: no clock decides */
+    const char *g = gt_group(name);
+    char ko[300];
+    snprintf(ko, sizeof(ko), "%s/work/owners/u0", g);
+    EXPECT_RC(vigil_group_add(d, g, "u0"), 0);
+    vigil_group_member *m = gt_join(e, g, "m", TTL, NULL), *b = gt_join(d, g, "b", TTL, NULL);
+    int p = first_proxy(e);
+    EXPECT(m && b && p > 0, "join failed, or no proxy is first (%s)", vigil_etcd__current_endpoint(e));
+    for (int i = 1; i <= 3; i++)
+        if (everywhere || i == p)
+            EXPECT_STR(et_proxy(i, "fail put:%s 1 %s", ko, how), "ok");
+    for (int i = 1; i <= 3; i++)
+        if (everywhere == (i == p)) /* where the next sending goes: after the three failed, p again */
+            EXPECT_STR(et_proxy(i, "wait put:%s", ko), "ok");
+    struct taker t = { .m = m, .rc = INT32_MIN };
+    EXPECT(pthread_create(&t.th, NULL, take_thread, &t) == 0, "no thread");
+    int q = 0;
+    bool waited = VT_WAIT_FOR((q = waiting_proxy(everywhere ? 0 : p)) > 0, 30000);
+    vigil_group_unit u, v;
+    int rb = vigil_group_take(b, &v);
+    const char *opened = q > 0 ? et_proxy(q, "open") : "none waits";
+    bool open_ok = strcmp(opened, "opened 1") == 0;
+    pthread_join(t.th, NULL);
+    EXPECT(waited && open_ok, "the claim was never sent on (%s)", opened);
+    EXPECT_RC(rb, 0);
+    EXPECT_RC(t.rc, VIGIL_EBUSY);
+    EXPECT_RC(vigil_group_giveback(b, &v), 0);
+    for (int i = 1; i <= 3; i++)
+        if (everywhere || i == p)
+            EXPECT_LATE_VOID(i, "the claim answered with an error");
+    vigil_group_stats st;
+    EXPECT_RC(vigil_group_stats_get(d, g, &st), 0);
+    EXPECT(st.units_owned == 0, "owned %d after b's giveback", (int)st.units_owned);
+    EXPECT_RC(vigil_group_take(m, &u), 0);
+    EXPECT_RC(vigil_group_done(m, &u), 0);
+    for (int i = 1; i <= 3; i++)
+        EXPECT_STR(et_proxy(i, "clear"), "ok");
+    EXPECT_RC(vigil_group_leave(b), 0);
+    EXPECT_RC(vigil_group_leave(m), 0);
+    vigil_etcd_close(d);
+    vigil_etcd_close(e);
+    return 0;
+}
+
+static int test_claim_unavailable_refused(void)
+{
+    return claim_open_refused("claim-unavailable", "unavailable", false);
+}
+
+static int test_claim_deadline_refused(void)
+{
+    return claim_open_refused("claim-deadline", "deadline", false);
+}
+
+static int test_claim_page_refused(void)
+{
+    return claim_open_refused("claim-page", "page", false);
+}
+
+static int test_claim_unavailable_everywhere(void)
+{
+    return claim_open_refused("claim-unavailable-all", "unavailable", true);
+}
+
+/* An add delivered twice (the client told the second answer): 0, its own
+ * add; another add of the unit after it: -EEXIST. */
+static int test_add_twice(void)
+{
+    NEED_PROXIES();
+    vigil_etcd *e = connect_quick();
+    const char *g = gt_group("add-twice");
+    int p = first_proxy(e);
+    EXPECT(p > 0, "no proxy is first (%s)", vigil_etcd__current_endpoint(e));
+    EXPECT_STR(et_proxy(p, "dup put:%s/work/units/u0", g), "ok");
+    EXPECT_RC(vigil_group_add(e, g, "u0"), 0);
+    const char *stats = et_proxy(p, "stats");
+    EXPECT(strstr(stats, " rules 0"), "the add was not delivered twice: %s", stats);
+    EXPECT_RC(vigil_group_add(e, g, "u0"), -EEXIST);
+    vigil_group_stats st;
+    EXPECT_RC(vigil_group_stats_get(e, g, &st), 0);
+    EXPECT(st.units_free == 1, "%d units free", (int)st.units_free);
+    EXPECT_STR(et_proxy(p, "clear"), "ok");
+    vigil_etcd_close(e);
+    return 0;
+}
+
 /* The claim delivered twice: take answers with the unit, at its token. */
 static int test_claim_twice(void)
 {
@@ -487,6 +599,24 @@ static int leave_fault(const char *fault)
     return 0;
 }
 
+/* A member whose lease another revoked (the agent, an operator) before
+ * it leaves: VIGIL_ELOST, as vigil_group_join(3) says; not the 0 of a
+ * revoke of its own delivered twice (test_leave_twice). */
+static int test_leave_lost(void)
+{
+    NEED_PROXIES();
+    vigil_etcd *e = connect_quick(), *d = et_connect(eps);
+    const char *g = gt_group("leave-lost");
+    vigil_group_member *m = gt_join(e, g, "m", TTL, NULL);
+    EXPECT(m, "join failed");
+    EXPECT_RC(et_revoke(d, gt_lease_of(d, g, "m")), 0);
+    EXPECT_RC(vigil_group_leave(m), VIGIL_ELOST);
+    EXPECT(gt_count(d, g) == 0, "%d members after the leave", gt_count(d, g));
+    vigil_etcd_close(d);
+    vigil_etcd_close(e);
+    return 0;
+}
+
 static int test_leave_late(void)
 {
     return leave_fault("hold");
@@ -566,6 +696,47 @@ static int test_lock_late(void)
     return keyed_down(&k);
 }
 
+/* A lock's acquire held, and every other sending of it lost: the caller
+ * is told an error, and the lease it granted is revoked; the first revoke
+ * is lost everywhere too, so it is sent again, and the held copy,
+ * delivered late, fails whole (before, one revoke was sent, and the late
+ * copy held the key on a lease nobody knew of, up to its TTL). */
+static int given_up_revoke_lost(const char *name, bool wait)
+{
+    struct keyed k;
+    vigil_lease_info info;
+    KEYED_UP(&k, name, false, false);
+    for (int i = 1; i <= 3; i++) {
+        EXPECT_STR(et_proxy(i, i == k.p ? "hold put:%s/*" : "lose put:%s/*", k.key), "ok");
+        EXPECT_STR(et_proxy(i, "lose lease/revoke"), "ok");
+    }
+    int rc = wait ? vigil_etcd_acquire_wait(k.e, k.key, "ghost", TTL, 1500000000ull, &k.l)
+                  : vigil_etcd_acquire(k.e, k.key, "ghost", TTL, &k.l);
+    const char *held = et_proxy(k.p, "held");
+    bool one = strcmp(held, "held 1") == 0;
+    for (int i = 1; i <= 3; i++)
+        if (i != k.p)
+            EXPECT_STR(et_proxy(i, "clear"), "ok");
+    EXPECT(rc < 0, "the acquire: %d, not an error", rc);
+    EXPECT(one, "the acquire was never held");
+    EXPECT_LATE_VOID(k.p, "the acquire");
+    EXPECT_RC(vigil_etcd_get(k.d, k.key, &info), VIGIL_EVACANT);
+    return keyed_down(&k);
+}
+
+static int test_lock_given_up_revoke_lost(void)
+{
+    return given_up_revoke_lost("lock-revoke-lost", false);
+}
+
+/* The same for a wait that gives up: its join's revoke (etcd_wait.c) is
+ * sent again while unanswered too (the outside review's repro: the late
+ * copy held the key as 'ghost' for its whole TTL). */
+static int test_lock_wait_given_up_revoke_lost(void)
+{
+    return given_up_revoke_lost("lock-wait-revoke-lost", true);
+}
+
 /* A lock's acquire and its release delivered twice: held at the token the
  * acquire says, released with 0. */
 static int test_lock_twice(void)
@@ -615,6 +786,38 @@ static int test_session_acquire_twice(void)
     EXPECT(et_count_under(k.d, k.key) == 1, "%d keys", et_count_under(k.d, k.key));
     EXPECT_RC(vigil_etcd_resign(k.e, &k.l), 0);
     EXPECT(et_count_under(k.d, k.key) == 0, "%d keys after the resign", et_count_under(k.d, k.key));
+    return keyed_down(&k);
+}
+
+/* A session's acquire told busy whose taking back out of its key goes
+ * unanswered (every delete of it lost): the caller is told an error, and
+ * the key stays queued on the session's lease, which is kept alive. It is
+ * deleted after the session's next renewal that etcd answers, with no
+ * further call of the session (before, only the session's next acquire
+ * did it: meanwhile, once the holder went, the session held the key
+ * unknowingly, and every other waiter starved for the session's life). */
+static int test_session_unqueue_lost(void)
+{
+    struct keyed k;
+    vigil_lease h;
+    vigil_lease_info info;
+    KEYED_UP(&k, "session-unqueue-lost", true, false);
+    EXPECT_RC(vigil_etcd_acquire(k.d, k.key, "holder", 6 * TTL, &h), 0); /* outlives the wait below */
+    for (int i = 1; i <= 3; i++)
+        EXPECT_STR(et_proxy(i, "lose del:%s/*,cmp:%s/* 1000", k.key, k.key), "ok");
+    int rc = vigil_etcd_session_acquire(k.s, k.key, "s", &k.l);
+    int queued = et_count_under(k.d, k.key);
+    for (int i = 1; i <= 3; i++)
+        EXPECT_STR(et_proxy(i, "clear"), "ok");
+    EXPECT(rc < 0 && rc != VIGIL_EBUSY, "the acquire: %d (%s), not an error", rc, vigil_strerror(rc));
+    EXPECT(queued == 2, "%d keys after the acquire, not 2 (the holder's, the session's)", queued);
+    bool gone = VT_WAIT_FOR(et_count_under(k.d, k.key) == 1, 3 * TTL);
+    EXPECT(gone, "the session's key is still queued (%d keys) with no call to take it out", et_count_under(k.d, k.key));
+    if (holder_is(&k, h.token, "holder"))
+        return 1;
+    EXPECT_RC(vigil_etcd_release(k.d, &h), 0);
+    EXPECT_RC(vigil_etcd_get(k.d, k.key, &info), VIGIL_EVACANT);
+    EXPECT(!vigil_etcd_session_lost(k.s), "the session lost");
     return keyed_down(&k);
 }
 
@@ -714,12 +917,125 @@ static int test_resign_twice(void)
     return keyed_down(&k);
 }
 
-VT_MAIN(VT_CASE(test_claim_late), VT_CASE(test_claim_late_refused), VT_CASE(test_claim_twice),
+/* ---- a leader's wait on a server that ends every watch at once ------------ */
+
+/* Requests proxy p has passed on so far, or -1. */
+static long long proxy_requests(int p)
+{
+    long long r = -1;
+    return sscanf(et_proxy(p, "stats"), "requests %lld", &r) == 1 ? r : -1;
+}
+
+/* vigil_group_leader_wait through a proxy whose every watch ends as it
+ * starts (no news): it backs off (50 ms doubling to 1 s) instead of
+ * reading and watching again at once (about 1,100 requests a second). A
+ * 2 s wait stays far below a hundred requests either way the machine is
+ * loaded: the spin made thousands. */
+static int test_leader_wait_ended_watches(void)
+{
+    NEED_PROXIES();
+    int p = 1;
+    vigil_etcd *d = et_connect(eps), *e = et_connect(et_proxy_url(p));
+    const char *g = gt_group("lwend");
+    vigil_group_member *m = gt_join(d, g, "m", TTL, NULL);
+    vigil_group_member_info self, l;
+    EXPECT(m && vigil_group_self(m, &self) == 0, "join failed");
+    EXPECT_STR(et_proxy(p, "endwatch 1000000"), "ok");
+    long long before = proxy_requests(p);
+    int rc = vigil_group_leader_wait(e, g, self.revision, 2000000000ull, &l);
+    long long used = proxy_requests(p) - before;
+    EXPECT_STR(et_proxy(p, "clear"), "ok");
+    EXPECT_RC(rc, VIGIL_ETIMEDOUT);
+    EXPECT(before >= 0 && used < 100, "a 2 s wait made %lld requests", used);
+    EXPECT_RC(vigil_group_leave(m), 0);
+    vigil_etcd_close(e);
+    vigil_etcd_close(d);
+    return 0;
+}
+
+/* ---- the health record: when an outage began, and no password in it ------- */
+
+struct pinger {
+    vigil_etcd *e;
+    int         rc;
+};
+
+static void *ping_one(void *arg)
+{
+    struct pinger *pg = arg;
+    pg->rc = vigil_etcd_ping(pg->e);
+    return NULL;
+}
+
+/* A request held by the proxy until it times out: the record dates the
+ * outage from when that request was sent (before the test saw it held),
+ * not from when it gave up (its timeout later), so "reachable again
+ * after ..." is not short by the request timeout. */
+static int test_outage_dated_from_the_request(void)
+{
+    NEED_PROXIES();
+    int p = 1;
+    vigil_etcd *e = et_connect(et_proxy_url(p));
+    vigil_etcd_set_timeout(e, 500, 3000);
+    EXPECT_RC(vigil_etcd_ping(e), 0);
+    EXPECT_STR(et_proxy(p, "hold maintenance/status"), "ok");
+    struct pinger pg = { e, 1 };
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, ping_one, &pg) == 0, "pthread_create");
+    bool held = VT_WAIT_FOR(strcmp(et_proxy(p, "held"), "held 1") == 0, 20000);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t seen = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec; /* the request was sent before this */
+    pthread_join(t, NULL);
+    vigil_etcd_health h;
+    EXPECT_RC(vigil_etcd_health_get(e, &h), 0);
+    EXPECT_STR(et_proxy(p, "clear"), "ok");
+    EXPECT(held, "the ping was never held");
+    EXPECT(pg.rc < 0 && h.reachable == 0, "the held ping: %d, reachable %u", pg.rc, h.reachable);
+    EXPECT(h.changed_ns > 0 && h.changed_ns <= seen && h.changed_ns < h.failed_ns,
+           "the outage dated %lld, the request seen held at %lld, given up at %lld", (long long)h.changed_ns,
+           (long long)seen, (long long)h.failed_ns);
+    vigil_etcd_close(e);
+    return 0;
+}
+
+/* An endpoint written with a user and password: the health record (read
+ * by whoever watches the handle) and the error message name it without. */
+static int test_health_message_has_no_password(void)
+{
+    NEED_PROXIES();
+    const char *url = et_proxy_url(1), *host = strstr(url, "://");
+    EXPECT(host, "proxy url '%s'", url);
+    char with[400];
+    snprintf(with, sizeof(with), "http://someone:s3cr3tpw@%s", host + 3);
+    EXPECT_STR(et_proxy(1, "lose maintenance/status"), "ok");
+    vigil_etcd *e = NULL;
+    EXPECT_RC(vigil_etcd_connect(with, &e), 0);
+    vigil_etcd_set_timeout(e, 500, 2000);
+    int rc = vigil_etcd_ping(e);
+    vigil_etcd_health h;
+    EXPECT_RC(vigil_etcd_health_get(e, &h), 0);
+    EXPECT_STR(et_proxy(1, "clear"), "ok");
+    EXPECT(rc < 0 && h.failures > 0, "the ping: %d", rc);
+    EXPECT(!strstr(h.message, "s3cr3tpw") && !strstr(h.message, "someone") && strstr(h.message, url),
+           "the health message: '%s'", h.message);
+    EXPECT(!strstr(vigil_etcd_errmsg(), "s3cr3tpw"), "errmsg: '%s'", vigil_etcd_errmsg());
+    vigil_etcd_close(e);
+    return 0;
+}
+
+VT_MAIN(VT_CASE(test_leader_wait_ended_watches), VT_CASE(test_outage_dated_from_the_request),
+        VT_CASE(test_health_message_has_no_password), VT_CASE(test_claim_late), VT_CASE(test_claim_late_refused),
+        VT_CASE(test_claim_unavailable_refused),
+        VT_CASE(test_claim_deadline_refused), VT_CASE(test_claim_page_refused),
+        VT_CASE(test_claim_unavailable_everywhere), VT_CASE(test_add_twice), VT_CASE(test_claim_twice),
         VT_CASE(test_done_late), VT_CASE(test_done_twice),
         VT_CASE(test_giveback_late), VT_CASE(test_giveback_twice), VT_CASE(test_arrive_late),
         VT_CASE(test_arrive_twice), VT_CASE(test_withdraw_late), VT_CASE(test_withdraw_twice),
         VT_CASE(test_commit_late), VT_CASE(test_commit_twice), VT_CASE(test_join_late), VT_CASE(test_join_twice),
-        VT_CASE(test_leave_late), VT_CASE(test_leave_twice), VT_CASE(test_lock_late), VT_CASE(test_lock_twice),
+        VT_CASE(test_leave_lost), VT_CASE(test_leave_late), VT_CASE(test_leave_twice), VT_CASE(test_lock_late), VT_CASE(test_lock_given_up_revoke_lost),
+        VT_CASE(test_lock_wait_given_up_revoke_lost),
+        VT_CASE(test_lock_twice),
         VT_CASE(test_session_acquire_late), VT_CASE(test_session_acquire_twice),
-        VT_CASE(test_session_busy_keeps_other), VT_CASE(test_proclaim_late), VT_CASE(test_proclaim_twice),
+        VT_CASE(test_session_unqueue_lost), VT_CASE(test_session_busy_keeps_other), VT_CASE(test_proclaim_late), VT_CASE(test_proclaim_twice),
         VT_CASE(test_resign_late), VT_CASE(test_resign_twice))

@@ -3,7 +3,8 @@
  * `vigil group join|watch|ls` and `vigil agent` against a real etcd: CMD
  * runs as a member with its environment and its exit status; ls and watch
  * --json print the documented fields; a name taken exits 75; a membership
- * revoked under CMD ends it and exits 79; the agent revokes a member whose
+ * revoked under CMD ends it and exits 79; a set-user-ID CMD run by an
+ * unprivileged user dies with a tool killed by SIGKILL; the agent revokes a member whose
  * tool process is killed -9, and a member started with VIGIL_DIR set is
  * recorded there.
  */
@@ -168,6 +169,28 @@ static int test_agent(void)
     return 0;
 }
 
+/* As nobody, `vigil group join -- CMD` with a set-user-ID root CMD: once
+ * CMD has said it runs, the tool gets SIGKILL, and CMD must go with it
+ * (issue 32: the kernel clears PR_SET_PDEATHSIG at a set-user-ID exec,
+ * which was all that tied CMD to the tool). */
+static int join_suid_body(void *arg)
+{
+    const char *cmd_path = arg;
+    struct vt_proc p;
+    if (VT_SPAWN(&p, "group", "join", gt_group("tsuid"), "--etcd", url, "--ttl", "1m", "--", cmd_path) != 0)
+        return 1;
+    return vt_suid_tool_killed(&p, "group join");
+}
+
+static int test_join_suid_cmd_dies_with_tool(void)
+{
+    NEED_ETCD();
+    const char *copy = vt_suid_copy();
+    if (!copy)
+        return VT_SKIP;
+    return vt_as_nobody(join_suid_body, (void *)copy);
+}
+
 /* vigil export --etcd --group: the group's gauges, as the exposition format wants. */
 static int test_export(void)
 {
@@ -223,5 +246,5 @@ static int test_join_errors_say_what_happened(void)
     return 0;
 }
 
-VT_MAIN(VT_CASE(test_join_runs_cmd), VT_CASE(test_export), VT_CASE(test_usage), VT_CASE(test_watch_json_and_loss), VT_CASE(test_agent),
+VT_MAIN(VT_CASE(test_join_runs_cmd), VT_CASE(test_join_suid_cmd_dies_with_tool), VT_CASE(test_export), VT_CASE(test_usage), VT_CASE(test_watch_json_and_loss), VT_CASE(test_agent),
         VT_CASE(test_join_errors_say_what_happened))

@@ -291,7 +291,7 @@ static int test_lost_under_frozen_etcd(void)
         return rc;
     struct vt_proc p;
     int efd = open(vt_path("lock.stderr"), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    int saved = dup(2);
+    int saved = fcntl(2, F_DUPFD_CLOEXEC, 3); /* not inherited by the tool, nor by its CMD */
     dup2(efd, 2);
     int sp = VT_SPAWN(&p, "lock", "--etcd", own_url, "--ttl", "2000", "--kill-after", "1000", et_key("frozen"), "--",
                       "sh", "-c", "trap 'echo killed; exit 9' TERM; echo ready; while :; do sleep 0.05; done");

@@ -9,15 +9,22 @@
  * different processes reclaim every killed worker exactly once; a slot
  * recorded in another pid namespace is never judged by its pid here
  * (issue 17.4), and a wait that ran out of descriptors watches again once
- * it has them (issue 17.7). Kills are decided by the test, waits are
+ * it has them (issue 17.7), and a second wait on a handle another wait
+ * holds returns at its own timeout, and the wait's descriptor turns
+ * readable at an owner's death for an event loop. Kills are decided by the test, waits are
  * bounded, nothing is timed. The cases that need a pid namespace and pid
  * recycling are in test_failover_wait_ns.c.
  */
 #include "hbtest.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 struct worker {
     pid_t    pid;
@@ -57,13 +64,48 @@ struct waiter {
     vigil_reclaim out[8];
     uint32_t      why[8];
     int           n;
+    _Atomic int   done;
 };
 
 static void *wait_main(void *arg)
 {
     struct waiter *w = arg;
     w->n = vigil_failover_wait_why(w->hb, w->grace, w->timeout, w->out, w->why, 8);
+    atomic_store(&w->done, 1);
     return NULL;
+}
+
+/* One wait holds the handle (watching a live worker); a second wait on the
+ * same handle, with a short timeout, returns 0 at its own deadline while
+ * the first still waits (it took the handle's lock untimed and returned
+ * only after the first: a 100 ms wait came back after 3 s). */
+static int test_second_wait_keeps_its_timeout(void)
+{
+    const char *path = vt_path("second.hb");
+    vigil_hb *hb = vt_hb_fresh_at(path, 8);
+    struct worker w;
+    EXPECT(spawn_worker(path, 0x2, &w) == 0, "worker did not start");
+    struct waiter first = { .hb = hb, .grace = 1000000, .timeout = 60000000000ull };
+    pthread_t th;
+    EXPECT(pthread_create(&th, NULL, wait_main, &first) == 0, "thread");
+    vigil_failover_watch_info info;
+    /* The first wait's look at the table, made holding the handle's lock,
+     * which it keeps until the worker dies. */
+    EXPECT(VT_WAIT_FOR((vigil_failover_wait_info(hb, &info), info.watched == 1), 10000),
+           "the first wait never watched the worker");
+    vigil_reclaim out[8];
+    for (int i = 0; i < 3; i++) {
+        int n = vigil_failover_wait(hb, 1000000, 100000000ull, out, 8);
+        EXPECT(n == 0, "second wait %d: expected 0 (timed out), got %d", i, n);
+        EXPECT(!atomic_load(&first.done), "second wait %d returned only after the first ended", i);
+    }
+    kill(w.pid, SIGKILL);
+    pthread_join(th, NULL);
+    waitpid(w.pid, NULL, 0);
+    EXPECT(first.n == 1 && first.out[0].slot == w.slot && first.out[0].in_flight == 0x2,
+           "first wait: expected slot %u with 0x2, got n=%d", w.slot, first.n);
+    vigil_hb_close(hb);
+    return 0;
 }
 
 static int test_killed_reclaimed_before_any_tick(void)
@@ -170,7 +212,11 @@ static int test_main_thread_exited_is_alive(void)
         char c = 1;
         if (write(up[1], &c, 1) != 1)
             _exit(2);
-        pthread_exit(NULL);
+        /* The main thread alone exits, by the raw call: pthread_exit would
+         * unwind, dlopen libgcc_s in a forked child and, if that fails
+         * (under a sanitizer, short of memory), abort the whole process. */
+        syscall(SYS_exit, 0);
+        _exit(3);
     }
     close(hold[0]);
     char c;
@@ -179,10 +225,15 @@ static int test_main_thread_exited_is_alive(void)
     EXPECT_RC(vigil_hb_register(hb, (uint32_t)kid, &s), 0);
     vigil_reclaim r[4];
     int n = vigil_failover_wait(hb, 1000, 50000000u, r, 4);
+    /* A reclaim is a bug only if the child still ran: say which. */
+    int early = 0;
+    pid_t gone = waitpid(kid, &early, WNOHANG);
     kill(kid, SIGKILL);
     close(hold[1]);
     int after = vigil_failover_wait(hb, 1000, 30000000000ull, r, 4);
-    waitpid(kid, NULL, 0);
+    if (gone == 0)
+        waitpid(kid, NULL, 0);
+    EXPECT(gone == 0, "the child died before it was judged (wait status %#x): the test, not the judge", early);
     EXPECT(n == 0, "a process with a running thread was reclaimed (%d)", n);
     EXPECT(after == 1 && r[0].slot == s, "once every thread is gone it is: got %d", after);
     vigil_hb_close(hb);
@@ -373,7 +424,102 @@ static int test_three_watchdogs_exactly_once(void)
     return 0;
 }
 
+/* The wait's descriptor, for an event loop: one descriptor for the
+ * handle's life, not readable while the watched owner lives, readable
+ * once it is killed, and not readable again once a wait has reclaimed
+ * its slot. */
+static int test_wait_fd_for_a_loop(void)
+{
+    const char *path = vt_path("fd.hb");
+    vigil_hb *hb = vt_hb_fresh_at(path, 8);
+    EXPECT_RC(vigil_failover_wait_fd(NULL), -EINVAL);
+    int fd = vigil_failover_wait_fd(hb);
+    EXPECT(fd >= 0, "no descriptor: %d", fd);
+    EXPECT(vigil_failover_wait_fd(hb) == fd, "a second call gave another descriptor");
+    struct worker w;
+    EXPECT(spawn_worker(path, 0x4, &w) == 0, "worker did not start");
+    vigil_reclaim out[8];
+    EXPECT_RC(vigil_failover_wait(hb, 1000000, 0, out, 8), 0); /* the look that watches it */
+    vigil_failover_watch_info info;
+    EXPECT_RC(vigil_failover_wait_info(hb, &info), 0);
+    EXPECT(info.watched == 1, "expected the worker watched, got %u", info.watched);
+    struct pollfd p = { fd, POLLIN, 0 };
+    EXPECT(poll(&p, 1, 0) == 0, "readable while the worker lives");
+    kill(w.pid, SIGKILL);
+    waitpid(w.pid, NULL, 0);
+    EXPECT(poll(&p, 1, 10000) == 1 && (p.revents & POLLIN), "not readable after the worker was killed");
+    int n = vigil_failover_wait(hb, 1000000, 0, out, 8);
+    EXPECT(n == 1 && out[0].slot == w.slot && out[0].in_flight == 0x4, "expected slot %u with 0x4, got n=%d",
+           w.slot, n);
+    p.revents = 0;
+    EXPECT(poll(&p, 1, 0) == 0, "still readable after the reclaim");
+    vigil_hb_close(hb);
+    return 0;
+}
+
+/* A child that waits and is killed with the test. */
+static pid_t idle_child(void)
+{
+    pid_t p = fork();
+    if (p == 0) {
+        vt_die_with_parent();
+        vt_await_kill();
+    }
+    return p;
+}
+
+/* A forked child's waits are its own. The child inherits the handle and
+ * with it the parent's epoll instance, which the kernel shares between the
+ * two: a pidfd the child added there, tagged with a slot's number, made
+ * the parent take the death of the slot's former owner for the death of
+ * its live new one, and reclaim it. */
+static int test_forked_child_waits_apart(void)
+{
+    vigil_hb *hb = vt_hb_fresh("forked.hb", 4);
+    EXPECT(vigil_failover_wait_fd(hb) >= 0, "no descriptor"); /* the instance, made before the fork */
+    pid_t first = idle_child(), second = idle_child();
+    uint32_t s1, s2;
+    EXPECT_RC(vigil_hb_register(hb, (uint32_t)first, &s1), 0);
+    int back[2], go[2];
+    EXPECT(pipe(back) == 0 && pipe(go) == 0, "pipe");
+    pid_t kid = fork();
+    if (kid == 0) {
+        vt_die_with_parent();
+        vigil_reclaim r[4];
+        char c = vigil_failover_wait(hb, 1000000, 0, r, 4) == 0 ? 1 : 2; /* the child watches `first` */
+        if (write(back[1], &c, 1) != 1 || read(go[0], &c, 1) < 0)
+            _exit(3);
+        _exit(0); /* it keeps its watch until told */
+    }
+    char c = 0;
+    EXPECT(read(back[0], &c, 1) == 1 && c == 1, "the child's wait failed (%d)", c);
+    /* `first` leaves its slot alive and `second` takes the same slot. */
+    EXPECT_RC(vigil_hb_unregister(hb, s1), 0);
+    EXPECT_RC(vigil_hb_register(hb, (uint32_t)second, &s2), 0);
+    EXPECT(s2 == s1, "expected slot %u again, got %u", s1, s2);
+    vigil_reclaim r[4];
+    EXPECT_RC(vigil_failover_wait(hb, 1000000, 0, r, 4), 0); /* the parent watches `second` */
+    kill(first, SIGKILL);
+    waitpid(first, NULL, 0);
+    int n = vigil_failover_wait(hb, 1000000, 0, r, 4);
+    int still = vigil_hb_probe(hb, s2);
+    c = 0;
+    EXPECT(write(go[1], &c, 1) == 1, "pipe");
+    int status = -1;
+    waitpid(kid, &status, 0);
+    kill(second, SIGKILL);
+    waitpid(second, NULL, 0);
+    EXPECT(n == 0, "the death of slot %u's former owner, watched by a forked child, reclaimed its live owner (%d)",
+           s1, n);
+    EXPECT(still == 1, "the live owner's slot: probe %d", still);
+    EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child: status %#x", status);
+    vigil_hb_close(hb);
+    return 0;
+}
+
 VT_MAIN(VT_CASE(test_killed_reclaimed_before_any_tick), VT_CASE(test_timeout_and_stale),
         VT_CASE(test_reused_and_foreign), VT_CASE(test_main_thread_exited_is_alive),
         VT_CASE(test_registered_while_waiting), VT_CASE(test_three_watchdogs_exactly_once),
-        VT_CASE(test_foreign_namespace_never_judged), VT_CASE(test_out_of_fds_retried))
+        VT_CASE(test_foreign_namespace_never_judged), VT_CASE(test_out_of_fds_retried),
+        VT_CASE(test_second_wait_keeps_its_timeout), VT_CASE(test_wait_fd_for_a_loop),
+        VT_CASE(test_forked_child_waits_apart))

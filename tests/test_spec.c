@@ -96,6 +96,11 @@ static int test_constants(void)
     EXPECT(VIGIL_EUNTRUSTED == -1011 && VIGIL_OPEN_READONLY == 0x1u && VIGIL_OPEN_TRUST_OWNER == 0x2u,
            "the open flags or VIGIL_EUNTRUSTED changed");
     EXPECT(strcmp(vigil_strerror(VIGIL_EUNTRUSTED), "unknown error") != 0, "VIGIL_EUNTRUSTED has no text");
+    /* VIGIL_ELOST is a lease's loss and a heartbeat slot's alike: its text
+     * says both, and ends as SPEC's comment does. */
+    const char *lost = vigil_strerror(VIGIL_ELOST);
+    EXPECT(strstr(lost, "lease") && strstr(lost, "heartbeat slot") && strstr(lost, "the scope is someone else's now"),
+           "VIGIL_ELOST's text: '%s'", lost);
     /* The sizes the layouts give (vigil-files(5)). */
     EXPECT(vigil_file_size(VIGIL_KIND_HEARTBEAT, 8) == 64 + 8 * 64 && vigil_file_size(VIGIL_KIND_LEASES, 4) == 128 + 4 * 256 &&
                vigil_file_size(VIGIL_KIND_BARRIER, 4) > 64 && vigil_file_size(VIGIL_KIND_HEARTBEAT, 0) == 0 &&

@@ -125,6 +125,55 @@ static int test_usage_errors(void)
     return 0;
 }
 
+/* etcdctl's habits (issue 31.4): a slip of a letter gets "did you mean",
+ * an etcdctl flag vigil does not take says what to write instead, two
+ * different lists of endpoints are refused, and ETCDCTL_DIAL_TIMEOUT is
+ * read as a duration; all before any connection (the endpoint is never
+ * asked). */
+static int test_etcdctl_habits(void)
+{
+    static const char *const nobody = "http://127.0.0.1:1";
+    const char *hb = vt_path("habits.hb");
+    unsetenv("ETCDCTL_ENDPOINTS"); /* the caller's, if any: "missing --etcd" is the point */
+    struct {
+        const char *argv[12];
+        const char *env; /* NAME=VALUE for the run, or NULL */
+        const char *says;
+    } cases[] = {
+        { { "group", "ls", "g", "--etdc", nobody }, NULL, "unknown option '--etdc' (did you mean '--etcd'?)" },
+        { { "group", "ls", "g", "--endpoint", nobody }, NULL, "(did you mean '--endpoints'?)" },
+        { { "create", hb, "--capacty", "4" }, NULL, "unknown option '--capacty' (did you mean '--capacity'?)" },
+        { { "lock", "--etcd", nobody, "--insecure-skip-tls-verify", "k", "--", "true" }, NULL,
+          "an etcdctl option vigil does not take; vigil always verifies the servers" },
+        { { "group", "watch", "g", "--etcd", nobody, "-w", "json" }, NULL, "'-w': an etcdctl option" },
+        { { "group", "ls", "g", "--etcd", nobody, "--endpoints", "http://127.0.0.1:2" }, NULL,
+          "two lists of endpoints" },
+        { { "group", "ls", "g", "--etcd", nobody }, "ETCDCTL_DIAL_TIMEOUT=soon",
+          "ETCDCTL_DIAL_TIMEOUT=soon: not a duration" },
+        { { "group", "ls", "g" }, NULL, "missing --etcd ENDPOINTS" },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char var[64] = "";
+        if (cases[i].env) {
+            snprintf(var, sizeof(var), "%s", cases[i].env);
+            char *eq = strchr(var, '=');
+            *eq = '\0';
+            setenv(var, eq + 1, 1);
+        }
+        vt_runv(10000, cases[i].argv);
+        if (var[0])
+            unsetenv(var);
+        if (strstr(R.err, "built without"))
+            continue; /* no etcd adapter here: nothing to say about etcdctl */
+        char what[256] = "vigil";
+        for (size_t j = 0; cases[i].argv[j]; j++)
+            snprintf(what + strlen(what), sizeof(what) - strlen(what), " '%s'", cases[i].argv[j]);
+        EXPECT_EXIT(2, what);
+        EXPECT(strstr(R.err, cases[i].says), "%s: expected '%s' on stderr, got '%s'", what, cases[i].says, R.err);
+    }
+    return 0;
+}
+
 static int test_create(void)
 {
     const char *f = vt_path("create.hb");
@@ -873,7 +922,7 @@ static int test_version(void)
     return 0;
 }
 
-VT_MAIN(VT_CASE(test_help), VT_CASE(test_usage_errors), VT_CASE(test_create),
+VT_MAIN(VT_CASE(test_help), VT_CASE(test_usage_errors), VT_CASE(test_etcdctl_habits), VT_CASE(test_create),
         VT_CASE(test_inspect_human), VT_CASE(test_inspect_json), VT_CASE(test_inspect_bad_files),
         VT_CASE(test_tick_count), VT_CASE(test_tick_logs_changes), VT_CASE(test_tick_stops_on_signal), VT_CASE(test_watch),
         VT_CASE(test_usage_lines_agree), VT_CASE(test_man_page_agrees), VT_CASE(test_man_page_json_fields), VT_CASE(test_version), VT_CASE(test_permission_errors),

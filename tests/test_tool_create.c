@@ -6,6 +6,10 @@
  * table, a barrier on its table, a lease store) and opens with the
  * library, the options that do not fit a kind are usage errors, and a
  * user outside the group is refused with a line that says why.
+ * --exist-ok (a service's start step) keeps an existing file of the kind
+ * and capacity asked for, exit 0, and is still an error for any other
+ * and for one the next command would refuse as untrusted; a
+ * command that opens a missing file names it and says how to make it.
  */
 #include "tooltest.h"
 
@@ -143,4 +147,84 @@ static int test_group_refused(void)
     return vt_as_nobody(create_as_user, NULL);
 }
 
-VT_MAIN(VT_CASE(test_mode_and_group), VT_CASE(test_kinds), VT_CASE(test_usage), VT_CASE(test_group_refused))
+static int test_exist_ok(void)
+{
+    const char *t = vt_path("keep.hb");
+    VT_RUN("create", t, "--capacity", "4", "--mode", "0660", "--exist-ok");
+    EXPECT(R.rc == 0 && strstr(R.out, "capacity 4, mode 0660"), "made: %d '%s' '%s'", R.rc, R.out, R.err);
+    vigil_hb *hb;
+    uint32_t slot;
+    EXPECT_RC(vigil_hb_open(t, 4, &hb), 0);
+    EXPECT_RC(vigil_hb_register(hb, 77, &slot), 0);
+    /* Again, as a restarted service's start step: kept, its slot intact. */
+    VT_RUN("create", t, "--capacity", "4", "--mode", "0660", "--exist-ok");
+    EXPECT(R.rc == 0 && strstr(R.out, "there already, kept") && !R.err[0], "kept: %d '%s' '%s'", R.rc, R.out,
+           R.err);
+    vigil_slot_info info;
+    EXPECT(vigil_hb_snapshot(hb, slot, &info) == 0 && info.pid == 77, "the kept table lost its slot");
+    VT_RUN("create", t, "--capacity", "4", "--exist-ok");
+    EXPECT(R.rc == 0 && strstr(R.err, "warning") && strstr(R.err, "mode 0660") && strstr(R.err, "--mode 0600"),
+           "another mode is warned about: %d '%s'", R.rc, R.err);
+    VT_RUN("create", t, "--capacity", "8", "--exist-ok");
+    EXPECT(R.rc == 1 && strstr(R.err, "capacity 4, not 8"), "another capacity: %d '%s'", R.rc, R.err);
+    VT_RUN("create", t, "--kind", "leases", "--capacity", "4", "--exist-ok");
+    EXPECT(R.rc == 1 && strstr(R.err, "a heartbeat table, not a lease store"), "another kind: %d '%s'", R.rc,
+           R.err);
+    VT_RUN("create", t, "--capacity", "4");
+    EXPECT(R.rc == 1 && strstr(R.err, "File exists"), "without --exist-ok: %d '%s'", R.rc, R.err);
+    const char *junk = vt_path("junk.hb");
+    int fd = open(junk, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    EXPECT(fd >= 0 && write(fd, "not vigil", 9) == 9, "junk");
+    close(fd);
+    VT_RUN("create", junk, "--capacity", "4", "--exist-ok");
+    EXPECT(R.rc == 1 && strstr(R.err, "too short for a vigil file"), "not a vigil file: %d '%s'", R.rc, R.err);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+/* --exist-ok keeps only what the next step will open: a file everyone
+ * can write (or another user's) is refused as tick refuses it, unless
+ * --trust-owner; never "kept", exit 0, and then a failing tick. */
+static int test_exist_ok_untrusted(void)
+{
+    const char *t = vt_path("open.hb");
+    VT_RUN("create", t, "--capacity", "4", "--mode", "0666");
+    EXPECT(R.rc == 0, "made 0666: %d '%s'", R.rc, R.err);
+    VT_RUN("create", t, "--capacity", "4", "--mode", "0666", "--exist-ok");
+    EXPECT(R.rc == 1 && strstr(R.err, "writable by everyone") && !strstr(R.out, "kept"),
+           "an untrusted file kept: %d '%s' '%s'", R.rc, R.out, R.err);
+    VT_RUN("tick", t, "--count", "1");
+    EXPECT(R.rc == 1 && strstr(R.err, "writable by everyone"), "tick on it: %d '%s'", R.rc, R.err);
+    VT_RUN("create", t, "--capacity", "4", "--mode", "0666", "--exist-ok", "--trust-owner");
+    EXPECT(R.rc == 0 && strstr(R.out, "there already, kept"), "--trust-owner: %d '%s' '%s'", R.rc, R.out, R.err);
+    VT_RUN("create", vt_path("new.hb"), "--capacity", "4", "--trust-owner");
+    EXPECT(R.rc == 2 && strstr(R.err, "goes with --exist-ok"), "--trust-owner alone: %d '%s'", R.rc, R.err);
+    const char *link = vt_path("link.hb");
+    EXPECT(symlink(vt_path("keep-target.hb"), link) == 0, "symlink: %s", strerror(errno));
+    VT_RUN("create", vt_path("keep-target.hb"), "--capacity", "4");
+    VT_RUN("create", link, "--capacity", "4", "--exist-ok");
+    EXPECT(R.rc == 1 && !strstr(R.out, "kept"), "a symlink kept: %d '%s' '%s'", R.rc, R.out, R.err);
+    return 0;
+}
+
+/* tick (and every command that opens an existing file to write it) on a
+ * missing file: names it and says to make it with vigil create. */
+static int test_missing_says_create(void)
+{
+    const char *t = vt_path("never-made.hb");
+    VT_RUN("tick", t, "--count", "1");
+    char want[1200];
+    snprintf(want, sizeof(want), "vigil: %s: No such file or directory: make it with `vigil create %s --capacity N`",
+             t, t);
+    EXPECT(R.rc == 1 && strstr(R.err, want), "tick on a missing table: %d '%s'", R.rc, R.err);
+    VT_RUN("failover", t, "--once");
+    EXPECT(R.rc == 1 && strstr(R.err, want), "failover on a missing table: %d '%s'", R.rc, R.err);
+    const char *deep = vt_path("no-dir/pool.hb");
+    VT_RUN("tick", deep, "--count", "1");
+    EXPECT(R.rc == 1 && strstr(R.err, "nor its directory") && strstr(R.err, "vigil create"),
+           "a missing directory: %d '%s'", R.rc, R.err);
+    return 0;
+}
+
+VT_MAIN(VT_CASE(test_mode_and_group), VT_CASE(test_kinds), VT_CASE(test_usage), VT_CASE(test_group_refused),
+        VT_CASE(test_exist_ok), VT_CASE(test_exist_ok_untrusted), VT_CASE(test_missing_says_create))

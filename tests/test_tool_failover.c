@@ -7,9 +7,14 @@
  * the same stale slots with every slot reclaimed exactly once; --exec:
  * the CMD's environment per reclaim, its failure logged while the others
  * run, a hung CMD killed at its timeout without holding up the reclaims,
+ * the timeout following CMD's process group (SIGKILL 5 s after SIGTERM
+ * whether or not the shell is gone, the next CMD only after the group),
  * and the queued CMDs run on SIGTERM.
  */
 #include "tooltest.h"
+
+#include "journal_internal.h"
+#include "proc_internal.h"
 
 static vigil_hb *make_hb(const char *path, uint32_t cap)
 {
@@ -280,26 +285,6 @@ static int test_two_watchdogs_exactly_once(void)
     return 0;
 }
 
-/* vigil with stdout on a pipe and stderr into a file, for reading what a
- * running watchdog logs. */
-static int spawn_logged(struct vt_proc *p, const char *errfile, const char *const *args)
-{
-    int efd = open(errfile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    int saved = dup(2);
-    dup2(efd, 2);
-    int rc = vt_spawnv(p, args);
-    dup2(saved, 2);
-    close(saved);
-    close(efd);
-    return rc;
-}
-
-/* Reads a file until it holds `needle`; false after timeout_ms. */
-static bool file_has(const char *path, const char *needle, char *buf, size_t len, unsigned timeout_ms)
-{
-    return VT_WAIT_FOR((vt_slurp(path, buf, len), strstr(buf, needle) != NULL), timeout_ms);
-}
-
 /* What the CMD of --exec sees: one line per reclaim, written by the CMD
  * itself from its environment, in reclaim order; its stdout kept out of
  * the JSON stream; its failure logged with the units, the others run
@@ -336,6 +321,182 @@ static int test_exec_env(void)
     return 0;
 }
 
+/*
+ * The journal as a file of its own: `vigil create --kind journal --table
+ * T` makes it (its mode), inspect shows it, a watchdog without --exec
+ * writes its reclaims there (--journal PATH) and one with --exec runs them
+ * from there, once; a journal made for another table (--journal naming
+ * another table's) is refused before anything is vacated.
+ */
+static int test_journal_file(void)
+{
+    const char *f = vt_path("jf.hb"), *j = vt_path("jf.journal"), *out = vt_path("jf.out");
+    vigil_hb *hb = make_hb(f, 4);
+    uint32_t s[3];
+    stale_table(hb, s);
+    VT_RUN("create", j, "--kind", "journal", "--table", f, "--mode", "0640");
+    EXPECT_EXIT(0, "create --kind journal");
+    struct stat st;
+    EXPECT(strstr(R.out, "reclaim journal, capacity 64") && stat(j, &st) == 0 && (st.st_mode & 0777) == 0640,
+           "create --kind journal said '%s', mode %o", R.out, (unsigned)(st.st_mode & 0777));
+    VT_RUN("create", vt_path("nope.journal"), "--kind", "journal");
+    EXPECT_EXIT(2, "create --kind journal without --table");
+    /* Without --exec: vacated and written down, for an --exec watchdog. */
+    VT_RUN("failover", f, "--grace", "2", "--once", "--epochs-only", "--journal", j);
+    EXPECT_EXIT(0, "failover --once --journal");
+    /* Each line says the reclaim is the --exec watchdog's to hand on. */
+    EXPECT(vt_count_lines(R.out) == 2 && strstr(R.out, "journaled: an --exec watchdog hands it on") &&
+               strstr(strchr(R.out, '\n') + 1, "journaled: an --exec watchdog hands it on"),
+           "two journaled reclaims expected, got '%s'", R.out);
+    VT_RUN("inspect", j);
+    EXPECT_EXIT(0, "inspect of a journal");
+    EXPECT(strstr(R.out, "reclaim journal, capacity 64") && strstr(R.out, "2 pending, 0 running") &&
+               strstr(R.out, "pending  slot"),
+           "inspect of the journal said '%s'", R.out);
+    /* A journal of another table: refused, nothing run nor vacated. */
+    const char *f8 = vt_path("jf8.hb");
+    vigil_hb *hb8 = make_hb(f8, 8);
+    uint32_t s8[3];
+    stale_table(hb8, s8);
+    VT_RUN("failover", f8, "--grace", "2", "--once", "--epochs-only", "--journal", j, "--exec", "true");
+    EXPECT_EXIT(1, "a journal of another table");
+    EXPECT(strstr(R.err, "made for a table of 4 slots, not this one's 8") && !R.out[0],
+           "expected the journal refused, got '%s' / '%s'", R.out, R.err);
+    VT_RUN("failover", f8, "--grace", "2", "--once", "--epochs-only", "--journal", j);
+    EXPECT_EXIT(1, "a journal of another table, without --exec");
+    EXPECT(vigil_hb_live_count(hb8, UINT64_MAX) == 3, "a slot of the other table was vacated");
+    vigil_hb_close(hb8);
+    /* Another table of the same capacity: its identity tells it (issue
+     * 32's review ran table A's pending reclaim against B's pool). */
+    const char *fb = vt_path("jfb.hb");
+    vigil_hb *hbb = make_hb(fb, 4);
+    uint32_t sb[3];
+    stale_table(hbb, sb);
+    VT_RUN("failover", fb, "--grace", "2", "--once", "--epochs-only", "--journal", j, "--exec", "exit 7");
+    EXPECT_EXIT(1, "the journal of another table of the same capacity");
+    EXPECT(strstr(R.err, "the reclaim journal of another table (device") && !R.out[0] &&
+               !strstr(R.err, "exited with status 7"),
+           "expected the journal refused, got '%s' / '%s'", R.out, R.err);
+    VT_RUN("failover", fb, "--grace", "2", "--once", "--epochs-only", "--journal", j);
+    EXPECT_EXIT(1, "the journal of another table of the same capacity, without --exec");
+    EXPECT(vigil_hb_live_count(hbb, UINT64_MAX) == 3, "a slot of the other table was vacated");
+    vigil_hb_close(hbb);
+    /* With --exec: the two pending CMDs run from the journal, once. */
+    setenv("HOOK_OUT", out, 1);
+    for (int round = 0; round < 2; round++) {
+        VT_RUN("failover", f, "--grace", "2", "--once", "--epochs-only", "--journal", j, "--exec",
+               "echo \"$VIGIL_RECLAIM_SLOT|$VIGIL_RECLAIM_UNITS\" >> \"$HOOK_OUT\"");
+        EXPECT_EXIT(0, "failover --once --exec --journal");
+    }
+    unsetenv("HOOK_OUT");
+    char got[1024], want[256];
+    vt_slurp(out, got, sizeof(got));
+    snprintf(want, sizeof(want), "%u|1,40\n%u|\n", s[0], s[2]);
+    EXPECT(strcmp(got, want) == 0, "the CMDs saw:\n%s\nexpected:\n%s", got, want);
+    VT_RUN("inspect", j);
+    EXPECT(strstr(R.out, "0 pending, 0 running"), "the journal after the runs: '%s'", R.out);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+/* A journal of 2 entries for a table of table_cap slots, both PENDING
+ * (for a slot past the table). */
+static int full_journal(const char *path, const char *table, uint32_t table_cap)
+{
+    vigil_journal *j;
+    struct stat st;
+    EXPECT(stat(table, &st) == 0, "stat %s: %s", table, strerror(errno));
+    const struct vigil_journal_table t = { table_cap, (uint64_t)st.st_dev, (uint64_t)st.st_ino };
+    EXPECT_RC(vigil_journal_create(path, 2, &t, 0600, (gid_t)-1, &j), 0);
+    uint64_t me = vigil_self_lock_word();
+    for (uint32_t i = 0; i < 2; i++) {
+        uint32_t idx;
+        uint64_t w;
+        EXPECT_RC(vigil_journal_begin(j, me, 99, 1, 1, 0, VIGIL_RECLAIM_STALE, 0, &idx, &w), 0);
+        EXPECT(vigil_journal_move(j, idx, w, me, vj_word(VJ_PENDING, vj_ticket(w)), 0), "entry %u not pending", idx);
+    }
+    vigil_journal_close(j);
+    return 0;
+}
+
+/*
+ * A watchdog without --exec never depends on FILE.journal: it reclaims
+ * for its own consumer even when the journal there is full (issue 32's
+ * review: "nothing to reclaim" over 2 dead slots once 64 reclaims had
+ * filled it, and each reclaim handed over twice). Given --journal, a full
+ * one is said on stderr and --once exits 1, its slots left as they were.
+ */
+static int test_plain_journal_full(void)
+{
+    const char *f = vt_path("pf.hb"), *j = vt_path("pf.hb.journal");
+    vigil_hb *hb = make_hb(f, 4);
+    uint32_t s[3];
+    stale_table(hb, s);
+    if (full_journal(j, f, 4) != 0)
+        return 1;
+    VT_RUN("failover", f, "--grace", "2", "--once", "--epochs-only");
+    EXPECT_EXIT(0, "a plain failover --once beside a full FILE.journal");
+    EXPECT(vt_count_lines(R.out) == 2 && !strstr(R.out, "journaled") && !strstr(R.out, "nothing"),
+           "two reclaims of its own expected, got '%s' / '%s'", R.out, R.err);
+    VT_RUN("inspect", j);
+    EXPECT(strstr(R.out, "2 pending"), "FILE.journal was written to: '%s'", R.out);
+    stale_table(hb, s);
+    uint32_t occupied = vigil_hb_live_count(hb, UINT64_MAX);
+    VT_RUN("failover", f, "--grace", "2", "--once", "--epochs-only", "--journal", j);
+    EXPECT_EXIT(1, "failover --once --journal into a full journal");
+    EXPECT(!strstr(R.out, "nothing to reclaim") && strstr(R.err, "is full (2 reclaims pending") &&
+               strstr(R.err, "left as they are, unreclaimed"),
+           "the full journal not said: '%s' / '%s'", R.out, R.err);
+    EXPECT(vigil_hb_live_count(hb, UINT64_MAX) == occupied, "a slot was vacated into a full journal");
+    /* --exec says it too, and runs what is pending. */
+    VT_RUN("failover", f, "--grace", "2", "--once", "--epochs-only", "--exec", "true");
+    EXPECT_EXIT(1, "failover --once --exec with a full journal");
+    /* (its counts are the moment's: a CMD may have started meanwhile) */
+    EXPECT(strstr(R.err, "is full (") && strstr(R.err, "left as they are, unreclaimed"),
+           "--exec did not say the journal full: '%s'", R.err);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+/*
+ * FILE.journal made by someone else (another user in a sticky shared
+ * directory: a FIFO, a symlink, a file of theirs) stops no plain watchdog
+ * (issue 32's review: root's `vigil failover t --once` exited 1); --exec,
+ * which needs it, names it and its owner.
+ */
+static int test_foreign_journal(void)
+{
+    for (int kind = 0; kind < 2; kind++) {
+        const char *f = vt_path(kind ? "fj1.hb" : "fj0.hb"), *j = vt_path(kind ? "fj1.hb.journal" : "fj0.hb.journal");
+        vigil_hb *hb = make_hb(f, 8);
+        uint32_t s[3];
+        stale_table(hb, s);
+        unlink(j);
+        EXPECT(kind == 0 ? mkfifo(j, 0600) == 0 : symlink("/dev/null", j) == 0, "make %s: %s", j, strerror(errno));
+        VT_RUN("failover", f, "--grace", "2", "--once", "--epochs-only");
+        EXPECT_EXIT(0, "a plain watchdog beside a foreign FILE.journal");
+        EXPECT(vt_count_lines(R.out) == 2 && !R.err[0], "two reclaims expected, got '%s' / '%s'", R.out, R.err);
+        stale_table(hb, s);
+        VT_RUN("failover", f, "--grace", "2", "--once", "--epochs-only", "--exec", "true");
+        EXPECT_EXIT(1, "--exec beside a foreign FILE.journal");
+        EXPECT(strstr(R.err, kind == 0 ? "a FIFO, not a regular file" : "a symbolic link") &&
+                   strstr(R.err, "move it away, or name another with --journal PATH") && strstr(R.err, "owner uid") &&
+                   !R.out[0],
+               "--exec did not name the journal: '%s' / '%s'", R.out, R.err);
+        vigil_hb_close(hb);
+    }
+    return 0;
+}
+
+/* A watchdog of table f with --exec script and --exec-timeout 300ms,
+ * scanning by epochs every 5 ms, its stderr into err. */
+static int exec_watchdog(struct vt_proc *p, const char *f, const char *err, const char *script)
+{
+    return vt_spawn_logged(p, err, (const char *const[]){ "failover", f, "--grace", "1", "--interval", "5ms",
+                                                          "--epochs-only", "--exec-timeout", "300ms", "--exec",
+                                                          script, NULL });
+}
+
 /* A CMD that hangs is killed at --exec-timeout and logged; the CMDs
  * queued behind it run, and the watchdog goes on reclaiming meanwhile. */
 static int test_exec_hung(void)
@@ -344,10 +505,9 @@ static int test_exec_hung(void)
     vigil_hb *hb = make_hb(f, 4);
     setenv("HOOK_OUT", out, 1);
     struct vt_proc p;
-    int sp = spawn_logged(&p, err, (const char *const[]){ "failover", f, "--grace", "1", "--interval", "5ms",
-        "--epochs-only", "--exec-timeout", "300ms", "--exec",
+    int sp = exec_watchdog(&p, f, err,
         "echo \"start $VIGIL_RECLAIM_PID\" >> \"$HOOK_OUT\"; [ \"$VIGIL_RECLAIM_PID\" != 701 ] || exec sleep 1000; "
-        "echo \"done $VIGIL_RECLAIM_PID $VIGIL_RECLAIM_UNITS\" >> \"$HOOK_OUT\"", NULL });
+        "echo \"done $VIGIL_RECLAIM_PID $VIGIL_RECLAIM_UNITS\" >> \"$HOOK_OUT\"");
     unsetenv("HOOK_OUT");
     EXPECT(sp == 0, "spawn");
     uint32_t a, b, c;
@@ -358,21 +518,115 @@ static int test_exec_hung(void)
     vigil_hb_tick(hb);
     char buf[4096], ebuf[4096];
     /* 701's CMD hangs; the watchdog still reclaims 703 meanwhile. */
-    bool hung = file_has(out, "start 701", buf, sizeof(buf), 10000);
+    bool hung = vt_file_has(out, "start 701", buf, sizeof(buf), 10000);
     EXPECT_RC(vigil_hb_register(hb, 703, &c), 0);
     vigil_hb_tick(hb);
     vigil_hb_tick(hb);
     bool reclaimed = vt_read_until(&p, "pid 703", 10000);
-    bool killed = file_has(err, "ran past --exec-timeout 300ms and was killed", ebuf, sizeof(ebuf), 10000);
-    bool after = file_has(out, "done 703", buf, sizeof(buf), 10000);
+    bool killed = vt_file_has(err, "ran past --exec-timeout 300ms; SIGTERM to its process group", ebuf, sizeof(ebuf), 10000);
+    bool after = vt_file_has(out, "done 703", buf, sizeof(buf), 10000);
     int rc = vt_stop(&p, SIGTERM, 10000);
     EXPECT(hung && reclaimed, "the watchdog stopped reclaiming behind a hung CMD:\n%s\n%s", buf, p.buf);
     char want[96];
     snprintf(want, sizeof(want), "--exec for slot %u (pid 701, stale, units none): ran past", a);
+    EXPECT(strstr(ebuf, "its process group is gone"), "the hung CMD's end was not said: '%s'", ebuf);
     EXPECT(killed && strstr(ebuf, want), "the hung CMD was not logged: '%s'", ebuf);
     EXPECT(after && strstr(buf, "done 702 6\n") && strstr(buf, "done 702") < strstr(buf, "done 703") &&
                !strstr(buf, "done 701"),
            "the queued CMDs did not run in order after the hung one:\n%s", buf);
+    EXPECT(rc == 0, "expected exit 0 on SIGTERM, got %d", rc);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+/*
+ * --exec-timeout follows the process group, not the shell (issue 32): a
+ * CMD whose step ignores SIGTERM while its shell dies of it. The group
+ * gets SIGKILL 5 s after the SIGTERM, whether or not the shell was
+ * reaped; the next CMD starts only once the step is gone (it looks for
+ * it), and so is what CMD put outside its group (a setsid'd stray,
+ * reparented to the guardian: the review saw it outlive the timeout);
+ * the log says what happened: SIGTERM, the shell killed by it, SIGKILL
+ * 5 s later, the group gone, what it left outside ended.
+ */
+static int test_exec_timeout_follows_group(void)
+{
+    const char *f = vt_path("tgroup.hb"), *out = vt_path("tgroup.out"), *err = vt_path("tgroup.err");
+    vigil_hb *hb = make_hb(f, 4);
+    setenv("HOOK_OUT", out, 1);
+    struct vt_proc p;
+    int sp = exec_watchdog(&p, f, err,
+        "if [ \"$VIGIL_RECLAIM_PID\" = 901 ]; then "
+        "  s=$(setsid sh -c 'echo $$; exec sleep 1000 >/dev/null' &); echo \"stray $s\" >> \"$HOOK_OUT\"; "
+        "  (trap '' TERM; echo \"step $(exec sh -c 'echo $PPID')\" >> \"$HOOK_OUT\"; exec sleep 1000); "
+        "else step=$(sed -n 's/^step //p' \"$HOOK_OUT\"); stray=$(sed -n 's/^stray //p' \"$HOOK_OUT\"); "
+        "  echo \"next: step $(kill -0 \"$step\" 2>/dev/null && echo alive || echo gone)"
+        " stray $(kill -0 \"$stray\" 2>/dev/null && echo alive || echo gone)\" >> \"$HOOK_OUT\"; fi");
+    unsetenv("HOOK_OUT");
+    EXPECT(sp == 0, "spawn");
+    uint32_t a, b;
+    EXPECT_RC(vigil_hb_register(hb, 901, &a), 0);
+    EXPECT_RC(vigil_hb_register(hb, 902, &b), 0);
+    vigil_hb_tick(hb);
+    vigil_hb_tick(hb);
+    char buf[4096], ebuf[4096];
+    bool next = vt_file_has(out, "next: ", buf, sizeof(buf), 30000);
+    bool said = vt_file_has(err, "its process group is gone", ebuf, sizeof(ebuf), 10000);
+    int rc = vt_stop(&p, SIGTERM, 10000);
+    const char *sp_at = strstr(buf, "step ");
+    int step = 0;
+    if (sp_at && sscanf(sp_at, "step %d", &step) == 1 && step > 0 && !vt_gone(step))
+        kill(step, SIGKILL); /* a failing run leaves no step behind */
+    const char *st_at = strstr(buf, "stray ");
+    int stray = 0;
+    if (st_at && sscanf(st_at, "stray %d", &stray) == 1 && stray > 0 && !vt_gone(stray))
+        kill(stray, SIGKILL); /* nor a stray */
+    EXPECT(next && strstr(buf, "next: step gone stray gone"),
+           "the next CMD started beside the first one's step or its stray outside its group:\n%s", buf);
+    char want[200];
+    snprintf(want, sizeof(want), "--exec for slot %u (pid 901, stale, units none): ran past --exec-timeout 300ms; "
+             "SIGTERM to its process group; SIGKILL to its process group 5s later; the shell was killed by signal 15",
+             a);
+    EXPECT(said && strstr(ebuf, want), "expected '%s' in the log, got '%s'", want, ebuf);
+    EXPECT(rc == 0, "expected exit 0 on SIGTERM, got %d", rc);
+    vigil_hb_close(hb);
+    return 0;
+}
+
+/* Past --exec-timeout, a step that catches SIGTERM outlives its shell and
+ * then ends by itself (the test lets it go once it said it got the
+ * SIGTERM) before the SIGKILL: the log says so, not merely that the group
+ * is gone. */
+static int test_exec_timeout_step_ends_itself(void)
+{
+    const char *f = vt_path("tself.hb"), *out = vt_path("tself.out"), *err = vt_path("tself.err");
+    char go[600];
+    snprintf(go, sizeof(go), "%s.go", out);
+    vigil_hb *hb = make_hb(f, 4);
+    setenv("HOOK_OUT", out, 1);
+    struct vt_proc p;
+    int sp = exec_watchdog(&p, f, err,
+                           "(trap 'echo term >> \"$HOOK_OUT\"' TERM; echo step >> \"$HOOK_OUT\"; "
+                           " while [ ! -e \"$HOOK_OUT.go\" ]; do sleep 0.01; done); exit 0");
+    unsetenv("HOOK_OUT");
+    EXPECT(sp == 0, "spawn");
+    uint32_t a;
+    EXPECT_RC(vigil_hb_register(hb, 903, &a), 0);
+    vigil_hb_tick(hb);
+    vigil_hb_tick(hb);
+    char buf[4096] = "", ebuf[4096] = "";
+    bool term = vt_file_has(out, "term", buf, sizeof(buf), 30000);
+    int fd = open(go, O_WRONLY | O_CREAT | O_CLOEXEC, 0600); /* the step's end, whatever happened */
+    if (fd >= 0)
+        close(fd);
+    bool said = vt_file_has(err, "its process group is gone", ebuf, sizeof(ebuf), 15000);
+    int rc = vt_stop(&p, SIGTERM, 10000);
+    EXPECT(term, "the step never got the SIGTERM: '%s'", buf);
+    EXPECT(said && strstr(ebuf, "ran past --exec-timeout 300ms; SIGTERM to its process group; the shell was killed "
+                                "by signal 15 (Terminated); the rest of its group outlived the shell and ended by "
+                                "itself before the SIGKILL; its process group is gone") &&
+               !strstr(ebuf, "SIGKILL to its"),
+           "the log did not say the step ended by itself: '%s'", ebuf);
     EXPECT(rc == 0, "expected exit 0 on SIGTERM, got %d", rc);
     vigil_hb_close(hb);
     return 0;
@@ -400,7 +654,7 @@ static int test_exec_runs_on_stop(void)
     vigil_hb_tick(hb);
     char buf[4096];
     bool both = vt_read_until(&p, "pid 802", 10000);
-    bool first = file_has(out, "start 80", buf, sizeof(buf), 10000);
+    bool first = vt_file_has(out, "start 80", buf, sizeof(buf), 10000);
     kill(p.pid, SIGTERM);
     int fd = open(gate, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
     close(fd);
@@ -416,4 +670,6 @@ static int test_exec_runs_on_stop(void)
 
 VT_MAIN(VT_CASE(test_usage), VT_CASE(test_killed_worker_exited), VT_CASE(test_once_json), VT_CASE(test_once_human), VT_CASE(test_once_gone_pid),
         VT_CASE(test_watchdog_runs), VT_CASE(test_two_watchdogs_exactly_once), VT_CASE(test_exec_env),
-        VT_CASE(test_exec_hung), VT_CASE(test_exec_runs_on_stop))
+        VT_CASE(test_exec_hung), VT_CASE(test_exec_timeout_follows_group),
+           VT_CASE(test_exec_timeout_step_ends_itself), VT_CASE(test_exec_runs_on_stop), VT_CASE(test_journal_file),
+           VT_CASE(test_plain_journal_full), VT_CASE(test_foreign_journal))

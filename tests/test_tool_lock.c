@@ -17,6 +17,8 @@
  */
 #include "locktest.h"
 
+#include "leases_internal.h"
+
 #include <dirent.h>
 #include <sys/wait.h>
 
@@ -126,6 +128,33 @@ static int test_not_acquired(void)
     return 0;
 }
 
+/* A full store (every entry held by another key) is waited for as a held
+ * key is (issue 32: --wait exited 1 with "no vacant slot"): 75 at the end
+ * of --wait, saying the store is full; and a wait that sees an entry
+ * freed runs CMD. */
+static int test_full_store_waited(void)
+{
+    const char *s = vt_path("full.leases");
+    vigil_leases *ls = NULL;
+    EXPECT_RC(vigil_leases_create(s, 1, &ls), 0);
+    vigil_lease other;
+    EXPECT_RC(vigil_leases_acquire(ls, "other", "someone", 60000, &other), 0);
+    VT_RUN("lock", "--store", s, "--wait", "200ms", "mine", "--", "true");
+    EXPECT_EXIT(75, "--wait 200ms on a full store");
+    EXPECT(vt_count_lines(R.err) == 1 && strstr(R.err, "within 200ms") && strstr(R.err, "is full"),
+           "expected one line saying the store is full, got '%s'", R.err);
+    struct vt_proc p;
+    EXPECT(VT_SPAWN(&p, "lock", "--store", s, "--wait", "30s", "mine", "--", "sh", "-c", "echo ran") == 0, "spawn");
+    bool waiting = VT_WAIT_FOR(atomic_load(&ls->hdr->room_waiters) > 0, 15000);
+    EXPECT_RC(vigil_leases_release(ls, &other), 0);
+    bool ran = vt_read_until(&p, "ran", 15000);
+    int st = vt_wait(p.pid, 15000);
+    close(p.fd);
+    EXPECT(waiting && ran && st == 0, "a lock waiting on a full store: waiting %d, ran %d, exit %d", waiting, ran, st);
+    vigil_leases_close(ls);
+    return 0;
+}
+
 /* A lock waiting for ever runs once the holder releases, and not before. */
 static int test_waits(void)
 {
@@ -180,27 +209,11 @@ static int test_signals(void)
         close(p.fd);
         EXPECT(ready, "CMD never started: '%s'", p.buf);
         EXPECT(got && st == 42, "signal %d: CMD saw it %d, vigil lock exited %d (want CMD's 42)", sigs[i], got, st);
-        vigil_leases *ls = NULL;
-        vigil_lease_info info;
-        EXPECT_RC(vigil_leases_open(s, &ls), 0);
-        EXPECT_RC(vigil_leases_get(ls, "sig", &info), VIGIL_EVACANT);
-        vigil_leases_close(ls);
+        EXPECT(vt_key_vacant(s, "sig"), "signal %d: the lease was not released", sigs[i]);
     }
     return 0;
 }
 
-/* Whether process pid is gone: no such process, or a zombie (reparented
- * to a subreaper that has not reaped it yet). */
-static bool gone(pid_t pid)
-{
-    if (kill(pid, 0) != 0 && errno == ESRCH)
-        return true;
-    char path[64], text[512];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    vt_slurp(path, text, sizeof(text));
-    const char *rp = strrchr(text, ')');
-    return !rp || rp[2] == 'Z' || rp[2] == 'X';
-}
 
 /* vigil lock killed with SIGKILL: CMD dies with it (PR_SET_PDEATHSIG), so
  * no CMD runs on without the lease, which lapses unrenewed. */
@@ -219,7 +232,7 @@ static int test_sigkill(void)
     int st = vt_wait(p.pid, 15000);
     close(p.fd);
     EXPECT(st == 128 + SIGKILL, "vigil lock: %d", st);
-    bool dead = VT_WAIT_FOR(gone(cmd), 10000);
+    bool dead = VT_WAIT_FOR(vt_gone(cmd), 10000);
     if (!dead)
         kill(cmd, SIGKILL);
     EXPECT(dead, "CMD (pid %d) runs on after vigil lock was killed", cmd);
@@ -233,23 +246,18 @@ static bool stopped(pid_t pid)
     return waitpid(pid, &st, WUNTRACED | WNOHANG) == pid && WIFSTOPPED(st);
 }
 
-/* The pid of a child of `parent` in state T (stopped), 0 if none yet. */
-static pid_t stopped_child_of(pid_t parent)
+/* The pid of a grandchild of `tool` in state T (stopped): CMD's child,
+ * under the guardian, stopped before its exec; 0 if none yet. */
+static pid_t stopped_child_of(pid_t tool)
 {
     DIR *d = opendir("/proc");
     pid_t found = 0;
     struct dirent *de;
     while (d && !found && (de = readdir(d))) {
         int pid = atoi(de->d_name);
-        if (pid <= 0)
-            continue;
-        char path[64], text[512];
-        snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-        vt_slurp(path, text, sizeof(text));
-        const char *rp = strrchr(text, ')');
-        char state;
-        int ppid;
-        if (rp && sscanf(rp + 2, "%c %d", &state, &ppid) == 2 && ppid == parent && state == 'T')
+        char state, pstate;
+        pid_t ppid;
+        if (pid > 0 && (ppid = vt_parent_of(pid, &state)) > 0 && state == 'T' && vt_parent_of(ppid, &pstate) == tool)
             found = pid;
     }
     if (d)
@@ -269,9 +277,9 @@ static bool steal(const char *s, const char *key, vigil_leases **ls, vigil_lease
  * (stopped at VIGIL_TEST_LOCK_STOP=fork, its keepalive's threads with it)
  * while another takes the key: continued, it must not start CMD (exit 79,
  * one line); issue 18 saw CMD1 run beside CMD2. Then the same stall in the
- * child, between the fork and the exec, with the tool stopped too so that
- * its supervision cannot end the child first: the child's own look at the
- * keepalive keeps CMD from being exec'd.
+ * child (under the guardian), between the fork and the exec, with the tool
+ * stopped too so that its supervision cannot end the child first: the
+ * child's own look at the keepalive keeps CMD from being exec'd.
  */
 static int test_lost_before_cmd(void)
 {
@@ -280,7 +288,7 @@ static int test_lost_before_cmd(void)
         unlink(s);
         setenv("VIGIL_TEST_LOCK_STOP", where == 0 ? "fork" : "exec", 1);
         int efd = open(vt_path("early.stderr"), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        int saved = dup(2);
+        int saved = fcntl(2, F_DUPFD_CLOEXEC, 3); /* not inherited by the tool, nor by its CMD */
         dup2(efd, 2);
         struct vt_proc p;
         int sp = VT_SPAWN(&p, "lock", "--store", s, "--ttl", "300ms", "early", "--", "sh", "-c", "echo ran");
@@ -342,15 +350,19 @@ static int test_owner_escaped(void)
 }
 
 /* vigil lock stopped past its TTL: the lease lapses and another takes it.
- * Continued, it finds the lease lost: CMD gets SIGTERM (or, ignoring it,
- * SIGKILL after --kill-after), and vigil lock exits 79. */
-static int lost_with(const char *cmd_script, const char *kill_after, int *exit_status, char *err, size_t errcap)
+ * Its guardian, not stopped, finds the lease lost: CMD's group gets
+ * SIGTERM (or, ignoring it, SIGKILL after --kill-after) while the tool is
+ * still stopped, so no CMD runs on beside the next holder's (*gone: CMD,
+ * whose script says "ready PID", was gone before the tool was continued).
+ * Continued, vigil lock exits 79. */
+static int lost_with(const char *cmd_script, const char *kill_after, int *exit_status, char *err, size_t errcap,
+                     bool *gone)
 {
     const char *s = store();
     unlink(s);
     struct vt_proc p;
     int efd = open(vt_path("lock.stderr"), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    int saved = dup(2);
+    int saved = fcntl(2, F_DUPFD_CLOEXEC, 3); /* not inherited by the tool, nor by its CMD */
     dup2(efd, 2); /* the spawned tool's stderr, to read its one line */
     int sp = VT_SPAWN(&p, "lock", "--store", s, "--ttl", "300ms", "--kill-after", kill_after, "lost", "--", "sh", "-c",
                       cmd_script);
@@ -365,6 +377,11 @@ static int lost_with(const char *cmd_script, const char *kill_after, int *exit_s
     vigil_lease other;
     int rc = vigil_leases_open(s, &ls);
     bool taken = rc == 0 && VT_WAIT_FOR(vigil_leases_acquire(ls, "lost", "thief", 60000, &other) == 0, 10000);
+    const char *at = strstr(p.buf, "ready ");
+    int cmd = at ? atoi(at + 6) : 0;
+    *gone = cmd > 0 && VT_WAIT_FOR(vt_gone(cmd), 20000);
+    if (cmd > 0 && !*gone)
+        kill(cmd, SIGKILL);
     kill(p.pid, SIGCONT);
     *exit_status = vt_wait(p.pid, 20000);
     close(p.fd);
@@ -382,13 +399,21 @@ static int lost_with(const char *cmd_script, const char *kill_after, int *exit_s
 static int test_lost(void)
 {
     int st;
+    bool gone;
     char err[1024];
-    EXPECT_RC(lost_with("trap 'exit 9' TERM; echo ready; while :; do sleep 0.05; done", "5000", &st, err, sizeof(err)), 0);
-    EXPECT(st == 79 && strstr(err, "lost") && strncmp(err, "vigil: lost: ", 13) == 0 && vt_count_lines(err) == 1,
-           "a lost lease: expected exit 79 and one line, got %d, '%s'", st, err);
+    /* The whole group gets SIGTERM: the shell may say its sleep was
+     * "Terminated"; the tool says one line. */
+    EXPECT_RC(lost_with("trap 'exit 9' TERM; echo ready $$; while :; do sleep 0.05; done", "5000", &st, err,
+                        sizeof(err), &gone),
+              0);
+    const char *line = strstr(err, "vigil: lost: ");
+    EXPECT(st == 79 && line && strstr(line, "lost while CMD ran") && !strstr(line + 1, "vigil:"),
+           "a lost lease: expected exit 79 and one line of the tool's, got %d, '%s'", st, err);
+    EXPECT(gone, "CMD ran on past the lapse while vigil lock was stopped");
     /* CMD ignores SIGTERM: SIGKILL after --kill-after. */
-    EXPECT_RC(lost_with("trap '' TERM; echo ready; exec sleep 60", "200", &st, err, sizeof(err)), 0);
+    EXPECT_RC(lost_with("trap '' TERM; echo ready $$; exec sleep 60", "200", &st, err, sizeof(err), &gone), 0);
     EXPECT(st == 79, "a CMD deaf to SIGTERM: expected exit 79 after SIGKILL, got %d, '%s'", st, err);
+    EXPECT(gone, "a CMD deaf to SIGTERM ran on past the lapse while vigil lock was stopped");
     return 0;
 }
 
@@ -410,6 +435,6 @@ static int test_store_error(void)
     return 0;
 }
 
-VT_MAIN(VT_CASE(test_usage), VT_CASE(test_run), VT_CASE(test_not_acquired), VT_CASE(test_waits),
+VT_MAIN(VT_CASE(test_usage), VT_CASE(test_run), VT_CASE(test_not_acquired), VT_CASE(test_full_store_waited), VT_CASE(test_waits),
         VT_CASE(test_two_never_overlap), VT_CASE(test_signals), VT_CASE(test_sigkill), VT_CASE(test_lost_before_cmd), VT_CASE(test_owner_escaped),
         VT_CASE(test_lost), VT_CASE(test_store_error))

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Description: vigil failover --sd-notify against a NOTIFY_SOCKET the test
- * listens on, as systemd would: READY=1 first, WATCHDOG=1 at each interval
- * while enough slots are live, and none once they are not. Every message
- * carries a STATUS= line with the scan's number and live count, so the
- * test follows the watchdog's own intervals and never a clock. The start
- * grace: --min-live not judged until first met (or --start-grace 0).
+ * listens on, as systemd would: READY=1 first, at once (before the first
+ * interval's scan), WATCHDOG=1 at each interval while enough slots are
+ * live, and none once they are not; a line on stderr, once, when it is
+ * first withheld (with STATUS= saying why) and once when it resumes.
+ * Every later message carries a STATUS= line with the scan's number and
+ * live count, so the test follows the watchdog's own intervals and never
+ * a clock. The start grace: --min-live not judged until first met (or
+ * --start-grace 0), its time left said rounded (a --start-grace of 1h says "60m left").
  * A NOTIFY_SOCKET in the abstract namespace ('@' first), as systemd
  * gives to services in some containers: the same datagrams reach it.
  */
@@ -43,16 +46,21 @@ static int test_sd_notify(void)
            strerror(errno));
     setenv("NOTIFY_SOCKET", sa.sun_path, 1);
     struct vt_proc p;
-    int sp = VT_SPAWN(&p, "failover", f, "--grace", "3", "--interval", "10", "--sd-notify", "--min-live", "2");
+    const char *log = vt_path("svc.err");
+    const char *args[] = { "failover", f, "--grace", "3", "--interval", "10", "--sd-notify", "--min-live", "2", NULL };
+    int sp = vt_spawn_logged(&p, log, args);
     unsetenv("NOTIFY_SOCKET");
     EXPECT(sp == 0, "spawn");
 
     char msg[512];
     EXPECT(recv_msg(sock, msg, sizeof(msg), 10000), "no message from the watchdog");
     EXPECT(strncmp(msg, "READY=1\n", 8) == 0, "first message is not READY=1: '%s'", msg);
-    EXPECT(strstr(msg, "WATCHDOG=1") && strstr(msg, "STATUS=scan 0: 2 live"), "first message: '%s'", msg);
-    EXPECT(recv_msg(sock, msg, sizeof(msg), 10000) && strstr(msg, "WATCHDOG=1") && !strstr(msg, "READY"),
+    EXPECT(strstr(msg, "STATUS=watching ") && !strstr(msg, "scan") && !strstr(msg, "WATCHDOG=1"),
+           "READY=1 is sent at once, before the first scan: '%s'", msg);
+    EXPECT(recv_msg(sock, msg, sizeof(msg), 10000) && strstr(msg, "WATCHDOG=1") && strstr(msg, "STATUS=scan 0: 2 live"),
            "second message: '%s'", msg);
+    EXPECT(recv_msg(sock, msg, sizeof(msg), 10000) && strstr(msg, "WATCHDOG=1") && !strstr(msg, "READY"),
+           "third message: '%s'", msg);
 
     /* One slot goes stale: below --min-live, no more WATCHDOG=1. Keep a
      * live, tick past the grace window. */
@@ -72,11 +80,31 @@ static int test_sd_notify(void)
             watchdogs_after += strstr(msg, "WATCHDOG=1") != NULL;
         }
     }
-    int st = vt_stop(&p, SIGTERM, 10000);
-    close(sock);
     EXPECT(unhealthy && after == 5, "the watchdog never reported the table below --min-live ('%s')", msg);
     EXPECT(watchdogs_after == 0, "WATCHDOG=1 sent %d times while fewer than 2 slots were live", watchdogs_after);
+    EXPECT(strstr(msg, "STATUS=scan ") && strstr(msg, "ping withheld: 1 live, fewer than --min-live 2"),
+           "STATUS= does not say why WATCHDOG=1 is withheld: '%s'", msg);
+    /* A second worker again (b's slot was reclaimed as stale): healthy,
+     * WATCHDOG=1 resumes, said once. */
+    uint32_t c;
+    EXPECT_RC(vigil_hb_register(hb, (uint32_t)getpid(), &c), 0);
+    bool resumed = false;
+    for (int i = 0; i < 2000 && !resumed; i++) {
+        EXPECT(recv_msg(sock, msg, sizeof(msg), 10000), "no message");
+        resumed = strstr(msg, "WATCHDOG=1\n") && strstr(msg, ": 2 live");
+    }
+    EXPECT(resumed, "WATCHDOG=1 never resumed: '%s'", msg);
+    for (int i = 0; i < 3; i++)
+        EXPECT(recv_msg(sock, msg, sizeof(msg), 10000), "no message");
+    int st = vt_stop(&p, SIGTERM, 10000);
+    close(sock);
     EXPECT(st == 0, "failover --sd-notify: exit %d on SIGTERM", st);
+    char err[8192];
+    vt_slurp(log, err, sizeof(err));
+    EXPECT(vt_count_lines(err) == 2 && strstr(err, "--sd-notify: ping withheld: 1 live, fewer than --min-live 2") &&
+               strstr(err, "--sd-notify: ping resumed: 2 live") &&
+               strstr(err, "withheld") < strstr(err, "resumed"),
+           "one line when WATCHDOG=1 is withheld, one when it resumes: '%s'", err);
     vigil_hb_close(hb);
     return 0;
 }
@@ -101,9 +129,10 @@ static int test_start_grace(void)
     unsetenv("NOTIFY_SOCKET");
     EXPECT(sp == 0, "spawn");
     char msg[512];
+    EXPECT(recv_msg(sock, msg, sizeof(msg), 10000) && strstr(msg, "READY=1"), "no READY=1 from the watchdog");
     EXPECT(recv_msg(sock, msg, sizeof(msg), 10000), "no message from the watchdog");
-    EXPECT(strstr(msg, "READY=1") && strstr(msg, "WATCHDOG=1") && strstr(msg, "starting: 0 live"),
-           "an empty table in its start grace: '%s'", msg);
+    EXPECT(strstr(msg, "WATCHDOG=1") && strstr(msg, "starting: 0 live (start grace: 60m left)"),
+           "an empty table in its start grace, its time left rounded: '%s'", msg);
     /* The workers come up one by one: still starting with one. */
     uint32_t a, b;
     EXPECT_RC(vigil_hb_register(hb, (uint32_t)getpid(), &a), 0);
@@ -148,9 +177,11 @@ static int test_start_grace(void)
         EXPECT(recv_msg(sock, msg, sizeof(msg), 10000), "no message");
         first = strstr(msg, "READY=1") != NULL; /* the old watchdog's last messages may come first */
     }
+    EXPECT(first && recv_msg(sock, msg, sizeof(msg), 10000), "no message after READY=1");
     st = vt_stop(&p, SIGTERM, 10000);
     close(sock);
-    EXPECT(first && !strstr(msg, "WATCHDOG=1") && strstr(msg, "scan 0: 0 live"), "--start-grace 0: '%s'", msg);
+    EXPECT(first && !strstr(msg, "WATCHDOG=1") && strstr(msg, "scan 0: ping withheld: 0 live"),
+           "--start-grace 0: '%s'", msg);
     EXPECT(st == 0, "exit %d on SIGTERM", st);
     vigil_hb_close(hb);
     return 0;
@@ -180,12 +211,15 @@ static int test_abstract_socket(void)
     unsetenv("NOTIFY_SOCKET");
     EXPECT(sp == 0, "spawn");
     char msg[512];
-    bool got = recv_msg(sock, msg, sizeof(msg), 10000);
+    char msg2[512] = "";
+    bool got = recv_msg(sock, msg, sizeof(msg), 10000) && recv_msg(sock, msg2, sizeof(msg2), 10000);
     int st = vt_stop(&p, SIGTERM, 10000);
     close(sock);
-    EXPECT(got, "no message on the abstract socket %s", name);
-    EXPECT(strncmp(msg, "READY=1\n", 8) == 0 && strstr(msg, "\nWATCHDOG=1") && strstr(msg, "\nSTATUS=scan 0: 1 live"),
+    EXPECT(got, "no messages on the abstract socket %s", name);
+    EXPECT(strncmp(msg, "READY=1\n", 8) == 0 && strstr(msg, "\nSTATUS=watching "),
            "one datagram of KEY=VALUE lines, READY=1 first: '%s'", msg);
+    EXPECT(strncmp(msg2, "WATCHDOG=1\n", 11) == 0 && strstr(msg2, "\nSTATUS=scan 0: 1 live"),
+           "then WATCHDOG=1 with the first scan: '%s'", msg2);
     EXPECT(st == 0, "exit %d on SIGTERM", st);
     vigil_hb_close(hb);
     return 0;

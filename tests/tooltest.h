@@ -9,12 +9,14 @@
 
 #include "testutil.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <grp.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #ifndef VIGIL_TOOL
 #error "VIGIL_TOOL (the path of the built vigil) is set by tests/CMakeLists.txt"
@@ -118,8 +120,9 @@ static inline int vt_count_lines(const char *s)
 }
 
 /* vigil with stdout on a pipe (struct vt_proc, testutil.h), for the
- * long-running commands: the test reads lines as they come, then signals it. */
-static inline int vt_spawnv(struct vt_proc *p, const char *const *args)
+ * long-running commands: the test reads lines as they come, then signals
+ * it; with_stderr, stderr on the pipe too. */
+static inline int vt_spawn_io(struct vt_proc *p, const char *const *args, bool with_stderr)
 {
     const char *argv[64];
     size_t n = 0;
@@ -140,6 +143,8 @@ static inline int vt_spawnv(struct vt_proc *p, const char *const *args)
         return -1;
     if (p->pid == 0) {
         dup2(fds[1], 1);
+        if (with_stderr)
+            dup2(fds[1], 2);
         close(fds[0]);
         close(fds[1]);
         execv(VIGIL_TOOL, (char *const *)argv);
@@ -149,8 +154,63 @@ static inline int vt_spawnv(struct vt_proc *p, const char *const *args)
     p->fd = fds[0];
     return 0;
 }
+static inline int vt_spawnv(struct vt_proc *p, const char *const *args)
+{
+    return vt_spawn_io(p, args, false);
+}
 #define VT_SPAWN(p, ...) vt_spawnv((p), (const char *const[]){ __VA_ARGS__, NULL })
+/* The same with stderr on the pipe too. */
+#define VT_SPAWN2(p, ...) vt_spawn_io((p), (const char *const[]){ __VA_ARGS__, NULL }, true)
 
+
+/* vigil with stdout on a pipe and stderr into a file, for reading what a
+ * running watchdog logs. */
+static inline int vt_spawn_logged(struct vt_proc *p, const char *errfile, const char *const *args)
+{
+    int efd = open(errfile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int saved = fcntl(2, F_DUPFD_CLOEXEC, 3); /* not inherited by the tool, nor by its CMD */
+    dup2(efd, 2);
+    int rc = vt_spawnv(p, args);
+    dup2(saved, 2);
+    close(saved);
+    close(efd);
+    return rc;
+}
+
+/* Reads a file until it holds `needle`; false after timeout_ms. */
+static inline bool vt_file_has(const char *path, const char *needle, char *buf, size_t len, unsigned timeout_ms)
+{
+    return VT_WAIT_FOR((vt_slurp(path, buf, len), strstr(buf, needle) != NULL), timeout_ms);
+}
+
+/* The parent of pid as /proc has it, 0 if it cannot be read; its state
+ * ('R', 'S', 'T' stopped, 'Z') in *state. */
+static inline pid_t vt_parent_of(pid_t pid, char *state)
+{
+    char path[64], text[512];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    vt_slurp(path, text, sizeof(text));
+    const char *rp = strrchr(text, ')');
+    int ppid;
+    return rp && sscanf(rp + 2, "%c %d", state, &ppid) == 2 ? ppid : 0;
+}
+
+/* A child of `parent` in state T (stopped), 0 if none yet. */
+static inline pid_t vt_stopped_child(pid_t parent)
+{
+    DIR *d = opendir("/proc");
+    pid_t found = 0;
+    struct dirent *de;
+    while (d && !found && (de = readdir(d))) {
+        int pid = atoi(de->d_name);
+        char state;
+        if (pid > 0 && vt_parent_of(pid, &state) == parent && state == 'T')
+            found = pid;
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
 
 /* Whether process pid has sig blocked (/proc/PID/status, SigBlk). */
 static inline bool vt_sig_blocked(pid_t pid, int sig)
@@ -254,6 +314,124 @@ static inline int vt_as_nobody(int (*body)(void *), void *arg)
     int st = vt_wait(kid, 60000);
     chmod(vt_tmpdir(), 0700);
     return st == VT_SKIP ? VT_SKIP : st == 0 ? 0 : 1;
+}
+
+/* ---- a set-user-ID CMD ------------------------------------------------------ */
+
+/*
+ * A root-owned set-user-ID copy of tests/suid_cmd.c in the test's
+ * directory (search-only for others while vt_as_nobody runs), or NULL
+ * with the reason on stderr where there can be none: not root, or a
+ * temporary directory on a nosuid filesystem (set TMPDIR elsewhere). Run
+ * by nobody it prints "WORD pid P euid 0 ruid 65534".
+ */
+static inline const char *vt_suid_copy(void)
+{
+#ifdef VIGIL_SUID_CMD
+    static char path[512];
+    if (geteuid() != 0) {
+        fprintf(stderr, "not root: no set-user-ID copy can be made\n");
+        return NULL;
+    }
+    struct statvfs sv;
+    if (statvfs(vt_tmpdir(), &sv) == 0 && (sv.f_flag & ST_NOSUID)) {
+        fprintf(stderr, "%s is on a nosuid filesystem: set TMPDIR elsewhere\n", vt_tmpdir());
+        return NULL;
+    }
+    snprintf(path, sizeof(path), "%s/suid-cmd", vt_tmpdir());
+    int in = open(VIGIL_SUID_CMD, O_RDONLY | O_CLOEXEC);
+    int out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0700);
+    char buf[65536];
+    ssize_t n;
+    bool ok = in >= 0 && out >= 0;
+    while (ok && (n = read(in, buf, sizeof(buf))) > 0)
+        ok = write(out, buf, (size_t)n) == n;
+    if (in >= 0)
+        close(in);
+    if (out >= 0)
+        close(out);
+    if (!ok || chown(path, 0, 0) != 0 || chmod(path, 04755) != 0) {
+        fprintf(stderr, "could not make %s set-user-ID\n", path);
+        return NULL;
+    }
+    return path;
+#else
+    return NULL;
+#endif
+}
+
+/* Reads "WORD pid P euid E ruid R" from a spawned tool's CMD: P when E is
+ * 0 and R this process's real uid (a set-user-ID root CMD run by us), 0
+ * otherwise (and why, on stderr). */
+static inline pid_t vt_suid_said(struct vt_proc *p, const char *word)
+{
+    char want[64];
+    snprintf(want, sizeof(want), "%s pid ", word);
+    if (!vt_read_until(p, want, 15000) || !vt_read_until(p, "\n", 15000)) {
+        fprintf(stderr, "the set-user-ID CMD never said it runs: '%s'\n", p->buf);
+        return 0;
+    }
+    int pid = 0, euid = -1, ruid = -1;
+    if (sscanf(strstr(p->buf, want) + strlen(want), "%d euid %d ruid %d", &pid, &euid, &ruid) != 3 || euid != 0 ||
+        ruid != (int)getuid()) {
+        fprintf(stderr, "the CMD is not set-user-ID root run by uid %d: '%s'\n", (int)getuid(), p->buf);
+        return 0;
+    }
+    return pid;
+}
+
+/* Whether process pid is gone: no such process, or a zombie. */
+static inline bool vt_gone(pid_t pid)
+{
+    if (kill(pid, 0) != 0 && errno == ESRCH)
+        return true;
+    char path[64], text[512];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    vt_slurp(path, text, sizeof(text));
+    const char *rp = strrchr(text, ')');
+    return !rp || rp[2] == 'Z' || rp[2] == 'X';
+}
+
+/* The spawned tool p's set-user-ID CMD (vt_suid_said's WORD): once it
+ * runs, SIGKILL to `who` (the tool's pid, or -pid: its process group);
+ * *st the tool's status. True when CMD went with it (bounded); a CMD
+ * still there is killed here (its real uid is ours). */
+static inline bool vt_suid_dies_with(struct vt_proc *p, const char *word, pid_t who, int *st, pid_t *cmd)
+{
+    *cmd = vt_suid_said(p, word);
+    kill(who, SIGKILL);
+    *st = vt_wait(p->pid, 15000);
+    close(p->fd);
+    if (*cmd <= 0)
+        return false;
+    bool dead = VT_WAIT_FOR(vt_gone(*cmd), 10000);
+    if (!dead)
+        kill(*cmd, SIGKILL);
+    return dead;
+}
+
+/* The spawned tool p, whose set-user-ID CMD says "suid pid ...", killed
+ * (SIGKILL) once CMD runs: 0 CMD went with it, else 1 (said why). */
+static inline int vt_suid_tool_killed(struct vt_proc *p, const char *what)
+{
+    int st;
+    pid_t cmd;
+    bool dead = vt_suid_dies_with(p, "suid", p->pid, &st, &cmd);
+    if (cmd <= 0)
+        return 1;
+    EXPECT(st == 128 + SIGKILL, "%s: %d", what, st);
+    EXPECT(dead, "the set-user-ID CMD (pid %d) runs on after %s was killed", (int)cmd, what);
+    return 0;
+}
+
+/* Whether KEY is held by nobody in the lease store at `store`. */
+static inline bool vt_key_vacant(const char *store, const char *key)
+{
+    vigil_leases *ls = NULL;
+    vigil_lease_info info;
+    bool vacant = vigil_leases_open(store, &ls) == 0 && vigil_leases_get(ls, key, &info) == VIGIL_EVACANT;
+    vigil_leases_close(ls);
+    return vacant;
 }
 
 /* ---- a system without /proc ---------------------------------------------------- */

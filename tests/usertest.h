@@ -71,16 +71,21 @@ static inline void vt_become(uid_t uid, gid_t gid, const gid_t *groups, size_t n
 
 /* A 2-slot table made at path by uid:gid (no other group) with mode, in a
  * child: 0, or non-zero when it could not. */
-static inline int vt_make_table_as(const char *path, unsigned mode, uid_t uid, gid_t gid)
+static inline int vt_make_table_cap_as(const char *path, uint32_t capacity, unsigned mode, uid_t uid, gid_t gid)
 {
     fflush(NULL);
     pid_t kid = fork();
     if (kid == 0) {
         vt_become(uid, gid, NULL, 0);
         vigil_hb *hb;
-        _exit(vigil_hb_create_mode(path, 2, mode, &hb) == 0 ? 0 : 1);
+        _exit(vigil_hb_create_mode(path, capacity, mode, &hb) == 0 ? 0 : 1);
     }
     return vt_wait(kid, 10000);
+}
+
+static inline int vt_make_table_as(const char *path, unsigned mode, uid_t uid, gid_t gid)
+{
+    return vt_make_table_cap_as(path, 2, mode, uid, gid);
 }
 
 /* ---- an attacker driven by the test ---------------------------------------- */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * CMD under a holder (child.h): started, waited for, ended on a loss.
+ * CMD under a holder (child.h): started under its guardian, waited for,
+ * ended on a loss.
  */
 #define _GNU_SOURCE
 #include "child.h"
@@ -9,15 +10,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 void tool_child_note_fds(void)
@@ -51,14 +49,17 @@ char **tool_env_with(const char *const *add, const char *const *drop, bool (*ski
     return env;
 }
 
+/* SIGCONT too: it continues us whatever the mask, and the signalfd tells
+ * the guardian (a job continued by the shell continues CMD). */
+static const int taken[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGPIPE, SIGCHLD, SIGCONT };
+
 int tool_child_block(struct tool_child *c)
 {
     sigset_t set;
     sigemptyset(&set);
-    sigaddset(&set, SIGCHLD);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGHUP);
+    for (size_t i = 0; i < sizeof(taken) / sizeof(taken[0]); i++)
+        sigaddset(&set, taken[i]);
+    c->tty = -1;
     sigprocmask(SIG_BLOCK, &set, &c->old);
     c->sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
     if (c->sfd < 0) {
@@ -71,75 +72,169 @@ int tool_child_block(struct tool_child *c)
 
 int tool_child_start(struct tool_child *c, char **argv, char **env)
 {
-    pid_t parent = getpid();
-    fflush(NULL);
-    c->pid = fork();
-    if (c->pid < 0)
-        return -errno;
-    if (c->pid == 0) {
-        /* CMD without us is no member: it is told to end if we die. */
-        prctl(PR_SET_PDEATHSIG, SIGTERM);
-        if (getppid() != parent)
-            _exit(128 + SIGTERM);
-        sigprocmask(SIG_SETMASK, &c->old, NULL);
-        tool_fds_cloexec_unnoted(3);
-        extern char **environ;
-        execvpe(argv[0], argv, env ? env : environ);
-        int err = errno;
-        fprintf(stderr, "vigil: %s: %s\n", tool_e(argv[0]), strerror(err));
-        _exit(err == ENOENT ? 127 : 126);
-    }
+    extern char **environ;
+    int rc = tool_exec_prepare(&c->x, argv, env ? env : environ);
+    if (rc < 0)
+        return rc;
+    c->tty = tool_guard_tty();
+    struct tool_guard_opts o = {
+        .mask = &c->old,
+        .terminal = true,
+        .orphan_signal = c->orphan_signal ? c->orphan_signal : SIGTERM,
+        .orphan_kill_ms = c->orphan_kill_ms,
+        /* Nothing of CMD runs on after it without what is held. */
+        .end_at_exit = true,
+        .exit_kill_ms = c->orphan_kill_ms,
+        .may_exec = c->may_exec,
+        .may_exec_arg = c->may_exec_arg,
+        .refuse_status = c->refuse_status,
+        .stop_before_exec = c->stop_before_exec,
+        .held = c->held,
+        .held_arg = c->held_arg,
+        .wait_out_still = c->still_hold != NULL,
+        .lost_kill_ms = c->orphan_kill_ms,
+    };
+    if ((rc = tool_guard_start(&c->g, &c->x, &o, c->tty)) < 0)
+        return rc;
+    c->started = true;
     return 0;
 }
 
-static uint64_t ms_now(void)
+/* Reads the guardian's reports; 1 once it is done. */
+static int follow(struct tool_child *c)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+    int done = tool_guard_read(&c->g);
+    if (c->g.r.flags & GUARD_STARTED)
+        c->pid = c->g.r.cmd;
+    return done;
+}
+
+/* After the guardian's end, reaped: CMD's status, or -errno. */
+static int finish(struct tool_child *c, int *status)
+{
+    const struct tool_guard_report *r = &c->g.r;
+    if ((r->flags & GUARD_STARTED) && !(r->flags & (GUARD_GONE | GUARD_STILL))) {
+        /* The guardian died (killed on its own) before the group's end:
+         * end it from here, while it is there to be signalled. */
+        if (kill(-r->cmd, 0) == 0)
+            kill(-r->cmd, SIGKILL);
+        return -ECHILD;
+    }
+    if (r->flags & GUARD_NOFORK)
+        return -r->err;
+    if (!(r->flags & GUARD_EXITED))
+        return -ECHILD;
+    *status = tool_guard_status(r);
+    return 0;
+}
+
+/* Passes on the signals read, but SIGCHLD and one we raised ourselves
+ * (the SIGPIPE of a write to a closed stderr); returns SIGINT or SIGTERM
+ * if one came, for the caller. The terminal's own reach CMD's group
+ * directly when it has the terminal. */
+int tool_child_signals(struct tool_child *c)
+{
+    int stop = 0;
+    struct signalfd_siginfo si;
+    while (read(c->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+        int sig = (int)si.ssi_signo;
+        if (sig == SIGCHLD || (pid_t)si.ssi_pid == getpid())
+            continue;
+        if (c->started)
+            tool_guard_signal(&c->g, sig);
+        if (sig == SIGINT || sig == SIGTERM)
+            stop = sig;
+    }
+    return stop;
 }
 
 int tool_child_wait(struct tool_child *c, int lost_fd, uint64_t kill_after_ms, int *status, bool *lost)
 {
-    uint64_t kill_at = 0; /* when SIGKILL is due, after a loss */
-    bool killed = false;
     *lost = false;
-    for (;;) {
-        int st;
-        pid_t r = waitpid(c->pid, &st, WNOHANG);
-        if (r == c->pid) {
-            *status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-            return 0;
+    bool still_said = false;
+    while (!follow(c)) {
+        if ((c->g.r.flags & GUARD_STILL) && c->still_hold && !still_said) {
+            /* The guardian waits the group out: the hold is kept (the
+             * caller renews it meanwhile), and said so. */
+            fflush(stdout);
+            fprintf(stderr, "vigil: %s: CMD's process group %d could not be ended (%s: a member this user may not "
+                            "signal, as under sudo): %s is kept, renewed, until the group is gone\n",
+                    tool_e(c->still_who), (int)c->pid, strerror(c->g.r.err), c->still_hold);
+            still_said = true;
         }
-        if (r < 0 && errno != EINTR)
-            return -errno;
-        uint64_t now = ms_now();
-        if (*lost && !killed && now >= kill_at) {
-            kill(c->pid, SIGKILL);
-            killed = true;
-        }
-        struct pollfd pf[2] = { { c->sfd, POLLIN, 0 }, { *lost ? -1 : lost_fd, POLLIN, 0 } };
-        int timeout = *lost && !killed ? (int)(kill_at - now > INT_MAX ? INT_MAX : kill_at - now) : -1;
-        if (poll(pf, 2, timeout) < 0 && errno != EINTR)
+        struct pollfd pf[3] = {
+            { c->sfd, POLLIN, 0 }, { *lost ? -1 : lost_fd, POLLIN, 0 }, { c->g.rep, POLLIN, 0 },
+        };
+        if (poll(pf, 3, -1) < 0 && errno != EINTR)
             return -errno;
         if (!*lost && (pf[1].revents & POLLIN)) {
             *lost = true;
-            kill(c->pid, SIGTERM);
-            kill_at = ms_now() + kill_after_ms;
+            tool_guard_end(&c->g, kill_after_ms);
         }
-        struct signalfd_siginfo si;
-        while (read(c->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
-            /* Passed on, unless the terminal sent it: CMD, in our process
-             * group, had its own. */
-            if (si.ssi_signo != SIGCHLD && si.ssi_code != SI_KERNEL)
-                kill(c->pid, (int)si.ssi_signo);
+        (void)tool_child_signals(c);
     }
+    tool_guard_reap(&c->g);
+    if (c->g.r.flags & GUARD_LOST)
+        *lost = true; /* the guardian saw it first (we were stopped) */
+    return finish(c, status);
+}
+
+pid_t tool_child_pid(struct tool_child *c)
+{
+    while (!follow(c) && !(c->g.r.flags & GUARD_STARTED)) {
+        struct pollfd pf = { c->g.rep, POLLIN, 0 };
+        if (poll(&pf, 1, -1) < 0 && errno != EINTR)
+            break;
+    }
+    return (c->g.r.flags & GUARD_STARTED) ? c->g.r.cmd : 0;
+}
+
+int tool_child_done(struct tool_child *c, int *status)
+{
+    if (!c->started || !follow(c))
+        return 0;
+    tool_guard_reap(&c->g);
+    *status = -1;
+    int rc = finish(c, status);
+    tool_exec_free(&c->x);
+    c->started = false;
+    if (c->tty >= 0)
+        close(c->tty);
+    c->tty = -1;
+    c->pid = 0;
+    return rc < 0 ? rc : 1;
 }
 
 void tool_child_end(struct tool_child *c)
 {
+    if (c->started && c->g.pid > 0) {
+        tool_guard_end(&c->g, 0); /* SIGKILL: we are leaving */
+        tool_guard_reap(&c->g);
+    }
+    if (c->started)
+        tool_exec_free(&c->x);
+    c->started = false;
+    if (c->tty >= 0)
+        close(c->tty);
+    c->tty = -1;
     if (c->sfd >= 0)
         close(c->sfd);
     c->sfd = -1;
     sigprocmask(SIG_SETMASK, &c->old, NULL);
+}
+
+int tool_child_exit(const struct tool_child *c, int rc)
+{
+    const struct tool_guard_report *r = &c->g.r;
+    if (rc != 128 + SIGINT || !c->g.interactive || !(r->flags & GUARD_EXITED) || !WIFSIGNALED(r->status) ||
+        WTERMSIG(r->status) != SIGINT)
+        return rc;
+    fflush(NULL);
+    signal(SIGINT, SIG_DFL);
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, SIGINT);
+    sigprocmask(SIG_UNBLOCK, &one, NULL);
+    raise(SIGINT);
+    return rc; /* not reached: SIGINT's default action ends us */
 }

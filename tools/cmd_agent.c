@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include "etcd_opts.h"
+#include "etcd_report.h"
 #include "vigil.h"
 
 #include <errno.h>
@@ -23,6 +24,10 @@
 
 #ifdef VIGIL_HAVE_ETCD
 #include <vigil/group.h>
+
+/* The agent asks nothing of etcd at rest: it asks this often whether etcd
+ * answers, so that an etcd it could not revoke on is said at once. */
+#define AGENT_PING_MS 2000
 
 static void print_revoke(const vigil_agent_event *ev, bool json)
 {
@@ -62,8 +67,9 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
     const char *etcd = NULL, *dir = NULL;
     bool json = false, trust = false;
     struct tool_etcd_flags flags = { 0 };
+    struct tool_etcd_where where = { NULL, NULL };
     const struct tool_opt opts[] = {
-        { "etcd", OPT_STR, 0, 0, NULL, NULL, &etcd },
+        TOOL_ETCD_WHERE_OPTS(&where),
         { "dir", OPT_STR, 0, 0, NULL, NULL, &dir },
         { "json", OPT_FLAG, 0, 0, NULL, &json, NULL },
         { "trust-owner", OPT_FLAG, 0, 0, NULL, &trust, NULL },
@@ -71,10 +77,10 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
     };
     size_t npos = 0;
     int rc = tool_parse(cmd, argc, argv, opts, sizeof(opts) / sizeof(opts[0]), NULL, 0, 0, &npos);
-    if (rc != TOOL_GO)
+    if (rc != TOOL_GO || (rc = tool_etcd_where(cmd, &where, &etcd)) != TOOL_GO)
         return rc;
     if (!etcd)
-        return tool_usage_error(cmd, "missing --etcd ENDPOINTS");
+        return tool_usage_error(cmd, TOOL_ETCD_MISSING);
     if (!dir)
         return tool_usage_error(cmd, "missing --dir DIR");
     vigil_etcd *e = NULL;
@@ -87,7 +93,8 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
         return rc;
     /* A request is bounded well under any TTL: a revoke that hangs on a
      * frozen member goes to the next one. */
-    vigil_etcd_set_timeout(e, 500, 1000);
+    vigil_etcd_set_timeout(e, flags.dial_ms ? (uint32_t)flags.dial_ms : 500,
+                           flags.command_ms ? (uint32_t)flags.command_ms : 1000); /* or as the user said */
     if ((rc = vigil_agent_open_flags(e, dir, trust ? VIGIL_OPEN_TRUST_OWNER : 0, &a)) < 0) {
         vigil_etcd_close(e);
         return rc == VIGIL_EUNTRUSTED ? tool_fail_untrusted(dir) : tool_fail(dir, rc);
@@ -105,6 +112,8 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
         printf("{\"event\": \"ready\", \"watched\": %" PRIu32 "}\n", vigil_agent_watched(a));
     int exit_rc = tool_flush();
     tool_sd_notify("READY=1");
+    struct tool_etcd_report rep;
+    (void)tool_etcd_report_start(&rep, e, "agent", etcd, AGENT_PING_MS);
     while (exit_rc == EXIT_OK) {
         vigil_agent_event ev[32];
         /* A first pass without sleeping: what opening found dead. */
@@ -128,6 +137,7 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
     }
     if (sfd >= 0)
         close(sfd);
+    tool_etcd_report_stop(&rep);
     vigil_agent_close(a);
     vigil_etcd_close(e);
     return exit_rc;
@@ -157,7 +167,7 @@ const struct tool_cmd tool_cmd_agent = {
             "made 0700.\n"
             "\n"
             "options:\n"
-            "  --etcd ENDPOINTS  etcd, e.g. http://10.0.0.1:2379,http://10.0.0.2:2379\n"
+            TOOL_ETCD_WHERE_HELP
             "  --dir DIR         the directory the members record their leases in\n"
             "  --json            one JSON object per line: {\"event\": \"ready\"|\"revoked\"|\n"
             "                    \"gone\"|\"failed\"|\"unwatched\", \"lease\", \"pid\", \"group\", \"name\",\n"

@@ -19,11 +19,15 @@
 #define _GNU_SOURCE
 #include "vigil.h"
 
+#include "file_internal.h"
+#include "journal_internal.h"
+
 #include <errno.h>
 #include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* 0..0777 in octal digits (a leading 0 or not): the permission bits alone. */
@@ -85,6 +89,25 @@ static int make(const char *path, struct spec *sp)
         if ((rc = vigil_leases_create_group(path, sp->capacity, sp->mode, sp->gid, &ls)) < 0)
             return rc;
         vigil_leases_close(ls);
+    } else if (sp->kind == VIGIL_KIND_JOURNAL) {
+        /* The reclaim journal of `vigil failover --exec`: twice the
+         * table's slots (64 at least, 65536 at most) pending reclaims. */
+        vigil_hb *hb;
+        if ((rc = vigil_hb_open_readonly(sp->table, 0, &hb)) < 0)
+            return tool_fail_file(sp->table, rc, VIGIL_KIND_HEARTBEAT, false);
+        struct vigil_journal_table t = { vigil_hb_capacity(hb), 0, 0 };
+        vigil_hb_close(hb);
+        /* The table's identity, which a watchdog checks (a journal is
+         * its table's alone). */
+        struct stat st;
+        if (stat(sp->table, &st) != 0)
+            return tool_fail(sp->table, -errno);
+        t.dev = (uint64_t)st.st_dev, t.ino = (uint64_t)st.st_ino;
+        sp->capacity = vigil_journal_capacity_for(t.capacity);
+        vigil_journal *j;
+        if ((rc = vigil_journal_create(path, sp->capacity, &t, sp->mode, sp->gid, &j)) < 0)
+            return rc;
+        vigil_journal_close(j);
     } else {
         /* Read permission on the table is enough: the barrier only takes
          * its capacity now; its waiters open the table themselves. */
@@ -114,10 +137,49 @@ static int fail(const char *path, const struct spec *sp, int rc, const char *gro
     return tool_fail(path, rc);
 }
 
+static const char *kind_text(uint32_t kind)
+{
+    return kind == VIGIL_KIND_HEARTBEAT ? "heartbeat table"
+           : kind == VIGIL_KIND_BARRIER ? "barrier"
+           : kind == VIGIL_KIND_JOURNAL ? "reclaim journal"
+           : kind == VIGIL_KIND_LEASES  ? "lease store"
+                                        : "file of an unknown kind";
+}
+
+/* --exist-ok and FILE was there: kept when it is the file asked for (its
+ * kind, and the capacity asked for where one was) and one the commands
+ * that write it will open (vigil_file_trusted, unless --trust-owner), an
+ * error otherwise, so that a service's start step fails loudly, never
+ * hides behind "-". One lookup: the kind, the trust and the mode are all
+ * of the file whose header was read (a symlink is refused, -ELOOP). */
+static int keep_existing(const char *path, const struct spec *sp, bool have_capacity, bool trust)
+{
+    struct stat st;
+    vigil_file_info fi;
+    int rc = vigil_file_probe_stat(path, &fi, &st);
+    if (rc < 0)
+        return tool_fail_file(path, rc, sp->kind, false);
+    if (fi.kind != sp->kind)
+        return tool_fail_msg(path, "exists, a %s, not a %s: kept, never replaced (remove it once nothing uses "
+                                   "it to make it anew)", kind_text(fi.kind), kind_text(sp->kind));
+    if (have_capacity && fi.capacity != sp->capacity)
+        return tool_fail_msg(path, "exists, a %s of capacity %u, not %u: kept, never replaced (remove it once "
+                                   "nothing uses it to make it anew)", kind_text(fi.kind), fi.capacity,
+                             sp->capacity);
+    if (!trust && vigil_file_trusted(&st) < 0)
+        return tool_fail_untrusted(path);
+    if ((st.st_mode & 0777) != sp->mode || (sp->gid != (gid_t)-1 && st.st_gid != sp->gid))
+        fprintf(stderr, "vigil: warning: %s: kept with mode %04o, group %u, not the --mode %04o%s asked for\n",
+                tool_e(path), (unsigned)(st.st_mode & 0777), (unsigned)st.st_gid, sp->mode,
+                sp->gid != (gid_t)-1 ? " and --group" : "");
+    printf("%s: %s, capacity %u: there already, kept\n", tool_e(path), kind_text(fi.kind), fi.capacity);
+    return tool_flush();
+}
+
 static int run(const struct tool_cmd *cmd, int argc, char **argv)
 {
     uint64_t capacity = 0, grace = TOOL_DEFAULT_GRACE;
-    bool have_capacity = false, have_grace = false;
+    bool have_capacity = false, have_grace = false, exist_ok = false, trust = false;
     const char *kind = "heartbeat", *table = NULL, *mode_s = NULL, *group = NULL;
     const struct tool_opt opts[] = {
         { "capacity", OPT_U64, 1, TOOL_MAX_CAPACITY, &capacity, &have_capacity, NULL },
@@ -126,12 +188,16 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
         { "grace", OPT_U64, 0, TOOL_MAX_GRACE, &grace, &have_grace, NULL },
         { "mode", OPT_STR, 0, 0, NULL, NULL, &mode_s },
         { "group", OPT_STR, 0, 0, NULL, NULL, &group },
+        { "exist-ok", OPT_FLAG, 0, 0, NULL, &exist_ok, NULL },
+        { "trust-owner", OPT_FLAG, 0, 0, NULL, &trust, NULL },
     };
     const char *pos[1];
     size_t npos;
     int rc = tool_parse(cmd, argc, argv, opts, sizeof(opts) / sizeof(opts[0]), pos, 1, 1, &npos);
     if (rc != TOOL_GO)
         return rc;
+    if (trust && !exist_ok)
+        return tool_usage_error(cmd, "--trust-owner goes with --exist-ok (a new file is this user's own)");
     struct spec sp = { .capacity = (uint32_t)capacity, .grace = grace, .table = table, .mode = 0600,
                        .gid = (gid_t)-1 };
     if (strcmp(kind, "heartbeat") == 0)
@@ -140,13 +206,20 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
         sp.kind = VIGIL_KIND_BARRIER;
     else if (strcmp(kind, "leases") == 0)
         sp.kind = VIGIL_KIND_LEASES;
+    else if (strcmp(kind, "journal") == 0)
+        sp.kind = VIGIL_KIND_JOURNAL;
     else
-        return tool_usage_error(cmd, "--kind: heartbeat, barrier or leases, not '%s'", kind);
-    if (sp.kind == VIGIL_KIND_BARRIER) {
+        return tool_usage_error(cmd, "--kind: heartbeat, barrier, leases or journal, not '%s'", kind);
+    if (sp.kind == VIGIL_KIND_BARRIER || sp.kind == VIGIL_KIND_JOURNAL) {
         if (!table)
-            return tool_usage_error(cmd, "--kind barrier needs --table T, the heartbeat table it counts peers in");
+            return tool_usage_error(cmd, sp.kind == VIGIL_KIND_BARRIER
+                                             ? "--kind barrier needs --table T, the heartbeat table it counts peers in"
+                                             : "--kind journal needs --table T, the heartbeat table it journals");
         if (have_capacity)
-            return tool_usage_error(cmd, "--capacity does not apply to a barrier: it has its table's");
+            return tool_usage_error(cmd, "--capacity does not apply to a %s: it has its table's",
+                                    sp.kind == VIGIL_KIND_BARRIER ? "barrier" : "journal");
+        if (sp.kind == VIGIL_KIND_JOURNAL && have_grace)
+            return tool_usage_error(cmd, "--grace applies to --kind barrier only");
     } else {
         if (!have_capacity)
             return tool_usage_error(cmd, "--capacity is required");
@@ -163,34 +236,48 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
                         "commands will refuse it unless given --trust-owner; give it to a group instead "
                         "(--mode 0660 --group NAME)\n",
                 tool_e(pos[0]), sp.mode);
-    if ((rc = make(pos[0], &sp)) != 0)
+    if ((rc = make(pos[0], &sp)) == -EEXIST && exist_ok)
+        return keep_existing(pos[0], &sp, have_capacity, trust);
+    if (rc != 0)
         return rc == EXIT_RUNTIME ? rc : fail(pos[0], &sp, rc, group);
-    printf("%s: %s, capacity %u, mode %04o%s%s, %llu bytes\n", tool_e(pos[0]),
-           sp.kind == VIGIL_KIND_HEARTBEAT ? "heartbeat table" : sp.kind == VIGIL_KIND_BARRIER ? "barrier" : "lease store",
-           sp.capacity, sp.mode, group ? ", group " : "", group ? tool_e(group) : "",
+    printf("%s: %s, capacity %u, mode %04o%s%s, %llu bytes\n", tool_e(pos[0]), kind_text(sp.kind), sp.capacity,
+           sp.mode, group ? ", group " : "", group ? tool_e(group) : "",
            (unsigned long long)vigil_file_size(sp.kind, sp.capacity));
     return tool_flush();
 }
 
 const struct tool_cmd tool_cmd_create = {
     .name = "create",
-    .synopsis = "FILE [--kind KIND] [--capacity N] [--table T] [--grace G] [--mode OCTAL] [--group NAME]",
-    .summary = "make a heartbeat table, a barrier or a lease store",
+    .synopsis = "FILE [--kind KIND] [--capacity N] [--table T] [--grace G] [--mode OCTAL] [--group NAME] "
+                "[--exist-ok [--trust-owner]]",
+    .summary = "make a heartbeat table, a barrier, a lease store or a reclaim journal",
     .help = "Makes a vigil file at FILE: by default a heartbeat table of N slots\n"
             "(1..1048576). Never replaces anything: an existing FILE is an error. The\n"
             "file appears whole, with its mode and group already set.\n"
             "\n"
             "options:\n"
-            "  --kind KIND     heartbeat, barrier or leases (default heartbeat)\n"
+            "  --kind KIND     heartbeat, barrier, leases or journal (default\n"
+            "                  heartbeat); a journal is the one `vigil failover --exec`\n"
+            "                  keeps next to a table (FILE.journal), made here to give\n"
+            "                  it a --mode and --group of its own\n"
             "  --capacity N    slots (heartbeat) or entries (leases), 1..1048576;\n"
             "                  required for those two kinds\n"
             "  --table T       barrier: the heartbeat table whose live peers it counts\n"
-            "                  (its capacity is the table's); required for a barrier\n"
+            "                  (its capacity is the table's); journal: the table it\n"
+            "                  journals (twice its slots, 64..65536 entries); required\n"
+            "                  for both\n"
             "  --grace G       barrier: the grace in epochs it stores (default 5)\n"
             "  --mode OCTAL    permission bits, e.g. 0660 for a group of processes\n"
             "                  (default 0600; the umask does not apply)\n"
             "  --group NAME    the file's group, by name or number (default: the\n"
             "                  creator's); needs root or membership of the group\n"
+            "  --exist-ok      an existing FILE of this kind (and --capacity) is kept\n"
+            "                  and the exit status is 0 (a service's start step);\n"
+            "                  one of another kind or capacity is still an error, and\n"
+            "                  so is one the commands that write it would refuse\n"
+            "                  (another user could have made or rewritten it)\n"
+            "  --trust-owner   with --exist-ok: keep such a file all the same (the\n"
+            "                  commands that use it need --trust-owner too)\n"
             "  -h, --help      show this help\n",
     .run = run,
 };

@@ -18,6 +18,8 @@
 #include "export_group.h"
 #include "vigil.h"
 
+#include "journal_internal.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -42,6 +44,8 @@ struct file_state {
     /* leases */
     uint32_t held, expired, released, changing, lvacant;
     vigil_leases_counters lc;
+    /* journal */
+    uint32_t jcounts[5];
 };
 
 static int read_heartbeat(struct file_state *f, uint64_t grace)
@@ -125,6 +129,15 @@ static int read_file(struct file_state *f, uint64_t grace)
         return read_heartbeat(f, grace);
     if (fi.kind == VIGIL_KIND_LEASES)
         return read_leases(f);
+    if (fi.kind == VIGIL_KIND_JOURNAL) {
+        vigil_journal *j;
+        if ((rc = vigil_journal_open_readonly(f->path, &j)) < 0)
+            return tool_fail_file(f->path, rc, VIGIL_KIND_JOURNAL, false);
+        f->capacity = j->capacity;
+        vigil_journal_counts(j, f->jcounts);
+        vigil_journal_close(j);
+        return 0;
+    }
     rc = vigil_barrier_peek(f->path, &f->bs);
     if (rc < 0)
         return tool_fail_file(f->path, rc, VIGIL_KIND_BARRIER, false);
@@ -249,6 +262,14 @@ static void print_all(FILE *out, const struct file_state *files, size_t n)
            f->lc.renewals_refused);
     FAMILY(out, files, n, L, "vigil_leases_expiries_total", "counter",
            "Acquisitions that took over an expired lease.", f->lc.expiries);
+    const uint32_t J = VIGIL_KIND_JOURNAL;
+    FAMILY(out, files, n, J, "vigil_journal_capacity", "gauge", "Entries in the reclaim journal.", f->capacity);
+    FAMILY(out, files, n, J, "vigil_journal_pending", "gauge",
+           "Reclaims written down whose --exec CMD has not started.", f->jcounts[VJ_PENDING]);
+    FAMILY(out, files, n, J, "vigil_journal_running", "gauge", "--exec CMDs running (0 or 1).",
+           f->jcounts[VJ_RUNNING]);
+    FAMILY(out, files, n, J, "vigil_journal_unsaid", "gauge",
+           "Finished CMDs whose outcome no watchdog has logged yet.", f->jcounts[VJ_DONE]);
 }
 
 /* Writes DIR/vigil.prom whole or not at all: a temporary file beside it,
@@ -288,10 +309,11 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
     uint64_t grace = TOOL_DEFAULT_GRACE;
     const char *dir = NULL, *etcd = NULL, *groups = NULL;
     struct tool_etcd_flags flags = { 0 };
+    struct tool_etcd_where where = { NULL, NULL };
     const struct tool_opt opts[] = {
         { "grace", OPT_U64, 0, TOOL_MAX_GRACE, &grace, NULL, NULL },
         { "textfile", OPT_STR, 0, 0, NULL, NULL, &dir },
-        { "etcd", OPT_STR, 0, 0, NULL, NULL, &etcd }, /* groups on etcd: export_group.c */
+        TOOL_ETCD_WHERE_OPTS(&where), /* groups on etcd: export_group.c */
         { "group", OPT_STR, 0, 0, NULL, NULL, &groups },
         TOOL_ETCD_OPTS(&flags),
     };
@@ -300,8 +322,14 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
     int rc = tool_parse(cmd, argc, argv, opts, sizeof(opts) / sizeof(opts[0]), pos, 0, 64, &npos);
     if (rc != TOOL_GO)
         return rc;
+    /* ETCDCTL_ENDPOINTS stands for --etcd with --group. */
+    if (!groups && !where.etcd && !where.endpoints)
+        etcd = NULL;
+    else if ((rc = tool_etcd_where(cmd, &where, &etcd)) != TOOL_GO)
+        return rc;
     if (!etcd != !groups)
-        return tool_usage_error(cmd, "--etcd ENDPOINTS and --group GROUP go together");
+        return tool_usage_error(cmd, "--etcd ENDPOINTS (or --endpoints, or ETCDCTL_ENDPOINTS) and --group GROUP "
+                                     "go together");
     if (npos == 0 && !groups)
         return tool_usage_error(cmd, "missing FILE (or --etcd ENDPOINTS --group GROUP)");
     struct vigil_etcd_options eo;
@@ -374,7 +402,8 @@ const struct tool_cmd tool_cmd_export = {
             "  --textfile DIR   write DIR/vigil.prom atomically instead (a temporary\n"
             "                   file renamed over it), for node_exporter's textfile\n"
             "                   collector\n"
-            "  --etcd ENDPOINTS etcd, for --group\n"
+            "  --etcd ENDPOINTS etcd, for --group (or --endpoints, as etcdctl; with\n"
+            "                   --group, default $ETCDCTL_ENDPOINTS)\n"
             "  --group GROUP[,GROUP...]  also each vigil group on etcd: vigil_group_up,\n"
             "                   _members, _units{state=free|owned|done}, _round,\n"
             "                   _leader_term (FILE is then optional)\n"

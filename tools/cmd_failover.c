@@ -9,6 +9,7 @@
  * hands the units on to CMD (reclaim_exec.c); it does not tick.
  */
 #define _GNU_SOURCE
+#include "child.h"
 #include "vigil.h"
 
 #include <errno.h>
@@ -58,7 +59,12 @@ static int reclaim(const char *path, vigil_hb *hb, uint64_t grace, bool json, bo
         if (n < 0)
             return tool_fail(path, n);
         uint64_t epoch = vigil_hb_epoch(hb);
+        /* Without --exec but with --journal: written down for the --exec
+         * watchdogs, whose CMD hands the units on; the line says so, so
+         * that no consumer of this one hands them on a second time. Stray
+         * bits (pid 0) are never journaled: this reader's alone. */
         for (int i = 0; i < n; i++) {
+            bool journaled = hb->journal && !hooks && r[i].pid != 0;
             if (json) {
                 printf("{\"slot\": %u, \"pid\": %u, \"in_flight\": ", r[i].slot, r[i].pid);
                 json_hex(stdout, r[i].in_flight);
@@ -68,21 +74,19 @@ static int reclaim(const char *path, vigil_hb *hb, uint64_t grace, bool json, bo
                 json_u64(stdout, epoch);
                 fputs(", \"time\": ", stdout);
                 json_time(stdout);
-                fputs("}\n", stdout);
+                fputs(journaled ? ", \"journaled\": true}\n" : "}\n", stdout);
             } else {
-                printf("epoch %" PRIu64 ": reclaimed slot %u (pid %u, %s), in flight 0x%" PRIx64 "\n",
+                printf("epoch %" PRIu64 ": reclaimed slot %u (pid %u, %s), in flight 0x%" PRIx64 "%s\n",
                        epoch, r[i].slot, r[i].pid, why[i] == VIGIL_RECLAIM_EXITED ? "exited" : "stale past grace",
-                       r[i].in_flight);
+                       r[i].in_flight, journaled ? ", journaled: an --exec watchdog hands it on" : "");
             }
         }
         *total += (unsigned)n;
         int rc = tool_flush();
         if (rc != 0)
             return rc;
-        /* After the lines are out: the log holds every reclaim's units
-         * before anything is done with them. */
-        for (int i = 0; hooks && i < n; i++)
-            tool_hooks_add(hooks, &r[i], why[i], epoch);
+        /* With --exec the reclaims are in the journal already, written
+         * before their slots were vacated; the CMDs run from there. */
         tool_hooks_poll(hooks);
         if (n < 64)
             return 0;
@@ -98,6 +102,12 @@ static int scan(const char *path, vigil_hb *hb, uint64_t grace, bool json, bool 
     int rc = reclaim(path, hb, grace, json, epochs_only, 0, hooks, &total);
     if (rc != 0)
         return rc;
+    /* A full journal left slots as they were: not "nothing", and --once
+     * fails. */
+    if (tool_journal_starved(path, hb)) {
+        tool_flush();
+        return EXIT_RUNTIME;
+    }
     if (once && !json && total == 0)
         printf("epoch %" PRIu64 ": nothing to reclaim (grace %" PRIu64 ")\n", vigil_hb_epoch(hb),
                grace);
@@ -139,10 +149,31 @@ static void look_health(const vigil_hb *hb, struct health *h, uint64_t grace, ui
 struct start {
     uint64_t since_ms, grace_ms;
     bool     met;
+    bool     withheld; /* WATCHDOG=1 withheld at the last interval: said once */
 };
 
-static void notify_health(const vigil_hb *hb, struct health *h, struct start *st, uint64_t grace, uint64_t min_live,
-                          uint64_t n)
+/* The health of the table as a status line (STATUS=, and the log line
+ * when WATCHDOG=1 is withheld or resumes). */
+static void health_text(char *buf, size_t len, bool ok, bool starting, uint64_t left_ms, uint32_t live,
+                        uint32_t wedged, uint64_t min_live, uint64_t epoch)
+{
+    char left[32] = "";
+    if (starting)
+        tool_format_ms_about(left_ms, left, sizeof(left));
+    if (ok)
+        snprintf(buf, len, "%s%u live%s%s%s, %u wedged, epoch %llu", starting ? "starting: " : "", live,
+                 starting ? " (start grace: " : "", left, starting ? " left)" : "", wedged,
+                 (unsigned long long)epoch);
+    else if (wedged)
+        snprintf(buf, len, "ping withheld: %u wedged past the grace, %u live, epoch %llu", wedged, live,
+                 (unsigned long long)epoch);
+    else
+        snprintf(buf, len, "ping withheld: %u live, fewer than --min-live %llu, epoch %llu", live,
+                 (unsigned long long)min_live, (unsigned long long)epoch);
+}
+
+static void notify_health(const char *path, const vigil_hb *hb, struct health *h, struct start *st, uint64_t grace,
+                          uint64_t min_live, uint64_t n)
 {
     uint32_t live, wedged;
     look_health(hb, h, grace, &live, &wedged);
@@ -150,15 +181,24 @@ static void notify_health(const vigil_hb *hb, struct health *h, struct start *st
     uint64_t up = tool_now_ms() - st->since_ms;
     bool starting = !st->met && up < st->grace_ms;
     bool ok = wedged == 0 && (live >= min_live || starting);
-    char msg[200], left[32] = "";
-    if (starting)
-        tool_format_ms(st->grace_ms - up, left, sizeof(left));
+    char text[160], msg[256];
+    health_text(text, sizeof(text), ok, starting, st->grace_ms - up, live, wedged, min_live, vigil_hb_epoch(hb));
+    /* A change between withheld and sent is logged, once each way: systemd
+     * restarts the service WatchdogSec= after the ping stops, and the
+     * journal says why before it does. */
+    if (ok == st->withheld) {
+        fflush(stdout);
+        if (ok)
+            fprintf(stderr, "vigil: %s: --sd-notify: ping resumed: %s\n", tool_e(path), text);
+        else
+            fprintf(stderr, "vigil: %s: --sd-notify: %s (no WATCHDOG=1 until that changes: systemd "
+                            "restarts the service once WatchdogSec= passes without one)\n",
+                    tool_e(path), text);
+        st->withheld = !ok;
+    }
     /* WATCHDOG=1 only while the table is healthy: systemd's WatchdogSec=
      * then restarts the service when it is not. */
-    snprintf(msg, sizeof(msg), "%s%sSTATUS=scan %llu: %s%u live%s%s%s, %u wedged, epoch %llu", n == 0 ? "READY=1\n" : "",
-             ok ? "WATCHDOG=1\n" : "", (unsigned long long)n, starting ? "starting: " : "", live,
-             starting ? " (start grace: " : "", left, starting ? " left)" : "", wedged,
-             (unsigned long long)vigil_hb_epoch(hb));
+    snprintf(msg, sizeof(msg), "%sSTATUS=scan %llu: %s", ok ? "WATCHDOG=1\n" : "", (unsigned long long)n, text);
     tool_sd_notify(msg);
 }
 
@@ -166,7 +206,7 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
 {
     uint64_t grace = TOOL_DEFAULT_GRACE, interval = 1000, min_live = 1, start_grace = 60000, exec_timeout = 60000;
     bool once = false, json = false, notify = false, epochs_only = false, trust = false;
-    const char *exec = NULL;
+    const char *exec = NULL, *journal = NULL;
     const struct tool_opt opts[] = {
         { "grace", OPT_U64, 0, TOOL_MAX_GRACE, &grace, NULL, NULL },
         { "interval", OPT_MS, 1, TOOL_MAX_INTERVAL_MS, &interval, NULL, NULL },
@@ -178,6 +218,7 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
         { "epochs-only", OPT_FLAG, 0, 0, NULL, &epochs_only, NULL },
         { "exec", OPT_STR, 0, 0, NULL, NULL, &exec },
         { "exec-timeout", OPT_MS, 1, TOOL_MAX_INTERVAL_MS, &exec_timeout, NULL, NULL },
+        { "journal", OPT_STR, 0, 0, NULL, NULL, &journal },
         { "trust-owner", OPT_FLAG, 0, 0, NULL, &trust, NULL },
     };
     const char *pos[1];
@@ -185,15 +226,22 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
     int rc = tool_parse(cmd, argc, argv, opts, sizeof(opts) / sizeof(opts[0]), pos, 1, 1, &npos);
     if (rc != TOOL_GO)
         return rc;
+    /* CMD inherits the fds the tool was given, and no other it opens. */
+    tool_child_note_fds();
     vigil_hb *hb;
     if ((rc = tool_open_hb(pos[0], trust, &hb)) != 0)
         return rc;
     tool_catch_stop_signals();
     struct health h = { 0 };
     struct tool_hooks *hooks = NULL;
-    if (exec && (rc = tool_hooks_new(exec, pos[0], exec_timeout, &hooks)) < 0) {
+    struct vigil_journal *plain_journal = NULL;
+    if (exec && (rc = tool_hooks_new(exec, pos[0], journal, exec_timeout, hb, trust, &hooks)) != 0) {
         vigil_hb_close(hb);
-        return tool_fail(pos[0], rc);
+        return rc < 0 ? tool_fail(pos[0], rc) : rc;
+    }
+    if (!exec && (rc = tool_journal_attach(pos[0], journal, hb, trust, &plain_journal)) != 0) {
+        vigil_hb_close(hb);
+        return rc;
     }
     if (notify) {
         h.odd_v = calloc(vigil_hb_capacity(hb), sizeof(*h.odd_v));
@@ -207,7 +255,15 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
         rc = scan(pos[0], hb, grace, json, once, epochs_only, hooks);
         goto out;
     }
-    struct start st = { tool_now_ms(), start_grace, false };
+    struct start st = { tool_now_ms(), start_grace, false, false };
+    if (notify) {
+        /* Ready at once: the table is open and the journal's CMDs are in
+         * hand; the first health report follows an interval later. */
+        char ready[200];
+        snprintf(ready, sizeof(ready), "READY=1\nSTATUS=watching %s (grace %llu, --min-live %llu)", tool_e(pos[0]),
+                 (unsigned long long)grace, (unsigned long long)min_live);
+        tool_sd_notify(ready);
+    }
     for (uint64_t n = 0;; n++) {
         /* One interval: reclaims as they come (a death wakes the wait at
          * once), looking at the stop signals and the CMDs of --exec every
@@ -221,6 +277,7 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
             unsigned total = 0;
             if ((rc = reclaim(pos[0], hb, grace, json, epochs_only, slice * 1000000u, hooks, &total)) != 0)
                 goto out;
+            tool_journal_starved(pos[0], hb);
             if (epochs_only ? tool_sleep_ms(slice) : tool_sleep_ms(0)) {
                 stop = true;
                 break;
@@ -230,7 +287,7 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
                 break;
         }
         if (notify)
-            notify_health(hb, &h, &st, grace, min_live, n);
+            notify_health(pos[0], hb, &h, &st, grace, min_live, n);
         if (stop)
             break;
     }
@@ -241,6 +298,7 @@ out:
     if (rc == 0 && once && tool_hooks_failed(hooks) > 0)
         rc = EXIT_RUNTIME;
     tool_hooks_free(hooks);
+    tool_journal_detach(hb, plain_journal);
     free(h.odd_v);
     free(h.odd_since);
     vigil_hb_close(hb);
@@ -250,7 +308,8 @@ out:
 const struct tool_cmd tool_cmd_failover = {
     .name = "failover",
     .synopsis = "FILE [--grace G] [--interval DURATION] [--once] [--json] [--epochs-only] [--exec CMD] "
-                "[--exec-timeout DURATION] [--sd-notify] [--min-live N] [--start-grace DURATION] [--trust-owner]",
+                "[--exec-timeout DURATION] [--journal PATH] [--sd-notify] [--min-live N] [--start-grace DURATION] "
+                "[--trust-owner]",
     .summary = "watchdog",
     .help = "The watchdog of the heartbeat table FILE. It holds a pidfd for the owner\n"
             "of every occupied slot and reclaims a slot the moment its owner dies\n"
@@ -277,16 +336,29 @@ const struct tool_cmd tool_cmd_failover = {
             "                  VIGIL_RECLAIM_SLOT, VIGIL_RECLAIM_PID, VIGIL_RECLAIM_UNITS\n"
             "                  (the in-flight bits as a comma list, e.g. 1,40),\n"
             "                  VIGIL_RECLAIM_REASON (exited or stale), VIGIL_RECLAIM_FILE,\n"
-            "                  VIGIL_RECLAIM_IN_FLIGHT and VIGIL_RECLAIM_EPOCH in its\n"
-            "                  environment; one at a time, in reclaim order, never\n"
-            "                  holding up the watchdog; its stdout goes to stderr; a\n"
-            "                  failure is logged on stderr with the units\n"
-            "  --exec-timeout DURATION  a CMD running longer gets SIGTERM, its process\n"
-            "                  group SIGKILL 5s later, 1ms..24h (default 60s)\n"
-            "  --sd-notify     tell systemd: READY=1 once running, then each interval\n"
+            "                  VIGIL_RECLAIM_IN_FLIGHT, VIGIL_RECLAIM_EPOCH and\n"
+            "                  VIGIL_RECLAIM_TICKET in its environment. Every reclaim\n"
+            "                  is written in the table's journal before its slot is\n"
+            "                  vacated and its CMD run from there: a watchdog killed by\n"
+            "                  any signal leaves its reclaims to the next. One CMD at a\n"
+            "                  time across the table's watchdogs, in reclaim order, in a\n"
+            "                  process group of its own that dies with the watchdog;\n"
+            "                  never holding up the reclaims; its stdout goes to stderr;\n"
+            "                  what became of one that did not simply finish is logged\n"
+            "                  on stderr with its units\n"
+            "  --exec-timeout DURATION  a CMD running longer gets SIGTERM to its process\n"
+            "                  group, SIGKILL to the group 5s later, 1ms..24h (default\n"
+            "                  60s); the next CMD starts once the group is gone\n"
+            "  --journal PATH  the reclaim journal (default FILE.journal): with --exec\n"
+            "                  made when missing; without --exec, a journal to write\n"
+            "                  the reclaims in for the --exec watchdogs (each line then\n"
+            "                  says \"journaled\"), which otherwise journal nothing\n"
+            "  --sd-notify     tell systemd: READY=1 at once, then each interval\n"
             "                  WATCHDOG=1 while at least N slots are live and none is\n"
             "                  wedged past the grace window (so WatchdogSec= restarts\n"
-            "                  the service when its workers stall), and STATUS=\n"
+            "                  the service when its workers stall), and STATUS=; a\n"
+            "                  line on stderr when that ping is first withheld (why)\n"
+            "                  and when it resumes\n"
             "  --min-live N    live slots --sd-notify needs for WATCHDOG=1 (default 1)\n"
             "  --start-grace DURATION  --min-live is not judged until it is first met\n"
             "                  or this long after the start, 0..24h (default 60s)\n"
@@ -297,7 +369,7 @@ const struct tool_cmd tool_cmd_failover = {
             "\n"
             "On SIGINT or SIGTERM the CMDs of reclaims already made still run (each\n"
             "bounded by --exec-timeout); a second signal kills the running one and\n"
-            "logs the rest as not run. With --once the exit status is 1 when a CMD\n"
-            "failed.\n",
+            "leaves the rest in the journal for the next watchdog. With --once the\n"
+            "exit status is 1 when a CMD failed.\n",
     .run = run,
 };

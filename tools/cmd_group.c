@@ -10,18 +10,24 @@
  *        CMD's exit leaves, with CMD's status; a loss of the membership
  *        ends CMD (SIGTERM, SIGKILL after --kill-after) and exits 79, as
  *        `vigil lock` does. A name taken by a live member exits 75.
+ *        With --leader-only, CMD runs only while the member leads
+ *        (group_lead.c).
  *   watch GROUP --etcd ENDPOINTS [--json]
  *        one line per change, flushed at once; the members live at the
- *        start come first, as joins. JSON: {"event": "join"|"leave",
- *        "name", "pid", "host", "revision", "time"}: the revision a join's
- *        join revision, a leave's the revision of the leaving; the time
- *        when the watch saw it, RFC 3339 in UTC.
+ *        start come first, as joins, then the leader. JSON: {"event":
+ *        "join"|"leave", "name", "pid", "host", "revision", "time"}: the
+ *        revision a join's join revision, a leave's the revision of the
+ *        leaving; {"event": "leader", "name", "term", "revision", "time"}
+ *        for each change of leader; the time when the watch saw it, RFC
+ *        3339 in UTC.
  *   ls GROUP --etcd ENDPOINTS [--json]
  *        the live members, the leader first.
  */
 #define _GNU_SOURCE
 #include "child.h"
 #include "etcd_opts.h"
+#include "etcd_report.h"
+#include "group_lead.h"
 #include "vigil.h"
 
 #include <errno.h>
@@ -47,23 +53,14 @@ static const struct tool_cmd join_cmd, watch_cmd, ls_cmd;
 
 #ifdef VIGIL_HAVE_ETCD
 
-static int group_fail(const char *group, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int group_fail(const char *group, const char *fmt, ...)
-{
-    va_list ap;
-    fflush(stdout);
-    fprintf(stderr, "vigil: group %s: ", tool_e(group));
-    va_start(ap, fmt);
-    tool_vmsg(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    return EXIT_RUNTIME;
-}
+/* "vigil: group GROUP: message" on stderr; EXIT_RUNTIME. */
+#define group_fail tool_group_say
 
 /* Connects with the connection flags (and their ETCDCTL_* variables):
- * 0, or the exit status after saying why not. */
+ * 0, or the exit status after saying why not. With e2, a second handle
+ * with the same options. */
 static int connect_etcd(const struct tool_cmd *cmd, const char *group, const char *endpoints,
-                        struct tool_etcd_flags *flags, vigil_etcd **e)
+                        struct tool_etcd_flags *flags, vigil_etcd **e, vigil_etcd **e2)
 {
     struct vigil_etcd_options o;
     int rc = tool_etcd_options(cmd, flags, &o);
@@ -71,8 +68,10 @@ static int connect_etcd(const struct tool_cmd *cmd, const char *group, const cha
         char what[VIGIL_GROUP_MAX + 8];
         snprintf(what, sizeof(what), "group %s", group);
         rc = tool_etcd_connect(what, endpoints, &o, e);
+        if (rc == 0 && e2 && (rc = tool_etcd_connect(what, endpoints, &o, e2)) != 0)
+            vigil_etcd_close(*e);
     }
-    tool_etcd_flags_free(flags); /* the handle has its own copies */
+    tool_etcd_flags_free(flags); /* the handles have their own copies */
     return rc;
 }
 
@@ -100,10 +99,13 @@ static int join_run(const struct tool_cmd *cmd, int argc, char **argv)
 {
     const char *etcd = NULL, *name_opt = NULL, *dir = NULL;
     uint64_t ttl = 10000, kill_after = 5000;
+    bool leader_only = false;
     struct tool_etcd_flags flags = { 0 };
+    struct tool_etcd_where where = { NULL, NULL };
     /* Durations as every command of the tool reads them (duration.c). */
     const struct tool_opt opts[] = {
-        { "etcd", OPT_STR, 0, 0, NULL, NULL, &etcd },
+        TOOL_ETCD_WHERE_OPTS(&where),
+        { "leader-only", OPT_FLAG, 0, 0, NULL, &leader_only, NULL },
         { "name", OPT_STR, 0, 0, NULL, NULL, &name_opt },
         { "ttl", OPT_MS, 1000, GROUP_MAX_TTL_MS, &ttl, NULL, NULL },
         { "dir", OPT_STR, 0, 0, NULL, NULL, &dir },
@@ -116,10 +118,10 @@ static int join_run(const struct tool_cmd *cmd, int argc, char **argv)
     const char *pos[1];
     size_t npos = 0;
     int rc = tool_parse(cmd, dd, argv, opts, sizeof(opts) / sizeof(opts[0]), pos, 0, 1, &npos);
-    if (rc != TOOL_GO)
+    if (rc != TOOL_GO || (rc = tool_etcd_where(cmd, &where, &etcd)) != TOOL_GO)
         return rc;
     if (!etcd)
-        return tool_usage_error(cmd, "missing --etcd ENDPOINTS");
+        return tool_usage_error(cmd, TOOL_ETCD_MISSING);
     if (npos == 0)
         return tool_usage_error(cmd, "missing GROUP");
     if (dd + 1 >= argc)
@@ -146,12 +148,26 @@ static int join_run(const struct tool_cmd *cmd, int argc, char **argv)
     tool_child_note_fds();
     /* Before the keepalive's thread: a SIGTERM must come to the wait, not
      * end the tool by its default action in another thread. */
-    struct tool_child c = { .sfd = -1 };
+    /* A group we may not end (sudo's) is waited out, the membership kept. */
+    char who[VIGIL_GROUP_MAX + 16];
+    snprintf(who, sizeof(who), "group %s", group);
+    struct tool_child c = { .sfd = -1, .tty = -1, .orphan_kill_ms = kill_after, .still_who = who,
+                            .still_hold = "the membership" };
     if ((rc = tool_child_block(&c)) < 0)
         return group_fail(group, "signalfd: %s", strerror(-rc));
-    vigil_etcd *e = NULL;
-    if ((rc = connect_etcd(cmd, group, etcd, &flags, &e)) != 0) {
+    vigil_etcd *e = NULL, *ew = NULL;
+    if ((rc = connect_etcd(cmd, group, etcd, &flags, &e, leader_only ? &ew : NULL)) != 0) {
         tool_child_end(&c);
+        return rc;
+    }
+    if (leader_only) {
+        struct tool_lead l = { .e = e, .ew = ew, .group = group, .name = name, .endpoints = etcd,
+                               .opts = { .dir = dir, .host = NULL }, .ttl_ms = ttl, .kill_after_ms = kill_after,
+                               .cmd = argv + dd + 1, .child = &c };
+        rc = tool_group_lead(&l);
+        tool_child_end(&c);
+        vigil_etcd_close(ew);
+        vigil_etcd_close(e);
         return rc;
     }
     struct vigil_group_options o = { .dir = dir, .host = NULL };
@@ -170,6 +186,10 @@ static int join_run(const struct tool_cmd *cmd, int argc, char **argv)
         tool_child_end(&c);
         return rc == VIGIL_EBUSY ? EXIT_NOT_JOINED : rc == VIGIL_ELOST ? EXIT_LOST : EXIT_RUNTIME;
     }
+    char what[VIGIL_GROUP_MAX + 8];
+    snprintf(what, sizeof(what), "group %s", group);
+    struct tool_etcd_report rep;
+    (void)tool_etcd_report_start(&rep, e, what, etcd, 0); /* the keepalive's renewals find trouble */
     vigil_group_member_info self;
     vigil_group_self(m, &self);
     char eg[VIGIL_GROUP_MAX + 16], em[VIGIL_MEMBER_MAX + 16], et[48];
@@ -191,6 +211,7 @@ static int join_run(const struct tool_cmd *cmd, int argc, char **argv)
     else if (rc < 0 && c.pid <= 0)
         group_fail(group, "starting CMD: %s", strerror(-rc));
     int left = vigil_group_leave(m);
+    tool_etcd_report_stop(&rep);
     tool_child_end(&c);
     free(env);
     vigil_etcd_close(e);
@@ -203,7 +224,13 @@ static int join_run(const struct tool_cmd *cmd, int argc, char **argv)
     }
     if (left < 0)
         group_fail(group, "leave: %s (the membership lapses within its TTL)", vigil_strerror(left));
-    return status;
+    if (c.g.r.flags & GUARD_STILL) {
+        group_fail(group, "CMD's process group %d outlived its leader beyond the tool's signals (%s); the "
+                          "membership was kept until the group was gone",
+                   (int)c.pid, strerror(c.g.r.err));
+        return status != 0 ? status : EXIT_RUNTIME;
+    }
+    return tool_child_exit(&c, status);
 }
 
 /* ---- watch ---------------------------------------------------------------- */
@@ -218,12 +245,45 @@ static void iso_time(int64_t ns, char *buf, size_t cap)
     snprintf(buf + n, cap - n, ".%03dZ", (int)(ns / 1000000 % 1000));
 }
 
+/* A change of leader: {"event": "leader", "name", "term", "revision",
+ * "time"}, name and term null when none leads. */
+static void print_leader(const vigil_group_event *ev, bool json, const char *t)
+{
+    const vigil_group_member_info *m = &ev->member;
+    bool none = m->revision == 0;
+    if (json) {
+        printf("{\"event\": \"leader\", \"name\": ");
+        if (none)
+            printf("null");
+        else
+            json_str(stdout, m->name, sizeof(m->name));
+        printf(", \"term\": ");
+        if (none)
+            printf("null");
+        else
+            json_u64(stdout, m->revision);
+        printf(", \"revision\": ");
+        json_u64(stdout, ev->revision);
+        printf(", \"time\": \"%s\"}\n", t);
+    } else if (none) {
+        printf("%s leader none revision %" PRIu64 "\n", t, ev->revision);
+    } else {
+        printf("%s leader %s (%s pid %" PRIu32 ") term %" PRIu64 " revision %" PRIu64 "%s\n", t, tool_e(m->name),
+               m->host[0] ? tool_e(m->host) : "?", m->pid, m->revision, ev->revision,
+               m->flags & VIGIL_GROUP_FOREIGN ? " [not vigil]" : "");
+    }
+}
+
 static void print_event(const vigil_group_event *ev, bool json)
 {
     char t[40];
     bool join = ev->type == VIGIL_GROUP_JOIN;
     uint64_t rev = join ? ev->member.revision : ev->revision;
     iso_time(ev->time_ns, t, sizeof(t));
+    if (ev->type == VIGIL_GROUP_LEADER) {
+        print_leader(ev, json, t);
+        return;
+    }
     if (json) {
         printf("{\"event\": \"%s\", \"name\": ", join ? "join" : "leave");
         json_str(stdout, ev->member.name, sizeof(ev->member.name));
@@ -246,24 +306,25 @@ static int group_and_etcd(const struct tool_cmd *cmd, int argc, char **argv, con
                           const char **etcd, bool *json, vigil_etcd **e)
 {
     struct tool_etcd_flags flags = { 0 };
+    struct tool_etcd_where where = { NULL, NULL };
     const struct tool_opt opts[] = {
-        { "etcd", OPT_STR, 0, 0, NULL, NULL, etcd },
+        TOOL_ETCD_WHERE_OPTS(&where),
         { "json", OPT_FLAG, 0, 0, NULL, json, NULL },
         TOOL_ETCD_OPTS(&flags),
     };
     const char *pos[1];
     size_t npos = 0;
     int rc = tool_parse(cmd, argc, argv, opts, sizeof(opts) / sizeof(opts[0]), pos, 0, 1, &npos);
-    if (rc != TOOL_GO)
+    if (rc != TOOL_GO || (rc = tool_etcd_where(cmd, &where, etcd)) != TOOL_GO)
         return rc;
     if (!*etcd)
-        return tool_usage_error(cmd, "missing --etcd ENDPOINTS");
+        return tool_usage_error(cmd, TOOL_ETCD_MISSING);
     if (npos == 0)
         return tool_usage_error(cmd, "missing GROUP");
     if ((rc = check_name(cmd, "GROUP", pos[0], VIGIL_GROUP_MAX)) != TOOL_GO)
         return rc;
     *group = pos[0];
-    return (rc = connect_etcd(cmd, *group, *etcd, &flags, e)) != 0 ? rc : TOOL_GO;
+    return (rc = connect_etcd(cmd, *group, *etcd, &flags, e, NULL)) != 0 ? rc : TOOL_GO;
 }
 
 static int watch_run(const struct tool_cmd *cmd, int argc, char **argv)
@@ -276,7 +337,7 @@ static int watch_run(const struct tool_cmd *cmd, int argc, char **argv)
         return rc;
     tool_catch_stop_signals(); /* before the watcher's thread, which inherits the mask */
     vigil_group_watcher *w = NULL;
-    if ((rc = vigil_group_watch(e, group, &w)) < 0) {
+    if ((rc = vigil_group_watch_flags(e, group, VIGIL_GROUP_WATCH_LEADER, &w)) < 0) {
         vigil_etcd_close(e);
         return group_fail(group, "watch on %s: %s", etcd, vigil_strerror(rc));
     }
@@ -285,6 +346,10 @@ static int watch_run(const struct tool_cmd *cmd, int argc, char **argv)
     sigaddset(&stop, SIGINT);
     sigaddset(&stop, SIGTERM);
     int sfd = signalfd(-1, &stop, SFD_CLOEXEC | SFD_NONBLOCK);
+    char what[VIGIL_GROUP_MAX + 8];
+    snprintf(what, sizeof(what), "group %s", group);
+    struct tool_etcd_report rep;
+    (void)tool_etcd_report_start(&rep, e, what, etcd, 0); /* the watcher's probe every 2 s finds trouble */
     int exit_rc = EXIT_OK;
     for (;;) {
         vigil_group_event ev;
@@ -308,6 +373,7 @@ static int watch_run(const struct tool_cmd *cmd, int argc, char **argv)
     if (sfd >= 0)
         close(sfd);
     vigil_group_watch_close(w);
+    tool_etcd_report_stop(&rep);
     vigil_etcd_close(e);
     return exit_rc;
 }
@@ -392,8 +458,8 @@ static int no_etcd(const struct tool_cmd *cmd, int argc, char **argv)
 
 static const struct tool_cmd join_cmd = {
     .name = "group join",
-    .synopsis = "GROUP --etcd ENDPOINTS [--name NAME] [--ttl DURATION] [--dir DIR] [--kill-after DURATION] "
-                TOOL_ETCD_SYNOPSIS " -- CMD [ARG...]",
+    .synopsis = "GROUP --etcd ENDPOINTS [--name NAME] [--ttl DURATION] [--dir DIR] [--leader-only] "
+                "[--kill-after DURATION] " TOOL_ETCD_SYNOPSIS " -- CMD [ARG...]",
     .summary = "run a command as a member of a group",
     .help = "Joins GROUP on etcd, runs CMD while the membership is kept alive, and\n"
             "leaves when CMD exits, with CMD's exit status. CMD gets VIGIL_GROUP,\n"
@@ -401,8 +467,17 @@ static const struct tool_cmd join_cmd = {
             "leads) in its environment. If the membership is lost while CMD runs,\n"
             "CMD gets SIGTERM, then SIGKILL after --kill-after, and the exit is 79.\n"
             "\n"
+            "With --leader-only, CMD runs only while this member leads, with its term\n"
+            "in VIGIL_GROUP_TERM: started when the member becomes the leader, sent\n"
+            "SIGTERM (SIGKILL after --kill-after) when its leadership ends; then the\n"
+            "member joins again, and CMD runs again, under a new term, when it leads\n"
+            "again. The tool ends when CMD does (its status) or on SIGINT/SIGTERM\n"
+            "(passed on to CMD; 0 when none runs). Fence what CMD writes with the\n"
+            "term: a stopped host cannot be stopped by anyone (see vigil(1)).\n"
+            "\n"
             "options:\n"
             "  --etcd ENDPOINTS     etcd, e.g. http://10.0.0.1:2379,http://10.0.0.2:2379\n"
+            "                       (or --endpoints, as etcdctl; default $ETCDCTL_ENDPOINTS)\n"
             "  --name NAME          the member's name, 1 to 63 bytes (default host:pid);\n"
             "                       one live member per name\n"
             "  --ttl DURATION       the membership's lease, 1s..24h (default 10s; whole\n"
@@ -410,6 +485,7 @@ static const struct tool_cmd join_cmd = {
             "  --dir DIR            record the lease under DIR for `vigil agent --dir DIR`,\n"
             "                       which ends it the moment this process dies (default\n"
             "                       $VIGIL_DIR)\n"
+            "  --leader-only        run CMD only while this member leads\n"
             "  --kill-after DURATION  from SIGTERM to SIGKILL on a loss (default 5s)\n"
             "                       (a DURATION: 500ms, 10s, 1.5s, 2m; a number alone is\n"
             "                       milliseconds)\n"
@@ -417,22 +493,28 @@ static const struct tool_cmd join_cmd = {
             "  -h, --help           show this help\n"
             "\n"
             "exit status: CMD's own (128 + n if it died of signal n), 75 the name is a\n"
-            "live member's, 79 the membership was lost while CMD ran, 126/127 CMD not\n"
-            "executable / not found, 2 usage error, 1 other errors.\n",
+            "live member's, 79 the membership was lost while CMD ran (never with\n"
+            "--leader-only, which joins again; 0 there when stopped while not\n"
+            "leading), 126/127 CMD not executable / not found, 2 usage error, 1 other\n"
+            "errors.\n",
     .run = join_run,
 };
 
 static const struct tool_cmd watch_cmd = {
     .name = "group watch",
     .synopsis = "GROUP --etcd ENDPOINTS [--json] " TOOL_ETCD_SYNOPSIS,
-    .summary = "print a group's membership changes as they happen",
-    .help = "Prints one line per change of GROUP's membership, flushed at once, until\n"
-            "SIGINT or SIGTERM; the members live at the start come first, as joins.\n"
+    .summary = "print a group's membership and leader changes as they happen",
+    .help = "Prints one line per change of GROUP's membership and of its leader,\n"
+            "flushed at once, until SIGINT or SIGTERM; the members live at the start\n"
+            "come first, as joins, then the leader at the start. Each term is told\n"
+            "once. On stderr, a line when etcd stops answering and one when it is back.\n"
             "\n"
             "options:\n"
-            "  --etcd ENDPOINTS  etcd, e.g. http://10.0.0.1:2379\n"
+            TOOL_ETCD_WHERE_HELP
             "  --json            one JSON object per line: {\"event\": \"join\"|\"leave\",\n"
-            "                    \"name\", \"pid\", \"host\", \"revision\", \"time\"}\n"
+            "                    \"name\", \"pid\", \"host\", \"revision\", \"time\"}, and\n"
+            "                    {\"event\": \"leader\", \"name\", \"term\", \"revision\",\n"
+            "                    \"time\"} (name and term null when none leads)\n"
             TOOL_ETCD_HELP
             "  -h, --help        show this help\n",
     .run = watch_run,
@@ -446,7 +528,7 @@ static const struct tool_cmd ls_cmd = {
             "the leader, its join revision the term.\n"
             "\n"
             "options:\n"
-            "  --etcd ENDPOINTS  etcd, e.g. http://10.0.0.1:2379\n"
+            TOOL_ETCD_WHERE_HELP
             "  --json            one JSON document: {\"group\", \"leader\", \"term\",\n"
             "                    \"members\": [{\"name\", \"host\", \"pid\", \"revision\",\n"
             "                    \"lease\", \"vigil\"}]}\n"
@@ -475,17 +557,20 @@ const struct tool_cmd tool_cmd_group = {
     .synopsis = "join|watch|ls GROUP --etcd ENDPOINTS ...",
     .summary = "a group of processes across hosts, on etcd",
     .help = "  vigil group join GROUP --etcd ENDPOINTS [--name NAME] [--ttl DURATION]\n"
-            "        [--dir DIR] -- CMD [ARG...]    run CMD as a member\n"
-            "  vigil group watch GROUP --etcd ENDPOINTS [--json]   membership changes\n"
+            "        [--dir DIR] [--leader-only] -- CMD [ARG...]    run CMD as a member\n"
+            "  vigil group watch GROUP --etcd ENDPOINTS [--json]   membership, leader\n"
             "  vigil group ls GROUP --etcd ENDPOINTS [--json]      the live members\n"
             "\n"
             "`vigil group SUBCOMMAND --help` tells more. The leader is the member with\n"
-            "the lowest join revision; `etcdctl elect -l GROUP/members` names it too.\n"
+            "the lowest join revision; `vigil group ls` names it, as does `etcdctl get\n"
+            "--prefix --sort-by=CREATE --limit=1 GROUP/members/` (not `etcdctl elect\n"
+            "-l`, which goes on listening).\n"
             "A host's `vigil agent --dir DIR` ends a member's lease the moment its\n"
             "process dies, so other hosts see it gone at once (else at its TTL).\n"
             "\n"
             "options:\n"
-            "  --etcd ENDPOINTS  etcd, e.g. http://10.0.0.1:2379 (every subcommand)\n"
+            "  --etcd ENDPOINTS  etcd, e.g. http://10.0.0.1:2379 (every subcommand; or\n"
+            "                    --endpoints, or $ETCDCTL_ENDPOINTS)\n"
             "  -h, --help        show this help\n",
     .run = run,
 };

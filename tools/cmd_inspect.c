@@ -247,6 +247,7 @@ int tool_show(const char *path, uint64_t grace, bool json, FILE *out, struct too
     switch (fi.kind) {
     case VIGIL_KIND_HEARTBEAT: return show_heartbeat(path, grace, json, out, sum);
     case VIGIL_KIND_BARRIER:   return tool_show_barrier(path, json, out);
+    case VIGIL_KIND_JOURNAL:   return tool_show_journal(path, json, out);
     default:                   return tool_show_leases(path, json, out);
     }
 }

@@ -12,14 +12,19 @@
  * locally). On loss CMD gets SIGTERM, then SIGKILL after --kill-after.
  * Once CMD has exited: stop the keepalive, release the lease.
  *
- * CMD never runs without the lease (issue 18):
+ * CMD never runs without the lease (issues 18 and 32):
+ *  - CMD runs under a guardian (guard.h, child.h), in a process group of
+ *    its own: the tool killed by any signal, SIGKILL included, closes the
+ *    guardian's command pipe and the group gets SIGKILL at once, whatever
+ *    CMD's credentials (a set-user-ID CMD clears PR_SET_PDEATHSIG, which
+ *    was all that held before issue 32). What CMD leaves of its group
+ *    when it exits gets SIGTERM, then SIGKILL after --kill-after, and the
+ *    lease is released only once the group is gone;
  *  - every signal that would end the tool by default and can be caught
  *    (INT, TERM, HUP, QUIT, USR1, USR2, ALRM, PIPE) is taken by the
- *    signalfd and passed on to CMD, so the tool outlives CMD and releases
- *    after it; SIGKILL of the tool kills CMD (PR_SET_PDEATHSIG, set in
- *    the child and checked against the parent's pid, which a tool killed
- *    before the prctl no longer is);
- *  - the keepalive is asked before the fork and again in the child just
+ *    signalfd and passed on to CMD, so the tool outlives CMD and
+ *    releases after it;
+ *  - the keepalive is asked before the fork and again in CMD's child just
  *    before the exec (vigil_keepalive_lost judges the clock itself, so a
  *    tool stalled past the TTL anywhere on the way finds the loss even
  *    before its watcher thread runs): a lost lease is exit 79 with no CMD.
@@ -34,7 +39,9 @@
  * executable 126, as the shells and env(1) say.
  */
 #define _GNU_SOURCE
+#include "child.h"
 #include "etcd_opts.h"
+#include "etcd_report.h"
 #include "fds.h"
 #include "vigil.h"
 
@@ -66,13 +73,6 @@ enum { EXIT_NOT_ACQUIRED = 75, EXIT_LOST = 79 };
 #define LOCK_MAX_TTL_MS     UINT64_C(86400000)        /* a day */
 #define LOCK_MAX_WAIT_MS    (UINT64_MAX / 1000000 - 1) /* in ns, below UINT64_MAX */
 
-/* The fds the tool was given: CMD inherits these and no other, whatever
- * the libraries opened without close-on-exec. */
-static void note_inherited(void)
-{
-    tool_fds_note();
-}
-
 /* "vigil: KEY: message" on stderr; EXIT_RUNTIME. */
 __attribute__((format(printf, 2, 3))) static int lock_fail(const char *key, const char *fmt, ...)
 {
@@ -92,6 +92,7 @@ struct backend {
     vigil_leases *ls;
 #ifdef VIGIL_HAVE_ETCD
     vigil_etcd   *e;
+    struct tool_etcd_report rep; /* etcd's trouble said while we wait and hold */
 #endif
 };
 
@@ -132,7 +133,10 @@ static int backend_open(struct backend *b, const char *store, const char *etcd, 
      * of no use to the lease, and on a loss to a silent server the
      * keepalive's stop and the release each wait out at most that. */
     uint64_t total = ttl / 3 < 200 ? 200 : ttl / 3 > 3000 ? 3000 : ttl / 3;
-    vigil_etcd_set_timeout(b->e, (uint32_t)(total < 1000 ? total : 1000), (uint32_t)total);
+    uint64_t dial = flags->dial_ms ? flags->dial_ms : 1000; /* --dial-timeout, --command-timeout: within a beat */
+    if (flags->command_ms && flags->command_ms < total)
+        total = flags->command_ms;
+    vigil_etcd_set_timeout(b->e, (uint32_t)(total < dial ? total : dial), (uint32_t)total);
     return 0;
 #else /* the command line goes on in the helper, whole */
     (void)rc, (void)flags, (void)ttl, (void)key;
@@ -140,11 +144,41 @@ static int backend_open(struct backend *b, const char *store, const char *etcd, 
 #endif
 }
 
+/* etcd's trouble said from now on (its requests' failures, on a line of
+ * their own): for a wait, which rides trouble out, and for the hold; not
+ * for an attempt that ends at its first failure, which says it itself. */
+static void backend_report(struct backend *b, const char *key)
+{
+#ifdef VIGIL_HAVE_ETCD
+    if (b->e && !b->rep.running)
+        (void)tool_etcd_report_start(&b->rep, b->e, key, b->where, 0);
+#else
+    (void)b, (void)key;
+#endif
+}
+
 static void backend_close(struct backend *b)
 {
     vigil_leases_close(b->ls);
 #ifdef VIGIL_HAVE_ETCD
+    if (b->e)
+        tool_etcd_report_stop(&b->rep);
     vigil_etcd_close(b->e);
+#endif
+}
+
+/* The failure a wait met last since since_ns, for the end of its line
+ * (", etcd unreachable: ..."), or "". */
+static const char *backend_met(struct backend *b, int64_t since_ns)
+{
+#ifdef VIGIL_HAVE_ETCD
+    static char buf[420];
+    const char *met = b->e ? tool_etcd_met(b->e, since_ns) : "";
+    snprintf(buf, sizeof(buf), "%s%s", *met ? "; " : "", met);
+    return buf;
+#else
+    (void)b, (void)since_ns;
+    return "";
 #endif
 }
 
@@ -257,108 +291,32 @@ static char **lease_env(const vigil_lease *l)
 
 /* Where a test stops the tool (VIGIL_TEST_LOCK_STOP, never set in use):
  * "fork" after the keepalive started and before the last look at it,
- * "exec" in the child before its look. Each raises SIGSTOP, so the test
- * decides how long the stall lasts. */
-static void test_stop(const char *where)
+ * "exec" in CMD's child before its look. Each raises SIGSTOP, so the
+ * test decides how long the stall lasts. */
+static bool test_stop_at(const char *where)
 {
     const char *at = getenv("VIGIL_TEST_LOCK_STOP");
-    if (at && strcmp(at, where) == 0)
-        raise(SIGSTOP);
+    return at && strcmp(at, where) == 0;
 }
 
-/* The child: told to die with the tool (SIGKILL: a CMD that outlived it
- * would run without the lease, which lapses unrenewed), the lease looked
- * at once more, the signal mask as it was (the dispositions were never
- * changed: an ignored SIGINT stays ignored, as under nohup), our own fds
- * closed, CMD. Only async-signal-safe calls before the exec (the parent
- * has threads): prctl, getppid, getpid, clock_gettime, write. */
-static _Noreturn void exec_cmd(char **argv, char **env, const sigset_t *old, pid_t parent, vigil_keepalive *ka)
+/* CMD's child's last look before the exec (async-signal-safe: atomics, a
+ * clock read, a write): a lease lost by now (the tool stalled since its
+ * own look) is not exec'd on. */
+static bool still_held(void *ka)
 {
-    /* Set first, then checked: a parent killed before the prctl left us
-     * to init (or a subreaper), whose pid is not `parent`. */
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
-        _exit(EXIT_RUNTIME);
-    test_stop("exec");
-    /* The exec is the last moment CMD can be kept from running: a lease
-     * lost by now (the tool stalled since its own look) is not exec'd on. */
-    if (vigil_keepalive_lost(ka))
-        _exit(EXIT_LOST);
-    sigprocmask(SIG_SETMASK, old, NULL);
-    tool_fds_cloexec_unnoted(3);
-    execvpe(argv[0], argv, env);
-    int err = errno;
-    fprintf(stderr, "vigil: %s: %s\n", tool_e(argv[0]), strerror(err));
-    _exit(err == ENOENT ? 127 : 126);
+    return !vigil_keepalive_lost(ka);
 }
 
-static uint64_t now_ms(void)
+static int64_t realtime_ns(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* What happened while CMD ran. */
-struct outcome {
-    int  status; /* CMD's, as a shell reports it */
-    bool lost;   /* the keepalive said the lease was lost */
-};
-
-/*
- * Waits for CMD: SIGCHLD ends it; the other signals of the set are passed
- * to CMD (not when the terminal sent them, si_code SI_KERNEL: CMD, in our
- * process group, had its own; nor one we raised ourselves, such as the
- * SIGPIPE of a write to a closed stderr); the keepalive's fd readable is the loss:
- * SIGTERM to CMD, SIGKILL kill_after ms later. 0, or EXIT_RUNTIME.
- */
-static int supervise(pid_t pid, int sfd, vigil_keepalive *ka, uint64_t kill_after, struct outcome *o)
-{
-    int lfd = vigil_keepalive_fd(ka);
-    uint64_t kill_at = 0; /* when SIGKILL is due, after a loss */
-    bool killed = false;
-    for (;;) {
-        struct pollfd pf[2] = { { sfd, POLLIN, 0 }, { o->lost ? -1 : lfd, POLLIN, 0 } };
-        int timeout = -1;
-        if (lfd < 0 && !o->lost)
-            timeout = 100; /* no fd to wait on: look at lost() ten times a second */
-        if (kill_at && !killed) {
-            uint64_t now = now_ms();
-            uint64_t left = kill_at > now ? kill_at - now : 0;
-            if (timeout < 0 || left < (uint64_t)timeout)
-                timeout = left > INT_MAX ? INT_MAX : (int)left;
-        }
-        int n = poll(pf, 2, timeout);
-        if (n < 0 && errno != EINTR)
-            return EXIT_RUNTIME;
-        if (!o->lost && ((lfd >= 0 && (pf[1].revents & POLLIN)) || (lfd < 0 && vigil_keepalive_lost(ka)))) {
-            o->lost = true;
-            kill(pid, SIGTERM);
-            kill_at = now_ms() + kill_after;
-        }
-        if (kill_at && !killed && now_ms() >= kill_at) {
-            kill(pid, SIGKILL);
-            killed = true;
-        }
-        if (pf[0].revents & POLLIN) {
-            struct signalfd_siginfo si;
-            while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-                if (si.ssi_signo != SIGCHLD && si.ssi_code != SI_KERNEL && (pid_t)si.ssi_pid != getpid())
-                    kill(pid, (int)si.ssi_signo);
-            }
-        }
-        int st;
-        pid_t r = waitpid(pid, &st, WNOHANG);
-        if (r == pid) {
-            o->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-            return 0;
-        }
-        if (r < 0 && errno != EINTR)
-            return EXIT_RUNTIME;
-    }
-}
-
-/* Why KEY was not acquired, with its holder when one can be named. */
-static int not_acquired(struct backend *b, const char *key, uint64_t wait_ms, bool waited)
+/* Why KEY was not acquired, with its holder when one can be named, and
+ * the failure the wait met last (since since_ns) when it met one. */
+static int not_acquired(struct backend *b, const char *key, uint64_t wait_ms, bool waited, int64_t since_ns)
 {
     vigil_lease_info info;
     char holder[400] = "";
@@ -366,25 +324,37 @@ static int not_acquired(struct backend *b, const char *key, uint64_t wait_ms, bo
         /* The owner as the store or etcd has it: lock_fail escapes it. */
         snprintf(holder, sizeof(holder), ": held by '%.*s' (token %" PRIu64 ")", (int)sizeof(info.owner),
                  info.owner, info.token);
+    } else if (b->ls) {
+        /* Not held, yet not acquired: the store had no entry to bind it
+         * to, every one held by another key (acquire_wait waits for room
+         * as for the key). */
+        uint32_t cap = vigil_leases_capacity(b->ls), held = 0;
+        for (uint32_t i = 0; i < cap; i++)
+            held += vigil_leases_entry(b->ls, i, &info) == 0 && info.state == VIGIL_LEASE_HELD;
+        if (held == cap)
+            snprintf(holder, sizeof(holder), ": the store %s is full (its %u entries held by other keys)", b->where,
+                     cap);
     }
     char within[32];
     tool_format_ms(wait_ms, within, sizeof(within));
+    const char *met = backend_met(b, since_ns);
     if (waited)
-        lock_fail(key, "not acquired within %s%s", within, holder);
+        lock_fail(key, "not acquired within %s%s%s", within, holder, met);
     else
-        lock_fail(key, "not acquired (--wait 0)%s", holder);
+        lock_fail(key, "not acquired (--wait 0)%s%s", holder, met);
     return EXIT_NOT_ACQUIRED;
 }
 
 static int run(const struct tool_cmd *cmd, int argc, char **argv)
 {
     const char *store = NULL, *etcd = NULL, *owner_opt = NULL, *ttl_text = NULL;
+    struct tool_etcd_where where = { NULL, NULL };
     uint64_t ttl = 10000, wait_ms = 0, kill_after = 5000;
     bool have_wait = false, trust = false;
     struct tool_etcd_flags flags = { 0 };
     const struct tool_opt opts[] = {
         { "store", OPT_STR, 0, 0, NULL, NULL, &store },
-        { "etcd", OPT_STR, 0, 0, NULL, NULL, &etcd },
+        TOOL_ETCD_WHERE_OPTS(&where),
         { "ttl", OPT_MS, 3, LOCK_MAX_TTL_MS, &ttl, NULL, &ttl_text },
         { "wait", OPT_MS, 0, LOCK_MAX_WAIT_MS, &wait_ms, &have_wait, NULL },
         { "owner", OPT_STR, 0, 0, NULL, NULL, &owner_opt },
@@ -401,8 +371,15 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
     int rc = tool_parse(cmd, dd, argv, opts, sizeof(opts) / sizeof(opts[0]), pos, 0, 1, &npos);
     if (rc != TOOL_GO)
         return rc;
+    /* ETCDCTL_ENDPOINTS stands for --etcd when no --store is given. */
+    if (store && !where.etcd && !where.endpoints)
+        etcd = NULL;
+    else if ((rc = tool_etcd_where(cmd, &where, &etcd)) != TOOL_GO)
+        return rc;
     if (!store == !etcd)
-        return tool_usage_error(cmd, "exactly one of --store FILE and --etcd ENDPOINTS");
+        return tool_usage_error(cmd, store ? "exactly one of --store FILE and --etcd ENDPOINTS"
+                                           : "exactly one of --store FILE and --etcd ENDPOINTS (or --endpoints, or "
+                                             "ETCDCTL_ENDPOINTS in the environment)");
     if (store && tool_etcd_flags_given(&flags))
         return tool_usage_error(cmd, "the etcd connection flags (--cacert ... --namespace) go with --etcd");
     if (npos == 0)
@@ -433,16 +410,19 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
     }
     uint64_t timeout_ns = have_wait ? wait_ms * 1000000u : UINT64_MAX;
 
-    note_inherited();
+    tool_child_note_fds();
     struct backend b = { 0 };
     rc = backend_open(&b, store, etcd, key, ttl, cmd, &flags, trust);
     tool_etcd_flags_free(&flags); /* the handle has its own copies */
     if (rc != 0)
         return rc;
     vigil_lease lease;
+    int64_t wait_start = realtime_ns();
+    if (timeout_ns > 0)
+        backend_report(&b, key);
     rc = backend_acquire(&b, key, owner, ttl, timeout_ns, &lease);
     if (rc == VIGIL_ETIMEDOUT || rc == VIGIL_EBUSY) {
-        rc = not_acquired(&b, key, wait_ms, have_wait && wait_ms > 0);
+        rc = not_acquired(&b, key, wait_ms, have_wait && wait_ms > 0, wait_start);
         backend_close(&b);
         return rc;
     }
@@ -451,25 +431,20 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
         return lock_fail(key, "acquire on %s: %s", b.where, backend_reason(&b, rc));
     }
 
+    backend_report(&b, key); /* the keepalive's renewals find trouble while we hold */
+
     /* Held from here: every way out releases. The signals that would end
      * the tool by default are taken (before the keepalive's threads, which
-     * inherit the mask) and passed on to CMD; SIGKILL is the child's
-     * PR_SET_PDEATHSIG. */
-    static const int taken[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGPIPE, SIGCHLD };
-    sigset_t stop, old;
-    sigemptyset(&stop);
-    for (size_t i = 0; i < sizeof(taken) / sizeof(taken[0]); i++)
-        sigaddset(&stop, taken[i]);
-    sigprocmask(SIG_BLOCK, &stop, &old);
-    int sfd = signalfd(-1, &stop, SFD_CLOEXEC | SFD_NONBLOCK);
+     * inherit the mask) and passed on to CMD; SIGKILL of the tool
+     * is its guardian's to answer. */
+    struct tool_child c = { .sfd = -1, .tty = -1 };
     vigil_lease_port port = backend_port(&b);
     vigil_keepalive *ka = NULL;
     char **env = NULL;
-    pid_t pid = -1;
-    int ka_rc = 0, exit_rc = EXIT_RUNTIME;
-    struct outcome o = { 0, false };
-    if (sfd < 0) {
-        lock_fail(key, "signalfd: %s", strerror(errno));
+    bool started = false, lost = false;
+    int ka_rc = 0, exit_rc = EXIT_RUNTIME, status = 0;
+    if ((rc = tool_child_block(&c)) < 0) {
+        lock_fail(key, "signalfd: %s", strerror(-rc));
         goto release;
     }
     if ((rc = vigil_keepalive_start(&port, &lease, &ka)) < 0) {
@@ -480,7 +455,8 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
         lock_fail(key, "environment for CMD: %s", strerror(ENOMEM));
         goto stop;
     }
-    test_stop("fork");
+    if (test_stop_at("fork"))
+        raise(SIGSTOP);
     /* Stalled since the acquisition past the TTL (preempted, stopped), the
      * lease may be another's already: CMD is not started on it. */
     if (vigil_keepalive_lost(ka)) {
@@ -488,39 +464,59 @@ static int run(const struct tool_cmd *cmd, int argc, char **argv)
         exit_rc = EXIT_LOST;
         goto stop;
     }
-    fflush(NULL);
-    pid_t parent = getpid();
-    pid = fork();
-    if (pid < 0) {
-        lock_fail(key, "fork: %s", strerror(errno));
+    /* The tool dead, CMD dies at once: the lease lapses unrenewed, and a
+     * CMD that outlived the tool would run beside the next holder's. */
+    c.orphan_signal = SIGKILL;
+    c.orphan_kill_ms = kill_after;
+    c.may_exec = still_held;
+    c.may_exec_arg = ka;
+    /* Watched by the guardian too: a tool stopped (SIGSTOP, a debugger)
+     * renews nothing, and its CMD must not run on past the lapse. */
+    c.held = still_held;
+    c.held_arg = ka;
+    /* A group we may not end (a member made every uid another's, as sudo
+     * does) is waited out with the lease kept: never released under it. */
+    c.still_who = key;
+    c.still_hold = "the lease";
+    c.refuse_status = EXIT_LOST;
+    c.stop_before_exec = test_stop_at("exec");
+    if ((rc = tool_child_start(&c, argv + dd + 1, env)) < 0) {
+        lock_fail(key, "starting CMD: %s", strerror(-rc));
         goto stop;
     }
-    if (pid == 0)
-        exec_cmd(argv + dd + 1, env, &old, parent, ka);
-    if (supervise(pid, sfd, ka, kill_after, &o) != 0) {
-        lock_fail(key, "waiting for CMD (pid %d): %s", (int)pid, strerror(errno));
+    started = true;
+    if ((rc = tool_child_wait(&c, vigil_keepalive_fd(ka), kill_after, &status, &lost)) < 0) {
+        if (rc == -ECHILD)
+            lock_fail(key, "CMD (pid %d): its guardian died; its process group was sent SIGKILL", (int)c.pid);
+        else
+            lock_fail(key, "waiting for CMD (pid %d): %s", (int)c.pid, strerror(-rc));
         goto stop;
     }
-    exit_rc = o.status;
+    exit_rc = status;
+    if (c.g.r.flags & GUARD_STILL) {
+        lock_fail(key, "CMD's process group %d outlived its leader beyond vigil lock's signals (%s); the lease was "
+                       "kept until the group was gone",
+                  (int)c.pid, strerror(c.g.r.err));
+        exit_rc = status != 0 ? status : EXIT_RUNTIME;
+    }
 stop:
     ka_rc = vigil_keepalive_stop(ka);
 release:;
     /* Released even when lost: on etcd the lease may live on after a
      * local expiry, and revoking it frees KEY at once. */
     int rel = backend_release(&b, &lease);
-    if (pid > 0 && (o.lost || ka_rc == VIGIL_ELOST || rel == VIGIL_ELOST)) {
+    if (started && (lost || ka_rc == VIGIL_ELOST || rel == VIGIL_ELOST)) {
         const char *why = rel == VIGIL_ELOST ? backend_why(&b) : "";
         lock_fail(key, "lease lost while CMD ran (token %" PRIu64 ")%s%s%s", lease.token,
-                  o.lost ? "; CMD was sent SIGTERM" : "", *why ? ": " : "", why);
+                  lost ? "; CMD's process group was sent SIGTERM" : "", *why ? ": " : "", why);
         exit_rc = EXIT_LOST;
     } else if (rel < 0 && rel != VIGIL_ELOST) {
         lock_fail(key, "release on %s: %s (the lease lapses within its TTL)", b.where, backend_reason(&b, rel));
     }
-    if (sfd >= 0)
-        close(sfd);
+    tool_child_end(&c);
     free_env(env);
     backend_close(&b);
-    return exit_rc;
+    return tool_child_exit(&c, exit_rc);
 }
 
 const struct tool_cmd tool_cmd_lock = {
@@ -535,14 +531,17 @@ const struct tool_cmd tool_cmd_lock = {
             "If the lease is lost while CMD runs (refused, or expired because it\n"
             "could not be renewed in time), CMD gets SIGTERM, then SIGKILL after\n"
             "--kill-after. SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM\n"
-            "and SIGPIPE are passed on to CMD, and the lease is released once it has\n"
-            "exited; if vigil lock is killed (SIGKILL), CMD is killed with it. A\n"
-            "lease lost before CMD starts is exit 79 and CMD is not run.\n"
+            "and SIGPIPE are passed on to CMD, and the lease is released once it and\n"
+            "its process group are gone. CMD runs in a process group of its own under\n"
+            "a guardian: if vigil lock is killed (SIGKILL included), CMD's group is\n"
+            "killed with it, set-user-ID or not. A lease lost before CMD starts is\n"
+            "exit 79 and CMD is not run. A full store is waited for as a held key.\n"
             "\n"
             "options:\n"
             "  --store FILE      the lease store FILE on this host (made when missing)\n"
             "  --etcd ENDPOINTS  etcd, e.g. http://10.0.0.1:2379,http://10.0.0.2:2379;\n"
-            "                    KEY is shared with `etcdctl lock KEY`\n"
+            "                    KEY is shared with `etcdctl lock KEY` (or --endpoints,\n"
+            "                    as etcdctl; without --store, $ETCDCTL_ENDPOINTS)\n"
             "  --ttl DURATION    the lease's TTL, 3ms..24h (default 10s)\n"
             "  --wait DURATION   give up after that long (default: wait for ever; 0: do\n"
             "                    not wait)\n"

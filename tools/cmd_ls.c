@@ -17,6 +17,8 @@
 #define _GNU_SOURCE
 #include "vigil.h"
 
+#include "journal_internal.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -37,7 +39,8 @@ struct entry {
 
 /* Occupied and live: slots for a heartbeat table (live by grace), bound
  * entries and unexpired holders for a lease store, this round's arrivals
- * and bound records for a barrier. */
+ * and bound records for a barrier, entries in use and the one CMD running
+ * for a reclaim journal. */
 static void count(struct entry *e, uint64_t grace)
 {
     e->occupied = e->live = -1;
@@ -65,6 +68,15 @@ static void count(struct entry *e, uint64_t grace)
             e->live += rc == 0 && info.state == VIGIL_LEASE_HELD;
         }
         vigil_leases_close(ls);
+    } else if (e->kind == VIGIL_KIND_JOURNAL) {
+        vigil_journal *j;
+        if ((e->err = vigil_journal_open_readonly(e->path, &j)) < 0)
+            return;
+        uint32_t c[5];
+        vigil_journal_counts(j, c);
+        e->occupied = (int64_t)(c[VJ_CLAIMING] + c[VJ_PENDING] + c[VJ_RUNNING] + c[VJ_DONE]);
+        e->live = c[VJ_RUNNING];
+        vigil_journal_close(j);
     } else if (e->kind == VIGIL_KIND_BARRIER) {
         vigil_barrier_state st;
         if ((e->err = vigil_barrier_peek(e->path, &st)) < 0)

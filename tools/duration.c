@@ -151,6 +151,23 @@ void tool_format_ms(uint64_t ms, char *buf, size_t len)
     }
 }
 
+void tool_format_ms_about(uint64_t ms, char *buf, size_t len)
+{
+    /* Rounded to the nearest unit a reader counts in: tenths below 10 s,
+     * whole seconds below 10 min, whole minutes below 10 h, then hours. */
+    unsigned long long v = ms;
+    if (v < 1000)
+        snprintf(buf, len, "%llums", v);
+    else if (v < 9950)
+        snprintf(buf, len, "%llu.%llus", (v + 50) / 1000, (v + 50) % 1000 / 100);
+    else if (v < 599500)
+        snprintf(buf, len, "%llus", (v + 500) / 1000);
+    else if (v < 35970000)
+        snprintf(buf, len, "%llum", (v + 30000) / 60000);
+    else
+        snprintf(buf, len, "%lluh", (v + 1800000) / 3600000);
+}
+
 int tool_parse_ms(const char *s, uint64_t *ms, const char **why)
 {
     uint64_t ns;

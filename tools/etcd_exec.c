@@ -80,15 +80,17 @@ bool tool_wants_etcd(int argc, char **argv)
     bool lock = strcmp(cmd, "lock") == 0, export = strcmp(cmd, "export") == 0;
     if (!lock && !export && strcmp(cmd, "group") != 0 && strcmp(cmd, "agent") != 0)
         return false;
-    bool named = false, store = false;
+    bool named = false, store = false, group = false;
     for (int i = 2; i < argc && strcmp(argv[i], "--") != 0; i++) {
         named = named || is_option(argv[i], "etcd") || is_option(argv[i], "endpoints");
         store = store || is_option(argv[i], "store");
+        group = group || is_option(argv[i], "group");
     }
     if (!lock && !export)
         return !help_asked(argc - 1, argv + 1); /* group, agent */
     const char *endpoints = getenv("ETCDCTL_ENDPOINTS");
-    return named || (lock && !store && endpoints && *endpoints);
+    bool env = endpoints && *endpoints;
+    return named || (lock && !store && env) || (export && group && env);
 }
 
 /* Who may own the helper and the directories above it: root, the user

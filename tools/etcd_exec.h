@@ -24,11 +24,10 @@ void tool_etcd_keep_argv(char **argv);
  * --help or -h stands before any "--" (their help is served here); `lock`
  * and `export` when an argument before the first "--" is --etcd or
  * --endpoints (alone or with =VALUE), wherever it stands among the
- * positional arguments; `lock` without --store when ETCDCTL_ENDPOINTS is
- * set. No command takes --endpoints or reads ETCDCTL_ENDPOINTS yet: those
- * are routed ahead of the day one does, and the helper answers them as
- * `vigil` would (an unknown option; `lock`'s "exactly one of --store and
- * --etcd"). What is taken for etcd and is not loses nothing (the helper
+ * positional arguments (--endpoints is --etcd's other name, as
+ * etcdctl's); `lock` without --store, and `export` with --group, when
+ * ETCDCTL_ENDPOINTS is set (it stands for --etcd there). What is taken
+ * for etcd and is not loses nothing (the helper
  * runs every command alike); what is missed (a "--" that is an option's
  * value, as in `export --textfile -- --etcd E`) reaches the helper
  * through tool_etcd_elsewhere. Only in a `vigil` built beside a helper

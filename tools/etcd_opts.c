@@ -26,7 +26,66 @@ static const char *flag_or_env(const char *flag, const char *var)
 
 bool tool_etcd_flags_given(const struct tool_etcd_flags *f)
 {
-    return f->cacert || f->cert || f->key || f->user || f->password || f->ns;
+    return f->cacert || f->cert || f->key || f->user || f->password || f->ns || f->dial_ms || f->command_ms;
+}
+
+/* An endpoint of the list names a user (scheme://user:password@host). */
+static bool has_userinfo(const char *list)
+{
+    for (const char *ep = list; ep && *ep; ep += strcspn(ep, ",") + (ep[strcspn(ep, ",")] == ',')) {
+        size_t len = strcspn(ep, ",");
+        const char *host = memmem(ep, len, "://", 3);
+        host = host ? host + 3 : ep;
+        size_t n = strcspn(host, "/?#,");
+        if (memchr(host, '@', n))
+            return true;
+    }
+    return false;
+}
+
+int tool_etcd_where(const struct tool_cmd *cmd, const struct tool_etcd_where *w, const char **out)
+{
+    /* Endpoints are printed (trouble lines, errors) and kept in the
+     * health record: a password in one would be said to anyone reading
+     * stderr or the logs. */
+    const char *given[] = { w->etcd, w->endpoints, w->etcd || w->endpoints ? NULL : getenv("ETCDCTL_ENDPOINTS") };
+    const char *from[] = { "--etcd", "--endpoints", "ETCDCTL_ENDPOINTS" };
+    for (int i = 0; i < 3; i++)
+        if (has_userinfo(given[i]))
+            return tool_usage_error(cmd, "%s: an endpoint with a user in it (scheme://USER:PASSWORD@HOST) would be "
+                                         "printed in messages: give --user USER (and --password, or ETCDCTL_USER "
+                                         "and ETCDCTL_PASSWORD) instead", from[i]);
+    if (w->etcd && w->endpoints && strcmp(w->etcd, w->endpoints) != 0)
+        return tool_usage_error(cmd, "--etcd %s and --endpoints %s: two lists of endpoints (--endpoints is "
+                                     "--etcd's other name: give one)", w->etcd, w->endpoints);
+    *out = flag_or_env(w->etcd ? w->etcd : w->endpoints, "ETCDCTL_ENDPOINTS");
+    return TOOL_GO;
+}
+
+/* etcdctl's global flags that vigil does not take, and what to write instead. */
+static const struct {
+    const char *flag, *hint;
+} etcdctl_flags[] = {
+    { "insecure-skip-tls-verify", "vigil always verifies the servers: give their CA bundle with --cacert" },
+    { "insecure-transport", "a bare host:port is http:// unless --cacert or --cert is given: write http:// "
+                            "or https:// in the endpoints" },
+    { "insecure-discovery", "no DNS discovery: list the endpoints with --etcd" },
+    { "discovery-srv", "no DNS discovery: list the endpoints with --etcd" },
+    { "discovery-srv-name", "no DNS discovery: list the endpoints with --etcd" },
+    { "write-out", "--json, where the command has it" },
+    { "keepalive-time", "not needed: vigil's requests and watches are bounded by --command-timeout" },
+    { "keepalive-timeout", "not needed: vigil's requests and watches are bounded by --command-timeout" },
+    { "hex", "keys and names are printed escaped (\\xNN) where they are not text" },
+    { "debug", "every failure is said on stderr as it happens" },
+    { "auth-jwt-token", "give --user and --password (or ETCDCTL_USER and ETCDCTL_PASSWORD)" },
+};
+
+const char *tool_etcd_flag_hint(const char *name, size_t len)
+{
+    for (size_t i = 0; i < sizeof(etcdctl_flags) / sizeof(etcdctl_flags[0]); i++)
+        if (strlen(etcdctl_flags[i].flag) == len && strncmp(etcdctl_flags[i].flag, name, len) == 0)
+            return etcdctl_flags[i].hint;
+    return NULL;
 }
 
 void tool_etcd_flags_free(struct tool_etcd_flags *f)
@@ -135,6 +194,19 @@ int tool_etcd_options(const struct tool_cmd *cmd, struct tool_etcd_flags *f, str
     o->user = user;
     o->password = password;
     o->namespace = f->ns;
+    /* The timeouts, etcdctl's variables written as Go writes a duration
+     * ("2s", "500ms": our durations). */
+    uint64_t *ms[2] = { &f->dial_ms, &f->command_ms };
+    static const char *const var[2] = { "ETCDCTL_DIAL_TIMEOUT", "ETCDCTL_COMMAND_TIMEOUT" };
+    for (int i = 0; i < 2; i++) {
+        const char *v = *ms[i] ? NULL : flag_or_env(NULL, var[i]);
+        const char *why = NULL;
+        if (v && (tool_parse_ms(v, ms[i], &why) < 0 || *ms[i] == 0 || *ms[i] > TOOL_ETCD_TIMEOUT_MAX_MS))
+            return tool_usage_error(cmd, "%s=%s: not a duration from 1ms to 1h (%s)", var[i], v,
+                                    why ? why : "out of range");
+    }
+    o->dial_timeout_ms = (uint32_t)f->dial_ms;
+    o->request_timeout_ms = (uint32_t)f->command_ms;
     return TOOL_GO;
 }
 

@@ -26,7 +26,10 @@
 struct tool_etcd_flags {
     const char *cacert, *cert, *key, *user, *password, *ns;
     char       *user_name; /* NAME of --user NAME:PASSWORD (owned) */
+    uint64_t    dial_ms, command_ms; /* --dial-timeout, --command-timeout; 0: absent */
 };
+
+#define TOOL_ETCD_TIMEOUT_MAX_MS UINT64_C(3600000) /* an hour: more is no timeout */
 
 #define TOOL_ETCD_OPTS(f)                                         \
     { "cacert", OPT_STR, 0, 0, NULL, NULL, &(f)->cacert },        \
@@ -34,11 +37,38 @@ struct tool_etcd_flags {
     { "key", OPT_STR, 0, 0, NULL, NULL, &(f)->key },              \
     { "user", OPT_STR, 0, 0, NULL, NULL, &(f)->user },            \
     { "password", OPT_STR, 0, 0, NULL, NULL, &(f)->password },    \
-    { "namespace", OPT_STR, 0, 0, NULL, NULL, &(f)->ns }
+    { "namespace", OPT_STR, 0, 0, NULL, NULL, &(f)->ns },         \
+    { "dial-timeout", OPT_MS, 1, TOOL_ETCD_TIMEOUT_MAX_MS, &(f)->dial_ms, NULL, NULL }, \
+    { "command-timeout", OPT_MS, 1, TOOL_ETCD_TIMEOUT_MAX_MS, &(f)->command_ms, NULL, NULL }
 
 #define TOOL_ETCD_SYNOPSIS                                                            \
     "[--cacert FILE] [--cert FILE] [--key FILE] [--user NAME[:PASSWORD]] [--password PW] " \
-    "[--namespace PREFIX]"
+    "[--namespace PREFIX] [--dial-timeout DURATION] [--command-timeout DURATION]"
+
+/* Where etcd is, as etcdctl takes it: --etcd or its synonym --endpoints
+ * (the same value, or a usage error), else ETCDCTL_ENDPOINTS. A command
+ * puts TOOL_ETCD_WHERE_OPTS(&where) in its option table, then asks
+ * tool_etcd_where once tool_parse has said go. */
+struct tool_etcd_where {
+    const char *etcd, *endpoints;
+};
+#define TOOL_ETCD_WHERE_OPTS(w)                                   \
+    { "etcd", OPT_STR, 0, 0, NULL, NULL, &(w)->etcd },            \
+    { "endpoints", OPT_STR, 0, 0, NULL, NULL, &(w)->endpoints }
+/* TOOL_GO and *out (NULL: given nowhere), or EXIT_USAGE after saying
+ * that --etcd and --endpoints disagree. */
+int tool_etcd_where(const struct tool_cmd *cmd, const struct tool_etcd_where *w, const char **out);
+/* What a command without --etcd says. */
+#define TOOL_ETCD_MISSING "missing --etcd ENDPOINTS (or --endpoints, or ETCDCTL_ENDPOINTS in the environment)"
+/* The line of help for --etcd, the same in every command. */
+#define TOOL_ETCD_WHERE_HELP                                                               \
+    "  --etcd ENDPOINTS  etcd, e.g. http://10.0.0.1:2379,http://10.0.0.2:2379 (or\n"      \
+    "                    --endpoints, as etcdctl; default $ETCDCTL_ENDPOINTS)\n"
+
+/* For an option a command does not take: what to write instead when it is
+ * one of etcdctl's (--insecure-skip-tls-verify, --write-out, ...), in a
+ * few words; NULL when it is not. */
+const char *tool_etcd_flag_hint(const char *name, size_t len);
 
 #define TOOL_ETCD_HELP                                                                 \
     "  --cacert FILE     verify the etcd servers with this CA bundle (ETCDCTL_CACERT)\n" \
@@ -47,7 +77,11 @@ struct tool_etcd_flags {
     "  --user NAME[:PW]  authenticate to etcd as NAME (ETCDCTL_USER)\n"                  \
     "  --password PW     NAME's password, --user then being the name alone\n"           \
     "                    (ETCDCTL_PASSWORD; the environment keeps it out of ps)\n"       \
-    "  --namespace PFX   prepend PFX to every key, as etcd's grpc-proxy --namespace\n"
+    "  --namespace PFX   prepend PFX to every key, as etcd's grpc-proxy --namespace\n" \
+    "  --dial-timeout DURATION     connecting to an endpoint (ETCDCTL_DIAL_TIMEOUT;\n"  \
+    "                    default 1s)\n"                                                   \
+    "  --command-timeout DURATION  a request on an endpoint, in all\n"                  \
+    "                    (ETCDCTL_COMMAND_TIMEOUT; default 3s)\n"
 
 /*
  * The flags, each absent one taken from its ETCDCTL_* variable (an empty

@@ -1,14 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * vigil inspect, for the two kinds that are not heartbeat tables: a barrier
- * file (read with vigil_barrier_peek, which needs no heartbeat table) and a
- * lease store (its entries through vigil_leases_entry). Keys and owners are
- * whatever a peer wrote: they are printed quoted and escaped (tool_esc),
- * so a hostile key cannot write escape sequences to the terminal.
+ * vigil inspect, for the kinds that are not heartbeat tables: a barrier
+ * file (read with vigil_barrier_peek, which needs no heartbeat table), a
+ * lease store (its entries through vigil_leases_entry) and the reclaim
+ * journal of failover --exec (its entries that are in use). Keys and
+ * owners are whatever a peer wrote: they are printed quoted and escaped
+ * (tool_esc), so a hostile key cannot write escape sequences to the
+ * terminal.
  */
 #include "vigil.h"
 
+#include "journal_internal.h"
+#include "proc_internal.h"
+
 #include <inttypes.h>
+#include <sys/sysmacros.h>
 
 int tool_show_barrier(const char *path, bool json, FILE *out)
 {
@@ -111,5 +117,70 @@ int tool_show_leases(const char *path, bool json, FILE *out)
         fprintf(out, "leases: %u held, %u other entries in use, %u vacant\n", held, shown - held,
                 cap - shown);
     vigil_leases_close(ls);
+    return 0;
+}
+
+static const char *const journal_states[] = { "free", "claiming", "pending", "running", "done" };
+
+int tool_show_journal(const char *path, bool json, FILE *out)
+{
+    vigil_journal *j;
+    int rc = vigil_journal_open_readonly(path, &j);
+    if (rc < 0)
+        return tool_fail_file(path, rc, VIGIL_KIND_JOURNAL, false);
+    /* Relaxed: a look. */
+    uint64_t last = atomic_load_explicit(&j->hdr->last_ticket, memory_order_relaxed);
+    uint64_t rw, rs;
+    bool held = vigil_pair_read(&j->hdr->run_word, &rw, &rs) && (rs & 1u);
+    uint32_t counts[5];
+    vigil_journal_counts(j, counts);
+    if (json) {
+        fprintf(out, "{\"kind\": \"journal\", \"capacity\": %u, \"last_ticket\": ", j->capacity);
+        json_u64(out, last);
+        fprintf(out, ", \"running_pid\": %u, \"table_capacity\": %u, \"table_device\": \"%u:%u\", \"table_inode\": ",
+                held ? vigil_lock_pid(rw) : 0, j->hdr->table_capacity, major((dev_t)j->hdr->table_dev),
+                minor((dev_t)j->hdr->table_dev));
+        json_u64(out, j->hdr->table_ino);
+        fputs(", \"entries\": [", out);
+    } else {
+        fprintf(out, "%s: reclaim journal, capacity %u, last ticket %" PRIu64 "\n", path, j->capacity, last);
+        fprintf(out, "of the table of %u slots at device %u:%u inode %" PRIu64 "\n", j->hdr->table_capacity,
+                major((dev_t)j->hdr->table_dev), minor((dev_t)j->hdr->table_dev), j->hdr->table_ino);
+        fprintf(out, "%u pending, %u running%s, %u done (not yet said), %u being written\n", counts[VJ_PENDING],
+                counts[VJ_RUNNING], held ? "" : " (run lock free)", counts[VJ_DONE], counts[VJ_CLAIMING]);
+        if (held) {
+            char ns[128];
+            tool_lock_ns(rw, ns, sizeof(ns));
+            fprintf(out, "run lock held by pid %u (a guardian of failover --exec) in pid namespace %s\n",
+                    vigil_lock_pid(rw), ns);
+        }
+    }
+    unsigned shown = 0;
+    for (uint32_t i = 0; i < j->capacity; i++) {
+        struct vigil_journal_rec r;
+        if (vigil_journal_read(j, i, &r) != 0 || r.state == VJ_FREE)
+            continue;
+        const char *state = r.state <= VJ_DONE ? journal_states[r.state] : "unknown";
+        const char *why = r.why == VIGIL_RECLAIM_EXITED ? "exited" : "stale";
+        if (json) {
+            fprintf(out, "%s\n  {\"ticket\": ", shown ? "," : "");
+            json_u64(out, r.ticket);
+            fprintf(out, ", \"state\": \"%s\", \"slot\": %u, \"pid\": %u, \"in_flight\": ", state, r.slot, r.pid);
+            json_hex(out, r.in_flight);
+            fprintf(out, ", \"reason\": \"%s\", \"epoch\": ", why);
+            json_u64(out, r.epoch);
+            fprintf(out, ", \"owner_pid\": %u, \"outcome\": %u}", vigil_lock_pid(r.owner), r.outcome);
+        } else {
+            fprintf(out, "  ticket %" PRIu64 " %-8s slot %u pid %u (%s) in flight 0x%" PRIx64 " epoch %" PRIu64,
+                    r.ticket, state, r.slot, r.pid, why, r.in_flight, r.epoch);
+            if (r.owner)
+                fprintf(out, ", by pid %u", vigil_lock_pid(r.owner));
+            fputc('\n', out);
+        }
+        shown++;
+    }
+    if (json)
+        fputs(shown ? "\n]}\n" : "]}\n", out);
+    vigil_journal_close(j);
     return 0;
 }

@@ -6,6 +6,7 @@
  * accepts abbreviations and prints its own messages, and a usage error here
  * must say exactly what was wrong and exit 2.
  */
+#include "etcd_opts.h"
 #include "vigil.h"
 
 #include <errno.h>
@@ -55,6 +56,59 @@ static const struct tool_opt *find_opt(const struct tool_opt *opts, size_t nopts
         if (strlen(opts[i].name) == len && strncmp(opts[i].name, name, len) == 0)
             return &opts[i];
     return NULL;
+}
+
+/* Edits (insertions, deletions, substitutions, swaps of two neighbours)
+ * from a[0..n) to b: how far a mistyped option is from a real one. */
+static size_t distance(const char *a, size_t n, const char *b)
+{
+    size_t m = strlen(b);
+    if (n > 64 || m > 64)
+        return SIZE_MAX;
+    size_t d[65][65];
+    for (size_t i = 0; i <= n; i++)
+        d[i][0] = i;
+    for (size_t j = 0; j <= m; j++)
+        d[0][j] = j;
+    for (size_t i = 1; i <= n; i++)
+        for (size_t j = 1; j <= m; j++) {
+            size_t best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < best)
+                best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best)
+                best = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    return d[n][m];
+}
+
+/* An unknown option, with a hint: what to write instead of one of
+ * etcdctl's that an etcd command does not take, or the option of ours it
+ * is closest to (a slip of a letter or two). */
+static int unknown_option(const struct tool_cmd *cmd, const struct tool_opt *opts, size_t nopts, const char *dashes,
+                          const char *name, size_t len)
+{
+    const char *etcdctl = find_opt(opts, nopts, "etcd", 4) ? tool_etcd_flag_hint(name, len) : NULL;
+    if (!etcdctl && len == 1 && *name == 'w' && find_opt(opts, nopts, "json", 4))
+        etcdctl = tool_etcd_flag_hint("write-out", 9); /* etcdctl's -w */
+    if (etcdctl)
+        return tool_usage_error(cmd, "unknown option '%s%.*s': an etcdctl option vigil does not take; %s", dashes,
+                                (int)len, name, etcdctl);
+    const struct tool_opt *best = NULL;
+    size_t best_d = SIZE_MAX;
+    for (size_t i = 0; i < nopts; i++) {
+        size_t d = distance(name, len, opts[i].name);
+        if (d < best_d) {
+            best_d = d;
+            best = &opts[i];
+        }
+    }
+    if (best && best_d <= (len < 6 ? 1u : 2u))
+        return tool_usage_error(cmd, "unknown option '%s%.*s' (did you mean '--%s'?)", dashes, (int)len, name,
+                                best->name);
+    return tool_usage_error(cmd, "unknown option '%s%.*s'", dashes, (int)len, name);
 }
 
 static int set_count(const struct tool_cmd *cmd, const struct tool_opt *o, const char *arg)
@@ -126,13 +180,13 @@ int tool_parse(const struct tool_cmd *cmd, int argc, char **argv, const struct t
             continue;
         }
         if (a[1] != '-')
-            return tool_usage_error(cmd, "unknown option '%s'", a);
+            return unknown_option(cmd, opts, nopts, "-", a + 1, strlen(a + 1));
         const char *name = a + 2;
         const char *eq = strchr(name, '=');
         size_t len = eq ? (size_t)(eq - name) : strlen(name);
         const struct tool_opt *o = find_opt(opts, nopts, name, len);
         if (!o)
-            return tool_usage_error(cmd, "unknown option '--%.*s'", (int)len, name);
+            return unknown_option(cmd, opts, nopts, "--", name, len);
         if (o->seen)
             *o->seen = true;
         if (o->type == OPT_FLAG) {

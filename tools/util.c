@@ -7,6 +7,8 @@
 #define _GNU_SOURCE
 #include "vigil.h"
 
+#include "proc_internal.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -56,12 +58,25 @@ int tool_fail_detail(const char *path, int err, const char *fmt, ...)
     return EXIT_RUNTIME;
 }
 
+void tool_lock_ns(uint64_t word, char *buf, size_t len)
+{
+    uint32_t code = vigil_lock_ns(word), mine = vigil_lock_ns(vigil_self_lock_word());
+    /* The code's inverse (proc_internal.h): 1 the initial namespace. */
+    uint64_t inode = code == 1 ? UINT64_C(0xeffffffc) : UINT64_C(0xf0000000) + code - 2;
+    if (code == 0)
+        snprintf(buf, len, "unknown");
+    else
+        snprintf(buf, len, "pid:[%llu], %s", (unsigned long long)inode,
+                 code == mine ? "ours" : "not ours: its holder's death cannot be seen from here");
+}
+
 const char *tool_kind_name(uint32_t kind)
 {
     switch (kind) {
     case VIGIL_KIND_HEARTBEAT: return "heartbeat";
     case VIGIL_KIND_BARRIER:   return "barrier";
     case VIGIL_KIND_LEASES:    return "leases";
+    case VIGIL_KIND_JOURNAL:   return "journal";
     }
     return NULL;
 }
@@ -72,6 +87,7 @@ static const char *kind_article(uint32_t kind)
     case VIGIL_KIND_HEARTBEAT: return "a heartbeat table";
     case VIGIL_KIND_BARRIER:   return "a barrier file";
     case VIGIL_KIND_LEASES:    return "a lease store";
+    case VIGIL_KIND_JOURNAL:   return "a reclaim journal";
     }
     return "a vigil file";
 }
@@ -114,6 +130,27 @@ static int fail_permission(const char *path, bool writing)
                          (unsigned)geteuid(), (unsigned)getegid());
 }
 
+/* A file that is not there: said with how to make it (vigil makes none
+ * implicitly, so a service restarted forever on "No such file" would
+ * never learn it), or that its directory is missing first. */
+static int fail_missing(const char *path, uint32_t want)
+{
+    const char *slash = strrchr(path, '/');
+    if (slash && slash != path) {
+        char dir[4096];
+        struct stat st;
+        snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+        if (stat(dir, &st) != 0 && errno == ENOENT)
+            return tool_fail_msg(path, "No such file or directory, nor its directory %s: make that first, "
+                                       "then the file with `vigil create`", dir);
+    }
+    const char *how = want == VIGIL_KIND_BARRIER   ? " --kind barrier --table TABLE"
+                      : want == VIGIL_KIND_LEASES  ? " --kind leases --capacity N"
+                      : want == VIGIL_KIND_JOURNAL ? " --kind journal --table TABLE"
+                                                   : " --capacity N";
+    return tool_fail_msg(path, "No such file or directory: make it with `vigil create %s%s`", path, how);
+}
+
 int tool_fail_file(const char *path, int err, uint32_t want, bool writing)
 {
     struct stat st;
@@ -124,6 +161,8 @@ int tool_fail_file(const char *path, int err, uint32_t want, bool writing)
         return fail_permission(path, writing);
     if (err == VIGIL_EUNTRUSTED)
         return tool_fail_untrusted(path);
+    if (err == -ENOENT && want != 0)
+        return fail_missing(path, want);
     if ((err == -ENOSPC || err == -EDQUOT) && lstat(path, &st) == 0)
         return tool_fail_space(path, err, (uint64_t)st.st_size, false);
     /* The file layer refuses a file with holes it cannot allocate (the

@@ -95,7 +95,7 @@ int main(int argc, char **argv)
     }
     int rc = cmd->run(cmd, argc - 1, argv + 1);
     /* A look the guard jumped out of left its handles behind (by design,
-     * tools/guard.c): leave without the exit handlers that would count
+     * tools/look_guard.c): leave without the exit handlers that would count
      * them as leaks. */
     if (tool_guard_jumped()) {
         fflush(NULL);

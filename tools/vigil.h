@@ -87,6 +87,8 @@ bool tool_duration_bare(const char *s);
 
 /* ms as the tool prints a duration: "250ms", "1.5s", "10s", "2m", "24h". */
 void tool_format_ms(uint64_t ms, char *buf, size_t len);
+/* ms as a person reads it in a status: "118s", "2.5s", "12m", "24h", rounded. */
+void tool_format_ms_about(uint64_t ms, char *buf, size_t len);
 
 /* Strict decimal: digits only, no overflow. 0 ok, -1 otherwise. */
 int tool_parse_u64(const char *s, uint64_t *out);
@@ -123,8 +125,12 @@ int tool_fail_msg(const char *path, const char *fmt, ...) __attribute__((format(
  * header (what was expected and what was found). Returns EXIT_RUNTIME. */
 int tool_fail_file(const char *path, int err, uint32_t want, bool writing);
 
-/* "heartbeat", "barrier", "leases", or NULL for a kind vigil does not know. */
+/* "heartbeat", "barrier", "leases", "journal", or NULL for a kind vigil does not know. */
 const char *tool_kind_name(uint32_t kind);
+/* The pid namespace a lock word names, for a line: "pid:[4026531836],
+ * ours", "pid:[4026532201], not ours: its holder's death cannot be seen
+ * from here", or "unknown". */
+void tool_lock_ns(uint64_t word, char *buf, size_t len);
 
 /* Opens a heartbeat table for writing, explaining any failure (a file
  * another user could have made is refused unless trust_owner); warns
@@ -174,23 +180,38 @@ int tool_slot_look(const vigil_hb *hb, uint32_t i, vigil_slot_info *info, bool *
 
 /* ---- failover --exec (reclaim_exec.c) -------------------------------------- */
 
-/* The CMDs of failover --exec: queued per reclaim, run one at a time by
- * /bin/sh -c with the reclaim in their environment, never waited on by
- * the watchdog, each bounded by timeout_ms (then SIGTERM, SIGKILL to its
- * process group 5 s later); a failure is logged on stderr with its units. */
+/* The CMDs of failover --exec: every reclaim written in the table's
+ * journal (JOURNAL, or FILE.journal, made when missing) before its slot is
+ * vacated, and its CMD run from there, one at a time across the table's
+ * watchdogs, each under a guardian (guard.h). tool_hooks_new attaches the
+ * journal to hb (every claim through hb is journaled from then on): 0, or
+ * EXIT_RUNTIME after saying why. */
 struct tool_hooks;
-int      tool_hooks_new(const char *cmd, const char *file, uint64_t timeout_ms, struct tool_hooks **out);
-void     tool_hooks_free(struct tool_hooks *h);                  /* NULL is fine */
-/* Queues one reclaim's CMD; 0, or -ENOMEM (logged, and counted failed). */
-int      tool_hooks_add(struct tool_hooks *h, const vigil_reclaim *r, uint32_t why, uint64_t epoch);
-/* Reaps a finished CMD, enforces the timeout, starts the next: call it
- * often (the watchdog does at each of its short waits). NULL: nothing. */
+int      tool_hooks_new(const char *cmd, const char *file, const char *journal, uint64_t timeout_ms, vigil_hb *hb,
+                        bool trust_owner, struct tool_hooks **out);
+void     tool_hooks_free(struct tool_hooks *h);                  /* NULL is fine; detaches the journal */
+/* Reaps a finished CMD and says what became of it, takes over what dead
+ * watchdogs and guardians left, starts the next: call it often. */
 void     tool_hooks_poll(struct tool_hooks *h);
 bool     tool_hooks_busy(const struct tool_hooks *h);
-/* Runs the queue to its end; a stop signal meanwhile kills the running
- * CMD and logs the queued ones as not run. */
+/* Runs what is ours to its end; a stop signal meanwhile kills the running
+ * CMD and leaves the rest in the journal for the next watchdog. */
 void     tool_hooks_drain(struct tool_hooks *h);
 unsigned tool_hooks_failed(const struct tool_hooks *h);  /* CMDs that failed, timed out or never ran */
+/* Without --exec, given --journal PATH: that journal attached (opened,
+ * never made), so that this watchdog's reclaims are written down for the
+ * --exec watchdogs to hand on, and not handed over by this one. Without
+ * --journal nothing is attached (FILE.journal is the --exec watchdogs'
+ * alone: a plain watchdog neither fills it nor depends on it). 0 with
+ * *out (NULL without `journal`), or EXIT_RUNTIME after saying why. */
+struct vigil_journal;
+int      tool_journal_attach(const char *file, const char *journal, vigil_hb *hb, bool trust_owner,
+                             struct vigil_journal **out);
+/* After a scan through hb: whether its journal had no free entry, so that
+ * a slot due for reclaim was left as it was. Said on stderr when it
+ * starts, every minute while it lasts, and when it ends. */
+bool     tool_journal_starved(const char *file, vigil_hb *hb);
+void     tool_journal_detach(vigil_hb *hb, struct vigil_journal *j);
 
 /* ---- systemd (notify.c) ---------------------------------------------------- */
 
@@ -211,7 +232,7 @@ struct tool_summary {
  * when it is not NULL; 0 or EXIT_RUNTIME after printing the reason. */
 int tool_show(const char *path, uint64_t grace, bool json, FILE *out, struct tool_summary *sum);
 
-/* Runs look(arg) with a SIGBUS turned into TOOL_SHRUNK (tools/guard.c): a
+/* Runs look(arg) with a SIGBUS turned into TOOL_SHRUNK (tools/look_guard.c): a
  * mapped file truncated under the look by whoever may write it. */
 #define TOOL_SHRUNK (-999)
 int tool_guarded(int (*look)(void *), void *arg);
@@ -223,6 +244,7 @@ const char *tool_look_strerror(int err);
 /* The other kinds (inspect_kinds.c); 0 or EXIT_RUNTIME after the reason. */
 int tool_show_barrier(const char *path, bool json, FILE *out);
 int tool_show_leases(const char *path, bool json, FILE *out);
+int tool_show_journal(const char *path, bool json, FILE *out);
 
 /* Prints the occupied slots of an open heartbeat table, human form. */
 void tool_show_hb_table(const vigil_hb *hb, uint64_t grace, FILE *out, struct tool_summary *sum);

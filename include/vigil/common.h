@@ -47,6 +47,7 @@ enum vigil_kind {
     VIGIL_KIND_HEARTBEAT = 1,
     VIGIL_KIND_BARRIER   = 2,
     VIGIL_KIND_LEASES    = 3,
+    VIGIL_KIND_JOURNAL   = 4, /* the reclaim journal of `vigil failover --exec` */
 };
 
 /* Flags of the *_open_flags calls (vigil_hb_open_flags(3)). */

@@ -92,6 +92,29 @@ void vigil_etcd_observer_close(vigil_etcd_observer *o); /* NULL is fine */
  * in all; 0 keeps the default). Each endpoint tried costs at most total_ms. */
 int  vigil_etcd_set_timeout(vigil_etcd *e, uint32_t connect_ms, uint32_t total_ms);
 
+/* Whether etcd answers the handle, as its requests last found it
+ * (vigil_etcd_health_get(3)): every request of the handle's (its
+ * keepalives', its watchers' and waits' too) either reaches an endpoint
+ * that answers or finds none; reachable changes when the other happens.
+ * A wait's own deadline cutting a request short is neither. */
+typedef struct vigil_etcd_health {
+    uint32_t reachable;    /* 1: the last request was answered (also before the first); 0: none since changed_ns */
+    int32_t  error;        /* the last failure (a request no endpoint answered), a vigil result; 0: none yet */
+    uint64_t changes;      /* how many times reachable has changed */
+    uint64_t failures;     /* requests no endpoint answered, in all */
+    int64_t  changed_ns;   /* CLOCK_REALTIME of the last change (to 0: when the failing request was sent); 0: none */
+    int64_t  answered_ns;  /* of the last answer; 0: none */
+    int64_t  failed_ns;    /* of the last failure; 0: none */
+    char     message[256]; /* the last failure in a line: the endpoint, then libcurl's or etcd's words */
+} vigil_etcd_health;       /* fields may be added at the end */
+int  vigil_etcd_health_get(vigil_etcd *e, vigil_etcd_health *out);
+/* Readable (POLLIN) once reachable has changed since the last
+ * vigil_etcd_health_get, which makes it unreadable again. Owned by e. */
+int  vigil_etcd_health_fd(vigil_etcd *e);
+/* One request etcd answers whatever the caller may read (its status):
+ * 0 when an endpoint answered, else the error (and the health says so). */
+int  vigil_etcd_ping(vigil_etcd *e);
+
 #ifdef __cplusplus
 }
 #endif

@@ -68,6 +68,13 @@ typedef struct vigil_failover_watch_info {
 } vigil_failover_watch_info; /* fields may be added at the end */
 int vigil_failover_wait_info(const vigil_hb *hb, vigil_failover_watch_info *out);
 
+/* The descriptor the waits on hb sleep on, for an event loop: readable
+ * (POLLIN) while a watched owner has exited and its slot is not yet
+ * reclaimed. Only a wait adds or removes owners: call vigil_failover_wait
+ * with a timeout of 0 when it is readable and at every tick. Valid until
+ * vigil_hb_close; never read or close it. -ENOSYS without pidfds. */
+int vigil_failover_wait_fd(vigil_hb *hb);
+
 #ifdef __cplusplus
 }
 #endif

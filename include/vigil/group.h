@@ -69,20 +69,33 @@ int  vigil_group_is_leader(vigil_group_member *m);
 int  vigil_group_members(vigil_etcd *e, const char *group, vigil_group_member_info *out, uint32_t max);
 /* 0 and the leader, or VIGIL_ENOPEERS. */
 int  vigil_group_leader(vigil_etcd *e, const char *group, vigil_group_member_info *out);
+/* Waits (on a watch) until the group's leader is not the one of term
+ * (its join revision; 0: no leader): 0 and the leader now in *out (at
+ * once if it is another already), VIGIL_ENOPEERS no leader now,
+ * VIGIL_ETIMEDOUT (UINT64_MAX: no deadline; vigil_etcd_errmsg names the
+ * failure it last met, if any). Rides out etcd's outages until then. */
+int  vigil_group_leader_wait(vigil_etcd *e, const char *group, uint64_t term, uint64_t timeout_ns,
+                             vigil_group_member_info *out);
 
 /* A watch of a group's membership: a file descriptor readable while
  * events are queued. The first events are a join for every member live at
  * the start (initial = 1); then one per change, in etcd's order. */
 typedef struct vigil_group_watcher vigil_group_watcher;
-enum { VIGIL_GROUP_JOIN = 1, VIGIL_GROUP_LEAVE = 2 };
+enum { VIGIL_GROUP_JOIN = 1, VIGIL_GROUP_LEAVE = 2,
+       VIGIL_GROUP_LEADER = 3 }; /* a change of leader: vigil_group_watch_flags, VIGIL_GROUP_WATCH_LEADER */
 typedef struct vigil_group_event {
-    uint32_t type;      /* VIGIL_GROUP_JOIN or VIGIL_GROUP_LEAVE */
-    uint32_t initial;   /* 1: a member live when the watch began */
-    vigil_group_member_info member;
+    uint32_t type;      /* VIGIL_GROUP_JOIN, VIGIL_GROUP_LEAVE or VIGIL_GROUP_LEADER */
+    uint32_t initial;   /* 1: a member live when the watch began (the leader then, for a leader event) */
+    vigil_group_member_info member; /* a leader event's: the new leader (revision: its term), or all 0: none */
     uint64_t revision;  /* etcd revision of the change (of the start, for initial events) */
     int64_t  time_ns;   /* CLOCK_REALTIME when the watch saw it */
 } vigil_group_event;    /* fields may be added at the end */
 int  vigil_group_watch(vigil_etcd *e, const char *group, vigil_group_watcher **out);
+/* As vigil_group_watch; with VIGIL_GROUP_WATCH_LEADER, also a
+ * VIGIL_GROUP_LEADER event after the initial joins (the leader at the
+ * start) and one per change of leader after, each term once. */
+enum { VIGIL_GROUP_WATCH_LEADER = 1 };
+int  vigil_group_watch_flags(vigil_etcd *e, const char *group, unsigned flags, vigil_group_watcher **out);
 int  vigil_group_watch_fd(const vigil_group_watcher *w);
 /* 1 and the next event, 0 none queued now, < 0 the watch failed for good. */
 int  vigil_group_watch_next(vigil_group_watcher *w, vigil_group_event *out);

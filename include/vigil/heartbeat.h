@@ -203,6 +203,8 @@ typedef struct vigil_hb {
     struct vigil_failover_watch *watch; /* vigil_failover_wait's pidfds, made on first use */
     VIGIL_ATOMIC(uint64_t) *mine;       /* per slot: the generation this handle registered there; 0 none;
                                          * with the top bit set, unregistered through this handle */
+    struct vigil_journal *journal;      /* internal: the reclaim journal failover writes before it
+                                         * vacates (`vigil failover --exec`), NULL none; not owned */
 } vigil_hb;
 
 int      vigil_hb_create(const char *path, uint32_t capacity, vigil_hb **out);

@@ -160,3 +160,83 @@ def test_kill9_seen_through_the_agent(etcd, tmp):
     finally:
         agent.terminate()
         agent.wait(10)
+
+
+LEADER = r"""
+import sys, vigil
+e = vigil.Etcd(sys.argv[1])
+g = vigil.Group(e, sys.argv[2]).join("first", ttl=60.0, dir="")
+print("term", g.term, flush=True)
+sys.stdin.read()
+"""
+
+
+def test_leader_wait_and_watch(etcd):
+    """The leader in another process, killed with SIGKILL and its lease
+    revoked (as its host's agent would): leader_wait returns the heir at
+    once for a term gone, the leader watch tells each term once, and the
+    asyncio form waits for the heir's end."""
+    name = _group("l")
+    g = vigil.Group(etcd, name)
+    with pytest.raises(vigil.Timeout):
+        g.leader_wait(0, timeout=0.1)  # no leader, as known: nothing changes
+    assert g.leader_wait(12345, timeout=1.0) is None  # a term gone: none leads now
+    with g.watch(leader=True) as w:
+        ev = w.wait(10.0)
+        assert ev.kind == "leader" and ev.initial and ev.member.revision == 0
+        child = subprocess.Popen([sys.executable, "-c", LEADER, etcd.endpoints, name], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, env=child_env())
+        try:
+            first = int(child.stdout.readline().split()[1])
+            lead = g.leader_wait(0, timeout=10.0)
+            assert lead is not None and lead.name == "first" and lead.revision == first
+            with vigil.Group(etcd, name).join("heir", 60.0, dir="") as heir:
+                with pytest.raises(vigil.Timeout):
+                    heir.leader_wait(first, timeout=0.3)
+                child.send_signal(signal.SIGKILL)
+                child.wait(10)
+                lease = next(m.lease for m in g.members() if m.name == "first")
+                _revoke(etcd, lease)
+                now = heir.leader_wait(first, timeout=20.0)
+                assert now is not None and now.name == "heir" and now.revision == heir.term
+
+                async def main():
+                    task = asyncio.ensure_future(g.leader_wait_async(heir.term, timeout=20.0))
+                    await asyncio.sleep(0.1)
+                    heir.leave()
+                    return await task
+
+                assert asyncio.run(main()) is None
+            kinds = []
+            while (ev := w.wait(5.0)) is not None and len(kinds) < 8:
+                kinds.append((ev.kind, ev.member.name))
+                if kinds[-1] == ("leader", ""):
+                    break
+            leaders = [n for k, n in kinds if k == "leader"]
+            assert leaders == ["first", "heir", ""], kinds
+        finally:
+            child.kill()
+            child.wait(10)
+
+
+def _revoke(etcd, lease):
+    """Revokes a lease behind its holder's back, as a host's agent does."""
+    import urllib.request
+    body = ('{"ID": "%d"}' % lease).encode()
+    url = etcd.endpoints.split(",")[0].rstrip("/") + "/v3/lease/revoke"
+    urllib.request.urlopen(urllib.request.Request(url, body, {"Content-Type": "application/json"}), timeout=10).read()
+
+
+def test_leader_wait_async_cancel(etcd):
+    name = _group("lc")
+    with vigil.Group(etcd, name).join("only", 60.0, dir="") as g:
+
+        async def main():
+            task = asyncio.ensure_future(g.leader_wait_async(g.term))
+            await asyncio.sleep(0.3)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+        asyncio.run(main())
+        assert g.is_leader()

@@ -276,7 +276,10 @@ async def test_the_loss_comes_through_the_keepalive_fd(store):
 
 @pytest.mark.asyncio
 async def test_cancelled_over_a_real_store_leaves_nothing_renewing(store):
-    lease = store.acquire("job", "me", 0.3)
+    # A TTL of 3 s (renewed every 1 s): a loaded machine that stalls the
+    # renewer for a 0.3 s TTL's whole life lost the lease before the
+    # cancellation, and the release below raised Lost.
+    lease = store.acquire("job", "me", 3)
 
     async def body():
         async with vigil.heartbeat(store, lease):
@@ -289,7 +292,7 @@ async def test_cancelled_over_a_real_store_leaves_nothing_renewing(store):
         await task
     assert store.get("job") is None  # released by the cancellation, not left to its TTL
     store.release(lease)  # the caller's own release after it is quiet
-    await asyncio.sleep(0.5)  # a stray renewal would have resurrected it
+    await asyncio.sleep(1.2)  # a stray renewal (every 1 s) would have resurrected it
     assert store.get("job") is None
     with pytest.raises(vigil.Lost):
         store.release(lease)  # once: a second is the usual Lost

@@ -165,3 +165,35 @@ def test_a_missing_library_says_how_to_point_at_it():
         pytest.skip("libvigil.so.0 is installed where the loader finds it")
     assert "libvigil.so.0 not found" in r.stderr
     assert "VIGIL_LIBRARY=" in r.stderr and "LD_LIBRARY_PATH=" in r.stderr
+
+
+class Index:
+    """An integer that is not an int, as numpy's are: it has __index__."""
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    def __index__(self) -> int:
+        return self.value
+
+
+def test_index_integers_count_everywhere_and_bools_nowhere(tmp):
+    """Every number takes an __index__ integer (numpy.int64): times and
+    TTLs as counts did (seconds() and ttl_ms() refused one); a bool is a
+    TypeError everywhere (a flag passed where a number goes)."""
+    with vigil.HeartbeatTable.create(os.path.join(tmp, "t.hb"), 4) as t, \
+            vigil.Leases.create(os.path.join(tmp, "l.ls"), 2) as s:
+        slot = t.register()
+        assert t.live_count(Index(5)) == 1
+        assert t.failover_wait(Index(5), timeout=Index(0)) == []
+        lease = s.acquire("k", "me", Index(5))
+        assert lease.ttl == 5.0
+        s.release(lease)
+        s.release(s.acquire_wait("k", "me", ttl=Index(2), timeout=Index(1)))
+        with pytest.raises(vigil.OutOfRange, match="ttl 0 is out of range"):
+            s.acquire("k", "me", Index(0))
+        for call in (lambda: s.acquire("k", "me", True), lambda: t.live_count(True), lambda: t.mark(slot, False),
+                     lambda: t.failover_wait(5, timeout=True)):
+            with pytest.raises(TypeError, match="not bool"):
+                call()
+        t.unregister(slot)

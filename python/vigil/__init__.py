@@ -13,8 +13,9 @@ maps the same files.
 
 `HeartbeatTable` (slots, beats, failover, leader election), `Barrier`
 (phases that count only live peers), `Leases` and `Etcd` (leases with
-fencing tokens, `lock()`, async twins), `keepalive` and `heartbeat` (a
-held lease kept alive, sync and asyncio). Times are seconds as floats;
+fencing tokens, `lock()`, async twins), `keepalive` and `keepalive_async`
+(a held lease kept alive, sync and asyncio; `heartbeat` is the async
+one's first name). Times are seconds as floats;
 errors are `vigil.Error` and its subclasses, or the OSError Python raises
 for a failed system call. The library is found by the dynamic loader
 (LD_LIBRARY_PATH), or named by VIGIL_LIBRARY (VIGIL_ETCD_LIBRARY for etcd).
@@ -28,6 +29,7 @@ from ._errors import (
     VIGIL_ENOPEERS,
     VIGIL_ERANGE,
     VIGIL_ETIMEDOUT,
+    VIGIL_EUNTRUSTED,
     VIGIL_EVACANT,
     BadFile,
     Busy,
@@ -38,6 +40,7 @@ from ._errors import (
     NoPeers,
     OutOfRange,
     Timeout,
+    Untrusted,
     Vacant,
     strerror,
 )
@@ -54,12 +57,22 @@ from ._table import (
 )
 from ._barrier import Barrier, BarrierPeer, BarrierRound, BarrierStats
 from ._leases import Etcd, Lease, LeaseInfo, Leases, LeaseState
-from ._keepalive import Heartbeat, Keepalive, KeepaliveStats, LeaseLock, heartbeat, keepalive
+from ._keepalive import (
+    AsyncKeepalive,
+    Heartbeat,
+    Keepalive,
+    KeepaliveStats,
+    LeaseLock,
+    heartbeat,
+    keepalive,
+    keepalive_async,
+)
 from ._group import Group, GroupEvent, GroupStats, GroupWatch, MemberInfo, Peer, RoundInfo, Unit
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AsyncKeepalive",
     "Barrier",
     "BarrierPeer",
     "BarrierRound",
@@ -99,6 +112,7 @@ __all__ = [
     "SlotInfo",
     "Timeout",
     "Unit",
+    "Untrusted",
     "Vacant",
     "VIGIL_EBADFILE",
     "VIGIL_EBUSY",
@@ -108,9 +122,11 @@ __all__ = [
     "VIGIL_ENOPEERS",
     "VIGIL_ERANGE",
     "VIGIL_ETIMEDOUT",
+    "VIGIL_EUNTRUSTED",
     "VIGIL_EVACANT",
     "heartbeat",
     "keepalive",
+    "keepalive_async",
     "strerror",
 ]
 

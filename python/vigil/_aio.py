@@ -6,8 +6,19 @@ import threading
 from collections import deque
 from typing import Any, Callable, Deque, Optional
 
+from . import _fork
+
 _lock = threading.Lock()
 _pool: Optional["WaitPool"] = None
+
+
+@_fork.at_fork_child
+def _fresh_pool() -> None:
+    """A forked child has none of the pool's threads (its idle count would
+    hand every call to a thread that is not there): a new pool, made at the
+    child's first call."""
+    global _lock, _pool
+    _lock, _pool = threading.Lock(), None
 
 
 class WaitPool(concurrent.futures.Executor):
@@ -34,10 +45,11 @@ class WaitPool(concurrent.futures.Executor):
         """Run fn(*args, **kwargs) on a thread of its own (an idle one, or a
         new one); its Future."""
         fut: "concurrent.futures.Future[Any]" = concurrent.futures.Future()
+        job = (fut, fn, args, kwargs)
         with self._lock:
             if self._shutdown:
                 raise RuntimeError("cannot schedule new calls after shutdown")
-            self._jobs.append((fut, fn, args, kwargs))
+            self._jobs.append(job)
             if self._idle > len(self._jobs) - 1:
                 self._cv.notify()
                 return fut
@@ -47,6 +59,15 @@ class WaitPool(concurrent.futures.Executor):
         except BaseException:
             with self._lock:
                 self._threads -= 1
+                # The call is not made: out of the queue, or a thread that
+                # freed up meanwhile would run it later for nobody (an
+                # acquire whose lease nobody releases). One that took it
+                # already runs it: its future is the caller's after all.
+                try:
+                    self._jobs.remove(job)
+                except ValueError:
+                    return fut
+            fut.cancel()
             raise
         return fut
 

@@ -5,7 +5,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, List, Optional, Tuple
+from typing import Any, List, Optional, Tuple, Union
 
 from . import _ffi, _util
 from ._aio import finish, pool
@@ -109,25 +109,31 @@ class Barrier(_Handle):
         table._dependents.add(self)
 
     @classmethod
-    def create(cls, path: PathLike, table: HeartbeatTable, grace: int, mode: int = DEFAULT_MODE) -> "Barrier":
+    def create(cls, path: PathLike, table: HeartbeatTable, grace: int, mode: int = DEFAULT_MODE, *,
+               group: Union[int, str, None] = None) -> "Barrier":
         """Make a barrier for `table`'s peers; `grace` (epochs: how long a
         silent peer still counts as live) is stored in the file, created with
-        `mode`. FileExistsError if `path` exists."""
+        `mode` and given to `group` (a gid or a name) if given, as
+        `HeartbeatTable.create`. FileExistsError if `path` exists."""
         p = _ffi.path_bytes(path)
         g, md = _util.uint(grace, "grace", _util.U64_MAX), _util.mode(mode)
         out = ffi.new("vigil_barrier **")
-        check(lib.vigil_barrier_create_mode(p, table._p(), g, md, out), os.fsdecode(p))
+        _util.created(p, "barrier", (table._p(), g), md, group, out)
         return cls(out[0], p, table)
 
     @classmethod
-    def open(cls, path: PathLike, table: HeartbeatTable, grace: int = 0) -> "Barrier":
+    def open(cls, path: PathLike, table: HeartbeatTable, grace: int = 0, *, trust_owner: bool = False) -> "Barrier":
         """Open a barrier made for `table` (CapacityMismatch for another
         table's); `grace` 0 uses the file's, another value overrides it for
-        this handle. A file of another kind is BadFile, saying what it is."""
+        this handle. A file of another kind is BadFile, saying what it is;
+        one another user could have made or rewritten is Untrusted unless
+        `trust_owner` (as `HeartbeatTable.open`)."""
         p = _ffi.path_bytes(path)
         g = _util.uint(grace, "grace", _util.U64_MAX)
         out = ffi.new("vigil_barrier **")
-        rc = lib.vigil_barrier_open(p, table._p(), g, out)
+        flagged = lib.vigil_barrier_open_flags if _ffi.has("vigil_barrier_open_flags") else None
+        rc = _util.opened(p, lib.vigil_barrier_open, flagged, (table._p(), g), _util.open_flags(False, trust_owner),
+                          out)
         if rc < 0:
             raise _util.open_error(rc, os.fsdecode(p), _util.KIND_BARRIER, table.capacity)
         return cls(out[0], p, table)

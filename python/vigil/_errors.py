@@ -17,6 +17,8 @@ VIGIL_ETIMEDOUT = -1006
 VIGIL_ENOPEERS = -1007
 VIGIL_ELOST = -1008
 VIGIL_EBUSY = -1009
+VIGIL_ETLS = -1010
+VIGIL_EUNTRUSTED = -1011
 
 _NAMES = {
     VIGIL_EFULL: "VIGIL_EFULL",
@@ -28,6 +30,8 @@ _NAMES = {
     VIGIL_ENOPEERS: "VIGIL_ENOPEERS",
     VIGIL_ELOST: "VIGIL_ELOST",
     VIGIL_EBUSY: "VIGIL_EBUSY",
+    VIGIL_ETLS: "VIGIL_ETLS",
+    VIGIL_EUNTRUSTED: "VIGIL_EUNTRUSTED",
 }
 
 
@@ -104,6 +108,15 @@ class Busy(Error):
     """Held by another owner, or in the middle of a change (VIGIL_EBUSY)."""
 
 
+class Untrusted(Error, PermissionError):
+    """A file opened for writing that another user could have made or
+    rewritten (VIGIL_EUNTRUSTED): writable by everyone, or owned by another
+    user who is not root outside a group arrangement. Such a user could
+    rewrite what this process relies on, or truncate the file under every
+    process that maps it. Open it with trust_owner=True if its owner is
+    trusted. Also a PermissionError."""
+
+
 _CLASSES: Dict[int, Type[Error]] = {
     VIGIL_EFULL: Full,
     VIGIL_EBADFILE: BadFile,
@@ -114,6 +127,7 @@ _CLASSES: Dict[int, Type[Error]] = {
     VIGIL_ENOPEERS: NoPeers,
     VIGIL_ELOST: Lost,
     VIGIL_EBUSY: Busy,
+    VIGIL_EUNTRUSTED: Untrusted,
 }
 
 

@@ -38,6 +38,9 @@ ffi.cdef(
     int      vigil_hb_create_mode(const char *path, uint32_t capacity, unsigned mode, vigil_hb **out);
     int      vigil_hb_open(const char *path, uint32_t capacity, vigil_hb **out);
     int      vigil_hb_open_readonly(const char *path, uint32_t capacity, vigil_hb **out);
+    int      vigil_hb_open_flags(const char *path, uint32_t capacity, unsigned flags, vigil_hb **out);
+    int      vigil_hb_create_group(const char *path, uint32_t capacity, unsigned mode, unsigned int group,
+                                   vigil_hb **out);
     void     vigil_hb_close(vigil_hb *hb);
     uint32_t vigil_hb_capacity(const vigil_hb *hb);
     int      vigil_hb_register(vigil_hb *hb, uint32_t pid, uint32_t *slot);
@@ -57,6 +60,7 @@ ffi.cdef(
     typedef struct vigil_leader { uint32_t slot; uint32_t pid; uint64_t term; } vigil_leader;
     int  vigil_failover_scan(vigil_hb *hb, uint64_t grace_epochs, vigil_reclaim *out, uint32_t max);
     int  vigil_failover_scan_probe(vigil_hb *hb, uint64_t grace_epochs, vigil_reclaim *out, uint32_t max);
+    int  vigil_failover_wait_fd(vigil_hb *hb);
     int  vigil_failover_wait(vigil_hb *hb, uint64_t grace_epochs, uint64_t timeout_ns,
                              vigil_reclaim *out, uint32_t max);
     int  vigil_leader_elect(vigil_hb *hb, uint64_t grace_epochs, vigil_leader *out);
@@ -69,6 +73,10 @@ ffi.cdef(
     int      vigil_barrier_create_mode(const char *path, vigil_hb *hb, uint64_t grace_epochs, unsigned mode,
                                        vigil_barrier **out);
     int      vigil_barrier_open(const char *path, vigil_hb *hb, uint64_t grace_epochs, vigil_barrier **out);
+    int      vigil_barrier_open_flags(const char *path, vigil_hb *hb, uint64_t grace_epochs, unsigned flags,
+                                      vigil_barrier **out);
+    int      vigil_barrier_create_group(const char *path, vigil_hb *hb, uint64_t grace_epochs, unsigned mode,
+                                        unsigned int group, vigil_barrier **out);
     void     vigil_barrier_close(vigil_barrier *b);
     int      vigil_barrier_wait(vigil_barrier *b, uint32_t my_epoch);
     int      vigil_barrier_wait_quorum(vigil_barrier *b, uint32_t my_epoch, uint32_t quorum);
@@ -118,6 +126,9 @@ ffi.cdef(
     int  vigil_leases_create_mode(const char *path, uint32_t capacity, unsigned mode, vigil_leases **out);
     int  vigil_leases_open(const char *path, vigil_leases **out);
     int  vigil_leases_open_readonly(const char *path, vigil_leases **out);
+    int  vigil_leases_open_flags(const char *path, unsigned flags, vigil_leases **out);
+    int  vigil_leases_create_group(const char *path, uint32_t capacity, unsigned mode, unsigned int group,
+                                   vigil_leases **out);
     void vigil_leases_close(vigil_leases *ls);
     int  vigil_leases_acquire(vigil_leases *ls, const char *key, const char *owner, uint64_t ttl_ms,
                               vigil_lease *out);
@@ -194,6 +205,15 @@ lib = _open("VIGIL_LIBRARY", "libvigil.so.0", "vigil")
 
 _etcd_lock = threading.Lock()
 _etcd_lib: Optional[Any] = None
+
+
+def _fresh_etcd_lock() -> None:
+    global _etcd_lock
+    _etcd_lock = threading.Lock()  # a parent's thread may have been loading it
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_fresh_etcd_lock)
 
 
 def etcd_lib() -> Any:

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, AsyncIterator, Iterator, List, Optional, Tuple, Type
 
-from . import _ffi, _signals, _util
+from . import _ffi, _fork, _signals, _util
 from ._aio import finish, pool
-from ._errors import VIGIL_EBUSY, VIGIL_ETIMEDOUT, VIGIL_EVACANT, check
+from ._errors import VIGIL_EBUSY, VIGIL_ENOPEERS, VIGIL_ETIMEDOUT, VIGIL_EVACANT, check, exception
 from ._ffi import ffi
 
 ffi.cdef(
@@ -47,6 +47,9 @@ ffi.cdef(
         uint32_t type; uint32_t initial; vigil_group_member_info member; uint64_t revision; int64_t time_ns;
     } vigil_group_event;
     int  vigil_group_watch(vigil_etcd *e, const char *group, vigil_group_watcher **out);
+    int  vigil_group_watch_flags(vigil_etcd *e, const char *group, unsigned flags, vigil_group_watcher **out);
+    int  vigil_group_leader_wait(vigil_etcd *e, const char *group, uint64_t term, uint64_t timeout_ns,
+                                 vigil_group_member_info *out);
     int  vigil_group_watch_fd(const vigil_group_watcher *w);
     int  vigil_group_watch_next(vigil_group_watcher *w, vigil_group_event *out);
     void vigil_group_watch_close(vigil_group_watcher *w);
@@ -81,6 +84,8 @@ GROUP_MAX = 100
 MEMBER_MAX = 63
 UNIT_MAX = 127
 FOREIGN = 1  # VIGIL_GROUP_FOREIGN
+_KINDS = {1: "join", 2: "leave", 3: "leader"}  # VIGIL_GROUP_JOIN, _LEAVE, _LEADER
+_WATCH_LEADER = 1  # VIGIL_GROUP_WATCH_LEADER
 _SLICE = 0.25  # take_wait in slices, so that a signal handler runs while it waits
 
 
@@ -120,7 +125,10 @@ class Unit:
 @dataclass(frozen=True)
 class GroupEvent:
     """A change of membership: `kind` "join" or "leave"; `initial` for the
-    members live when the watch began; `time` in seconds since the epoch."""
+    members live when the watch began; `time` in seconds since the epoch.
+    With `Group.watch(leader=True)`, also `kind` "leader" for each change of
+    leader (the leader at the start first, `initial`): `member` the new
+    leader, its `revision` the term; a blank member (revision 0) for none."""
 
     kind: str
     member: MemberInfo
@@ -168,12 +176,13 @@ class GroupWatch:
     queued (for select/poll and asyncio's add_reader); `next_event()` returns
     one or None; iterating blocks for the next; `async for` waits in the loop."""
 
-    def __init__(self, group: "Group") -> None:
+    def __init__(self, group: "Group", leader: bool = False) -> None:
         """Made by `Group.watch()`."""
         self._group = group
         self._lib = _ffi.etcd_lib()
         out = ffi.new("vigil_group_watcher **")
-        check(self._lib.vigil_group_watch(group.etcd._p(), group._gname, out), group.name)
+        flags = _WATCH_LEADER if leader else 0
+        check(self._lib.vigil_group_watch_flags(group.etcd._p(), group._gname, flags, out), group.name)
         self._ptr = out[0]
         self._pid = os.getpid()
         group.etcd._dependents.add(self)
@@ -194,7 +203,7 @@ class GroupWatch:
         if rc == 0:
             return None
         ev = buf.v
-        return GroupEvent("join" if ev.type == 1 else "leave", _member_from(ev.member), ev.revision,
+        return GroupEvent(_KINDS.get(ev.type, f"type {ev.type}"), _member_from(ev.member), ev.revision,
                           ev.time_ns / 1e9, bool(ev.initial))
 
     def wait(self, timeout: Optional[float] = None) -> Optional[GroupEvent]:
@@ -269,6 +278,10 @@ class Group:
         self._lock = threading.Lock()
         self.member: Optional[str] = None
         self._pid = os.getpid()  # the process that joined
+        _fork.renew_in_child(self)
+
+    def _after_fork(self) -> None:
+        self._lock = threading.Lock()  # a parent's thread may have held it
 
     def __repr__(self) -> str:
         who = f" as {self.member!r}" if self._m != ffi.NULL else ""
@@ -401,9 +414,51 @@ class Group:
         members = self.members()
         return members[0] if members else None
 
-    def watch(self) -> GroupWatch:
-        """A watch of the membership (a join for each live member first)."""
-        return GroupWatch(self)
+    def watch(self, leader: bool = False) -> GroupWatch:
+        """A watch of the membership (a join for each live member first);
+        `leader`: also an event per change of leader, each term once."""
+        return GroupWatch(self, leader)
+
+    def leader_wait(self, term: int = 0, timeout: Optional[float] = None) -> Optional[MemberInfo]:
+        """Wait until the leader is not the one of `term` (its join revision;
+        0: no leader): the leader now (at once if it is another already), or
+        None when no member leads now. Timeout (a TimeoutError) after
+        `timeout` seconds (None: no deadline), naming the failure it met last
+        if etcd did not answer. Waits in slices (0.25 s), so that a signal
+        handler runs meanwhile."""
+        return self._leader_wait(term, timeout, None)
+
+    def _leader_wait(self, term: int, timeout: Optional[float],
+                     gone: Optional[threading.Event]) -> Optional[MemberInfo]:
+        t = _util.uint(term, "term", _util.U64_MAX)
+        deadline = _util.deadline(timeout)
+        buf = ffi.new("vigil_py_member_info *")
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            s = _SLICE if left is None else min(left, _SLICE)
+            rc = self._lib.vigil_group_leader_wait(self.etcd._p(), self._gname, t, _util.timeout_ns(s),
+                                                   ffi.addressof(buf, "v"))
+            if rc == VIGIL_ENOPEERS:
+                return None
+            if rc != VIGIL_ETIMEDOUT:
+                check(rc, self.name)
+                return _member_from(buf.v)
+            if (left is not None and left <= s) or (gone is not None and gone.is_set()):
+                why = ffi.string(self._lib.vigil_etcd_errmsg()).decode("utf-8", "replace")
+                raise exception(rc, f"{self.name}: {why}" if why else self.name)  # Timeout, and what etcd said
+
+    async def leader_wait_async(self, term: int = 0, timeout: Optional[float] = None) -> Optional[MemberInfo]:
+        """`leader_wait` in a worker thread; cancelled, it ends within a slice (0.25 s)."""
+        if timeout is not None:
+            _util.timeout_ns(timeout)  # checked now: OutOfRange naming the limit
+        gone = threading.Event()
+        fut = asyncio.get_running_loop().run_in_executor(pool(), self._leader_wait, term, timeout, gone)
+        try:
+            return await asyncio.shield(fut)
+        except asyncio.CancelledError:
+            gone.set()
+            await finish(fut)
+            raise
 
     def stats(self) -> GroupStats:
         """The group's members, units and round at one revision."""

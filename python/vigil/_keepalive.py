@@ -5,7 +5,9 @@
 the library renews at 0.32 of the TTL, stops for good on a refusal, and is
 joined on the way out so that no renewal lands after the caller releases.
 
-`heartbeat` is the same promise for asyncio. For a vigil store the C
+`keepalive_async` is the same promise for asyncio (`heartbeat` is its
+first name, kept: not to be confused with a heartbeat table's beat,
+which says a process is alive, not a lease). For a vigil store the C
 keepalive renews, and the event loop watches its descriptor, so a loss is
 known at once without a Python thread per lease. For any other object with
 a `renew(lease)` method (plain or async) an asyncio task renews on the same
@@ -20,7 +22,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Callable, Optional, Tuple, Type
 
-from . import _ffi, _leases, _signals, _util
+from . import _ffi, _fork, _leases, _signals, _util
 from ._aio import finish, pool
 from ._errors import VIGIL_ELOST, Lost, check, exception
 from ._ffi import ffi, lib
@@ -43,25 +45,46 @@ class KeepaliveStats:
     cpu: float
 
 
-def _python_port(renew: Callable[[Any], Any], lease: Any) -> Any:
-    """A C callback that renews through a Python `renew(lease)`: False or Lost
-    is a refusal, another exception a transient failure."""
+class _Renewal:
+    """What the C renewer calls through a Python port: `renew(lease)`.
+    Reached from the one module-level callback through a cffi handle that
+    the keepalive holds (a callback per keepalive, freed by a stop made from
+    inside its own call, would free the code the call returns through)."""
 
-    def cb(_ctx: Any, _clease: Any) -> int:
-        try:
-            result = renew(lease)
-        except Lost:
-            return VIGIL_ELOST
-        except Exception:
-            return -errno.EIO
-        if inspect.isawaitable(result):
-            close = getattr(result, "close", None)
-            if close:
-                close()
-            return -errno.EINVAL
-        return VIGIL_ELOST if result is False else 0
+    __slots__ = ("renew", "lease", "thread")
 
-    return ffi.callback("int(void *, const vigil_lease *)", cb, error=-errno.EIO)
+    def __init__(self, renew: Callable[[Any], Any], lease: Any) -> None:
+        self.renew = renew
+        self.lease = lease
+        self.thread: Optional[int] = None  # the renewer's ident, while it is inside renew
+
+
+def _renew_through(ctx: Any, _clease: Any) -> int:
+    """The C port's renew for a Python `renew(lease)`: False or Lost is a
+    refusal, another exception a transient failure. `ctx` is resolved to
+    its _Renewal first: from then on the call holds it, so a stop made by
+    renew itself (which lets the keepalive's handle go) frees nothing the
+    call still uses."""
+    state: _Renewal = ffi.from_handle(ctx)
+    state.thread = threading.get_ident()  # only while inside: an ident is reused once its thread ends
+    try:
+        result = state.renew(state.lease)
+    except Lost:
+        return VIGIL_ELOST
+    except Exception:
+        return -errno.EIO
+    finally:
+        state.thread = None
+    if inspect.isawaitable(result):
+        close = getattr(result, "close", None)
+        if close:
+            close()
+        return -errno.EINVAL
+    return VIGIL_ELOST if result is False else 0
+
+
+# Made once and never freed: no C call can return through freed code.
+_RENEW_THROUGH = ffi.callback("int(void *, const vigil_lease *)", _renew_through, error=-errno.EIO)
 
 
 class Keepalive:
@@ -73,7 +96,14 @@ class Keepalive:
 
     It belongs to the process that started it: in a child forked while it
     runs, stopping, closing or leaving the block frees the child's copy and
-    never stops the parent's renewer."""
+    never stops the parent's renewer.
+
+    Any thread may read `lost`, `stats()` and `fileno()` while another
+    stops it: each reads the C keepalive under `_using`, and stop takes the
+    keepalive out from under the same lock, so the library frees it (at
+    once, or when the renewer's own renewal returns) only once no reader
+    is inside (issue 27's review: a watchdog thread reading `lost` read
+    freed memory)."""
 
     def __init__(self, store: Any, lease: Any) -> None:
         """Not started yet: `start()`, or enter it with `with`."""
@@ -84,51 +114,77 @@ class Keepalive:
         self._rc: Optional[int] = None
         self._told = False
         self._stopping = threading.Lock()
+        # Held by a reader's C call on _ka and by stop taking _ka away (a
+        # moment each: never across a join). Reentrant: a signal handler
+        # run on the main thread inside a reader may read or stop it too.
+        self._using = threading.RLock()
+        self._renewal: Optional[_Renewal] = None  # a Python port's, while it runs
         self._armed: Any = None  # a `with` block's hold on the signal guard
+        _fork.renew_in_child(self)
 
-    def _port(self) -> Tuple[Any, Any, tuple]:
-        """The C port, the C lease and what must outlive the renewer."""
+    def _after_fork(self) -> None:
+        self._stopping = threading.Lock()  # a parent's thread may have been stopping it
+        self._using = threading.RLock()  # or reading it
+
+    def _port(self) -> Tuple[Any, Any, tuple, Optional[_Renewal]]:
+        """The C port, the C lease, what must outlive the renewer, and the
+        Python port's renewal (None for a store's own port)."""
         port = ffi.new("vigil_lease_port *")
         keep: tuple = ()
+        renewal = None
         if isinstance(self.store, _Store):
             port[0] = self.store._port()
         else:
             renew = getattr(self.store, "renew", None)
             if renew is not None:
                 if inspect.iscoroutinefunction(renew):
-                    raise TypeError("keepalive needs a plain renew(); use `async with vigil.heartbeat(...)`")
-                cb = _python_port(renew, self.lease)
-                port.renew = cb
-                keep = (cb,)
+                    raise TypeError("keepalive needs a plain renew(); use `async with vigil.keepalive_async(...)`")
+                renewal = _Renewal(renew, self.lease)
+                handle = ffi.new_handle(renewal)
+                port.ctx, port.renew = handle, _RENEW_THROUGH
+                keep = (handle,)
         clease = c_lease(self.lease) if isinstance(self.store, _Store) else _loose_c_lease(self.lease)
-        return port, clease, (port, clease) + keep
+        return port, clease, (port, clease) + keep, renewal
 
     def start(self) -> "Keepalive":
         """Start renewing at 0.32 of the lease's TTL; returns self. A signal
         (Ctrl-C) landing in the call stops the renewer before it is raised."""
         if self._ka != ffi.NULL:
             raise RuntimeError("keepalive already running")
-        port, clease, keep = self._port()
+        port, clease, keep, renewal = self._port()
         out = ffi.new("vigil_keepalive **")  # NULL until the library starts one
         try:
             check(lib.vigil_keepalive_start(port, clease, out))
-            self._ka, self._keep, self._rc, self._told = out[0], keep, None, False
+            self._ka, self._keep, self._renewal, self._rc, self._told = out[0], keep, renewal, None, False
             deps = getattr(self.store, "_dependents", None)
             if deps is not None:
                 deps.add(self)  # closing the store stops this first
             return self
         except BaseException:
-            if out[0] != ffi.NULL:  # started, never handed over
-                if self._ka == out[0]:
-                    self.stop()
-                else:
-                    lib.vigil_keepalive_stop(out[0])
+            # Started, never handed over: stopped, past a second signal
+            # landing as that starts too (the loop is in this frame: its
+            # first point where a signal can land is inside the try).
+            owned = self._ka == out[0]  # decided once: stop() empties self._ka
+            while out[0] != ffi.NULL:
+                try:
+                    if owned:
+                        self.stop()  # idempotent
+                        out[0] = ffi.NULL
+                    else:
+                        _stop_unowned(out)
+                except Exception:
+                    break
+                except BaseException:
+                    pass  # a second signal: the first is raised once it is stopped
             raise
 
-    def _p(self) -> Any:
-        if self._ka == ffi.NULL:
-            raise ValueError("keepalive is not running")
-        return self._ka
+    def _read(self, call: Callable[[Any], Any]) -> Any:
+        """call(the C keepalive), with stop held off until it returns;
+        ValueError once stopped."""
+        with self._using:
+            if self._ka == ffi.NULL:
+                raise ValueError("keepalive is not running")
+            return call(self._ka)
 
     @property
     def running(self) -> bool:
@@ -136,9 +192,10 @@ class Keepalive:
         return self._ka != ffi.NULL
 
     def _is_lost(self) -> bool:
-        if self._ka == ffi.NULL:
-            return self._rc == VIGIL_ELOST
-        return bool(lib.vigil_keepalive_lost(self._ka))
+        with self._using:
+            if self._ka == ffi.NULL:
+                return self._rc == VIGIL_ELOST
+            return bool(lib.vigil_keepalive_lost(self._ka))
 
     @property
     def lost(self) -> bool:
@@ -154,12 +211,12 @@ class Keepalive:
         """A descriptor that polls readable once the lease is lost; valid until stop."""
         if not _ffi.has("vigil_keepalive_fd"):
             raise NotImplementedError("the loaded libvigil has no vigil_keepalive_fd")
-        return check(lib.vigil_keepalive_fd(self._p()))
+        return check(self._read(lib.vigil_keepalive_fd))
 
     def stats(self) -> KeepaliveStats:
         """The renewer's period, renewals, failures and CPU time so far."""
         buf = ffi.new("vigil_py_keepalive_info *")
-        check(lib.vigil_keepalive_stats(self._p(), ffi.addressof(buf, "v")))
+        check(self._read(lambda ka: lib.vigil_keepalive_stats(ka, ffi.addressof(buf, "v"))))
         v = buf.v
         return KeepaliveStats(v.period_ns / 1e9, v.renewals, v.failures, v.consecutive_failures,
                               bool(v.lost), v.cpu_ns / 1e9)
@@ -167,16 +224,40 @@ class Keepalive:
     @_signals.protected
     def stop(self) -> int:
         """Stop and join the renewer: 0, or VIGIL_ELOST if the lease was lost.
-        Idempotent, and safe from several threads at once. In a forked child
-        it frees the child's copy only (the library knows whose it is)."""
+        Idempotent. Threads stopping it at once: one stops it, the others
+        wait for that stop and return its verdict. A thread reading `lost`,
+        `stats()` or `fileno()` meanwhile is waited for (a C call's moment),
+        never left with a freed keepalive: after the stop, `lost` is the
+        stop's verdict, `stats()` and `fileno()` raise ValueError. In a
+        forked child it frees the child's copy only (the library knows
+        whose it is).
+
+        A port's renew may stop its own keepalive: that stop cannot wait for
+        the renewal it is called from, so it returns at once (no renewal
+        follows it) with the verdict known then, and the library frees the
+        keepalive when that renewal returns. If another thread is stopping
+        it meanwhile (and so waiting for this renewal), it returns 0 at
+        once, and that thread's stop returns the verdict."""
         armed = _signals.arm()
         try:
-            with self._stopping:
+            renewal = self._renewal
+            on_renewer = renewal is not None and renewal.thread == threading.get_ident()
+            # The renewer never waits for the lock: a stop holding it on
+            # another thread is joining the renewer, i.e. waiting for us.
+            if not self._stopping.acquire(blocking=not on_renewer):
+                return 0
+            try:
                 if self._ka != ffi.NULL:
-                    ka, self._ka = self._ka, ffi.NULL
+                    # Taken away once no reader is inside (readers are a C
+                    # call each, never waiting for the renewer: the
+                    # renewer's own stop waits a moment at most).
+                    with self._using:
+                        ka, self._ka = self._ka, ffi.NULL
                     self._rc = lib.vigil_keepalive_stop(ka)
-                    self._keep = ()
+                    self._keep, self._renewal = (), None
                 return self._rc if self._rc is not None else 0
+            finally:
+                self._stopping.release()
         finally:
             _signals.disarm(armed)
 
@@ -209,6 +290,20 @@ class Keepalive:
             pass
 
 
+@_signals.protected
+def _stop_unowned(out: Any) -> None:
+    """Stop the keepalive in `out` that no Keepalive owns yet, once: it is
+    taken out of `out` and stopped with the signals held back, so that
+    running this again (after a signal at its start) never stops it twice."""
+    armed = _signals.arm()
+    try:
+        if out[0] != ffi.NULL:
+            ka, out[0] = out[0], ffi.NULL
+            lib.vigil_keepalive_stop(ka)
+    finally:
+        _signals.disarm(armed)
+
+
 def keepalive(store: Any, lease: Any) -> Keepalive:
     """`with vigil.keepalive(store, lease) as ka:` renews `lease` while the block runs.
 
@@ -229,9 +324,9 @@ async def _call(fn: Callable[..., Any], *args: Any) -> Any:
     return result
 
 
-class Heartbeat:
-    """`async with vigil.heartbeat(leases, lease) as hb:` keeps `lease` alive
-    while the block runs. `hb.lost` tells the body (reading True counts as
+class AsyncKeepalive:
+    """`async with vigil.keepalive_async(leases, lease) as ka:` keeps `lease`
+    alive while the block runs (`vigil.Heartbeat` is its first name). `hb.lost` tells the body (reading True counts as
     being told), `await hb.wait_lost()` sleeps until the loss."""
 
     def __init__(self, leases: Any, lease: Any) -> None:
@@ -275,7 +370,7 @@ class Heartbeat:
         if self._event is not None:
             self._event.set()
 
-    async def __aenter__(self) -> "Heartbeat":
+    async def __aenter__(self) -> "AsyncKeepalive":
         _, self._armed = _signals.enter(self._start, lambda _: self._unstart())
         return self
 
@@ -416,8 +511,8 @@ class Heartbeat:
             _signals.disarm(armed)
 
 
-def heartbeat(leases: Any, lease: Any) -> Heartbeat:
-    """`async with vigil.heartbeat(leases, lease) as hb:` renews `lease` while the block runs.
+def keepalive_async(leases: Any, lease: Any) -> AsyncKeepalive:
+    """`async with vigil.keepalive_async(leases, lease) as ka:` renews `lease` while the block runs.
 
     The renewal is stopped and awaited on every way out, so none is in
     flight when the caller releases. A block left by an exception or a
@@ -426,7 +521,13 @@ def heartbeat(leases: Any, lease: Any) -> Heartbeat:
     release or keep. Lost is raised on exit if the lease was lost, unless
     the block raised or already saw it (`hb.lost` read True, or
     `hb.wait_lost()` returned)."""
-    return Heartbeat(leases, lease)
+    return AsyncKeepalive(leases, lease)
+
+
+# The first names, kept (programs and the contract use them): a lease kept
+# alive under asyncio, not a heartbeat table's beat.
+Heartbeat = AsyncKeepalive
+heartbeat = keepalive_async
 
 
 class LeaseLock:
@@ -442,7 +543,7 @@ class LeaseLock:
         self.key, self.owner, self.ttl, self.timeout = key, owner, ttl, timeout
         self.lease: Optional[Lease] = None
         self._ka: Optional[Keepalive] = None
-        self._hb: Optional[Heartbeat] = None
+        self._hb: Optional[AsyncKeepalive] = None
         self._lost = False
         self._told = False
         self._pid = os.getpid()
@@ -480,8 +581,16 @@ class LeaseLock:
             lease = self.store.acquire_wait(self.key, self.owner, self.ttl, self.timeout)
             ka, armed = _signals.enter(lambda: Keepalive(self.store, lease).start(), lambda ka: ka.stop())
         except BaseException:
-            if lease is not None:
-                self.store._release_for_you(lease)
+            # Given back, past a second signal landing as that starts too
+            # (the loop is in this frame, its first point inside the try).
+            while lease is not None:
+                try:
+                    self.store._release_for_you(lease)
+                    lease = None
+                except Exception:
+                    break
+                except BaseException:
+                    pass  # a second signal: the first is raised once it is given back
             raise
         # No call from enter()'s return to here: nothing a signal could interrupt.
         self.lease, self._ka, self._lost, self._told, self._pid, self._armed = lease, ka, False, False, pid, armed
@@ -516,7 +625,7 @@ class LeaseLock:
         try:
             # Cancelled, the wait gives back what it took (acquire_wait_async).
             lease = await self.store.acquire_wait_async(self.key, self.owner, self.ttl, self.timeout)
-            hb = Heartbeat(self.store, lease)
+            hb = AsyncKeepalive(self.store, lease)
             _, armed = _signals.enter(hb._start, lambda _: hb._unstart())
         except BaseException:
             if lease is not None:
@@ -601,5 +710,5 @@ def _ttl(lease: Any) -> float:
 
 # _leases names LeaseLock for its annotations only; now it exists.
 _leases.LeaseLock = LeaseLock  # type: ignore[attr-defined]
-_util.resolve_annotations(KeepaliveStats, Keepalive, keepalive, Heartbeat, heartbeat, LeaseLock,
+_util.resolve_annotations(KeepaliveStats, Keepalive, keepalive, AsyncKeepalive, keepalive_async, LeaseLock,
                           _leases._Store, _leases.Leases, _leases.Etcd)

@@ -125,6 +125,10 @@ class _Store(_Handle):
         self._released_for_you: "OrderedDict[Tuple[Any, Any, Any], None]" = OrderedDict()
         self._released_lock = threading.Lock()
 
+    def _after_fork(self) -> None:
+        super()._after_fork()
+        self._released_lock = threading.Lock()
+
     def _c(self, name: str) -> Any:
         return getattr(self._library, self._prefix + name)
 
@@ -149,19 +153,36 @@ class _Store(_Handle):
         out = ffi.new("vigil_lease *")  # token 0 until the library writes a lease
         k, o, ms = _key(key), _owner(owner), self._ttl(ttl)
         fn, ptr = self._c("acquire"), self._p()
+        return self._handed_over(out, lambda: check(fn(ptr, k, o, ms, out), self._where(key)))
+
+    def _handed_over(self, out: Any, call: Callable[[], Any]) -> Lease:
+        """call(), which leaves a lease in `out` (or raises), and that lease;
+        if anything is raised before it is returned (an error, a signal
+        between the library's answer and the return), the lease is given
+        back first, past a second signal landing as that starts too (the
+        loop is here, in this frame: its first point where a signal can
+        land is inside the try, as in _util.Turns.run)."""
         try:
-            check(fn(ptr, k, o, ms, out), self._where(key))
+            call()
             return _lease_from(out)
         except BaseException:
-            self._give_back(out)
+            while out.token:
+                try:
+                    self._give_back(out)
+                except Exception:
+                    break
+                except BaseException:
+                    pass  # a second signal: the first is raised once it is given back
             raise
 
     def _give_back(self, out: Any) -> None:
-        """Release the lease a call wrote in `out` and never handed over (an
-        exception, a signal, between the library's answer and the return).
-        The library writes `out` only on success, and a token is never 0."""
+        """Release the lease a call wrote in `out` and never handed over, and
+        zero its token once done (so a run again after a signal releases
+        nothing twice). The library writes `out` only on success, and a
+        token is never 0."""
         if out.token:
             self._release_for_you(_lease_from(out))
+            out.token = 0
 
     def acquire_wait(self, key: str, owner: str, ttl: float, timeout: Optional[float] = None) -> Lease:
         """`acquire`, sleeping until `key` is released or its holder's lease
@@ -180,10 +201,12 @@ class _Store(_Handle):
         out = ffi.new("vigil_lease *")  # token 0 until the library writes a lease
         slice_s = slice_max or self._slice
         deadline = _util.deadline(timeout)
-        try:
+
+        def wait() -> None:
+            nonlocal slice_s
             if slice_s is None:
                 check(fn(self._p(), k, o, ms, ns, out), self._where(key))
-                return _lease_from(out)
+                return
             # In slices, so that a signal handler (Ctrl-C) runs while it
             # waits: the store's waiters hold no place in a queue that
             # leaving would lose.
@@ -193,12 +216,11 @@ class _Store(_Handle):
                 rc = fn(self._p(), k, o, ms, _util.timeout_ns(slice_s), out)
                 if rc != VIGIL_ETIMEDOUT:
                     check(rc, self._where(key))
-                    return _lease_from(out)
+                    return
                 if (deadline is not None and time.monotonic() >= deadline) or (gone is not None and gone.is_set()):
                     raise exception(rc, self._where(key))
-        except BaseException:
-            self._give_back(out)
-            raise
+
+        return self._handed_over(out, wait)
 
     def renew(self, lease: Lease) -> None:
         """Extend `lease` by its TTL; Lost once it expired or changed hands."""
@@ -320,23 +342,28 @@ class Leases(_Store):
         self.path = os.fsdecode(path)
 
     @classmethod
-    def create(cls, path: PathLike, capacity: int, mode: int = DEFAULT_MODE) -> "Leases":
+    def create(cls, path: PathLike, capacity: int, mode: int = DEFAULT_MODE, *,
+               group: Union[int, str, None] = None) -> "Leases":
         """Make a store of `capacity` keys (1..1048576), its file created with
-        `mode`; FileExistsError if `path` exists."""
+        `mode` and given to `group` (a gid or a name) if given, as
+        `HeartbeatTable.create`; FileExistsError if `path` exists."""
         p = _ffi.path_bytes(path)
         cap, md = _util.capacity(capacity), _util.mode(mode)
         out = ffi.new("vigil_leases **")
-        check(lib.vigil_leases_create_mode(p, cap, md, out), os.fsdecode(p))
+        _util.created(p, "leases", (cap,), md, group, out)
         return cls(out[0], p)
 
     @classmethod
-    def open(cls, path: PathLike, *, readonly: bool = False) -> "Leases":
+    def open(cls, path: PathLike, *, readonly: bool = False, trust_owner: bool = False) -> "Leases":
         """Map an existing store (`readonly`: for `get` and `entry` only). A file
-        of another kind is BadFile, saying what the file is."""
+        of another kind is BadFile, saying what the file is; one another
+        user could have made or rewritten is Untrusted unless `trust_owner`
+        (as `HeartbeatTable.open`)."""
         p = _ffi.path_bytes(path)
         out = ffi.new("vigil_leases **")
-        fn = lib.vigil_leases_open_readonly if readonly else lib.vigil_leases_open
-        rc = fn(p, out)
+        flagged = lib.vigil_leases_open_flags if _ffi.has("vigil_leases_open_flags") else None
+        plain = lib.vigil_leases_open_readonly if readonly else lib.vigil_leases_open
+        rc = _util.opened(p, plain, flagged, (), _util.open_flags(readonly, trust_owner), out)
         if rc < 0:
             raise _util.open_error(rc, os.fsdecode(p), _util.KIND_LEASES)
         return cls(out[0], p)

@@ -16,16 +16,29 @@ handed to the block whose __exit__ gives it back). A signal that lands
 anywhere else goes to its handler at once. The guard is installed when a
 protected section starts and stays while a block that holds something is
 open (so that its __exit__ is covered from its first instruction), and the
-handlers are put back when the last one ends. A handler that the program
-installs meanwhile replaces the guard for that signal, and is left alone.
+handlers are put back when the last one ends.
 
-Signal handlers run only in the main thread: elsewhere there is nothing to
-hold back, and arm() does nothing.
+Each guard is a closure over the one handler it stands in for, and is
+that handler everywhere but inside a section: a program that saved it
+(`old = signal.signal(SIGINT, h)` inside a block) and puts it back after
+the block, or calls it from a handler of its own, gets its handler's
+behaviour, never a recursion or a signal ignored. A handler the program
+installs meanwhile replaces the guard for that signal and is left alone;
+the next section to start guards it in turn. When no section or block is
+left, every guard still installed is replaced by its handler.
+
+Signal handlers run only in the main thread of the main interpreter:
+elsewhere (another thread, a subinterpreter, where signal.signal raises
+ValueError) there is nothing to hold back, and arm() does nothing. The
+ways out that give back what a section made never depend on arm()
+succeeding.
 """
 import signal
 import sys
 import threading
-from typing import Any, Callable, Dict, List, Set, Tuple, TypeVar
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple, TypeVar
+
+from . import _fork
 
 T = TypeVar("T")
 
@@ -38,9 +51,9 @@ SIGNALS = tuple(getattr(signal, name) for name in
 
 _protected: Set[Any] = set()  # code objects of the functions protected whenever they run
 _armed: Dict[Any, int] = {}  # frames that armed the guard (their sections), with counts
-_saved: Dict[int, Any] = {}  # signal -> the handler the guard stands in for
 noted: List[Tuple[int, Any]] = []  # signals noted, with their handlers
 _holders = 0  # sections and blocks that keep the guard (main thread only)
+_no_handlers = False  # signal.signal raised ValueError: no Python handler runs in this interpreter
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -66,27 +79,65 @@ def _inside(frame: Any) -> bool:
     return False
 
 
-def _guard(signum: int, frame: Any) -> None:
-    """The handler installed for SIGNALS while the guard is up."""
-    handler = _saved.get(signum)
-    if handler is None:  # put back meanwhile: whatever is there now
-        handler = signal.getsignal(signum)
-    if _inside(frame):
-        noted.append((signum, handler))
-    elif callable(handler) and handler is not _guard:
-        handler(signum, frame)
+def _guard_for(handler: Callable[[int, Any], Any]) -> Callable[[int, Any], None]:
+    """The guard that stands in for `handler`: the signal noted (with
+    `handler`, to be called when the section settles) inside a section,
+    handed to `handler` at once anywhere else, whenever it runs (after the
+    block too, if the program kept it and put it back)."""
+
+    def guard(signum: int, frame: Any) -> None:
+        if _inside(frame):
+            noted.append((signum, handler))
+        else:
+            handler(signum, frame)
+
+    guard.vigil_stands_in_for = handler  # type: ignore[attr-defined]
+    return guard
+
+
+def _stands_in_for(handler: Any) -> Any:
+    """The handler a guard stands in for; None for anything else."""
+    return getattr(handler, "vigil_stands_in_for", None)
 
 
 def _main() -> bool:
-    return threading.current_thread() is threading.main_thread()
+    return not _no_handlers and threading.current_thread() is threading.main_thread()
+
+
+def _install() -> List[Tuple[int, Any]]:
+    """A guard for each of SIGNALS whose handler is the program's (callable
+    and not a guard already); returns (signal, handler) put aside."""
+    installed: List[Tuple[int, Any]] = []
+    try:
+        for signum in SIGNALS:
+            handler = signal.getsignal(signum)
+            if callable(handler) and _stands_in_for(handler) is None:
+                signal.signal(signum, _guard_for(handler))
+                installed.append((signum, handler))
+    except BaseException:
+        # Put back what was swapped (a signal that landed meanwhile went to
+        # the guard or the handler: either way to the handler).
+        for signum, handler in installed:
+            signal.signal(signum, handler)
+        raise
+    return installed
+
+
+def _put_back() -> None:
+    """Every guard still installed replaced by the handler it stands in for."""
+    for signum in SIGNALS:
+        handler = _stands_in_for(signal.getsignal(signum))
+        if handler is not None:
+            signal.signal(signum, handler)
 
 
 def arm() -> Any:
     """Start a protected section in the caller's frame (and a hold on the
-    guard, which a block keeps until its exit): install the guard if it is
-    not up. Returns what to give disarm() (true), or None outside the main
-    thread, where no handler runs."""
-    global _holders
+    guard, which a block keeps until its exit): guard each handler the
+    program has installed and not already guarded. Returns what to give
+    disarm() (true), or None where no handler runs (another thread, a
+    subinterpreter)."""
+    global _holders, _no_handlers
     if not _main():
         return None
     frame = sys._getframe(1)
@@ -96,28 +147,21 @@ def arm() -> Any:
     # jump back): from here a signal landing in `frame` is noted.
     _armed[frame] = count + 1
     _holders += 1
-    if _holders == 1:
-        installed = []
-        try:
-            for signum in SIGNALS:
-                handler = signal.getsignal(signum)
-                if callable(handler) and handler is not _guard:
-                    _saved[signum] = handler
-                    signal.signal(signum, _guard)
-                    installed.append(signum)
-        except BaseException:
-            # A signal that landed before the guard was up: nothing is held
-            # yet; undo the count (no call), put back what was swapped, and
-            # let it be raised.
-            _holders -= 1
-            if count:
-                _armed[frame] = count
-            else:
-                del _armed[frame]
-            for signum in installed:
-                signal.signal(signum, _saved[signum])
-                del _saved[signum]  # after: the guard never stands without the handler it stands in for
-            raise
+    try:
+        _install()
+    except BaseException as e:
+        # A signal that landed before the guard was up, or an interpreter
+        # where no handler runs: nothing is held yet; undo the count (no
+        # call) and let it be raised, or go on unguarded.
+        _holders -= 1
+        if count:
+            _armed[frame] = count
+        else:
+            del _armed[frame]
+        if isinstance(e, ValueError):  # "signal only works in main thread of the main interpreter"
+            _no_handlers = True
+            return None
+        raise
     return frame
 
 
@@ -136,35 +180,92 @@ def disarm(armed: Any) -> None:
         _armed.pop(armed, None)
     _holders -= 1
     if _holders == 0:
-        for signum, handler in list(_saved.items()):
-            if signal.getsignal(signum) is _guard:
-                signal.signal(signum, handler)
-            del _saved[signum]
+        _put_back()
     caller = sys._getframe(1)
     section = caller
     while section is not None and not _section(section):
         section = section.f_back
     if not noted or (section is not None and _inside(section.f_back)):
         return
-    while noted:
-        signum, handler = noted.pop(0)
-        if callable(handler) and handler is not _guard:
+    # Each signal noted once, as Python runs a handler once for a signal
+    # that arrived twice before it could run; every handler is called, and
+    # an exception raised by one goes on after the others have run (the
+    # last raised, chained to the one before, as when handlers run at
+    # successive points of an unwinding).
+    pending, done, err = noted[:], set(), None
+    del noted[:]
+    for signum, handler in pending:
+        if signum in done:
+            continue
+        done.add(signum)
+        try:
             handler(signum, caller)
+        except BaseException as e:
+            if err is not None and e.__context__ is None:
+                e.__context__ = err
+            err = e
+    if err is not None:
+        raise err
+
+
+@_fork.at_fork_child
+def _fresh_guard() -> None:
+    """In a child forked by a thread other than the main one, the sections
+    and blocks that held the guard ran on the parent's main thread, whose
+    frames the child does not have: nothing holds it, nothing is noted,
+    and the program's handlers are put back. (Forked by the main thread,
+    the child goes on inside the same blocks, which give it back as they
+    end.)"""
+    global _holders
+    if _fork.forked_from_main():
+        return
+    _armed.clear()
+    del noted[:]
+    _holders = 0
+    try:
+        _put_back()
+    except ValueError:  # no handlers here
+        pass
+
+
+def through(give_back: Callable[[], Any]) -> None:
+    """give_back() run to its end whatever signal lands meanwhile: a
+    KeyboardInterrupt (any BaseException that is not an Exception) raised
+    inside it, at its first instruction included, runs it again, and is
+    raised once it has run through; an Exception is its own error, raised
+    at once. For what gives back a lease or a slot nobody else holds (a
+    second Ctrl-C landing as the first one's clean-up starts must not leak
+    it), and so give_back() must be safe to run again."""
+    late: Optional[BaseException] = None
+    while True:
+        try:
+            give_back()
+            break
+        except Exception:
+            raise
+        except BaseException as e:
+            late = e
+    if late is not None:
+        raise late
 
 
 def settle(armed: Any, undo: Callable[[], Any]) -> None:
     """End the section `armed` began by delivering what was noted; if that
     raises, undo() what the section made (the signals held back again
-    while it runs) before the exception goes on. For a block's __enter__
+    while it runs, and run through whatever lands, even if holding them
+    back fails) before the exception goes on. For a block's __enter__
     that found `noted` set: the caller arms again if nothing was raised."""
     try:
         disarm(armed)
     except BaseException:
-        again = arm()
+        again = None
         try:
-            undo()
+            again = arm()
         finally:
-            disarm(again)
+            try:
+                through(undo)
+            finally:
+                disarm(again)
         raise
 
 

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
 """The heartbeat table: one 64-byte slot per process in a shared mapping."""
+import asyncio
 import enum
 import os
 import threading
@@ -9,7 +10,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Dict, List, Optional, Tuple, Type, Union
 
-from . import _ffi, _signals, _util
+from . import _ffi, _fork, _signals, _util
 from ._errors import VIGIL_ELOST, VIGIL_EVACANT, Lost, Vacant, check, exception
 from ._ffi import ffi, lib
 from ._util import DEFAULT_MODE, PathLike
@@ -100,6 +101,15 @@ class _Handle:
         # Python, and has one).
         self._quiet_lock = threading.Lock()
         self._quiet = threading.Condition(self._quiet_lock)
+        _fork.renew_in_child(self)
+
+    def _after_fork(self) -> None:
+        """In a forked child: a fresh lock, and only this thread's calls
+        counted (the others' threads are not there to end them)."""
+        self._quiet_lock = threading.Lock()
+        self._quiet = threading.Condition(self._quiet_lock)
+        me = threading.get_ident()
+        self._inside = {me: self._inside[me]} if me in self._inside else {}
 
     def _call(self, fn: Any, *args: Any) -> Any:
         """fn(pointer, *args), a bounded blocking call (a barrier slice) that
@@ -241,22 +251,44 @@ class Registration:
         self.slot, self._owner = slot, pid  # no call since enter() returned
         return slot
 
+    async def __aenter__(self) -> int:
+        """`async with table.registered() as slot:` registering is one call
+        that never blocks: the same way in as `with`."""
+        return self.__enter__()
+
+    # The ways out disarm in their own frame: a signal noted in one is
+    # delivered when it settles (a nested protected frame would leave it
+    # to an outer one).
+
+    @_signals.protected
+    async def __aexit__(self, et: Optional[Type[BaseException]], ev: Optional[BaseException],
+                        tb: Optional[TracebackType]) -> None:
+        """The same way out as `with` (unregistering never blocks)."""
+        armed, self._armed = self._armed, None
+        try:
+            self._leave(et)
+        finally:
+            _signals.disarm(armed)
+
     @_signals.protected
     def __exit__(self, et: Optional[Type[BaseException]], ev: Optional[BaseException],
                  tb: Optional[TracebackType]) -> None:
         armed, self._armed = self._armed, None
         try:
-            slot, self.slot = self.slot, None
-            if slot is None or self.table.closed or os.getpid() != self._owner:
-                return  # nothing, or a forked child's copy of the parent's slot
-            try:
-                self.table.unregister(slot)
-            except (Vacant, Lost) as e:
-                if et is None:
-                    raise Lost(VIGIL_ELOST, f"{self.table.path}: slot {slot} was taken from this registration "
-                                            f"(reclaimed by failover)") from e
+            self._leave(et)
         finally:
             _signals.disarm(armed)
+
+    def _leave(self, et: Optional[Type[BaseException]]) -> None:
+        slot, self.slot = self.slot, None
+        if slot is None or self.table.closed or os.getpid() != self._owner:
+            return  # nothing, or a forked child's copy of the parent's slot
+        try:
+            self.table.unregister(slot)
+        except (Vacant, Lost) as e:
+            if et is None:
+                raise Lost(VIGIL_ELOST, f"{self.table.path}: slot {slot} was taken from this registration "
+                                        f"(reclaimed by failover)") from e
 
 
 class HeartbeatTable(_Handle):
@@ -276,27 +308,36 @@ class HeartbeatTable(_Handle):
         self._failover_turns = _util.Turns()
 
     @classmethod
-    def create(cls, path: PathLike, capacity: int, mode: int = DEFAULT_MODE) -> "HeartbeatTable":
+    def create(cls, path: PathLike, capacity: int, mode: int = DEFAULT_MODE, *,
+               group: Union[int, str, None] = None) -> "HeartbeatTable":
         """Make a new table of `capacity` slots (1..1048576), its file created
-        with `mode` (0o600: only its owner can map it); FileExistsError if
-        `path` exists."""
+        with `mode` (0o600: only its owner can map it) and, given `group` (a
+        gid or a group's name, one the caller is in), given to that group as
+        it is made: with mode 0o660, the arrangement in which the group's
+        members trust each other's file. FileExistsError if `path` exists."""
         p = _ffi.path_bytes(path)
         cap, md = _util.capacity(capacity), _util.mode(mode)
         out = ffi.new("vigil_hb **")
-        check(lib.vigil_hb_create_mode(p, cap, md, out), os.fsdecode(p))
+        _util.created(p, "hb", (cap,), md, group, out)
         return cls(out[0], p)
 
     @classmethod
-    def open(cls, path: PathLike, capacity: int = 0, *, readonly: bool = False) -> "HeartbeatTable":
+    def open(cls, path: PathLike, capacity: int = 0, *, readonly: bool = False,
+             trust_owner: bool = False) -> "HeartbeatTable":
         """Map an existing table; `capacity` 0 takes the file's (another value
         must match it: CapacityMismatch). `readonly` maps it for reading only
         (snapshots, counts, the leader), as `vigil inspect` does. A file of
-        another kind is BadFile, saying what the file is."""
+        another kind is BadFile, saying what the file is. Opened for
+        writing, a file that another user could have made or rewritten
+        (writable by everyone, or another user's outside a group
+        arrangement) is Untrusted, naming its owner and mode, unless
+        `trust_owner`."""
         p = _ffi.path_bytes(path)
         cap = _util.uint(capacity, "capacity", _util.MAX_CAPACITY)
         out = ffi.new("vigil_hb **")
-        fn = lib.vigil_hb_open_readonly if readonly else lib.vigil_hb_open
-        rc = fn(p, cap, out)
+        flagged = lib.vigil_hb_open_flags if _ffi.has("vigil_hb_open_flags") else None
+        plain = lib.vigil_hb_open_readonly if readonly else lib.vigil_hb_open
+        rc = _util.opened(p, plain, flagged, (cap,), _util.open_flags(readonly, trust_owner), out)
         if rc < 0:
             raise _util.open_error(rc, os.fsdecode(p), _util.KIND_HEARTBEAT, cap)
         return cls(out[0], p)
@@ -335,25 +376,38 @@ class HeartbeatTable(_Handle):
             check(lib.vigil_hb_register(ptr, p, out), self.path)
             return out[0]
         except BaseException:
-            if out[0] != _NO_SLOT:  # registered, never handed over
-                self._unregister_quietly(out[0])
+            # Registered, never handed over: given back, past a second
+            # signal landing as that starts too (the loop is in this frame:
+            # its first point where a signal can land is inside the try).
+            while out[0] != _NO_SLOT:
+                try:
+                    self._unregister_quietly(out[0], out)
+                except Exception:
+                    break
+                except BaseException:
+                    pass  # a second signal: the first is raised once it is given back
             raise
 
     @_signals.protected
-    def _unregister_quietly(self, slot: int) -> None:
+    def _unregister_quietly(self, slot: int, out: Any = None) -> None:
         """Give back a slot this handle just registered (the caller never got
-        it), the signals held back meanwhile."""
+        it), the signals held back meanwhile; `out`, where register wrote
+        it, is marked empty once it is (so a run again after a signal
+        unregisters nothing twice)."""
         armed = _signals.arm()
         try:
             self._beaters.pop(slot, None)
             if self._ptr != ffi.NULL:
                 lib.vigil_hb_unregister(self._ptr, slot)
+            if out is not None:
+                out[0] = _NO_SLOT
         finally:
             _signals.disarm(armed)
 
     def registered(self, pid: Optional[int] = None) -> Registration:
-        """`with table.registered() as slot:` registers on entry and
-        unregisters on exit (Lost on exit if failover took the slot meanwhile)."""
+        """`with table.registered() as slot:` (or `async with`) registers on
+        entry and unregisters on exit (Lost on exit if failover took the slot
+        meanwhile)."""
         return Registration(self, pid)
 
     def unregister(self, slot: int) -> None:
@@ -482,6 +536,66 @@ class HeartbeatTable(_Handle):
 
         return self._failover_turns.run(True, timeout, None, wait, list)
 
+    def failover_fileno(self) -> int:
+        """The descriptor this table's failover waits sleep on, for an event
+        loop (vigil_failover_wait_fd): it polls readable while the owner of
+        a watched slot has exited and the slot is not yet reclaimed. Only a
+        wait adds owners to it and reclaims: call `failover_wait(grace,
+        timeout=0)` when it is readable, and at every tick too (a slot stale
+        by epochs, or registered since the last wait, is seen only by a
+        wait). `failover_wait_async` does all that. Owned by the table,
+        valid until it is closed; never read or close it. OSError (ENOSYS)
+        on a kernel without pidfds. (failover_wait_async watches a
+        duplicate of it: a reader of one's own on this one is left alone.)"""
+        if not _ffi.has("vigil_failover_wait_fd"):
+            raise NotImplementedError("the loaded libvigil has no vigil_failover_wait_fd")
+        return check(lib.vigil_failover_wait_fd(self._p()), self.path)
+
+    async def failover_wait_async(self, grace: int, timeout: Optional[float] = None, max: int = 64) -> List[Reclaim]:
+        """`failover_wait` without blocking the event loop and without a
+        thread: the loop watches `failover_fileno()`, so an owner's death
+        wakes it at once, and looks again every 50 ms for slots stale by
+        epochs and slots registered meanwhile. [] when `timeout` seconds
+        pass first (None: no deadline). Cancelled, it leaves nothing behind
+        (each look is a call that does not block: a reclaim it made is
+        returned, never dropped). A look made while another thread's wait
+        holds this table's turn finds nothing and waits again."""
+        n_max = self._reclaim_room(max)
+        g = _grace(grace)
+        _util.timeout_ns(timeout)  # checked now: OutOfRange naming the limit
+        until = _util.deadline(timeout)
+        loop = asyncio.get_running_loop()
+        fd: Optional[int] = None
+        try:
+            try:
+                # A descriptor of this wait's own, a duplicate of the
+                # table's (the same epoll instance): the table may be closed
+                # meanwhile, and its descriptor's number given to another
+                # file, whose reader on this loop ours must never replace
+                # nor remove. Each wait has its own reader, too.
+                fd = os.dup(self.failover_fileno())
+            except (NotImplementedError, OSError):
+                pass  # no pidfds (or an older library): the looks alone
+            while True:
+                got = self.failover_wait(g, timeout=0, max=n_max)
+                if got:
+                    return got
+                left = _ASYNC_LOOK if until is None else min(_ASYNC_LOOK, until - time.monotonic())
+                if left <= 0:
+                    return []
+                woken: "asyncio.Future[None]" = loop.create_future()
+                if fd is not None:
+                    loop.add_reader(fd, _wake, woken)
+                try:
+                    await asyncio.wait((woken,), timeout=left)
+                finally:
+                    if fd is not None:
+                        loop.remove_reader(fd)
+                    woken.cancel()
+        finally:
+            if fd is not None:
+                os.close(fd)
+
     def leader_elect(self, grace: int) -> Leader:
         """Make the lowest live pid the coordinator and return it (its term
         grows when leadership changes hands); NoPeers when nothing is live."""
@@ -518,6 +632,13 @@ class HeartbeatTable(_Handle):
 
 
 _WAIT_SLICE = 0.25  # failover_wait in slices of this at most, for Ctrl-C
+_ASYNC_LOOK = 0.05  # failover_wait_async looks at the table at least this often
+
+
+def _wake(woken: "asyncio.Future[None]") -> None:
+    """failover_wait_async's reader: the wait's descriptor is readable."""
+    if not woken.done():
+        woken.set_result(None)
 _NO_SLOT = _util.U32_MAX  # never a slot: capacities stop at 2^20
 max_ = max  # the builtin, under the parameter named max
 

@@ -3,12 +3,15 @@
 repr, and annotations resolved to types for help()."""
 import inspect
 import math
+import operator
 import os
 import threading
 import time
 import typing
-from typing import Any, Callable, List, Optional, TypeVar, Union
+from collections import deque
+from typing import Any, Callable, Deque, List, Optional, Tuple, TypeVar, Union
 
+from . import _fork
 from ._errors import VIGIL_ERANGE, OutOfRange
 
 PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
@@ -46,14 +49,27 @@ def show(value: Any) -> str:
     return text_
 
 
+def _integer(value: Any) -> Optional[int]:
+    """`value` as an int if it is one: an int, or anything with __index__
+    (numpy's integers) but a bool, which is a flag, not a number; else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return int(value)
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
+
+
 def uint(value: Any, name: str, high: int = U32_MAX, low: int = 0) -> int:
-    """`value` as an int in low..high, else OutOfRange (TypeError for a non-int)
-    naming the parameter and its limits."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        try:
-            value = value.__index__()
-        except (AttributeError, TypeError):
-            raise TypeError(f"{name} must be an int, not {type(value).__name__}") from None
+    """`value` as an int in low..high, else OutOfRange (TypeError for a non-int:
+    an int or an __index__ integer such as numpy's, never a bool) naming the
+    parameter and its limits."""
+    number = _integer(value)
+    if number is None:
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    value = number
     if not low <= value <= high:
         raise out_of_range(f"{name} {show(value)} is out of range {low}..{high}")
     return value
@@ -93,11 +109,21 @@ def text(value: Union[str, bytes], name: str, limit: Optional[int] = None, empty
     return raw
 
 
+def _seconds_number(value: Any, name: str) -> Any:
+    """`value` as a number of seconds: a float (numpy's included), or an
+    integer as uint() takes them (an __index__ one included, a bool not)."""
+    if isinstance(value, float):
+        return value
+    number = _integer(value)
+    if number is None:
+        raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__}")
+    return number
+
+
 def seconds(value: Any, name: str, high: float = TIMEOUT_MAX) -> float:
     """A number of seconds in 0..high (ints of any size compared exactly,
     never converted first), else OutOfRange naming `name` and the range."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__}")
+    value = _seconds_number(value, name)
     if not 0 <= value <= high:  # NaN fails both
         raise out_of_range(f"{name} {show(value)} is out of range 0..{high:.15g} seconds")
     return float(value)
@@ -121,8 +147,7 @@ def deadline(timeout: Optional[float], name: str = "timeout") -> Optional[float]
 
 def ttl_ms(ttl: Any, least_ms: int = 1) -> int:
     """A lease's TTL in seconds as the C calls' milliseconds, at least `least_ms`."""
-    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)):
-        raise TypeError(f"ttl must be a number of seconds, not {type(ttl).__name__}")
+    ttl = _seconds_number(ttl, "ttl")
     least = least_ms / 1000
     if not 0 < ttl <= TTL_MAX:  # NaN fails both
         raise out_of_range(f"ttl {show(ttl)} is out of range {least:g}..{TTL_MAX:.15g} seconds")
@@ -135,50 +160,116 @@ def ttl_ms(ttl: Any, least_ms: int = 1) -> int:
 T = TypeVar("T")
 
 
+class _Ticket:
+    """One call's place in a Turns: `taken` while it holds a turn; `gate`,
+    while it queues, the lock the hand-over releases. Compared by identity
+    (no __eq__): a queue finds a caller's own ticket, never an equal one."""
+
+    __slots__ = ("taken", "gate")
+
+    def __init__(self) -> None:
+        self.taken = False
+        self.gate: Any = None
+
+
 class Turns:
     """Calls on one handle counted, and taken in turn when `exclusive`: a
     bound barrier's waits, a table's failover_wait (the handle keeps state
     for the call). `busy` is how many calls are in progress.
 
-    Only a plain lock is held, through `with` (its acquire is C: no point
-    where a signal handler could run between taking it and the block that
-    gives it back; threading.Condition's __enter__ is Python and has one).
-    A call that must wait for its turn looks again every few milliseconds:
-    two waits on one bound handle or one table are the rare case."""
+    Exclusive calls queue in the order they came (a ticket each): the one
+    that gives the turn back hands it to the first in the queue, so a
+    thread that calls again at once never passes one that waits (polling
+    let one thread take every turn, 102 to 0). Each waiter sleeps on a gate
+    of its own (a lock the hand-over releases) within its timeout, and
+    leaves the queue when that passes or when `gone` is set.
 
-    POLL = 0.005
+    Every way out of run() goes through _leave (its finally, run again
+    until it has run through): the caller's ticket out of the queue and its
+    turn, if it holds one, handed on. So a signal's exception landing
+    anywhere (as the ticket is queued, in the wait, as the turn is handed
+    over, at _leave's own start) leaves no ticket of a caller that is gone:
+    one left would be handed the turn, counted busy for nobody, and every
+    later call would wait for ever (issue 27's review: a Ctrl-C at the
+    queue's append did that to a table's failover_wait).
+
+    Only plain locks are held, through `with` or a C acquire: no point where
+    a signal handler could run between taking one and the block that gives
+    it back (threading.Condition's __enter__ is Python and has one)."""
+
+    POLL = 0.005  # when_idle's look, and a gone wait's slice at most 10 of these
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.busy = 0
+        self._queue: Deque[_Ticket] = deque()  # the waiters, first come first
+        _fork.renew_in_child(self)
+
+    def _after_fork(self) -> None:
+        # The calls in progress and the waiters were other threads' (the
+        # forking thread is in os.fork, not in a call): none is left.
+        self.lock = threading.Lock()
+        self.busy = 0
+        self._queue = deque()
 
     def _take(self, exclusive: bool, until: Optional[float], gone: Optional[threading.Event],
-              taken: List[bool]) -> bool:
-        while True:
-            with self.lock:
-                if not (exclusive and self.busy):
-                    # The count and the flag change together, with no call
-                    # between them (where a signal handler could run): the
-                    # caller gives back exactly what was taken.
-                    self.busy += 1
-                    taken[0] = True
-                    return True
-            left = self.POLL if until is None else min(self.POLL, until - time.monotonic())
-            if left <= 0 or (gone is not None and gone.is_set()):
-                return False
-            time.sleep(left)
-
-    def _give(self, taken: List[bool]) -> None:
+              ticket: _Ticket) -> bool:
+        """Whether `ticket` got a turn before `until` (or `gone`); an
+        exception leaves it queued, or holding a turn, for _leave."""
         with self.lock:
-            if taken[0]:
+            if not exclusive or not (self.busy or self._queue):
+                # The count and the flag change together, with no call
+                # between them (where a signal handler could run): the
+                # caller gives back exactly what was taken.
+                self.busy += 1
+                ticket.taken = True
+                return True
+            gate = threading.Lock()
+            gate.acquire()
+            ticket.gate = gate
+            self._queue.append(ticket)
+        while True:
+            left = -1.0 if until is None else until - time.monotonic()
+            if gone is not None:
+                left = 10 * self.POLL if left < 0 else min(left, 10 * self.POLL)
+            if (until is None or left > 0) and gate.acquire(timeout=left):
+                return True  # handed over: ticket.taken was set by the giver
+            with self.lock:
+                if ticket.taken:
+                    return True  # handed over as the wait ended
+                if (until is not None and time.monotonic() >= until) or (gone is not None and gone.is_set()):
+                    self._queue.remove(ticket)
+                    return False
+
+    def _leave(self, ticket: _Ticket) -> None:
+        """`ticket` out of the queue, and its turn given back: to the first
+        waiter, straight (the turn is never free for a caller that came
+        after it). Safe to run again after an exception at any of its
+        points: each step is seen done, or is done again."""
+        with self.lock:
+            if ticket in self._queue:  # a caller gone (or handed its turn as a signal landed)
+                self._queue.remove(ticket)
+            if not ticket.taken:
+                return
+            if self.busy == 1 and self._queue:
+                # The turn passes from one ticket to the other, busy as it
+                # was: the flags change with no call between them. The
+                # waiter is woken, then dequeued; an exception between the
+                # two leaves it queued, holding its turn, and its own
+                # _leave takes it out.
+                waiter = self._queue[0]
+                ticket.taken, waiter.taken = False, True
+                waiter.gate.release()
+                self._queue.popleft()
+            else:
+                ticket.taken = False
                 self.busy -= 1
-                taken[0] = False
 
     def when_idle(self, fn: Callable[[], T]) -> T:
-        """fn() with no call in progress and none starting meanwhile."""
+        """fn() with no call in progress or waiting, and none starting meanwhile."""
         while True:
             with self.lock:
-                if not self.busy:
+                if not self.busy and not self._queue:
                     return fn()
             time.sleep(self.POLL)
 
@@ -186,17 +277,18 @@ class Turns:
             body: Callable[[Optional[float]], T], missed: Callable[[], T]) -> T:
         """body(the time left of `timeout`) in its turn; missed() when the
         turn does not come before the deadline (or `gone` is set)."""
-        until, taken, late = deadline(timeout), [False], None
+        until, ticket, late, left = deadline(timeout), _Ticket(), None, False
         try:
-            if not self._take(exclusive, until, gone, taken):
+            if not self._take(exclusive, until, gone, ticket):
                 return missed()
             return body(None if until is None else max(0.0, until - time.monotonic()))
         finally:
-            # A signal landing as the turn is given back (at _give's first
-            # instruction) is raised once it is given back.
-            while taken[0]:
+            # Run through whatever signal lands meanwhile (at _leave's first
+            # instruction too): raised once the ticket is gone.
+            while not left:
                 try:
-                    self._give(taken)
+                    self._leave(ticket)
+                    left = True
                 except BaseException as e:
                     late = e
             if late is not None:
@@ -230,19 +322,84 @@ def resolve_annotations(*objects: Any) -> None:
                     pass
 
 
+OPEN_READONLY, OPEN_TRUST_OWNER = 0x1, 0x2  # VIGIL_OPEN_*
+
+
+def open_flags(readonly: bool, trust_owner: bool) -> int:
+    """The VIGIL_OPEN_* flags of an open's keywords."""
+    return (OPEN_READONLY if readonly else 0) | (OPEN_TRUST_OWNER if trust_owner else 0)
+
+
+def created(path: bytes, kind: str, args: tuple, mode_: int, group_: Any, out: Any) -> None:
+    """A *_create call of `kind` (hb, leases, barrier): vigil_KIND_create_mode
+    (path, *args, mode, out), or, given a group, vigil_KIND_create_group
+    (path, *args, mode, gid, out); raises what a failure means."""
+    from ._errors import check
+    from ._ffi import lib
+
+    if group_ is None:
+        rc = getattr(lib, f"vigil_{kind}_create_mode")(path, *args, mode_, out)
+    else:
+        gid = group(group_)
+        rc = getattr(lib, f"vigil_{kind}_create_group")(path, *args, mode_, gid, out)
+    check(rc, os.fsdecode(path))
+
+
+def opened(path: bytes, plain: Any, flagged: Any, args: tuple, flags: int, out: Any) -> int:
+    """An open: flagged(path, *args, flags, out) where the library has it,
+    else plain(path, *args, out) (an older library checks no owner)."""
+    if flagged is not None:
+        return flagged(path, *args, flags, out)
+    return plain(path, *args, out)
+
+
+def group(value: Any) -> int:
+    """A group for a file a *_create call makes: a gid, or a group's name."""
+    if isinstance(value, (str, bytes)):
+        import grp
+
+        name = value if isinstance(value, str) else os.fsdecode(value)
+        try:
+            return grp.getgrnam(name).gr_gid
+        except KeyError:
+            raise ValueError(f"group {name!r}: no such group") from None
+    return uint(value, "group", U32_MAX - 1)  # (gid_t)-1 is "keep the creator's": group=None
+
+
 KIND_HEARTBEAT, KIND_BARRIER, KIND_LEASES = 1, 2, 3
 _KINDS = {KIND_HEARTBEAT: "a heartbeat table", KIND_BARRIER: "a barrier file", KIND_LEASES: "a lease store"}
 _MAGIC = b"\x7fVIGIL\r\n"
+
+
+def untrusted(err: BaseException, path: str) -> BaseException:
+    """The Untrusted error for `path`, naming its owner and mode as the tool
+    does (read again by name: for the message only)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return err
+    try:
+        import pwd
+
+        owner = f"{pwd.getpwuid(st.st_uid).pw_name} (uid {st.st_uid})"
+    except (ImportError, KeyError):
+        owner = f"uid {st.st_uid}"
+    why = "writable by everyone" if st.st_mode & 0o002 else "owned by another user"
+    return type(err)(getattr(err, "code", -1011),
+                     f"{path}: owned by {owner}, mode {oct(st.st_mode & 0o7777)}: {why}, so another user could "
+                     f"have made or rewritten it; open it with trust_owner=True if its owner is trusted")
 
 
 def open_error(rc: int, path: str, want: int, asked: int = 0) -> BaseException:
     """The exception for a failed open of `path` as a file of kind `want`:
     for a file of another kind, another version or another capacity, what
     was found there (as `vigil inspect` says it), not only that it is wrong."""
-    from ._errors import VIGIL_EBADFILE, VIGIL_ECAPACITY, exception
+    from ._errors import VIGIL_EBADFILE, VIGIL_ECAPACITY, VIGIL_EUNTRUSTED, exception
     from ._ffi import ffi, has, lib, path_bytes
 
     err = exception(rc, path)
+    if rc == VIGIL_EUNTRUSTED:
+        return untrusted(err, path)
     if rc not in (VIGIL_EBADFILE, VIGIL_ECAPACITY) or not has("vigil_file_probe"):
         return err
     info = ffi.new("vigil_file_info *")

@@ -5,13 +5,13 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
 use std::marker::PhantomData;
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use crate::error::{check, Result};
 use crate::heartbeat::HeartbeatTable;
 use crate::sys;
-use crate::util::{c_path, timeout_ns};
+use crate::util::{c_path, timeout_ns, Turn, TurnHeld};
 
 /// How a wait on a [`Barrier`] ended: the round was released, and to
 /// exactly one caller per released round, `Serial` (its CAS released it).
@@ -172,48 +172,12 @@ impl Start {
     }
 }
 
-/// One wait at a time: what a bound handle's waits take in turn.
-struct Turn {
-    busy: Mutex<bool>,
-    freed: Condvar,
-}
-
-/// A turn held; given back when dropped.
-struct TurnHeld<'a>(&'a Turn);
-
-impl Turn {
-    fn new() -> Turn {
-        Turn { busy: Mutex::new(false), freed: Condvar::new() }
-    }
-
-    /// Takes the turn, waiting for the wait in progress to end, up to
-    /// `deadline` ([`Error::Timeout`](crate::Error::Timeout) then).
-    fn take(&self, deadline: Option<Instant>) -> Result<TurnHeld<'_>> {
-        // The flag is only ever set and cleared under the lock, so a
-        // poisoned lock (a panic elsewhere while holding it) is still right.
-        let mut busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
-        while *busy {
-            busy = match deadline {
-                None => self.freed.wait(busy).unwrap_or_else(|e| e.into_inner()),
-                Some(d) => {
-                    let left = d.saturating_duration_since(Instant::now());
-                    if left.is_zero() {
-                        return Err(crate::Error::Timeout);
-                    }
-                    self.freed.wait_timeout(busy, left).unwrap_or_else(|e| e.into_inner()).0
-                }
-            };
-        }
-        *busy = true;
-        Ok(TurnHeld(self))
-    }
-}
-
-impl Drop for TurnHeld<'_> {
-    fn drop(&mut self) {
-        *self.0.busy.lock().unwrap_or_else(|e| e.into_inner()) = false;
-        self.0.freed.notify_one();
-    }
+/// How a barrier file is come by: made (with its mode, and its group when
+/// given), or opened (with VIGIL_OPEN_* flags).
+#[derive(Clone, Copy)]
+enum Make {
+    Create { mode: u32, group: Option<u32> },
+    Open { flags: std::os::raw::c_uint },
 }
 
 /// The owned C handle, shared by [`Barrier`] and `compat::EpochBarrier`.
@@ -262,13 +226,14 @@ impl<'t> RawBarrier<'t> {
         }
     }
 
-    /// Creates (`mode` Some) or opens the barrier file at `path` over
-    /// `table`, for a handle that keeps `share` until it is closed.
+    /// Creates (`mode` Some, for the group `group` when Some) or opens
+    /// (with `flags`) the barrier file at `path` over `table`, for a handle
+    /// that keeps `share` until it is closed.
     fn make(
         path: &Path,
         table: &HeartbeatTable,
         grace: u64,
-        mode: Option<u32>,
+        how: Make,
         share: Option<Arc<dyn Send + Sync>>,
     ) -> Result<RawBarrier<'t>> {
         let c = c_path(path)?;
@@ -277,22 +242,38 @@ impl<'t> RawBarrier<'t> {
         // the callers tie its life to the handle's ('t, or `share`); raw
         // is written only on success.
         check(unsafe {
-            match mode {
-                Some(mode) => sys::vigil_barrier_create_mode(c.as_ptr(), table.raw(), grace, mode, &mut raw),
-                None => sys::vigil_barrier_open(c.as_ptr(), table.raw(), grace, &mut raw),
+            match how {
+                Make::Create { mode, group: None } => {
+                    sys::vigil_barrier_create_mode(c.as_ptr(), table.raw(), grace, mode, &mut raw)
+                }
+                Make::Create { mode, group: Some(gid) } => {
+                    sys::vigil_barrier_create_group(c.as_ptr(), table.raw(), grace, mode, gid, &mut raw)
+                }
+                Make::Open { flags } => sys::vigil_barrier_open_flags(c.as_ptr(), table.raw(), grace, flags, &mut raw),
             }
         })?;
         Ok(RawBarrier::wrap(raw, share))
     }
 
     /// A handle over `table`, which it borrows for 't.
-    pub(crate) fn create(path: &Path, table: &'t HeartbeatTable, grace: u64, mode: u32) -> Result<RawBarrier<'t>> {
-        Self::make(path, table, grace, Some(mode), None)
+    pub(crate) fn create(
+        path: &Path,
+        table: &'t HeartbeatTable,
+        grace: u64,
+        mode: u32,
+        group: Option<u32>,
+    ) -> Result<RawBarrier<'t>> {
+        Self::make(path, table, grace, Make::Create { mode, group }, None)
     }
 
     /// As [`create`](Self::create), opening an existing file.
-    pub(crate) fn open(path: &Path, table: &'t HeartbeatTable, grace: u64) -> Result<RawBarrier<'t>> {
-        Self::make(path, table, grace, None, None)
+    pub(crate) fn open(
+        path: &Path,
+        table: &'t HeartbeatTable,
+        grace: u64,
+        options: crate::OpenOptions,
+    ) -> Result<RawBarrier<'t>> {
+        Self::make(path, table, grace, Make::Open { flags: options.flags() }, None)
     }
 }
 
@@ -307,7 +288,11 @@ impl RawBarrier<'static> {
         mode: Option<u32>,
     ) -> Result<RawBarrier<'static>> {
         let share: Arc<dyn Send + Sync> = owner.clone();
-        Self::make(path, table(owner), grace, mode, Some(share))
+        let how = match mode {
+            Some(mode) => Make::Create { mode, group: None },
+            None => Make::Open { flags: 0 },
+        };
+        Self::make(path, table(owner), grace, how, Some(share))
     }
 }
 
@@ -322,14 +307,7 @@ impl RawBarrier<'_> {
         if !self.bound {
             return Ok((None, timeout));
         }
-        let start = Instant::now();
-        let deadline = timeout.and_then(|t| start.checked_add(t));
-        let held = self.turn.take(deadline)?;
-        // A deadline past what an Instant holds waits as long as asked.
-        let left = match (timeout, deadline) {
-            (Some(_), Some(d)) => Some(d.saturating_duration_since(Instant::now())),
-            (t, _) => t,
-        };
+        let (held, left) = self.turn.take_within(timeout)?;
         Ok((Some(held), left))
     }
 
@@ -528,7 +506,34 @@ impl<'t> Barrier<'t> {
         mode: u32,
     ) -> Result<Barrier<'t>> {
         let path = path.as_ref();
-        let raw = RawBarrier::create(path, table, grace_epochs, mode)?;
+        let raw = RawBarrier::create(path, table, grace_epochs, mode, None)?;
+        Ok(Barrier { raw, table, path: path.to_path_buf() })
+    }
+
+    /// As [`create_with_mode`](Self::create_with_mode), the file given to
+    /// the group `gid` (the caller must be in it) as it is made
+    /// (vigil_barrier_create_group(3)).
+    ///
+    /// ```
+    /// use std::os::unix::fs::MetadataExt;
+    /// # let dir = std::env::temp_dir().join(format!("vigil-doc-bgroup-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// let gid = std::fs::metadata(&dir)?.gid();
+    /// let table = vigil::HeartbeatTable::create_with_group(dir.join("t"), 8, 0o660, gid)?;
+    /// let barrier = vigil::Barrier::create_with_group(dir.join("b"), &table, 5, 0o660, gid)?;
+    /// assert_eq!(std::fs::metadata(dir.join("b"))?.gid(), gid);
+    /// # drop(barrier); drop(table); std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn create_with_group<P: AsRef<Path>>(
+        path: P,
+        table: &'t HeartbeatTable,
+        grace_epochs: u64,
+        mode: u32,
+        gid: u32,
+    ) -> Result<Barrier<'t>> {
+        let path = path.as_ref();
+        let raw = RawBarrier::create(path, table, grace_epochs, mode, Some(gid))?;
         Ok(Barrier { raw, table, path: path.to_path_buf() })
     }
 
@@ -566,8 +571,34 @@ impl<'t> Barrier<'t> {
         table: &'t HeartbeatTable,
         grace_epochs: u64,
     ) -> Result<Barrier<'t>> {
+        Self::open_with(path, table, grace_epochs, crate::OpenOptions::new())
+    }
+
+    /// Opens an existing barrier with `grace_epochs` for this handle (0
+    /// keeps the stored grace), as `options` say: a file another user
+    /// could have rewritten is [`Error::Untrusted`](crate::Error::Untrusted)
+    /// unless [`OpenOptions::trust_owner`](crate::OpenOptions::trust_owner)
+    /// (a barrier is always opened for writing: `readonly` is
+    /// `InvalidInput`).
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("vigil-doc-bopenwith-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// let table = vigil::HeartbeatTable::create(dir.join("t"), 8)?;
+    /// vigil::Barrier::create(dir.join("b"), &table, 5)?;
+    /// let trusting = vigil::OpenOptions::new().trust_owner(true);
+    /// let barrier = vigil::Barrier::open_with(dir.join("b"), &table, 0, trusting)?;
+    /// # drop(barrier); drop(table); std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open_with<P: AsRef<Path>>(
+        path: P,
+        table: &'t HeartbeatTable,
+        grace_epochs: u64,
+        options: crate::OpenOptions,
+    ) -> Result<Barrier<'t>> {
         let path = path.as_ref();
-        let raw = RawBarrier::open(path, table, grace_epochs)?;
+        let raw = RawBarrier::open(path, table, grace_epochs, options)?;
         Ok(Barrier { raw, table, path: path.to_path_buf() })
     }
 

@@ -117,6 +117,7 @@ impl From<Error> for HeartbeatError {
             Error::BadFile | Error::CapacityMismatch => HeartbeatError::LayoutMismatch,
             Error::Os(e) => HeartbeatError::IoError(e.kind()),
             Error::OutOfRange => HeartbeatError::IoError(ErrorKind::InvalidInput),
+            Error::Untrusted => HeartbeatError::IoError(ErrorKind::PermissionDenied),
             _ => HeartbeatError::IoError(ErrorKind::Other),
         }
     }
@@ -176,10 +177,28 @@ pub struct HeartbeatSnapshot {
 /// ```
 pub struct HeartbeatTable {
     inner: crate::HeartbeatTable,
-    // (slot, pid) of the slots this handle registered for the process
-    // that called: the barrier binds to the one such slot of the process
-    // waiting (see EpochBarrier), never to a parent's in a forked child.
-    own: Mutex<Vec<(u32, u32)>>,
+    // The registrations this handle made for the process that called, each
+    // named by the slot and a number of this handle's that never recurs:
+    // the barrier binds to the one such registration of the process
+    // waiting (see EpochBarrier), never to a parent's in a forked child,
+    // and binds again when the slot is registered again.
+    own: Mutex<OwnSlots>,
+}
+
+/// The registrations a compat table made for the processes that called.
+#[derive(Default)]
+struct OwnSlots {
+    list: Vec<OwnSlot>,
+    made: u64, // registrations made through this handle: the next one's number
+}
+
+/// One registration this handle made: its slot, the pid it was made for,
+/// and its number (one per registration, never reused).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct OwnSlot {
+    slot: u32,
+    pid: u32,
+    number: u64,
 }
 
 impl HeartbeatTable {
@@ -209,7 +228,7 @@ impl HeartbeatTable {
             }
             other => other?,
         };
-        Ok(HeartbeatTable { inner, own: Mutex::new(Vec::new()) })
+        Ok(HeartbeatTable { inner, own: Mutex::new(OwnSlots::default()) })
     }
 
     /// Maps the existing table at `path`, which must have
@@ -231,7 +250,7 @@ impl HeartbeatTable {
             return Err(HeartbeatError::LayoutMismatch);
         }
         let inner = crate::HeartbeatTable::open_with_capacity(path, cap)?;
-        Ok(HeartbeatTable { inner, own: Mutex::new(Vec::new()) })
+        Ok(HeartbeatTable { inner, own: Mutex::new(OwnSlots::default()) })
     }
 
     /// Number of slots.
@@ -261,9 +280,21 @@ impl HeartbeatTable {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn register(&self, pid: u32) -> Result<usize, HeartbeatError> {
+        let mut own = self.own.lock().unwrap_or_else(|e| e.into_inner());
+        // A registration of ours that failover took (this process was
+        // judged dead) is gone: only those still held are ours. Judged
+        // before this registration, which may take the same slot (the
+        // first vacant one) and would make the gone one look held: two
+        // entries, no sole slot, and the barrier's waits arriving unbound
+        // (issue 27's review: a second reclaim then released a round).
+        own.list.retain(|o| self.inner.owned(o.slot).unwrap_or(false));
         let slot = self.inner.register_pid(pid)?.into_slot();
+        // The slot is this registration's now, whatever was recorded of it.
+        own.list.retain(|o| o.slot != slot);
         if pid == std::process::id() {
-            self.own.lock().unwrap_or_else(|e| e.into_inner()).push((slot, pid));
+            own.made += 1;
+            let number = own.made;
+            own.list.push(OwnSlot { slot, pid, number });
         }
         Ok(slot as usize)
     }
@@ -284,7 +315,7 @@ impl HeartbeatTable {
     /// ```
     pub fn unregister(&self, idx: usize) {
         if let Ok(slot) = u32::try_from(idx) {
-            self.own.lock().unwrap_or_else(|e| e.into_inner()).retain(|&(s, _)| s != slot);
+            self.own.lock().unwrap_or_else(|e| e.into_inner()).list.retain(|o| o.slot != slot);
             let _ = self.inner.unregister(slot);
         }
     }
@@ -420,13 +451,13 @@ impl HeartbeatTable {
         &self.inner
     }
 
-    /// The one slot this handle registered for this process, if exactly one.
-    fn sole_own_slot(&self) -> Option<u32> {
+    /// The one registration this handle made for this process, if exactly one.
+    fn sole_own_slot(&self) -> Option<OwnSlot> {
         let me = std::process::id();
         let own = self.own.lock().unwrap_or_else(|e| e.into_inner());
-        let mut mine = own.iter().filter(|&&(_, pid)| pid == me).map(|&(slot, _)| slot);
+        let mut mine = own.list.iter().filter(|o| o.pid == me).copied();
         match (mine.next(), mine.next()) {
-            (Some(slot), None) => Some(slot),
+            (Some(o), None) => Some(o),
             _ => None,
         }
     }
@@ -462,6 +493,12 @@ pub enum BarrierError {
     LayoutMismatch,
     /// A system call failed, or an argument (a quorum of 0) was out of range.
     IoError(ErrorKind),
+    /// vigil's addition: the slot this process waits as was taken by
+    /// failover after it registered (its heartbeat lapsed past the grace
+    /// window, or it was judged dead), so this process is no peer any more
+    /// and the wait recorded nothing. It is fenced: stop the work the slot
+    /// stood for, or register again (a new registration) and wait as that.
+    Reclaimed,
 }
 
 impl fmt::Display for BarrierError {
@@ -471,6 +508,7 @@ impl fmt::Display for BarrierError {
             BarrierError::Timeout => f.write_str("barrier wait timed out"),
             BarrierError::LayoutMismatch => f.write_str("barrier layout mismatch"),
             BarrierError::IoError(kind) => write!(f, "barrier I/O error: {kind:?}"),
+            BarrierError::Reclaimed => f.write_str("this process's slot was reclaimed by failover"),
         }
     }
 }
@@ -485,6 +523,8 @@ impl From<Error> for BarrierError {
             Error::BadFile | Error::CapacityMismatch => BarrierError::LayoutMismatch,
             Error::Os(e) => BarrierError::IoError(e.kind()),
             Error::OutOfRange => BarrierError::IoError(ErrorKind::InvalidInput),
+            Error::Lost => BarrierError::Reclaimed,
+            Error::Untrusted => BarrierError::IoError(ErrorKind::PermissionDenied),
             _ => BarrierError::IoError(ErrorKind::Other),
         }
     }
@@ -526,7 +566,12 @@ pub fn state_path(base: &Path) -> PathBuf {
 ///   out. The bound handle serves one wait at a time: a thread that waits
 ///   while another is in it arrives as subetha-cxc counts, on the shared
 ///   handle. Otherwise (no such slot) arrivals are counted as subetha-cxc
-///   counts them.
+///   counts them. The handle is bound to the registration, not to the
+///   slot's number: a process that unregisters and registers again (the
+///   same slot, perhaps) waits as its new registration. One whose slot
+///   failover took (it stalled past the grace window) is no peer any
+///   more: its waits are [`BarrierError::Reclaimed`], recording nothing,
+///   until it registers again.
 /// * **A safe start.** A peer that has not registered yet is not live, so
 ///   processes that register and wait from round 0 at once can see round
 ///   0 released before the last of them exists (as with subetha-cxc), and
@@ -565,10 +610,10 @@ pub struct EpochBarrier {
     grace_epochs: u64,
 }
 
-/// The barrier handle bound to a slot of this process.
+/// The barrier handle bound to a registration of this process.
 struct OwnHandle {
     raw: RawBarrier<'static>,
-    slot: u32,
+    registration: OwnSlot,
 }
 
 impl EpochBarrier {
@@ -646,15 +691,18 @@ impl EpochBarrier {
     /// slot when there is one and no other thread is in it, else on the
     /// shared handle.
     fn arrive<T>(&self, call: impl Fn(&RawBarrier<'static>) -> crate::Result<T>) -> Result<T, BarrierError> {
-        if let Some(slot) = self.heartbeat.sole_own_slot() {
+        if let Some(registration) = self.heartbeat.sole_own_slot() {
             let own = match self.own.try_lock() {
                 Ok(own) => Some(own),
                 Err(TryLockError::Poisoned(e)) => Some(e.into_inner()),
                 Err(TryLockError::WouldBlock) => None, // another thread arrives as the slot
             };
             if let Some(mut own) = own {
-                if own.as_ref().map(|h| h.slot) != Some(slot) {
-                    *own = self.bound_handle(slot);
+                // Bound to this registration, not to the slot's number: a
+                // slot unregistered and registered again is another one
+                // (a handle bound to the first is refused, Lost, for good).
+                if own.as_ref().map(|h| h.registration) != Some(registration) {
+                    *own = self.bound_handle(registration)?;
                 }
                 if let Some(h) = own.as_ref() {
                     return call(&h.raw).map_err(BarrierError::from);
@@ -664,13 +712,22 @@ impl EpochBarrier {
         call(&self.shared).map_err(BarrierError::from)
     }
 
-    /// A handle of this barrier bound to `slot`; None when it cannot be
-    /// had (the waits then arrive unbound, as subetha-cxc's).
-    fn bound_handle(&self, slot: u32) -> Option<OwnHandle> {
+    /// A handle of this barrier bound to `registration`; None when it
+    /// cannot be had (the waits then arrive unbound, as subetha-cxc's);
+    /// `Reclaimed` when the registration is gone (the slot vacant, or
+    /// another's now): this process is no peer, and arriving unbound would
+    /// count it as one.
+    fn bound_handle(&self, registration: OwnSlot) -> Result<Option<OwnHandle>, BarrierError> {
         let mut raw =
-            RawBarrier::with_share(&self.path, &self.heartbeat, HeartbeatTable::vigil, self.grace_epochs, None).ok()?;
-        raw.bind(slot).ok()?;
-        Some(OwnHandle { raw, slot })
+            match RawBarrier::with_share(&self.path, &self.heartbeat, HeartbeatTable::vigil, self.grace_epochs, None) {
+                Ok(raw) => raw,
+                Err(_) => return Ok(None),
+            };
+        match raw.bind(registration.slot) {
+            Ok(()) => Ok(Some(OwnHandle { raw, registration })),
+            Err(Error::Lost | Error::Vacant) => Err(BarrierError::Reclaimed),
+            Err(_) => Ok(None),
+        }
     }
 
     fn wait_for(&self, epoch: u32, quorum: Option<u32>, timeout: Option<Duration>) -> Result<(), BarrierError> {

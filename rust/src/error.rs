@@ -60,6 +60,14 @@ pub enum Error {
     /// The etcd server's TLS certificate failed verification (`VIGIL_ETLS`,
     /// etcd adapter only).
     Tls,
+    /// Opening for writing a file that another user could have made or
+    /// rewritten (writable by everyone, or owned by another user who is not
+    /// root, outside a group arrangement), which can rewrite what this
+    /// process relies on or truncate it under every process that maps it
+    /// (`VIGIL_EUNTRUSTED`). Open it with
+    /// [`OpenOptions::trust_owner`](crate::OpenOptions::trust_owner) if its
+    /// owner is trusted.
+    Untrusted,
     /// A failed system call, with its `errno`.
     Os(io::Error),
     /// A vigil code this crate does not know (from a newer library).
@@ -96,6 +104,7 @@ impl Error {
             sys::VIGIL_ELOST => Error::Lost,
             sys::VIGIL_EBUSY => Error::Busy,
             sys::VIGIL_ETLS => Error::Tls,
+            sys::VIGIL_EUNTRUSTED => Error::Untrusted,
             rc if rc < 0 && rc > -1000 => Error::Os(io::Error::from_raw_os_error(-rc)),
             rc => Error::Other(rc),
         }
@@ -119,6 +128,7 @@ impl Error {
             Error::Lost => sys::VIGIL_ELOST,
             Error::Busy => sys::VIGIL_EBUSY,
             Error::Tls => sys::VIGIL_ETLS,
+            Error::Untrusted => sys::VIGIL_EUNTRUSTED,
             Error::Os(e) => -e.raw_os_error().unwrap_or(EIO),
             Error::Other(rc) => *rc,
         }

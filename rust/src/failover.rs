@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::error::{check, Result};
+use crate::error::{check, Error, Result};
 use crate::heartbeat::HeartbeatTable;
 use crate::sys;
 use crate::util::timeout_ns;
@@ -198,7 +198,8 @@ impl HeartbeatTable {
     /// when stale by epochs, or at once when its owner is provably dead:
     /// the handle holds a pidfd per occupied slot's owner and wakes the
     /// moment one exits. Exactly once against any scans and waits, in any
-    /// process. Calls on one handle take turns.
+    /// process. Calls on one handle take turns, each within its own
+    /// timeout (a wait behind a longer one returns empty at its deadline).
     ///
     /// ```
     /// use std::time::Duration;
@@ -215,15 +216,21 @@ impl HeartbeatTable {
         let room = self.reclaim_room() as usize;
         let mut out = vec![sys::vigil_reclaim { slot: 0, pid: 0, in_flight: 0 }; room];
         let mut why = vec![0u32; room];
-        let _turn = self.wait_lock.lock().unwrap_or_else(|e| e.into_inner());
+        // The turn within the wait's own timeout: a wait in progress that
+        // outlasts it makes this one time out empty, as the C call would.
+        let (_turn, left) = match self.wait_turn.take_within(timeout) {
+            Ok(taken) => taken,
+            Err(Error::Timeout) => return Ok(Vec::new()),
+            Err(e) => return Err(e),
+        };
         // SAFETY: an open handle (the table's invariant); `_turn` holds
-        // wait_lock, so this is the handle's only wait in progress; out and why
-        // hold the max entries we pass.
+        // wait_turn, so this is the handle's only wait in progress; out and
+        // why hold the max entries we pass.
         let n = check(unsafe {
             sys::vigil_failover_wait_why(
                 self.raw(),
                 grace_epochs,
-                timeout_ns(timeout),
+                timeout_ns(left),
                 out.as_mut_ptr(),
                 why.as_mut_ptr(),
                 room as u32,

@@ -5,11 +5,10 @@ use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
 
 use crate::error::{check, Result};
 use crate::sys;
-use crate::util::c_path;
+use crate::util::{c_path, Turn};
 
 /// A heartbeat table: a file of one 64-byte slot per process, mapped
 /// shared. Processes [`register`](Self::register) a slot, beat it, and
@@ -47,8 +46,9 @@ pub struct HeartbeatTable {
     epoch: NonNull<AtomicU64>,
     seen0: NonNull<AtomicU64>,
     stride: usize,
-    // vigil_failover_wait: one wait at a time per handle.
-    pub(crate) wait_lock: Mutex<()>,
+    // vigil_failover_wait: one wait at a time per handle, its turn taken
+    // within the wait's own timeout.
+    pub(crate) wait_turn: Turn,
 }
 
 // INVARIANT: `raw` is an open handle from `wrap` until `drop` (which has
@@ -64,7 +64,7 @@ unsafe impl Send for HeartbeatTable {}
 // the shared mapping or reads fields fixed at open (register's note of the
 // handle's own registrations is an atomic store per slot); the one call
 // that keeps per-handle state, vigil_failover_wait, runs only while
-// holding `wait_lock` (failover.rs), so never twice at once.
+// holding `wait_turn` (failover.rs), so never twice at once.
 unsafe impl Sync for HeartbeatTable {}
 
 impl HeartbeatTable {
@@ -161,6 +161,55 @@ impl HeartbeatTable {
         Self::open_raw(path.as_ref(), 0, true)
     }
 
+    /// Maps an existing table as `options` say (whose file to trust, or for
+    /// looking only); `capacity` 0 takes the file's, another must match
+    /// it. A file another user could have rewritten is
+    /// [`Error::Untrusted`](crate::Error::Untrusted) unless
+    /// [`OpenOptions::trust_owner`](crate::OpenOptions::trust_owner).
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("vigil-doc-openwith-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let path = dir.join("t");
+    /// vigil::HeartbeatTable::create(&path, 4)?;
+    /// let view = vigil::HeartbeatTable::open_with(&path, 4, vigil::OpenOptions::new().readonly(true))?;
+    /// assert!(view.is_readonly());
+    /// # drop(view); std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open_with<P: AsRef<Path>>(path: P, capacity: u32, options: crate::OpenOptions) -> Result<HeartbeatTable> {
+        let path = path.as_ref();
+        let c = c_path(path)?;
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: c is a valid C string; raw is written only on success.
+        check(unsafe { sys::vigil_hb_open_flags(c.as_ptr(), capacity, options.flags(), &mut raw) })?;
+        Ok(Self::wrap(raw, path, options.is_readonly()))
+    }
+
+    /// As [`create_with_mode`](Self::create_with_mode), the file given to
+    /// the group `gid` (the caller must be in it) as it is made: with mode
+    /// 0o660, the arrangement in which the group's members trust each
+    /// other's table (vigil_hb_create_group(3)).
+    ///
+    /// ```
+    /// use std::os::unix::fs::MetadataExt;
+    /// # let dir = std::env::temp_dir().join(format!("vigil-doc-group-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// let gid = std::fs::metadata(&dir)?.gid(); // a group the caller is in
+    /// let table = vigil::HeartbeatTable::create_with_group(dir.join("t"), 8, 0o660, gid)?;
+    /// assert_eq!(std::fs::metadata(dir.join("t"))?.gid(), gid);
+    /// # drop(table); std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn create_with_group<P: AsRef<Path>>(path: P, capacity: u32, mode: u32, gid: u32) -> Result<HeartbeatTable> {
+        let path = path.as_ref();
+        let c = c_path(path)?;
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: c is a valid C string; raw is written only on success.
+        check(unsafe { sys::vigil_hb_create_group(c.as_ptr(), capacity, mode, gid, &mut raw) })?;
+        Ok(Self::wrap(raw, path, false))
+    }
+
     fn open_raw(path: &Path, capacity: u32, readonly: bool) -> Result<HeartbeatTable> {
         let c = c_path(path)?;
         let mut raw = std::ptr::null_mut();
@@ -193,7 +242,7 @@ impl HeartbeatTable {
             epoch: NonNull::new(b0.epoch as *mut AtomicU64).expect("beater epoch"),
             seen0: NonNull::new(b0.seen as *mut AtomicU64).expect("beater word"),
             stride,
-            wait_lock: Mutex::new(()),
+            wait_turn: Turn::new(),
         }
     }
 

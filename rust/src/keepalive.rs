@@ -13,10 +13,43 @@ use crate::error::{check, Error, Result};
 use crate::lease::{sealed, Lease, LeasePort};
 use crate::sys;
 
-/// What a keepalive keeps alive for its renewer: any port that may be
-/// shared with, and dropped on, another thread.
-trait Holds: Send + Sync {}
-impl<T: Send + Sync + ?Sized> Holds for T {}
+/// A keepalive's share of its port: an `Arc<P>` held as the pointer
+/// `Arc::into_raw` gave, which is also the context its renewer reads (so
+/// that a renewal can take a share of its own: see `renew_shared`).
+struct PortShare {
+    ptr: *const c_void,
+    release: unsafe fn(*const c_void),
+}
+
+/// Gives back the share `PortShare` holds for an `Arc<P>`.
+///
+/// # Safety
+///
+/// `ptr` came from `Arc::<P>::into_raw`, and this is its one release.
+unsafe fn release_share<P>(ptr: *const c_void) {
+    // SAFETY: the function's contract.
+    drop(unsafe { Arc::from_raw(ptr as *const P) });
+}
+
+impl PortShare {
+    fn new<P: Send + Sync + 'static>(port: Arc<P>) -> PortShare {
+        PortShare { ptr: Arc::into_raw(port) as *const c_void, release: release_share::<P> }
+    }
+}
+
+impl Drop for PortShare {
+    fn drop(&mut self) {
+        // SAFETY: ptr and release were made together by `new` from an
+        // `Arc<P>`, and a PortShare is dropped once.
+        unsafe { (self.release)(self.ptr) }
+    }
+}
+
+// SAFETY: a PortShare is an `Arc<P>` with P: Send + Sync (`new`'s bound),
+// which is Send and Sync; the raw pointer only hides P's type.
+unsafe impl Send for PortShare {}
+// SAFETY: as for Send; through `&PortShare` nothing is reachable.
+unsafe impl Sync for PortShare {}
 
 /// Renews a lease through a [`LeasePort`] every 0.32 TTL (so two lost
 /// renewals in a row are survived) until stopped, on a thread of its own.
@@ -32,6 +65,11 @@ impl<T: Send + Sync + ?Sized> Holds for T {}
 /// * [`stop`](Self::stop) (or drop) wakes the renewer at once, joins it,
 ///   and returns only when no renewal is in flight and none can start, so
 ///   a release that follows can never be undone by a late renewal.
+/// * The port's own `renew` may stop or drop its keepalive (one it took
+///   out of a `static Mutex<Option<Keepalive>>`, say): that stop returns at
+///   once (it cannot wait for the renewal it is called from), no renewal
+///   starts after that one, and the renewer frees the keepalive, and drops
+///   its share of the port, as that renewal returns.
 ///
 /// **It owns a share of its port.** [`start`](Self::start) takes the port
 /// as an [`Arc`], and the keepalive holds that share until its renewer is
@@ -74,48 +112,107 @@ pub struct Keepalive {
     // method can be called, it holds a running keepalive.
     raw: Option<NonNull<sys::vigil_keepalive>>,
     // The renewer's port, held until the renewer is joined (the field is
-    // dropped after Drop::drop has stopped it). None only for the one
-    // with_keepalive runs, whose port outlives the call.
-    _port: Option<Arc<dyn Holds>>,
+    // dropped after Drop::drop has stopped it), or, when the port's own
+    // renewal stopped it, until that renewal returns (it holds a share of
+    // its own: renew_shared). None only for the one with_keepalive runs,
+    // whose port outlives the call.
+    _port: Option<PortShare>,
 }
 
 // SAFETY: the renewer is the library's own thread, and
 // vigil_keepalive_stop may run on any thread (it joins the renewer, which
-// any thread may do); the port held is `Holds`, so Send + Sync, and the
-// port of a with_keepalive keepalive is Sync (its bound) and never leaves
-// that call's frame. Through `&Keepalive` only vigil_keepalive_lost, _fd
-// and _stats run, which read atomics and fields fixed at start.
+// any thread may do; on the renewer itself, inside a renewal, it leaves
+// the rest of the stop to the renewer); the port share held is Send +
+// Sync (PortShare), and the port of a with_keepalive keepalive is Sync
+// (its bound) and never leaves that call's frame. Through `&Keepalive`
+// only vigil_keepalive_lost, _fd and _stats run, which read atomics and
+// fields fixed at start.
 unsafe impl Send for Keepalive {}
 // SAFETY: as for Send.
 unsafe impl Sync for Keepalive {}
 
-/// The C callback that renews through a Rust port.
+/// Runs `f` with no unwind leaving it: a panic counts as a transient
+/// failure (-EIO), and a panic payload whose own drop panics is dropped
+/// inside a catch of its own, and leaked if that panics again.
+fn no_unwind(f: impl FnOnce() -> c_int) -> c_int {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(rc) => rc,
+        Err(payload) => {
+            if let Err(again) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
+                std::mem::forget(again);
+            }
+            -5 // -EIO
+        }
+    }
+}
+
+/// One renewal through `port`: 0, the error's code, or -EIO for a panic
+/// (local expiry still ends the lease if the port keeps failing).
+fn renew_once<P: LeasePort + ?Sized>(port: &P, lease: &Lease) -> c_int {
+    match port.renew(lease) {
+        Ok(()) => 0,
+        Err(e) => e.code().min(-1),
+    }
+}
+
+/// The C callback that renews through a port borrowed by
+/// [`with_keepalive`].
 ///
 /// # Safety
 ///
 /// `ctx` is a `*const P` valid for the call and `lease` a valid lease:
 /// what [`raw_port`] hands the library, for a port that outlives the
 /// keepalive's renewer.
-unsafe extern "C" fn renew_through<P: LeasePort + Sync>(ctx: *mut c_void, lease: *const sys::vigil_lease) -> c_int {
+unsafe extern "C" fn renew_borrowed<P: LeasePort + Sync>(ctx: *mut c_void, lease: *const sys::vigil_lease) -> c_int {
     // SAFETY: the function's contract: ctx is the `&P` raw_port was given,
-    // alive for as long as the renewer runs (the keepalive holds the Arc,
-    // or with_keepalive the borrow); lease is the keepalive's own copy.
+    // alive for the whole with_keepalive call, whose keepalive is stopped
+    // (and its renewer joined: the body has it only by reference, so the
+    // port cannot stop it) before the call returns; lease is the
+    // keepalive's own copy, alive while its renewer runs.
     let (port, lease) = unsafe { (&*(ctx as *const P), Lease::from_raw(*lease)) };
-    // A panic must not unwind into C: it counts as a transient failure
-    // (local expiry still ends the lease if the port keeps failing).
-    match catch_unwind(AssertUnwindSafe(|| port.renew(&lease))) {
-        Ok(Ok(())) => 0,
-        Ok(Err(e)) => e.code().min(-1),
-        Err(_) => -5, // -EIO
-    }
+    no_unwind(|| renew_once(port, &lease))
+}
+
+/// The C callback that renews through a port a [`Keepalive`] holds a share
+/// of. The renewal takes a share of its own for its length: the port may
+/// drop the keepalive (and with it the keepalive's share) from inside its
+/// `renew`, and must outlive the call all the same.
+///
+/// # Safety
+///
+/// `ctx` is a pointer `Arc::<P>::into_raw` gave, whose share is held until
+/// the renewer has made its last call, and `lease` a valid lease.
+unsafe extern "C" fn renew_shared<P: LeasePort + Sync>(ctx: *mut c_void, lease: *const sys::vigil_lease) -> c_int {
+    let ptr = ctx as *const P;
+    // SAFETY: the function's contract: the keepalive's PortShare is that
+    // share. It is released only after vigil_keepalive_stop, which either
+    // joined this renewer (so not during this call), or ran on this very
+    // thread inside this call (the port's renew stopping its keepalive),
+    // which is after the increment here. So the count is at least 1 now,
+    // and the Arc made below is this call's own share.
+    let port = unsafe {
+        Arc::increment_strong_count(ptr);
+        Arc::from_raw(ptr)
+    };
+    // SAFETY: the keepalive's own copy of the lease, which the library
+    // frees only after the renewer's last call has returned.
+    let lease = unsafe { Lease::from_raw(*lease) };
+    let rc = no_unwind(|| renew_once(&*port, &lease));
+    // The last share, when the renewal dropped the keepalive: P's drop
+    // runs here, caught like the renewal.
+    no_unwind(move || {
+        drop(port);
+        0
+    });
+    rc
 }
 
 /// The C port for `port`: the library's own for its backends, else a call
-/// back into Rust through `renew_through`. Valid while `port` is.
+/// back into Rust through `renew_borrowed`. Valid while `port` is.
 fn raw_port<P: LeasePort + Sync>(port: &P) -> sys::vigil_lease_port {
     match port.native_port(sealed::Token(())) {
         Some(native) => native.raw,
-        None => sys::vigil_lease_port { ctx: port as *const P as *mut c_void, renew: Some(renew_through::<P>) },
+        None => sys::vigil_lease_port { ctx: port as *const P as *mut c_void, renew: Some(renew_borrowed::<P>) },
     }
 }
 
@@ -138,18 +235,27 @@ impl Keepalive {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn start<P: LeasePort + Send + Sync + 'static>(port: Arc<P>, lease: &Lease) -> Result<Keepalive> {
-        let raw_port = raw_port(&*port);
-        // SAFETY: raw_port's context is inside `port`, whose Arc the
-        // keepalive holds until its renewer is joined (and for ever if it
-        // is leaked); P is 'static, so nothing it borrows can end first.
-        unsafe { Self::start_raw(&raw_port, lease, Some(port)) }
+        let native = port.native_port(sealed::Token(())).map(|n| n.raw);
+        let share = PortShare::new(port);
+        let raw_port = native.unwrap_or(sys::vigil_lease_port {
+            ctx: share.ptr as *mut c_void,
+            renew: Some(renew_shared::<P>),
+        });
+        // SAFETY: raw_port's context is the store inside the port (native)
+        // or the port itself (renew_shared's contract: `share` is the
+        // Arc::into_raw pointer), and the keepalive holds `share` until its
+        // renewer is joined, or, when the port's renewal stopped it, until
+        // that renewal (which holds a share of its own) returns, and for
+        // ever if the keepalive is leaked; P is 'static, so nothing it
+        // borrows can end first.
+        unsafe { Self::start_raw(&raw_port, lease, Some(share)) }
     }
 
     /// # Safety
     ///
     /// What `port` points to (its context) stays valid until the returned
     /// keepalive is stopped or dropped, and until for ever if it is leaked.
-    unsafe fn start_raw(port: &sys::vigil_lease_port, lease: &Lease, owner: Option<Arc<dyn Holds>>) -> Result<Keepalive> {
+    unsafe fn start_raw(port: &sys::vigil_lease_port, lease: &Lease, owner: Option<PortShare>) -> Result<Keepalive> {
         let mut raw = std::ptr::null_mut();
         // SAFETY: the port is valid as long as the keepalive (this
         // function's contract); the library copies the port and the lease;

@@ -426,6 +426,49 @@ impl Leases {
         Self::open_raw(path.as_ref(), true)
     }
 
+    /// Opens an existing store as `options` say (whose file to trust, or for
+    /// looking only): see [`OpenOptions`](crate::OpenOptions).
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("vigil-doc-lopenwith-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// vigil::Leases::create(dir.join("l"), 16)?;
+    /// let store = vigil::Leases::open_with(dir.join("l"), vigil::OpenOptions::new().trust_owner(true))?;
+    /// # drop(store); std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open_with<P: AsRef<Path>>(path: P, options: crate::OpenOptions) -> Result<Leases> {
+        let path = path.as_ref();
+        let c = c_path(path)?;
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: c is a C string; raw is written only on success.
+        check(unsafe { sys::vigil_leases_open_flags(c.as_ptr(), options.flags(), &mut raw) })?;
+        Ok(Self::wrap(raw, path))
+    }
+
+    /// As [`create_with_mode`](Self::create_with_mode), the file given to
+    /// the group `gid` (the caller must be in it) as it is made
+    /// (vigil_leases_create_group(3)).
+    ///
+    /// ```
+    /// use std::os::unix::fs::MetadataExt;
+    /// # let dir = std::env::temp_dir().join(format!("vigil-doc-lgroup-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// let gid = std::fs::metadata(&dir)?.gid();
+    /// let store = vigil::Leases::create_with_group(dir.join("l"), 16, 0o660, gid)?;
+    /// assert_eq!(std::fs::metadata(dir.join("l"))?.gid(), gid);
+    /// # drop(store); std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn create_with_group<P: AsRef<Path>>(path: P, capacity: u32, mode: u32, gid: u32) -> Result<Leases> {
+        let path = path.as_ref();
+        let c = c_path(path)?;
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: c is a C string; raw is written only on success.
+        check(unsafe { sys::vigil_leases_create_group(c.as_ptr(), capacity, mode, gid, &mut raw) })?;
+        Ok(Self::wrap(raw, path))
+    }
+
     fn open_raw(path: &Path, readonly: bool) -> Result<Leases> {
         let c = c_path(path)?;
         let mut raw = std::ptr::null_mut();

@@ -33,10 +33,14 @@
 //! # No undefined behaviour from safe code
 //!
 //! No sequence of safe calls reaches undefined behaviour: not
-//! `std::mem::forget`, not a handle shared between threads, not a `fork`.
+//! `std::mem::forget`, not a handle shared between threads or dropped on
+//! another, not a port whose `renew` drops its own [`Keepalive`], not a
+//! panic in a port (even one whose payload panics again when dropped).
 //! What could go wrong is ruled out by the types, and each `unsafe` block
 //! of the crate says why it holds from them (the test `safety_comments`
-//! checks that each has its reason). These do not compile:
+//! checks that each has its reason). `fork` is outside the promise: it is
+//! no safe call (`libc::fork` is `unsafe`), and what a child may do is
+//! said below. These do not compile:
 //!
 //! A keepalive that could outlive what it renews through (a borrowed
 //! store, or a port that borrows one: a forgotten keepalive would renew
@@ -85,17 +89,28 @@
 //! ```
 //!
 //! The library's own port of a store, which points into it: not a name
-//! outside the crate, nor a method anyone else can call or override.
+//! outside the crate, nor a method anyone else can call or override (its
+//! key and its port are in a module private to the crate: error E0603).
 //!
-//! ```compile_fail
+//! ```compile_fail,E0412
 //! let _: Option<vigil::NativePort> = None;
 //! ```
 //!
-//! ```compile_fail
+//! ```compile_fail,E0603
 //! # fn f(store: &vigil::Leases) {
 //! use vigil::LeasePort;
-//! let _ = store.native_port(Default::default());
+//! let _ = store.native_port(vigil::lease::sealed::Token(()));
 //! # }
+//! ```
+//!
+//! ```compile_fail,E0603
+//! struct Mine(vigil::Leases);
+//! impl vigil::LeasePort for Mine {
+//!     fn renew(&self, lease: &vigil::Lease) -> vigil::Result<()> { self.0.renew(lease) }
+//!     fn native_port(&self, t: vigil::lease::sealed::Token) -> Option<vigil::lease::sealed::NativePort<'_>> {
+//!         self.0.native_port(t)
+//!     }
+//! }
 //! ```
 //!
 //! Binding a barrier while another thread may be waiting on it (a bound
@@ -138,10 +153,20 @@
 //! # drop(watchdog); Ok(()) }
 //! ```
 //!
-//! A `fork` is not a type, so the guards check it: a child's copy of a
-//! [`Registration`] unregisters nothing when dropped, a [`Keepalive`]'s
-//! stops nothing of the parent's renewer, and an `Etcd` connection is
-//! left to the parent (the child registers, acquires and connects its own).
+//! # Fork
+//!
+//! `fork` is not a safe call: `libc::fork` is `unsafe`, and in the child
+//! of a process with other threads (a running [`Keepalive`] has two) POSIX
+//! allows only async-signal-safe calls until `exec`. No promise of this
+//! crate reaches past that. What the crate does for a child that goes on
+//! without `exec` on glibc (whose `malloc` works in a forked child): the
+//! guards remember the process that made them, so a child's copy of a
+//! [`Registration`] unregisters nothing when dropped (its `unregister` is
+//! [`Error::Lost`]), a [`Keepalive`]'s frees the child's copy and stops
+//! nothing of the parent's renewer, and an `Etcd` connection is forgotten,
+//! never closed (its TLS session and locks are the parent's). Beyond
+//! dropping the parent's guards, a child should make its own: open the
+//! table, register, acquire and connect again (or `exec`, the safe way).
 //!
 //! # A worker and its watchdog
 //!
@@ -216,6 +241,7 @@ mod failover;
 mod heartbeat;
 mod keepalive;
 mod lease;
+mod open;
 mod sys;
 mod util;
 
@@ -227,6 +253,7 @@ pub use failover::{Election, FailoverWatchInfo, Leader, Reclaim, ReclaimReason};
 pub use heartbeat::{Beater, HeartbeatCounters, HeartbeatTable, Registration, Role, SlotInfo};
 pub use keepalive::{with_keepalive, Keepalive, KeepaliveStats};
 pub use lease::{Lease, LeaseInfo, LeasePort, LeaseState, Leases, LeasesCounters};
+pub use open::OpenOptions;
 
 /// The Rust programs of README.md, run as doc tests (`make rust-doc`).
 #[cfg(doctest)]

@@ -18,6 +18,10 @@
 use std::os::raw::{c_char, c_int, c_uint, c_void};
 use std::sync::atomic::{AtomicU32, AtomicU64};
 
+/// The C `gid_t` (Linux: 32 bits).
+#[allow(non_camel_case_types)]
+pub type gid_t = u32;
+
 // ---- error codes (include/vigil/common.h) ---------------------------------
 
 pub const VIGIL_EFULL: c_int = -1001;
@@ -30,6 +34,9 @@ pub const VIGIL_ENOPEERS: c_int = -1007;
 pub const VIGIL_ELOST: c_int = -1008;
 pub const VIGIL_EBUSY: c_int = -1009;
 pub const VIGIL_ETLS: c_int = -1010;
+pub const VIGIL_EUNTRUSTED: c_int = -1011;
+pub const VIGIL_OPEN_READONLY: c_uint = 0x1;
+pub const VIGIL_OPEN_TRUST_OWNER: c_uint = 0x2;
 /// The layout version every vigil file carries at offset 8.
 pub const VIGIL_LAYOUT_VERSION: u32 = 6;
 
@@ -348,7 +355,8 @@ pub fn constants() -> Vec<(&'static str, i64)> {
     }
     c![
         VIGIL_EFULL, VIGIL_EBADFILE, VIGIL_ECAPACITY, VIGIL_ERANGE, VIGIL_EVACANT,
-        VIGIL_ETIMEDOUT, VIGIL_ENOPEERS, VIGIL_ELOST, VIGIL_EBUSY, VIGIL_ETLS, VIGIL_LAYOUT_VERSION,
+        VIGIL_ETIMEDOUT, VIGIL_ENOPEERS, VIGIL_ELOST, VIGIL_EBUSY, VIGIL_ETLS, VIGIL_EUNTRUSTED,
+        VIGIL_OPEN_READONLY, VIGIL_OPEN_TRUST_OWNER, VIGIL_LAYOUT_VERSION,
         VIGIL_ROLE_WORKER,
         VIGIL_ROLE_COORDINATOR, VIGIL_SERIAL, VIGIL_RECLAIM_STALE, VIGIL_RECLAIM_EXITED,
         VIGIL_LEASE_VACANT, VIGIL_LEASE_HELD, VIGIL_LEASE_EXPIRED, VIGIL_LEASE_RELEASED,
@@ -367,6 +375,14 @@ extern "C" {
     pub fn vigil_hb_create_mode(path: *const c_char, capacity: u32, mode: c_uint, out: *mut *mut vigil_hb)
         -> c_int;
     pub fn vigil_hb_open(path: *const c_char, capacity: u32, out: *mut *mut vigil_hb) -> c_int;
+    pub fn vigil_hb_open_flags(path: *const c_char, capacity: u32, flags: c_uint, out: *mut *mut vigil_hb) -> c_int;
+    pub fn vigil_hb_create_group(
+        path: *const c_char,
+        capacity: u32,
+        mode: c_uint,
+        group: gid_t,
+        out: *mut *mut vigil_hb,
+    ) -> c_int;
     pub fn vigil_hb_open_readonly(path: *const c_char, capacity: u32, out: *mut *mut vigil_hb) -> c_int;
     pub fn vigil_hb_close(hb: *mut vigil_hb);
     pub fn vigil_hb_capacity(hb: *const vigil_hb) -> u32;
@@ -422,6 +438,21 @@ extern "C" {
         grace_epochs: u64,
         out: *mut *mut vigil_barrier,
     ) -> c_int;
+    pub fn vigil_barrier_open_flags(
+        path: *const c_char,
+        hb: *mut vigil_hb,
+        grace_epochs: u64,
+        flags: c_uint,
+        out: *mut *mut vigil_barrier,
+    ) -> c_int;
+    pub fn vigil_barrier_create_group(
+        path: *const c_char,
+        hb: *mut vigil_hb,
+        grace_epochs: u64,
+        mode: c_uint,
+        group: gid_t,
+        out: *mut *mut vigil_barrier,
+    ) -> c_int;
     pub fn vigil_barrier_close(b: *mut vigil_barrier);
     pub fn vigil_barrier_wait(b: *mut vigil_barrier, my_epoch: u32) -> c_int;
     pub fn vigil_barrier_wait_quorum(b: *mut vigil_barrier, my_epoch: u32, quorum: u32) -> c_int;
@@ -472,6 +503,14 @@ extern "C" {
         -> c_int;
     pub fn vigil_leases_open(path: *const c_char, out: *mut *mut vigil_leases) -> c_int;
     pub fn vigil_leases_open_readonly(path: *const c_char, out: *mut *mut vigil_leases) -> c_int;
+    pub fn vigil_leases_open_flags(path: *const c_char, flags: c_uint, out: *mut *mut vigil_leases) -> c_int;
+    pub fn vigil_leases_create_group(
+        path: *const c_char,
+        capacity: u32,
+        mode: c_uint,
+        group: gid_t,
+        out: *mut *mut vigil_leases,
+    ) -> c_int;
     pub fn vigil_leases_close(ls: *mut vigil_leases);
     pub fn vigil_leases_capacity(ls: *const vigil_leases) -> u32;
     pub fn vigil_leases_acquire(

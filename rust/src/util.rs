@@ -5,7 +5,8 @@ use std::ffi::CString;
 use std::os::raw::c_char;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::time::Duration;
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 
@@ -41,6 +42,66 @@ pub(crate) fn ms(ms: u64) -> Duration {
 pub(crate) fn from_c_chars(chars: &[c_char]) -> String {
     let bytes: Vec<u8> = chars.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
     String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// One call at a time on a handle that keeps state for the call (a bound
+/// barrier's waits, a table's failover_wait), taken within the call's own
+/// timeout.
+pub(crate) struct Turn {
+    busy: Mutex<bool>,
+    freed: Condvar,
+}
+
+/// A turn held; given back when dropped.
+pub(crate) struct TurnHeld<'a>(&'a Turn);
+
+impl Turn {
+    pub(crate) fn new() -> Turn {
+        Turn { busy: Mutex::new(false), freed: Condvar::new() }
+    }
+
+    /// Takes the turn, waiting for the call in progress to end, up to
+    /// `deadline` ([`Error::Timeout`] then).
+    fn take(&self, deadline: Option<Instant>) -> Result<TurnHeld<'_>> {
+        // The flag is only ever set and cleared under the lock, so a
+        // poisoned lock (a panic elsewhere while holding it) is still right.
+        let mut busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
+        while *busy {
+            busy = match deadline {
+                None => self.freed.wait(busy).unwrap_or_else(|e| e.into_inner()),
+                Some(d) => {
+                    let left = d.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return Err(Error::Timeout);
+                    }
+                    self.freed.wait_timeout(busy, left).unwrap_or_else(|e| e.into_inner()).0
+                }
+            };
+        }
+        *busy = true;
+        Ok(TurnHeld(self))
+    }
+
+    /// Takes the turn within `timeout` (None: no deadline), and says how
+    /// much of it is left for the call ([`Error::Timeout`] when the call
+    /// in progress outlasts it).
+    pub(crate) fn take_within(&self, timeout: Option<Duration>) -> Result<(TurnHeld<'_>, Option<Duration>)> {
+        let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
+        let held = self.take(deadline)?;
+        // A deadline past what an Instant holds waits as long as asked.
+        let left = match (timeout, deadline) {
+            (Some(_), Some(d)) => Some(d.saturating_duration_since(Instant::now())),
+            (t, _) => t,
+        };
+        Ok((held, left))
+    }
+}
+
+impl Drop for TurnHeld<'_> {
+    fn drop(&mut self) {
+        *self.0.busy.lock().unwrap_or_else(|e| e.into_inner()) = false;
+        self.0.freed.notify_one();
+    }
 }
 
 #[cfg(test)]

@@ -163,3 +163,70 @@ fn a_timeout_withdraws_and_the_dead_drop_out() {
     barrier.wait(0).unwrap(); // alone among the live: released at once
     assert_eq!(barrier.current_epoch(), 1);
 }
+
+/// A process that unregisters and registers again, into the same slot,
+/// waits as its new registration (issue 27's review: the handle bound to
+/// the first was kept, since the slot's number matched, and every wait
+/// after was IoError(Other) for good).
+#[test]
+fn registered_again_in_the_same_slot_waits_as_the_new_registration() {
+    let dir = TempDir::new("compat-rereg");
+    let hb = table(&dir, 4);
+    let barrier = EpochBarrier::create(dir.path("b"), hb.clone(), 5).unwrap();
+    let me = std::process::id();
+    let first = barrier.start(1).unwrap();
+    for round in 0..3u32 {
+        let slot = hb.register(me).unwrap();
+        barrier.wait_timeout(first + 2 * round, LONG).unwrap();
+        hb.unregister(slot);
+        let again = hb.register(me).unwrap();
+        assert_eq!(again, slot, "the freed slot is the first vacant one");
+        barrier.wait_timeout(first + 2 * round + 1, LONG).unwrap();
+        hb.unregister(again);
+    }
+}
+
+/// A process whose slot failover took is told, `Reclaimed` (not
+/// IoError(Other)), records nothing, and waits again once it registers
+/// again; twice over, registered again in the same slot each time (issue
+/// 27's review: the gone registration was kept beside the new one, the
+/// waits arrived unbound, and after the second reclaim a wait of quorum 1
+/// released a round). Every wait has quorum 1: an arrival unbound, as no
+/// peer, would release the round and fail the test.
+#[test]
+fn a_reclaimed_waiter_is_told_and_registers_again() {
+    let dir = TempDir::new("compat-reclaimed");
+    let hb = table(&dir, 4);
+    let barrier = EpochBarrier::create(dir.path("b"), hb.clone(), 2).unwrap();
+    let me = std::process::id();
+    let mut slot = hb.register(me).unwrap();
+    let first = barrier.start(1).unwrap();
+    barrier.wait_timeout(first, LONG).unwrap(); // bound now
+    let peer = hb.register(me + 1).unwrap(); // another process's, live throughout
+    for reclaim in 0..2 {
+        // It stalls: a watchdog takes its slot (and the unit).
+        hb.mark_in_flight(slot, 1);
+        for _ in 0..4 {
+            hb.tick_global_epoch();
+        }
+        hb.beat(peer);
+        let report = FailoverWatchdog::with_grace(&hb, 2).scan();
+        assert!(!report.is_empty(), "reclaim {reclaim}: the stalled slot was not reclaimed");
+        let epoch = barrier.current_epoch();
+        assert_eq!(barrier.wait_quorum_timeout(epoch, 1, LONG), Err(BarrierError::Reclaimed), "reclaim {reclaim}");
+        assert_eq!(barrier.current_epoch(), epoch, "reclaim {reclaim}: a reclaimed waiter released a round");
+        if reclaim == 0 {
+            // A fresh barrier handle (never bound) is told too, not counted unbound.
+            let other = EpochBarrier::open(dir.path("b"), hb.clone(), 2).unwrap();
+            assert_eq!(other.wait_quorum_timeout(epoch, 1, LONG), Err(BarrierError::Reclaimed));
+        }
+        // Registered again, in the same slot (the first vacant one): a peer again.
+        let again = hb.register(me).unwrap();
+        assert_eq!(again, slot);
+        barrier.wait_quorum_timeout(epoch, 1, LONG).unwrap();
+        assert_eq!(barrier.current_epoch(), epoch + 1);
+        slot = again;
+    }
+    hb.unregister(slot);
+    hb.unregister(peer);
+}

@@ -152,6 +152,16 @@ int vigil_etcd__revoke_locked(vigil_etcd *e, int64_t id)
     return rc;
 }
 
+#define REVOKE_SENDS 3 /* a revoke whose answer never came, sent again at once */
+
+int vigil_etcd__revoke_sure_locked(vigil_etcd *e, int64_t id)
+{
+    int rc = -EIO;
+    for (int i = 0; i < REVOKE_SENDS && rc < 0 && rc != VIGIL_ELOST && rc != VIGIL_ETIMEDOUT; i++)
+        rc = vigil_etcd__revoke_locked(e, id);
+    return rc == VIGIL_ELOST ? 0 : rc;
+}
+
 int vigil_etcd__grant_locked(vigil_etcd *e, uint64_t ttl_s, int64_t *id, int64_t *granted)
 {
     char body[64];
@@ -221,12 +231,14 @@ int vigil_etcd_acquire(vigil_etcd *e, const char *key, const char *owner, uint64
         rc = vigil_etcd__parse_acquire(r.http, r.body, r.len, id, &token);
     if (rc < 0) {
         /* Held by another, or we cannot tell: the lease we granted goes, and
-         * with it our key (a waiter's place nobody will use). If the revoke
-         * fails too, the lease lapses on its own within its TTL, never
-         * renewed, and takes the key with it. */
+         * with it our key (a waiter's place nobody will use), and any copy
+         * of the txn that lands later fails whole. Sent again while
+         * unanswered; if every sending fails too, the lease lapses on its
+         * own within its TTL, never renewed, and takes with it the key a
+         * late copy may have put. */
         char why[256];
         vigil_etcd__why_save(why, sizeof(why));
-        (void)vigil_etcd__revoke_locked(e, id);
+        (void)vigil_etcd__revoke_sure_locked(e, id);
         vigil_etcd__why_restore(why);
         goto out;
     }

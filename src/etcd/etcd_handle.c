@@ -194,6 +194,7 @@ size_t vigil_etcd__ns(const vigil_etcd *e, const char **ns)
 
 static void free_handle(vigil_etcd *e)
 {
+    vigil_etcd__health_close(e);
     vigil_etcd__curl_close(e);
     free(e->cacert);
     free(e->cert);
@@ -300,6 +301,8 @@ int vigil_etcd_connect_opts(const char *endpoints, const struct vigil_etcd_optio
         rc = vigil_etcd__curl_open(e);
     if (rc == 0 && pthread_mutex_init(&e->lock, NULL) != 0)
         rc = -ENOMEM;
+    if (rc == 0)
+        rc = vigil_etcd__health_open(e);
     if (rc < 0) {
         free_handle(e);
         return rc;

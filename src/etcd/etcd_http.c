@@ -9,9 +9,12 @@
  * endpoint is passed over on a transport failure, a 5xx without JSON, or
  * etcd's Unavailable / DeadlineExceeded. When none answers, the last such
  * failure is the result: a transient -errno, never VIGIL_ELOST. A request
- * passed over after it may have reached a member (maybe_applied) may still
- * be applied there, late, after the copy sent on: that is safe only
- * because every write vigil sends is idempotent by construction or fenced
+ * passed over after it may have reached a member (maybe_applied: a
+ * transport failure past the connection, or an answer of Unavailable,
+ * DeadlineExceeded or a 5xx page, which a member gives for a request it
+ * proposed and stopped waiting for) may still be applied there, late,
+ * after the copy sent on: that is safe only because every write vigil
+ * sends is idempotent by construction or fenced
  * (group_fence.c, THE RULE), and the callers learn of it to resolve their
  * write before telling theirs (greply.doubt, revoke_unsure). Every
  * request carries require-leader (a member cut off from the leader says
@@ -322,6 +325,7 @@ static int call_endpoints(vigil_etcd *e, const char *path, const char *body, str
 {
     bool gateway = strncmp(path, "v3/", 3) == 0, electing = false;
     int rc = -EHOSTUNREACH;
+    int64_t sent = vigil_etcd__wall_ns(); /* an outage it finds began no later */
     e->maybe_applied = false;
     for (unsigned k = 0; k < e->n; k++) {
         unsigned i = (e->cur + k) % e->n;
@@ -346,18 +350,26 @@ static int call_endpoints(vigil_etcd *e, const char *path, const char *body, str
                 if (++e->prefix[i] < NPREFIX)
                     continue;
                 e->prefix[i] = 0; /* start over next time: the server may change */
-                vigil_etcd__why("%s: no etcd v3 gateway there", e->urls[i]);
+                char clean[512];
+                vigil_etcd__why("%s: no etcd v3 gateway there", vigil_etcd__redact(e->urls[i], clean, sizeof(clean)));
                 rc = -EPROTONOSUPPORT;
                 break;
             }
             *r = (struct vigil_etcd_reply){ .http = code, .body = e->reply.p, .len = e->reply.len };
             if (c < 0) {
+                /* Unavailable, DeadlineExceeded or a 5xx page: the member
+                 * may have proposed it and given up waiting, and may still
+                 * apply it; only "no leader" is said before any proposal
+                 * (require-leader). */
+                if (r->len == 0 || !memmem(r->body, r->len, "etcdserver: no leader", 21))
+                    e->maybe_applied = true;
                 note_error_reply(r);
                 rc = c;
                 electing = electing || c == -EAGAIN;
                 break;
             }
             e->cur = i;
+            vigil_etcd__health_answered(e);
             vigil_etcd__note_cluster(e, r->body, r->len);
             /* The last word: etcd's error, or none (an endpoint that
              * failed before this one answered is no reason any more). */
@@ -374,8 +386,12 @@ static int call_endpoints(vigil_etcd *e, const char *path, const char *body, str
             }
             return 0;
         }
-        if (rc == VIGIL_ETIMEDOUT || rc == VIGIL_ETLS)
-            break; /* the holder's time is up; or TLS, configured alike everywhere */
+        if (rc == VIGIL_ETIMEDOUT || rc == VIGIL_ETLS) {
+            vigil_etcd__health_failed(e, rc, e->urls[i], sent);
+            return rc; /* the holder's time is up; or TLS, configured alike everywhere */
+        }
+        if (k + 1 == e->n)
+            vigil_etcd__health_failed(e, rc, e->urls[i], sent); /* none answered */
     }
     /* A member that said Unavailable (no leader: an election under way)
      * beside one that refused the connection (the leader killed): the

@@ -192,6 +192,7 @@ struct vigil_etcd {
     int64_t                     revoke_unsure; /* a lease whose revoke failed that way, or 0 */
     _Atomic uint64_t            cluster; /* the cluster's ID, from the first reply naming one; 0 none yet */
     char                        curl_err[256]; /* libcurl's own words for the last failure */
+    struct vigil_etcd_health_state *health; /* etcd_health.c: whether etcd answers */
 };
 
 /* The handle's curl connection, made and closed (etcd_http.c). */
@@ -315,6 +316,7 @@ struct vigil_etcd_own {
     bool    ok, found, value_fits;
     int64_t create, lease, mod;
     char    value[64];
+    struct vigil_etcd_hdr at; /* the reply's header: vigil_etcd__store_behind judges it */
 };
 int vigil_etcd__parse_put_if(long http, const char *body, size_t len, struct vigil_etcd_own *own);
 int vigil_etcd__body_holder(char *buf, size_t cap, const char *key);
@@ -358,6 +360,9 @@ int vigil_etcd__if_held_locked(vigil_etcd *e, const vigil_lease *lease, int then
  * after an earlier such revoke of the same lease) is 0: ours, not a loss. */
 int vigil_etcd__grant_locked(vigil_etcd *e, uint64_t ttl_s, int64_t *id, int64_t *granted);
 int vigil_etcd__revoke_locked(vigil_etcd *e, int64_t id);
+/* The same, sent again while unanswered (a few times, within e's bounds):
+ * 0 (gone, by this revoke or an earlier one), or the error. */
+int vigil_etcd__revoke_sure_locked(vigil_etcd *e, int64_t id);
 /* lease/keepalive alone (no check of the key), taking e's lock, or with
  * it held. */
 int vigil_etcd__keepalive(vigil_etcd *e, int64_t id);
@@ -447,5 +452,24 @@ void vigil_etcd__curl_tls(vigil_etcd *e, void *curl);
 /* For the watch: the URL of path (a "v3/" path) on e's current endpoint,
  * and e's connect timeout. */
 int  vigil_etcd__url(vigil_etcd *e, const char *path, char *url, size_t cap, long *connect_ms);
+
+/* ---- whether etcd answers (etcd_health.c) ------------------------------- */
+
+/* Made with the handle and freed with it: 0 or -ENOMEM. */
+int  vigil_etcd__health_open(vigil_etcd *e);
+void vigil_etcd__health_close(vigil_etcd *e);
+/* A request of e's was answered by an endpoint; or no endpoint answered
+ * it (rc, the last endpoint tried, and this thread's errmsg saying why). */
+void vigil_etcd__health_answered(vigil_etcd *e);
+/* A request no endpoint answered, sent (CLOCK_REALTIME) at sent_ns. */
+void vigil_etcd__health_failed(vigil_etcd *e, int rc, const char *url, int64_t sent_ns);
+/* url without its userinfo (scheme://user:password@host: a secret): url
+ * itself when it has none, else buf. */
+const char *vigil_etcd__redact(const char *url, char *buf, size_t cap);
+/* The errmsg of a wait that ends (VIGIL_ETIMEDOUT) after meeting
+ * failures: the last one met since start (CLOCK_REALTIME ns), if any. */
+void vigil_etcd__why_wait(vigil_etcd *e, int64_t start);
+/* CLOCK_REALTIME in ns, as the record keeps time. */
+int64_t vigil_etcd__wall_ns(void);
 
 #endif

@@ -239,7 +239,8 @@ int vigil_etcd__parse_put_if(long http, const char *body, size_t len, struct vig
         return rc;
     struct vigil_etcd_own o = { 0 };
     const cJSON *kv = NULL, *v;
-    if ((rc = vigil_etcd__txn_succeeded(r, &o.ok)) < 0 || o.ok)
+    if ((rc = vigil_etcd__txn_succeeded(r, &o.ok)) < 0 ||
+        (rc = vigil_etcd__header_of(vigil_etcd__field(r, "header"), &o.at)) < 0 || o.ok)
         goto out;
     int f = txn_range_kv(r, 0, &kv);
     if (f < 0) {

@@ -47,8 +47,13 @@
  * session and KEY, as concurrency.Mutex): this call neither moves nor
  * deletes it, and a VIGIL_EBUSY leaves it queued. What a call could not clean up for want of
  * an answer (L unrevoked, or our key on the session's lease) is kept in
- * the session and done before its next acquire; the caller is told the
- * error meanwhile, never a held or a busy that may not be so.
+ * the session and done before its next acquire, and by the session's
+ * keepalive after each renewal that etcd answers (our key on the kept-
+ * alive lease would otherwise stay queued, and once the holder goes be
+ * held unknowingly, for as long as the session lives); the caller is told
+ * the error meanwhile, never a held or a busy that may not be so. Nothing
+ * kept is dropped: past LEFT_MAX the session gives itself up (renews no
+ * more, and is lost: its lease lapses within a TTL, and every key on it).
  *
  * A key held in a session needs no keepalive of its own: the session's
  * renews the one lease they share, and its fd says when it is lost, and
@@ -67,9 +72,9 @@
 
 #define SENDS      3   /* a request whose answer never came, sent again at once */
 #define CLEANUP_MS 600 /* what a call's clean-up gets past a wait's deadline */
-/* Clean-ups left at once, at most: past it (eight calls in a row that
- * could not clean up, while the session's next could not either) what
- * is left goes with the session's lease at its close. */
+/* Clean-ups left at once, at most: past it (calls of many threads that
+ * could not clean up, while neither the next nor a renewal could) the
+ * session is given up, and what is left goes with its lease. */
 #define LEFT_MAX   8
 
 struct vigil_etcd_session {
@@ -80,6 +85,9 @@ struct vigil_etcd_session {
     /* What calls left for want of an answer, done before the next (the
      * lock taken only after e's, never before it). */
     pthread_mutex_t  lock;
+    pthread_mutex_t  settling;  /* held by a settle for all of it: a call waits for the keepalive's */
+    uint64_t         renewed_ns; /* the keepalive's last renewal that etcd answered (its thread's) */
+    _Atomic bool     given_up;  /* a clean-up found no room: renew no more */
     struct left {
         int64_t  lease;                   /* a call's lease to revoke; or 0 and ... */
         char     key[VIGIL_ETCD_KEY_MAX]; /* ... our key KEY/<hex>'s KEY (full) to delete ... */
@@ -88,10 +96,30 @@ struct vigil_etcd_session {
     unsigned         nleft;
 };
 
+static int settle(vigil_etcd_session *s, uint64_t deadline_ns);
+
+/* The keepalive's renewal, and then what calls left, while etcd answers:
+ * bounded to end well before the lease's deadline as the keepalive
+ * reckons it (from the renewal before this one), which it checks when
+ * this returns. */
 static int session_renew(void *ctx, const vigil_lease *lease)
 {
     vigil_etcd_session *s = ctx;
-    return vigil_etcd__keepalive(s->e, lease->id);
+    if (atomic_load_explicit(&s->given_up, memory_order_acquire))
+        return VIGIL_ELOST; /* renewed no more: the lease lapses, and every key on it */
+    uint64_t sent = vigil_etcd__now_ns(), until = s->renewed_ns + (uint64_t)s->granted * 750000000ull;
+    int rc = vigil_etcd__keepalive(s->e, lease->id);
+    if (rc < 0)
+        return rc;
+    s->renewed_ns = sent;
+    pthread_mutex_lock(&s->lock);
+    bool pending = s->nleft > 0;
+    pthread_mutex_unlock(&s->lock);
+    if (pending && vigil_etcd__now_ns() < until && pthread_mutex_trylock(&s->settling) == 0) {
+        (void)settle(s, until); /* what fails stays for the next */
+        pthread_mutex_unlock(&s->settling);
+    }
+    return 0;
 }
 
 int vigil_etcd_session_open(vigil_etcd *e, uint64_t ttl_ms, vigil_etcd_session **out)
@@ -106,11 +134,15 @@ int vigil_etcd_session_open(vigil_etcd *e, uint64_t ttl_ms, vigil_etcd_session *
         return -ENOMEM;
     s->e = e;
     pthread_mutex_init(&s->lock, NULL);
+    pthread_mutex_init(&s->settling, NULL);
     vigil_etcd__lock(e);
     uint64_t sent = vigil_etcd__now_ns();
     rc = vigil_etcd__grant_locked(e, secs, &s->lease.id, &s->granted);
     vigil_etcd__unlock(e);
+    s->renewed_ns = sent;
     if (rc < 0) {
+        pthread_mutex_destroy(&s->settling);
+        pthread_mutex_destroy(&s->lock);
         free(s);
         return rc;
     }
@@ -123,6 +155,7 @@ int vigil_etcd_session_open(vigil_etcd *e, uint64_t ttl_ms, vigil_etcd_session *
         vigil_etcd__lock(e);
         (void)vigil_etcd__revoke_locked(e, s->lease.id);
         vigil_etcd__unlock(e);
+        pthread_mutex_destroy(&s->settling);
         pthread_mutex_destroy(&s->lock);
         free(s);
         return rc;
@@ -142,6 +175,7 @@ int vigil_etcd_session_close(vigil_etcd_session *s)
         if (s->left[i].lease)
             (void)vigil_etcd__revoke_locked(s->e, s->left[i].lease); /* else it lapses at its TTL, never renewed */
     vigil_etcd__unlock(s->e);
+    pthread_mutex_destroy(&s->settling);
     pthread_mutex_destroy(&s->lock);
     free(s);
     return ka == VIGIL_ELOST ? VIGIL_ELOST : rc;
@@ -157,9 +191,15 @@ int vigil_etcd_session_fd(const vigil_etcd_session *s)
     return s ? vigil_keepalive_fd(s->ka) : -EINVAL;
 }
 
+/* Lost, or given up (its keepalive told to renew no more). */
+static bool session_gone(vigil_etcd_session *s)
+{
+    return vigil_keepalive_lost(s->ka) || atomic_load_explicit(&s->given_up, memory_order_acquire);
+}
+
 bool vigil_etcd_session_lost(const vigil_etcd_session *s)
 {
-    return !s || vigil_keepalive_lost(s->ka);
+    return !s || session_gone((vigil_etcd_session *)s);
 }
 
 /* A key held in the session, as vigil_lease. */
@@ -181,20 +221,10 @@ static int session_args(vigil_etcd_session *s, const char *key, const char *owne
     if (!s)
         return -EINVAL;
     int rc = vigil_etcd__acquire_args(s->e, key, owner, 1000, out, &secs);
-    return rc < 0 ? rc : vigil_keepalive_lost(s->ka) ? VIGIL_ELOST : 0;
+    return rc < 0 ? rc : session_gone(s) ? VIGIL_ELOST : 0;
 }
 
 /* ---- a key put in a session ---------------------------------------------- */
-
-/* With e's lock held: lease id revoked, sent again while unanswered: 0
- * (gone, by this revoke or an earlier one), or the error. */
-static int revoke_sure(vigil_etcd *e, int64_t id)
-{
-    int rc = -EIO;
-    for (int i = 0; i < SENDS && rc < 0 && rc != VIGIL_ELOST; i++)
-        rc = vigil_etcd__revoke_locked(e, id);
-    return rc == VIGIL_ELOST ? 0 : rc;
-}
 
 /* With e's lock held: our key KEY/<session hex> (full: KEY with the
  * namespace) deleted if it still has create revision rev on the
@@ -223,14 +253,20 @@ static void leave_behind(vigil_etcd_session *s, int64_t lease, const char *full,
         l->lease = lease;
         snprintf(l->key, sizeof(l->key), "%s", full ? full : "");
         l->rev = rev;
+    } else if (!atomic_exchange_explicit(&s->given_up, true, memory_order_acq_rel)) {
+        /* No room: never dropped, the session itself goes (its keepalive
+         * renews no more), and the key with its lease. */
+        vigil_etcd__why("session %llx: %d clean-ups unanswered; given up, its keys go with its lease within a TTL",
+                        (unsigned long long)s->lease.id, LEFT_MAX + 1);
     }
     pthread_mutex_unlock(&s->lock);
 }
 
 /* Does what earlier calls left, the leases first (a move sent late then
- * finds nothing to move): 0, or the first error (then the call that asked
- * does nothing: what could not be done stays for the next). */
-static int settle(vigil_etcd_session *s)
+ * finds nothing to move), s->settling held, nothing sent past deadline_ns:
+ * 0, or the first error (then the call that asked does nothing: what could
+ * not be done stays for the next). */
+static int settle(vigil_etcd_session *s, uint64_t deadline_ns)
 {
     struct left todo[LEFT_MAX];
     pthread_mutex_lock(&s->lock);
@@ -244,8 +280,10 @@ static int settle(vigil_etcd_session *s)
             struct left *l = &todo[i];
             if ((pass == 0) != (l->lease != 0))
                 continue;
-            vigil_etcd__lock(s->e);
-            int r = l->lease ? revoke_sure(s->e, l->lease) : rc == 0 ? delete_sure(s, l->key, l->rev) : rc;
+            vigil_etcd__lock_until(s->e, deadline_ns, 0);
+            int r = l->lease  ? vigil_etcd__revoke_sure_locked(s->e, l->lease)
+                    : rc == 0 ? delete_sure(s, l->key, l->rev)
+                              : rc;
             vigil_etcd__unlock(s->e);
             if (r < 0) {
                 leave_behind(s, l->lease, l->key, l->rev);
@@ -304,7 +342,7 @@ int vigil_etcd__session_put_locked(vigil_etcd_session *s, const char *full, cons
     long attempt = e->attempt_ms;
     if (deadline < floor)
         vigil_etcd__bound(e, floor, 0);
-    int rv = revoke_sure(e, call_lease);
+    int rv = vigil_etcd__revoke_sure_locked(e, call_lease);
     if (rv < 0 && (rc == 0 || rc == VIGIL_EBUSY))
         rc = rv; /* L may live on, and a copy land on it: neither held nor busy can be told */
     bool failed = rc < 0 && rc != VIGIL_EBUSY;
@@ -333,10 +371,20 @@ int vigil_etcd__session_unqueue_locked(vigil_etcd_session *s, const char *full, 
     return rc;
 }
 
+/* What earlier calls left, done before a call's own (waiting for the
+ * keepalive's settle, if one is under way). */
+static int settle_first(vigil_etcd_session *s)
+{
+    pthread_mutex_lock(&s->settling);
+    int rc = settle(s, UINT64_MAX);
+    pthread_mutex_unlock(&s->settling);
+    return rc;
+}
+
 int vigil_etcd_session_acquire(vigil_etcd_session *s, const char *key, const char *owner, vigil_lease *out)
 {
     int rc = session_args(s, key, owner, out);
-    if (rc < 0 || (rc = settle(s)) < 0)
+    if (rc < 0 || (rc = settle_first(s)) < 0)
         return rc;
     char full[VIGIL_ETCD_KEY_MAX];
     uint64_t token = 0;
@@ -367,11 +415,15 @@ int vigil_etcd_session_acquire_wait(vigil_etcd_session *s, const char *key, cons
                                     vigil_lease *out)
 {
     int rc = session_args(s, key, owner, out);
-    if (rc < 0 || (rc = settle(s)) < 0)
+    if (rc < 0 || (rc = settle_first(s)) < 0)
         return rc;
     struct vigil_etcd_place p = { .id = s->lease.id, .granted = s->granted, .session = s };
-    if ((rc = vigil_etcd__queue_wait(s->e, &p, key, owner, (uint64_t)s->granted, timeout_ns)) < 0)
+    int64_t start = vigil_etcd__wall_ns();
+    if ((rc = vigil_etcd__queue_wait(s->e, &p, key, owner, (uint64_t)s->granted, timeout_ns)) < 0) {
+        if (rc == VIGIL_ETIMEDOUT)
+            vigil_etcd__why_wait(s->e, start); /* the trouble it met, if any */
         return rc == VIGIL_ELOST || vigil_keepalive_lost(s->ka) ? VIGIL_ELOST : rc;
+    }
     fill(s, key, owner, p.rev, out);
     return 0;
 }
@@ -402,8 +454,9 @@ static int gone_by_us(vigil_etcd *e, const vigil_lease *lease)
     /* mod_revision 0 never holds: a txn that only reads our key. */
     if (rc == 0)
         rc = vigil_etcd__body_put_if(body, sizeof(body), full, lease->id, lease->token, lease->id, 0, lease->id, "");
-    if (rc == 0 && (rc = vigil_etcd__call(e, "v3/kv/txn", body, &r)) == 0)
-        rc = vigil_etcd__parse_put_if(r.http, r.body, r.len, &own);
+    if (rc == 0 && (rc = vigil_etcd__call(e, "v3/kv/txn", body, &r)) == 0 &&
+        (rc = vigil_etcd__parse_put_if(r.http, r.body, r.len, &own)) == 0)
+        rc = vigil_etcd__store_behind(e, &own.at, lease->token);
     if (rc < 0)
         return rc;
     if (own.ok || own.found)
@@ -461,8 +514,8 @@ int vigil_etcd_proclaim(vigil_etcd *e, vigil_lease *lease, const char *owner)
         }
         if (rc < 0)
             break; /* unknown: it lands before any later write of our key, or never */
-        if (own.ok)
-            break;
+        if ((rc = vigil_etcd__store_behind(e, &own.at, lease->token)) < 0 || own.ok)
+            break; /* a store gone back below the token, or another cluster: lost */
         if (!own.found || own.create != (int64_t)lease->token || own.lease != lease->id)
             rc = VIGIL_ELOST;
         else if (mod > 0 && own.mod != mod && own.value_fits && strcmp(own.value, owner) == 0)

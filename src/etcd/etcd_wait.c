@@ -125,7 +125,9 @@ static int join(vigil_etcd *e, const char *owner, uint64_t secs, struct vigil_et
             char why[256];
             vigil_etcd__why_save(why, sizeof(why));
             vigil_etcd__bound(e, now_ns() + LEAVE_MS * NS_PER_MS, 0); /* past the deadline too */
-            (void)vigil_etcd__revoke_locked(e, p->id);
+            /* Sent again while unanswered: a held copy of the put that
+             * lands later fails whole only once the lease is gone. */
+            (void)vigil_etcd__revoke_sure_locked(e, p->id);
             vigil_etcd__why_restore(why);
         }
     }
@@ -147,7 +149,7 @@ static void leave(vigil_etcd *e, const struct vigil_etcd_place *p)
         if (p->mine)
             (void)vigil_etcd__session_unqueue_locked(p->session, p->key, p->rev);
     } else {
-        (void)vigil_etcd__revoke_locked(e, p->id);
+        (void)vigil_etcd__revoke_sure_locked(e, p->id); /* as join's, for a late copy */
     }
     vigil_etcd__unlock(e);
     vigil_etcd__why_restore(why);
@@ -366,8 +368,12 @@ int vigil_etcd_acquire_wait(vigil_etcd *e, const char *key, const char *owner, u
     if (rc < 0)
         return rc;
     struct vigil_etcd_place p = { 0 };
-    if ((rc = vigil_etcd__queue_wait(e, &p, key, owner, secs, timeout_ns)) < 0)
+    int64_t start = vigil_etcd__wall_ns();
+    if ((rc = vigil_etcd__queue_wait(e, &p, key, owner, secs, timeout_ns)) < 0) {
+        if (rc == VIGIL_ETIMEDOUT)
+            vigil_etcd__why_wait(e, start); /* the trouble it met, if any */
         return rc;
+    }
     memset(out, 0, sizeof(*out));
     memcpy(out->key, key, strlen(key));
     memcpy(out->owner, owner, strlen(owner));

@@ -312,6 +312,23 @@ int vigil_group_join(vigil_etcd *e, const char *group, const char *name, uint64_
     return vigil_group_join_opts(e, group, name, ttl_ms, NULL, out);
 }
 
+/* Our member key, at the join revision, is there (so the lease lives): 1,
+ * 0 gone, or the error. */
+static int still_member(vigil_group_member *m)
+{
+    struct gtxn t;
+    struct greply r;
+    gtxn_init(&t);
+    gtxn_fence(&t, m);
+    int rc = gtxn_run(m->e, &t, &r);
+    gtxn_free(&t);
+    if (rc < 0)
+        return rc;
+    rc = r.ok;
+    greply_free(&r);
+    return rc;
+}
+
 int vigil_group_leave(vigil_group_member *m)
 {
     if (!m)
@@ -320,15 +337,21 @@ int vigil_group_leave(vigil_group_member *m)
     /* Revoked even when lost: on etcd the lease may outlive a local
      * expiry, and revoking it frees the name and the units at once. The
      * record goes only once the revoke is answered, so that the agent
-     * revokes it if we could not. */
+     * revokes it if we could not. Our key is looked at first: a revoke
+     * answered "not found" is this very revoke delivered twice when the
+     * lease lived as it was sent (or not known not to; an earlier copy of
+     * it that may have landed makes revoke_locked say 0 itself); when our
+     * key was seen gone, the membership was lost before the leave
+     * (revoked by hand or by the agent): VIGIL_ELOST. */
+    int alive = rc == 0 ? still_member(m) : 0;
     vigil_etcd__lock(m->e);
     int rv = vigil_etcd__revoke_locked(m->e, m->lease);
     vigil_etcd__unlock(m->e);
     if (rv == 0 || rv == VIGIL_ELOST)
         grecord_remove(m);
-    /* Not found while the keepalive says the lease cannot have lapsed:
-     * gone by this very revoke, delivered twice. */
-    if (rc == 0 && rv < 0 && rv != VIGIL_ELOST)
+    if (rv == VIGIL_ELOST && alive != 0)
+        rv = 0; /* gone by this revoke: its first copy's answer lost */
+    if (rc == 0 && rv < 0)
         rc = rv;
     member_free(m);
     return rc;

@@ -45,6 +45,15 @@
  *             claim and the fence are put in one txn). Failed with another
  *             id: an earlier resolve landed, the write is void.
  *
+ * A claim found landed by a resolution (of another thread's call, or of
+ * an earlier call of the caller's) is kept in m->found for the next take,
+ * and no claim is sent while it is kept (gop_run answers GOP_FOUND, and
+ * the take answers that unit): so one slot holds every claim a
+ * resolution can find, and none is dropped. A failed write that finds the
+ * fence moved by no write the member knows of (an outcome unknown that
+ * left no doubt: a bug, or a failure mode not yet counted as doubt) looks
+ * for a claim of its id among the owners, and keeps it the same way.
+ *
  * Exactly one txn per fence version can land, every one of them this
  * member's own, sent only while the member knows the version: so the
  * fence's history is the member's writes in the order the member decided
@@ -57,11 +66,15 @@
  * of a member may be held and delivered after its later ones, or
  * delivered twice); claim_late, round_late and withdraw_late are the txns
  * before the fence, where Spin finds issue 25's claim applied late and
- * withdrawn arrival counted, and nodoubt the fence without the resolution
- * of a refused answer whose copy may still land.
+ * withdrawn arrival counted, nodoubt the fence without the resolution
+ * of a refused answer whose copy may still land, and unavailable_old the
+ * request loop that took an answer of Unavailable for no doubt.
  * Tests: etcd_test_net.c (each write held then delivered late, and
- * delivered twice, through tests/etcd_proxy.py), etcd_test_group_doubt.c
- * (answers lost), etcd_test_group_chaos.c (the proxy as a nemesis).
+ * delivered twice, through tests/etcd_proxy.py; a claim answered
+ * Unavailable, DeadlineExceeded or a 5xx page and refused by the next
+ * member), etcd_test_group_doubt.c (answers lost; a claim found by
+ * another thread's resolution, test_found_kept), etcd_test_group_chaos.c
+ * (the proxy as a nemesis).
  */
 #define _GNU_SOURCE
 #include "group_internal.h"
@@ -137,6 +150,8 @@ static int resolve_once(vigil_group_member *m, bool *landed, int64_t *rev)
     fence_add(&t, m, id);
     int rc = gtxn_run(m->e, &t, &r);
     gtxn_free(&t);
+    if (r.behind)
+        atomic_store(&m->behind, true);
     if (rc < 0)
         return rc;
     int64_t version = 0, mod = 0;
@@ -170,6 +185,67 @@ static int resolve(vigil_group_member *m, bool *landed, int64_t *rev)
     return rc;
 }
 
+/* A claim of m's that landed unknown to the call that sent it, at rev:
+ * kept for the next take (m->found). No claim is sent while one is kept
+ * (gop_run), so the slot is free for the one a resolution finds; a second
+ * (a move of the fence no write we know of explains, beside it) is given
+ * back at once rather than dropped (a unit left owned by a live member
+ * that does not know it waits for that member's end), unless etcd does
+ * not answer that either. */
+static void keep_found(vigil_group_member *m, const char *unit, int64_t rev)
+{
+    if (!m->found[0]) {
+        snprintf(m->found, sizeof(m->found), "%s", unit);
+        m->found_token = (uint64_t)rev;
+        return;
+    }
+    char ko[GKEY_MAX];
+    if (gkey(ko, m->group, "work/owners/%s", unit) < 0)
+        return;
+    /* Idempotent: that claim's key, at that revision, never recurs. */
+    struct gtxn t;
+    struct greply r;
+    gtxn_init(&t);
+    gtxn_cmp(&t, ko, G_CREATE, G_EQ, rev);
+    gtxn_del(&t, G_OK, ko, 0);
+    if (gtxn_run(m->e, &t, &r) == 0)
+        greply_free(&r);
+    gtxn_free(&t);
+}
+
+/* The fence found moved by a write of m's id that m does not know of: if
+ * it was a claim (its owner key holds "<hex> <id>", created at mod), the
+ * unit is kept for the next take. 0, or an error. */
+static int unknown_claim(vigil_group_member *m, uint64_t id, int64_t mod)
+{
+    char ko[GKEY_MAX], want[40];
+    int rc = gkey(ko, m->group, "work/owners/");
+    if (rc < 0)
+        return rc;
+    snprintf(want, sizeof(want), "%s %" PRIu64, m->hex, id);
+    struct gtxn t;
+    struct greply r;
+    gtxn_init(&t);
+    gtxn_range(&t, G_OK, ko, G_PREFIX, 0);
+    rc = gtxn_run(m->e, &t, &r);
+    gtxn_free(&t);
+    if (rc < 0)
+        return rc;
+    int64_t count = 0;
+    const cJSON *kvs = NULL, *kv;
+    rc = greply_range(&r, 0, &count, &kvs);
+    cJSON_ArrayForEach(kv, kvs) {
+        struct gkv one;
+        if (rc < 0 || gkv_read(kv, &one) < 0)
+            break;
+        if (one.create == mod && one.val && strcmp(one.val, want) == 0 && strlen(one.key) > strlen(ko))
+            keep_found(m, one.key + strlen(ko), mod);
+        gkv_free(&one);
+    }
+    greply_free(&r);
+    return rc < 0 ? rc : 0;
+}
+
 int gop_resolve(vigil_group_member *m)
 {
     if (m->doubt.op == GOP_NONE)
@@ -180,11 +256,8 @@ int gop_resolve(vigil_group_member *m)
     char unit[sizeof(m->doubt.unit)];
     memcpy(unit, m->doubt.unit, sizeof(unit));
     int rc = resolve(m, &landed, &rev);
-    if (rc == 0 && landed && op == GOP_CLAIM && !m->found[0]) {
-        /* A claim of an earlier call, landed unknown to it: the next take's. */
-        memcpy(m->found, unit, sizeof(m->found));
-        m->found_token = (uint64_t)rev;
-    }
+    if (rc == 0 && landed && op == GOP_CLAIM)
+        keep_found(m, unit, rev);
     return rc;
 }
 
@@ -195,9 +268,13 @@ int gop_run(vigil_group_member *m, struct gtxn *t, uint64_t id, int op, const ch
     int rc = gop_resolve(m);
     if (rc < 0)
         return rc;
+    if (op == GOP_CLAIM && m->found[0])
+        return GOP_FOUND; /* a claim of ours landed unknown to its call: that one first, none sent */
     int frange = t->franges;
     fence_add(t, m, id);
     rc = gtxn_run(m->e, t, r);
+    if (r->behind)
+        atomic_store(&m->behind, true);
     if (rc == VIGIL_ELOST)
         return rc; /* our lease not found: the txn failed whole, and so will every copy */
     bool doubt = rc < 0;
@@ -221,9 +298,13 @@ int gop_run(vigil_group_member *m, struct gtxn *t, uint64_t id, int op, const ch
             return GOP_LANDED;
         }
         if (f == 1 && (uint64_t)version != m->fence) {
-            m->fence = (uint64_t)version; /* moved by no write we know of: ours are resolved first */
+            /* Moved by no write we know of (ours are resolved first): a
+             * write of ours all the same, that left no doubt; if it was a
+             * claim, its unit is ours, and kept for the next take. */
+            m->fence = (uint64_t)version;
             greply_free(r);
-            return -EAGAIN;
+            int u = unknown_claim(m, seen, mod);
+            return u < 0 ? u : -EAGAIN;
         }
         if (f == 0) {
             greply_free(r);

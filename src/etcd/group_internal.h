@@ -71,6 +71,7 @@ void gtxn_del(struct gtxn *t, enum gbranch b, const char *key, unsigned flags);
 struct greply {
     struct cJSON *root;
     bool          ok, doubt;
+    bool          behind; /* refused by vigil_etcd__store_behind: the store went back, or is another */
     int64_t       rev;
 };
 /* Sends t through e (taking e's lock): 0 with *r (free with greply_free),
@@ -128,6 +129,9 @@ struct gevent {
 int  gstream_next(struct gstream *s, int timeout_ms, int extra_fd, struct gevent *ev, int max, int64_t *rev);
 /* Does the stream still go to e's current endpoint? */
 bool gstream_current(struct gstream *s, vigil_etcd *e);
+/* Did it end because etcd compacted past the revision it was opened
+ * from? (Then a caller reads afresh: the changes between are gone.) */
+bool gstream_compacted(const struct gstream *s);
 void gstream_close(struct gstream *s);
 
 /* ---- the member (group.c) ------------------------------------------------ */
@@ -164,6 +168,10 @@ struct vigil_group_member {
     } doubt;
     char             found[VIGIL_UNIT_MAX + 1]; /* a claim in doubt found landed: the next take's ("" none) */
     uint64_t         found_token;
+    /* A fenced write answered by a store that went back below our join, or
+     * by another cluster: lost for good, and nothing read there since
+     * (a done record, say) can tell otherwise. */
+    _Atomic bool     behind;
 };
 
 /* The comparison every write of a member makes: its key under members/
@@ -179,6 +187,7 @@ enum {
     GOP_LANDED  = 0, /* it landed, at *rev; r is its reply, or empty (r->root NULL) when a resolution found it */
     GOP_REFUSED = 1, /* its comparisons failed (r: the failure branch), and no copy of it will ever land */
     GOP_VOID    = 2, /* it never landed and never will: the caller may send it again, as a new write */
+    GOP_FOUND   = 3, /* a claim not sent: an earlier claim of ours landed unknown to its call (m->found), take that */
 };
 /* A write of m begun: t made, fenced by gtxn_fence; its id, which a claim
  * puts in its value. The caller adds its comparisons and operations (its
@@ -212,6 +221,10 @@ int  grecord_write(vigil_group_member *m, const char *dir);
 /* Tests only: called by vigil_agent_open at "opened" (DIR open, not yet
  * watched), so a test can swap DIR's name there; NULL otherwise. */
 extern void (*gagent_test_hook)(const char *step);
+/* Tests only: called by a take at "candidates" (the set read, no claim
+ * sent yet, no lock held), so a test can act as another thread of m
+ * there; NULL otherwise. */
+extern void (*gunits_test_hook)(vigil_group_member *m, const char *step);
 void grecord_remove(vigil_group_member *m);
 
 #endif

@@ -190,6 +190,7 @@ int gtxn_run(vigil_etcd *e, struct gtxn *t, struct greply *r)
     }
     if (t->fence_rev > 0 && (rc = vigil_etcd__store_behind(e, &at, (uint64_t)t->fence_rev)) < 0) {
         cJSON_Delete(root);
+        r->behind = true;
         return rc;
     }
     r->root = root;

@@ -34,6 +34,7 @@ struct gstream {
     size_t             len, cap;
     int                err;      /* why on_data refused, or a message that was not etcd's */
     bool               ended;    /* cancelled, compacted, or the transfer is over */
+    bool               compacted; /* etcd no longer has the revision asked from */
     int                end_rc;
     struct gevent     *q;        /* events parsed and not yet handed out */
     size_t             qhead, qlen, qcap;
@@ -95,6 +96,7 @@ static int message(struct gstream *s, const char *msg, size_t len)
     }
     if (rc == 0 && (cJSON_IsTrue(vigil_etcd__field(res, "canceled")) || compact > 0)) {
         s->ended = true;
+        s->compacted = compact > 0;
         s->end_rc = GSTREAM_ENDED;
     }
     cJSON_Delete(r);
@@ -285,6 +287,11 @@ int gstream_next(struct gstream *s, int timeout_ms, int extra_fd, struct gevent 
         if (extra_fd >= 0 && (extra.revents & CURL_WAIT_POLLIN))
             return 0; /* the caller's fd: it looks for itself */
     }
+}
+
+bool gstream_compacted(const struct gstream *s)
+{
+    return s->compacted;
 }
 
 bool gstream_current(struct gstream *s, vigil_etcd *e)

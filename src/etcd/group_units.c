@@ -66,6 +66,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 #define CLAIM_TRIES 4 /* candidates tried from one reading before reading again */
 #define CLAIM_SENDS 3 /* a claim sent again while it is known not to have landed */
@@ -81,18 +83,32 @@ int vigil_group_add(vigil_etcd *e, const char *group, const char *unit)
     if ((rc = gname_check(group, VIGIL_GROUP_MAX)) < 0 || (rc = gname_check(unit, VIGIL_UNIT_MAX)) < 0 ||
         (rc = gkey(ku, group, "work/units/%s", unit)) < 0 || (rc = gkey(kd, group, "work/done/%s", unit)) < 0)
         return rc;
+    /* The unit's value names this call: refused, the add finds its own
+     * first copy (delivered twice, its answer lost) by it, and says 0. */
+    char mine[32];
+    uint64_t x = 0;
+    if (getrandom(&x, sizeof(x), GRND_NONBLOCK) != (ssize_t)sizeof(x))
+        x = gnow_ns() ^ ((uint64_t)getpid() << 32);
+    snprintf(mine, sizeof(mine), "add %016" PRIx64, x);
     struct gtxn t;
     struct greply r;
+    struct gkv kv;
     gtxn_init(&t);
     gtxn_cmp(&t, ku, G_CREATE, G_EQ, 0);
     gtxn_cmp(&t, kd, G_CREATE, G_EQ, 0);
-    gtxn_put(&t, G_OK, ku, "", 0, 0);
+    gtxn_put(&t, G_OK, ku, mine, strlen(mine), 0);
+    gtxn_range(&t, G_FAIL, ku, 0, 0);
     rc = gtxn_run(e, &t, &r);
     gtxn_free(&t);
-    if (rc == 0) {
-        rc = r.ok ? 0 : -EEXIST;
-        greply_free(&r);
+    if (rc < 0)
+        return rc;
+    if (!r.ok) {
+        int f = greply_first(&r, 0, &kv);
+        rc = f < 0 ? f : f == 1 && kv.val && strcmp(kv.val, mine) == 0 ? 0 : -EEXIST;
+        if (f == 1)
+            gkv_free(&kv);
     }
+    greply_free(&r);
     return rc;
 }
 
@@ -161,7 +177,9 @@ static int take_found(vigil_group_member *m, vigil_group_unit *out)
 
 /* The claim of one unit (m->lock held): 0 ours (token in *token),
  * VIGIL_EBUSY another got it first (or it left the set), VIGIL_ELOST we
- * are out, or an error (the claim in doubt, kept in m: group_fence.c). */
+ * are out, GOP_FOUND not sent (an earlier claim of ours found landed, in
+ * m->found: the take's), or an error (the claim in doubt, kept in m:
+ * group_fence.c). */
 static int claim(vigil_group_member *m, const struct cand *c, uint64_t *token)
 {
     char ko[GKEY_MAX], ku[GKEY_MAX], km[GKEY_MAX], val[40];
@@ -199,7 +217,28 @@ static int claim(vigil_group_member *m, const struct cand *c, uint64_t *token)
     return rc == GOP_VOID ? VIGIL_EBUSY : rc;
 }
 
+/* A take's claim of c (m->lock held): 0 and *out, the unit, or a claim of
+ * an earlier call found landed (another thread's, or one this claim's
+ * resolution of another found); or claim()'s error. */
+static int claim_for(vigil_group_member *m, const struct cand *c, vigil_group_unit *out)
+{
+    uint64_t token = 0;
+    if (take_found(m, out))
+        return 0;
+    int rc = claim(m, c, &token);
+    if (rc == GOP_FOUND)
+        return take_found(m, out) ? 0 : VIGIL_EBUSY;
+    if (rc == 0) {
+        memset(out, 0, sizeof(*out));
+        memcpy(out->name, c->name, strlen(c->name));
+        out->token = token;
+    }
+    return rc;
+}
+
 #define RACED 1 /* take_once: every candidate tried went to another first */
+
+void (*gunits_test_hook)(vigil_group_member *m, const char *step);
 
 /* One attempt: 0, RACED, VIGIL_EBUSY (all owned), VIGIL_EVACANT,
  * VIGIL_ELOST; *rev the revision of the reading (a watch starts after it). */
@@ -213,6 +252,8 @@ static int take_once(vigil_group_member *m, vigil_group_unit *out, int64_t *rev)
     if (n < 0 || got)
         return n;
     n = candidates(m, &c, rev);
+    if (gunits_test_hook)
+        gunits_test_hook(m, "candidates"); /* what another thread of m may do before the claims */
     if (n <= 0) {
         free(c);
         return n == 0 ? VIGIL_EBUSY : n;
@@ -225,17 +266,9 @@ static int take_once(vigil_group_member *m, vigil_group_unit *out, int64_t *rev)
     size_t start = (size_t)((x >> 17) % (uint64_t)n);
     int rc = VIGIL_EBUSY;
     for (int i = 0; i < n && i < CLAIM_TRIES && rc == VIGIL_EBUSY; i++) {
-        const struct cand *u = &c[(start + (size_t)i) % (size_t)n];
-        uint64_t token = 0;
         pthread_mutex_lock(&m->lock);
-        got = take_found(m, out); /* another thread's claim, found landed */
-        rc = got ? 0 : claim(m, u, &token);
+        rc = claim_for(m, &c[(start + (size_t)i) % (size_t)n], out);
         pthread_mutex_unlock(&m->lock);
-        if (rc == 0 && !got) {
-            memset(out, 0, sizeof(*out));
-            memcpy(out->name, u->name, strlen(u->name));
-            out->token = token;
-        }
     }
     free(c);
     return rc == VIGIL_EBUSY ? RACED : rc;
@@ -308,15 +341,8 @@ int vigil_group_take_wait(vigil_group_member *m, uint64_t timeout_ns, vigil_grou
         rc = VIGIL_EBUSY;
         if (freed.name[0]) {
             /* A unit the stream saw freed: claim it by name at once. */
-            uint64_t token = 0;
             pthread_mutex_lock(&m->lock);
-            if (take_found(m, out)) {
-                rc = 0; /* a claim of an earlier call, found landed */
-            } else if ((rc = claim(m, &freed, &token)) == 0) {
-                memset(out, 0, sizeof(*out));
-                memcpy(out->name, freed.name, strlen(freed.name));
-                out->token = token;
-            }
+            rc = claim_for(m, &freed, out);
             pthread_mutex_unlock(&m->lock);
             freed.name[0] = '\0';
         }
@@ -446,8 +472,8 @@ static int finish(vigil_group_member *m, const vigil_group_unit *u, bool done)
         rc = rc == -EAGAIN ? GOP_VOID : rc;
     }
     free(val);
-    if (rc == VIGIL_ELOST && done)
-        rc = done_found(m, u, kd); /* out: but a done of ours may have landed before */
+    if (rc == VIGIL_ELOST && done && !atomic_load(&m->behind))
+        rc = done_found(m, u, kd); /* out: but a done of ours may have landed before (not on a store gone back) */
     if (rc == GOP_REFUSED) {
         struct gkv me, rec;
         int f = greply_first(&r, 0, &me), fd = f < 0 || !done ? 0 : greply_first(&r, 1, &rec);

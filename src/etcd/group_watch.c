@@ -9,11 +9,30 @@
  * eventfd is readable while the queue is not empty.
  *
  * When the stream ends, fails, or stops speaking for the adapter's
- * current endpoint, or every PROBE_MS when a count of members/ disagrees
- * with the members known, the thread reads members/ again and reports the
- * difference (a leave for each member gone, a join for each one new), then
- * watches on from that reading. A member that joined and left entirely
- * between two readings is not reported; every other change is, once.
+ * current endpoint, the thread asks etcd (a count of members/, through
+ * the handle: a request finds an endpoint that answers, and the handle
+ * moves there) and opens a new stream from the revision after the last
+ * it reported, so the changes between are replayed in etcd's order, each
+ * once. Only when etcd compacted that history away (or the count, at or
+ * before what we have seen, disagrees with the members known: a stream
+ * from a member that lags) does it read members/ again and report the
+ * difference (a leave for each member gone, a join for each one new); a
+ * member that joined and left entirely within such a gap is not reported.
+ * Every PROBE_MS the count is asked for anyway: a frozen member keeps a
+ * stream open and silent, and is found out there.
+ *
+ * THE LEADER (VIGIL_GROUP_WATCH_LEADER). The leader is the known member
+ * with the lowest join revision, its term that revision. It is judged
+ * after each revision's events are all applied (a txn of someone else's
+ * may delete several members at one revision: the leader between two of
+ * its deletions never led) and after each reading, and a leader event is
+ * queued when the term differs from the last one told: each term at most
+ * once, since a term never comes back (a join revision never recurs, and
+ * no member can join below the lowest live one). Replayed history tells
+ * every leader in between; after a compacted gap, the leader found by the
+ * reading is told, at that reading's revision. Modelled in
+ * model/leader.pml (watch, compacted; watch_old is the reading after
+ * every break that this replaces); tests/etcd_test_group_leader.c.
  */
 #define _GNU_SOURCE
 #include "group_internal.h"
@@ -39,6 +58,7 @@ struct known {
 
 struct vigil_group_watcher {
     vigil_etcd     *e;
+    unsigned        flags; /* VIGIL_GROUP_WATCH_* */
     char            prefix[GKEY_MAX]; /* GROUP/members/ */
     pthread_t       thread;
     int             efd;   /* readable while events are queued */
@@ -52,6 +72,7 @@ struct vigil_group_watcher {
     struct known   *k;
     size_t          nk, kcap;
     int64_t         rev;
+    uint64_t        told_term; /* the leader last told (0: none), with VIGIL_GROUP_WATCH_LEADER */
 };
 
 static int push(vigil_group_watcher *w, uint32_t type, uint32_t initial, const vigil_group_member_info *info,
@@ -112,6 +133,25 @@ static int add_known(vigil_group_watcher *w, const char *hex, const vigil_group_
 static void drop_known(vigil_group_watcher *w, struct known *k)
 {
     *k = w->k[--w->nk];
+}
+
+/* The leader as the known members make it, told when its term is not the
+ * one told last (THE LEADER, above). rev: the revision of the change. */
+static int judge_leader(vigil_group_watcher *w, uint32_t initial, int64_t rev)
+{
+    if (!(w->flags & VIGIL_GROUP_WATCH_LEADER))
+        return 0;
+    const struct known *lead = NULL;
+    for (size_t i = 0; i < w->nk; i++)
+        if (!lead || w->k[i].info.revision < lead->info.revision)
+            lead = &w->k[i];
+    uint64_t term = lead ? lead->info.revision : 0;
+    if (term == w->told_term && !initial)
+        return 0;
+    vigil_group_member_info none;
+    memset(&none, 0, sizeof(none));
+    w->told_term = term;
+    return push(w, VIGIL_GROUP_LEADER, initial, lead ? &lead->info : &none, rev);
 }
 
 /* One event of the stream. */
@@ -196,6 +236,8 @@ static int resync(vigil_group_watcher *w, bool initial)
     }
     free(now);
     if (rc == 0)
+        rc = judge_leader(w, initial, rev);
+    if (rc == 0)
         w->rev = rev;
     return rc;
 }
@@ -234,17 +276,54 @@ static void pause_ms(vigil_group_watcher *w, unsigned ms)
     (void)poll(&p, 1, (int)ms);
 }
 
+/* Applies a batch of the stream's events, judging the leader at the end
+ * of each revision. A revision whose events may go on in the next batch
+ * (a full one) is judged there: *pending holds it. */
+static int apply_batch(vigil_group_watcher *w, struct gevent *ev, int n, int max, int64_t *pending)
+{
+    int rc = 0;
+    if (*pending && (n <= 0 || ev[0].kv.mod != *pending))
+        rc = judge_leader(w, 0, *pending);
+    *pending = 0;
+    for (int i = 0; i < n; i++) {
+        if (rc == 0)
+            rc = apply(w, &ev[i]);
+        bool last_of_rev = i + 1 == n || ev[i + 1].kv.mod != ev[i].kv.mod;
+        if (rc == 0 && last_of_rev) {
+            if (i + 1 == n && n == max)
+                *pending = ev[i].kv.mod;
+            else
+                rc = judge_leader(w, 0, ev[i].kv.mod);
+        }
+        gkv_free(&ev[i].kv);
+    }
+    return rc;
+}
+
 static void *run(void *arg)
 {
     vigil_group_watcher *w = arg;
     struct gstream *s = NULL;
     struct gevent ev[EVENTS];
     unsigned backoff = 0;
-    bool fresh = true; /* w->rev is a reading's: watch on from it */
+    bool fresh = true;   /* w->rev is a reading's: watch on from it */
+    bool reread = false; /* history lost (compacted) or in doubt: read members/ again */
+    int64_t pending = 0;
     int rc = 0;
     while (!stopping(w)) {
-        if ((!fresh && (rc = resync(w, false)) < 0) ||
-            (rc = gstream_open(w->e, w->prefix, G_PREFIX, w->rev + 1, &s)) < 0) {
+        /* After a break: etcd asked first (the handle finds an endpoint
+         * that answers, and the stream opens there), then the history
+         * since w->rev replayed, or, when it is gone, a new reading. */
+        if (!fresh && !reread) {
+            bool agree = true;
+            if ((rc = probe(w, &agree)) == 0 && !agree)
+                reread = true;
+        }
+        if (rc == 0 && reread)
+            rc = resync(w, false);
+        if (rc == 0)
+            rc = gstream_open(w->e, w->prefix, G_PREFIX, w->rev + 1, &s);
+        if (rc < 0) {
             s = NULL;
             if (rc == -ENOMEM || rc == -ENOBUFS)
                 break;
@@ -255,30 +334,47 @@ static void *run(void *arg)
             pause_ms(w, backoff);
             continue;
         }
-        backoff = 0;
         fresh = false;
-        uint64_t probe_at = gnow_ns() + PROBE_MS * 1000000ull;
+        reread = false;
+        uint64_t opened = gnow_ns(), probe_at = opened + PROBE_MS * 1000000ull;
+        bool heard = false;
         for (;;) {
             int n = gstream_next(s, GROUP_STREAM_SLICE_MS, w->stopfd, ev, EVENTS, &w->rev);
-            for (int i = 0; i < n && n != GSTREAM_ENDED; i++) {
-                if (rc == 0)
-                    rc = apply(w, &ev[i]);
-                gkv_free(&ev[i].kv);
-            }
-            if (rc < 0 || n < 0 || n == GSTREAM_ENDED || stopping(w) || !gstream_current(s, w->e))
+            heard = heard || (n > 0 && n != GSTREAM_ENDED);
+            rc = apply_batch(w, ev, n > 0 && n != GSTREAM_ENDED ? n : 0, EVENTS, &pending);
+            if (n == GSTREAM_ENDED && gstream_compacted(s))
+                reread = true;
+            if (rc < 0 || n < 0 || n == GSTREAM_ENDED || stopping(w))
+                break;
+            if (n == EVENTS)
+                continue; /* more may be queued, of this revision too: read them before leaving the stream */
+            if (!gstream_current(s, w->e))
                 break;
             if (gnow_ns() >= probe_at) {
                 bool agree = true;
-                if (probe(w, &agree) < 0 || !agree)
+                if (probe(w, &agree) < 0 || !agree) {
+                    reread = !agree;
                     break;
+                }
                 probe_at = gnow_ns() + PROBE_MS * 1000000ull;
             }
         }
         gstream_close(s);
         s = NULL;
+        if (rc == 0 && pending) /* the stream ended after a full batch: its last revision is whole */
+            rc = judge_leader(w, 0, pending);
+        pending = 0;
         if (rc == -ENOMEM || rc == -ENOBUFS)
             break;
         rc = 0;
+        /* A stream that ended at once, saying nothing (refused, cancelled
+         * for good), is a failure to back off from, not a loop. */
+        if (!heard && gnow_ns() - opened < PROBE_MS * 1000000ull && !stopping(w)) {
+            backoff = backoff ? (backoff * 2 > 1000 ? 1000 : backoff * 2) : 50;
+            pause_ms(w, backoff);
+        } else {
+            backoff = 0;
+        }
     }
     if (rc < 0) {
         pthread_mutex_lock(&w->lock);
@@ -292,8 +388,13 @@ static void *run(void *arg)
 
 int vigil_group_watch(vigil_etcd *e, const char *group, vigil_group_watcher **out)
 {
+    return vigil_group_watch_flags(e, group, 0, out);
+}
+
+int vigil_group_watch_flags(vigil_etcd *e, const char *group, unsigned flags, vigil_group_watcher **out)
+{
     int rc;
-    if (!e || !out)
+    if (!e || !out || (flags & ~(unsigned)VIGIL_GROUP_WATCH_LEADER))
         return -EINVAL;
     if ((rc = gname_check(group, VIGIL_GROUP_MAX)) < 0)
         return rc;
@@ -301,6 +402,7 @@ int vigil_group_watch(vigil_etcd *e, const char *group, vigil_group_watcher **ou
     if (!w)
         return -ENOMEM;
     w->e = e;
+    w->flags = flags;
     if ((rc = gkey(w->prefix, group, "members/")) < 0) {
         free(w);
         return rc;
