@@ -195,36 +195,42 @@ static inline int et_cluster_leader(void)
     return atoi(buf) > 0 ? atoi(buf) : -1;
 }
 
+/* A TLS server whose state directory is in the variable env: its
+ * endpoint and the directory of its certificates, in the caller's
+ * buffers; 0, VT_SKIP, or 1. The fixture's answer is read once. */
+struct et_tls_server {
+    char buf[300], dir[1100];
+    int  rc;
+    bool read;
+};
+static inline int et_tls_server(const char *env, struct et_tls_server *s, const char **endpoint, const char **certs)
+{
+    const char *state = getenv(env);
+    if (!s->read) {
+        s->rc = et_read_endpoints(state, s->buf, sizeof(s->buf));
+        s->read = true;
+    }
+    snprintf(s->dir, sizeof(s->dir), "%s/certs", state ? state : "");
+    *endpoint = s->buf;
+    *certs = s->dir;
+    return s->rc;
+}
+
 /* The mutual-TLS server: 0 with its endpoint and the directory of its
- * certificates (ca.pem, client.pem, client-key.pem, other-ca.pem, ...),
- * VT_SKIP, or 1. */
+ * certificates (ca.pem, client.pem, client-key.pem, client-cn.pem,
+ * client-cn-key.pem, other-ca.pem, ...), VT_SKIP, or 1. */
 static inline int et_tls(const char **endpoint, const char **certs)
 {
-    static char buf[300], dir[1100];
-    static int rc = -1;
-    const char *state = getenv("VIGIL_ETCD_TLS_STATE");
-    if (rc < 0)
-        rc = et_read_endpoints(state, buf, sizeof(buf));
-    snprintf(dir, sizeof(dir), "%s/certs", state ? state : "");
-    *endpoint = buf;
-    *certs = dir;
-    return rc;
+    static struct et_tls_server s;
+    return et_tls_server("VIGIL_ETCD_TLS_STATE", &s, endpoint, certs);
 }
 
 /* The server-only TLS server (etcd_stls: it asks clients for no
- * certificate), as et_tls: 0 with its endpoint and certificates (ca.pem
- * verifies it), VT_SKIP, or 1. */
+ * certificate), as et_tls: its ca.pem verifies it. */
 static inline int et_stls(const char **endpoint, const char **certs)
 {
-    static char buf[300], dir[1100];
-    static int rc = -1;
-    const char *state = getenv("VIGIL_ETCD_STLS_STATE");
-    if (rc < 0)
-        rc = et_read_endpoints(state, buf, sizeof(buf));
-    snprintf(dir, sizeof(dir), "%s/certs", state ? state : "");
-    *endpoint = buf;
-    *certs = dir;
-    return rc;
+    static struct et_tls_server s;
+    return et_tls_server("VIGIL_ETCD_STLS_STATE", &s, endpoint, certs);
 }
 
 /* In a test of the TLS server: its endpoint and certificates, or return
