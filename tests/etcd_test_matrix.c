@@ -36,8 +36,9 @@
  * API, vigil lock and Python alike): CTest runs the matrix as the user
  * gets it (etcd_test_matrix: unset, auto), and again with gRPC and with
  * the gateway forced (etcd_test_matrix_grpc, etcd_test_matrix_gateway).
- * A library that speaks gRPC never meets the refusal, so with gRPC
- * forced those cells must pass; the gateway's stay XFAIL for good. The
+ * With gRPC forced on a library that reads the variable (reads_transport:
+ * it refuses an unknown one), the refusal is FAIL: those cells must pass
+ * there; the gateway's stay XFAIL for good. The
  * last case prints the matrix (docs/testing.md has it).
  */
 #include "etcd_testutil.h"
