@@ -14,7 +14,7 @@
  * so a hostile server's replies are tested without one (etcd_internal.h).
  */
 #define _GNU_SOURCE
-#include "etcd_internal.h"
+#include "transport_internal.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
