@@ -128,11 +128,20 @@ int vigil_etcd__parse_ttl(long http, const char *body, size_t len, int64_t *left
  * VIGIL_EVACANT when there is none (our turn); VIGIL_ELOST when our key
  * is gone or not ours. */
 int vigil_etcd__parse_pred(long http, const char *body, size_t len, char *pred, size_t cap, int64_t *rev);
+/* The same, and *first: no other key below ours, so the one ahead holds
+ * KEY (etcd_wait.c, SECOND IN LINE). */
+int vigil_etcd__parse_pred_first(long http, const char *body, size_t len, char *pred, size_t cap, int64_t *rev,
+                                 bool *first);
 /* One message of a watch stream: what it says (a deletion wins over puts
  * in one message; -EACCES a watch refused for its token or permission). */
 enum { VIGIL_ETCD_WATCH_NOTHING = 0, VIGIL_ETCD_WATCH_DELETED = 1, VIGIL_ETCD_WATCH_CANCELED = 2,
-       VIGIL_ETCD_WATCH_PUT = 3 };
+       VIGIL_ETCD_WATCH_PUT = 3, VIGIL_ETCD_WATCH_OURS = 4 };
 int vigil_etcd__parse_watch(const char *msg, size_t len);
+/* A message of a waiter's watch on everything under KEY/ (pred and own:
+ * the key ahead and ours, base64): VIGIL_ETCD_WATCH_OURS the one ahead
+ * deleted and ours untouched, VIGIL_ETCD_WATCH_DELETED ours deleted or
+ * put over (look again), NOTHING for the other keys; cancels as above. */
+int vigil_etcd__parse_watch_keys(const char *msg, size_t len, const char *pred, const char *own);
 
 /* One request through e's connection and endpoint list: POST of body (GET
  * when body is NULL) to base URL + path, where a path starting with "v3/"
@@ -411,6 +420,7 @@ int vigil_etcd__acquire_args(vigil_etcd *e, const char *key, const char *owner, 
  * (-1: e's current one). */
 struct vigil_etcd_watch_spec {
     const char *key_b64, *end_b64;
+    const char *pred_b64, *own_b64; /* set both: read as parse_watch_keys does */
     int64_t     rev;
     bool        puts;
     int         ep;
@@ -419,6 +429,8 @@ int vigil_etcd__body_watch_spec(char *buf, size_t cap, const struct vigil_etcd_w
 /* KEY/ and KEY0 in base64 (VIGIL_ETCD_KEY_B64 bytes each): the range of
  * everything under KEY/. 0, or VIGIL_ERANGE. */
 int vigil_etcd__prefix_b64(const char *key, char *pfx, char *end);
+/* KEY/<lease id in hex>, our key in KEY's queue, in base64. */
+int vigil_etcd__own_b64(const char *key, int64_t lease_id, char *out);
 
 /* A watch for the deletion of one key, on its own connection to e's
  * current endpoint: the stream runs while the caller's requests go on
