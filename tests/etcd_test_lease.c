@@ -145,22 +145,6 @@ struct outcome {
     uint64_t token;
 };
 
-static bool read_bounded(int fd, void *buf, size_t n, int timeout_ms)
-{
-    char *p = buf;
-    while (n) {
-        struct pollfd pf = { fd, POLLIN, 0 };
-        if (poll(&pf, 1, timeout_ms) <= 0)
-            return false;
-        ssize_t r = read(fd, p, n);
-        if (r <= 0)
-            return false;
-        p += r;
-        n -= (size_t)r;
-    }
-    return true;
-}
-
 /* Two processes race for one key, three rounds: exactly one wins each
  * round, the other gets VIGIL_EBUSY, and every hand-over raises the token. */
 static int test_contend(void)
@@ -207,8 +191,8 @@ static int test_contend(void)
         close(res[1]);
         close(go[1]);
         struct outcome o[2];
-        bool got = read_bounded(res[0], &o[0], sizeof(o[0]), 15000) &&
-                   read_bounded(res[0], &o[1], sizeof(o[1]), 15000);
+        bool got = et_read_bounded(res[0], &o[0], sizeof(o[0]), 15000) &&
+                   et_read_bounded(res[0], &o[1], sizeof(o[1]), 15000);
         vigil_lease probe;
         int busy = vigil_etcd_acquire(e, key, "parent", 1000, &probe);
         close(done[1]);
@@ -256,7 +240,7 @@ static int test_crashed_holder(void)
     }
     close(res[1]);
     vigil_lease dead;
-    bool got = read_bounded(res[0], &dead, sizeof(dead), 15000);
+    bool got = et_read_bounded(res[0], &dead, sizeof(dead), 15000);
     close(res[0]);
     kill(kid, SIGKILL);
     int st = vt_wait(kid, 5000);

@@ -280,6 +280,24 @@ static inline int et_count_under(vigil_etcd *e, const char *key)
 }
 
 
+/* Reads n bytes from fd (a child's report on a pipe), waiting at most
+ * timeout_ms for each part: false when they did not all come. */
+static inline bool et_read_bounded(int fd, void *buf, size_t n, int timeout_ms)
+{
+    char *p = buf;
+    while (n) {
+        struct pollfd pf = { fd, POLLIN, 0 };
+        if (poll(&pf, 1, timeout_ms) <= 0)
+            return false;
+        ssize_t r = read(fd, p, n);
+        if (r <= 0)
+            return false;
+        p += r;
+        n -= (size_t)r;
+    }
+    return true;
+}
+
 /* The sum of etcd's started counters for these gRPC methods, from its
  * /metrics; -1 if it could not be read. */
 static inline long long et_grpc_started(vigil_etcd *e, const char *const *methods)

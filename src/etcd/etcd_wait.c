@@ -268,6 +268,8 @@ static bool ahead_stale(vigil_etcd *e, const struct ahead *a, uint64_t bound_ns)
     return vigil_etcd__endpoints(e, &cur) > 1 && a->cur_at_open == ep && cur != ep;
 }
 
+void (*etcd_wait_test_hook)(const char *step);
+
 /* From a place in the queue to the key: 0 ours, VIGIL_ETIMEDOUT,
  * VIGIL_ELOST (our place is gone), or an error that no retry mends. */
 static int wait_turn(vigil_etcd *e, struct vigil_etcd_place *p, uint64_t deadline)
@@ -298,6 +300,8 @@ static int wait_turn(vigil_etcd *e, struct vigil_etcd_place *p, uint64_t deadlin
                     break;
                 }
                 if (rc == 0) {
+                    if (etcd_wait_test_hook)
+                        etcd_wait_test_hook("looked");
                     if (ahead_stale(e, &a, bound))
                         ahead_drop(&a, true);
                     if (a.w && strcmp(a.pred, pred) != 0)
