@@ -221,31 +221,13 @@ static int test_crashed_holder(void)
 {
     NEED_ETCD();
     const char *key = et_key("crash");
-    int res[2];
-    EXPECT(pipe(res) == 0, "pipe: %s", strerror(errno));
-    fflush(stdout);
-    fflush(stderr);
-    pid_t kid = fork();
-    EXPECT(kid >= 0, "fork: %s", strerror(errno));
-    if (kid == 0) {
-        close(res[0]);
-        vigil_etcd *ce = et_connect(url);
-        vigil_lease l;
-        int rc = vigil_etcd_acquire(ce, key, "doomed", 1000, &l);
-        if (rc != 0)
-            memset(&l, 0, sizeof(l));
-        if (write(res[1], &l, sizeof(l)) != sizeof(l))
-            _exit(3);
-        vt_await_kill();
-    }
-    close(res[1]);
     vigil_lease dead;
-    bool got = et_read_bounded(res[0], &dead, sizeof(dead), 15000);
-    close(res[0]);
+    pid_t kid = et_kid_holder(url, key, "doomed", 1000, &dead);
+    EXPECT(kid >= 0, "fork: %s", strerror(errno));
+    bool got = dead.token > 0;
     kill(kid, SIGKILL);
     int st = vt_wait(kid, 5000);
-    EXPECT(got && dead.token > 0, "the child did not acquire (got %d, token %llu)", got,
-           (unsigned long long)(got ? dead.token : 0));
+    EXPECT(got, "the child did not acquire");
     EXPECT(st == 128 + SIGKILL, "expected the child killed by SIGKILL, status %d", st);
 
     vigil_etcd *e = et_connect(url);

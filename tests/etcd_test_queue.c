@@ -122,6 +122,16 @@ static bool waiter_join(struct waiter *w, unsigned timeout_ms)
     return true;
 }
 
+/* Is KEY held by owner with token, as etcd says now? 0, or 1 (said why). */
+static int expect_holder(vigil_etcd *e, const char *key, const char *owner, uint64_t token)
+{
+    vigil_lease_info info;
+    EXPECT_RC(vigil_etcd_get(e, key, &info), 0);
+    EXPECT(strcmp(info.owner, owner) == 0 && info.token == token, "holder %s token %llu, expected %s %llu", info.owner,
+           (unsigned long long)info.token, owner, (unsigned long long)token);
+    return 0;
+}
+
 /* ---- get ------------------------------------------------------------------ */
 
 static int test_get(void)
@@ -253,10 +263,7 @@ static int test_wait_queue(void)
     EXPECT_RC(c.rc, 0);
     EXPECT(c.lease.token > a.token, "C's token %llu not above A's %llu", (unsigned long long)c.lease.token,
            (unsigned long long)a.token);
-    vigil_lease_info info;
-    EXPECT_RC(vigil_etcd_get(e, key, &info), 0);
-    EXPECT(strcmp(info.owner, "C") == 0 && info.token == c.lease.token, "holder %s token %llu", info.owner,
-           (unsigned long long)info.token);
+    EXPECT(expect_holder(e, key, "C", c.lease.token) == 0, "etcd names another holder (above)");
     EXPECT_RC(vigil_etcd_release(e, &c.lease), 0);
     vigil_etcd_close(e);
     return 0;
@@ -289,10 +296,7 @@ static int test_wait_place_deleted(void)
            (unsigned long long)a.token);
     /* Its key, not the deleted one: B, second in line, watched its own
      * key too (etcd_wait.c, SECOND IN LINE). */
-    vigil_lease_info info;
-    EXPECT_RC(vigil_etcd_get(e, key, &info), 0);
-    EXPECT(strcmp(info.owner, "B") == 0 && info.token == b.lease.token, "holder %s token %llu, B returned %llu",
-           info.owner, (unsigned long long)info.token, (unsigned long long)b.lease.token);
+    EXPECT(expect_holder(e, key, "B", b.lease.token) == 0, "etcd names another holder (above)");
     EXPECT_RC(vigil_etcd_release(e, &b.lease), 0);
     vigil_etcd_close(e);
     return 0;
@@ -346,27 +350,10 @@ static int test_second_holder_killed(void)
 {
     NEED_ETCD();
     const char *key = et_key("second-kill");
-    int res[2];
-    EXPECT(pipe(res) == 0, "pipe: %s", strerror(errno));
-    fflush(stdout);
-    fflush(stderr);
-    pid_t kid = fork();
-    EXPECT(kid >= 0, "fork: %s", strerror(errno));
-    if (kid == 0) {
-        vt_die_with_parent();
-        close(res[0]);
-        vigil_etcd *ce = et_connect(url);
-        vigil_lease l;
-        if (vigil_etcd_acquire(ce, key, "doomed", 2000, &l) != 0)
-            memset(&l, 0, sizeof(l));
-        if (write(res[1], &l, sizeof(l)) != (ssize_t)sizeof(l))
-            _exit(3);
-        vt_await_kill();
-    }
-    close(res[1]);
     vigil_lease dead;
-    bool held = et_read_bounded(res[0], &dead, sizeof(dead), 15000) && dead.token > 0;
-    close(res[0]);
+    pid_t kid = et_kid_holder(url, key, "doomed", 2000, &dead);
+    EXPECT(kid >= 0, "fork: %s", strerror(errno));
+    bool held = dead.token > 0;
     vigil_etcd *e = et_connect(url);
     long long w0 = et_grpc_started(e, second_watch);
     struct waiter w;
@@ -389,10 +376,7 @@ static int test_second_holder_killed(void)
     EXPECT(asks0 >= 0 && keep0 >= 0 && asks1 == asks0 && keep1 == keep0,
            "etcd served %lld txns or reads and %lld keepalives from the kill to the waiter's return, expected none",
            asks1 - asks0, keep1 - keep0);
-    vigil_lease_info info;
-    EXPECT_RC(vigil_etcd_get(e, key, &info), 0);
-    EXPECT(strcmp(info.owner, "heir") == 0 && info.token == w.lease.token, "holder %s token %llu, expected heir %llu",
-           info.owner, (unsigned long long)info.token, (unsigned long long)w.lease.token);
+    EXPECT(expect_holder(e, key, "heir", w.lease.token) == 0, "etcd names another holder (above)");
     EXPECT_RC(vigil_etcd_renew(e, &w.lease), 0);
     EXPECT_RC(vigil_etcd_release(e, &w.lease), 0);
     vigil_etcd_close(e);
@@ -438,10 +422,7 @@ static int test_second_waiter_stopped(void)
     EXPECT_RC(r.renew_rc, 0);
     EXPECT(r.lease.token > lapsing.token, "the waiter returned token %llu, its lapsed key's was %llu",
            (unsigned long long)r.lease.token, (unsigned long long)lapsing.token);
-    vigil_lease_info info;
-    EXPECT_RC(vigil_etcd_get(e, key, &info), 0);
-    EXPECT(strcmp(info.owner, "stopped") == 0 && info.token == r.lease.token, "holder %s token %llu, expected %llu",
-           info.owner, (unsigned long long)info.token, (unsigned long long)r.lease.token);
+    EXPECT(expect_holder(e, key, "stopped", r.lease.token) == 0, "etcd names another holder (above)");
     EXPECT_RC(vigil_etcd_release(e, &r.lease), 0);
     vigil_etcd_close(e);
     return 0;
@@ -513,10 +494,7 @@ static int test_second_compacted(void)
     EXPECT_RC(w.rc, 0);
     EXPECT(w.lease.token > h.token, "token %llu not above the holder's %llu", (unsigned long long)w.lease.token,
            (unsigned long long)h.token);
-    vigil_lease_info info;
-    EXPECT_RC(vigil_etcd_get(e, key, &info), 0);
-    EXPECT(strcmp(info.owner, "after") == 0 && info.token == w.lease.token, "holder %s token %llu, expected %llu",
-           info.owner, (unsigned long long)info.token, (unsigned long long)w.lease.token);
+    EXPECT(expect_holder(e, key, "after", w.lease.token) == 0, "etcd names another holder (above)");
     EXPECT_RC(vigil_etcd_release(e, &w.lease), 0);
     vigil_etcd_close(e);
     return 0;

@@ -298,6 +298,37 @@ static inline bool et_read_bounded(int fd, void *buf, size_t n, int timeout_ms)
     return true;
 }
 
+/* A holder in a child of its own, to be killed: it acquires key (as
+ * owner, for ttl_ms) and waits for its SIGKILL. The child's pid, with its
+ * lease in *out (token 0: it did not acquire), or -1. */
+static inline pid_t et_kid_holder(const char *url, const char *key, const char *owner, uint64_t ttl_ms,
+                                  vigil_lease *out)
+{
+    int res[2];
+    if (pipe(res) != 0)
+        return -1;
+    fflush(stdout);
+    fflush(stderr);
+    pid_t kid = fork();
+    if (kid == 0) {
+        vt_die_with_parent();
+        close(res[0]);
+        vigil_etcd *ce = et_connect(url);
+        vigil_lease l;
+        if (vigil_etcd_acquire(ce, key, owner, ttl_ms, &l) != 0)
+            memset(&l, 0, sizeof(l));
+        if (write(res[1], &l, sizeof(l)) != (ssize_t)sizeof(l))
+            _exit(3);
+        vt_await_kill();
+    }
+    close(res[1]);
+    memset(out, 0, sizeof(*out));
+    if (kid > 0 && !et_read_bounded(res[0], out, sizeof(*out), 15000))
+        memset(out, 0, sizeof(*out));
+    close(res[0]);
+    return kid;
+}
+
 /* The sum of etcd's started counters for these gRPC methods, from its
  * /metrics; -1 if it could not be read. */
 static inline long long et_grpc_started(vigil_etcd *e, const char *const *methods)
