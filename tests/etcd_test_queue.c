@@ -433,8 +433,7 @@ static int test_second_waiter_stopped(void)
  * compacts past it (a hook at "looked"). The watch is cancelled at once
  * (compact_revision); the waiter looks again and watches anew, and gets
  * the key at the holder's release, its own key, its token. */
-static _Atomic int compact_armed;
-static int compact_rc = 1;
+static _Atomic int compact_step; /* 1 armed, 2 the waiter looked and waits, 3 compacted */
 
 static long long put_rev(vigil_etcd *e, const char *kb)
 {
@@ -449,23 +448,32 @@ static long long put_rev(vigil_etcd *e, const char *kb)
     return p ? atoll(p + 12) : -1;
 }
 
-static void compact_at_look(const char *step)
+/* Two writes after the look, then etcd compacted up to the second: the
+ * watch's L + 1 is below it. 0, or -1. */
+static int compact_now(vigil_etcd *e)
 {
-    if (strcmp(step, "looked") != 0 || !atomic_exchange(&compact_armed, 0))
-        return;
-    vigil_etcd *ce = et_connect(url);
     char kb[300], body[200];
     long http;
     const char *reply;
     size_t len;
     vigil_etcd__b64("second-compact-scratch", 22, kb, sizeof(kb));
-    long long rev = put_rev(ce, kb);
+    long long rev = put_rev(e, kb);
     if (rev > 0)
-        rev = put_rev(ce, kb); /* two writes after the look: the watch's L + 1 is below rev */
+        rev = put_rev(e, kb);
     snprintf(body, sizeof(body), "{\"revision\":\"%lld\",\"physical\":true}", rev);
-    compact_rc = rev > 0 && vigil_etcd__request(ce, "v3/kv/compaction", body, &http, &reply, &len) == 0 &&
-                         http == 200 ? 0 : -1;
-    vigil_etcd_close(ce);
+    return rev > 0 && vigil_etcd__request(e, "v3/kv/compaction", body, &http, &reply, &len) == 0 && http == 200
+               ? 0
+               : -1;
+}
+
+/* The waiter's thread at "looked": held there (bounded) while the test's
+ * own thread compacts. */
+static void compact_at_look(const char *step)
+{
+    int armed = 1;
+    if (strcmp(step, "looked") != 0 || !atomic_compare_exchange_strong(&compact_step, &armed, 2))
+        return;
+    (void)VT_WAIT_FOR(atomic_load(&compact_step) == 3, 10000);
 }
 
 static int test_second_compacted(void)
@@ -476,17 +484,21 @@ static int test_second_compacted(void)
     vigil_lease h;
     EXPECT_RC(vigil_etcd_acquire(e, key, "holder", 60000, &h), 0);
     long long w0 = et_grpc_started(e, second_watch);
-    atomic_store(&compact_armed, 1);
+    atomic_store(&compact_step, 1);
     etcd_wait_test_hook = compact_at_look;
     struct waiter w;
     waiter_start_ttl(&w, key, "after", 60000, 60000);
+    bool looked = VT_WAIT_FOR(atomic_load(&compact_step) == 2, 10000);
+    int compacted = looked ? compact_now(e) : -1;
+    atomic_store(&compact_step, 3);
     /* Two watches: the one compacted away, and the one after the look again. */
     bool watching = VT_WAIT_FOR(et_grpc_started(e, second_watch) >= w0 + 2 && et_count_under(e, key) == 2, 15000);
     int early = atomic_load(&w.done);
     EXPECT_RC(vigil_etcd_release(e, &h), 0);
     bool joined = waiter_join(&w, 30000);
     etcd_wait_test_hook = NULL;
-    EXPECT_RC(compact_rc, 0);
+    EXPECT(looked, "the waiter never looked");
+    EXPECT(compacted == 0, "the compaction failed");
     EXPECT(watching, "the waiter did not watch again after the compaction (%lld watches)",
            et_grpc_started(e, second_watch) - w0);
     EXPECT(!early, "the waiter returned %d while the key was held", w.rc);
