@@ -1,8 +1,9 @@
 /*
  * A queued waiter on etcd deciding from its watch event that it holds the
- * key (src/etcd/etcd_wait.c: SECOND IN LINE, look, ahead_watch, wait_turn;
- * src/etcd/etcd_queue.c: vigil_etcd__body_pred, vigil_etcd__parse_pred_first,
- * vigil_etcd__parse_watch_keys). Tests: tests/etcd_test_queue.c, second_*.
+ * key (src/etcd/recipes/etcd_wait.c: SECOND IN LINE, look, ahead_watch,
+ * wait_turn; src/etcd/recipes/etcd_queue.c: vigil_etcd__body_pred,
+ * vigil_etcd__parse_pred_first, vigil_etcd__parse_watch_keys). Tests:
+ * tests/etcd_test_queue.c, second_* and wait_place_deleted.
  *
  * CHECK second    | -DAHEAD -DHAND -DCOMPACT -DJOINER | -DSAFETY | -m100000 | clean
  * CHECK alone     |                              | -DSAFETY | -m100000 | clean
