@@ -246,12 +246,17 @@ static int test_wait_queue(void)
     const char *key = et_key("queue");
     vigil_lease a;
     EXPECT_RC(vigil_etcd_acquire(e, key, "A", 6000, &a), 0);
+    static const char *const watch[] = { "Watch", NULL };
+    long long w0 = et_grpc_started(e, watch);
     struct waiter b, c;
     waiter_start(&b, key, "B", 1500);
     bool b_in = VT_WAIT_FOR(et_count_under(e, key) == 2, 10000);
     waiter_start(&c, key, "C", 30000);
-    bool c_in = VT_WAIT_FOR(et_count_under(e, key) == 3, 10000);
+    bool c_in = VT_WAIT_FOR(et_count_under(e, key) == 3 && et_grpc_started(e, watch) >= w0 + 2, 10000);
     bool b_out = waiter_join(&b, 15000);
+    /* B's leaving is no turn of C's: C looks again and watches anew (a
+     * third watch), behind A, unless it wrongly returned. */
+    (void)VT_WAIT_FOR(et_grpc_started(e, watch) >= w0 + 3 || atomic_load(&c.done), 10000);
     bool c_early = atomic_load(&c.done);
     EXPECT(b_in && c_in, "the waiters' keys did not appear (%d keys)", et_count_under(e, key));
     EXPECT(b_out, "B did not give up within 15 s of its 1.5 s timeout");
