@@ -318,28 +318,15 @@ struct kid_report {
 
 static pid_t kid_waiter(const char *key, const char *owner, uint64_t ttl_ms, int *fd)
 {
-    int res[2];
-    if (pipe(res) != 0)
-        return -1;
-    fflush(stdout);
-    fflush(stderr);
-    pid_t kid = fork();
+    pid_t kid = et_fork_reporter(fd);
     if (kid == 0) {
-        vt_die_with_parent();
         vt_own_pgrp();
-        close(res[0]);
         vigil_etcd *ce = et_connect(url);
         struct kid_report r = { 0 };
         r.rc = vigil_etcd_acquire_wait(ce, key, owner, ttl_ms, 60000 * 1000000ull, &r.lease);
         r.renew_rc = r.rc == 0 ? vigil_etcd_renew(ce, &r.lease) : r.rc;
-        _exit(write(res[1], &r, sizeof(r)) == (ssize_t)sizeof(r) ? 0 : 3);
+        _exit(write(*fd, &r, sizeof(r)) == (ssize_t)sizeof(r) ? 0 : 3);
     }
-    close(res[1]);
-    if (kid < 0) {
-        close(res[0]);
-        return -1;
-    }
-    *fd = res[0];
     return kid;
 }
 
