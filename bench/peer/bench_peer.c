@@ -28,7 +28,9 @@
  * the holder releases only once etcd shows the waiter's key and its watch,
  * synced (etcd_debugging_mvcc_keys_total, _watcher_total,
  * _slow_watcher_total), so the waiter is asleep, on both sides alike; the
- * sample is from the release's return to the waiter's acquire returning.
+ * sample is from the release called to the waiter's acquire returning (a
+ * waiter that returns on its watch event can return before the release's
+ * own answer: the release's round trip is in both sides' samples).
  *
  * etcd: VIGIL_ETCD_ENDPOINTS (and VIGIL_ETCD_PID for etcd's CPU), or a
  * throwaway one of its own (tests/etcd_server.sh). --quick: one tiny batch
