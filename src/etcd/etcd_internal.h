@@ -164,6 +164,20 @@ struct vigil_etcd_reply_buf {
     int    err; /* why the write callback refused: -EMSGSIZE or -ENOMEM */
 };
 
+/* libcurl's write callback into a reply buffer (arg), up to VIGIL_ETCD_BODY_MAX. */
+size_t vigil_etcd__on_write(char *data, size_t size, size_t nmemb, void *arg);
+
+/* What the reply of a gRPC call said in its headers and trailers. */
+struct vigil_etcd_grpc_state {
+    int  status;      /* grpc-status; -1 none yet */
+    bool have_status;
+    bool is_grpc;     /* content-type application/grpc */
+    char message[512]; /* grpc-message, percent-decoded */
+};
+
+enum { VIGIL_ETCD_TRANSPORT_AUTO = 0, VIGIL_ETCD_TRANSPORT_GRPC = 1, VIGIL_ETCD_TRANSPORT_GATEWAY = 2 };
+enum { VIGIL_ETCD_SPEAKS_UNKNOWN = 0, VIGIL_ETCD_SPEAKS_GRPC = 1, VIGIL_ETCD_SPEAKS_GATEWAY = 2 };
+
 /* The handle: etcd_handle.c makes it (options, auth, namespace),
  * etcd_http.c sends its requests. Other files use the functions below. */
 struct vigil_etcd {
@@ -193,6 +207,16 @@ struct vigil_etcd {
     _Atomic uint64_t            cluster; /* the cluster's ID, from the first reply naming one; 0 none yet */
     char                        curl_err[256]; /* libcurl's own words for the last failure */
     struct vigil_etcd_health_state *health; /* etcd_health.c: whether etcd answers */
+    /* The gRPC transport (etcd_grpc.c): VIGIL_ETCD_TRANSPORT_* from the
+     * environment at connect, what each endpoint showed it speaks
+     * (VIGIL_ETCD_SPEAKS_*), and the connection gRPC calls take. */
+    int                         mode;
+    unsigned char               speaks[VIGIL_ETCD_MAX_ENDPOINTS];
+    void                       *gcurl; /* CURL *, NULL when mode is the gateway */
+    struct curl_slist          *gheaders; /* application/grpc, te, hasleader, token */
+    struct vigil_etcd_reply_buf greply; /* the framed reply, before it is JSON in reply */
+    struct vigil_etcd_grpc_state grpc;
+    unsigned long               grpc_answers; /* replies that came in gRPC (for the tests) */
 };
 
 /* The handle's curl connection, made and closed (etcd_http.c). */
