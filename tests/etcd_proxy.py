@@ -444,6 +444,8 @@ async def serve(cr, cw):
                 # nor matched against a rule); the adapter takes the gateway.
                 cw.write(b"HTTP/1.1 505 HTTP Version Not Supported\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
                 await cw.drain()
+                cw.write_eof()  # closed once the client has gone: unread frames would reset it
+                await until_closed(cr, 2)
                 return
             if path.startswith("/_proxy"):
                 reply = (await control(body.decode("utf-8", "replace"))).encode() + b"\n"

@@ -550,6 +550,14 @@ static inline bool et_refuse_h2(int c, const char *buf, size_t hl)
         return false;
     static const char no[] = "HTTP/1.1 505 HTTP Version Not Supported\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
     et_write_all(c, no, sizeof(no) - 1);
+    /* Closed only once the client has read it and gone: a close with its
+     * frames unread would reset the connection instead (an ECONNRESET that
+     * says nothing of the protocol). */
+    shutdown(c, SHUT_WR);
+    char sink[4096];
+    struct pollfd pf = { c, POLLIN, 0 };
+    while (poll(&pf, 1, 2000) > 0 && read(c, sink, sizeof(sink)) > 0)
+        ;
     return true;
 }
 

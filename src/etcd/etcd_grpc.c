@@ -32,6 +32,7 @@
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 #include <errno.h>
+#include <poll.h>
 #include <protobuf-c/protobuf-c.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,8 +140,50 @@ static int error_reply(vigil_etcd *e, int code, long *http)
     return rc;
 }
 
+/* Whether an http:// endpoint speaks HTTP/2 without TLS (h2c with prior
+ * knowledge, as etcd's port does): the client preface and an empty
+ * SETTINGS frame on a connection of its own, and the first bytes back.
+ * VIGIL_ETCD_NOT_GRPC for an HTTP/1.x answer ("HTTP/"), 0 for a SETTINGS
+ * frame or anything that says nothing (no connection, silence, a close):
+ * a dead or frozen endpoint is no reason to leave gRPC. Nothing of a
+ * request is sent, so nothing can be applied. */
+static int h2c_probe(vigil_etcd *e, const char *url, long timeout_ms)
+{
+    static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\4\0\0\0\0\0";
+    CURL *c = curl_easy_init();
+    if (!c)
+        return 0;
+    vigil_etcd__curl_setup(c, e->connect_ms < timeout_ms ? e->connect_ms : timeout_ms);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_CONNECT_ONLY, 1L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
+    int rc = 0;
+    curl_socket_t fd = CURL_SOCKET_BAD;
+    size_t sent = 0;
+    if (curl_easy_perform(c) == CURLE_OK && curl_easy_getinfo(c, CURLINFO_ACTIVESOCKET, &fd) == CURLE_OK &&
+        fd != CURL_SOCKET_BAD && curl_easy_send(c, preface, sizeof(preface) - 1, &sent) == CURLE_OK &&
+        sent == sizeof(preface) - 1) {
+        char got[5];
+        size_t have = 0;
+        struct pollfd pf = { fd, POLLIN, 0 };
+        while (have < sizeof(got) && poll(&pf, 1, (int)timeout_ms) > 0) {
+            size_t n = 0;
+            CURLcode r = curl_easy_recv(c, got + have, sizeof(got) - have, &n);
+            if (r == CURLE_AGAIN)
+                continue;
+            if (r != CURLE_OK || n == 0)
+                break;
+            have += n;
+        }
+        if (have == sizeof(got) && memcmp(got, "HTTP/", 5) == 0)
+            rc = VIGIL_ETCD_NOT_GRPC;
+    }
+    curl_easy_cleanup(c);
+    return rc;
+}
+
 int vigil_etcd__grpc_perform(vigil_etcd *e, unsigned ep, const struct vigil_etcd_grpc_method *m, const char *url,
-                             const char *body, long *http, int *curl_code)
+                             const char *body, long timeout_ms, long *http, int *curl_code)
 {
     CURL *c = e->gcurl;
     unsigned char *frame;
@@ -160,21 +203,42 @@ int vigil_etcd__grpc_perform(vigil_etcd *e, unsigned ep, const struct vigil_etcd
     frame[2] = (unsigned char)(mlen >> 16);
     frame[3] = (unsigned char)(mlen >> 8);
     frame[4] = (unsigned char)mlen;
-    e->greply.len = 0;
-    e->greply.err = 0;
-    e->grpc = (struct vigil_etcd_grpc_state){ .status = -1 };
     bool tls = strncasecmp(url, "https://", 8) == 0;
+    if (!tls && e->speaks[ep] == VIGIL_ETCD_SPEAKS_UNKNOWN && h2c_probe(e, url, timeout_ms) == VIGIL_ETCD_NOT_GRPC) {
+        free(frame);
+        return VIGIL_ETCD_NOT_GRPC;
+    }
     curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_HTTP_VERSION, (long)(tls ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE));
     curl_easy_setopt(c, CURLOPT_POST, 1L);
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, (const char *)frame);
     curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)flen);
-    CURLcode cc = curl_easy_perform(c);
+    CURLcode cc;
+    long version = 0;
+    for (int round = 0;; round++) {
+        /* h2c with prior knowledge on a new connection only: libcurl
+         * 7.88 fails a request that reuses one so asked for (curl issue
+         * 10634, fixed in 8.0); "HTTP/2" reuses the one there is. Had it
+         * gone and libcurl opened another in HTTP/1.1 (no gRPC server
+         * behind that: nothing was applied), ask again, with prior
+         * knowledge. */
+        bool reuse = !tls && e->gconn == ep + 1 && round == 0;
+        e->greply.len = 0;
+        e->greply.err = 0;
+        e->grpc = (struct vigil_etcd_grpc_state){ .status = -1 };
+        curl_easy_setopt(c, CURLOPT_HTTP_VERSION,
+                         (long)(tls ? CURL_HTTP_VERSION_2TLS
+                                    : reuse ? CURL_HTTP_VERSION_2_0 : CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE));
+        cc = curl_easy_perform(c);
+        if (curl_easy_getinfo(c, CURLINFO_HTTP_VERSION, &version) != CURLE_OK)
+            version = 0;
+        long connects = 0;
+        (void)curl_easy_getinfo(c, CURLINFO_NUM_CONNECTS, &connects);
+        e->gconn = cc == CURLE_OK && version == CURL_HTTP_VERSION_2_0 ? ep + 1 : 0;
+        if (!(reuse && connects > 0 && (cc != CURLE_OK || version != CURL_HTTP_VERSION_2_0)))
+            break;
+    }
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, NULL);
     free(frame);
-    long version = 0;
-    if (curl_easy_getinfo(c, CURLINFO_HTTP_VERSION, &version) != CURLE_OK)
-        version = 0;
     bool known = e->speaks[ep] == VIGIL_ETCD_SPEAKS_GRPC;
     if (cc != CURLE_OK) {
         /* Framing the server did not speak (an HTTP/1.1 answer to the

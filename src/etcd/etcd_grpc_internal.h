@@ -72,11 +72,12 @@ bool vigil_etcd__grpc_on(const vigil_etcd *e, unsigned ep);
 #define VIGIL_ETCD_CURL_FAILED  2 /* the transfer failed: *curl_code for the caller to read */
 
 /* Request body (the gateway's JSON) to url (the endpoint and m->grpc) in
- * gRPC on e's gRPC connection, its timeouts already set. -EPROTO for a
+ * gRPC on e's gRPC connection, its timeouts already set (timeout_ms, the
+ * attempt's: it bounds a first contact's probe too). -EPROTO for a
  * reply that is not gRPC from an endpoint that spoke it, or one that
  * does not decode; -EINVAL for a body that is not m's request. */
 int vigil_etcd__grpc_perform(vigil_etcd *e, unsigned ep, const struct vigil_etcd_grpc_method *m, const char *url,
-                             const char *body, long *http, int *curl_code);
+                             const char *body, long timeout_ms, long *http, int *curl_code);
 
 /* e's gRPC connection made (at connect, after the options: it reads the
  * environment), its headers made again (a new token), closed. */

@@ -221,7 +221,7 @@ static int transfer(vigil_etcd *e, unsigned ep, const struct vigil_etcd_grpc_met
     int write_err = e->reply.err;
     if (m) {
         int cc = CURLE_OK;
-        int rc = vigil_etcd__grpc_perform(e, ep, m, url, body, http, &cc);
+        int rc = vigil_etcd__grpc_perform(e, ep, m, url, body, total, http, &cc);
         if (rc != VIGIL_ETCD_CURL_FAILED)
             return rc;
         c = (CURLcode)cc;

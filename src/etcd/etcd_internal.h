@@ -217,6 +217,7 @@ struct vigil_etcd {
     struct vigil_etcd_reply_buf greply; /* the framed reply, before it is JSON in reply */
     struct vigil_etcd_grpc_state grpc;
     unsigned long               grpc_answers; /* replies that came in gRPC (for the tests) */
+    unsigned                    gconn; /* 1 + the endpoint gcurl's last call left an HTTP/2 connection to; 0 none */
 };
 
 /* The handle's curl connection, made and closed (etcd_http.c). */
