@@ -215,12 +215,12 @@ int vigil_etcd__grpc_perform(vigil_etcd *e, unsigned ep, const struct vigil_etcd
     CURLcode cc;
     long version = 0;
     for (int round = 0;; round++) {
-        /* h2c with prior knowledge on a new connection only: libcurl
+        /* h2c with prior knowledge on a fresh connection only: libcurl
          * 7.88 fails a request that reuses one so asked for (curl issue
-         * 10634, fixed in 8.0); "HTTP/2" reuses the one there is. Had it
-         * gone and libcurl opened another in HTTP/1.1 (no gRPC server
-         * behind that: nothing was applied), ask again, with prior
-         * knowledge. */
+         * 10634, fixed in 8.0); "HTTP/2" reuses the one the last call
+         * left. Had that one gone and libcurl opened another in HTTP/1.1
+         * (no gRPC server behind that: nothing was applied), ask again,
+         * with prior knowledge. */
         bool reuse = !tls && e->gconn == ep + 1 && round == 0;
         e->greply.len = 0;
         e->greply.err = 0;
@@ -228,13 +228,16 @@ int vigil_etcd__grpc_perform(vigil_etcd *e, unsigned ep, const struct vigil_etcd
         curl_easy_setopt(c, CURLOPT_HTTP_VERSION,
                          (long)(tls ? CURL_HTTP_VERSION_2TLS
                                     : reuse ? CURL_HTTP_VERSION_2_0 : CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE));
+        curl_easy_setopt(c, CURLOPT_FRESH_CONNECT, (long)(!tls && !reuse));
         cc = curl_easy_perform(c);
         if (curl_easy_getinfo(c, CURLINFO_HTTP_VERSION, &version) != CURLE_OK)
             version = 0;
         long connects = 0;
         (void)curl_easy_getinfo(c, CURLINFO_NUM_CONNECTS, &connects);
         e->gconn = cc == CURLE_OK && version == CURL_HTTP_VERSION_2_0 ? ep + 1 : 0;
-        if (!(reuse && connects > 0 && (cc != CURLE_OK || version != CURL_HTTP_VERSION_2_0)))
+        bool fresh_h1 = cc == CURLE_OK ? version != CURL_HTTP_VERSION_2_0
+                                       : connects > 0 && cc != CURLE_OPERATION_TIMEDOUT;
+        if (!reuse || !fresh_h1)
             break;
     }
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, NULL);
