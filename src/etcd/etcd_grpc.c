@@ -143,30 +143,37 @@ static int error_reply(vigil_etcd *e, int code, long *http)
 /* Whether an http:// endpoint speaks HTTP/2 without TLS (h2c with prior
  * knowledge, as etcd's port does): the client preface and an empty
  * SETTINGS frame on a connection of its own, and the first bytes back.
- * VIGIL_ETCD_NOT_GRPC for an HTTP/1.x answer ("HTTP/"), 0 for a SETTINGS
- * frame or anything that says nothing (no connection, silence, a close):
- * a dead or frozen endpoint is no reason to leave gRPC. Nothing of a
- * request is sent, so nothing can be applied. */
+ * VIGIL_ETCD_NOT_GRPC for an HTTP/1.x answer ("HTTP/"); 0 for a SETTINGS
+ * frame, or a close that says nothing; else the CURLcode of a connection
+ * that failed or a preface not answered in time, with e->unsent_os: a
+ * dead or frozen endpoint is no reason to leave gRPC, and its failure is
+ * the attempt's (nothing of the request was sent: it cannot apply). */
 static int h2c_probe(vigil_etcd *e, const char *url, long timeout_ms)
 {
     static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\4\0\0\0\0\0";
+    e->unsent_os = 0;
     CURL *c = curl_easy_init();
     if (!c)
-        return 0;
+        return CURLE_OUT_OF_MEMORY;
     vigil_etcd__curl_setup(c, e->connect_ms < timeout_ms ? e->connect_ms : timeout_ms);
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_CONNECT_ONLY, 1L);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
-    int rc = 0;
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, e->curl_err);
     curl_socket_t fd = CURL_SOCKET_BAD;
     size_t sent = 0;
-    if (curl_easy_perform(c) == CURLE_OK && curl_easy_getinfo(c, CURLINFO_ACTIVESOCKET, &fd) == CURLE_OK &&
-        fd != CURL_SOCKET_BAD && curl_easy_send(c, preface, sizeof(preface) - 1, &sent) == CURLE_OK &&
-        sent == sizeof(preface) - 1) {
+    CURLcode rc = curl_easy_perform(c);
+    if (rc == CURLE_OK && (curl_easy_getinfo(c, CURLINFO_ACTIVESOCKET, &fd) != CURLE_OK || fd == CURL_SOCKET_BAD))
+        rc = CURLE_COULDNT_CONNECT;
+    if (rc == CURLE_OK)
+        rc = curl_easy_send(c, preface, sizeof(preface) - 1, &sent);
+    int answer = 0;
+    if (rc == CURLE_OK && sent == sizeof(preface) - 1) {
         char got[5];
         size_t have = 0;
         struct pollfd pf = { fd, POLLIN, 0 };
-        while (have < sizeof(got) && poll(&pf, 1, (int)timeout_ms) > 0) {
+        int ready = 1;
+        while (have < sizeof(got) && (ready = poll(&pf, 1, (int)timeout_ms)) > 0) {
             size_t n = 0;
             CURLcode r = curl_easy_recv(c, got + have, sizeof(got) - have, &n);
             if (r == CURLE_AGAIN)
@@ -176,10 +183,18 @@ static int h2c_probe(vigil_etcd *e, const char *url, long timeout_ms)
             have += n;
         }
         if (have == sizeof(got) && memcmp(got, "HTTP/", 5) == 0)
-            rc = VIGIL_ETCD_NOT_GRPC;
+            answer = VIGIL_ETCD_NOT_GRPC;
+        else if (ready == 0 && have == 0) {
+            snprintf(e->curl_err, sizeof(e->curl_err), "no answer to the HTTP/2 preface in %ld ms", timeout_ms);
+            answer = CURLE_OPERATION_TIMEDOUT;
+        }
+    } else {
+        long os = 0;
+        answer = rc != CURLE_OK ? (int)rc : CURLE_SEND_ERROR;
+        e->unsent_os = curl_easy_getinfo(c, CURLINFO_OS_ERRNO, &os) == CURLE_OK ? os : 0;
     }
     curl_easy_cleanup(c);
-    return rc;
+    return answer;
 }
 
 int vigil_etcd__grpc_perform(vigil_etcd *e, unsigned ep, const struct vigil_etcd_grpc_method *m, const char *url,
@@ -204,9 +219,14 @@ int vigil_etcd__grpc_perform(vigil_etcd *e, unsigned ep, const struct vigil_etcd
     frame[3] = (unsigned char)(mlen >> 8);
     frame[4] = (unsigned char)mlen;
     bool tls = strncasecmp(url, "https://", 8) == 0;
-    if (!tls && e->speaks[ep] == VIGIL_ETCD_SPEAKS_UNKNOWN && h2c_probe(e, url, timeout_ms) == VIGIL_ETCD_NOT_GRPC) {
+    int probe = !tls && e->speaks[ep] == VIGIL_ETCD_SPEAKS_UNKNOWN ? h2c_probe(e, url, timeout_ms) : 0;
+    if (probe != 0) {
         free(frame);
-        return VIGIL_ETCD_NOT_GRPC;
+        if (probe == VIGIL_ETCD_NOT_GRPC)
+            return VIGIL_ETCD_NOT_GRPC;
+        e->unsent = true;
+        *curl_code = probe;
+        return VIGIL_ETCD_CURL_FAILED;
     }
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_POST, 1L);

@@ -215,6 +215,7 @@ static int transfer(vigil_etcd *e, unsigned ep, const struct vigil_etcd_grpc_met
     e->reply.p[0] = '\0';
     e->curl_err[0] = '\0';
     CURL *curl = m ? e->gcurl : e->curl;
+    e->unsent = false;
     curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, total);
     curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, e->connect_ms < total ? e->connect_ms : total);
     CURLcode c;
@@ -244,7 +245,9 @@ static int transfer(vigil_etcd *e, unsigned ep, const struct vigil_etcd_grpc_met
             return VIGIL_ETIMEDOUT;
         }
         long os = 0;
-        if (curl_easy_getinfo(curl, CURLINFO_OS_ERRNO, &os) != CURLE_OK)
+        if (e->unsent)
+            os = e->unsent_os;
+        else if (curl_easy_getinfo(curl, CURLINFO_OS_ERRNO, &os) != CURLE_OK)
             os = 0;
         int rc = vigil_etcd__curl_error(c, os, write_err, e->curl_err);
         if ((c == CURLE_SEND_ERROR || c == CURLE_RECV_ERROR || c == CURLE_GOT_NOTHING) && rc != -EACCES &&
@@ -376,7 +379,7 @@ static int call_endpoints(vigil_etcd *e, const char *path, const char *body, str
                 /* Refused or unresolved: it never left. Anything else may
                  * have been applied without our hearing of it. */
                 if (rc != -ECONNREFUSED && rc != -EHOSTUNREACH && rc != -ENETUNREACH && rc != VIGIL_ETLS &&
-                    rc != -EACCES && rc != -EINVAL)
+                    rc != -EACCES && rc != -EINVAL && !e->unsent)
                     e->maybe_applied = true;
                 break;
             }

@@ -218,6 +218,10 @@ struct vigil_etcd {
     struct vigil_etcd_grpc_state grpc;
     unsigned long               grpc_answers; /* replies that came in gRPC (for the tests) */
     unsigned                    gconn; /* 1 + the endpoint gcurl's last call left an HTTP/2 connection to; 0 none */
+    /* The attempt failed before any of its request was sent (a first
+     * contact's probe): it cannot have applied. The OS's errno of it. */
+    bool                        unsent;
+    long                        unsent_os;
 };
 
 /* The handle's curl connection, made and closed (etcd_http.c). */
