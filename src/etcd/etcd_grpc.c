@@ -307,25 +307,10 @@ int vigil_etcd__grpc_perform(vigil_etcd *e, unsigned ep, const struct vigil_etcd
 
 void *vigil_etcd__grpc_headers(vigil_etcd *e)
 {
-    char token[VIGIL_ETCD_TOKEN_MAX + 16];
+    /* etcd's metadata: require-leader as "hasleader", the token as "token". */
     static const char *const fixed[] = { "Content-Type: application/grpc", "TE: trailers", "Expect:",
                                          "hasleader: true" };
-    struct curl_slist *h = NULL, *n;
-    for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
-        if (!(n = curl_slist_append(h, fixed[i])))
-            goto fail;
-        h = n;
-    }
-    if (e->token[0]) {
-        snprintf(token, sizeof(token), "token: %s", e->token); /* etcd's metadata key */
-        if (!(n = curl_slist_append(h, token)))
-            goto fail;
-        h = n;
-    }
-    return h;
-fail:
-    curl_slist_free_all(h);
-    return NULL;
+    return vigil_etcd__headers_of(e, fixed, sizeof(fixed) / sizeof(fixed[0]), "token");
 }
 
 int vigil_etcd__grpc_open(vigil_etcd *e)

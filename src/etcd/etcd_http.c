@@ -582,30 +582,32 @@ void vigil_etcd__curl_close(vigil_etcd *e)
     free(e->reply.p);
 }
 
+void *vigil_etcd__headers_of(vigil_etcd *e, const char *const *fixed, size_t n, const char *token_name)
+{
+    char line[VIGIL_ETCD_TOKEN_MAX + 32];
+    struct curl_slist *h = NULL, *next;
+    for (size_t i = 0; i <= n; i++) {
+        if (i == n && !e->token[0])
+            break;
+        if (i == n)
+            snprintf(line, sizeof(line), "%s: %s", token_name, e->token);
+        if (!(next = curl_slist_append(h, i < n ? fixed[i] : line))) {
+            curl_slist_free_all(h);
+            return NULL;
+        }
+        h = next;
+    }
+    return h;
+}
+
 void *vigil_etcd__headers_make(vigil_etcd *e)
 {
-    char auth[VIGIL_ETCD_TOKEN_MAX + 32];
     /* Require-leader, as clientv3's WithRequireLeader: a member cut off
      * from the leader refuses at once (Unavailable: the next endpoint is
      * tried) instead of serving a watch that will never fire. */
     static const char *const fixed[] = { "Content-Type: application/json", "Expect:",
                                          "Grpc-Metadata-hasleader: true" };
-    struct curl_slist *h = NULL, *n;
-    for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
-        if (!(n = curl_slist_append(h, fixed[i])))
-            goto fail;
-        h = n;
-    }
-    if (e->token[0]) {
-        snprintf(auth, sizeof(auth), "Authorization: %s", e->token);
-        if (!(n = curl_slist_append(h, auth)))
-            goto fail;
-        h = n;
-    }
-    return h;
-fail:
-    curl_slist_free_all(h);
-    return NULL;
+    return vigil_etcd__headers_of(e, fixed, sizeof(fixed) / sizeof(fixed[0]), "Authorization");
 }
 
 void *vigil_etcd__headers_copy(vigil_etcd *e)

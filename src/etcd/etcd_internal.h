@@ -231,6 +231,8 @@ void vigil_etcd__curl_close(vigil_etcd *e);
  * caller's), or NULL; and the handle's own list rebuilt (after a change
  * of token): 0 or -ENOMEM. */
 void *vigil_etcd__headers_make(vigil_etcd *e);
+/* The list of fixed[0..n) and, once e has a token, "token_name: token". */
+void *vigil_etcd__headers_of(vigil_etcd *e, const char *const *fixed, size_t n, const char *token_name);
 /* The same, taking e's lock: for a stream of another file's own. */
 void *vigil_etcd__headers_copy(vigil_etcd *e);
 int   vigil_etcd__headers_reset(vigil_etcd *e);
