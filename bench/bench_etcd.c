@@ -39,7 +39,7 @@
 #include "bench.h"
 
 #include <vigil/etcd.h>
-#include "etcd_internal.h"
+#include "recipes_internal.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

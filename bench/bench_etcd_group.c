@@ -25,7 +25,7 @@
 #include "bench.h"
 
 #include <vigil/group.h>
-#include "etcd_internal.h"
+#include "recipes_internal.h"
 
 #include <poll.h>
 #include <signal.h>

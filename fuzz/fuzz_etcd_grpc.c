@@ -9,7 +9,8 @@
  */
 #include "fuzz.h"
 
-#include "etcd_grpc_internal.h"
+#include "transport_internal.h"
+
 
 #include <cjson/cJSON.h>
 #include <protobuf-c/protobuf-c.h>

@@ -1,5 +1,5 @@
 /*
- * Groups on etcd (src/etcd/group_units.c and group_barrier.c, THE
+ * Groups on etcd (src/group/group_units.c and group_barrier.c, THE
  * PROTOCOL in each): the claim of a work unit and the transaction that
  * commits a barrier round, with members killed, revoked and stale.
  *
@@ -33,7 +33,7 @@
  * none held by a member that does not know it holds it). Every request of
  * a member may go unanswered: lost before etcd (nothing happens), or
  * applied with its answer lost. An unanswered claim is resolved before
- * the member claims again, by its fence (src/etcd/group_fence.c: a txn
+ * the member claims again, by its fence (src/group/group_fence.c: a txn
  * that moves the fence, or finds it moved by the claim, whose id the
  * claim's value carries; here, where nothing lands late, one atomic look
  * at whether the claim landed); an unanswered done or give-
@@ -65,7 +65,7 @@
  *
  * What this model leaves out, and why that is safe:
  * - Requests delivered late (after the member's later ones) or twice:
- *   group_net.pml, with the member's fence (src/etcd/group_fence.c).
+ *   group_net.pml, with the member's fence (src/group/group_fence.c).
  * - etcd itself: linearizable txns over a revision order are etcd's
  *   contract (raft). Unanswered requests are modelled in the claim (above:
  *   the step happens or not, and the member is not told). In the round

@@ -1,5 +1,5 @@
 /*
- * Groups on etcd with the network as an adversary (src/etcd/group_fence.c,
+ * Groups on etcd with the network as an adversary (src/group/group_fence.c,
  * THE RULE; group_units.c and group_barrier.c, "LATE AND TWICE"): every
  * request of a member may be held by the network and delivered at any
  * later moment (after the member's later requests), or delivered twice,

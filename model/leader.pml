@@ -1,6 +1,6 @@
 /*
  * Leadership told (issue 31): the group watch's leader events
- * (src/etcd/group_watch.c, THE LEADER) and `vigil group join
+ * (src/group/group_watch.c, THE LEADER) and `vigil group join
  * --leader-only` handing CMD from one host to the next
  * (tools/group_lead.c). Tests: tests/etcd_test_group_leader.c,
  * tests/etcd_test_tool_leader.c.

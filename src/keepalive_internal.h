@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Lease keepalive internals shared with the backends (src/leases_*.c,
- * src/etcd/etcd.c): the lease clock, and how an acquisition tells the
+ * src/etcd/recipes/etcd.c): the lease clock, and how an acquisition tells the
  * keepalive when it was sent. */
 #ifndef VIGIL_SRC_KEEPALIVE_INTERNAL_H
 #define VIGIL_SRC_KEEPALIVE_INTERNAL_H

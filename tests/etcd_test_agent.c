@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Description: the host's agent (src/etcd/group_agent.c) and what it
+ * Description: the host's agent (src/group/group_agent.c) and what it
  * cannot see (issue 25.4). A member in a pid namespace of its own (pid 1
  * there, as in a container sharing the agent's directory) records its
  * namespace; the agent never judges it dead, neither when it is running

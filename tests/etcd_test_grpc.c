@@ -9,7 +9,6 @@
  */
 #include "etcd_testutil.h"
 
-#include "etcd_grpc_internal.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>

@@ -3,7 +3,7 @@
  * The network as an adversary (tests/etcd_proxy.py, a fault proxy in front
  * of each member of the 3-member cluster): every etcd mutation vigil sends
  * is safe to be applied late or twice, and a caller is told an outcome
- * only once it is known (src/etcd/group_fence.c, THE RULE; the guide's
+ * only once it is known (src/group/group_fence.c, THE RULE; the guide's
  * "Requests that arrive late or twice").
  *
  * Each mutation twice over. "Late": its request held by the proxy the

@@ -20,7 +20,7 @@
 #include <strings.h>
 
 #include <vigil/etcd.h>
-#include "etcd_internal.h"
+#include "recipes_internal.h"
 
 /* ---- the real server -------------------------------------------------------- */
 

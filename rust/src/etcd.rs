@@ -54,7 +54,7 @@ pub struct Etcd {
 // any thread.
 unsafe impl Send for Etcd {}
 // SAFETY: every call holds the handle's mutex for all of its requests
-// (src/etcd/), so any number of threads may call at once, a keepalive's
+// (src/etcd/transport/), so any number of threads may call at once, a keepalive's
 // renewer among them.
 unsafe impl Sync for Etcd {}
 

@@ -10,7 +10,7 @@
  * after '/', so that range holds exactly the keys that start with "KEY/".
  */
 #define _GNU_SOURCE
-#include "etcd_internal.h"
+#include "recipes_internal.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>

@@ -61,7 +61,7 @@
  * alive and the key still ours), as for a key held alone.
  */
 #define _GNU_SOURCE
-#include "etcd_internal.h"
+#include "recipes_internal.h"
 #include "keepalive_internal.h"
 
 #include <errno.h>

@@ -18,7 +18,7 @@
  * what vigil holds as KEY is NAMESPACE KEY in etcd.
  */
 #define _GNU_SOURCE
-#include "etcd_internal.h"
+#include "transport_internal.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>

@@ -6,12 +6,12 @@
  * told in group.c (membership), group_units.c (work units) and
  * group_barrier.c (rounds); the agent's records in group_agent.c.
  */
-#ifndef VIGIL_SRC_ETCD_GROUP_INTERNAL_H
-#define VIGIL_SRC_ETCD_GROUP_INTERNAL_H
+#ifndef VIGIL_SRC_GROUP_INTERNAL_H
+#define VIGIL_SRC_GROUP_INTERNAL_H
 
 #include <vigil/group.h>
 
-#include "etcd_internal.h"
+#include "recipes_internal.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -32,7 +32,7 @@
  * close the observer before the handle.
  */
 #define _GNU_SOURCE
-#include "etcd_internal.h"
+#include "recipes_internal.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -44,7 +44,7 @@
  * etcd's (-EPROTO), bad arguments.
  */
 #define _GNU_SOURCE
-#include "etcd_internal.h"
+#include "recipes_internal.h"
 #include "keepalive_internal.h"
 
 #include <errno.h>

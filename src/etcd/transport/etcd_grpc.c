@@ -26,8 +26,7 @@
  * connection each (etcd_watch.c, group_stream.c).
  */
 #define _GNU_SOURCE
-#include "etcd_grpc_internal.h"
-#include "etcd_internal.h"
+#include "transport_internal.h"
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>

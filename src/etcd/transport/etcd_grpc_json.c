@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The gateway's JSON <-> etcd's protobuf, through protobuf-c's descriptors
- * of etcd's own .proto files (src/etcd/proto/): the request bodies and the
+ * of etcd's own .proto files (src/etcd/transport/proto/): the request bodies and the
  * reply readers of the adapter stay those of the JSON gateway, and the
  * gRPC transport (etcd_grpc.c) converts under them, as grpc-gateway does
  * in front of etcd (jsonpb with OrigName, defaults left out).
@@ -12,8 +12,7 @@
  * does (a newer etcd adds fields); a known field with the wrong wire
  * type is -EPROTO.
  */
-#include "etcd_grpc_internal.h"
-#include "etcd_internal.h"
+#include "transport_internal.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>

@@ -11,10 +11,10 @@
  * zero or false. Errors come back as gRPC status codes (json_error).
  *
  * The reply interpreters are pure functions of an HTTP status and a body,
- * so a hostile server's replies are tested without one (etcd_internal.h).
+ * so a hostile server's replies are tested without one (transport_internal.h).
  */
 #define _GNU_SOURCE
-#include "etcd_internal.h"
+#include "transport_internal.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>

@@ -37,8 +37,7 @@
  * A reply stays in the handle's buffer until the next request.
  */
 #define _GNU_SOURCE
-#include "etcd_grpc_internal.h"
-#include "etcd_internal.h"
+#include "transport_internal.h"
 
 #include <curl/curl.h>
 #include <errno.h>

@@ -18,7 +18,7 @@
  * request answered or not, which a gRPC transport has too.
  */
 #define _GNU_SOURCE
-#include "etcd_internal.h"
+#include "transport_internal.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -22,7 +22,7 @@
  * does not count on them and looks again itself at every renewal.
  */
 #define _GNU_SOURCE
-#include "etcd_internal.h"
+#include "recipes_internal.h"
 
 #include <curl/curl.h>
 #include <errno.h>

@@ -69,7 +69,7 @@
  * interleaves with a release on the same connection.
  */
 #define _GNU_SOURCE
-#include "etcd_internal.h"
+#include "recipes_internal.h"
 #include "keepalive_internal.h"
 
 #include <errno.h>

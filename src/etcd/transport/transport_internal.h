@@ -1,13 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * etcd adapter internals, exported for the etcd tests and the benchmark:
- * the base64 encoder, the endpoint list parser, the reply interpreters (pure
- * functions from an HTTP status and a body to a vigil result, so a hostile
- * server's replies can be tested without one), and a raw request through a
- * handle's connection. Not part of the public API; the names may change.
+ * The transport of the etcd adapter (src/etcd/transport/): what it offers
+ * the layers above it, the recipes (src/etcd/recipes/) and the groups
+ * (src/group/). The handle, its endpoints, TLS, auth and namespace
+ * (etcd_handle.c), the connection, the request loop with its retries and
+ * the setup of a stream's connection (etcd_http.c), whether etcd answers
+ * (etcd_health.c), the request bodies and the reading of replies
+ * (etcd_json.c). The base64 encoder, the endpoint list parser and the
+ * reply interpreters (pure functions from an HTTP status and a body to a
+ * vigil result, so a hostile server's replies can be tested without one)
+ * are exported for the tests and the benchmark. The transport includes
+ * and calls nothing of the layers above (tests/layers.sh checks). Not part
+ * of the public API; the names may change.
  */
-#ifndef VIGIL_SRC_ETCD_INTERNAL_H
-#define VIGIL_SRC_ETCD_INTERNAL_H
+#ifndef VIGIL_SRC_ETCD_TRANSPORT_INTERNAL_H
+#define VIGIL_SRC_ETCD_TRANSPORT_INTERNAL_H
 
 #include <vigil/etcd.h>
 
@@ -57,13 +64,6 @@ int vigil_etcd__grpc_error(int code, bool lease_op);
  */
 /* lease/grant: ID (non-zero) and TTL (> 0, seconds). */
 int vigil_etcd__parse_grant(long http, const char *body, size_t len, int64_t *id, int64_t *ttl);
-/* kv/txn of acquire (etcd_queue.c): *my_rev is the create_revision of our
- * own key KEY/<lease hex> (which must carry lease_id: the put took, perhaps
- * on an earlier attempt whose reply was lost), written on 0 and on
- * VIGIL_EBUSY; 0 when ours is the lowest create_revision under KEY/ (we
- * hold KEY), VIGIL_EBUSY when a lower one is there (someone holds it, or
- * waits ahead of us). */
-int vigil_etcd__parse_acquire(long http, const char *body, size_t len, int64_t lease_id, uint64_t *my_rev);
 /* lease/keepalive: 0 with the new TTL (seconds) when TTL > 0; VIGIL_ELOST
  * when TTL is 0 or missing (etcd's answer for an expired or revoked lease)
  * or the error is "lease not found". */
@@ -90,10 +90,6 @@ void vigil_etcd__note_cluster(vigil_etcd *e, const char *body, size_t len);
  * store went backwards). VIGIL_ELOST with vigil_etcd_errmsg saying which,
  * else 0. On the parsed header, whatever the transport. */
 int vigil_etcd__store_behind(vigil_etcd *e, const struct vigil_etcd_hdr *at, uint64_t token);
-/* The observer's pause (ms) before it watches again after a watch ended,
- * *ended counting the ends since the last news, lived_ms the ended
- * stream's life (etcd_observe.c). */
-unsigned vigil_etcd__watch_ended_pause(unsigned *ended, uint64_t lived_ms);
 /* lease/revoke: 0, or VIGIL_ELOST when the lease was already gone. */
 int vigil_etcd__parse_revoke(long http, const char *body, size_t len);
 
@@ -106,33 +102,6 @@ int vigil_etcd__unb64(const char *in, size_t n, void *out, size_t cap);
  * KEY "/" the lease ID in lowercase hex. 0, or VIGIL_ERANGE. */
 int vigil_etcd__own_key(const char *key, int64_t lease_id, char *out, size_t cap);
 
-/* The holder of KEY, from kv/range of KEY/ sorted by create_revision
- * (etcd_queue.c): 0 with its create_revision, lease (0: none) and value
- * (the owner; NUL-terminated, cut to cap - 1 bytes), VIGIL_EVACANT when
- * nothing is under KEY/. */
-int vigil_etcd__parse_holder(long http, const char *body, size_t len, uint64_t *rev, int64_t *lease,
-                             char *owner, size_t cap);
-/* The same, and (at) the revision etcd read at: on 0 and VIGIL_EVACANT. */
-int vigil_etcd__parse_holder_at(long http, const char *body, size_t len, uint64_t *rev, int64_t *lease,
-                                char *owner, size_t cap, int64_t *at);
-/* vigil_etcd_get, and the revision of etcd's range (*at, on 0 and on
- * VIGIL_EVACANT): a watch from *at + 1 misses no change after it. */
-int vigil_etcd__get_at(vigil_etcd *e, const char *key, vigil_lease_info *out, int64_t *at);
-/* lease/timetolive: 0 with the seconds left (negative: past its expiry,
- * not yet revoked) and granted, VIGIL_EVACANT when the lease is gone
- * (TTL -1 and nothing granted). */
-int vigil_etcd__parse_ttl(long http, const char *body, size_t len, int64_t *left, int64_t *granted);
-/* kv/txn of a waiter's look (our key still ours? then the last key under
- * KEY/ created before it): 0 with that key, base64 as etcd gave it
- * (NUL-terminated in pred, cap bytes), and the reply's revision;
- * VIGIL_EVACANT when there is none (our turn); VIGIL_ELOST when our key
- * is gone or not ours. */
-int vigil_etcd__parse_pred(long http, const char *body, size_t len, char *pred, size_t cap, int64_t *rev);
-/* One message of a watch stream: what it says (a deletion wins over puts
- * in one message; -EACCES a watch refused for its token or permission). */
-enum { VIGIL_ETCD_WATCH_NOTHING = 0, VIGIL_ETCD_WATCH_DELETED = 1, VIGIL_ETCD_WATCH_CANCELED = 2,
-       VIGIL_ETCD_WATCH_PUT = 3 };
-int vigil_etcd__parse_watch(const char *msg, size_t len);
 
 /* One request through e's connection and endpoint list: POST of body (GET
  * when body is NULL) to base URL + path, where a path starting with "v3/"
@@ -145,9 +114,9 @@ int vigil_etcd__request(vigil_etcd *e, const char *path, const char *body,
 /* The endpoint the next request goes to first (the last one that answered). */
 const char *vigil_etcd__current_endpoint(vigil_etcd *e);
 
-/* ==== What the adapter's three files share beyond the above: etcd.c, the
- * lease operations; etcd_http.c, the endpoints, the connection and the
- * request loop; etcd_json.c, the request bodies and the reading of replies. */
+/* ==== What the transport's files share beyond the above, and lend the
+ * layers above: etcd_http.c, the endpoints, the connection and the request
+ * loop; etcd_json.c, the request bodies and the reading of replies. */
 static inline bool vigil_etcd__is_space(char c)
 {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r';
@@ -322,37 +291,6 @@ int vigil_etcd__body_held(char *buf, size_t cap, const vigil_lease *l);
 enum { VIGIL_ETCD_IF_HELD_NOTHING = 0, VIGIL_ETCD_IF_HELD_DELETE = 1, VIGIL_ETCD_IF_HELD_PUT = 2 };
 int vigil_etcd__body_if_held(char *buf, size_t cap, const char *key, uint64_t token, int64_t id, int then,
                              const char *value);
-/* etcd_queue.c: the acquire txn, the holder range, a waiter's look (our
- * key at my_rev under lease_id, then the last key created before it) and
- * a watch for the deletion of a key given in base64 from revision rev. */
-int vigil_etcd__body_acquire(char *buf, size_t cap, const char *key, const char *owner, int64_t lease_id);
-/* The same for the key named after name_id, put on lease_id (a session's
- * key on a lease of the call's own: etcd_session.c). */
-int vigil_etcd__body_acquire_as(char *buf, size_t cap, const char *key, const char *owner, int64_t name_id,
-                                int64_t lease_id);
-/* The reply of either: as vigil__parse_acquire, with the lease our key
- * hangs on into *lease (on 0 and VIGIL_EBUSY), whatever it is. */
-int vigil_etcd__parse_acquire_on(long http, const char *body, size_t len, int64_t *lease, uint64_t *my_rev);
-/* Proclaim and a session key's move (etcd_session.c): the txn "our key
- * KEY/<name_id hex> has create revision token, lease lease_id and, when
- * mod >= 0, mod_revision mod (0: never, a txn that only reads)", then a
- * put of value on it under lease to_lease; the failure branch ranges it. */
-int vigil_etcd__body_put_if(char *buf, size_t cap, const char *key, int64_t name_id, uint64_t token,
-                           int64_t lease_id, int64_t mod, int64_t to_lease, const char *value);
-/* The reply of that txn: 0 and *ok; when it failed, our key as the failure
- * branch read it (found false: gone; else its create revision, lease,
- * mod_revision and value, NUL-terminated; value_fits false for a value
- * longer than any owner). */
-struct vigil_etcd_own {
-    bool    ok, found, value_fits;
-    int64_t create, lease, mod;
-    char    value[64];
-    struct vigil_etcd_hdr at; /* the reply's header: vigil_etcd__store_behind judges it */
-};
-int vigil_etcd__parse_put_if(long http, const char *body, size_t len, struct vigil_etcd_own *own);
-int vigil_etcd__body_holder(char *buf, size_t cap, const char *key);
-int vigil_etcd__body_pred(char *buf, size_t cap, const char *key, int64_t lease_id, uint64_t my_rev);
-int vigil_etcd__body_watch(char *buf, size_t cap, const char *key_b64, int64_t rev);
 
 /* The gRPC code of an error reply (>= 0, its message into msg, cap
  * bytes), or -1 when body is not one. */
@@ -365,7 +303,7 @@ bool vigil_etcd__token_error(int code, const char *msg);
 char *vigil_etcd__body_auth(const char *user, const char *password);
 int   vigil_etcd__parse_auth(long http, const char *body, size_t len, char *token, size_t cap);
 
-/* Shared by etcd_json.c and etcd_queue.c (cJSON stays out of the header). */
+/* Reading replies: etcd_json.c's, lent to the layers above (cJSON stays out of the header). */
 struct cJSON;
 const struct cJSON *vigil_etcd__field(const struct cJSON *obj, const char *name);
 /* 1 found, 0 absent (proto3 omits zero), -EPROTO malformed. */
@@ -376,101 +314,7 @@ int vigil_etcd__txn_succeeded(const struct cJSON *r, bool *out);
 /* The body as one JSON value and nothing after it but white space. */
 struct cJSON *vigil_etcd__parse_whole(const char *body, size_t len);
 
-/* ---- what etcd.c lends the wait (etcd_wait.c) -------------------------- */
-
-/* The lease clock in ns (CLOCK_BOOTTIME, keepalive_internal.h), the keepalive's. */
-uint64_t vigil_etcd__now_ns(void);
-
-/* The txn "our key still hangs on this lease at the token's revision",
- * then nothing, its deletion or a put of value (VIGIL_ETCD_IF_HELD_*),
- * with e's lock held: 0 and *held, or an error. */
-int vigil_etcd__if_held_locked(vigil_etcd *e, const vigil_lease *lease, int then, const char *value, bool *held);
-
-/* lease/grant of ttl_s seconds and lease/revoke, with e's lock held. A
- * revoke answered "not found" after an attempt that may have landed (or
- * after an earlier such revoke of the same lease) is 0: ours, not a loss. */
-int vigil_etcd__grant_locked(vigil_etcd *e, uint64_t ttl_s, int64_t *id, int64_t *granted);
-int vigil_etcd__revoke_locked(vigil_etcd *e, int64_t id);
-/* The same, sent again while unanswered (a few times, within e's bounds):
- * 0 (gone, by this revoke or an earlier one), or the error. */
-int vigil_etcd__revoke_sure_locked(vigil_etcd *e, int64_t id);
-/* lease/keepalive alone (no check of the key), taking e's lock, or with
- * it held. */
-int vigil_etcd__keepalive(vigil_etcd *e, int64_t id);
-int vigil_etcd__keepalive_locked(vigil_etcd *e, int64_t id);
-
-/* A place in a key's queue (etcd_wait.c), for acquire_wait and for a
- * session's waits (then session is set: the key hangs on the session's
- * lease, never revoked by the wait; granted is the session's TTL). */
-struct vigil_etcd_place {
-    const char *key;        /* namespace and key (set by queue_wait) */
-    int64_t     id;
-    int64_t     granted;    /* seconds */
-    uint64_t    rev;        /* our key's create_revision: the token, once ours */
-    uint64_t    renewed_ns; /* when the request that last kept the lease was sent */
-    struct vigil_etcd_session *session;
-    bool        mine;       /* in a session: this wait put our key (else another call of the session did) */
-};
-/* A session's key put as A KEY PUT IN A SESSION says (etcd_session.c),
- * with e's lock held: 0 held, VIGIL_EBUSY queued (our key on the
- * session's lease either way, its create revision in *rev; *mine: this
- * call put it), or an error (nothing of the call's left, or what is left
- * kept in the session for its next call). */
-int vigil_etcd__session_put_locked(struct vigil_etcd_session *s, const char *full, const char *owner, uint64_t *rev,
-                                   bool *mine);
-/* Our key in the session (full: KEY with the namespace) deleted if still
- * at rev, with e's lock held: 0, or the error (then kept in the session
- * for its next call). */
-int vigil_etcd__session_unqueue_locked(struct vigil_etcd_session *s, const char *full, uint64_t rev);
-/* Joins KEY's queue and waits for the key up to timeout_ns (UINT64_MAX:
- * for ever): 0 with *p (ours), VIGIL_ETIMEDOUT, or an error no retry
- * mends; through outages it waits on (see etcd_wait.c). */
-int vigil_etcd__queue_wait(vigil_etcd *e, struct vigil_etcd_place *p, const char *key, const char *owner,
-                           uint64_t secs, uint64_t timeout_ns);
-/* An error an outage makes, which the waits ride out (not -EACCES,
- * VIGIL_ETLS, -EPROTO, bad arguments, ...). */
-bool vigil_etcd__transient(int rc);
-/* Checks key, owner and ttl_ms as acquire does: 0 with the TTL in whole
- * seconds, or VIGIL_ERANGE / -EINVAL. */
-int vigil_etcd__acquire_args(vigil_etcd *e, const char *key, const char *owner, uint64_t ttl_ms,
-                             const vigil_lease *out, uint64_t *secs);
-
-/* ---- a watch stream (etcd_watch.c) ------------------------------------- */
-
-/* What to watch: a key (base64), or the range [key, end) when end_b64 is
- * set; from revision rev; puts too, or deletions only; on endpoint ep
- * (-1: e's current one). */
-struct vigil_etcd_watch_spec {
-    const char *key_b64, *end_b64;
-    int64_t     rev;
-    bool        puts;
-    int         ep;
-};
-int vigil_etcd__body_watch_spec(char *buf, size_t cap, const struct vigil_etcd_watch_spec *w);
-/* KEY/ and KEY0 in base64 (VIGIL_ETCD_KEY_B64 bytes each): the range of
- * everything under KEY/. 0, or VIGIL_ERANGE. */
-int vigil_etcd__prefix_b64(const char *key, char *pfx, char *end);
-
-/* A watch for the deletion of one key, on its own connection to e's
- * current endpoint: the stream runs while the caller's requests go on
- * through e. */
-struct vigil_etcd_watch;
-int  vigil_etcd__watch_open(vigil_etcd *e, const char *key_b64, int64_t rev, struct vigil_etcd_watch **out);
-/* Waits up to timeout_ms for the stream to say something that matters:
- * VIGIL_ETCD_WATCH_DELETED, VIGIL_ETCD_WATCH_CANCELED (the stream ended or
- * was cancelled: look again), VIGIL_ETCD_WATCH_NOTHING when the time ran
- * out, or an error. */
-int  vigil_etcd__watch_wait(struct vigil_etcd_watch *w, int timeout_ms);
-void vigil_etcd__watch_close(struct vigil_etcd_watch *w);
-/* A watch as spec says, on its own connection. */
-int  vigil_etcd__watch_start(vigil_etcd *e, const struct vigil_etcd_watch_spec *spec, struct vigil_etcd_watch **out);
-/* Has the stream said anything yet (created, progress, news)? */
-bool vigil_etcd__watch_heard(const struct vigil_etcd_watch *w);
-/* The endpoint (index) the watch runs on. */
-unsigned vigil_etcd__watch_endpoint(const struct vigil_etcd_watch *w);
-/* Ends a watch_wait under way on another thread at once (it returns
- * VIGIL_ETCD_WATCH_NOTHING). */
-void vigil_etcd__watch_wakeup(struct vigil_etcd_watch *w);
+/* ---- a stream's connection, for the streams above (etcd_http.c) ------ */
 
 /* The options every curl handle of the adapter has (a CURL *): no signals,
  * no proxy, no redirects, http(s) only, sockets close-on-exec. */
@@ -502,5 +346,83 @@ const char *vigil_etcd__redact(const char *url, char *buf, size_t cap);
 void vigil_etcd__why_wait(vigil_etcd *e, int64_t start);
 /* CLOCK_REALTIME in ns, as the record keeps time. */
 int64_t vigil_etcd__wall_ns(void);
+
+/* ==== etcd's gRPC API under the adapter's JSON (etcd_grpc.c,
+ * etcd_grpc_json.c): the mapping between the gateway's JSON and etcd's
+ * protobuf messages, the gRPC frame, the calls vigil makes, the transport. */
+struct ProtobufCMessageDescriptor;
+
+/* One call: the gateway's path ("v3/kv/txn"), gRPC's ("/etcdserverpb.KV/Txn"),
+ * and the messages it takes and gives. */
+struct vigil_etcd_grpc_method {
+    const char                              *gateway, *grpc;
+    const struct ProtobufCMessageDescriptor *request, *reply;
+    bool                                     stream; /* a stream's reply: under "result", as the gateway's */
+};
+
+/* The call behind a gateway path, or NULL (not one vigil speaks in gRPC). */
+const struct vigil_etcd_grpc_method *vigil_etcd__grpc_method(const char *path);
+
+/* JSON as grpc-gateway reads it (OrigName field names; 64-bit integers as
+ * strings or numbers; bytes in base64; enums by name or number) encoded
+ * as message d, into a fresh buffer (*out, *len; free() it) after `room`
+ * bytes left for the caller's frame header: 0, -EINVAL (a field d lacks,
+ * a value of the wrong kind), -ENOMEM. */
+int vigil_etcd__pb_encode(const struct ProtobufCMessageDescriptor *d, const char *json, size_t room,
+                          unsigned char **out, size_t *len);
+
+/* Message d (n bytes of protobuf) as grpc-gateway writes it (OrigName;
+ * 64-bit integers as strings; bytes base64; enums by name; zero values
+ * left out, but a oneof's): *json, NUL-terminated, *len bytes (free()
+ * it). Fields d does not know are skipped, as protobuf's readers do.
+ * -EPROTO for what is not such a message (a length past the end, a wire
+ * type the field cannot have, nesting past 32), -EMSGSIZE for JSON past
+ * VIGIL_ETCD_BODY_MAX, -ENOMEM. */
+int vigil_etcd__pb_decode(const struct ProtobufCMessageDescriptor *d, const unsigned char *p, size_t n,
+                          char **json, size_t *len);
+
+/* The one message of a unary reply's body (gRPC's length-prefixed frame:
+ * flag 0, a 4-byte big-endian length, the message): 0 with *msg, *mlen;
+ * -EPROTO for none, a compressed one, a short or a second frame;
+ * -EMSGSIZE for one past VIGIL_ETCD_BODY_MAX. */
+int vigil_etcd__grpc_unframe(const unsigned char *p, size_t n, const unsigned char **msg, size_t *mlen);
+
+/* The HTTP status grpc-gateway answers a gRPC status code with. */
+long vigil_etcd__grpc_http_status(int code);
+
+/* grpc-message's percent-encoding undone, in place (n bytes; NUL-terminated
+ * after): the length. */
+size_t vigil_etcd__grpc_unpercent(char *s, size_t n);
+
+/* ---- the transport (etcd_grpc.c) ---- */
+
+/* VIGIL_ETCD_TRANSPORT's value (NULL or "" is auto): 0 with *mode
+ * (VIGIL_ETCD_TRANSPORT_*), -EINVAL for another word. */
+int vigil_etcd__transport_mode(const char *env, int *mode);
+/* Whether a request to endpoint ep goes in gRPC (when its path has a call). */
+bool vigil_etcd__grpc_on(const vigil_etcd *e, unsigned ep);
+
+/* vigil_etcd__grpc_perform's answers beside 0 (answered: the reply, as
+ * the gateway's, in e->reply and *http) and -errno. */
+#define VIGIL_ETCD_NOT_GRPC     1 /* the server showed it does not speak gRPC (endpoint not yet known to) */
+#define VIGIL_ETCD_CURL_FAILED  2 /* the transfer failed: *curl_code for the caller to read */
+
+/* Request body (the gateway's JSON) to url (the endpoint and m->grpc) in
+ * gRPC on e's gRPC connection, its timeouts already set (timeout_ms, the
+ * attempt's: it bounds a first contact's probe too). -EPROTO for a
+ * reply that is not gRPC from an endpoint that spoke it, or one that
+ * does not decode; -EINVAL for a body that is not m's request. */
+int vigil_etcd__grpc_perform(vigil_etcd *e, unsigned ep, const struct vigil_etcd_grpc_method *m, const char *url,
+                             const char *body, long timeout_ms, long *http, int *curl_code);
+
+/* e's gRPC connection made (at connect, after the options: it reads the
+ * environment), its headers made again (a new token), closed. */
+int  vigil_etcd__grpc_open(vigil_etcd *e);
+int  vigil_etcd__grpc_headers_reset(vigil_etcd *e);
+void vigil_etcd__grpc_close(vigil_etcd *e);
+void *vigil_etcd__grpc_headers(vigil_etcd *e);
+
+/* How many replies came in gRPC on e (the tests' proof of the transport). */
+unsigned long vigil_etcd__grpc_answered(vigil_etcd *e);
 
 #endif
