@@ -334,6 +334,11 @@ int vigil_etcd__grpc_open(vigil_etcd *e)
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &e->greply);
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, &e->grpc);
+    /* libcurl 7.88's HTTP/2 leaves the rest of a reply longer than its
+     * read buffer (16 KiB) unread until its next 1 s poll (a group's txn
+     * of 100 members waited 1 s a round): the buffer at libcurl's largest,
+     * touched only as far as a reply fills it. */
+    curl_easy_setopt(c, CURLOPT_BUFFERSIZE, 512L * 1024);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, e->gheaders);
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, e->curl_err);
     return 0;
