@@ -385,6 +385,35 @@ static int test_http1_server(void)
     return 0;
 }
 
+/* A first contact with a server that accepts and says nothing (a frozen
+ * etcd, its connections queued by the kernel): the probe's silence is the
+ * attempt's failure (-ETIMEDOUT), nothing was sent, so nothing may have
+ * applied, and the endpoint keeps gRPC. */
+static int test_silent_first_contact(void)
+{
+    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t al = sizeof(a);
+    EXPECT(s >= 0 && bind(s, (struct sockaddr *)&a, sizeof(a)) == 0 && listen(s, 4) == 0 &&
+               getsockname(s, (struct sockaddr *)&a, &al) == 0,
+           "a listening socket: %s", strerror(errno));
+    char spec[64];
+    snprintf(spec, sizeof(spec), "http://127.0.0.1:%d", ntohs(a.sin_port));
+    vigil_etcd *e = connect_as(NULL, spec);
+    vigil_etcd_set_timeout(e, 200, 300);
+    long http = 0;
+    const char *reply;
+    size_t len;
+    int rc = vigil_etcd__request(e, "v3/lease/grant", "{\"TTL\":\"5\"}", &http, &reply, &len);
+    bool maybe = e->maybe_applied;
+    unsigned char speaks = e->speaks[0];
+    vigil_etcd_close(e);
+    close(s);
+    EXPECT_RC(rc, -ETIMEDOUT);
+    EXPECT(!maybe && speaks == VIGIL_ETCD_SPEAKS_UNKNOWN, "maybe_applied %d, speaks %d", maybe, speaks);
+    return 0;
+}
+
 VT_MAIN(VT_CASE(test_each_message), VT_CASE(test_reply_as_gateway), VT_CASE(test_hostile_replies),
         VT_CASE(test_frames), VT_CASE(test_bad_requests), VT_CASE(test_status_mapping), VT_CASE(test_real_etcd),
-        VT_CASE(test_errors_alike), VT_CASE(test_http1_server))
+        VT_CASE(test_errors_alike), VT_CASE(test_http1_server), VT_CASE(test_silent_first_contact))
