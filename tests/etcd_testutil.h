@@ -610,6 +610,28 @@ static inline void et_log_request(int logfd, const char *buf, size_t hl, size_t 
     }
 }
 
+/* An HTTP/2 client's preface ("PRI * HTTP/2.0"): the adapter's gRPC, tried
+ * first (VIGIL_ETCD_TRANSPORT=auto). The fakes speak HTTP/1.1 only and
+ * refuse it as such a server does (505, closed), neither logged nor
+ * taking a scripted reply: the adapter then takes the gateway. */
+static inline bool et_refuse_h2(int c, const char *buf, size_t hl)
+{
+    static const char pri[] = "PRI * HTTP/2.0\r\n";
+    if (hl < sizeof(pri) - 1 || memcmp(buf, pri, sizeof(pri) - 1) != 0)
+        return false;
+    static const char no[] = "HTTP/1.1 505 HTTP Version Not Supported\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+    et_write_all(c, no, sizeof(no) - 1);
+    /* Closed only once the client has read it and gone: a close with its
+     * frames unread would reset the connection instead (an ECONNRESET that
+     * says nothing of the protocol). */
+    shutdown(c, SHUT_WR);
+    char sink[4096];
+    struct pollfd pf = { c, POLLIN, 0 };
+    while (poll(&pf, 1, 2000) > 0 && read(c, sink, sizeof(sink)) > 0)
+        ;
+    return true;
+}
+
 static inline void et_serve(int ls, const struct et_reply *script, size_t n, const char *logpath)
 {
     static char buf[1 << 16];
@@ -630,7 +652,7 @@ static inline void et_serve(int ls, const struct et_reply *script, size_t n, con
             while ((whole = et_request(buf, have, sizeof(buf), &hl, &cl)) == 0)
                 if (!et_read_more(c, buf, &have, sizeof(buf)))
                     goto closed;
-            if (whole < 0)
+            if (whole < 0 || et_refuse_h2(c, buf, hl))
                 goto closed;
             const char *path;
             size_t plen;
@@ -726,6 +748,10 @@ static inline void et_route_serve(int ls, const struct et_route *routes, size_t 
                 size_t plen;
                 if (whole < 0)
                     break;
+                if (et_refuse_h2(pf[i].fd, b, hl)) {
+                    drop = true;
+                    break;
+                }
                 et_log_request(logfd, b, hl, cl, &path, &plen);
                 memmove(b, b + hl + cl, have[i - 1] - hl - cl);
                 have[i - 1] -= hl + cl;
