@@ -51,6 +51,8 @@ have_cmd cmake || need="$need cmake"
 have_cmd pkg-config || need="$need pkg-config"
 have_pc libcurl || need="$need libcurl4-openssl-dev"
 have_pc libcjson || need="$need libcjson-dev"
+have_pc libprotobuf-c || need="$need libprotobuf-c-dev" # etcd's gRPC messages (src/etcd/proto/)
+have_cmd protoc-c || need="$need protobuf-c-compiler"
 
 # ---- what the tests use --------------------------------------------------------
 if [ "$set_name" = check ]; then

@@ -438,6 +438,15 @@ async def serve(cr, cw):
             if req is None:
                 return
             raw, path, body = req
+            if raw.startswith(b"PRI * HTTP/2.0\r\n"):
+                # The adapter's gRPC, tried first: this proxy speaks HTTP/1.1
+                # only, and refuses it as such a server does (neither counted
+                # nor matched against a rule); the adapter takes the gateway.
+                cw.write(b"HTTP/1.1 505 HTTP Version Not Supported\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                await cw.drain()
+                cw.write_eof()  # closed once the client has gone: unread frames would reset it
+                await until_closed(cr, 2)
+                return
             if path.startswith("/_proxy"):
                 reply = (await control(body.decode("utf-8", "replace"))).encode() + b"\n"
                 cw.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n" % len(reply)

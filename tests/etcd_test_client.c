@@ -362,6 +362,45 @@ static int test_parse_queue(void)
     EXPECT_RC(vigil_etcd__parse_watch(P("{\"error\":{\"grpc_code\":14,\"message\":\"no leader\"}}")), -EAGAIN);
     EXPECT_RC(vigil_etcd__parse_watch(P("{\"result\":7}")), -EPROTO);
     EXPECT_RC(vigil_etcd__parse_watch(P("{\"result\":{}")), -EPROTO);
+
+    /* Second in line (etcd_wait.c, SECOND IN LINE): the look says whether
+     * the one ahead is alone below ours; the watch of all of KEY/ says
+     * OURS only for the one ahead deleted with ours untouched. */
+    bool first = false;
+    EXPECT_RC(vigil_etcd__parse_pred_first(200, P(PRED), pred, sizeof(pred), &hrev, &first), 0);
+    EXPECT(first, "one key below ours: it holds the key");
+    static const char PRED_TWO[] =
+        "{" HDR ",\"succeeded\":true,\"responses\":[{\"response_range\":{\"header\":{\"revision\":\"6\"},"
+        "\"kvs\":[{\"key\":\"azIvMTIzNA==\",\"create_revision\":\"5\"},{\"key\":\"azIvOTk=\",\"create_revision\":\"3\"}],"
+        "\"more\":true}}]}";
+    EXPECT_RC(vigil_etcd__parse_pred_first(200, P(PRED_TWO), pred, sizeof(pred), &hrev, &first), 0);
+    EXPECT(!first && strcmp(pred, "azIvMTIzNA==") == 0 && hrev == 4,
+           "two keys below ours: the last created is the one ahead, not the holder (%s, first %d)", pred, first);
+    const char *ahead = "azIvMTIzNA==", *own = "azIvYWI=";
+#define EV(type, key) "{\"type\":\"" type "\",\"kv\":{\"key\":\"" key "\",\"mod_revision\":\"5\"}}"
+#define WATCH_OF(evs) "{\"result\":{" HDR ",\"events\":[" evs "]}}"
+    static const struct {
+        const char *msg;
+        int         want;
+    } keyed[] = {
+        { WATCH_OF(EV("DELETE", "azIvMTIzNA==")), VIGIL_ETCD_WATCH_OURS },
+        { WATCH_OF(EV("PUT", "azIvMTIzNA==")), VIGIL_ETCD_WATCH_NOTHING },       /* a proclaim by the holder */
+        { WATCH_OF(EV("DELETE", "azIvOTk=")), VIGIL_ETCD_WATCH_NOTHING },        /* another key */
+        { WATCH_OF("{\"kv\":{\"key\":\"azIvOTk=\"}}"), VIGIL_ETCD_WATCH_NOTHING }, /* one joining behind */
+        { WATCH_OF(EV("DELETE", "azIvYWI=")), VIGIL_ETCD_WATCH_DELETED },       /* ours gone: look */
+        { WATCH_OF("{\"kv\":{\"key\":\"azIvYWI=\"}}"), VIGIL_ETCD_WATCH_DELETED }, /* a put over ours */
+        { WATCH_OF(EV("DELETE", "azIvMTIzNA==") "," EV("DELETE", "azIvYWI=")), VIGIL_ETCD_WATCH_DELETED },
+        { WATCH_OF(EV("DELETE", "azIvYWI=") "," EV("DELETE", "azIvMTIzNA==")), VIGIL_ETCD_WATCH_DELETED },
+        { WATCH_OF("{}"), VIGIL_ETCD_WATCH_NOTHING },
+        { "{\"result\":{" HDR ",\"canceled\":true,\"compact_revision\":\"9\"}}", VIGIL_ETCD_WATCH_CANCELED },
+        { "{\"result\":7}", -EPROTO },
+    };
+#undef EV
+#undef WATCH_OF
+    for (unsigned i = 0; i < sizeof(keyed) / sizeof(keyed[0]); i++) {
+        int rc = vigil_etcd__parse_watch_keys(P(keyed[i].msg), ahead, own);
+        EXPECT(rc == keyed[i].want, "watch of KEY/ %s: expected %d, got %d", keyed[i].msg, keyed[i].want, rc);
+    }
     return 0;
 }
 

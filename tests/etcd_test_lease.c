@@ -145,22 +145,6 @@ struct outcome {
     uint64_t token;
 };
 
-static bool read_bounded(int fd, void *buf, size_t n, int timeout_ms)
-{
-    char *p = buf;
-    while (n) {
-        struct pollfd pf = { fd, POLLIN, 0 };
-        if (poll(&pf, 1, timeout_ms) <= 0)
-            return false;
-        ssize_t r = read(fd, p, n);
-        if (r <= 0)
-            return false;
-        p += r;
-        n -= (size_t)r;
-    }
-    return true;
-}
-
 /* Two processes race for one key, three rounds: exactly one wins each
  * round, the other gets VIGIL_EBUSY, and every hand-over raises the token. */
 static int test_contend(void)
@@ -207,8 +191,8 @@ static int test_contend(void)
         close(res[1]);
         close(go[1]);
         struct outcome o[2];
-        bool got = read_bounded(res[0], &o[0], sizeof(o[0]), 15000) &&
-                   read_bounded(res[0], &o[1], sizeof(o[1]), 15000);
+        bool got = et_read_bounded(res[0], &o[0], sizeof(o[0]), 15000) &&
+                   et_read_bounded(res[0], &o[1], sizeof(o[1]), 15000);
         vigil_lease probe;
         int busy = vigil_etcd_acquire(e, key, "parent", 1000, &probe);
         close(done[1]);
@@ -237,31 +221,13 @@ static int test_crashed_holder(void)
 {
     NEED_ETCD();
     const char *key = et_key("crash");
-    int res[2];
-    EXPECT(pipe(res) == 0, "pipe: %s", strerror(errno));
-    fflush(stdout);
-    fflush(stderr);
-    pid_t kid = fork();
-    EXPECT(kid >= 0, "fork: %s", strerror(errno));
-    if (kid == 0) {
-        close(res[0]);
-        vigil_etcd *ce = et_connect(url);
-        vigil_lease l;
-        int rc = vigil_etcd_acquire(ce, key, "doomed", 1000, &l);
-        if (rc != 0)
-            memset(&l, 0, sizeof(l));
-        if (write(res[1], &l, sizeof(l)) != sizeof(l))
-            _exit(3);
-        vt_await_kill();
-    }
-    close(res[1]);
     vigil_lease dead;
-    bool got = read_bounded(res[0], &dead, sizeof(dead), 15000);
-    close(res[0]);
+    pid_t kid = et_kid_holder(url, key, "doomed", 1000, &dead);
+    EXPECT(kid >= 0, "fork: %s", strerror(errno));
+    bool got = dead.token > 0;
     kill(kid, SIGKILL);
     int st = vt_wait(kid, 5000);
-    EXPECT(got && dead.token > 0, "the child did not acquire (got %d, token %llu)", got,
-           (unsigned long long)(got ? dead.token : 0));
+    EXPECT(got, "the child did not acquire");
     EXPECT(st == 128 + SIGKILL, "expected the child killed by SIGKILL, status %d", st);
 
     vigil_etcd *e = et_connect(url);

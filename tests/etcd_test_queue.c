@@ -10,7 +10,12 @@
  * etcdctl, vigil and `etcdctl lock` excluding each other both ways,
  * `etcdctl elect -l` printing a vigil holder's owner, acquire_wait woken by
  * etcdctl's release and by an etcdctl elect leader resigning, and tokens
- * rising at every hand-over between them.
+ * rising at every hand-over between them. Second in line (etcd_wait.c,
+ * SECOND IN LINE; model/etcd_queue.pml): the holder killed (kill -9) and
+ * the waiter returning on the deletion with no request after it; the
+ * waiter stopped (SIGSTOP) past its lease after the holder left, taking a
+ * new place rather than its lapsed one; a compaction under its watch; and
+ * its key deleted by an operator while it watches (wait_place_deleted).
  */
 #include "etcd_testutil.h"
 
@@ -91,14 +96,20 @@ static void *waiter_main(void *arg)
     return NULL;
 }
 
-static void waiter_start(struct waiter *w, const char *key, const char *owner, uint64_t timeout_ms)
+static void waiter_start_ttl(struct waiter *w, const char *key, const char *owner, uint64_t timeout_ms,
+                             uint64_t ttl_ms)
 {
     memset(w, 0, sizeof(*w));
     w->key = key;
     w->owner = owner;
-    w->ttl_ms = 3000;
+    w->ttl_ms = ttl_ms;
     w->timeout_ns = timeout_ms * 1000000ull;
     pthread_create(&w->th, NULL, waiter_main, w);
+}
+
+static void waiter_start(struct waiter *w, const char *key, const char *owner, uint64_t timeout_ms)
+{
+    waiter_start_ttl(w, key, owner, timeout_ms, 3000);
 }
 
 /* Joins the waiter once done, waiting at most timeout_ms; false if it is
@@ -109,6 +120,16 @@ static bool waiter_join(struct waiter *w, unsigned timeout_ms)
         return false;
     pthread_join(w->th, NULL);
     return true;
+}
+
+/* Is KEY held by owner with token, as etcd says now? 0, or 1 (said why). */
+static int expect_holder(vigil_etcd *e, const char *key, const char *owner, uint64_t token)
+{
+    vigil_lease_info info;
+    EXPECT_RC(vigil_etcd_get(e, key, &info), 0);
+    EXPECT(strcmp(info.owner, owner) == 0 && info.token == token, "holder %s token %llu, expected %s %llu", info.owner,
+           (unsigned long long)info.token, owner, (unsigned long long)token);
+    return 0;
 }
 
 /* ---- get ------------------------------------------------------------------ */
@@ -225,12 +246,17 @@ static int test_wait_queue(void)
     const char *key = et_key("queue");
     vigil_lease a;
     EXPECT_RC(vigil_etcd_acquire(e, key, "A", 6000, &a), 0);
+    static const char *const watch[] = { "Watch", NULL };
+    long long w0 = et_grpc_started(e, watch);
     struct waiter b, c;
     waiter_start(&b, key, "B", 1500);
     bool b_in = VT_WAIT_FOR(et_count_under(e, key) == 2, 10000);
     waiter_start(&c, key, "C", 30000);
-    bool c_in = VT_WAIT_FOR(et_count_under(e, key) == 3, 10000);
+    bool c_in = VT_WAIT_FOR(et_count_under(e, key) == 3 && et_grpc_started(e, watch) >= w0 + 2, 10000);
     bool b_out = waiter_join(&b, 15000);
+    /* B's leaving is no turn of C's: C looks again and watches anew (a
+     * third watch), behind A, unless it wrongly returned. */
+    (void)VT_WAIT_FOR(et_grpc_started(e, watch) >= w0 + 3 || atomic_load(&c.done), 10000);
     bool c_early = atomic_load(&c.done);
     EXPECT(b_in && c_in, "the waiters' keys did not appear (%d keys)", et_count_under(e, key));
     EXPECT(b_out, "B did not give up within 15 s of its 1.5 s timeout");
@@ -242,10 +268,7 @@ static int test_wait_queue(void)
     EXPECT_RC(c.rc, 0);
     EXPECT(c.lease.token > a.token, "C's token %llu not above A's %llu", (unsigned long long)c.lease.token,
            (unsigned long long)a.token);
-    vigil_lease_info info;
-    EXPECT_RC(vigil_etcd_get(e, key, &info), 0);
-    EXPECT(strcmp(info.owner, "C") == 0 && info.token == c.lease.token, "holder %s token %llu", info.owner,
-           (unsigned long long)info.token);
+    EXPECT(expect_holder(e, key, "C", c.lease.token) == 0, "etcd names another holder (above)");
     EXPECT_RC(vigil_etcd_release(e, &c.lease), 0);
     vigil_etcd_close(e);
     return 0;
@@ -260,9 +283,12 @@ static int test_wait_place_deleted(void)
     const char *key = et_key("deleted");
     vigil_lease a;
     EXPECT_RC(vigil_etcd_acquire(e, key, "A", 6000, &a), 0);
+    static const char *const watch[] = { "Watch", NULL };
+    long long w0 = et_grpc_started(e, watch);
     struct waiter b;
     waiter_start(&b, key, "B", 30000);
-    bool in = VT_WAIT_FOR(et_count_under(e, key) == 2, 10000);
+    /* Deleted while B watches (not before its look, which would see it). */
+    bool in = VT_WAIT_FOR(et_grpc_started(e, watch) > w0 && et_count_under(e, key) == 2, 10000);
     const char *bk = other_key(e, key, a.id);
     int del = bk[0] ? delete_b64(e, bk) : -ENOENT;
     EXPECT_RC(vigil_etcd_release(e, &a), 0);
@@ -273,7 +299,207 @@ static int test_wait_place_deleted(void)
     EXPECT_RC(b.rc, 0);
     EXPECT(b.lease.token > a.token, "B's token %llu not above A's %llu", (unsigned long long)b.lease.token,
            (unsigned long long)a.token);
+    /* Its key, not the deleted one: B, second in line, watched its own
+     * key too (etcd_wait.c, SECOND IN LINE). */
+    EXPECT(expect_holder(e, key, "B", b.lease.token) == 0, "etcd names another holder (above)");
     EXPECT_RC(vigil_etcd_release(e, &b.lease), 0);
+    vigil_etcd_close(e);
+    return 0;
+}
+
+/* ---- second in line: the holder's deletion decides ------------------------------ */
+
+/* A waiter in a child of its own (to be stopped): it reports its
+ * acquire_wait's outcome, and a renewal of the lease it got, on a pipe. */
+struct kid_report {
+    int         rc, renew_rc;
+    vigil_lease lease;
+};
+
+static pid_t kid_waiter(const char *key, const char *owner, uint64_t ttl_ms, int *fd)
+{
+    pid_t kid = et_fork_reporter(fd);
+    if (kid == 0) {
+        vt_own_pgrp();
+        vigil_etcd *ce = et_connect(url);
+        struct kid_report r = { 0 };
+        r.rc = vigil_etcd_acquire_wait(ce, key, owner, ttl_ms, 60000 * 1000000ull, &r.lease);
+        r.renew_rc = r.rc == 0 ? vigil_etcd_renew(ce, &r.lease) : r.rc;
+        _exit(write(*fd, &r, sizeof(r)) == (ssize_t)sizeof(r) ? 0 : 3);
+    }
+    return kid;
+}
+
+static const char *const second_watch[] = { "Watch", NULL }, *const second_asks[] = { "Txn", "Range", NULL },
+                         *const second_keep[] = { "LeaseKeepAlive", NULL };
+
+/* The holder, a process of its own, is killed (kill -9): its lease lapses
+ * and the waiter second in line returns on that deletion, seen by its
+ * watch, with no request after it: etcd serves no txn, read or keepalive
+ * between the kill and the waiter's return (before issue 28 it renewed
+ * and looked: a keepalive and a txn). Its key is the holder's now. */
+static int test_second_holder_killed(void)
+{
+    NEED_ETCD();
+    const char *key = et_key("second-kill");
+    vigil_lease dead;
+    pid_t kid = et_kid_holder(url, key, "doomed", 2000, &dead);
+    EXPECT(kid >= 0, "fork: %s", strerror(errno));
+    bool held = dead.token > 0;
+    vigil_etcd *e = et_connect(url);
+    long long w0 = et_grpc_started(e, second_watch);
+    struct waiter w;
+    /* A TTL of 90 s: the waiter's own renewal is not due for 28.8 s. */
+    waiter_start_ttl(&w, key, "heir", 60000, 90000);
+    bool queued = held && VT_WAIT_FOR(et_grpc_started(e, second_watch) > w0 && et_count_under(e, key) == 2, 10000);
+    long long asks0 = et_grpc_started(e, second_asks), keep0 = et_grpc_started(e, second_keep);
+    kill(kid, SIGKILL);
+    int st = vt_wait(kid, 5000);
+    bool joined = waiter_join(&w, 30000);
+    long long asks1 = et_grpc_started(e, second_asks), keep1 = et_grpc_started(e, second_keep);
+    EXPECT(held, "the holder's child did not acquire %s", key);
+    EXPECT(st == 128 + SIGKILL, "expected the holder killed by SIGKILL, status %d", st);
+    EXPECT(queued, "the waiter never queued and watched (%d keys)", et_count_under(e, key));
+    EXPECT(joined, "the waiter did not get the key within 30 s of the holder's kill (TTL %llu ms)",
+           (unsigned long long)dead.ttl_ms);
+    EXPECT_RC(w.rc, 0);
+    EXPECT(w.lease.token > dead.token, "the waiter's token %llu not above the dead holder's %llu",
+           (unsigned long long)w.lease.token, (unsigned long long)dead.token);
+    EXPECT(asks0 >= 0 && keep0 >= 0 && asks1 == asks0 && keep1 == keep0,
+           "etcd served %lld txns or reads and %lld keepalives from the kill to the waiter's return, expected none",
+           asks1 - asks0, keep1 - keep0);
+    EXPECT(expect_holder(e, key, "heir", w.lease.token) == 0, "etcd names another holder (above)");
+    EXPECT_RC(vigil_etcd_renew(e, &w.lease), 0);
+    EXPECT_RC(vigil_etcd_release(e, &w.lease), 0);
+    vigil_etcd_close(e);
+    return 0;
+}
+
+/* The waiter second in line is stopped (SIGSTOP); the holder releases, so
+ * that the waiter's key holds KEY, and then the waiter's lease lapses
+ * while it is still stopped. Continued, it finds the holder's deletion on
+ * its watch, but its renewal is long overdue: it does not trust the event,
+ * renews, is refused, and takes a new place (the key is free: at once).
+ * It returns a lease that renews, with a token above the lapsed key's;
+ * never the lapsed one. */
+static int test_second_waiter_stopped(void)
+{
+    NEED_ETCD();
+    vigil_etcd *e = et_connect(url);
+    const char *key = et_key("second-stop");
+    vigil_lease h;
+    EXPECT_RC(vigil_etcd_acquire(e, key, "holder", 60000, &h), 0);
+    long long w0 = et_grpc_started(e, second_watch);
+    int fd = -1;
+    pid_t kid = kid_waiter(key, "stopped", 2000, &fd);
+    EXPECT(kid > 0, "fork: %s", strerror(errno));
+    bool queued = VT_WAIT_FOR(et_grpc_started(e, second_watch) > w0 && et_count_under(e, key) == 2, 10000);
+    kill(kid, SIGSTOP);
+    int rel = vigil_etcd_release(e, &h);
+    vigil_lease_info lapsing = { 0 };
+    int g = vigil_etcd_get(e, key, &lapsing); /* the stopped waiter's key, holding KEY now */
+    bool lapsed = VT_WAIT_FOR(et_count_under(e, key) == 0, 20000);
+    kill(kid, SIGCONT);
+    struct kid_report r = { 0 };
+    bool told = et_read_bounded(fd, &r, sizeof(r), 30000);
+    close(fd);
+    int st = vt_wait(kid, 10000);
+    EXPECT(queued, "the waiter never queued and watched (%d keys)", et_count_under(e, key));
+    EXPECT_RC(rel, 0);
+    EXPECT_RC(g, 0);
+    EXPECT(strcmp(lapsing.owner, "stopped") == 0, "after the release the holder is %s, not the waiter", lapsing.owner);
+    EXPECT(lapsed, "the stopped waiter's key did not lapse within 20 s (TTL 2 s)");
+    EXPECT(told && st == 0, "the waiter did not report (exit status %d)", st);
+    EXPECT_RC(r.rc, 0);
+    EXPECT_RC(r.renew_rc, 0);
+    EXPECT(r.lease.token > lapsing.token, "the waiter returned token %llu, its lapsed key's was %llu",
+           (unsigned long long)r.lease.token, (unsigned long long)lapsing.token);
+    EXPECT(expect_holder(e, key, "stopped", r.lease.token) == 0, "etcd names another holder (above)");
+    EXPECT_RC(vigil_etcd_release(e, &r.lease), 0);
+    vigil_etcd_close(e);
+    return 0;
+}
+
+/* A compaction under a waiting watch: the waiter second in line has
+ * looked (at revision L) and is about to watch from L + 1 when etcd
+ * compacts past it (a hook at "looked"). The watch is cancelled at once
+ * (compact_revision); the waiter looks again and watches anew, and gets
+ * the key at the holder's release, its own key, its token. */
+static _Atomic int compact_step; /* 1 armed, 2 the waiter looked and waits, 3 compacted */
+
+static long long put_rev(vigil_etcd *e, const char *kb)
+{
+    char body[400];
+    long http;
+    const char *reply;
+    size_t len;
+    snprintf(body, sizeof(body), "{\"key\":\"%s\",\"value\":\"eA==\"}", kb);
+    if (vigil_etcd__request(e, "v3/kv/put", body, &http, &reply, &len) < 0 || http != 200)
+        return -1;
+    const char *p = strstr(reply, "\"revision\":\"");
+    return p ? atoll(p + 12) : -1;
+}
+
+/* Two writes after the look, then etcd compacted up to the second: the
+ * watch's L + 1 is below it. 0, or -1. */
+static int compact_now(vigil_etcd *e)
+{
+    char kb[300], body[200];
+    long http;
+    const char *reply;
+    size_t len;
+    vigil_etcd__b64("second-compact-scratch", 22, kb, sizeof(kb));
+    long long rev = put_rev(e, kb);
+    if (rev > 0)
+        rev = put_rev(e, kb);
+    snprintf(body, sizeof(body), "{\"revision\":\"%lld\",\"physical\":true}", rev);
+    return rev > 0 && vigil_etcd__request(e, "v3/kv/compaction", body, &http, &reply, &len) == 0 && http == 200
+               ? 0
+               : -1;
+}
+
+/* The waiter's thread at "looked": held there (bounded) while the test's
+ * own thread compacts. */
+static void compact_at_look(const char *step)
+{
+    int armed = 1;
+    if (strcmp(step, "looked") != 0 || !atomic_compare_exchange_strong(&compact_step, &armed, 2))
+        return;
+    (void)VT_WAIT_FOR(atomic_load(&compact_step) == 3, 10000);
+}
+
+static int test_second_compacted(void)
+{
+    NEED_ETCD();
+    vigil_etcd *e = et_connect(url);
+    const char *key = et_key("second-compact");
+    vigil_lease h;
+    EXPECT_RC(vigil_etcd_acquire(e, key, "holder", 60000, &h), 0);
+    long long w0 = et_grpc_started(e, second_watch);
+    atomic_store(&compact_step, 1);
+    etcd_wait_test_hook = compact_at_look;
+    struct waiter w;
+    waiter_start_ttl(&w, key, "after", 60000, 60000);
+    bool looked = VT_WAIT_FOR(atomic_load(&compact_step) == 2, 10000);
+    int compacted = looked ? compact_now(e) : -1;
+    atomic_store(&compact_step, 3);
+    /* Two watches: the one compacted away, and the one after the look again. */
+    bool watching = VT_WAIT_FOR(et_grpc_started(e, second_watch) >= w0 + 2 && et_count_under(e, key) == 2, 15000);
+    int early = atomic_load(&w.done);
+    EXPECT_RC(vigil_etcd_release(e, &h), 0);
+    bool joined = waiter_join(&w, 30000);
+    etcd_wait_test_hook = NULL;
+    EXPECT(looked, "the waiter never looked");
+    EXPECT(compacted == 0, "the compaction failed");
+    EXPECT(watching, "the waiter did not watch again after the compaction (%lld watches)",
+           et_grpc_started(e, second_watch) - w0);
+    EXPECT(!early, "the waiter returned %d while the key was held", w.rc);
+    EXPECT(joined, "the waiter did not get the key within 30 s of the release");
+    EXPECT_RC(w.rc, 0);
+    EXPECT(w.lease.token > h.token, "token %llu not above the holder's %llu", (unsigned long long)w.lease.token,
+           (unsigned long long)h.token);
+    EXPECT(expect_holder(e, key, "after", w.lease.token) == 0, "etcd names another holder (above)");
+    EXPECT_RC(vigil_etcd_release(e, &w.lease), 0);
     vigil_etcd_close(e);
     return 0;
 }
@@ -407,4 +633,5 @@ static int test_etcdctl_elect(void)
 
 VT_MAIN(VT_CASE(test_get), VT_CASE(test_wait_timeout), VT_CASE(test_wait_woken), VT_CASE(test_wait_queue),
         VT_CASE(test_wait_place_deleted), VT_CASE(test_etcdctl_lock_excludes), VT_CASE(test_etcdctl_release_wakes),
-        VT_CASE(test_etcdctl_elect))
+        VT_CASE(test_etcdctl_elect), VT_CASE(test_second_holder_killed), VT_CASE(test_second_waiter_stopped),
+        VT_CASE(test_second_compacted))

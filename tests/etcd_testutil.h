@@ -302,6 +302,77 @@ static inline int et_count_under(vigil_etcd *e, const char *key)
 }
 
 
+/* Reads n bytes from fd (a child's report on a pipe), waiting at most
+ * timeout_ms for each part: false when they did not all come. */
+static inline bool et_read_bounded(int fd, void *buf, size_t n, int timeout_ms)
+{
+    char *p = buf;
+    while (n) {
+        struct pollfd pf = { fd, POLLIN, 0 };
+        if (poll(&pf, 1, timeout_ms) <= 0)
+            return false;
+        ssize_t r = read(fd, p, n);
+        if (r <= 0)
+            return false;
+        p += r;
+        n -= (size_t)r;
+    }
+    return true;
+}
+
+/* A child that reports on a pipe: stdio flushed, then fork. The child
+ * (0 returned) has in *fd the write end and dies with the test; the
+ * parent (the child's pid returned) the read end; -1 when pipe or fork
+ * failed. */
+static inline pid_t et_fork_reporter(int *fd)
+{
+    int res[2];
+    if (pipe(res) != 0)
+        return -1;
+    fflush(stdout);
+    fflush(stderr);
+    pid_t kid = fork();
+    if (kid == 0) {
+        vt_die_with_parent();
+        close(res[0]);
+        *fd = res[1];
+        return 0;
+    }
+    close(res[1]);
+    if (kid < 0) {
+        close(res[0]);
+        return -1;
+    }
+    *fd = res[0];
+    return kid;
+}
+
+/* A holder in a child of its own, to be killed: it acquires key (as
+ * owner, for ttl_ms) and waits for its SIGKILL. The child's pid, with its
+ * lease in *out (token 0: it did not acquire), or -1. */
+static inline pid_t et_kid_holder(const char *url, const char *key, const char *owner, uint64_t ttl_ms,
+                                  vigil_lease *out)
+{
+    int fd = -1;
+    pid_t kid = et_fork_reporter(&fd);
+    if (kid == 0) {
+        vigil_etcd *ce = et_connect(url);
+        vigil_lease l;
+        if (vigil_etcd_acquire(ce, key, owner, ttl_ms, &l) != 0)
+            memset(&l, 0, sizeof(l));
+        if (write(fd, &l, sizeof(l)) != (ssize_t)sizeof(l))
+            _exit(3);
+        vt_await_kill();
+    }
+    memset(out, 0, sizeof(*out));
+    if (kid > 0) {
+        if (!et_read_bounded(fd, out, sizeof(*out), 15000))
+            memset(out, 0, sizeof(*out));
+        close(fd);
+    }
+    return kid;
+}
+
 /* The sum of etcd's started counters for these gRPC methods, from its
  * /metrics; -1 if it could not be read. */
 static inline long long et_grpc_started(vigil_etcd *e, const char *const *methods)
@@ -650,6 +721,28 @@ static inline void et_log_request(int logfd, const char *buf, size_t hl, size_t 
     }
 }
 
+/* An HTTP/2 client's preface ("PRI * HTTP/2.0"): the adapter's gRPC, tried
+ * first (VIGIL_ETCD_TRANSPORT=auto). The fakes speak HTTP/1.1 only and
+ * refuse it as such a server does (505, closed), neither logged nor
+ * taking a scripted reply: the adapter then takes the gateway. */
+static inline bool et_refuse_h2(int c, const char *buf, size_t hl)
+{
+    static const char pri[] = "PRI * HTTP/2.0\r\n";
+    if (hl < sizeof(pri) - 1 || memcmp(buf, pri, sizeof(pri) - 1) != 0)
+        return false;
+    static const char no[] = "HTTP/1.1 505 HTTP Version Not Supported\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+    et_write_all(c, no, sizeof(no) - 1);
+    /* Closed only once the client has read it and gone: a close with its
+     * frames unread would reset the connection instead (an ECONNRESET that
+     * says nothing of the protocol). */
+    shutdown(c, SHUT_WR);
+    char sink[4096];
+    struct pollfd pf = { c, POLLIN, 0 };
+    while (poll(&pf, 1, 2000) > 0 && read(c, sink, sizeof(sink)) > 0)
+        ;
+    return true;
+}
+
 static inline void et_serve(int ls, const struct et_reply *script, size_t n, const char *logpath)
 {
     static char buf[1 << 16];
@@ -670,7 +763,7 @@ static inline void et_serve(int ls, const struct et_reply *script, size_t n, con
             while ((whole = et_request(buf, have, sizeof(buf), &hl, &cl)) == 0)
                 if (!et_read_more(c, buf, &have, sizeof(buf)))
                     goto closed;
-            if (whole < 0)
+            if (whole < 0 || et_refuse_h2(c, buf, hl))
                 goto closed;
             const char *path;
             size_t plen;
@@ -766,6 +859,10 @@ static inline void et_route_serve(int ls, const struct et_route *routes, size_t 
                 size_t plen;
                 if (whole < 0)
                     break;
+                if (et_refuse_h2(pf[i].fd, b, hl)) {
+                    drop = true;
+                    break;
+                }
                 et_log_request(logfd, b, hl, cl, &path, &plen);
                 memmove(b, b + hl + cl, have[i - 1] - hl - cl);
                 have[i - 1] -= hl + cl;

@@ -28,7 +28,9 @@
  * the holder releases only once etcd shows the waiter's key and its watch,
  * synced (etcd_debugging_mvcc_keys_total, _watcher_total,
  * _slow_watcher_total), so the waiter is asleep, on both sides alike; the
- * sample is from the release's return to the waiter's acquire returning.
+ * sample is from the release called to the waiter's acquire returning (a
+ * waiter that returns on its watch event can return before the release's
+ * own answer: the release's round trip is in both sides' samples).
  *
  * etcd: VIGIL_ETCD_ENDPOINTS (and VIGIL_ETCD_PID for etcd's CPU), or a
  * throwaway one of its own (tests/etcd_server.sh). --quick: one tiny batch
@@ -291,6 +293,8 @@ struct op {
 static struct op ops[] = {
     { &peer_gateway, "put", "put", 0, "floor: one Put (gateway / gRPC)", RUN, 300, 30 },
     { &peer_gateway, "range", "range", 0, "floor: one Range (gateway / gRPC)", RUN, 300, 30 },
+    { &peer_grpc, "put-grpc", "put", 0, "floor: one Put (libcurl gRPC / gRPC)", RUN, 300, 30 },
+    { &peer_grpc, "range-grpc", "range", 0, "floor: one Range (libcurl gRPC / gRPC)", RUN, 300, 30 },
     { &peer_vigil, "lock", "lock", 0, "lock + unlock, kept session", RUN, 500, 50 },
     { &peer_vigil, "lease", "lease", 0, "a lease each time", RUN, 300, 30 },
     { &peer_vigil, "wake", "wake", 0, "wake-up of a queued waiter", WAKE, 100, 10 },
@@ -593,8 +597,8 @@ int main(int argc, char **argv)
         while (i < N_OPS && strcmp(argv[a], ops[i].key) != 0)
             i++;
         if (i == N_OPS) {
-            fprintf(stderr, "bench_peer: no op %s (put range lock lease wake elect observe round10 round100 unit "
-                            "tput16 tput16-shared)\n", argv[a]);
+            fprintf(stderr, "bench_peer: no op %s (put range put-grpc range-grpc lock lease wake elect observe round10 "
+                            "round100 unit tput16 tput16-shared)\n", argv[a]);
             return 2;
         }
     }
@@ -620,6 +624,7 @@ int main(int argc, char **argv)
     snprintf(first, sizeof(first), "%.*s", (int)strcspn(eps, ","), eps);
     peer_vigil_init(eps, tag);
     peer_gateway_init(first);
+    peer_grpc_init(first);
     atexit(peer_go_stop);
     const char *version;
     if (peer_go_start(program, eps, &version) < 0) {

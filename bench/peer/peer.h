@@ -17,7 +17,7 @@
  *   unit         add + take + done (Queue Enqueue + Dequeue)
  *   tput K       K lockers on keys of their own, each its own connection
  *   tput-shared K   the same on one connection between them
- *   put, range   one bare request (the gateway and clientv3 only): the floor
+ *   put, range   one bare request (the gateway, libcurl's gRPC and clientv3 only): the floors
  */
 #ifndef VIGIL_BENCH_PEER_H
 #define VIGIL_BENCH_PEER_H
@@ -70,11 +70,12 @@ struct side {
     double (*cpu_s)(void); /* CPU seconds this side's client has used so far; < 0 unknown */
 };
 
-extern const struct side peer_vigil, peer_go, peer_gateway;
+extern const struct side peer_vigil, peer_go, peer_gateway, peer_grpc;
 void peer_vigil_init(const char *endpoints, const char *run_tag);
 int  peer_go_start(const char *program, const char *endpoints, const char **version);
 void peer_go_stop(void);
 void peer_gateway_init(const char *endpoint);
+void peer_grpc_init(const char *endpoint);
 
 /* CPU seconds a process has used (every thread of it); < 0 unknown. */
 double peer_proc_cpu_s(pid_t pid);

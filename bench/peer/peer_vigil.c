@@ -237,8 +237,8 @@ static int vigil_release(int64_t *ns)
 {
     if (!wk.holding)
         return -EINVAL;
-    int rc = vigil_etcd_resign(actors[0].e, &wk.held);
     int64_t t0 = now_ns();
+    int rc = vigil_etcd_resign(actors[0].e, &wk.held);
     pthread_join(wk.waiter, NULL); /* bounded: the waiter waits PATIENT_NS at most */
     wk.holding = false;
     if (rc < 0)

@@ -9,13 +9,12 @@
 // "err why").
 //
 //	prep OP [N]    make OP's clients, sessions and members (outside any sample)
-//	run OP COUNT   COUNT samples of OP: "ok NS NS ..." (signed: a wake-up
-//	               may come before the release's own answer)
+//	run OP COUNT   COUNT samples of OP: "ok NS NS ..."
 //	tput OP MS     OP's lockers lock and unlock flat out for MS ms:
 //	               "ok ELAPSED_NS LATENCY_NS ..." (one latency per lock + unlock)
 //	hold           wake: the holder locks, the waiter goroutine queues
-//	release        wake: the holder unlocks; "ok NS", its return to the
-//	               waiter's Lock returning
+//	release        wake: the holder unlocks; "ok NS", from its call to
+//	               the waiter's Lock returning
 //	drop OP        close OP's sessions and clients
 //	version        "ok clientv3 VERSION, GO VERSION"
 //
@@ -428,8 +427,8 @@ func (p *peer) release() (int64, error) {
 	}
 	ctx, cancel := bounded()
 	defer cancel()
-	err := p.held.Unlock(ctx)
 	t0 := time.Now()
+	err := p.held.Unlock(ctx)
 	p.held = nil
 	if err != nil {
 		return 0, err

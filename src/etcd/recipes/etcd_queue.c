@@ -114,7 +114,10 @@ int vigil_etcd__body_holder(char *buf, size_t cap, const char *key)
 }
 
 /* A waiter's look: if our key is still ours (created at my_rev, on our
- * lease), the last key under KEY/ created before it, the one to watch. */
+ * lease), the last two keys under KEY/ created before it: the first is
+ * the one to watch; no second says it holds KEY (etcd_wait.c, SECOND IN
+ * LINE). etcd sorts and filters before it cuts to the limit, so "two"
+ * counts the keys below ours, not the first two of the range. */
 int vigil_etcd__body_pred(char *buf, size_t cap, const char *key, int64_t lease_id, uint64_t my_rev)
 {
     char own[KEY_B64], pfx[KEY_B64], end[KEY_B64];
@@ -127,7 +130,7 @@ int vigil_etcd__body_pred(char *buf, size_t cap, const char *key, int64_t lease_
                          "\"create_revision\":\"%" PRIu64 "\"},{\"key\":\"%s\",\"target\":\"LEASE\","
                          "\"result\":\"EQUAL\",\"lease\":\"%" PRId64 "\"}],"
                          "\"success\":[{\"request_range\":{\"key\":\"%s\",\"range_end\":\"%s\","
-                         "\"sort_order\":\"DESCEND\",\"sort_target\":\"CREATE\",\"limit\":\"1\","
+                         "\"sort_order\":\"DESCEND\",\"sort_target\":\"CREATE\",\"limit\":\"2\","
                          "\"max_create_revision\":\"%" PRIu64 "\",\"keys_only\":true}}]}",
                          own, my_rev, own, lease_id, pfx, end, my_rev - 1),
                 cap);
@@ -155,6 +158,11 @@ int vigil_etcd__body_watch_spec(char *buf, size_t cap, const struct vigil_etcd_w
 int vigil_etcd__prefix_b64(const char *key, char *pfx, char *end)
 {
     return prefix_b64(key, pfx, end);
+}
+
+int vigil_etcd__own_b64(const char *key, int64_t lease_id, char *out)
+{
+    return own_b64(key, lease_id, out);
 }
 
 /* ---- replies ------------------------------------------------------------- */
@@ -371,6 +379,13 @@ static bool is_b64(const char *s)
 
 int vigil_etcd__parse_pred(long http, const char *body, size_t len, char *pred, size_t cap, int64_t *rev)
 {
+    bool first;
+    return vigil_etcd__parse_pred_first(http, body, len, pred, cap, rev, &first);
+}
+
+int vigil_etcd__parse_pred_first(long http, const char *body, size_t len, char *pred, size_t cap, int64_t *rev,
+                                 bool *first)
+{
     cJSON *r;
     int rc = vigil_etcd__reply_open(http, body, len, false, &r);
     if (rc)
@@ -401,6 +416,7 @@ int vigil_etcd__parse_pred(long http, const char *body, size_t len, char *pred, 
     if (rc == 0) {
         strcpy(pred, k->valuestring);
         *rev = h;
+        *first = kv->next == NULL; /* no second key below ours: the one ahead holds KEY */
     }
 out:
     cJSON_Delete(r);
@@ -408,6 +424,18 @@ out:
 }
 
 int vigil_etcd__parse_watch(const char *msg, size_t len)
+{
+    return vigil_etcd__parse_watch_keys(msg, len, NULL, NULL);
+}
+
+/* The key of a watch event, base64 as etcd sent it ("" when absent). */
+static const char *event_key(const cJSON *ev)
+{
+    const cJSON *k = vigil_etcd__field(vigil_etcd__field(ev, "kv"), "key");
+    return cJSON_IsString(k) ? k->valuestring : "";
+}
+
+int vigil_etcd__parse_watch_keys(const char *msg, size_t len, const char *pred, const char *own)
 {
     cJSON *r;
     int rc = vigil_etcd__reply_open(200, msg, len, false, &r);
@@ -420,7 +448,23 @@ int vigil_etcd__parse_watch(const char *msg, size_t len)
         goto out;
     }
     evs = vigil_etcd__field(res, "events");
-    if (cJSON_IsArray(evs)) {
+    if (pred && own && cJSON_IsArray(evs)) {
+        /* SECOND IN LINE (etcd_wait.c): only our key and the one ahead
+         * matter. Anything done to ours (its deletion, a put over it)
+         * sends the waiter to look again, even after the one ahead went
+         * in the same message; the one ahead deleted, ours untouched,
+         * is the key ours. */
+        bool ahead_gone = false, ours_touched = false;
+        cJSON_ArrayForEach(ev, evs) {
+            const cJSON *t = vigil_etcd__field(ev, "type");
+            bool del = cJSON_IsString(t) && strcmp(t->valuestring, "DELETE") == 0;
+            if (strcmp(event_key(ev), own) == 0)
+                ours_touched = true;
+            else if (del && strcmp(event_key(ev), pred) == 0)
+                ahead_gone = true;
+        }
+        rc = ours_touched ? VIGIL_ETCD_WATCH_DELETED : ahead_gone ? VIGIL_ETCD_WATCH_OURS : 0;
+    } else if (cJSON_IsArray(evs)) {
         cJSON_ArrayForEach(ev, evs) {
             const cJSON *t = vigil_etcd__field(ev, "type");
             if (cJSON_IsString(t) && strcmp(t->valuestring, "DELETE") == 0)

@@ -16,6 +16,34 @@
  *           poll(2) on its socket: nothing is asked of etcd while nothing
  *           changes, but for the lease's keepalive every 0.32 TTL.
  *
+ * SECOND IN LINE (model: model/etcd_queue.pml, run "second"; tests:
+ * etcd_test_queue.c, second_*). The look ranges two keys below ours; when
+ * there is one, P, it is the holder, and the waiter watches all of KEY/
+ * (puts too) from the look's revision L + 1 instead of P alone. Then P's
+ * deletion at R, with nothing done to our key in (L, R], is the key ours
+ * at R, and the waiter returns on the event itself, without a request:
+ *   - at L our key K stood (the look's compare: created at our revision,
+ *     on our lease) and P was the only key under KEY/ created before it;
+ *   - create revisions only grow: a key made after L, or P made again,
+ *     comes after K; so at R, K has the lowest create revision under KEY/;
+ *   - K untouched in (L, R]: a watch from L + 1 carries every event of
+ *     KEY/ in revision order, one revision whole in a message, so a
+ *     deletion of K (our lease lapsed or revoked, etcdctl del) or a put
+ *     over it comes before P's deletion or beside it; either sends the
+ *     waiter to look again (parse_watch_keys);
+ *   - our lease alive: the event is trusted only while the waiter's
+ *     renewal is not yet due (under 0.32 TTL since the last keepalive was
+ *     sent), so the lease it returns has at least 0.68 of its TTL left,
+ *     timed from that send. A waiter stopped past that (SIGSTOP, a swap
+ *     storm) keeps the event for nothing: it renews and looks, and a lease
+ *     lapsed meanwhile is VIGIL_ELOST there, a new place at the back.
+ * A member behind L only delays the stream (it sends from L + 1 once it
+ * has it); a compaction past L cancels the watch: look again. A deletion
+ * of the one ahead when it was not the holder (the look found a second
+ * key) decides nothing: look again, as before (model: error run
+ * "any_ahead", a waiter that trusts it; "blind", one that does not watch
+ * its own key).
+ *
  * A watch can fall silent without a word: its member SIGSTOPped or hung,
  * or a proxy in front of it that sent the headers and then nothing. So
  * the watch is a hint, never the only way to learn: at every renewal
@@ -29,9 +57,10 @@
  * from its leader refuses it, and it moves at once.
  *
  * Our lease must outlive the wait, so the waiter keeps it alive itself;
- * and once it is our turn it renews once more before returning, so the
- * caller gets a lease whose TTL runs from a request just sent, as after
- * vigil_etcd_acquire. A timeout, or a failure that ends the wait, revokes
+ * when its turn is found by a look it renews first, so the caller gets a
+ * lease whose TTL runs from a request just sent, as after
+ * vigil_etcd_acquire; found by the event (SECOND IN LINE), from the last
+ * renewal, under 0.32 TTL before. A timeout, or a failure that ends the wait, revokes
  * our lease (in a session: deletes our key), so nobody is left waiting
  * behind a waiter who left.
  *
@@ -166,17 +195,18 @@ static int keep(vigil_etcd *e, struct vigil_etcd_place *p, uint64_t deadline)
     return rc;
 }
 
-/* 0 and the key ahead of ours (base64) with the revision to watch from,
- * VIGIL_EVACANT our turn, VIGIL_ELOST our key is gone, or an error. */
+/* 0 and the key ahead of ours (base64) with the revision to watch from
+ * (*first: it holds KEY), VIGIL_EVACANT our turn, VIGIL_ELOST our key is
+ * gone, or an error. */
 static int look(vigil_etcd *e, const struct vigil_etcd_place *p, char *pred, size_t cap, int64_t *rev,
-                uint64_t deadline)
+                bool *first, uint64_t deadline)
 {
     char body[VIGIL_ETCD_REQ_MAX];
     struct vigil_etcd_reply r;
     int rc = vigil_etcd__body_pred(body, sizeof(body), p->key, p->id, p->rev);
     vigil_etcd__lock_until(e, deadline, attempt_ms((uint64_t)p->granted));
     if (rc == 0 && (rc = vigil_etcd__call(e, "v3/kv/txn", body, &r)) == 0)
-        rc = vigil_etcd__parse_pred(r.http, r.body, r.len, pred, cap, rev);
+        rc = vigil_etcd__parse_pred_first(r.http, r.body, r.len, pred, cap, rev, first);
     vigil_etcd__unlock(e);
     return rc;
 }
@@ -185,6 +215,7 @@ static int look(vigil_etcd *e, const struct vigil_etcd_place *p, char *pred, siz
 struct ahead {
     struct vigil_etcd_watch *w;
     char                     pred[VIGIL_ETCD_KEY_B64]; /* watched key, base64 */
+    bool                     second;      /* SECOND IN LINE: the watch is on all of KEY/ */
     uint64_t                 opened_ns;
     unsigned                 cur_at_open; /* where the handle's requests went when it opened */
     int                      next_ep;     /* where the next watch goes: -1 the current endpoint */
@@ -200,17 +231,24 @@ static void ahead_drop(struct ahead *a, bool move_on)
 }
 
 /* Watches pred from rev (a new watch when it is another key, or the old
- * one moved): 0, or an error. */
-static int ahead_watch(vigil_etcd *e, struct ahead *a, const char *pred, int64_t rev)
+ * one moved), and with second (pred holds KEY) all of KEY/, to see what
+ * becomes of ours as well: 0, or an error. */
+static int ahead_watch(vigil_etcd *e, struct ahead *a, const struct vigil_etcd_place *p, const char *pred,
+                       int64_t rev, bool second)
 {
-    if (a->w && strcmp(a->pred, pred) == 0)
+    if (a->w && strcmp(a->pred, pred) == 0 && a->second == second)
         return 0;
     ahead_drop(a, false);
+    char pfx[VIGIL_ETCD_KEY_B64], end[VIGIL_ETCD_KEY_B64], own[VIGIL_ETCD_KEY_B64];
     struct vigil_etcd_watch_spec spec = { .key_b64 = pred, .rev = rev + 1, .ep = a->next_ep };
+    if (second && vigil_etcd__prefix_b64(p->key, pfx, end) == 0 && vigil_etcd__own_b64(p->key, p->id, own) == 0)
+        spec = (struct vigil_etcd_watch_spec){ .key_b64 = pfx, .end_b64 = end, .pred_b64 = pred, .own_b64 = own,
+                                               .rev = rev + 1, .puts = true, .ep = a->next_ep };
     vigil_etcd__endpoints(e, &a->cur_at_open);
     int rc = vigil_etcd__watch_start(e, &spec, &a->w);
     if (rc == 0) {
         snprintf(a->pred, sizeof(a->pred), "%s", pred);
+        a->second = spec.own_b64 != NULL;
         a->opened_ns = now_ns();
         a->next_ep = -1;
     }
@@ -229,6 +267,8 @@ static bool ahead_stale(vigil_etcd *e, const struct ahead *a, uint64_t bound_ns)
     unsigned cur, ep = vigil_etcd__watch_endpoint(a->w);
     return vigil_etcd__endpoints(e, &cur) > 1 && a->cur_at_open == ep && cur != ep;
 }
+
+void (*etcd_wait_test_hook)(const char *step);
 
 /* From a place in the queue to the key: 0 ours, VIGIL_ETIMEDOUT,
  * VIGIL_ELOST (our place is gone), or an error that no retry mends. */
@@ -253,17 +293,20 @@ static int wait_turn(vigil_etcd *e, struct vigil_etcd_place *p, uint64_t deadlin
             if (rc == 0) {
                 char pred[VIGIL_ETCD_KEY_B64];
                 int64_t rev = 0;
-                rc = look(e, p, pred, sizeof(pred), &rev, deadline);
+                bool first = false;
+                rc = look(e, p, pred, sizeof(pred), &rev, &first, deadline);
                 if (rc == VIGIL_EVACANT) {
                     rc = 0;
                     break;
                 }
                 if (rc == 0) {
+                    if (etcd_wait_test_hook)
+                        etcd_wait_test_hook("looked");
                     if (ahead_stale(e, &a, bound))
                         ahead_drop(&a, true);
                     if (a.w && strcmp(a.pred, pred) != 0)
                         a.ended = 0; /* news: another one ahead */
-                    rc = ahead_watch(e, &a, pred, rev);
+                    rc = ahead_watch(e, &a, p, pred, rev, first);
                 }
             }
             if (rc == VIGIL_ELOST || (rc < 0 && !vigil_etcd__transient(rc)))
@@ -295,7 +338,11 @@ static int wait_turn(vigil_etcd *e, struct vigil_etcd_place *p, uint64_t deadlin
             continue;
         }
         rc = vigil_etcd__watch_wait(a.w, ms > INT_MAX ? INT_MAX : (int)ms);
-        if (rc == VIGIL_ETCD_WATCH_DELETED) {
+        if (rc == VIGIL_ETCD_WATCH_OURS && now_ns() - p->renewed_ns < period) {
+            rc = 0; /* SECOND IN LINE: the holder's deletion, ours untouched, our lease not yet due */
+            break;
+        }
+        if (rc == VIGIL_ETCD_WATCH_DELETED || rc == VIGIL_ETCD_WATCH_OURS) {
             next_look = 0; /* deleted: look again at once */
             a.ended = 0;
         } else if (rc == VIGIL_ETCD_WATCH_CANCELED || rc < 0) {

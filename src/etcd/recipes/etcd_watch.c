@@ -42,6 +42,7 @@ struct vigil_etcd_watch {
     bool               heard; /* a whole message came (created, progress or news) */
     int                done_rc;
     unsigned           ep;    /* the endpoint it runs on */
+    char              *pred, *own; /* a waiter's keys (parse_watch_keys), or NULL */
     char               errbuf[CURL_ERROR_SIZE];
 };
 
@@ -98,7 +99,7 @@ static int drain(struct vigil_etcd_watch *w, bool last)
         while (a < end && vigil_etcd__is_space(w->buf[a]))
             a++;
         if (a < end) {
-            rc = vigil_etcd__parse_watch(w->buf + a, end - a);
+            rc = vigil_etcd__parse_watch_keys(w->buf + a, end - a, w->pred, w->own);
             w->heard = true;
         }
     }
@@ -120,6 +121,8 @@ void vigil_etcd__watch_close(struct vigil_etcd_watch *w)
         curl_multi_cleanup(w->multi);
     curl_slist_free_all(w->headers);
     free(w->buf);
+    free(w->pred);
+    free(w->own);
     free(w);
 }
 
@@ -144,7 +147,12 @@ int vigil_etcd__watch_start(vigil_etcd *e, const struct vigil_etcd_watch_spec *s
     w->buf = malloc(w->cap);
     w->multi = curl_multi_init();
     w->curl = curl_easy_init();
-    if (!w->buf || !w->multi || !w->curl) {
+    bool keys = spec->pred_b64 && spec->own_b64;
+    if (keys) {
+        w->pred = strdup(spec->pred_b64);
+        w->own = strdup(spec->own_b64);
+    }
+    if (!w->buf || !w->multi || !w->curl || (keys && (!w->pred || !w->own))) {
         free(body);
         vigil_etcd__watch_close(w);
         return -ENOMEM;

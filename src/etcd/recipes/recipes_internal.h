@@ -53,11 +53,20 @@ int vigil_etcd__parse_ttl(long http, const char *body, size_t len, int64_t *left
  * VIGIL_EVACANT when there is none (our turn); VIGIL_ELOST when our key
  * is gone or not ours. */
 int vigil_etcd__parse_pred(long http, const char *body, size_t len, char *pred, size_t cap, int64_t *rev);
+/* The same, and *first: no other key below ours, so the one ahead holds
+ * KEY (etcd_wait.c, SECOND IN LINE). */
+int vigil_etcd__parse_pred_first(long http, const char *body, size_t len, char *pred, size_t cap, int64_t *rev,
+                                 bool *first);
 /* One message of a watch stream: what it says (a deletion wins over puts
  * in one message; -EACCES a watch refused for its token or permission). */
 enum { VIGIL_ETCD_WATCH_NOTHING = 0, VIGIL_ETCD_WATCH_DELETED = 1, VIGIL_ETCD_WATCH_CANCELED = 2,
-       VIGIL_ETCD_WATCH_PUT = 3 };
+       VIGIL_ETCD_WATCH_PUT = 3, VIGIL_ETCD_WATCH_OURS = 4 };
 int vigil_etcd__parse_watch(const char *msg, size_t len);
+/* A message of a waiter's watch on everything under KEY/ (pred and own:
+ * the key ahead and ours, base64): VIGIL_ETCD_WATCH_OURS the one ahead
+ * deleted and ours untouched, VIGIL_ETCD_WATCH_DELETED ours deleted or
+ * put over (look again), NOTHING for the other keys; cancels as above. */
+int vigil_etcd__parse_watch_keys(const char *msg, size_t len, const char *pred, const char *own);
 /* etcd_queue.c: the acquire txn, the holder range, a waiter's look (our
  * key at my_rev under lease_id, then the last key created before it) and
  * a watch for the deletion of a key given in base64 from revision rev. */
@@ -140,6 +149,10 @@ int vigil_etcd__session_unqueue_locked(struct vigil_etcd_session *s, const char 
  * mends; through outages it waits on (see etcd_wait.c). */
 int vigil_etcd__queue_wait(vigil_etcd *e, struct vigil_etcd_place *p, const char *key, const char *owner,
                            uint64_t secs, uint64_t timeout_ns);
+/* Tests only: called by a queued waiter at "looked" (its look answered,
+ * its watch not yet asked for), so a test can compact etcd past the
+ * look's revision there; NULL otherwise. */
+extern void (*etcd_wait_test_hook)(const char *step);
 /* An error an outage makes, which the waits ride out (not -EACCES,
  * VIGIL_ETLS, -EPROTO, bad arguments, ...). */
 bool vigil_etcd__transient(int rc);
@@ -155,6 +168,7 @@ int vigil_etcd__acquire_args(vigil_etcd *e, const char *key, const char *owner, 
  * (-1: e's current one). */
 struct vigil_etcd_watch_spec {
     const char *key_b64, *end_b64;
+    const char *pred_b64, *own_b64; /* set both: read as parse_watch_keys does */
     int64_t     rev;
     bool        puts;
     int         ep;
@@ -163,6 +177,8 @@ int vigil_etcd__body_watch_spec(char *buf, size_t cap, const struct vigil_etcd_w
 /* KEY/ and KEY0 in base64 (VIGIL_ETCD_KEY_B64 bytes each): the range of
  * everything under KEY/. 0, or VIGIL_ERANGE. */
 int vigil_etcd__prefix_b64(const char *key, char *pfx, char *end);
+/* KEY/<lease id in hex>, our key in KEY's queue, in base64. */
+int vigil_etcd__own_b64(const char *key, int64_t lease_id, char *out);
 
 /* A watch for the deletion of one key, on its own connection to e's
  * current endpoint: the stream runs while the caller's requests go on

@@ -67,7 +67,7 @@ static void curl_init(void)
     curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
-static size_t on_write(char *data, size_t size, size_t nmemb, void *arg)
+size_t vigil_etcd__on_write(char *data, size_t size, size_t nmemb, void *arg)
 {
     struct vigil_etcd_reply_buf *b = arg;
     size_t n = size * nmemb; /* size is 1 by libcurl's contract */
@@ -188,9 +188,12 @@ static int tls_refuses_us(vigil_etcd *e, const char *url, long timeout_ms)
     return 0;
 }
 
-/* One attempt on one endpoint, within the handle's limits and the lock
- * holder's: VIGIL_ETIMEDOUT when the holder's deadline cut it short. */
-static int transfer(vigil_etcd *e, const char *url, const char *body, long *http)
+/* One attempt on one endpoint (ep), within the handle's limits and the
+ * lock holder's: VIGIL_ETIMEDOUT when the holder's deadline cut it short.
+ * In gRPC when m is given (VIGIL_ETCD_NOT_GRPC: the endpoint showed it
+ * does not speak it), else through the gateway. */
+static int transfer(vigil_etcd *e, unsigned ep, const struct vigil_etcd_grpc_method *m, const char *url,
+                    const char *body, long *http)
 {
     /* The holder's bound per attempt matters only where there is another
      * endpoint to turn to; with one, the handle's own limit stands. */
@@ -210,33 +213,49 @@ static int transfer(vigil_etcd *e, const char *url, const char *body, long *http
     e->reply.err = 0;
     e->reply.p[0] = '\0';
     e->curl_err[0] = '\0';
-    curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, total);
-    curl_easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS, e->connect_ms < total ? e->connect_ms : total);
-    curl_easy_setopt(e->curl, CURLOPT_URL, url);
-    if (body) {
-        curl_easy_setopt(e->curl, CURLOPT_POST, 1L);
-        curl_easy_setopt(e->curl, CURLOPT_POSTFIELDS, body);
-        curl_easy_setopt(e->curl, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+    CURL *curl = m ? e->gcurl : e->curl;
+    e->unsent = false;
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, total);
+    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, e->connect_ms < total ? e->connect_ms : total);
+    CURLcode c;
+    int write_err = e->reply.err;
+    if (m) {
+        int cc = CURLE_OK;
+        int rc = vigil_etcd__grpc_perform(e, ep, m, url, body, total, http, &cc);
+        if (rc != VIGIL_ETCD_CURL_FAILED)
+            return rc;
+        c = (CURLcode)cc;
+        write_err = e->greply.err;
     } else {
-        curl_easy_setopt(e->curl, CURLOPT_HTTPGET, 1L);
+        curl_easy_setopt(curl, CURLOPT_URL, url);
+        if (body) {
+            curl_easy_setopt(curl, CURLOPT_POST, 1L);
+            curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
+            curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+        } else {
+            curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L);
+        }
+        c = curl_easy_perform(curl);
+        write_err = e->reply.err;
     }
-    CURLcode c = curl_easy_perform(e->curl);
     if (c != CURLE_OK) {
         if (c == CURLE_OPERATION_TIMEDOUT && cut && now_ns() >= e->deadline_ns) {
             vigil_etcd__why("%s: no answer before the deadline", url);
             return VIGIL_ETIMEDOUT;
         }
         long os = 0;
-        if (curl_easy_getinfo(e->curl, CURLINFO_OS_ERRNO, &os) != CURLE_OK)
+        if (e->unsent)
+            os = e->unsent_os;
+        else if (curl_easy_getinfo(curl, CURLINFO_OS_ERRNO, &os) != CURLE_OK)
             os = 0;
-        int rc = vigil_etcd__curl_error(c, os, e->reply.err, e->curl_err);
+        int rc = vigil_etcd__curl_error(c, os, write_err, e->curl_err);
         if ((c == CURLE_SEND_ERROR || c == CURLE_RECV_ERROR || c == CURLE_GOT_NOTHING) && rc != -EACCES &&
             tls_refuses_us(e, url, total) == -EACCES)
             rc = -EACCES;
         return rc;
     }
     long code = 0;
-    curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &code);
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &code);
     *http = code;
     return 0;
 }
@@ -324,6 +343,7 @@ static void note_error_reply(const struct vigil_etcd_reply *r)
 static int call_endpoints(vigil_etcd *e, const char *path, const char *body, struct vigil_etcd_reply *r)
 {
     bool gateway = strncmp(path, "v3/", 3) == 0, electing = false;
+    const struct vigil_etcd_grpc_method *m = gateway ? vigil_etcd__grpc_method(path) : NULL;
     int rc = -EHOSTUNREACH;
     int64_t sent = vigil_etcd__wall_ns(); /* an outage it finds began no later */
     e->maybe_applied = false;
@@ -331,17 +351,34 @@ static int call_endpoints(vigil_etcd *e, const char *path, const char *body, str
         unsigned i = (e->cur + k) % e->n;
         for (;;) {
             char url[VIGIL_ETCD_URL_MAX + 64];
-            if (gateway)
+            bool grpc = m && vigil_etcd__grpc_on(e, i);
+            if (grpc)
+                snprintf(url, sizeof(url), "%s%s", e->urls[i], m->grpc);
+            else if (gateway)
                 snprintf(url, sizeof(url), "%s%s%s", e->urls[i], gateway_prefix[e->prefix[i]], path + 3);
             else
                 snprintf(url, sizeof(url), "%s/%s", e->urls[i], path);
             long code = 0;
-            rc = transfer(e, url, body, &code);
+            rc = transfer(e, i, grpc ? m : NULL, url, body, &code);
+            if (rc == VIGIL_ETCD_NOT_GRPC) {
+                /* Refused before any request reached etcd: no attempt
+                 * failed, nothing may have applied. In auto the endpoint
+                 * takes the gateway from now on. */
+                if (e->mode == VIGIL_ETCD_TRANSPORT_AUTO) {
+                    e->speaks[i] = VIGIL_ETCD_SPEAKS_GATEWAY;
+                    continue;
+                }
+                char clean[512];
+                vigil_etcd__why("%s: no etcd gRPC there (VIGIL_ETCD_TRANSPORT=grpc)",
+                                vigil_etcd__redact(e->urls[i], clean, sizeof(clean)));
+                rc = -EPROTONOSUPPORT;
+                break;
+            }
             if (rc < 0) {
                 /* Refused or unresolved: it never left. Anything else may
                  * have been applied without our hearing of it. */
                 if (rc != -ECONNREFUSED && rc != -EHOSTUNREACH && rc != -ENETUNREACH && rc != VIGIL_ETLS &&
-                    rc != -EACCES && rc != -EINVAL)
+                    rc != -EACCES && rc != -EINVAL && !e->unsent)
                     e->maybe_applied = true;
                 break;
             }
@@ -528,45 +565,48 @@ int vigil_etcd__curl_open(vigil_etcd *e)
     CURL *c = e->curl;
     vigil_etcd__curl_setup(c, e->connect_ms);
     vigil_etcd__curl_tls(e, c);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, vigil_etcd__on_write);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &e->reply);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, e->headers);
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, e->curl_err);
-    return 0;
+    return vigil_etcd__grpc_open(e);
 }
 
 void vigil_etcd__curl_close(vigil_etcd *e)
 {
+    vigil_etcd__grpc_close(e);
     if (e->curl)
         curl_easy_cleanup(e->curl);
     curl_slist_free_all(e->headers);
     free(e->reply.p);
 }
 
+void *vigil_etcd__headers_of(vigil_etcd *e, const char *const *fixed, size_t n, const char *token_name)
+{
+    char line[VIGIL_ETCD_TOKEN_MAX + 32];
+    struct curl_slist *h = NULL, *next;
+    for (size_t i = 0; i <= n; i++) {
+        if (i == n && !e->token[0])
+            break;
+        if (i == n)
+            snprintf(line, sizeof(line), "%s: %s", token_name, e->token);
+        if (!(next = curl_slist_append(h, i < n ? fixed[i] : line))) {
+            curl_slist_free_all(h);
+            return NULL;
+        }
+        h = next;
+    }
+    return h;
+}
+
 void *vigil_etcd__headers_make(vigil_etcd *e)
 {
-    char auth[VIGIL_ETCD_TOKEN_MAX + 32];
     /* Require-leader, as clientv3's WithRequireLeader: a member cut off
      * from the leader refuses at once (Unavailable: the next endpoint is
      * tried) instead of serving a watch that will never fire. */
     static const char *const fixed[] = { "Content-Type: application/json", "Expect:",
                                          "Grpc-Metadata-hasleader: true" };
-    struct curl_slist *h = NULL, *n;
-    for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
-        if (!(n = curl_slist_append(h, fixed[i])))
-            goto fail;
-        h = n;
-    }
-    if (e->token[0]) {
-        snprintf(auth, sizeof(auth), "Authorization: %s", e->token);
-        if (!(n = curl_slist_append(h, auth)))
-            goto fail;
-        h = n;
-    }
-    return h;
-fail:
-    curl_slist_free_all(h);
-    return NULL;
+    return vigil_etcd__headers_of(e, fixed, sizeof(fixed) / sizeof(fixed[0]), "Authorization");
 }
 
 void *vigil_etcd__headers_copy(vigil_etcd *e)
@@ -585,5 +625,5 @@ int vigil_etcd__headers_reset(vigil_etcd *e)
     curl_easy_setopt(e->curl, CURLOPT_HTTPHEADER, h);
     curl_slist_free_all(e->headers);
     e->headers = h;
-    return 0;
+    return vigil_etcd__grpc_headers_reset(e);
 }
