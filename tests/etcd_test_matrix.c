@@ -31,7 +31,7 @@
  * A vigil cell is judged by what its transport spoke, not by a list: a
  * failure whose reason is etcd's JSON gateway refusing a client
  * certificate with a CommonName while auth is on (et_gateway_refusal) is
- * XFAIL, "needs the gRPC transport"; any other failure is FAIL. The
+ * XFAIL (gRPC serves it); any other failure is FAIL. The
  * transport is whatever VIGIL_ETCD_TRANSPORT picks for the whole run (C
  * API, vigil lock and Python alike): CTest runs the matrix as the user
  * gets it (etcd_test_matrix: unset, auto), and again with gRPC and with
@@ -665,8 +665,8 @@ static int run_config(size_t i)
     int failed = 0;
     for (int l = 0; l < LAYERS; l++) {
         if (row[l] == XFAIL)
-            printf("XFAIL %s, %s: needs the gRPC transport (etcd's JSON gateway refuses a client certificate with "
-                   "a CommonName while auth is on)\n", r->c->name, layer_name[l]);
+            printf("XFAIL %s, %s: etcd's JSON gateway refuses a client certificate with a CommonName while auth "
+                   "is on (gRPC serves it)\n", r->c->name, layer_name[l]);
         else if (row[l] == SKIP)
             printf("%s, %s: skipped: %s\n", r->c->name, layer_name[l], r->why[l]);
         else if (row[l] == FAIL) {

@@ -609,15 +609,13 @@ static inline int et_tls_auth(const char *url, const char *certs, bool on)
 }
 
 /*
- * etcd's JSON gateway, which vigil speaks today, refuses every request
- * that comes with a client certificate that has a CommonName while auth
- * is on (etcd 3.4: "CommonName of client sending a request against
- * gateway will be ignored"), where etcdctl, speaking gRPC, is served. A
- * test that meets that refusal where the gateway is the reason calls it
- * XFAIL ("needs the gRPC transport") rather than failing, while
- * ET_GATEWAY_XFAIL is 1; the same case passing counts as passed, so it is
- * on the day the transport serves it. Set ET_GATEWAY_XFAIL to 0 once no
- * transport of vigil's goes through the gateway: a refusal then fails.
+ * etcd's JSON gateway (VIGIL_ETCD_TRANSPORT=gateway, or an endpoint
+ * without gRPC) refuses every request that comes with a client
+ * certificate that has a CommonName while auth is on (etcd 3.4:
+ * "CommonName of client sending a request against gateway will be
+ * ignored"), where etcdctl and vigil, speaking gRPC, are served. A test
+ * that meets that refusal where the gateway spoke calls it XFAIL rather
+ * than failing, while ET_GATEWAY_XFAIL is 1 (0: a refusal fails).
  */
 #ifndef ET_GATEWAY_XFAIL
 #define ET_GATEWAY_XFAIL 1
