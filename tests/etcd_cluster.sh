@@ -1,7 +1,7 @@
 #!/bin/sh
 # A throwaway etcd cluster of N members on 127.0.0.1, for the tests that need
 # a member to hang or die while the others serve (and, with ETCD_TLS, a
-# server that speaks only mutual TLS).
+# server that speaks only TLS: mutual, or server-only).
 #
 #   etcd_cluster.sh start   STATE [N]   N members (default 3) on free ports,
 #                                       fresh data; waits (bounded) until
@@ -40,8 +40,11 @@
 # spaces), kept for restarts; e.g. --auth-token-ttl=2.
 # ETCD_TLS=DIR at start: clients speak https only, with the server's
 # certificate from DIR (made there first when missing, as by certs) and
-# --client-cert-auth --trusted-ca-file DIR/ca.pem (peers stay on http). Tuned for tests: election timeout 500 ms (minimum
-# lease TTL 1 s). Every wait is bounded. ETCD may name another etcd binary.
+# --client-cert-auth --trusted-ca-file DIR/ca.pem (peers stay on http).
+# ETCD_TLS_SERVER_ONLY=1 with ETCD_TLS: server-only TLS, the clients asked
+# for no certificate (no --client-cert-auth, no --trusted-ca-file).
+# Tuned for tests: election timeout 500 ms (minimum lease TTL 1 s). Every
+# wait is bounded. ETCD may name another etcd binary.
 set -u
 
 cmd=${1:-}
@@ -72,7 +75,11 @@ scheme() { [ -f "$state/tls" ] && echo https || echo http; }
 curl_tls() {
     [ -f "$state/tls" ] || return 0
     t=$(cat "$state/tls")
-    echo "--cacert $t/ca.pem --cert $t/client.pem --key $t/client-key.pem"
+    if [ -f "$state/tls-server-only" ]; then
+        echo "--cacert $t/ca.pem"
+    else
+        echo "--cacert $t/ca.pem --cert $t/client.pem --key $t/client-key.pem"
+    fi
 }
 
 launch() { # member dir
@@ -92,8 +99,8 @@ launch() { # member dir
     [ -s "$state/args" ] && set -- "$@" $(cat "$state/args")
     if [ -f "$state/tls" ]; then
         t=$(cat "$state/tls")
-        set -- "$@" --cert-file "$t/server.pem" --key-file "$t/server-key.pem" \
-            --client-cert-auth --trusted-ca-file "$t/ca.pem"
+        set -- "$@" --cert-file "$t/server.pem" --key-file "$t/server-key.pem"
+        [ -f "$state/tls-server-only" ] || set -- "$@" --client-cert-auth --trusted-ca-file "$t/ca.pem"
     fi
     "$ETCD" "$@" </dev/null >>"$m/etcd.log" 2>&1 &
     echo $! >"$m/pid"
@@ -189,7 +196,7 @@ start)
     [ "$n" -ge 1 ] && [ "$n" -le 9 ] || die "N: 1..9 members, not $n"
     mkdir -p "$state" || die "cannot make $state"
     stop_all KILL # a cluster left by an aborted run
-    rm -rf "$state"/[0-9] "$state/skip" "$state/endpoints" "$state/tls" "$state/proxies"
+    rm -rf "$state"/[0-9] "$state/skip" "$state/endpoints" "$state/tls" "$state/tls-server-only" "$state/proxies"
     echo "${ETCD_ARGS:-}" >"$state/args"
     if ! command -v "$ETCD" >/dev/null 2>&1; then
         echo "etcd not installed (Debian: apt-get install etcd-server)" >"$state/skip"
@@ -202,6 +209,7 @@ start)
             [ -f "$ETCD_TLS/$f.pem" ] || { sh "$0" certs "$ETCD_TLS" || exit 1; break; }
         done
         (cd "$ETCD_TLS" && pwd) >"$state/tls"
+        [ "${ETCD_TLS_SERVER_ONLY:-}" = 1 ] && : >"$state/tls-server-only"
     fi
     echo "$n" >"$state/n"
     attempt=0

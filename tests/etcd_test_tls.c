@@ -9,8 +9,12 @@
  * reason in vigil_etcd_errmsg. With auth: the right password serves, a
  * wrong one or none is -EACCES naming authentication, a key outside the
  * user's permission -EACCES, an expired token is renewed without the
- * caller seeing it. A namespace prefixes every key as etcd's own
- * namespace client does. etcdctl shares the keys under TLS and auth.
+ * caller seeing it; a client certificate with a CommonName beside the
+ * password is served in gRPC and, through etcd's JSON gateway
+ * (VIGIL_ETCD_TRANSPORT=gateway), refused with the CommonName named. A namespace
+ * prefixes every key as etcd's own namespace client does. etcdctl shares
+ * the keys under TLS and auth. The whole matrix of TLS and auth
+ * configurations, layer by layer: etcd_test_matrix.c.
  */
 #include "etcd_testutil.h"
 
