@@ -13,9 +13,12 @@
  * rising at every hand-over between them. Second in line (etcd_wait.c,
  * SECOND IN LINE; model/etcd_queue.pml): the holder killed (kill -9) and
  * the waiter returning on the deletion with no request after it; the
- * waiter stopped (SIGSTOP) past its lease after the holder left, taking a
- * new place rather than its lapsed one; a compaction under its watch; and
- * its key deleted by an operator while it watches (wait_place_deleted).
+ * waiter stopped (SIGSTOP, at its watch's first word) past its lease after
+ * the holder left, taking a new place rather than its lapsed one; a
+ * compaction under its watch; its key deleted by an operator while it
+ * watches (wait_place_deleted), or between its look and its watch
+ * (second_deleted_before_watch); and its key made again on its live lease
+ * at a new create revision (second_recreated), its token never the old one.
  */
 #include "etcd_testutil.h"
 
@@ -515,19 +518,6 @@ static int test_second_compacted(void)
     return 0;
 }
 
-/* etcd's count of the watchers it has registered now (a gauge); -1 if it
- * could not be read. */
-static long long watchers(vigil_etcd *e)
-{
-    long http;
-    const char *reply;
-    size_t len;
-    if (vigil_etcd__request(e, "metrics", NULL, &http, &reply, &len) < 0 || http != 200)
-        return -1;
-    const char *p = strstr(reply, "\netcd_debugging_mvcc_watcher_total ");
-    return p ? atoll(p + strlen("\netcd_debugging_mvcc_watcher_total ")) : -1;
-}
-
 /* The waiter's thread held at its first "looked" while the test's own
  * thread acts (gap_step: 1 armed, 2 held there, 3 let go). */
 static _Atomic int gap_step;
@@ -560,10 +550,10 @@ static int test_second_deleted_before_watch(void)
     struct waiter w;
     waiter_start_ttl(&w, key, "gap", 60000, 60000);
     bool looked = VT_WAIT_FOR(atomic_load(&gap_step) == 2, 10000);
-    long long n0 = watchers(e);
+    long long n0 = et_metric(e, "etcd_debugging_mvcc_watcher_total");
     int del = looked ? delete_b64(e, other_key(e, key, h.id)) : -1;
     atomic_store(&gap_step, 3);
-    bool watching = n0 >= 0 && VT_WAIT_FOR(watchers(e) > n0, 10000);
+    bool watching = n0 >= 0 && VT_WAIT_FOR(et_metric(e, "etcd_debugging_mvcc_watcher_total") > n0, 10000);
     int rel = vigil_etcd_release(e, &h);
     bool joined = waiter_join(&w, 30000);
     vigil_etcd__wait_test_hook = NULL;
