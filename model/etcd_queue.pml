@@ -3,13 +3,18 @@
  * key (src/etcd/recipes/etcd_wait.c: SECOND IN LINE, look, ahead_watch,
  * wait_turn; src/etcd/recipes/etcd_queue.c: vigil_etcd__body_pred,
  * vigil_etcd__parse_pred_first, vigil_etcd__parse_watch_keys). Tests:
- * tests/etcd_test_queue.c, second_* and wait_place_deleted.
+ * tests/etcd_test_queue.c, second_* (second_deleted_before_watch for the
+ * watch's own step, second_recreated for the late join) and
+ * wait_place_deleted. Mutants (scripts/mutants.txt): second_any_ahead,
+ * second_blind, second_stale, second_watch_from_now, second_look_any_crev.
  *
- * CHECK second    | -DAHEAD -DHAND -DCOMPACT -DJOINER | -DSAFETY | -m100000 | clean
- * CHECK alone     |                              | -DSAFETY | -m100000 | clean
- * CHECK any_ahead | -DAHEAD -DMUT_ANY            | -DSAFETY | -m100000 | error
- * CHECK blind     | -DHAND -DMUT_BLIND           | -DSAFETY | -m100000 | error
- * CHECK stale     | -DMUT_STALE                  | -DSAFETY | -m100000 | error
+ * CHECK second    | -DAHEAD -DHAND -DCOMPACT -DJOINER -DLATE_JOIN | -DSAFETY | -m100000 | clean
+ * CHECK alone     |                                   | -DSAFETY | -m100000 | clean
+ * CHECK any_ahead | -DAHEAD -DMUT_ANY                 | -DSAFETY | -m100000 | error
+ * CHECK blind     | -DHAND -DMUT_BLIND                | -DSAFETY | -m100000 | error
+ * CHECK stale     | -DMUT_STALE                       | -DSAFETY | -m100000 | error
+ * CHECK from_now  | -DHAND -DMUT_FROM_NOW             | -DSAFETY | -m100000 | error
+ * CHECK recreated | -DHAND -DLATE_JOIN -DMUT_NO_CREV  | -DSAFETY | -m100000 | error
  *
  * second: every actor and step below; alone: the holder and W, nothing
  * else (W's own key deleted only by its lease lapsing).
@@ -22,13 +27,18 @@
  * actor but W is a step of the world at any moment: H releases or is
  * killed (its lease lapses: the same deletion); A leaves; X joins and
  * leaves; with HAND an operator deletes W's key (etcdctl del); with
- * COMPACT etcd compacts and W's watch is cancelled.
+ * LATE_JOIN a late copy of W's acquire txn (sent again when its reply was
+ * lost) lands after that and makes KEY/<hex> again on W's live lease, at
+ * a new create revision (the txn's compare only asks that the key be
+ * absent); with COMPACT etcd compacts and W's watch is cancelled.
  *
- * W loops: look (one txn, atomic in etcd: our key still ours? the two
- * keys created last before it), then the watch from the look's revision
- * + 1, read one message (one revision) at a time, as late as the world
- * likes (a lagging member, a slow stream). Its lease: `fresh` while its
- * renewal is not yet due (under 0.32 TTL since the last keepalive was
+ * W loops: look (one txn, atomic in etcd: our key still ours, that is
+ * created at our revision w_rev and on our lease? the two keys created
+ * last before it), then, a step of its own, the watch request from the
+ * look's revision + 1 (W may be paused there while the world moves, or
+ * killed), then the watch read one message (one revision) at a time, as
+ * late as the world likes (a lagging member, a slow stream). Its lease:
+ * `fresh` while its renewal is not yet due (under 0.32 TTL since the last keepalive was
  * sent); time makes it stale at any step, W paused or not; etcd may
  * expire W's lease only once it is stale (etcd counts the TTL from the
  * keepalive's arrival, after its sending, and TTL > 0.32 TTL). W renews
@@ -38,8 +48,10 @@
  *
  * Asserted when W returns holding the key at revision R: W's key was the
  * lowest create revision under KEY/ at R (etcd's own rule for the holder),
- * and W's lease is alive as it returns. The first is what the token
- * (our create revision) fences from then on, as for every holder.
+ * its create revision at R is W's token w_rev, and W's lease is alive as
+ * it returns. The first two are what the token fences from then on, as
+ * for every holder: a token that is not the key's create revision is not
+ * the one etcd's holder has.
  *
  * The error runs: any_ahead trusts the deletion of the one ahead when the
  * look found a second key below ours (A leaves while H holds: W returns
@@ -47,7 +59,14 @@
  * (its key deleted by hand, then H releases: W returns holding nothing).
  * stale trusts the event with its renewal overdue (W stopped past its
  * lease: its key lapses after H's deletion, and W returns on a dead
- * lease). Spin finds all three.
+ * lease). from_now asks its watch from its own creation (at = rev + 1 at
+ * the request), not from the look's L + 1: W paused between look and
+ * watch, its key deleted by hand there, then H releases: the watch never
+ * shows the deletion it needed, and W returns holding nothing. recreated
+ * has the look check only that W's key exists, not its create revision:
+ * the key deleted by hand and made again by the late join, H releases,
+ * and W returns a token that is not its key's create revision (or a
+ * place behind X that joined in the gap). Spin finds all five.
  *
  * WHAT THIS MODEL LEAVES OUT, AND WHY THAT IS SAFE
  *
@@ -64,6 +83,14 @@
  *     rule (issue 25, model/group_net.pml); a look is a read.
  *   - Endpoints and watch moves are a watch cancelled (COMPACT's step),
  *     which W answers by looking again, as the C does for every end.
+ *   - W killed at any step is W never moving again: nothing W returns is
+ *     asserted then, and its key goes with its lease (the world's lapse
+ *     step, or HAND's deletion); the other actors are modelled by what
+ *     they do to the store, so their deaths are their deletions.
+ *   - The late join needs W's key gone while its lease lives: HAND's
+ *     deletion (a lapse takes the lease too, and a put on a dead lease is
+ *     refused). A late copy while the key stands fails its compare and
+ *     writes nothing, so it is not a step.
  *   - Three other keys: a holder, one waiter ahead (the pred that is not
  *     the holder), one behind (keys made after the look); more waiters
  *     ahead only repeat A, more behind only repeat X.
@@ -84,6 +111,8 @@ byte crev[NK];
 byte ev_key[NREV];          /* the event at each revision */
 bool ev_del[NREV];
 byte lowest_at[NREV];       /* ghost: the holder after each revision (NONE: nobody) */
+byte wcrev_at[NREV];        /* ghost: W's key's create revision after each revision (0: none) */
+byte w_rev;                 /* W's token: its key's create revision at the join */
 bool w_lease = true;        /* W's lease alive in etcd */
 bool fresh = true;          /* W's renewal not yet due */
 bool canceled;              /* W's watch cancelled (compacted) */
@@ -108,7 +137,8 @@ inline apply(k, del) {
     :: del -> exists[k] = false
     :: else -> exists[k] = true; crev[k] = rev
     fi;
-    lowest(lowest_at[rev])
+    lowest(lowest_at[rev]);
+    wcrev_at[rev] = (exists[KW] -> crev[KW] : 0)
 }
 
 active proctype world()
@@ -119,7 +149,8 @@ active proctype world()
 #ifdef AHEAD
         apply(KA, false);
 #endif
-        apply(KW, false)
+        apply(KW, false);
+        w_rev = rev
     }
     do
     :: rev < NREV - 1 && exists[KH] -> atomic { apply(KH, true) }   /* released, or killed and lapsed */
@@ -132,6 +163,11 @@ active proctype world()
 #endif
 #ifdef HAND
     :: rev < NREV - 1 && exists[KW] -> atomic { apply(KW, true) }   /* etcdctl del of W's key */
+#endif
+#ifdef LATE_JOIN
+    /* a late copy of W's acquire txn (its compare: the key absent) lands
+     * on W's live lease: KEY/<hex> again, at a new create revision */
+    :: rev < NREV - 1 && !exists[KW] && w_lease -> atomic { apply(KW, false) }
 #endif
     :: fresh -> fresh = false                                       /* time: W's renewal falls due */
     :: rev < NREV - 1 && !fresh && w_lease ->                       /* W's lease lapses */
@@ -149,10 +185,15 @@ active proctype waiter()
     bool first;
 
 look:
-    /* look: if our key is ours, the two keys created last before it */
+    /* look: if our key is ours (created at our revision, on our lease),
+     * the two keys created last before it */
     atomic {
         if
+#ifdef MUT_NO_CREV
         :: !exists[KW] || !w_lease -> w_lost = true; goto out
+#else
+        :: !exists[KW] || crev[KW] != w_rev || !w_lease -> w_lost = true; goto out
+#endif
         :: else
         fi;
         pred = NONE; n = 0;
@@ -169,13 +210,19 @@ look:
         }
         if
         :: n == 0 ->            /* nobody ahead: ours at this revision (the look renewed first) */
-            assert(lowest_at[rev] == KW && w_lease);
+            assert(lowest_at[rev] == KW && wcrev_at[rev] == w_rev && w_lease);
             w_done = true; goto out
         :: else
         fi;
         first = (n == 1);
-        L = rev; at = L + 1; canceled = false
+        L = rev; canceled = false
     }
+    /* the watch asked for: a step of its own (W paused, or killed, here) */
+#ifdef MUT_FROM_NOW
+    atomic { at = rev + 1 }                         /* from its own creation */
+#else
+    atomic { at = L + 1 }                           /* from the look's revision + 1 */
+#endif
     do
     :: at <= rev && !canceled ->    /* the next message of the watch from L + 1 */
         atomic {
@@ -197,7 +244,7 @@ look:
 #endif
                 :: else -> goto look                /* decides nothing: look again */
                 fi;
-                assert(lowest_at[r] == KW && w_lease);
+                assert(lowest_at[r] == KW && wcrev_at[r] == w_rev && w_lease);
                 w_done = true; goto out
             :: else                                 /* another key: nothing to us */
             fi

@@ -13,9 +13,12 @@
  * rising at every hand-over between them. Second in line (etcd_wait.c,
  * SECOND IN LINE; model/etcd_queue.pml): the holder killed (kill -9) and
  * the waiter returning on the deletion with no request after it; the
- * waiter stopped (SIGSTOP) past its lease after the holder left, taking a
- * new place rather than its lapsed one; a compaction under its watch; and
- * its key deleted by an operator while it watches (wait_place_deleted).
+ * waiter stopped (SIGSTOP, at its watch's first word) past its lease after
+ * the holder left, taking a new place rather than its lapsed one; a
+ * compaction under its watch; its key deleted by an operator while it
+ * watches (wait_place_deleted), or between its look and its watch
+ * (second_deleted_before_watch); and its key made again on its live lease
+ * at a new create revision (second_recreated), its token never the old one.
  */
 #include "etcd_testutil.h"
 
@@ -316,11 +319,21 @@ struct kid_report {
     vigil_lease lease;
 };
 
+/* In the child: stops itself (SIGSTOP) once, when its first watch says its
+ * first word, so that the test decides the moment (etcd has the watch). */
+static void stop_when_heard(const char *step)
+{
+    static int stopped;
+    if (strcmp(step, "heard") == 0 && !stopped++)
+        raise(SIGSTOP);
+}
+
 static pid_t kid_waiter(const char *key, const char *owner, uint64_t ttl_ms, int *fd)
 {
     pid_t kid = et_fork_reporter(fd);
     if (kid == 0) {
         vt_own_pgrp();
+        vigil_etcd__wait_test_hook = stop_when_heard;
         vigil_etcd *ce = et_connect(url);
         struct kid_report r = { 0 };
         r.rc = vigil_etcd_acquire_wait(ce, key, owner, ttl_ms, 60000 * 1000000ull, &r.lease);
@@ -375,7 +388,8 @@ static int test_second_holder_killed(void)
     return 0;
 }
 
-/* The waiter second in line is stopped (SIGSTOP); the holder releases, so
+/* The waiter second in line stops itself (SIGSTOP) once its watch is
+ * registered (the hook at "heard"); the holder releases, so
  * that the waiter's key holds KEY, and then the waiter's lease lapses
  * while it is still stopped. Continued, it finds the holder's deletion on
  * its watch, but its renewal is long overdue: it does not trust the event,
@@ -390,11 +404,11 @@ static int test_second_waiter_stopped(void)
     vigil_lease h;
     EXPECT_RC(vigil_etcd_acquire(e, key, "holder", 60000, &h), 0);
     long long w0 = et_grpc_started(e, second_watch);
-    int fd = -1;
+    int fd = -1, ws = 0;
     pid_t kid = kid_waiter(key, "stopped", 2000, &fd);
     EXPECT(kid > 0, "fork: %s", strerror(errno));
-    bool queued = VT_WAIT_FOR(et_grpc_started(e, second_watch) > w0 && et_count_under(e, key) == 2, 10000);
-    kill(kid, SIGSTOP);
+    bool queued = VT_WAIT_FOR(waitpid(kid, &ws, WNOHANG | WUNTRACED) == kid, 10000) && WIFSTOPPED(ws) &&
+                  et_grpc_started(e, second_watch) > w0 && et_count_under(e, key) == 2;
     int rel = vigil_etcd_release(e, &h);
     vigil_lease_info lapsing = { 0 };
     int g = vigil_etcd_get(e, key, &lapsing); /* the stopped waiter's key, holding KEY now */
@@ -404,7 +418,7 @@ static int test_second_waiter_stopped(void)
     bool told = et_read_bounded(fd, &r, sizeof(r), 30000);
     close(fd);
     int st = vt_wait(kid, 10000);
-    EXPECT(queued, "the waiter never queued and watched (%d keys)", et_count_under(e, key));
+    EXPECT(queued, "the waiter never stopped with its watch registered (%d keys)", et_count_under(e, key));
     EXPECT_RC(rel, 0);
     EXPECT_RC(g, 0);
     EXPECT(strcmp(lapsing.owner, "stopped") == 0, "after the release the holder is %s, not the waiter", lapsing.owner);
@@ -477,7 +491,7 @@ static int test_second_compacted(void)
     EXPECT_RC(vigil_etcd_acquire(e, key, "holder", 60000, &h), 0);
     long long w0 = et_grpc_started(e, second_watch);
     atomic_store(&compact_step, 1);
-    etcd_wait_test_hook = compact_at_look;
+    vigil_etcd__wait_test_hook = compact_at_look;
     struct waiter w;
     waiter_start_ttl(&w, key, "after", 60000, 60000);
     bool looked = VT_WAIT_FOR(atomic_load(&compact_step) == 2, 10000);
@@ -488,7 +502,7 @@ static int test_second_compacted(void)
     int early = atomic_load(&w.done);
     EXPECT_RC(vigil_etcd_release(e, &h), 0);
     bool joined = waiter_join(&w, 30000);
-    etcd_wait_test_hook = NULL;
+    vigil_etcd__wait_test_hook = NULL;
     EXPECT(looked, "the waiter never looked");
     EXPECT(compacted == 0, "the compaction failed");
     EXPECT(watching, "the waiter did not watch again after the compaction (%lld watches)",
@@ -499,6 +513,110 @@ static int test_second_compacted(void)
     EXPECT(w.lease.token > h.token, "token %llu not above the holder's %llu", (unsigned long long)w.lease.token,
            (unsigned long long)h.token);
     EXPECT(expect_holder(e, key, "after", w.lease.token) == 0, "etcd names another holder (above)");
+    EXPECT_RC(vigil_etcd_release(e, &w.lease), 0);
+    vigil_etcd_close(e);
+    return 0;
+}
+
+/* The waiter's thread held at its first "looked" while the test's own
+ * thread acts (gap_step: 1 armed, 2 held there, 3 let go). */
+static _Atomic int gap_step;
+
+static void hold_at_look(const char *step)
+{
+    int armed = 1;
+    if (strcmp(step, "looked") != 0 || !atomic_compare_exchange_strong(&gap_step, &armed, 2))
+        return;
+    (void)VT_WAIT_FOR(atomic_load(&gap_step) == 3, 10000);
+}
+
+/* The waiter second in line has looked (at revision L) and not yet asked
+ * for its watch (the hook at "looked") when an operator deletes its key;
+ * then, its watch registered in etcd, the holder releases. The watch,
+ * from L + 1, carries the deletion of its key before the holder's: the
+ * waiter looks, finds its place lost, takes a new one, and returns the
+ * key with etcd's holder token (a watch from its own creation would have
+ * missed the deletion and returned on the holder's, holding nothing:
+ * model run from_now, mutant second_watch_from_now). */
+static int test_second_deleted_before_watch(void)
+{
+    NEED_ETCD();
+    vigil_etcd *e = et_connect(url);
+    const char *key = et_key("second-gap");
+    vigil_lease h;
+    EXPECT_RC(vigil_etcd_acquire(e, key, "holder", 60000, &h), 0);
+    atomic_store(&gap_step, 1);
+    vigil_etcd__wait_test_hook = hold_at_look;
+    struct waiter w;
+    waiter_start_ttl(&w, key, "gap", 60000, 60000);
+    bool looked = VT_WAIT_FOR(atomic_load(&gap_step) == 2, 10000);
+    long long n0 = et_metric(e, "etcd_debugging_mvcc_watcher_total");
+    int del = looked ? delete_b64(e, other_key(e, key, h.id)) : -1;
+    atomic_store(&gap_step, 3);
+    bool watching = n0 >= 0 && VT_WAIT_FOR(et_metric(e, "etcd_debugging_mvcc_watcher_total") > n0, 10000);
+    int rel = vigil_etcd_release(e, &h);
+    bool joined = waiter_join(&w, 30000);
+    vigil_etcd__wait_test_hook = NULL;
+    EXPECT(looked, "the waiter never looked");
+    EXPECT_RC(del, 0);
+    EXPECT(watching, "etcd never registered the waiter's watch (%lld watchers before)", n0);
+    EXPECT_RC(rel, 0);
+    EXPECT(joined, "the waiter did not get the key within 30 s of the release");
+    EXPECT_RC(w.rc, 0);
+    EXPECT(expect_holder(e, key, "gap", w.lease.token) == 0, "the waiter returned holding nothing (above)");
+    EXPECT_RC(vigil_etcd_renew(e, &w.lease), 0);
+    EXPECT_RC(vigil_etcd_release(e, &w.lease), 0);
+    vigil_etcd_close(e);
+    return 0;
+}
+
+/* The waiter second in line, held after a look (the hook at "looked"):
+ * its key deleted by an operator, then made again under the same name on
+ * the waiter's live lease (as a late copy of its acquire txn would), at a
+ * new create revision; then the holder releases. Its watch carries both:
+ * it looks again after the put, and must not return its old token: the
+ * look's compare on the create revision finds its place lost, and it
+ * returns the key with the token etcd's holder has (model run recreated,
+ * mutant second_look_any_crev). */
+static int test_second_recreated(void)
+{
+    NEED_ETCD();
+    vigil_etcd *e = et_connect(url);
+    const char *key = et_key("second-recreated");
+    vigil_lease h;
+    EXPECT_RC(vigil_etcd_acquire(e, key, "holder", 60000, &h), 0);
+    atomic_store(&gap_step, 1);
+    vigil_etcd__wait_test_hook = hold_at_look;
+    struct waiter w;
+    waiter_start_ttl(&w, key, "again", 60000, 60000);
+    bool looked = VT_WAIT_FOR(atomic_load(&gap_step) == 2, 10000);
+    char kb[256], name[200];
+    snprintf(kb, sizeof(kb), "%s", other_key(e, key, h.id));
+    int n = vigil_etcd__unb64(kb, strlen(kb), name, sizeof(name) - 1);
+    name[n > 0 ? n : 0] = '\0';
+    const char *hex = strrchr(name, '/');
+    int64_t wid = hex ? (int64_t)strtoull(hex + 1, NULL, 16) : 0;
+    int del = delete_b64(e, kb);
+    char body[600];
+    long http = 0;
+    const char *reply;
+    size_t len;
+    snprintf(body, sizeof(body), "{\"key\":\"%s\",\"value\":\"YWdhaW4=\",\"lease\":\"%lld\"}", kb, (long long)wid);
+    int put = vigil_etcd__request(e, "v3/kv/put", body, &http, &reply, &len);
+    atomic_store(&gap_step, 3);
+    int rel = vigil_etcd_release(e, &h);
+    bool joined = waiter_join(&w, 30000);
+    vigil_etcd__wait_test_hook = NULL;
+    EXPECT(looked, "the waiter never looked");
+    EXPECT(wid > 0, "no lease id in the waiter's key %s", name);
+    EXPECT_RC(del, 0);
+    EXPECT(put == 0 && http == 200, "the put again: %d, HTTP %ld", put, http);
+    EXPECT_RC(rel, 0);
+    EXPECT(joined, "the waiter did not get the key within 30 s of the release");
+    EXPECT_RC(w.rc, 0);
+    EXPECT(expect_holder(e, key, "again", w.lease.token) == 0,
+           "the waiter's token is not its key's create revision (above)");
+    EXPECT_RC(vigil_etcd_renew(e, &w.lease), 0);
     EXPECT_RC(vigil_etcd_release(e, &w.lease), 0);
     vigil_etcd_close(e);
     return 0;
@@ -634,4 +752,4 @@ static int test_etcdctl_elect(void)
 VT_MAIN(VT_CASE(test_get), VT_CASE(test_wait_timeout), VT_CASE(test_wait_woken), VT_CASE(test_wait_queue),
         VT_CASE(test_wait_place_deleted), VT_CASE(test_etcdctl_lock_excludes), VT_CASE(test_etcdctl_release_wakes),
         VT_CASE(test_etcdctl_elect), VT_CASE(test_second_holder_killed), VT_CASE(test_second_waiter_stopped),
-        VT_CASE(test_second_compacted))
+        VT_CASE(test_second_compacted), VT_CASE(test_second_deleted_before_watch), VT_CASE(test_second_recreated))

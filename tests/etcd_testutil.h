@@ -395,6 +395,22 @@ static inline long long et_grpc_started(vigil_etcd *e, const char *const *method
     return sum;
 }
 
+/* The value of one of etcd's metrics without labels (a gauge, such as
+ * etcd_debugging_mvcc_watcher_total: the watchers registered now), from its
+ * /metrics; -1 if it could not be read. */
+static inline long long et_metric(vigil_etcd *e, const char *name)
+{
+    long http;
+    const char *reply;
+    size_t len;
+    char pat[128];
+    snprintf(pat, sizeof(pat), "\n%s ", name);
+    if (vigil_etcd__request(e, "metrics", NULL, &http, &reply, &len) < 0 || http != 200)
+        return -1;
+    const char *p = strstr(reply, pat);
+    return p ? atoll(p + strlen(pat)) : -1;
+}
+
 /* ---- etcd's own client, for interoperation ----------------------------------- */
 
 /* Is etcdctl on PATH? */

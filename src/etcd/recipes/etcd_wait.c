@@ -23,14 +23,18 @@
  * deletion at R, with nothing done to our key in (L, R], is the key ours
  * at R, and the waiter returns on the event itself, without a request:
  *   - at L our key K stood (the look's compare: created at our revision,
- *     on our lease) and P was the only key under KEY/ created before it;
+ *     on our lease; a key of our name made again, by a late copy of our
+ *     acquire txn after a deletion, fails it: our token would not be its
+ *     create revision) and P was the only key under KEY/ created before it;
  *   - create revisions only grow: a key made after L, or P made again,
  *     comes after K; so at R, K has the lowest create revision under KEY/;
  *   - K untouched in (L, R]: a watch from L + 1 carries every event of
  *     KEY/ in revision order, one revision whole in a message, so a
  *     deletion of K (our lease lapsed or revoked, etcdctl del) or a put
  *     over it comes before P's deletion or beside it; either sends the
- *     waiter to look again (parse_watch_keys);
+ *     waiter to look again (parse_watch_keys). From L + 1, never from the
+ *     watch's own creation: the waiter may stand still between the look
+ *     and the watch request, and a deletion of K there must be in it;
  *   - our lease alive: the event is trusted only while the waiter's
  *     renewal is not yet due (under 0.32 TTL since the last keepalive was
  *     sent), so the lease it returns has at least 0.68 of its TTL left,
@@ -40,9 +44,12 @@
  * A member behind L only delays the stream (it sends from L + 1 once it
  * has it); a compaction past L cancels the watch: look again. A deletion
  * of the one ahead when it was not the holder (the look found a second
- * key) decides nothing: look again, as before (model: error run
+ * key) decides nothing: look again, as before (model: error runs
  * "any_ahead", a waiter that trusts it; "blind", one that does not watch
- * its own key).
+ * its own key; "stale", one that trusts the event with its renewal
+ * overdue; "from_now", a watch from its own creation; "recreated", a look
+ * that asks only that our key exist. Tests second_deleted_before_watch
+ * and second_recreated).
  *
  * A watch can fall silent without a word: its member SIGSTOPped or hung,
  * or a proxy in front of it that sent the headers and then nothing. So
@@ -268,7 +275,7 @@ static bool ahead_stale(vigil_etcd *e, const struct ahead *a, uint64_t bound_ns)
     return vigil_etcd__endpoints(e, &cur) > 1 && a->cur_at_open == ep && cur != ep;
 }
 
-void (*etcd_wait_test_hook)(const char *step);
+void (*vigil_etcd__wait_test_hook)(const char *step);
 
 /* From a place in the queue to the key: 0 ours, VIGIL_ETIMEDOUT,
  * VIGIL_ELOST (our place is gone), or an error that no retry mends. */
@@ -300,8 +307,8 @@ static int wait_turn(vigil_etcd *e, struct vigil_etcd_place *p, uint64_t deadlin
                     break;
                 }
                 if (rc == 0) {
-                    if (etcd_wait_test_hook)
-                        etcd_wait_test_hook("looked");
+                    if (vigil_etcd__wait_test_hook)
+                        vigil_etcd__wait_test_hook("looked");
                     if (ahead_stale(e, &a, bound))
                         ahead_drop(&a, true);
                     if (a.w && strcmp(a.pred, pred) != 0)
@@ -337,7 +344,10 @@ static int wait_turn(vigil_etcd *e, struct vigil_etcd_place *p, uint64_t deadlin
             sleep_ns(until - now);
             continue;
         }
+        bool heard = vigil_etcd__watch_heard(a.w);
         rc = vigil_etcd__watch_wait(a.w, ms > INT_MAX ? INT_MAX : (int)ms);
+        if (!heard && vigil_etcd__watch_heard(a.w) && vigil_etcd__wait_test_hook)
+            vigil_etcd__wait_test_hook("heard"); /* the watch registered: its first word */
         if (rc == VIGIL_ETCD_WATCH_OURS && now_ns() - p->renewed_ns < period) {
             rc = 0; /* SECOND IN LINE: the holder's deletion, ours untouched, our lease not yet due */
             break;

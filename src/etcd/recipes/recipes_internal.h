@@ -150,9 +150,10 @@ int vigil_etcd__session_unqueue_locked(struct vigil_etcd_session *s, const char 
 int vigil_etcd__queue_wait(vigil_etcd *e, struct vigil_etcd_place *p, const char *key, const char *owner,
                            uint64_t secs, uint64_t timeout_ns);
 /* Tests only: called by a queued waiter at "looked" (its look answered,
- * its watch not yet asked for), so a test can compact etcd past the
- * look's revision there; NULL otherwise. */
-extern void (*etcd_wait_test_hook)(const char *step);
+ * its watch not yet asked for: a test compacts etcd, or deletes the
+ * waiter's key, there) and at "heard" (its watch's first message: etcd
+ * has it registered; a test stops the waiter there); NULL otherwise. */
+extern void (*vigil_etcd__wait_test_hook)(const char *step);
 /* An error an outage makes, which the waits ride out (not -EACCES,
  * VIGIL_ETLS, -EPROTO, bad arguments, ...). */
 bool vigil_etcd__transient(int rc);
