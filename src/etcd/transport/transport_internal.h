@@ -142,7 +142,9 @@ struct vigil_etcd_grpc_state {
     bool have_status;
     bool is_grpc;     /* content-type application/grpc */
     char message[512]; /* grpc-message, percent-decoded */
+    int  alpn;        /* VIGIL_ETCD_ALPN_*: what a TLS handshake settled on */
 };
+enum { VIGIL_ETCD_ALPN_UNSAID = 0, VIGIL_ETCD_ALPN_H2 = 1, VIGIL_ETCD_ALPN_OTHER = 2 };
 
 enum { VIGIL_ETCD_TRANSPORT_AUTO = 0, VIGIL_ETCD_TRANSPORT_GRPC = 1, VIGIL_ETCD_TRANSPORT_GATEWAY = 2 };
 enum { VIGIL_ETCD_SPEAKS_UNKNOWN = 0, VIGIL_ETCD_SPEAKS_GRPC = 1, VIGIL_ETCD_SPEAKS_GATEWAY = 2 };
