@@ -12,12 +12,15 @@
  *
  * Which transport an endpoint gets (VIGIL_ETCD_TRANSPORT, read at
  * connect): "gateway", the JSON gateway; "grpc", gRPC only; "auto" (the
- * default), gRPC until the endpoint shows it does not speak it over
- * HTTP/2 (an HTTP/1.1 server refusing the h2c preface, TLS without h2 in
- * ALPN, a reply that is not application/grpc), and then the gateway for
- * the handle's life. Such a refusal comes before any request reached
- * etcd: it is neither a failed attempt nor one that may have applied. A
- * dead or frozen endpoint shows nothing of the kind, and keeps gRPC.
+ * default), gRPC until the endpoint shows, before a request is sent, that
+ * it does not speak HTTP/2 (an HTTP/1.1 answer to the h2c probe's
+ * preface; a TLS handshake whose ALPN settled on another protocol than
+ * h2, refused in alpn_check before the send), and then the gateway for
+ * the handle's life. Such a refusal is neither a failed attempt nor one
+ * that may have applied. Anything after the send (a reply that is not
+ * application/grpc, a GOAWAY, a reset) is an ordinary failed attempt that
+ * may have applied, and moves nothing: a proxy's 504 may hide an etcd
+ * that applied the request. A dead or frozen endpoint keeps gRPC too.
  *
  * Metadata as etcd reads it: the auth token as `token`, require-leader as
  * `hasleader: true`. gRPC calls take a connection of their own per handle
