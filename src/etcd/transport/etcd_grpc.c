@@ -162,6 +162,7 @@ static int h2c_probe(vigil_etcd *e, const char *url, long timeout_ms)
 {
     static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\4\0\0\0\0\0";
     e->unsent_os = 0;
+    uint64_t start = mono_ms();
     CURL *c = curl_easy_init();
     if (!c)
         return CURLE_OUT_OF_MEMORY;
@@ -183,7 +184,10 @@ static int h2c_probe(vigil_etcd *e, const char *url, long timeout_ms)
         size_t have = 0;
         struct pollfd pf = { fd, POLLIN, 0 };
         int ready = 1;
-        while (have < sizeof(got) && (ready = poll(&pf, 1, (int)timeout_ms)) > 0) {
+        /* The connect's time is the probe's too: the wait is what is left. */
+        long left;
+        while (have < sizeof(got) && (left = timeout_ms - (long)(mono_ms() - start)) > 0 &&
+               (ready = poll(&pf, 1, (int)left)) > 0) {
             size_t n = 0;
             CURLcode r = curl_easy_recv(c, got + have, sizeof(got) - have, &n);
             if (r == CURLE_AGAIN)
@@ -194,7 +198,7 @@ static int h2c_probe(vigil_etcd *e, const char *url, long timeout_ms)
         }
         if (have == sizeof(got) && memcmp(got, "HTTP/", 5) == 0)
             answer = VIGIL_ETCD_NOT_GRPC;
-        else if (ready == 0 && have == 0) {
+        else if (ready >= 0 && have == 0 && mono_ms() - start >= (uint64_t)timeout_ms) {
             snprintf(e->curl_err, sizeof(e->curl_err), "no answer to the HTTP/2 preface in %ld ms", timeout_ms);
             answer = CURLE_OPERATION_TIMEDOUT;
         }
@@ -232,6 +236,7 @@ static int on_debug(CURL *c, curl_infotype type, char *text, size_t n, void *arg
  * here, so that nothing reached the server. No account of ALPN (a reused
  * connection, a libcurl that words it otherwise): the request goes, and a
  * reply that is not gRPC is an ordinary failed attempt. */
+#if LIBCURL_VERSION_NUM >= 0x075000 /* CURLOPT_PREREQFUNCTION: 7.80 */
 static int alpn_check(void *arg, char *ip_remote, char *ip_local, int remote_port, int local_port)
 {
     (void)ip_remote;
@@ -241,6 +246,7 @@ static int alpn_check(void *arg, char *ip_remote, char *ip_local, int remote_por
     const struct vigil_etcd_grpc_state *g = arg;
     return g->alpn == VIGIL_ETCD_ALPN_OTHER ? CURL_PREREQFUNC_ABORT : CURL_PREREQFUNC_OK;
 }
+#endif
 
 /* A request refused before it was sent: nothing can have applied. */
 static int unsent(vigil_etcd *e, int rc, const char *url, const char *what)
@@ -295,8 +301,10 @@ int vigil_etcd__grpc_perform(vigil_etcd *e, unsigned ep, const struct vigil_etcd
     curl_easy_setopt(c, CURLOPT_VERBOSE, (long)(tls && first));
     curl_easy_setopt(c, CURLOPT_DEBUGFUNCTION, tls && first ? on_debug : NULL);
     curl_easy_setopt(c, CURLOPT_DEBUGDATA, &e->grpc);
+#if LIBCURL_VERSION_NUM >= 0x075000 /* else no check: after the send, a failed attempt as any */
     curl_easy_setopt(c, CURLOPT_PREREQFUNCTION, tls && first ? alpn_check : NULL);
     curl_easy_setopt(c, CURLOPT_PREREQDATA, &e->grpc);
+#endif
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_POST, 1L);
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, (const char *)frame);
