@@ -430,8 +430,9 @@ struct gfake {
     char  url[64], log[512];
 };
 
-/* The fake in mode: 0, VT_SKIP (no python3-h2, or not under ctest), or 1. */
-static int gfake_start(struct gfake *f, const char *mode)
+/* The fake in mode (certs: the TLS certificates' directory, or NULL for
+ * h2c): 0, VT_SKIP (no python3-h2, or not under ctest), or 1. */
+static int gfake_start_in(struct gfake *f, const char *mode, const char *certs)
 {
     const char *script = getenv("VIGIL_ETCD_SCRIPT"); /* tests/etcd_server.sh, beside grpc_fake.py */
     if (!script || !strrchr(script, '/')) {
@@ -450,8 +451,8 @@ static int gfake_start(struct gfake *f, const char *mode)
         dup2(in[0], 0);
         dup2(out[1], 1);
         /* Debian's python3 (where python3-h2 is), before another on PATH. */
-        execl("/usr/bin/python3", "python3", path, mode, f->log, (char *)NULL);
-        execlp("python3", "python3", path, mode, f->log, (char *)NULL);
+        execl("/usr/bin/python3", "python3", path, mode, f->log, certs, (char *)NULL);
+        execlp("python3", "python3", path, mode, f->log, certs, (char *)NULL);
         _exit(VT_SKIP); /* no python3 */
     }
     close(in[0]);
@@ -479,8 +480,13 @@ static int gfake_start(struct gfake *f, const char *mode)
         }
         EXPECT(0, "grpc_fake.py %s gave no port (exit %d)", mode, st);
     }
-    snprintf(f->url, sizeof(f->url), "http://127.0.0.1:%d", atoi(port));
+    snprintf(f->url, sizeof(f->url), "%s://127.0.0.1:%d", certs ? "https" : "http", atoi(port));
     return 0;
+}
+
+static int gfake_start(struct gfake *f, const char *mode)
+{
+    return gfake_start_in(f, mode, NULL);
 }
 
 static void gfake_stop(struct gfake *f)
@@ -594,6 +600,52 @@ static int test_hostile_message(void)
     return 0;
 }
 
+/* A TLS endpoint whose handshake settles on http/1.1 (a TLS proxy without
+ * h2): auto sees it in ALPN before a byte of the request and takes the
+ * gateway, nothing counted against it; forced gRPC, -EPROTONOSUPPORT with
+ * nothing sent. */
+static int test_tls_without_h2(void)
+{
+    const char *tls_url, *certs;
+    int rc = et_tls(&tls_url, &certs);
+    if (rc)
+        return rc;
+    struct gfake f;
+    if ((rc = gfake_start_in(&f, "tls_http1", certs)))
+        return rc;
+    char ca[1200];
+    snprintf(ca, sizeof(ca), "%s/ca.pem", certs);
+    for (int forced = 0; forced < 2; forced++) {
+        setenv("VIGIL_ETCD_TRANSPORT", forced ? "grpc" : "auto", 1);
+        struct vigil_etcd_options o = { .cacert = ca };
+        vigil_etcd *e = NULL;
+        rc = vigil_etcd_connect_opts(f.url, &o, &e);
+        unsetenv("VIGIL_ETCD_TRANSPORT");
+        if (rc < 0) {
+            gfake_stop(&f);
+            EXPECT_RC(rc, 0);
+        }
+        long http = 0;
+        const char *reply;
+        size_t len;
+        rc = vigil_etcd__request(e, "v3/lease/grant", "{\"TTL\":\"5\"}", &http, &reply, &len);
+        bool maybe = e->maybe_applied;
+        unsigned char speaks = e->speaks[0];
+        vigil_etcd_close(e);
+        const char *log = gfake_log(&f);
+        bool ok = forced ? rc == -EPROTONOSUPPORT && !maybe && log[0] == '\0'
+                         : rc == 0 && !maybe && speaks == VIGIL_ETCD_SPEAKS_GATEWAY &&
+                               strcmp(log, "http1 POST /v3/lease/grant HTTP/1.1\n") == 0;
+        if (!ok) {
+            gfake_stop(&f);
+            EXPECT(0, "%s: rc %d (%s) maybe_applied %d speaks %d; the fake read:\n%s", forced ? "grpc" : "auto", rc,
+                   vigil_strerror(rc), maybe, speaks, log);
+        }
+    }
+    gfake_stop(&f);
+    return 0;
+}
+
 /* A request refused before it was sent (larger than VIGIL_ETCD_BODY_MAX):
  * unsent, so never maybe applied, and said why. */
 static int test_refused_unsent(void)
@@ -622,4 +674,4 @@ VT_MAIN(VT_CASE(test_each_message), VT_CASE(test_reply_as_gateway), VT_CASE(test
         VT_CASE(test_frames), VT_CASE(test_bad_requests), VT_CASE(test_status_mapping), VT_CASE(test_real_etcd),
         VT_CASE(test_errors_alike), VT_CASE(test_http1_server), VT_CASE(test_silent_first_contact),
         VT_CASE(test_failures_after_send), VT_CASE(test_first_contact_bound), VT_CASE(test_hostile_message),
-        VT_CASE(test_refused_unsent))
+        VT_CASE(test_refused_unsent), VT_CASE(test_tls_without_h2))

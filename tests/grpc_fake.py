@@ -7,7 +7,8 @@
 # Modes: h504 (a proxy's 504 text/plain), goaway (GOAWAY NO_ERROR, last
 # stream 0, after the body), rst (RST_STREAM INTERNAL_ERROR), silent
 # (SETTINGS, then no answer), slowsettings (SETTINGS only after 0.9 s, then
-# no answer), errmsg (a grpc-message full of terminal escapes).
+# no answer), errmsg (a grpc-message full of terminal escapes), tls_http1
+# (TLS whose ALPN says http/1.1, HTTP/1.1 only; argv[3]: the certificates).
 # Exits 77 when python3-h2 is missing (the test skips, saying so).
 import os
 import socket
@@ -24,6 +25,14 @@ except ImportError:
     sys.exit(77)
 
 mode, log_path = sys.argv[1], sys.argv[2]
+tls = None
+if mode == "tls_http1":
+    # TLS whose ALPN settles on http/1.1 (a TLS proxy without h2), with
+    # the certificates of the directory argv[3] (the TLS fixture's).
+    import ssl
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(sys.argv[3] + "/server.pem", sys.argv[3] + "/server-key.pem")
+    tls.set_alpn_protocols(["http/1.1"])
 log_lock = threading.Lock()
 
 
@@ -40,7 +49,9 @@ def serve_h1(c, first):
             return
         buf += d
     log("http1 " + buf.split(b"\r\n")[0].decode(errors="replace"))
-    c.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+    body = b'{"header":{"revision":"3"},"ID":"77","TTL":"5"}'  # the gateway's lease grant
+    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
+              b"Connection: close\r\n\r\n" % len(body) + body)
 
 
 def answer(conn, sid):
@@ -59,6 +70,8 @@ def answer(conn, sid):
 
 def serve(c):
     try:
+        if tls:
+            c = tls.wrap_socket(c, server_side=True)
         serve_one(c)
     except OSError:
         pass  # the client went: what it made of us is its test's to say
