@@ -630,6 +630,10 @@ static int test_tls_without_h2(void)
         size_t len;
         rc = vigil_etcd__request(e, "v3/lease/grant", "{\"TTL\":\"5\"}", &http, &reply, &len);
         bool maybe = e->maybe_applied;
+        if (forced && rc == -EPROTONOSUPPORT) { /* and again: no connection kept sends it */
+            rc = vigil_etcd__request(e, "v3/lease/grant", "{\"TTL\":\"5\"}", &http, &reply, &len);
+            maybe = maybe || e->maybe_applied;
+        }
         unsigned char speaks = e->speaks[0];
         vigil_etcd_close(e);
         const char *log = gfake_log(&f);

@@ -339,7 +339,9 @@ int vigil_etcd__grpc_perform(vigil_etcd *e, unsigned ep, const struct vigil_etcd
         curl_easy_setopt(c, CURLOPT_HTTP_VERSION,
                          (long)(tls ? CURL_HTTP_VERSION_2TLS
                                     : reuse ? CURL_HTTP_VERSION_2_0 : CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE));
-        curl_easy_setopt(c, CURLOPT_FRESH_CONNECT, (long)(!tls && !reuse));
+        /* TLS on a first contact: a handshake of its own, whose ALPN
+         * alpn_check reads (a kept connection would say nothing). */
+        curl_easy_setopt(c, CURLOPT_FRESH_CONNECT, (long)(tls ? first : !reuse));
         cc = curl_easy_perform(c);
         if (curl_easy_getinfo(c, CURLINFO_HTTP_VERSION, &version) != CURLE_OK)
             version = 0;
