@@ -65,6 +65,7 @@ if [ "$set_name" = check ]; then
     have_py pytest || need="$need python3-pytest"
     have_py pytest_asyncio || need="$need python3-pytest-asyncio"
     have_py pip || need="$need python3-pip" # the Python README's venv install, which the docs test runs
+    have_py h2 || need="$need python3-h2" # tests/grpc_fake.py: a gRPC endpoint that fails after the request left
     # Debian's cargo (and its rustc, 1.63: the Rust crate's MSRV) for the
     # crate's tests, not a rustup toolchain that may be on PATH: no crate
     # registry is reachable here.

@@ -61,7 +61,7 @@ install=$(grep ' install ' "$tmp/log")
 for p in gcc cmake pkg-config libcurl4-openssl-dev libcjson-dev; do
     case "$install" in *" $p"*) ;; *) fail "build: $p not installed: $install" ;; esac
 done
-for p in etcd-server etcd-client prometheus spin python3-pytest cargo; do
+for p in etcd-server etcd-client prometheus spin python3-pytest python3-h2 cargo; do
     case "$install" in *" $p"*) fail "build installs $p, which only the tests use: $install" ;; esac
 done
 case "$install" in *" libsystemd-dev"*) fail "build installs libsystemd-dev, which nothing links (tools/notify.c): $install" ;; esac
@@ -75,7 +75,7 @@ rm -f "$tmp/root/usr/sbin/policy-rc.d"
 : >"$tmp/log"
 run check || fail "deps.sh check exited $?: $(cat "$tmp/out")"
 install=$(grep ' install ' "$tmp/log")
-for p in gcc etcd-server etcd-client prometheus spin python3-cffi python3-pytest python3-pytest-asyncio cargo; do
+for p in gcc etcd-server etcd-client prometheus spin python3-cffi python3-pytest python3-pytest-asyncio python3-h2 cargo; do
     case "$install" in *" $p"*) ;; *) fail "check: $p not installed: $install" ;; esac
 done
 case "$install" in *"| policy 101") ;; *) fail "check: apt-get install ran without a policy-rc.d denying starts" ;; esac

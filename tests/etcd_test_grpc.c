@@ -142,7 +142,15 @@ static int test_reply_as_gateway(void)
         return 1;
     /* A field twice: the last wins, as protobuf reads it. */
     static const unsigned char h2[] = { 0x0a, 0x04, 0x18, 0x05, 0x18, 0x06 };
-    return decode_hex(txn->reply, h2, sizeof(h2), "{\"header\":{\"revision\":\"6\"}}");
+    if (decode_hex(txn->reply, h2, sizeof(h2), "{\"header\":{\"revision\":\"6\"}}"))
+        return 1;
+    /* Two members of one oneof: only the last is kept (protobuf's rule,
+     * and the gateway's JSON), in a reply and in a request. */
+    static const unsigned char o1[] = { 0x1a, 0x04, 0x0a, 0x00, 0x12, 0x00 };
+    if (decode_hex(txn->reply, o1, sizeof(o1), "{\"responses\":[{\"response_put\":{}}]}"))
+        return 1;
+    static const unsigned char o2[] = { 0x0a, 0x04, 0x28, 0x00, 0x30, 0x03 };
+    return decode_hex(txn->request, o2, sizeof(o2), "{\"compare\":[{\"mod_revision\":\"3\"}]}");
 }
 
 /* Hostile bytes: -EPROTO or -EMSGSIZE, never a crash or a read past the end. */
@@ -414,6 +422,260 @@ static int test_silent_first_contact(void)
     return 0;
 }
 
+/* ---- a gRPC endpoint that fails after the request left (tests/grpc_fake.py) ---- */
+
+struct gfake {
+    pid_t pid;
+    int   stdin_fd; /* held: the fake exits when it closes */
+    char  url[64], log[512];
+};
+
+/* The fake in mode (certs: the TLS certificates' directory, or NULL for
+ * h2c): 0, VT_SKIP (no python3-h2, or not under ctest), or 1. */
+static int gfake_start_in(struct gfake *f, const char *mode, const char *certs)
+{
+    const char *script = getenv("VIGIL_ETCD_SCRIPT"); /* tests/etcd_server.sh, beside grpc_fake.py */
+    if (!script || !strrchr(script, '/')) {
+        fprintf(stderr, "skip: VIGIL_ETCD_SCRIPT not set: run under ctest\n");
+        return VT_SKIP;
+    }
+    char path[600];
+    snprintf(path, sizeof(path), "%.*s/grpc_fake.py", (int)(strrchr(script, '/') - script), script);
+    snprintf(f->log, sizeof(f->log), "%s", vt_path(mode));
+    int in[2], out[2];
+    EXPECT(pipe2(in, O_CLOEXEC) == 0 && pipe2(out, O_CLOEXEC) == 0, "pipe: %s", strerror(errno));
+    fflush(NULL);
+    f->pid = fork();
+    EXPECT(f->pid >= 0, "fork: %s", strerror(errno));
+    if (f->pid == 0) {
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        /* Debian's python3 (where python3-h2 is), before another on PATH. */
+        execl("/usr/bin/python3", "python3", path, mode, f->log, certs, (char *)NULL);
+        execlp("python3", "python3", path, mode, f->log, certs, (char *)NULL);
+        _exit(VT_SKIP); /* no python3 */
+    }
+    close(in[0]);
+    close(out[1]);
+    f->stdin_fd = in[1];
+    char port[16] = "";
+    size_t have = 0;
+    struct pollfd pf = { out[0], POLLIN, 0 };
+    uint64_t deadline = vt_now_ms() + 20000;
+    while (!memchr(port, '\n', have) && have + 1 < sizeof(port) && vt_now_ms() < deadline &&
+           poll(&pf, 1, 1000) >= 0) {
+        ssize_t n = pf.revents ? read(out[0], port + have, sizeof(port) - 1 - have) : 0;
+        if (pf.revents && n <= 0)
+            break;
+        have += n > 0 ? (size_t)n : 0;
+        port[have] = '\0';
+    }
+    close(out[0]);
+    if (atoi(port) <= 0) {
+        close(f->stdin_fd);
+        int st = vt_wait(f->pid, 10000);
+        if (st == VT_SKIP) {
+            fprintf(stderr, "skip: no python3 with h2 (apt-get install python3-h2) for %s\n", path);
+            return VT_SKIP;
+        }
+        EXPECT(0, "grpc_fake.py %s gave no port (exit %d)", mode, st);
+    }
+    snprintf(f->url, sizeof(f->url), "%s://127.0.0.1:%d", certs ? "https" : "http", atoi(port));
+    return 0;
+}
+
+static int gfake_start(struct gfake *f, const char *mode)
+{
+    return gfake_start_in(f, mode, NULL);
+}
+
+static void gfake_stop(struct gfake *f)
+{
+    close(f->stdin_fd);
+    kill(f->pid, SIGKILL);
+    vt_wait(f->pid, 10000);
+}
+
+/* What the fake read since the last call (a static buffer), its log emptied. */
+static const char *gfake_log(struct gfake *f)
+{
+    static char buf[2048];
+    buf[0] = '\0';
+    FILE *l = fopen(f->log, "r");
+    if (l) {
+        buf[fread(buf, 1, sizeof(buf) - 1, l)] = '\0';
+        fclose(l);
+    }
+    fclose(fopen(f->log, "w"));
+    return buf;
+}
+
+/* A failure after the whole request reached the endpoint (a proxy's 504
+ * text/plain, a GOAWAY, a reset stream, a member that never answers): an
+ * ordinary failed attempt that may have applied, in auto as when forced;
+ * the request was sent once, in gRPC, and the endpoint keeps gRPC (only a
+ * refusal before the send, the preface's or ALPN's, moves it). */
+static int test_failures_after_send(void)
+{
+    static const char *const modes[] = { "h504", "goaway", "rst", "silent" };
+    for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+        struct gfake f;
+        int rc = gfake_start(&f, modes[i]);
+        if (rc)
+            return rc;
+        for (int forced = 0; forced < 2; forced++) {
+            vigil_etcd *e = connect_as(forced ? "grpc" : NULL, f.url);
+            vigil_etcd_set_timeout(e, 500, 1000);
+            long http = 0;
+            const char *reply;
+            size_t len;
+            rc = vigil_etcd__request(e, "v3/lease/revoke", "{\"ID\":\"5\"}", &http, &reply, &len);
+            bool maybe = e->maybe_applied;
+            unsigned char speaks = e->speaks[0];
+            char why[256];
+            snprintf(why, sizeof(why), "%s", vigil_etcd_errmsg());
+            vigil_etcd_close(e);
+            const char *log = gfake_log(&f);
+            if (rc >= 0 || !maybe || speaks == VIGIL_ETCD_SPEAKS_GATEWAY ||
+                strcmp(log, "grpc /etcdserverpb.Lease/LeaseRevoke\n") != 0) {
+                gfake_stop(&f);
+                EXPECT(0, "%s%s: rc %d (%s) maybe_applied %d speaks %d why '%s'; the fake read:\n%s", modes[i],
+                       forced ? " (grpc)" : "", rc, vigil_strerror(rc), maybe, speaks, why, log);
+            }
+        }
+        gfake_stop(&f);
+    }
+    return 0;
+}
+
+/* A first contact's probe and its request share the attempt's limit
+ * (etcd.h: each endpoint tried costs at most total_ms): SETTINGS only
+ * after 0.9 s of a 1 s limit, then silence. Spending the limit twice
+ * takes 1.9 s at the least; the bound, well short of that. */
+static int test_first_contact_bound(void)
+{
+    struct gfake f;
+    int rc = gfake_start(&f, "slowsettings");
+    if (rc)
+        return rc;
+    vigil_etcd *e = connect_as(NULL, f.url);
+    vigil_etcd_set_timeout(e, 500, 1000);
+    long http = 0;
+    const char *reply;
+    size_t len;
+    uint64_t t0 = vt_now_ms();
+    rc = vigil_etcd__request(e, "v3/lease/revoke", "{\"ID\":\"5\"}", &http, &reply, &len);
+    uint64_t took = vt_now_ms() - t0;
+    unsigned char speaks = e->speaks[0];
+    vigil_etcd_close(e);
+    gfake_stop(&f);
+    EXPECT_RC(rc, -ETIMEDOUT);
+    EXPECT(took < 1800, "one endpoint's attempt took %llu ms of a 1000 ms limit", (unsigned long long)took);
+    EXPECT(speaks != VIGIL_ETCD_SPEAKS_GATEWAY, "a slow endpoint left gRPC");
+    return 0;
+}
+
+/* grpc-message is the server's to write: terminal escapes in it never
+ * reach vigil_etcd_errmsg. */
+static int test_hostile_message(void)
+{
+    struct gfake f;
+    int rc = gfake_start(&f, "errmsg");
+    if (rc)
+        return rc;
+    vigil_etcd *e = connect_as(NULL, f.url);
+    long http = 0;
+    const char *reply;
+    size_t len;
+    rc = vigil_etcd__request(e, "v3/lease/revoke", "{\"ID\":\"5\"}", &http, &reply, &len);
+    char why[256];
+    snprintf(why, sizeof(why), "%s", vigil_etcd_errmsg());
+    vigil_etcd_close(e);
+    gfake_stop(&f);
+    EXPECT(rc == 0 && http >= 400, "FailedPrecondition as the gateway's error: rc %d, HTTP %ld", rc, http);
+    bool clean = strstr(why, "etcdserver") != NULL;
+    for (const char *p = why; *p; p++)
+        clean = clean && (unsigned char)*p >= 0x20 && *p != 0x7f;
+    EXPECT(clean, "errmsg with control characters, or none: '%s'", why);
+    return 0;
+}
+
+/* A TLS endpoint whose handshake settles on http/1.1 (a TLS proxy without
+ * h2): auto sees it in ALPN before a byte of the request and takes the
+ * gateway, nothing counted against it; forced gRPC, -EPROTONOSUPPORT with
+ * nothing sent. */
+static int test_tls_without_h2(void)
+{
+    const char *tls_url, *certs;
+    int rc = et_tls(&tls_url, &certs);
+    if (rc)
+        return rc;
+    struct gfake f;
+    if ((rc = gfake_start_in(&f, "tls_http1", certs)))
+        return rc;
+    char ca[1200];
+    snprintf(ca, sizeof(ca), "%s/ca.pem", certs);
+    for (int forced = 0; forced < 2; forced++) {
+        setenv("VIGIL_ETCD_TRANSPORT", forced ? "grpc" : "auto", 1);
+        struct vigil_etcd_options o = { .cacert = ca };
+        vigil_etcd *e = NULL;
+        rc = vigil_etcd_connect_opts(f.url, &o, &e);
+        unsetenv("VIGIL_ETCD_TRANSPORT");
+        if (rc < 0) {
+            gfake_stop(&f);
+            EXPECT_RC(rc, 0);
+        }
+        long http = 0;
+        const char *reply;
+        size_t len;
+        rc = vigil_etcd__request(e, "v3/lease/grant", "{\"TTL\":\"5\"}", &http, &reply, &len);
+        bool maybe = e->maybe_applied;
+        if (forced && rc == -EPROTONOSUPPORT) { /* and again: no connection kept sends it */
+            rc = vigil_etcd__request(e, "v3/lease/grant", "{\"TTL\":\"5\"}", &http, &reply, &len);
+            maybe = maybe || e->maybe_applied;
+        }
+        unsigned char speaks = e->speaks[0];
+        vigil_etcd_close(e);
+        const char *log = gfake_log(&f);
+        bool ok = forced ? rc == -EPROTONOSUPPORT && !maybe && log[0] == '\0'
+                         : rc == 0 && !maybe && speaks == VIGIL_ETCD_SPEAKS_GATEWAY &&
+                               strcmp(log, "http1 POST /v3/lease/grant HTTP/1.1\n") == 0;
+        if (!ok) {
+            gfake_stop(&f);
+            EXPECT(0, "%s: rc %d (%s) maybe_applied %d speaks %d; the fake read:\n%s", forced ? "grpc" : "auto", rc,
+                   vigil_strerror(rc), maybe, speaks, log);
+        }
+    }
+    gfake_stop(&f);
+    return 0;
+}
+
+/* A request refused before it was sent (larger than VIGIL_ETCD_BODY_MAX):
+ * unsent, so never maybe applied, and said why. */
+static int test_refused_unsent(void)
+{
+    size_t n = (VIGIL_ETCD_BODY_MAX + 4096) / 3 * 4; /* base64 of more than the limit */
+    char *body = malloc(n + 64);
+    EXPECT(body, "malloc");
+    size_t k = (size_t)snprintf(body, 64, "{\"key\":\"YQ==\",\"value\":\"");
+    for (size_t i = 0; i < n; i += 4)
+        memcpy(body + k + i, "QUFB", 4);
+    snprintf(body + k + n, 64, "\"}");
+    vigil_etcd *e = connect_as("grpc", "http://127.0.0.1:9");
+    struct vigil_etcd_reply r;
+    int rc = vigil_etcd__call(e, "v3/kv/put", body, &r);
+    bool maybe = e->maybe_applied;
+    char why[256];
+    snprintf(why, sizeof(why), "%s", vigil_etcd_errmsg());
+    vigil_etcd_close(e);
+    free(body);
+    EXPECT_RC(rc, -EMSGSIZE);
+    EXPECT(!maybe && strstr(why, "not sent"), "maybe_applied %d, why '%s'", maybe, why);
+    return 0;
+}
+
 VT_MAIN(VT_CASE(test_each_message), VT_CASE(test_reply_as_gateway), VT_CASE(test_hostile_replies),
         VT_CASE(test_frames), VT_CASE(test_bad_requests), VT_CASE(test_status_mapping), VT_CASE(test_real_etcd),
-        VT_CASE(test_errors_alike), VT_CASE(test_http1_server), VT_CASE(test_silent_first_contact))
+        VT_CASE(test_errors_alike), VT_CASE(test_http1_server), VT_CASE(test_silent_first_contact),
+        VT_CASE(test_failures_after_send), VT_CASE(test_first_contact_bound), VT_CASE(test_hostile_message),
+        VT_CASE(test_refused_unsent), VT_CASE(test_tls_without_h2))

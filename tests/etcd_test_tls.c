@@ -66,6 +66,11 @@ static int test_mutual_tls(void)
     EXPECT(strncmp(url, "https://", 8) == 0, "the TLS fixture's endpoint %s is not https", url);
     vigil_etcd *e = tls_connect((struct vigil_etcd_options){ 0 });
     EXPECT_RC(cycle(e, tkey("tls-cycle")), 0);
+    /* ALPN settled on h2 before the first request: gRPC over TLS. */
+    const char *transport = getenv("VIGIL_ETCD_TRANSPORT");
+    if (!transport || strcmp(transport, "gateway") != 0)
+        EXPECT(vigil_etcd__grpc_answered(e) > 0 && e->speaks[0] == VIGIL_ETCD_SPEAKS_GRPC,
+               "no gRPC over TLS: %lu answers, speaks %d", vigil_etcd__grpc_answered(e), e->speaks[0]);
     /* A waiter's watch over TLS: the holder lets go, the waiter has it. */
     const char *k = tkey("tls-wait");
     vigil_lease l, w;

@@ -12,12 +12,15 @@
  *
  * Which transport an endpoint gets (VIGIL_ETCD_TRANSPORT, read at
  * connect): "gateway", the JSON gateway; "grpc", gRPC only; "auto" (the
- * default), gRPC until the endpoint shows it does not speak it over
- * HTTP/2 (an HTTP/1.1 server refusing the h2c preface, TLS without h2 in
- * ALPN, a reply that is not application/grpc), and then the gateway for
- * the handle's life. Such a refusal comes before any request reached
- * etcd: it is neither a failed attempt nor one that may have applied. A
- * dead or frozen endpoint shows nothing of the kind, and keeps gRPC.
+ * default), gRPC until the endpoint shows, before a request is sent, that
+ * it does not speak HTTP/2 (an HTTP/1.1 answer to the h2c probe's
+ * preface; a TLS handshake whose ALPN settled on another protocol than
+ * h2, refused in alpn_check before the send), and then the gateway for
+ * the handle's life. Such a refusal is neither a failed attempt nor one
+ * that may have applied. Anything after the send (a reply that is not
+ * application/grpc, a GOAWAY, a reset) is an ordinary failed attempt that
+ * may have applied, and moves nothing: a proxy's 504 may hide an etcd
+ * that applied the request. A dead or frozen endpoint keeps gRPC too.
  *
  * Metadata as etcd reads it: the auth token as `token`, require-leader as
  * `hasleader: true`. gRPC calls take a connection of their own per handle
@@ -37,6 +40,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
+
+static uint64_t mono_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
 
 /* ---- which transport ----------------------------------------------------- */
 
@@ -151,6 +162,7 @@ static int h2c_probe(vigil_etcd *e, const char *url, long timeout_ms)
 {
     static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\4\0\0\0\0\0";
     e->unsent_os = 0;
+    uint64_t start = mono_ms();
     CURL *c = curl_easy_init();
     if (!c)
         return CURLE_OUT_OF_MEMORY;
@@ -172,7 +184,10 @@ static int h2c_probe(vigil_etcd *e, const char *url, long timeout_ms)
         size_t have = 0;
         struct pollfd pf = { fd, POLLIN, 0 };
         int ready = 1;
-        while (have < sizeof(got) && (ready = poll(&pf, 1, (int)timeout_ms)) > 0) {
+        /* The connect's time is the probe's too: the wait is what is left. */
+        long left;
+        while (have < sizeof(got) && (left = timeout_ms - (long)(mono_ms() - start)) > 0 &&
+               (ready = poll(&pf, 1, (int)left)) > 0) {
             size_t n = 0;
             CURLcode r = curl_easy_recv(c, got + have, sizeof(got) - have, &n);
             if (r == CURLE_AGAIN)
@@ -183,7 +198,7 @@ static int h2c_probe(vigil_etcd *e, const char *url, long timeout_ms)
         }
         if (have == sizeof(got) && memcmp(got, "HTTP/", 5) == 0)
             answer = VIGIL_ETCD_NOT_GRPC;
-        else if (ready == 0 && have == 0) {
+        else if (ready >= 0 && have == 0 && mono_ms() - start >= (uint64_t)timeout_ms) {
             snprintf(e->curl_err, sizeof(e->curl_err), "no answer to the HTTP/2 preface in %ld ms", timeout_ms);
             answer = CURLE_OPERATION_TIMEDOUT;
         }
@@ -196,20 +211,73 @@ static int h2c_probe(vigil_etcd *e, const char *url, long timeout_ms)
     return answer;
 }
 
+/* For a TLS endpoint not yet known to speak gRPC: libcurl's account of
+ * the handshake, which names the protocol ALPN settled on, "ALPN: server
+ * accepted h2" or another (libcurl's vtls words, alike for every TLS
+ * backend). Read before the request is sent (alpn_check): the evidence
+ * auto may act on. */
+static int on_debug(CURL *c, curl_infotype type, char *text, size_t n, void *arg)
+{
+    (void)c;
+    struct vigil_etcd_grpc_state *g = arg;
+    static const char said[] = "ALPN: server ";
+    if (type == CURLINFO_TEXT && n > sizeof(said) - 1 && memcmp(text, said, sizeof(said) - 1) == 0) {
+        static const char h2[] = "ALPN: server accepted h2";
+        g->alpn = n >= sizeof(h2) - 1 && memcmp(text, h2, sizeof(h2) - 1) == 0 &&
+                          (n == sizeof(h2) - 1 || text[sizeof(h2) - 1] == '\n' || text[sizeof(h2) - 1] == '\r')
+                      ? VIGIL_ETCD_ALPN_H2
+                      : VIGIL_ETCD_ALPN_OTHER;
+    }
+    return 0;
+}
+
+/* Called by libcurl once the connection is up, before a byte of the
+ * request: a TLS handshake that settled on anything but h2 is refused
+ * here, so that nothing reached the server. No account of ALPN (a reused
+ * connection, a libcurl that words it otherwise): the request goes, and a
+ * reply that is not gRPC is an ordinary failed attempt. */
+#if LIBCURL_VERSION_NUM >= 0x075000 /* CURLOPT_PREREQFUNCTION: 7.80 */
+static int alpn_check(void *arg, char *ip_remote, char *ip_local, int remote_port, int local_port)
+{
+    (void)ip_remote;
+    (void)ip_local;
+    (void)remote_port;
+    (void)local_port;
+    const struct vigil_etcd_grpc_state *g = arg;
+    return g->alpn == VIGIL_ETCD_ALPN_OTHER ? CURL_PREREQFUNC_ABORT : CURL_PREREQFUNC_OK;
+}
+#endif
+
+/* A request refused before it was sent: nothing can have applied. */
+static int unsent(vigil_etcd *e, int rc, const char *url, const char *what)
+{
+    e->unsent = true;
+    e->unsent_os = 0;
+    char clean[512];
+    vigil_etcd__why("%s: %s, not sent", vigil_etcd__redact(url, clean, sizeof(clean)), what);
+    return rc;
+}
+
 int vigil_etcd__grpc_perform(vigil_etcd *e, unsigned ep, const struct vigil_etcd_grpc_method *m, const char *url,
                              const char *body, long timeout_ms, long *http, int *curl_code)
 {
     CURL *c = e->gcurl;
+    uint64_t start = mono_ms();
     unsigned char *frame;
     size_t flen;
     int rc = vigil_etcd__pb_encode(m->request, body, 5, &frame, &flen);
     if (rc < 0) {
-        vigil_etcd__why("%s: a request that is not a %s", m->gateway, m->request->name);
+        e->unsent = true;
+        e->unsent_os = 0;
+        if (rc == -ENOMEM)
+            vigil_etcd__why("%s: out of memory encoding the request, not sent", m->gateway);
+        else
+            vigil_etcd__why("%s: a request that is not a %s", m->gateway, m->request->name);
         return rc;
     }
     if (flen - 5 > VIGIL_ETCD_BODY_MAX) {
         free(frame);
-        return -EMSGSIZE;
+        return unsent(e, -EMSGSIZE, url, "a request larger than VIGIL_ETCD_BODY_MAX");
     }
     uint32_t mlen = (uint32_t)(flen - 5);
     frame[0] = 0; /* not compressed */
@@ -218,7 +286,8 @@ int vigil_etcd__grpc_perform(vigil_etcd *e, unsigned ep, const struct vigil_etcd
     frame[3] = (unsigned char)(mlen >> 8);
     frame[4] = (unsigned char)mlen;
     bool tls = strncasecmp(url, "https://", 8) == 0;
-    int probe = !tls && e->speaks[ep] == VIGIL_ETCD_SPEAKS_UNKNOWN ? h2c_probe(e, url, timeout_ms) : 0;
+    bool first = e->speaks[ep] == VIGIL_ETCD_SPEAKS_UNKNOWN;
+    int probe = !tls && first ? h2c_probe(e, url, timeout_ms) : 0;
     if (probe != 0) {
         free(frame);
         if (probe == VIGIL_ETCD_NOT_GRPC)
@@ -227,6 +296,15 @@ int vigil_etcd__grpc_perform(vigil_etcd *e, unsigned ep, const struct vigil_etcd
         *curl_code = probe;
         return VIGIL_ETCD_CURL_FAILED;
     }
+    /* Only evidence from before the send may move the endpoint to the
+     * gateway: for TLS, the handshake's ALPN (alpn_check). */
+    curl_easy_setopt(c, CURLOPT_VERBOSE, (long)(tls && first));
+    curl_easy_setopt(c, CURLOPT_DEBUGFUNCTION, tls && first ? on_debug : NULL);
+    curl_easy_setopt(c, CURLOPT_DEBUGDATA, &e->grpc);
+#if LIBCURL_VERSION_NUM >= 0x075000 /* else no check: after the send, a failed attempt as any */
+    curl_easy_setopt(c, CURLOPT_PREREQFUNCTION, tls && first ? alpn_check : NULL);
+    curl_easy_setopt(c, CURLOPT_PREREQDATA, &e->grpc);
+#endif
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_POST, 1L);
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, (const char *)frame);
@@ -239,7 +317,21 @@ int vigil_etcd__grpc_perform(vigil_etcd *e, unsigned ep, const struct vigil_etcd
          * 10634, fixed in 8.0); "HTTP/2" reuses the one the last call
          * left. Had that one gone and libcurl opened another in HTTP/1.1
          * (no gRPC server behind that: nothing was applied), ask again,
-         * with prior knowledge. */
+         * with prior knowledge. The probe and both rounds share the
+         * attempt's time (etcd.h: each endpoint tried costs at most
+         * total_ms). */
+        long left = timeout_ms - (long)(mono_ms() - start);
+        if (left <= 0) {
+            cc = CURLE_OPERATION_TIMEDOUT;
+            if (round == 0) { /* the probe took it all: nothing was sent */
+                e->unsent = true;
+                e->unsent_os = 0;
+            }
+            snprintf(e->curl_err, sizeof(e->curl_err), "no time left of the attempt's %ld ms", timeout_ms);
+            break;
+        }
+        curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, left);
+        curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, e->connect_ms < left ? e->connect_ms : left);
         bool reuse = !tls && e->gconn == ep + 1 && round == 0;
         e->greply.len = 0;
         e->greply.err = 0;
@@ -247,7 +339,9 @@ int vigil_etcd__grpc_perform(vigil_etcd *e, unsigned ep, const struct vigil_etcd
         curl_easy_setopt(c, CURLOPT_HTTP_VERSION,
                          (long)(tls ? CURL_HTTP_VERSION_2TLS
                                     : reuse ? CURL_HTTP_VERSION_2_0 : CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE));
-        curl_easy_setopt(c, CURLOPT_FRESH_CONNECT, (long)(!tls && !reuse));
+        /* TLS on a first contact: a handshake of its own, whose ALPN
+         * alpn_check reads (a kept connection would say nothing). */
+        curl_easy_setopt(c, CURLOPT_FRESH_CONNECT, (long)(tls ? first : !reuse));
         cc = curl_easy_perform(c);
         if (curl_easy_getinfo(c, CURLINFO_HTTP_VERSION, &version) != CURLE_OK)
             version = 0;
@@ -261,21 +355,24 @@ int vigil_etcd__grpc_perform(vigil_etcd *e, unsigned ep, const struct vigil_etcd
     }
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, NULL);
     free(frame);
-    bool known = e->speaks[ep] == VIGIL_ETCD_SPEAKS_GRPC;
+    if (cc == CURLE_ABORTED_BY_CALLBACK) {
+        e->unsent = true; /* alpn_check: TLS without h2, before the send */
+        e->unsent_os = 0;
+        return VIGIL_ETCD_NOT_GRPC;
+    }
     if (cc != CURLE_OK) {
-        /* Framing the server did not speak (an HTTP/1.1 answer to the
-         * h2c preface): never reached etcd, unless it spoke gRPC before. */
-        if (!known && (cc == CURLE_HTTP2 || cc == CURLE_WEIRD_SERVER_REPLY || cc == CURLE_UNSUPPORTED_PROTOCOL))
-            return VIGIL_ETCD_NOT_GRPC;
+        /* After the request may have left: an ordinary failure, which
+         * may have applied (a GOAWAY, a reset, a close). */
         *curl_code = (int)cc;
         return VIGIL_ETCD_CURL_FAILED;
     }
     long code = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
     if (version != CURL_HTTP_VERSION_2_0 || !e->grpc.is_grpc) {
-        if (!known)
-            return VIGIL_ETCD_NOT_GRPC; /* HTTP/1.1 through ALPN, or an HTTP/2 server that is no gRPC one */
-        vigil_etcd__why("%s: a reply that is not gRPC (HTTP %ld)", url, code);
+        /* The request left: a proxy's 504 may hide an etcd that applied
+         * it. A failed attempt, and the endpoint keeps gRPC. */
+        char clean[512];
+        vigil_etcd__why("%s: a reply that is not gRPC (HTTP %ld)", vigil_etcd__redact(url, clean, sizeof(clean)), code);
         return -EPROTO;
     }
     e->speaks[ep] = VIGIL_ETCD_SPEAKS_GRPC;

@@ -484,6 +484,17 @@ static int read_scalar(struct reader *r, int wt, uint64_t *u)
     return wt == WT_VARINT ? get_varint(r, u) : get_fixed(r, wt == WT_I64 ? 8 : 4, u);
 }
 
+/* A oneof keeps only its member seen last (protobuf's rule, and so the
+ * gateway's JSON): its fellow members (one quantifier_offset) leave obj. */
+static void oneof_clear(const ProtobufCMessageDescriptor *d, const ProtobufCFieldDescriptor *f, cJSON *obj)
+{
+    for (unsigned i = 0; i < d->n_fields; i++) {
+        const ProtobufCFieldDescriptor *g = &d->fields[i];
+        if (g != f && (g->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) && g->quantifier_offset == f->quantifier_offset)
+            cJSON_DeleteItemFromObjectCaseSensitive(obj, g->name);
+    }
+}
+
 static int decode_field(const ProtobufCFieldDescriptor *f, int wt, struct reader *r, cJSON *obj, int depth)
 {
     int want = wire_type(f->type), rc = 0;
@@ -561,6 +572,8 @@ static int decode_message(const ProtobufCMessageDescriptor *d, struct reader *r,
         if (id == 0 || id > 536870911u)
             return -EPROTO;
         const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(d, (unsigned)id);
+        if (f && (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF))
+            oneof_clear(d, f, obj);
         rc = f ? decode_field(f, wt, r, obj, depth) : skip_field(r, wt);
         if (rc < 0)
             return rc;

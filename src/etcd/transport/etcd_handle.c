@@ -59,6 +59,11 @@ void vigil_etcd__why(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(errmsg, sizeof(errmsg), fmt, ap);
     va_end(ap);
+    /* What a server said (grpc-message, the gateway's "message") may hold
+     * terminal escapes: no control character reaches the caller's screen. */
+    for (char *p = errmsg; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = '?';
 }
 
 /* ---- endpoints ----------------------------------------------------------- */

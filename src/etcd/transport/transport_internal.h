@@ -142,7 +142,9 @@ struct vigil_etcd_grpc_state {
     bool have_status;
     bool is_grpc;     /* content-type application/grpc */
     char message[512]; /* grpc-message, percent-decoded */
+    int  alpn;        /* VIGIL_ETCD_ALPN_*: what a TLS handshake settled on */
 };
+enum { VIGIL_ETCD_ALPN_UNSAID = 0, VIGIL_ETCD_ALPN_H2 = 1, VIGIL_ETCD_ALPN_OTHER = 2 };
 
 enum { VIGIL_ETCD_TRANSPORT_AUTO = 0, VIGIL_ETCD_TRANSPORT_GRPC = 1, VIGIL_ETCD_TRANSPORT_GATEWAY = 2 };
 enum { VIGIL_ETCD_SPEAKS_UNKNOWN = 0, VIGIL_ETCD_SPEAKS_GRPC = 1, VIGIL_ETCD_SPEAKS_GATEWAY = 2 };
@@ -404,14 +406,14 @@ bool vigil_etcd__grpc_on(const vigil_etcd *e, unsigned ep);
 
 /* vigil_etcd__grpc_perform's answers beside 0 (answered: the reply, as
  * the gateway's, in e->reply and *http) and -errno. */
-#define VIGIL_ETCD_NOT_GRPC     1 /* the server showed it does not speak gRPC (endpoint not yet known to) */
+#define VIGIL_ETCD_NOT_GRPC     1 /* before the send, the server showed it speaks no HTTP/2 (preface, ALPN) */
 #define VIGIL_ETCD_CURL_FAILED  2 /* the transfer failed: *curl_code for the caller to read */
 
 /* Request body (the gateway's JSON) to url (the endpoint and m->grpc) in
- * gRPC on e's gRPC connection, its timeouts already set (timeout_ms, the
- * attempt's: it bounds a first contact's probe too). -EPROTO for a
- * reply that is not gRPC from an endpoint that spoke it, or one that
- * does not decode; -EINVAL for a body that is not m's request. */
+ * gRPC on e's gRPC connection, within timeout_ms (the attempt's: a first
+ * contact's probe and the request together). -EPROTO for a reply that is
+ * not gRPC, or one that does not decode; -EINVAL for a body that is not
+ * m's request, -EMSGSIZE for one too large (e->unsent: never sent). */
 int vigil_etcd__grpc_perform(vigil_etcd *e, unsigned ep, const struct vigil_etcd_grpc_method *m, const char *url,
                              const char *body, long timeout_ms, long *http, int *curl_code);
 
