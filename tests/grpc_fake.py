@@ -6,7 +6,7 @@
 #   python3 grpc_fake.py MODE LOG   prints its port on stdout; runs until its stdin closes
 # Modes: h504 (a proxy's 504 text/plain), goaway (GOAWAY NO_ERROR, last
 # stream 0, after the body), rst (RST_STREAM INTERNAL_ERROR), silent
-# (SETTINGS, then no answer), slowsettings (SETTINGS only after 0.9 s, then
+# (SETTINGS, then no answer), slowsettings (SETTINGS only after 2.7 s, then
 # no answer), errmsg (a grpc-message full of terminal escapes), tls_http1
 # (TLS whose ALPN says http/1.1, HTTP/1.1 only; argv[3]: the certificates).
 # Exits 77 when python3-h2 is missing (the test skips, saying so).
@@ -89,7 +89,7 @@ def serve_one(c):
     if first != b"PRI *":
         return serve_h1(c, first)
     if mode == "slowsettings":
-        time.sleep(0.9)
+        time.sleep(2.7)
     conn = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=False, header_encoding="utf-8"))
     conn.initiate_connection()
     c.sendall(conn.data_to_send())
