@@ -12,7 +12,7 @@
  * caller seeing it. A namespace prefixes every key as etcd's own
  * namespace client does. etcdctl shares the keys under TLS and auth.
  */
-#include "etcd_testutil.h"
+#include "grouptest.h"
 
 static const char *url, *certs;
 static char ca[1200], cert[1200], key[1200];
@@ -326,6 +326,95 @@ static int test_auth(void)
     return 0;
 }
 
+/* A client certificate with a CommonName, auth on: etcd's gateway
+ * refuses it, so its watches go in gRPC (etcd_grpc_stream.c). A waiter
+ * is woken by its watch, not by polling: once its watch stream has
+ * reached etcd's Watch service it renews nothing (TTL 30 s: a renewal
+ * every 9.6 s) while it waits, where a waiter without a watch looks and
+ * renews at least once a second; a group watcher sees a join. */
+static int test_cn_watches_under_auth(void)
+{
+    NEED_TLS();
+    NEED_ETCDCTL();
+    const char *transport = getenv("VIGIL_ETCD_TRANSPORT");
+    if (transport && strcmp(transport, "gateway") == 0)
+        return VT_SKIP; /* the gateway takes no CommonName with auth on (test_auth) */
+    EXPECT(et_tls_auth(url, certs, true) == 0, "etcdctl could not enable auth");
+    char cn_cert[1200], cn_key[1200];
+    snprintf(cn_cert, sizeof(cn_cert), "%s/client-cn.pem", certs);
+    snprintf(cn_key, sizeof(cn_key), "%s/client-cn-key.pem", certs);
+    struct vigil_etcd_options cn = { .cert = cn_cert, .key = cn_key, .user = ET_USER, .password = ET_USER_PW };
+    vigil_etcd *e = tls_connect(cn);
+    const char *k = tkey("cn-wait");
+    static const char *const watch[] = { "Watch", NULL }, *const renew[] = { "LeaseKeepAlive", NULL };
+    vigil_lease l;
+    EXPECT_RC(vigil_etcd_acquire(e, k, "holder", 30000, &l), 0);
+    long long w0 = et_grpc_started(e, watch);
+    int fds[2];
+    EXPECT(pipe(fds) == 0, "pipe: %s", strerror(errno));
+    fflush(NULL);
+    struct vt_proc w = { .pid = fork() };
+    if (w.pid == 0) {
+        close(fds[0]);
+        vigil_etcd *we = tls_connect(cn);
+        vigil_lease got;
+        int rc = vigil_etcd_acquire_wait(we, k, "waiter", 30000, 60000 * 1000000ull, &got);
+        dprintf(fds[1], "got %d %s\n", rc, rc == 0 ? "" : vigil_etcd_errmsg());
+        if (rc == 0)
+            rc = vigil_etcd_release(we, &got);
+        vigil_etcd_close(we);
+        _exit(rc == 0 ? 0 : 1);
+    }
+    close(fds[1]);
+    w.fd = fds[0];
+    bool queued = w.pid > 0 && VT_WAIT_FOR(et_count_under(e, k) == 2, 10000);
+    bool watching = queued && w0 >= 0 && VT_WAIT_FOR(et_grpc_started(e, watch) > w0, 10000);
+    /* A window in which a waiter without its watch would renew twice. */
+    long long r0 = et_grpc_started(e, renew);
+    vt_sleep_ms(2500);
+    long long r1 = et_grpc_started(e, renew);
+    int rel = vigil_etcd_release(e, &l);
+    bool woke = w.pid > 0 && vt_read_until(&w, "\n", 20000);
+    int wst = w.pid > 0 ? vt_wait(w.pid, 10000) : -1;
+    close(w.fd);
+
+    /* A group watcher on the CN certificate sees the initial member and a join. */
+    vigil_etcd *we = tls_connect(cn);
+    const char *g = gt_group("cn");
+    vigil_group_member *a = gt_join(e, g, "first", 10, NULL), *b = NULL;
+    vigil_group_watcher *gw = NULL;
+    int wrc = a ? vigil_group_watch(we, g, &gw) : -1;
+    vigil_group_event first = { 0 }, join = { 0 };
+    int n1 = wrc == 0 ? gt_next_event(gw, &first, 10000) : -1;
+    if (n1 == 1)
+        b = gt_join(e, g, "second", 10, NULL);
+    int n2 = b ? gt_next_event(gw, &join, 10000) : -1;
+    char why[256];
+    snprintf(why, sizeof(why), "%s", vigil_etcd_errmsg());
+    vigil_group_watch_close(gw);
+    int la = a ? vigil_group_leave(a) : -1, lb = b ? vigil_group_leave(b) : -1;
+    vigil_etcd_close(we);
+    vigil_etcd_close(e);
+    int off = et_tls_auth(url, certs, false);
+
+    EXPECT(queued, "the waiter with a CN certificate never queued");
+    EXPECT(watching, "the waiter's watch never reached etcd's Watch service (started before: %lld)", w0);
+    EXPECT(r0 >= 0 && r1 == r0, "the waiter renewed while it waited (%lld -> %lld): it polls, its watch is not heard",
+           r0, r1);
+    EXPECT_RC(rel, 0);
+    EXPECT(woke && strncmp(w.buf, "got 0 ", 6) == 0, "the waiter was not woken by the release: '%s'", w.buf);
+    EXPECT(wst == 0, "the waiter exited %d", wst);
+    EXPECT(a != NULL && wrc == 0, "join %p, watch %d ('%s')", (void *)a, wrc, why);
+    EXPECT(n1 == 1 && first.type == VIGIL_GROUP_JOIN && first.initial && strcmp(first.member.name, "first") == 0,
+           "the group watcher's first event: %d type %u '%s' ('%s')", n1, first.type, first.member.name, why);
+    EXPECT(n2 == 1 && join.type == VIGIL_GROUP_JOIN && !join.initial && strcmp(join.member.name, "second") == 0,
+           "the group watcher with a CN certificate saw no join: %d type %u '%s' ('%s')", n2, join.type,
+           join.member.name, why);
+    EXPECT(la == 0 && lb == 0, "leave: %d %d", la, lb);
+    EXPECT(off == 0, "etcdctl could not disable auth");
+    return 0;
+}
+
 /* etcdctl and vigil share a key under TLS and auth: etcdctl lock waits
  * while vigil holds, and has it once vigil lets go. */
 static int test_etcdctl_under_tls_and_auth(void)
@@ -430,4 +519,5 @@ static int test_waiter_under_auth(void)
 
 VT_MAIN(VT_CASE(test_mutual_tls), VT_CASE(test_tls_refusals), VT_CASE(test_namespace),
         VT_CASE(test_namespace_wait_observe), VT_CASE(test_auth),
-        VT_CASE(test_etcdctl_under_tls_and_auth), VT_CASE(test_waiter_under_auth))
+        VT_CASE(test_cn_watches_under_auth), VT_CASE(test_etcdctl_under_tls_and_auth),
+        VT_CASE(test_waiter_under_auth))

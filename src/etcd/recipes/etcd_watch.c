@@ -188,6 +188,11 @@ bool vigil_etcd__watch_heard(const struct vigil_etcd_watch *w)
     return w->heard;
 }
 
+bool vigil_etcd__watch_grpc(const struct vigil_etcd_watch *w)
+{
+    return vigil_etcd__stream_grpc(w->stream);
+}
+
 unsigned vigil_etcd__watch_endpoint(const struct vigil_etcd_watch *w)
 {
     return w->ep;
