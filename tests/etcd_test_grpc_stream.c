@@ -228,11 +228,15 @@ static int test_real_watch(void)
     bool gateway = t && strcmp(t, "gateway") == 0;
     vigil_etcd *e = et_connect(url);
     const char *key = et_key("grpc-stream");
-    char full[VIGIL_ETCD_KEY_MAX + 1], b64[VIGIL_ETCD_KEY_B64];
+    char full[VIGIL_ETCD_KEY_MAX + 1], pfx[VIGIL_ETCD_KEY_B64], end[VIGIL_ETCD_KEY_B64];
     EXPECT_RC(vigil_etcd__full_key(e, key, full, sizeof(full)), 0);
-    EXPECT_RC(vigil_etcd__b64(full, strlen(full), b64, sizeof(b64)), 0);
+    EXPECT_RC(vigil_etcd__prefix_b64(full, pfx, end), 0);
+    vigil_lease_info none;
+    EXPECT_RC(vigil_etcd_get(e, key, &none), VIGIL_EVACANT); /* a first request: the endpoint known to speak gRPC */
+    /* Everything under KEY/, puts too: the acquire's put is the news. */
+    struct vigil_etcd_watch_spec spec = { .key_b64 = pfx, .end_b64 = end, .puts = true, .ep = -1 };
     struct vigil_etcd_watch *w = NULL;
-    EXPECT_RC(vigil_etcd__watch_open(e, b64, 0, &w), 0);
+    EXPECT_RC(vigil_etcd__watch_start(e, &spec, &w), 0);
     bool grpc = vigil_etcd__watch_grpc(w);
     int heard = VIGIL_ETCD_WATCH_NOTHING;
     for (int i = 0; i < 100 && !vigil_etcd__watch_heard(w) && heard == VIGIL_ETCD_WATCH_NOTHING; i++)
