@@ -207,6 +207,15 @@ static int test_trailers(void)
     char m[128];
     EXPECT(vigil_etcd__error_of(k.out, (size_t)(nl - k.out), m, sizeof(m)) == 16 && strstr(m, "invalid auth token"),
            "the error line '%s'", k.out);
+    /* A stream that ends inside a message: refused. */
+    s = watch_conv(&k);
+    unsigned char buf[1024];
+    size_t n = 0;
+    frame(created, buf, sizeof(buf), &n);
+    size_t part = feed(s, buf, n - 1), end = vigil_etcd__stream_header(ok, 1, strlen(ok), s);
+    int err = vigil_etcd__stream_error(s);
+    vigil_etcd__stream_free(s);
+    EXPECT(part == n - 1 && end == 0 && err == -EPROTO, "ended inside a message: %zu, %zu, error %d", part, end, err);
     /* The gateway's stream passes as it came. */
     struct sink g = { 0 };
     s = vigil_etcd__stream_new(NULL, sink_write, &g);

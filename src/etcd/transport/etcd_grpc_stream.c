@@ -168,6 +168,10 @@ size_t vigil_etcd__stream_header(char *line, size_t size, size_t nmemb, void *ar
 {
     struct vigil_etcd_stream *s = arg;
     size_t n = vigil_etcd__grpc_on_header(line, size, nmemb, &s->g);
+    if (s->m && s->g.have_status && s->len > 0 && !s->err) {
+        s->err = -EPROTO; /* the stream ended inside a message */
+        return 0;
+    }
     if (!s->g.have_status || s->g.status == 0 || s->told)
         return n;
     s->told = true;
