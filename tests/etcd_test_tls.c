@@ -263,6 +263,33 @@ static int test_namespace_wait_observe(void)
     return 0;
 }
 
+/* A waiter in a child on options o: acquire_wait on k (TTL ttl_ms, 60 s
+ * at most), then "got RC TOKEN ERRMSG" a line on w->fd, and release.
+ * w->pid -1 when it could not fork. */
+static void waiter_spawn(struct vt_proc *w, struct vigil_etcd_options o, const char *k, uint32_t ttl_ms)
+{
+    int fds[2];
+    *w = (struct vt_proc){ .pid = -1, .fd = -1 };
+    if (pipe(fds) != 0)
+        return;
+    fflush(NULL);
+    w->pid = fork();
+    if (w->pid == 0) {
+        close(fds[0]);
+        vigil_etcd *we = tls_connect(o);
+        vigil_lease l;
+        int rc = vigil_etcd_acquire_wait(we, k, "waiter", ttl_ms, 60000 * 1000000ull, &l);
+        dprintf(fds[1], "got %d %llu %s\n", rc, rc == 0 ? (unsigned long long)l.token : 0ull,
+                rc == 0 ? "" : vigil_etcd_errmsg());
+        if (rc == 0)
+            rc = vigil_etcd_release(we, &l);
+        vigil_etcd_close(we);
+        _exit(rc == 0 ? 0 : 1);
+    }
+    close(fds[1]);
+    w->fd = fds[0];
+}
+
 /* ---- with `etcdctl auth enable` ------------------------------------------------ */
 
 static int test_auth(void)
@@ -350,23 +377,8 @@ static int test_cn_watches_under_auth(void)
     vigil_lease l;
     EXPECT_RC(vigil_etcd_acquire(e, k, "holder", 30000, &l), 0);
     long long w0 = et_grpc_started(e, watch);
-    int fds[2];
-    EXPECT(pipe(fds) == 0, "pipe: %s", strerror(errno));
-    fflush(NULL);
-    struct vt_proc w = { .pid = fork() };
-    if (w.pid == 0) {
-        close(fds[0]);
-        vigil_etcd *we = tls_connect(cn);
-        vigil_lease got;
-        int rc = vigil_etcd_acquire_wait(we, k, "waiter", 30000, 60000 * 1000000ull, &got);
-        dprintf(fds[1], "got %d %s\n", rc, rc == 0 ? "" : vigil_etcd_errmsg());
-        if (rc == 0)
-            rc = vigil_etcd_release(we, &got);
-        vigil_etcd_close(we);
-        _exit(rc == 0 ? 0 : 1);
-    }
-    close(fds[1]);
-    w.fd = fds[0];
+    struct vt_proc w;
+    waiter_spawn(&w, cn, k, 30000);
     bool queued = w.pid > 0 && VT_WAIT_FOR(et_count_under(e, k) == 2, 10000);
     bool watching = queued && w0 >= 0 && VT_WAIT_FOR(et_grpc_started(e, watch) > w0, 10000);
     /* A window in which a waiter without its watch would renew twice. */
@@ -469,24 +481,9 @@ static int test_waiter_under_auth(void)
     bool held = vt_read_until(&ctl, name, 15000);
     vigil_lease_info info = { 0 };
     int g = vigil_etcd_get(e, k, &info);
-    int fds[2];
-    EXPECT(pipe(fds) == 0, "pipe: %s", strerror(errno));
-    fflush(NULL);
-    struct vt_proc w = { .pid = held ? fork() : -1 };
-    if (w.pid == 0) {
-        close(fds[0]);
-        vigil_etcd *we = tls_connect((struct vigil_etcd_options){ .user = ET_USER, .password = ET_USER_PW });
-        vigil_lease l;
-        int rc = vigil_etcd_acquire_wait(we, k, "waiter", 10000, 60000 * 1000000ull, &l);
-        dprintf(fds[1], "got %d %llu %s\n", rc, rc == 0 ? (unsigned long long)l.token : 0ull,
-                rc == 0 ? "" : vigil_etcd_errmsg());
-        if (rc == 0)
-            rc = vigil_etcd_release(we, &l);
-        vigil_etcd_close(we);
-        _exit(rc == 0 ? 0 : 1);
-    }
-    close(fds[1]);
-    w.fd = fds[0];
+    struct vt_proc w = { .pid = -1, .fd = -1 };
+    if (held)
+        waiter_spawn(&w, (struct vigil_etcd_options){ .user = ET_USER, .password = ET_USER_PW }, k, 10000);
     bool queued = w.pid > 0 && VT_WAIT_FOR(et_count_under(e, k) == 2, 10000);
     /* Its token lapses and a renewal authenticates again (nobody else
      * does meanwhile: etcdctl's stream and our idle handle need not); the
