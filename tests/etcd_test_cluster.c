@@ -279,6 +279,13 @@ static _Noreturn void proxy_conn(int c, int upstream_port)
     size_t have = 0;
     while (!memmem(head, have, "\r\n\r\n", 4) && et_read_more(c, head, &have, sizeof(head)))
         ;
+    if (have >= 14 && memcmp(head, "PRI * HTTP/2.0", 14) == 0) {
+        /* An HTTP/1.1 proxy, as most are: no h2c. vigil speaks the
+         * gateway through it, so its watch is one the proxy can see. */
+        static const char no[] = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+        et_write_all(c, no, sizeof(no) - 1);
+        _exit(0);
+    }
     if (memmem(head, have, "/watch ", 7)) {
         (void)!write(proxy_told, "W", 1);
         static const char hdr[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"

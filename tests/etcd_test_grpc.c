@@ -87,6 +87,11 @@ static int test_each_message(void)
         { "v3/lease/keepalive", true, "{\"header\":{},\"ID\":\"1\",\"TTL\":\"3\"}" },
         { "v3/lease/timetolive", false, "{\"ID\":\"1\",\"keys\":true}" },
         { "v3/lease/timetolive", true, "{\"ID\":\"1\",\"TTL\":\"-1\",\"grantedTTL\":\"10\",\"keys\":[\"YQ==\"]}" },
+        { "v3/watch", false, "{\"create_request\":{\"key\":\"YQ==\",\"range_end\":\"Yg==\",\"start_revision\":\"5\","
+                             "\"progress_notify\":true,\"filters\":[\"NOPUT\"],\"prev_kv\":true}}" },
+        { "v3/watch", true, "{\"header\":{\"revision\":\"9\"},\"watch_id\":\"1\",\"canceled\":true,"
+                            "\"compact_revision\":\"3\",\"cancel_reason\":\"x\",\"events\":[{\"type\":\"DELETE\","
+                            "\"kv\":{\"key\":\"YQ==\",\"mod_revision\":\"9\"},\"prev_kv\":{\"key\":\"YQ==\",\"value\":\"dg==\"}}]}" },
         { "v3/maintenance/status", false, "{}" },
         { "v3/maintenance/status", true, "{\"version\":\"3.4.23\",\"dbSize\":\"20480\",\"leader\":\"1\","
                                          "\"errors\":[\"x\"],\"raftAppliedIndex\":\"7\"}" },
@@ -98,7 +103,8 @@ static int test_each_message(void)
         if (round_trip(cases[i].reply ? m->reply : m->request, cases[i].json))
             return 1;
     }
-    EXPECT(vigil_etcd__grpc_method("v3/watch") == NULL, "the watch stream is no unary call");
+    const struct vigil_etcd_grpc_method *w = vigil_etcd__grpc_method("v3/watch");
+    EXPECT(w && w->stream, "the watch is a stream (etcd_grpc_stream.c)");
     EXPECT(vigil_etcd__grpc_method("v3/kv/rang") == NULL, "a path that is no call");
     return 0;
 }

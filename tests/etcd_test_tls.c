@@ -16,7 +16,7 @@
  * the keys under TLS and auth. The whole matrix of TLS and auth
  * configurations, layer by layer: etcd_test_matrix.c.
  */
-#include "etcd_testutil.h"
+#include "grouptest.h"
 
 static const char *url, *certs;
 static char ca[1200], cert[1200], key[1200];
@@ -272,6 +272,33 @@ static int test_namespace_wait_observe(void)
     return 0;
 }
 
+/* A waiter in a child on options o: acquire_wait on k (TTL ttl_ms, 60 s
+ * at most), then "got RC TOKEN ERRMSG" a line on w->fd, and release.
+ * w->pid -1 when it could not fork. */
+static void waiter_spawn(struct vt_proc *w, struct vigil_etcd_options o, const char *k, uint32_t ttl_ms)
+{
+    int fds[2];
+    *w = (struct vt_proc){ .pid = -1, .fd = -1 };
+    if (pipe(fds) != 0)
+        return;
+    fflush(NULL);
+    w->pid = fork();
+    if (w->pid == 0) {
+        close(fds[0]);
+        vigil_etcd *we = tls_connect(o);
+        vigil_lease l;
+        int rc = vigil_etcd_acquire_wait(we, k, "waiter", ttl_ms, 60000 * 1000000ull, &l);
+        dprintf(fds[1], "got %d %llu %s\n", rc, rc == 0 ? (unsigned long long)l.token : 0ull,
+                rc == 0 ? "" : vigil_etcd_errmsg());
+        if (rc == 0)
+            rc = vigil_etcd_release(we, &l);
+        vigil_etcd_close(we);
+        _exit(rc == 0 ? 0 : 1);
+    }
+    close(fds[1]);
+    w->fd = fds[0];
+}
+
 /* ---- with `etcdctl auth enable` ------------------------------------------------ */
 
 static int test_auth(void)
@@ -335,6 +362,80 @@ static int test_auth(void)
     return 0;
 }
 
+/* A client certificate with a CommonName, auth on: etcd's gateway
+ * refuses it, so its watches go in gRPC (etcd_grpc_stream.c). A waiter
+ * is woken by its watch, not by polling: once its watch stream has
+ * reached etcd's Watch service it renews nothing (TTL 30 s: a renewal
+ * every 9.6 s) while it waits, where a waiter without a watch looks and
+ * renews at least once a second; a group watcher sees a join. */
+static int test_cn_watches_under_auth(void)
+{
+    NEED_TLS();
+    NEED_ETCDCTL();
+    const char *transport = getenv("VIGIL_ETCD_TRANSPORT");
+    if (transport && strcmp(transport, "gateway") == 0)
+        return VT_SKIP; /* the gateway takes no CommonName with auth on (test_auth) */
+    EXPECT(et_tls_auth(url, certs, true) == 0, "etcdctl could not enable auth");
+    char cn_cert[1200], cn_key[1200];
+    snprintf(cn_cert, sizeof(cn_cert), "%s/client-cn.pem", certs);
+    snprintf(cn_key, sizeof(cn_key), "%s/client-cn-key.pem", certs);
+    struct vigil_etcd_options cn = { .cert = cn_cert, .key = cn_key, .user = ET_USER, .password = ET_USER_PW };
+    vigil_etcd *e = tls_connect(cn);
+    const char *k = tkey("cn-wait");
+    static const char *const watch[] = { "Watch", NULL }, *const renew[] = { "LeaseKeepAlive", NULL };
+    vigil_lease l;
+    EXPECT_RC(vigil_etcd_acquire(e, k, "holder", 30000, &l), 0);
+    long long w0 = et_grpc_started(e, watch);
+    struct vt_proc w;
+    waiter_spawn(&w, cn, k, 30000);
+    bool queued = w.pid > 0 && VT_WAIT_FOR(et_count_under(e, k) == 2, 10000);
+    bool watching = queued && w0 >= 0 && VT_WAIT_FOR(et_grpc_started(e, watch) > w0, 10000);
+    /* A window in which a waiter without its watch would renew twice. */
+    long long r0 = et_grpc_started(e, renew);
+    vt_sleep_ms(2500);
+    long long r1 = et_grpc_started(e, renew);
+    int rel = vigil_etcd_release(e, &l);
+    bool woke = w.pid > 0 && vt_read_until(&w, "\n", 20000);
+    int wst = w.pid > 0 ? vt_wait(w.pid, 10000) : -1;
+    close(w.fd);
+
+    /* A group watcher on the CN certificate sees the initial member and a join. */
+    vigil_etcd *we = tls_connect(cn);
+    const char *g = gt_group("cn");
+    vigil_group_member *a = gt_join(e, g, "first", 10, NULL), *b = NULL;
+    vigil_group_watcher *gw = NULL;
+    int wrc = a ? vigil_group_watch(we, g, &gw) : -1;
+    vigil_group_event first = { 0 }, join = { 0 };
+    int n1 = wrc == 0 ? gt_next_event(gw, &first, 10000) : -1;
+    if (n1 == 1)
+        b = gt_join(e, g, "second", 10, NULL);
+    int n2 = b ? gt_next_event(gw, &join, 10000) : -1;
+    char why[256];
+    snprintf(why, sizeof(why), "%s", vigil_etcd_errmsg());
+    vigil_group_watch_close(gw);
+    int la = a ? vigil_group_leave(a) : -1, lb = b ? vigil_group_leave(b) : -1;
+    vigil_etcd_close(we);
+    vigil_etcd_close(e);
+    int off = et_tls_auth(url, certs, false);
+
+    EXPECT(queued, "the waiter with a CN certificate never queued");
+    EXPECT(watching, "the waiter's watch never reached etcd's Watch service (started before: %lld)", w0);
+    EXPECT(r0 >= 0 && r1 == r0, "the waiter renewed while it waited (%lld -> %lld): it polls, its watch is not heard",
+           r0, r1);
+    EXPECT_RC(rel, 0);
+    EXPECT(woke && strncmp(w.buf, "got 0 ", 6) == 0, "the waiter was not woken by the release: '%s'", w.buf);
+    EXPECT(wst == 0, "the waiter exited %d", wst);
+    EXPECT(a != NULL && wrc == 0, "join %p, watch %d ('%s')", (void *)a, wrc, why);
+    EXPECT(n1 == 1 && first.type == VIGIL_GROUP_JOIN && first.initial && strcmp(first.member.name, "first") == 0,
+           "the group watcher's first event: %d type %u '%s' ('%s')", n1, first.type, first.member.name, why);
+    EXPECT(n2 == 1 && join.type == VIGIL_GROUP_JOIN && !join.initial && strcmp(join.member.name, "second") == 0,
+           "the group watcher with a CN certificate saw no join: %d type %u '%s' ('%s')", n2, join.type,
+           join.member.name, why);
+    EXPECT(la == 0 && lb == 0, "leave: %d %d", la, lb);
+    EXPECT(off == 0, "etcdctl could not disable auth");
+    return 0;
+}
+
 /* etcdctl and vigil share a key under TLS and auth: etcdctl lock waits
  * while vigil holds, and has it once vigil lets go. */
 static int test_etcdctl_under_tls_and_auth(void)
@@ -389,24 +490,9 @@ static int test_waiter_under_auth(void)
     bool held = vt_read_until(&ctl, name, 15000);
     vigil_lease_info info = { 0 };
     int g = vigil_etcd_get(e, k, &info);
-    int fds[2];
-    EXPECT(pipe(fds) == 0, "pipe: %s", strerror(errno));
-    fflush(NULL);
-    struct vt_proc w = { .pid = held ? fork() : -1 };
-    if (w.pid == 0) {
-        close(fds[0]);
-        vigil_etcd *we = tls_connect((struct vigil_etcd_options){ .user = ET_USER, .password = ET_USER_PW });
-        vigil_lease l;
-        int rc = vigil_etcd_acquire_wait(we, k, "waiter", 10000, 60000 * 1000000ull, &l);
-        dprintf(fds[1], "got %d %llu %s\n", rc, rc == 0 ? (unsigned long long)l.token : 0ull,
-                rc == 0 ? "" : vigil_etcd_errmsg());
-        if (rc == 0)
-            rc = vigil_etcd_release(we, &l);
-        vigil_etcd_close(we);
-        _exit(rc == 0 ? 0 : 1);
-    }
-    close(fds[1]);
-    w.fd = fds[0];
+    struct vt_proc w = { .pid = -1, .fd = -1 };
+    if (held)
+        waiter_spawn(&w, (struct vigil_etcd_options){ .user = ET_USER, .password = ET_USER_PW }, k, 10000);
     bool queued = w.pid > 0 && VT_WAIT_FOR(et_count_under(e, k) == 2, 10000);
     /* Its token lapses and a renewal authenticates again (nobody else
      * does meanwhile: etcdctl's stream and our idle handle need not); the
@@ -439,4 +525,5 @@ static int test_waiter_under_auth(void)
 
 VT_MAIN(VT_CASE(test_mutual_tls), VT_CASE(test_tls_refusals), VT_CASE(test_namespace),
         VT_CASE(test_namespace_wait_observe), VT_CASE(test_auth),
-        VT_CASE(test_etcdctl_under_tls_and_auth), VT_CASE(test_waiter_under_auth))
+        VT_CASE(test_cn_watches_under_auth), VT_CASE(test_etcdctl_under_tls_and_auth),
+        VT_CASE(test_waiter_under_auth))

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A watch stream over a key or a prefix, for the group calls that wait
- * (take_wait, barrier_wait) and the membership watcher: one POST of a
- * create_request to the gateway's P watch, answered by JSON messages, one
- * a line, for as long as the connection lasts (etcd_watch.c shows them).
+ * (take_wait, barrier_wait) and the membership watcher: one
+ * create_request, answered by messages for as long as the connection
+ * lasts, in gRPC or through the gateway (etcd_grpc_stream.c), read as the
+ * gateway's, one a line (etcd_watch.c shows them).
  * The stream asks for each deletion's previous kv, so a member that leaves
  * is named. Messages are parsed as they come (on_data), their events
  * queued, and handed out by gstream_next, which sleeps in poll(2) on the
@@ -28,8 +29,8 @@
 struct gstream {
     CURLM             *multi;
     CURL              *curl;
-    struct curl_slist *headers;
-    char               url[VIGIL_ETCD_URL_MAX + 64];
+    struct vigil_etcd_stream *stream; /* its connection: gRPC or the gateway (etcd_grpc_stream.c) */
+    unsigned           ep;       /* the endpoint it runs on */
     char              *line;     /* the message being received, up to its newline */
     size_t             len, cap;
     int                err;      /* why on_data refused, or a message that was not etcd's */
@@ -154,7 +155,7 @@ void gstream_close(struct gstream *s)
         curl_easy_cleanup(s->curl); /* closes the connection: etcd drops the watch */
     if (s->multi)
         curl_multi_cleanup(s->multi);
-    curl_slist_free_all(s->headers);
+    vigil_etcd__stream_free(s->stream);
     for (size_t i = 0; i < s->qlen; i++)
         gkv_free(&s->q[s->qhead + i].kv);
     free(s->q);
@@ -188,35 +189,26 @@ static char *watch_body(const char *key, unsigned flags, int64_t rev)
 
 int gstream_open(vigil_etcd *e, const char *key, unsigned flags, int64_t rev, struct gstream **out)
 {
-    long connect_ms = 0;
     struct gstream *s = calloc(1, sizeof(*s));
     if (!s)
         return -ENOMEM;
-    int rc = vigil_etcd__url(e, "v3/watch", s->url, sizeof(s->url), &connect_ms);
-    if (rc < 0) {
-        free(s);
-        return rc;
-    }
     char *body = watch_body(key, flags, rev);
     s->multi = curl_multi_init();
     s->curl = curl_easy_init();
-    s->headers = vigil_etcd__headers_copy(e); /* e's: JSON, require-leader, the auth token */
-    if (!body || !s->multi || !s->curl || !s->headers) {
+    if (!body || !s->multi || !s->curl) {
         free(body);
         gstream_close(s);
         return -ENOMEM;
     }
-    CURL *c = s->curl;
-    vigil_etcd__curl_setup(c, connect_ms); /* and no total timeout: the stream lasts */
-    vigil_etcd__curl_tls(e, c);
-    curl_easy_setopt(c, CURLOPT_URL, s->url);
-    curl_easy_setopt(c, CURLOPT_COPYPOSTFIELDS, body);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, s->headers);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, s);
-    curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+    /* e's options and headers (require-leader, the auth token), and no
+     * total timeout: the stream lasts. */
+    int rc = vigil_etcd__stream_setup(e, -1, "v3/watch", body, s->curl, on_data, s, &s->stream, &s->ep);
     free(body);
-    if (curl_multi_add_handle(s->multi, c) != CURLM_OK) {
+    if (rc < 0) {
+        gstream_close(s);
+        return rc;
+    }
+    if (curl_multi_add_handle(s->multi, s->curl) != CURLM_OK) {
         gstream_close(s);
         return -ENOMEM;
     }
@@ -228,6 +220,8 @@ static int transfer_rc(struct gstream *s, CURLcode c)
 {
     if (s->err)
         return s->err;
+    if (vigil_etcd__stream_error(s->stream))
+        return vigil_etcd__stream_error(s->stream); /* a frame that was not etcd's */
     long http = 0;
     curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &http);
     switch (c) {
@@ -296,7 +290,7 @@ bool gstream_compacted(const struct gstream *s)
 
 bool gstream_current(struct gstream *s, vigil_etcd *e)
 {
-    char url[sizeof(s->url)];
-    long ms;
-    return vigil_etcd__url(e, "v3/watch", url, sizeof(url), &ms) < 0 || strcmp(url, s->url) == 0;
+    unsigned cur;
+    vigil_etcd__endpoints(e, &cur);
+    return cur == s->ep;
 }

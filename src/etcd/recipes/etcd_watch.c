@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A watch for the deletion of one key, through the gateway's streaming
- * P watch: one POST of a create_request, answered by a stream of JSON
- * messages, one a line, for as long as the connection lasts:
+ * A watch for the deletion of one key: one create_request, answered by
+ * a stream of messages for as long as the connection lasts, in etcd's
+ * gRPC or through its JSON gateway, whichever the handle speaks to the
+ * endpoint (etcd_grpc_stream.c), read here as the gateway's, one a line:
  *
  *   {"result":{"header":{..},"created":true}}                   at once
  *   {"result":{"header":{..},"events":[{"type":"DELETE",..}]}}  the news
@@ -34,7 +35,7 @@
 struct vigil_etcd_watch {
     CURLM             *multi;
     CURL              *curl;
-    struct curl_slist *headers;
+    struct vigil_etcd_stream *stream; /* its connection: gRPC or the gateway (etcd_grpc_stream.c) */
     char              *buf;   /* what came and was not read yet */
     size_t             len, cap;
     int                err;   /* why the write callback refused */
@@ -79,7 +80,8 @@ static int stream_error(struct vigil_etcd_watch *w, CURLcode c)
     long os = 0;
     if (curl_easy_getinfo(w->curl, CURLINFO_OS_ERRNO, &os) != CURLE_OK)
         os = 0;
-    int rc = vigil_etcd__curl_error(c, os, w->err, w->errbuf);
+    int err = w->err ? w->err : vigil_etcd__stream_error(w->stream);
+    int rc = vigil_etcd__curl_error(c, os, err, w->errbuf);
     return rc == -EIO ? -ECONNRESET : rc;
 }
 
@@ -119,7 +121,7 @@ void vigil_etcd__watch_close(struct vigil_etcd_watch *w)
         curl_easy_cleanup(w->curl); /* closes the connection: etcd drops the watch */
     if (w->multi)
         curl_multi_cleanup(w->multi);
-    curl_slist_free_all(w->headers);
+    vigil_etcd__stream_free(w->stream);
     free(w->buf);
     free(w->pred);
     free(w->own);
@@ -161,20 +163,13 @@ int vigil_etcd__watch_start(vigil_etcd *e, const struct vigil_etcd_watch_spec *s
     CURL *c = w->curl;
     /* As the handle's own connection (etcd_http.c), but no total timeout:
      * the stream lasts. */
-    void *headers = NULL;
-    rc = vigil_etcd__stream_setup(e, spec->ep, "v3/watch", c, &headers, &w->ep);
-    w->headers = headers;
+    rc = vigil_etcd__stream_setup(e, spec->ep, "v3/watch", body, c, on_data, w, &w->stream, &w->ep);
+    free(body);
     if (rc < 0) {
-        free(body);
         vigil_etcd__watch_close(w);
         return rc;
     }
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, w->errbuf);
-    curl_easy_setopt(c, CURLOPT_COPYPOSTFIELDS, body);
-    free(body);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, w);
-    curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
     if (curl_multi_add_handle(w->multi, c) != CURLM_OK) {
         vigil_etcd__watch_close(w);
         return -ENOMEM;
@@ -191,6 +186,11 @@ void vigil_etcd__watch_wakeup(struct vigil_etcd_watch *w)
 bool vigil_etcd__watch_heard(const struct vigil_etcd_watch *w)
 {
     return w->heard;
+}
+
+bool vigil_etcd__watch_grpc(const struct vigil_etcd_watch *w)
+{
+    return vigil_etcd__stream_grpc(w->stream);
 }
 
 unsigned vigil_etcd__watch_endpoint(const struct vigil_etcd_watch *w)

@@ -196,6 +196,8 @@ void vigil_etcd__watch_close(struct vigil_etcd_watch *w);
 int  vigil_etcd__watch_start(vigil_etcd *e, const struct vigil_etcd_watch_spec *spec, struct vigil_etcd_watch **out);
 /* Has the stream said anything yet (created, progress, news)? */
 bool vigil_etcd__watch_heard(const struct vigil_etcd_watch *w);
+/* Whether the watch speaks gRPC (else the gateway): for the tests. */
+bool vigil_etcd__watch_grpc(const struct vigil_etcd_watch *w);
 /* The endpoint (index) the watch runs on. */
 unsigned vigil_etcd__watch_endpoint(const struct vigil_etcd_watch *w);
 /* Ends a watch_wait under way on another thread at once (it returns

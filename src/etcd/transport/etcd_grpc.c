@@ -25,8 +25,8 @@
  * Metadata as etcd reads it: the auth token as `token`, require-leader as
  * `hasleader: true`. gRPC calls take a connection of their own per handle
  * (an easy handle: libcurl multiplexes HTTP/2 streams only within one
- * multi handle); the watch streams still take the gateway, one
- * connection each (etcd_watch.c, group_stream.c).
+ * multi handle); the watch streams take gRPC too, a connection each
+ * (etcd_grpc_stream.c).
  */
 #define _GNU_SOURCE
 #include "transport_internal.h"
@@ -88,7 +88,7 @@ static bool header_is(const char *line, size_t n, const char *name, const char *
 
 /* libcurl hands the trailers to the header callback too: grpc-status and
  * grpc-message come in one or the other (Trailers-Only). */
-static size_t on_header(char *line, size_t size, size_t nmemb, void *arg)
+size_t vigil_etcd__grpc_on_header(char *line, size_t size, size_t nmemb, void *arg)
 {
     struct vigil_etcd_grpc_state *g = arg;
     size_t n = size * nmemb;
@@ -258,6 +258,15 @@ static int unsent(vigil_etcd *e, int rc, const char *url, const char *what)
     return rc;
 }
 
+void vigil_etcd__grpc_frame_header(unsigned char *frame, size_t mlen)
+{
+    frame[0] = 0; /* not compressed */
+    frame[1] = (unsigned char)(mlen >> 24);
+    frame[2] = (unsigned char)(mlen >> 16);
+    frame[3] = (unsigned char)(mlen >> 8);
+    frame[4] = (unsigned char)mlen;
+}
+
 int vigil_etcd__grpc_perform(vigil_etcd *e, unsigned ep, const struct vigil_etcd_grpc_method *m, const char *url,
                              const char *body, long timeout_ms, long *http, int *curl_code)
 {
@@ -279,12 +288,7 @@ int vigil_etcd__grpc_perform(vigil_etcd *e, unsigned ep, const struct vigil_etcd
         free(frame);
         return unsent(e, -EMSGSIZE, url, "a request larger than VIGIL_ETCD_BODY_MAX");
     }
-    uint32_t mlen = (uint32_t)(flen - 5);
-    frame[0] = 0; /* not compressed */
-    frame[1] = (unsigned char)(mlen >> 24);
-    frame[2] = (unsigned char)(mlen >> 16);
-    frame[3] = (unsigned char)(mlen >> 8);
-    frame[4] = (unsigned char)mlen;
+    vigil_etcd__grpc_frame_header(frame, flen - 5);
     bool tls = strncasecmp(url, "https://", 8) == 0;
     bool first = e->speaks[ep] == VIGIL_ETCD_SPEAKS_UNKNOWN;
     int probe = !tls && first ? h2c_probe(e, url, timeout_ms) : 0;
@@ -429,7 +433,7 @@ int vigil_etcd__grpc_open(vigil_etcd *e)
     vigil_etcd__curl_tls(e, c);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, vigil_etcd__on_write);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &e->greply);
-    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, vigil_etcd__grpc_on_header);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, &e->grpc);
     /* libcurl 7.88's HTTP/2 leaves the rest of a reply longer than its
      * read buffer (16 KiB) unread until its next 1 s poll (a group's txn

@@ -48,6 +48,10 @@ static const struct vigil_etcd_grpc_method methods[] = {
      * gateway's one renewal per request. */
     { "v3/lease/keepalive", "/etcdserverpb.Lease/LeaseKeepAlive", &etcdserverpb__lease_keep_alive_request__descriptor,
       &etcdserverpb__lease_keep_alive_response__descriptor, true },
+    /* The watch stream (etcd_grpc_stream.c): a create request, and
+     * messages for as long as it lasts, each under "result". */
+    { "v3/watch", "/etcdserverpb.Watch/Watch", &etcdserverpb__watch_request__descriptor,
+      &etcdserverpb__watch_response__descriptor, true },
     { "v3/lease/timetolive", "/etcdserverpb.Lease/LeaseTimeToLive",
       &etcdserverpb__lease_time_to_live_request__descriptor, &etcdserverpb__lease_time_to_live_response__descriptor, false },
     { "v3/maintenance/status", "/etcdserverpb.Maintenance/Status", &etcdserverpb__status_request__descriptor,

@@ -495,42 +495,9 @@ int vigil_etcd__request(vigil_etcd *e, const char *path, const char *body,
     return rc;
 }
 
-int vigil_etcd__url(vigil_etcd *e, const char *path, char *url, size_t cap, long *connect_ms)
+int vigil_etcd__gateway_url(const vigil_etcd *e, unsigned ep, const char *path, char *url, size_t cap)
 {
-    if (strncmp(path, "v3/", 3) != 0)
-        return -EINVAL;
-    vigil_etcd__lock(e);
-    int n = snprintf(url, cap, "%s%s%s", e->urls[e->cur], gateway_prefix[e->prefix[e->cur]], path + 3);
-    *connect_ms = e->connect_ms;
-    vigil_etcd__unlock(e);
-    return n > 0 && (size_t)n < cap ? 0 : VIGIL_ERANGE;
-}
-
-int vigil_etcd__stream_setup(vigil_etcd *e, int ep, const char *path, void *curl, void **headers, unsigned *used)
-{
-    if (strncmp(path, "v3/", 3) != 0)
-        return -EINVAL;
-    char url[VIGIL_ETCD_URL_MAX + 64];
-    vigil_etcd__lock(e);
-    unsigned i = ep < 0 ? e->cur : (unsigned)ep % e->n;
-    int n = snprintf(url, sizeof(url), "%s%s%s", e->urls[i], gateway_prefix[e->prefix[i]], path + 3);
-    struct curl_slist *h = vigil_etcd__headers_make(e);
-    long connect_ms = e->connect_ms;
-    vigil_etcd__unlock(e);
-    if (!h)
-        return -ENOMEM;
-    if (n <= 0 || (size_t)n >= sizeof(url)) {
-        curl_slist_free_all(h);
-        return VIGIL_ERANGE;
-    }
-    vigil_etcd__curl_setup(curl, connect_ms);
-    vigil_etcd__curl_tls(e, curl);
-    curl_easy_setopt(curl, CURLOPT_URL, url);
-    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, NULL);
-    *headers = h;
-    *used = i;
-    return 0;
+    return snprintf(url, cap, "%s%s%s", e->urls[ep], gateway_prefix[e->prefix[ep]], path + 3);
 }
 
 unsigned vigil_etcd__endpoints(vigil_etcd *e, unsigned *cur)
@@ -607,14 +574,6 @@ void *vigil_etcd__headers_make(vigil_etcd *e)
     static const char *const fixed[] = { "Content-Type: application/json", "Expect:",
                                          "Grpc-Metadata-hasleader: true" };
     return vigil_etcd__headers_of(e, fixed, sizeof(fixed) / sizeof(fixed[0]), "Authorization");
-}
-
-void *vigil_etcd__headers_copy(vigil_etcd *e)
-{
-    vigil_etcd__lock(e);
-    void *h = vigil_etcd__headers_make(e);
-    vigil_etcd__unlock(e);
-    return h;
 }
 
 int vigil_etcd__headers_reset(vigil_etcd *e)

@@ -204,8 +204,6 @@ void vigil_etcd__curl_close(vigil_etcd *e);
 void *vigil_etcd__headers_make(vigil_etcd *e);
 /* The list of fixed[0..n) and, once e has a token, "token_name: token". */
 void *vigil_etcd__headers_of(vigil_etcd *e, const char *const *fixed, size_t n, const char *token_name);
-/* The same, taking e's lock: for a stream of another file's own. */
-void *vigil_etcd__headers_copy(vigil_etcd *e);
 int   vigil_etcd__headers_reset(vigil_etcd *e);
 
 /* A libcurl failure (a CURLcode, the OS errno it saw, the write
@@ -234,11 +232,36 @@ void vigil_etcd__bound(vigil_etcd *e, uint64_t deadline_ns, uint32_t attempt_ms)
 /* vigil_etcd__call without authentication (the authenticate itself). */
 int vigil_etcd__call_raw(vigil_etcd *e, const char *path, const char *body, struct vigil_etcd_reply *r);
 
-/* A stream's curl handle (a CURL *) set up for path on endpoint ep (-1:
- * the current one) with e's options and headers: 0, *headers (a struct
- * curl_slist * for the caller to free after the transfer) and *used (the
- * endpoint's index), or an error. */
-int vigil_etcd__stream_setup(vigil_etcd *e, int ep, const char *path, void *curl, void **headers, unsigned *used);
+/* A watch stream's curl handle (a CURL *, of a multi handle of its own)
+ * set up for path ("v3/watch") on endpoint ep (-1: the current one) with
+ * e's options and headers, its request body (the gateway's JSON) and its
+ * reply read by write, as libcurl's write callback, in the gateway's
+ * lines whichever transport carries it (etcd_grpc_stream.c): 0, *out
+ * (to free after the transfer) and *used (the endpoint's index), or an
+ * error. */
+typedef size_t vigil_etcd_stream_write_fn(char *data, size_t size, size_t nmemb, void *arg);
+struct vigil_etcd_stream;
+struct vigil_etcd_grpc_method;
+int  vigil_etcd__stream_setup(vigil_etcd *e, int ep, const char *path, const char *body, void *curl,
+                              vigil_etcd_stream_write_fn *write, void *arg, struct vigil_etcd_stream **out,
+                              unsigned *used);
+void vigil_etcd__stream_free(struct vigil_etcd_stream *s);
+/* Why the stream's converter ended the transfer (a malformed frame,
+ * -EPROTO or -EMSGSIZE; -ENOMEM), or 0. */
+int  vigil_etcd__stream_error(const struct vigil_etcd_stream *s);
+/* Whether the stream speaks gRPC (else the gateway). */
+bool vigil_etcd__stream_grpc(const struct vigil_etcd_stream *s);
+/* The converter alone (the tests'), m NULL for the gateway: m's framed
+ * replies fed by vigil_etcd__stream_feed (the write callback) to write
+ * as the gateway's lines, the reply's headers and trailers by
+ * vigil_etcd__stream_header (the header callback): a body is taken only
+ * after a content type of application/grpc. */
+struct vigil_etcd_stream *vigil_etcd__stream_new(const struct vigil_etcd_grpc_method *m,
+                                                 vigil_etcd_stream_write_fn *write, void *arg);
+size_t vigil_etcd__stream_feed(char *data, size_t size, size_t nmemb, void *arg);
+size_t vigil_etcd__stream_header(char *line, size_t size, size_t nmemb, void *arg);
+/* The gateway's URL of path on endpoint ep, with e's lock held: snprintf's count. */
+int vigil_etcd__gateway_url(const vigil_etcd *e, unsigned ep, const char *path, char *url, size_t cap);
 
 /* How many endpoints e has, and (cur) the one the next request goes to first. */
 unsigned vigil_etcd__endpoints(vigil_etcd *e, unsigned *cur);
@@ -326,9 +349,6 @@ void vigil_etcd__curl_setup(void *curl, long connect_ms);
  * a curl handle. */
 void vigil_etcd__curl_tls(vigil_etcd *e, void *curl);
 
-/* For the watch: the URL of path (a "v3/" path) on e's current endpoint,
- * and e's connect timeout. */
-int  vigil_etcd__url(vigil_etcd *e, const char *path, char *url, size_t cap, long *connect_ms);
 
 /* ---- whether etcd answers (etcd_health.c) ------------------------------- */
 
@@ -416,6 +436,12 @@ bool vigil_etcd__grpc_on(const vigil_etcd *e, unsigned ep);
  * m's request, -EMSGSIZE for one too large (e->unsent: never sent). */
 int vigil_etcd__grpc_perform(vigil_etcd *e, unsigned ep, const struct vigil_etcd_grpc_method *m, const char *url,
                              const char *body, long timeout_ms, long *http, int *curl_code);
+
+/* A reply's header or trailer line (libcurl's header callback, arg a
+ * struct vigil_etcd_grpc_state *): content type, grpc-status, grpc-message. */
+size_t vigil_etcd__grpc_on_header(char *line, size_t size, size_t nmemb, void *arg);
+/* The 5-byte frame header in front of a message of mlen bytes. */
+void vigil_etcd__grpc_frame_header(unsigned char *frame, size_t mlen);
 
 /* e's gRPC connection made (at connect, after the options: it reads the
  * environment), its headers made again (a new token), closed. */
