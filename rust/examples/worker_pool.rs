@@ -3,7 +3,9 @@
 //! watchdog (this process) ticks the epoch, hands out units, and when a
 //! worker is killed with SIGKILL takes back its unit, exactly once, the
 //! moment it dies (failover_wait holds a pidfd per worker), and gives it
-//! to another. Every unit is done exactly once.
+//! to another. A worker paused past the grace (SIGSTOP; valgrind, which
+//! runs one thread at a time) is reclaimed alive: it gets no more units,
+//! leaves, and a newcomer takes its place. Every unit is done exactly once.
 //!
 //!     cargo run --example worker_pool [WORKERS] [UNITS]
 //!
