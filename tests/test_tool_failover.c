@@ -561,8 +561,8 @@ static int test_exec_hung(void)
  * SIGKILL at all): the timeout is generous (5 s) beside the two shells'
  * start, however loaded the machine, and the test checks that both were
  * made. The second reclaim (902) is made only once they were: the next
- * CMD comes timeout + 5 s + a poll after the first one's start, and the
- * test waits four times that.
+ * CMD comes timeout + 5 s (the SIGKILL) + a guardian tick and a poll
+ * after the first one's start, about 10 s; the test waits 60 s for it.
  */
 static int test_exec_timeout_follows_group(void)
 {
