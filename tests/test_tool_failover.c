@@ -488,13 +488,20 @@ static int test_foreign_journal(void)
     return 0;
 }
 
-/* A watchdog of table f with --exec script and --exec-timeout 300ms,
+/* A watchdog of table f with --exec script and --exec-timeout timeout,
  * scanning by epochs every 5 ms, its stderr into err. */
-static int exec_watchdog(struct vt_proc *p, const char *f, const char *err, const char *script)
+static int exec_watchdog_timeout(struct vt_proc *p, const char *f, const char *err, const char *timeout,
+                                 const char *script)
 {
     return vt_spawn_logged(p, err, (const char *const[]){ "failover", f, "--grace", "1", "--interval", "5ms",
-                                                          "--epochs-only", "--exec-timeout", "300ms", "--exec",
+                                                          "--epochs-only", "--exec-timeout", timeout, "--exec",
                                                           script, NULL });
+}
+
+/* As exec_watchdog_timeout, with --exec-timeout 300ms. */
+static int exec_watchdog(struct vt_proc *p, const char *f, const char *err, const char *script)
+{
+    return exec_watchdog_timeout(p, f, err, "300ms", script);
 }
 
 /* A CMD that hangs is killed at --exec-timeout and logged; the CMDs
@@ -548,6 +555,14 @@ static int test_exec_hung(void)
  * reparented to the guardian: the review saw it outlive the timeout);
  * the log says what happened: SIGTERM, the shell killed by it, SIGKILL
  * 5 s later, the group gone, what it left outside ended.
+ *
+ * The SIGTERM must find the step and the stray in place, or the test
+ * proves nothing (or, the shell killed before it made the step, sees no
+ * SIGKILL at all): the timeout is generous (5 s) beside the two shells'
+ * start, however loaded the machine, and the test checks that both were
+ * made. The second reclaim (902) is made only once they were: the next
+ * CMD comes timeout + 5 s (the SIGKILL) + a guardian tick and a poll
+ * after the first one's start, about 10 s; the test waits 60 s for it.
  */
 static int test_exec_timeout_follows_group(void)
 {
@@ -555,7 +570,7 @@ static int test_exec_timeout_follows_group(void)
     vigil_hb *hb = make_hb(f, 4);
     setenv("HOOK_OUT", out, 1);
     struct vt_proc p;
-    int sp = exec_watchdog(&p, f, err,
+    int sp = exec_watchdog_timeout(&p, f, err, "5s",
         "if [ \"$VIGIL_RECLAIM_PID\" = 901 ]; then "
         "  s=$(setsid sh -c 'echo $$; exec sleep 1000 >/dev/null' &); echo \"stray $s\" >> \"$HOOK_OUT\"; "
         "  (trap '' TERM; echo \"step $(exec sh -c 'echo $PPID')\" >> \"$HOOK_OUT\"; exec sleep 1000); "
@@ -566,12 +581,18 @@ static int test_exec_timeout_follows_group(void)
     EXPECT(sp == 0, "spawn");
     uint32_t a, b;
     EXPECT_RC(vigil_hb_register(hb, 901, &a), 0);
+    vigil_hb_tick(hb);
+    vigil_hb_tick(hb);
+    char buf[4096] = "", ebuf[4096] = "";
+    /* The first CMD's step is there (it is made after the stray): now the
+     * second reclaim, stale at once (registered at this epoch, then two
+     * ticks past grace 1). */
+    bool made = vt_file_has(out, "step ", buf, sizeof(buf), 60000);
     EXPECT_RC(vigil_hb_register(hb, 902, &b), 0);
     vigil_hb_tick(hb);
     vigil_hb_tick(hb);
-    char buf[4096], ebuf[4096];
-    bool next = vt_file_has(out, "next: ", buf, sizeof(buf), 30000);
-    bool said = vt_file_has(err, "its process group is gone", ebuf, sizeof(ebuf), 10000);
+    bool next = made && vt_file_has(out, "next: ", buf, sizeof(buf), 60000);
+    bool said = made && vt_file_has(err, "its process group is gone", ebuf, sizeof(ebuf), 60000);
     int rc = vt_stop(&p, SIGTERM, 10000);
     const char *sp_at = strstr(buf, "step ");
     int step = 0;
@@ -581,10 +602,11 @@ static int test_exec_timeout_follows_group(void)
     int stray = 0;
     if (st_at && sscanf(st_at, "stray %d", &stray) == 1 && stray > 0 && !vt_gone(stray))
         kill(stray, SIGKILL); /* nor a stray */
+    EXPECT(made && strstr(buf, "stray "), "the first CMD never made its stray and step:\n%s", buf);
     EXPECT(next && strstr(buf, "next: step gone stray gone"),
            "the next CMD started beside the first one's step or its stray outside its group:\n%s", buf);
     char want[200];
-    snprintf(want, sizeof(want), "--exec for slot %u (pid 901, stale, units none): ran past --exec-timeout 300ms; "
+    snprintf(want, sizeof(want), "--exec for slot %u (pid 901, stale, units none): ran past --exec-timeout 5s; "
              "SIGTERM to its process group; SIGKILL to its process group 5s later; the shell was killed by signal 15",
              a);
     EXPECT(said && strstr(ebuf, want), "expected '%s' in the log, got '%s'", want, ebuf);
