@@ -192,30 +192,39 @@ static int test_trailers(void)
     struct sink k = { 0 };
     struct vigil_etcd_stream *s = watch_conv(&k);
     char ok[] = "grpc-status: 0\r\n";
-    EXPECT(vigil_etcd__stream_header(ok, 1, strlen(ok), s) == strlen(ok) && k.len == 0, "status 0 gave '%s'", k.out);
+    EXPECT(vigil_etcd__stream_header(ok, 1, strlen(ok), s) == strlen(ok) && vigil_etcd__stream_end(s) == 0 && k.len == 0,
+           "status 0 gave '%s'", k.out);
     vigil_etcd__stream_free(s);
     s = watch_conv(&k);
+    /* etcd's order: grpc-status, then grpc-message; the line waits for the end. */
     char st[] = "grpc-status: 16\r\n", msg[] = "grpc-message: etcdserver: invalid auth token\r\n";
-    size_t a = vigil_etcd__stream_header(msg, 1, strlen(msg), s), b = vigil_etcd__stream_header(st, 1, strlen(st), s),
-           c = vigil_etcd__stream_header(st, 1, strlen(st), s);
+    size_t b = vigil_etcd__stream_header(st, 1, strlen(st), s), a = vigil_etcd__stream_header(msg, 1, strlen(msg), s);
+    size_t before = k.len;
+    int e1 = vigil_etcd__stream_end(s), e2 = vigil_etcd__stream_end(s);
     vigil_etcd__stream_free(s);
-    EXPECT(a == strlen(msg) && b == strlen(st) && c == strlen(st), "the trailers refused: %zu %zu %zu", a, b, c);
+    EXPECT(a == strlen(msg) && b == strlen(st) && before == 0 && e1 == 0 && e2 == 0,
+           "the trailers: %zu %zu, %zu written before the end, ends %d %d", a, b, before, e1, e2);
     char *nl = strchr(k.out, '\n');
     EXPECT(nl && !nl[1], "one error line: '%s'", k.out);
     int code = vigil_etcd__parse_watch_keys(k.out, (size_t)(nl - k.out), NULL, NULL);
     EXPECT(code == -EACCES, "the watch parser on '%s': %d (want -EACCES)", k.out, code);
     char m[128];
     EXPECT(vigil_etcd__error_of(k.out, (size_t)(nl - k.out), m, sizeof(m)) == 16 && strstr(m, "invalid auth token"),
-           "the error line '%s'", k.out);
-    /* A stream that ends inside a message: refused. */
-    s = watch_conv(&k);
-    unsigned char buf[1024];
-    size_t n = 0;
-    frame(created, buf, sizeof(buf), &n);
-    size_t part = feed(s, buf, n - 1), end = vigil_etcd__stream_header(ok, 1, strlen(ok), s);
-    int err = vigil_etcd__stream_error(s);
-    vigil_etcd__stream_free(s);
-    EXPECT(part == n - 1 && end == 0 && err == -EPROTO, "ended inside a message: %zu, %zu, error %d", part, end, err);
+           "the error line '%s' lost the message", k.out);
+    /* A stream that ends inside a message, with a status or with none: refused. */
+    for (int with_status = 0; with_status < 2; with_status++) {
+        s = watch_conv(&k);
+        unsigned char buf[1024];
+        size_t n = 0;
+        frame(created, buf, sizeof(buf), &n);
+        size_t part = feed(s, buf, n - 1);
+        if (with_status)
+            vigil_etcd__stream_header(ok, 1, strlen(ok), s);
+        int end = vigil_etcd__stream_end(s), err = vigil_etcd__stream_error(s);
+        vigil_etcd__stream_free(s);
+        EXPECT(part == n - 1 && end == -EPROTO && err == -EPROTO, "ended inside a message (status %d): %zu, %d, %d",
+               with_status, part, end, err);
+    }
     /* The gateway's stream passes as it came. */
     struct sink g = { 0 };
     s = vigil_etcd__stream_new(NULL, sink_write, &g);

@@ -277,9 +277,9 @@ static int test_namespace_wait_observe(void)
  * w->pid -1 when it could not fork. */
 static void waiter_spawn(struct vt_proc *w, struct vigil_etcd_options o, const char *k, uint32_t ttl_ms)
 {
-    int fds[2];
+    int fds[2]; /* a socket pair: the child's line out, and the test's go-ahead back */
     *w = (struct vt_proc){ .pid = -1, .fd = -1 };
-    if (pipe(fds) != 0)
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0)
         return;
     fflush(NULL);
     w->pid = fork();
@@ -290,6 +290,8 @@ static void waiter_spawn(struct vt_proc *w, struct vigil_etcd_options o, const c
         int rc = vigil_etcd_acquire_wait(we, k, "waiter", ttl_ms, 60000 * 1000000ull, &l);
         dprintf(fds[1], "got %d %llu %s\n", rc, rc == 0 ? (unsigned long long)l.token : 0ull,
                 rc == 0 ? "" : vigil_etcd_errmsg());
+        char go;
+        (void)!read(fds[1], &go, 1); /* the release waits until the test has counted (its close) */
         if (rc == 0)
             rc = vigil_etcd_release(we, &l);
         vigil_etcd_close(we);
@@ -395,9 +397,15 @@ static int test_cn_watches_under_auth(void)
     vt_sleep_ms(2500);
     long long r1 = et_grpc_started(e, renew);
     int rel = vigil_etcd_release(e, &l);
+    /* Second in line, it returns on its watch's word alone: no read, txn or
+     * renewal from the release to its line (as etcd_test_queue's
+     * test_second_holder_killed); the child releases only after our count. */
+    static const char *const asked[] = { "Range", "Txn", "LeaseKeepAlive", NULL };
+    long long q0 = et_grpc_started(e, asked);
     bool woke = w.pid > 0 && vt_read_until(&w, "\n", 20000);
+    long long q1 = et_grpc_started(e, asked);
+    close(w.fd); /* the child's go-ahead to release */
     int wst = w.pid > 0 ? vt_wait(w.pid, 10000) : -1;
-    close(w.fd);
 
     /* A group watcher on the CN certificate sees the initial member and a join. */
     vigil_etcd *we = tls_connect(cn);
@@ -424,6 +432,9 @@ static int test_cn_watches_under_auth(void)
            r0, r1);
     EXPECT_RC(rel, 0);
     EXPECT(woke && strncmp(w.buf, "got 0 ", 6) == 0, "the waiter was not woken by the release: '%s'", w.buf);
+    EXPECT(q0 >= 0 && q1 == q0,
+           "etcd served %lld reads, txns or renewals between the release and the waiter's return: its watch was not heard",
+           q1 - q0);
     EXPECT(wst == 0, "the waiter exited %d", wst);
     EXPECT(a != NULL && wrc == 0, "join %p, watch %d ('%s')", (void *)a, wrc, why);
     EXPECT(n1 == 1 && first.type == VIGIL_GROUP_JOIN && first.initial && strcmp(first.member.name, "first") == 0,
@@ -503,8 +514,8 @@ static int test_waiter_under_auth(void)
     bool early = queued && vt_read_until(&w, "\n", 200);
     int st = vt_stop(&ctl, SIGTERM, 10000);
     bool got = early || (w.pid > 0 && vt_read_until(&w, "\n", 20000));
+    close(w.fd); /* the child's go-ahead to release */
     int wst = w.pid > 0 ? vt_wait(w.pid, 10000) : -1;
-    close(w.fd);
     int off = et_tls_auth(url, certs, false);
     vigil_etcd_close(e);
     EXPECT(held, "etcdctl lock did not get a free key: '%s'", ctl.buf);

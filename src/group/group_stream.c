@@ -261,6 +261,7 @@ int gstream_next(struct gstream *s, int timeout_ms, int extra_fd, struct gevent 
             while ((m = curl_multi_info_read(s->multi, &left))) {
                 if (m->msg == CURLMSG_DONE && m->easy_handle == s->curl && !s->ended) {
                     s->ended = true;
+                    vigil_etcd__stream_end(s->stream); /* the error line, all trailers in */
                     s->end_rc = transfer_rc(s, m->data.result);
                 }
             }

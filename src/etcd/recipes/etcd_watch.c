@@ -218,7 +218,8 @@ int vigil_etcd__watch_wait(struct vigil_etcd_watch *w, int timeout_ms)
             while ((m = curl_multi_info_read(w->multi, &left))) {
                 if (m->msg == CURLMSG_DONE && m->easy_handle == w->curl) {
                     w->done = true;
-                    w->done_rc = stream_error(w, m->data.result);
+                    int end = vigil_etcd__stream_end(w->stream); /* the error line, all trailers in */
+                    w->done_rc = end && m->data.result == CURLE_OK ? end : stream_error(w, m->data.result);
                 }
             }
         }

@@ -162,18 +162,25 @@ size_t vigil_etcd__stream_feed(char *data, size_t size, size_t nmemb, void *arg)
     return frames_out(s) ? n : 0;
 }
 
-/* The headers and the trailers: a non-zero grpc-status is told to the
- * caller once, as the gateway's error line. */
+/* The headers and the trailers, recorded: the error line waits for the
+ * transfer's end (vigil_etcd__stream_end), since etcd sends grpc-status
+ * before grpc-message. */
 size_t vigil_etcd__stream_header(char *line, size_t size, size_t nmemb, void *arg)
 {
     struct vigil_etcd_stream *s = arg;
-    size_t n = vigil_etcd__grpc_on_header(line, size, nmemb, &s->g);
-    if (s->m && s->g.have_status && s->len > 0 && !s->err) {
-        s->err = -EPROTO; /* the stream ended inside a message */
-        return 0;
+    return vigil_etcd__grpc_on_header(line, size, nmemb, &s->g);
+}
+
+int vigil_etcd__stream_end(struct vigil_etcd_stream *s)
+{
+    if (!s || s->err || !s->m)
+        return s ? s->err : 0;
+    if (s->len > 0) {
+        s->err = -EPROTO; /* it ended inside a message */
+        return s->err;
     }
     if (!s->g.have_status || s->g.status == 0 || s->told)
-        return n;
+        return 0;
     s->told = true;
     cJSON *o = cJSON_CreateObject(), *err = cJSON_AddObjectToObject(o, "error");
     char *json = NULL;
@@ -182,13 +189,11 @@ size_t vigil_etcd__stream_header(char *line, size_t size, size_t nmemb, void *ar
         cJSON_AddStringToObject(err, "message", s->g.message))
         json = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
-    if (!json) {
-        s->err = -ENOMEM;
-        return 0;
-    }
+    if (!json)
+        return s->err = -ENOMEM;
     bool taken = tell(s, "", json, strlen(json), "\n");
     free(json);
-    return taken ? n : 0;
+    return taken ? 0 : (s->err ? s->err : -EIO);
 }
 
 /* gRPC for a stream on endpoint i: where the handle's calls go in gRPC

@@ -260,6 +260,10 @@ struct vigil_etcd_stream *vigil_etcd__stream_new(const struct vigil_etcd_grpc_me
                                                  vigil_etcd_stream_write_fn *write, void *arg);
 size_t vigil_etcd__stream_feed(char *data, size_t size, size_t nmemb, void *arg);
 size_t vigil_etcd__stream_header(char *line, size_t size, size_t nmemb, void *arg);
+/* At the transfer's end, once all trailers are in: a non-zero grpc-status
+ * written as the gateway's error line (its grpc-message with it), or
+ * -EPROTO for a stream cut inside a message; what it failed with, or 0. */
+int    vigil_etcd__stream_end(struct vigil_etcd_stream *s);
 /* The gateway's URL of path on endpoint ep, with e's lock held: snprintf's count. */
 int vigil_etcd__gateway_url(const vigil_etcd *e, unsigned ep, const char *path, char *url, size_t cap);
 
